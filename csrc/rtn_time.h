@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_time.h
+ * @brief One time type: signed 64-bit nanoseconds on CLOCK_MONOTONIC.
+ *
+ * Every station in the lab shares the host's CLOCK_MONOTONIC, which is what
+ * makes receive timestamps of one station comparable with the schedule of
+ * another.  Wakeups are absolute: the next deadline is always the previous
+ * deadline plus the period, never "now + period".
+ */
+#ifndef RTN_TIME_H
+#define RTN_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+typedef int64_t rtn_ns_t;
+
+#define RTN_NS_PER_US 1000LL
+#define RTN_NS_PER_SEC 1000000000LL
+#define RTN_CLOCK CLOCK_MONOTONIC
+
+static inline rtn_ns_t rtn_ts_to_ns(const struct timespec *ts)
+{
+	return (rtn_ns_t)ts->tv_sec * RTN_NS_PER_SEC + ts->tv_nsec;
+}
+
+static inline struct timespec rtn_ns_to_ts(rtn_ns_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / RTN_NS_PER_SEC,
+			       .tv_nsec = ns % RTN_NS_PER_SEC };
+	return ts;
+}
+
+static inline rtn_ns_t rtn_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(RTN_CLOCK, &ts);
+	return rtn_ts_to_ns(&ts);
+}
+
+/** Sleep until the absolute time @p deadline on RTN_CLOCK (EINTR-safe). */
+static inline void rtn_sleep_until(rtn_ns_t deadline)
+{
+	struct timespec ts = rtn_ns_to_ts(deadline);
+
+	while (clock_nanosleep(RTN_CLOCK, TIMER_ABSTIME, &ts, NULL) != 0)
+		;
+}
+
+#endif

@@ -1,0 +1,1 @@
+"""RTmac disciplines (TDMA, NoMAC): configuration, validation, scapy layers, the rtmac CLI."""

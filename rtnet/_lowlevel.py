@@ -1,0 +1,41 @@
+"""Thin layer over the cffi extension: load it, check its version, turn C errors into exceptions.
+
+Everything above this module uses Python values only; cdata never leaves the
+object that owns it.
+"""
+import errno as _errno
+
+from . import __version__
+from .errors import RtnetError
+
+try:
+    from ._core import ffi, lib
+except ImportError as exc:  # pragma: no cover - only without a build
+    raise ImportError(
+        "rtnet._core is not built: run tools/setup-system.sh (or pip install -e .)"
+    ) from exc
+
+_core_version = ffi.string(lib.rtn_version()).decode()
+if _core_version != __version__:
+    raise ImportError(
+        f"rtnet._core is version {_core_version} but the Python package is {__version__}: "
+        "rebuild with pip install -e ."
+    )
+
+
+def core_version() -> str:
+    return _core_version
+
+
+def last_error() -> str:
+    return ffi.string(lib.rtn_last_error()).decode(errors="replace")
+
+
+def check(rc: int, exc: type = RtnetError, what: str = "") -> int:
+    """Raise ``exc(errno, message)`` for a negative return code, else return it."""
+    if rc < 0:
+        msg = last_error() or _errno.errorcode.get(-rc, str(-rc))
+        if what:
+            msg = f"{what}: {msg}"
+        raise exc(-rc, msg)
+    return rc

@@ -1,0 +1,34 @@
+"""Only what pyproject.toml cannot say: the cffi extension and the XDP object.
+
+The XDP program (csrc/xdp_rtnet.bpf.c) is compiled with clang into
+rtnet/xdp_rtnet.bpf.o before setuptools runs, so both regular and editable
+installs ship it as package data.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def build_bpf_object():
+    src = os.path.join(HERE, "csrc", "xdp_rtnet.bpf.c")
+    out = os.path.join(HERE, "rtnet", "xdp_rtnet.bpf.o")
+    if not os.path.exists(src):
+        return
+    clang = shutil.which("clang")
+    if clang is None:
+        sys.exit("rtnet-xdp: clang is needed to build the XDP program "
+                 "(run tools/setup-system.sh, or apt-get install clang)")
+    arch_inc = "/usr/include/" + subprocess.run(
+        ["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    cmd = [clang, "-O2", "-g", "-Wall", "-target", "bpf", "-I", arch_inc,
+           "-c", src, "-o", out]
+    subprocess.run(cmd, check=True)
+
+
+build_bpf_object()
+setup(cffi_modules=["csrc/build_core.py:ffibuilder"])

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything rtnet-xdp needs on Debian 12, as root:
+# system packages (libxdp/libbpf, clang, rt-tests, iperf3, stress-ng, tshark),
+# bpffs, and the Python package itself (editable, so the C core is built in place).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+APT_PACKAGES=(
+  libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm gcc make pkg-config
+  iproute2 ethtool rt-tests iperf3 stress-ng tshark procps
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup-system: must run as root (installs packages, mounts bpffs)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup-system: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer once, non-interactively.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# libxdp and our loader want the BPF filesystem.
+if ! mountpoint -q /sys/fs/bpf; then
+  mount -t bpf bpf /sys/fs/bpf
+fi
+
+py=${PYTHON:-python3}
+if ! "$py" -c "import rtnet._core" 2>/dev/null || [ "${RTNET_REBUILD:-0}" = 1 ] \
+   || [ -n "$(find "$here/csrc" "$here/pyproject.toml" "$here/setup.py" -newer "$here/.build-stamp" 2>/dev/null | head -1)" ] \
+   || [ ! -e "$here/.build-stamp" ]; then
+  echo "setup-system: building and installing rtnet-xdp (pip install -e)"
+  "$py" -m pip install -q --disable-pip-version-check -e "$here[test]"
+  touch "$here/.build-stamp"
+fi
