@@ -1,0 +1,43 @@
+"""Shared test fixtures.
+
+Tests that need root, network namespaces, AF_XDP or TAP are marked ``netns``.
+Locally they skip when the machine cannot run them; with CI=true they fail
+instead, so a green CI run means they really ran.
+"""
+import os
+import shutil
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def skip_or_fail(reason: str):
+    """Skip locally, fail under CI=true: CI must never pass by skipping."""
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _netns_missing() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, AF_XDP, TAP)"
+    if not os.path.exists("/proc/self/ns/net"):
+        return "kernel without network namespaces"
+    if not os.path.ismount("/sys/fs/bpf"):
+        return "bpffs is not mounted at /sys/fs/bpf (run tools/setup-system.sh)"
+    return None
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("netns"):
+        reason = _netns_missing()
+        if reason:
+            skip_or_fail(reason)
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        skip_or_fail(f"{name} is not installed (run tools/setup-system.sh)")
+    return path
