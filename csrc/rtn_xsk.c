@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_xsk.c
+ * @brief AF_XDP socket of the real-time path (see rtn_xsk.h).
+ *
+ * UMEM layout: the first half of the frames feeds the fill ring (RX), the
+ * second half is a stack of free TX frames that the completion ring refills.
+ * An RX frame goes straight back to the fill ring once it is consumed, so
+ * neither direction ever allocates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/xsk.h>
+
+#include "rtn_core.h"
+#include "rtn_time.h"
+#include "rtn_xsk.h"
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
+#define ETHERTYPE_RTMAC 0x9021
+#define ETHERTYPE_RTCFG 0x9022
+
+struct rtn_xsk {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint32_t queue;
+	int netns_fd;              /* namespace the socket lives in, for detach */
+	int open;
+
+	struct bpf_object *obj;
+	int prog_fd;
+	uint32_t xdp_flags;        /* mode flag used at attach (for detach) */
+	int attached;
+	int mode;
+	char fallback_reason[160];
+	int counters_fd;
+
+	void *area;
+	size_t area_size;
+	uint32_t frame_size;
+	uint32_t frames;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	int fd;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	int copy_mode;
+	int busy_poll;
+
+	uint64_t *tx_free;         /* stack of free TX frame addresses */
+	uint32_t n_tx_free;
+
+	uint32_t peek_idx;         /* RX ring index of an outstanding peek */
+	uint32_t peek_n;
+
+	struct rtn_xsk_stats st;
+};
+
+/* Keep libbpf's last warning so an error message can name the kernel's cause. */
+static __thread char libbpf_last[200];
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN) {
+		vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
+		libbpf_last[strcspn(libbpf_last, "\n")] = '\0';
+	}
+	return 0;
+}
+
+/* ---- XDP program ---- */
+
+static int describe_attached(struct rtn_xsk *x, char *buf, size_t len)
+{
+	struct bpf_prog_info info;
+	uint32_t info_len = sizeof(info);
+	uint32_t id = 0;
+	int fd;
+
+	if (bpf_xdp_query_id(x->ifindex, 0, &id) || !id)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &info_len))
+		snprintf(buf, len, "'%s' (id %u)", info.name, id);
+	else
+		snprintf(buf, len, "id %u", id);
+	if (fd >= 0)
+		close(fd);
+	return 1;
+}
+
+static int attached_error(struct rtn_xsk *x)
+{
+	char who[64] = "";
+
+	describe_attached(x, who, sizeof(who));
+	return rtn_set_error(-EBUSY, "%s: XDP program %s is already attached "
+			     "(another rtnet socket or XDP tool owns the interface)",
+			     x->ifname, who[0] ? who : "(unknown)");
+}
+
+static int try_attach(struct rtn_xsk *x, uint32_t mode_flag)
+{
+	int err;
+
+	libbpf_last[0] = '\0';
+	err = bpf_xdp_attach(x->ifindex, x->prog_fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode_flag,
+			     NULL);
+	if (!err) {
+		x->xdp_flags = mode_flag;
+		x->attached = 1;
+		x->mode = mode_flag == XDP_FLAGS_DRV_MODE ? RTN_XDP_MODE_NATIVE : RTN_XDP_MODE_SKB;
+	}
+	return err;
+}
+
+static int attach_prog(struct rtn_xsk *x, int mode)
+{
+	char native_why[120];
+	int err, err2;
+	uint32_t id = 0;
+
+	/* Name an existing program before trying: the kernel only says EBUSY. */
+	if (!bpf_xdp_query_id(x->ifindex, 0, &id) && id)
+		return attached_error(x);
+
+	if (mode == RTN_XDP_MODE_SKB) {
+		err = try_attach(x, XDP_FLAGS_SKB_MODE);
+		if (err == -EBUSY || err == -EEXIST)
+			return attached_error(x);
+		if (err == -EPERM)
+			return rtn_set_error(err, "%s: attaching XDP needs CAP_NET_ADMIN (run as root)",
+					     x->ifname);
+		if (err)
+			return rtn_set_error(err, "%s: SKB-mode XDP attach failed: %s",
+					     x->ifname, strerror(-err));
+		return 0;
+	}
+
+	err = try_attach(x, XDP_FLAGS_DRV_MODE);
+	if (!err)
+		return 0;
+	if (err == -EBUSY || err == -EEXIST)
+		return attached_error(x);
+	if (err == -EPERM)
+		return rtn_set_error(err, "%s: attaching XDP needs CAP_NET_ADMIN (run as root)",
+				     x->ifname);
+	snprintf(native_why, sizeof(native_why), "native XDP attach failed: %s%s%s",
+		 strerror(-err), libbpf_last[0] ? "; " : "", libbpf_last);
+	if (mode == RTN_XDP_MODE_NATIVE)
+		return rtn_set_error(err, "%s: driver has no native XDP support (%s)",
+				     x->ifname, native_why);
+
+	err2 = try_attach(x, XDP_FLAGS_SKB_MODE);
+	if (err2 == -EBUSY || err2 == -EEXIST)
+		return attached_error(x);
+	if (err2)
+		return rtn_set_error(err2, "%s: no XDP support: %s; SKB-mode attach failed: %s",
+				     x->ifname, native_why, strerror(-err2));
+	snprintf(x->fallback_reason, sizeof(x->fallback_reason), "%s", native_why);
+	return 0;
+}
+
+static void detach_prog(struct rtn_xsk *x)
+{
+	struct bpf_xdp_attach_opts opts = { .sz = sizeof(opts) };
+	int home = -1;
+
+	if (!x->attached)
+		return;
+	/*
+	 * ifindex only means something in the socket's namespace, and close()
+	 * may run on a thread that lives elsewhere: go there and come back.
+	 */
+	if (x->netns_fd >= 0) {
+		home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (home >= 0 && setns(x->netns_fd, CLONE_NEWNET)) {
+			close(home);
+			home = -1;
+		}
+	}
+	/* Only remove our own program, never one attached after us. */
+	opts.old_prog_fd = x->prog_fd;
+	bpf_xdp_detach(x->ifindex, x->xdp_flags, &opts);
+	if (home >= 0) {
+		setns(home, CLONE_NEWNET);
+		close(home);
+	}
+	x->attached = 0;
+}
+
+static int load_prog(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
+{
+	struct bpf_program *prog;
+	struct bpf_map *types, *pinned;
+	struct statfs sfs;
+	uint16_t key;
+	uint8_t one = 1;
+	uint32_t i;
+	int err, fd;
+
+	if (!o->bpf_obj_path || access(o->bpf_obj_path, R_OK))
+		return rtn_set_error(-ENOENT, "XDP object %s not found (build with setup.py build_ext)",
+				     o->bpf_obj_path ? o->bpf_obj_path : "(none)");
+	if (o->pin_dir && (statfs(o->pin_dir, &sfs) || sfs.f_type != BPF_FS_MAGIC))
+		return rtn_set_error(-ENOENT, "bpffs is not mounted at %s "
+				     "(mount -t bpf bpf /sys/fs/bpf)", o->pin_dir);
+
+	libbpf_set_print(libbpf_quiet);
+	libbpf_last[0] = '\0';
+	x->obj = bpf_object__open_file(o->bpf_obj_path, NULL);
+	if (!x->obj) {
+		err = -errno;
+		x->obj = NULL;
+		return rtn_set_error(err, "cannot open XDP object %s: %s",
+				     o->bpf_obj_path, strerror(-err));
+	}
+	err = bpf_object__load(x->obj);
+	if (err) {
+		if (err == -EPERM)
+			return rtn_set_error(err, "loading the XDP program needs CAP_BPF and "
+					     "CAP_NET_ADMIN (run as root)");
+		return rtn_set_error(err, "loading XDP object %s failed: %s%s%s", o->bpf_obj_path,
+				     strerror(-err), libbpf_last[0] ? "; " : "", libbpf_last);
+	}
+	prog = bpf_object__find_program_by_name(x->obj, "xdp_rtnet");
+	types = bpf_object__find_map_by_name(x->obj, "rt_ethertypes");
+	if (!prog || !types || !bpf_object__find_map_by_name(x->obj, "xsks_map"))
+		return rtn_set_error(-EINVAL, "%s is not an rtnet XDP object", o->bpf_obj_path);
+	x->prog_fd = bpf_program__fd(prog);
+	x->counters_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_counters");
+
+	fd = bpf_map__fd(types);
+	key = ETHERTYPE_RTMAC;
+	err = bpf_map_update_elem(fd, &key, &one, BPF_ANY);
+	key = ETHERTYPE_RTCFG;
+	err = err ? err : bpf_map_update_elem(fd, &key, &one, BPF_ANY);
+	for (i = 0; !err && i < o->n_ethertypes; i++)
+		err = bpf_map_update_elem(fd, &o->ethertypes[i], &one, BPF_ANY);
+	if (err)
+		return rtn_set_error(-errno, "filling rt_ethertypes failed: %s", strerror(errno));
+
+	if (o->pin_dir) {
+		char path[256];
+
+		snprintf(path, sizeof(path), "%s/rtn_ethertypes_%s", o->pin_dir, x->ifname);
+		pinned = types;
+		err = bpf_map__pin(pinned, path);
+		if (err)
+			return rtn_set_error(err, "pinning rt_ethertypes at %s failed: %s",
+					     path, strerror(-err));
+	}
+	return 0;
+}
+
+/* ---- UMEM and socket ---- */
+
+static int fill_ring_init(struct rtn_xsk *x)
+{
+	uint32_t n = x->frames / 2, idx, i;
+
+	if (xsk_ring_prod__reserve(&x->fill, n, &idx) != n)
+		return rtn_set_error(-ENOSPC, "%s: fill ring smaller than %u frames", x->ifname, n);
+	for (i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&x->fill, idx + i) = (uint64_t)i * x->frame_size;
+	xsk_ring_prod__submit(&x->fill, n);
+	for (i = 0; i < n; i++)
+		x->tx_free[i] = (uint64_t)(n + i) * x->frame_size;
+	x->n_tx_free = n;
+	return 0;
+}
+
+static int socket_error(struct rtn_xsk *x, int err, int zerocopy)
+{
+	switch (err) {
+	case -EBUSY:
+		return rtn_set_error(err, "%s: queue %u is already in use by another AF_XDP socket",
+				     x->ifname, x->queue);
+	case -EPERM:
+		return rtn_set_error(err, "%s: AF_XDP sockets need CAP_NET_RAW (run as root)",
+				     x->ifname);
+	case -EINVAL:
+		return rtn_set_error(err, "%s: cannot bind queue %u (does the queue exist?)",
+				     x->ifname, x->queue);
+	case -EOPNOTSUPP:
+		if (zerocopy)
+			return rtn_set_error(err, "%s: driver has no AF_XDP zero-copy support "
+					     "(veth never has; use copy mode)", x->ifname);
+		/* fall through */
+	default:
+		return rtn_set_error(err, "%s: AF_XDP socket on queue %u failed: %s",
+				     x->ifname, x->queue, strerror(-err));
+	}
+}
+
+static void set_busy_poll(struct rtn_xsk *x)
+{
+	int one = 1, usecs = 20, budget = 64;
+
+	/* Best effort: the knobs only help drivers with NAPI busy-poll support. */
+	setsockopt(x->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one));
+	setsockopt(x->fd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs));
+	setsockopt(x->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget));
+}
+
+static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
+{
+	struct xsk_umem_config ucfg = {
+		.fill_size = x->frames / 2,
+		.comp_size = x->frames / 2,
+		.frame_size = x->frame_size,
+		.frame_headroom = 0,
+		.flags = 0,
+	};
+	struct xsk_socket_config scfg = {
+		.rx_size = x->frames / 2,
+		.tx_size = x->frames / 2,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.xdp_flags = x->xdp_flags,
+		.bind_flags = XDP_USE_NEED_WAKEUP | (o->zerocopy ? XDP_ZEROCOPY : XDP_COPY),
+	};
+	int map_fd, err;
+
+	x->area_size = (size_t)x->frames * x->frame_size;
+	x->area = mmap(NULL, x->area_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (x->area == MAP_FAILED) {
+		x->area = NULL;
+		return rtn_set_error(-errno, "UMEM of %zu bytes: %s", x->area_size, strerror(errno));
+	}
+	x->tx_free = calloc(x->frames / 2, sizeof(*x->tx_free));
+	if (!x->tx_free)
+		return rtn_set_error(-ENOMEM, "out of memory");
+
+	err = xsk_umem__create(&x->umem, x->area, x->area_size, &x->fill, &x->comp, &ucfg);
+	if (err) {
+		x->umem = NULL;
+		if (err == -EPERM)
+			return rtn_set_error(err, "AF_XDP UMEM needs CAP_NET_RAW (run as root)");
+		return rtn_set_error(err, "AF_XDP UMEM creation failed: %s", strerror(-err));
+	}
+	err = xsk_socket__create(&x->xsk, x->ifname, x->queue, x->umem, &x->rx, &x->tx, &scfg);
+	if (err) {
+		x->xsk = NULL;
+		return socket_error(x, err, o->zerocopy);
+	}
+	x->fd = xsk_socket__fd(x->xsk);
+	x->copy_mode = !o->zerocopy;
+
+	err = fill_ring_init(x);
+	if (err)
+		return err;
+
+	map_fd = bpf_object__find_map_fd_by_name(x->obj, "xsks_map");
+	if (bpf_map_update_elem(map_fd, &x->queue, &x->fd, BPF_ANY))
+		return rtn_set_error(-errno, "%s: xsks_map[%u]: %s", x->ifname, x->queue,
+				     strerror(errno));
+	if (x->busy_poll)
+		set_busy_poll(x);
+	return 0;
+}
+
+int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
+{
+	struct rtn_xsk *x;
+	int err;
+
+	*out = NULL;
+	if (!o->ifname || !o->ifname[0] || strlen(o->ifname) >= IF_NAMESIZE)
+		return rtn_set_error(-EINVAL, "bad interface name");
+	if (o->frames < 64 || (o->frames & (o->frames - 1)))
+		return rtn_set_error(-EINVAL, "frames must be a power of two >= 64, not %u",
+				     o->frames);
+	if (o->n_ethertypes > RTN_XSK_MAX_ETHERTYPES)
+		return rtn_set_error(-EINVAL, "at most %d extra EtherTypes", RTN_XSK_MAX_ETHERTYPES);
+	if (o->mode < RTN_XDP_MODE_AUTO || o->mode > RTN_XDP_MODE_SKB)
+		return rtn_set_error(-EINVAL, "bad XDP mode %d", o->mode);
+
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return rtn_set_error(-ENOMEM, "out of memory");
+	snprintf(x->ifname, sizeof(x->ifname), "%s", o->ifname);
+	x->queue = o->queue;
+	x->frames = o->frames;
+	x->frame_size = XSK_UMEM__DEFAULT_FRAME_SIZE;
+	x->busy_poll = o->busy_poll;
+	x->fd = -1;
+	x->prog_fd = -1;
+	x->counters_fd = -1;
+	x->open = 1;
+	x->netns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	x->ifindex = if_nametoindex(o->ifname);
+	if (!x->ifindex) {
+		err = rtn_set_error(-ENODEV, "%s: no such interface", o->ifname);
+		goto fail;
+	}
+	err = load_prog(x, o);
+	if (err)
+		goto fail;
+	err = attach_prog(x, o->mode);
+	if (err)
+		goto fail;
+	err = create_socket(x, o);
+	if (err)
+		goto fail;
+	x->st.mode = x->mode;
+	*out = x;
+	return 0;
+fail:
+	rtn_xsk_destroy(x);
+	return err;
+}
+
+void rtn_xsk_close(struct rtn_xsk *x)
+{
+	if (!x || !x->open)
+		return;
+	/* Reverse order of rtn_xsk_open(); each step knows if it happened. */
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	x->xsk = NULL;
+	x->fd = -1;
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	x->umem = NULL;
+	detach_prog(x);
+	if (x->obj)
+		bpf_object__close(x->obj);
+	x->obj = NULL;
+	x->prog_fd = -1;
+	x->counters_fd = -1;
+	if (x->area)
+		munmap(x->area, x->area_size);
+	x->area = NULL;
+	free(x->tx_free);
+	x->tx_free = NULL;
+	if (x->netns_fd >= 0)
+		close(x->netns_fd);
+	x->netns_fd = -1;
+	x->open = 0;
+}
+
+void rtn_xsk_destroy(struct rtn_xsk *x)
+{
+	if (!x)
+		return;
+	rtn_xsk_close(x);
+	free(x);
+}
+
+int rtn_xsk_mode(const struct rtn_xsk *x)
+{
+	return x->mode;
+}
+
+const char *rtn_xsk_fallback_reason(const struct rtn_xsk *x)
+{
+	return x->fallback_reason;
+}
+
+int rtn_xsk_fd(const struct rtn_xsk *x)
+{
+	return x->fd;
+}
+
+uint32_t rtn_xsk_frame_size(const struct rtn_xsk *x)
+{
+	return x->frame_size;
+}
+
+int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+	uint32_t key;
+	int i;
+
+	*out = x->st;
+	if (!x->open || x->counters_fd < 0 || ncpu <= 0)
+		return 0;
+	for (key = 0; key < 2; key++) {
+		uint64_t sum = 0;
+
+		if (bpf_map_lookup_elem(x->counters_fd, &key, vals))
+			continue;
+		for (i = 0; i < ncpu; i++)
+			sum += vals[i];
+		if (key == 0)
+			out->xdp_redirected = sum;
+		else
+			out->xdp_passed = sum;
+	}
+	return 0;
+}
+
+/* ---- data path ---- */
+
+static inline void reap_completions(struct rtn_xsk *x)
+{
+	uint32_t idx, n, i;
+
+	n = xsk_ring_cons__peek(&x->comp, x->frames / 2, &idx);
+	for (i = 0; i < n; i++)
+		x->tx_free[x->n_tx_free++] = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
+	if (n)
+		xsk_ring_cons__release(&x->comp, n);
+}
+
+static inline void kick_tx(struct rtn_xsk *x)
+{
+	/* Copy mode transmits only inside the syscall, whatever the flag says. */
+	if (x->copy_mode || xsk_ring_prod__needs_wakeup(&x->tx))
+		sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--) {
+		p[i] = v & 0xff;
+		v >>= 8;
+	}
+}
+
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
+			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts)
+{
+	struct xdp_desc *desc;
+	uint64_t addr;
+	uint32_t idx;
+	uint8_t *data;
+	int64_t now;
+
+	if (!x->open)
+		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
+	if (len < 14 || len > x->frame_size)
+		return rtn_set_error(-EINVAL, "frame length %u outside 14..%u", len, x->frame_size);
+	if (stamp_offset >= 0 && (uint32_t)stamp_offset + 8 > len)
+		return rtn_set_error(-EINVAL, "timestamp at %d does not fit a %u-byte frame",
+				     stamp_offset, len);
+	reap_completions(x);
+	if (!x->n_tx_free) {
+		kick_tx(x);
+		reap_completions(x);
+	}
+	if (!x->n_tx_free || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
+		x->st.tx_ring_full++;
+		kick_tx(x);
+		return -EAGAIN;
+	}
+	addr = x->tx_free[--x->n_tx_free];
+	data = xsk_umem__get_data(x->area, addr);
+	memcpy(data, frame, len);
+	desc = xsk_ring_prod__tx_desc(&x->tx, idx);
+	desc->addr = addr;
+	desc->len = len;
+	desc->options = 0;
+	now = rtn_now();
+	if (stamp_offset >= 0)
+		put_be64(data + stamp_offset, (uint64_t)(now + stamp_add));
+	xsk_ring_prod__submit(&x->tx, 1);
+	kick_tx(x);
+	reap_completions(x);
+	x->st.tx_frames++;
+	x->st.tx_bytes += len;
+	if (tx_ts)
+		*tx_ts = now;
+	return 0;
+}
+
+int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts)
+{
+	return rtn_xsk_send_stamped(x, frame, len, -1, 0, tx_ts);
+}
+
+static inline void refill(struct rtn_xsk *x, uint64_t addr)
+{
+	uint32_t idx;
+
+	if (xsk_ring_prod__reserve(&x->fill, 1, &idx) != 1) {
+		x->st.fill_fail++;
+		return;
+	}
+	*xsk_ring_prod__fill_addr(&x->fill, idx) = xsk_umem__extract_addr(addr);
+	xsk_ring_prod__submit(&x->fill, 1);
+}
+
+static inline int desc_ok(struct rtn_xsk *x, const struct xdp_desc *d)
+{
+	uint64_t a = xsk_umem__add_offset_to_addr(d->addr);
+
+	return a < x->area_size && d->len <= x->frame_size &&
+	       a + d->len <= x->area_size;
+}
+
+static inline void wake_rx(struct rtn_xsk *x)
+{
+	/* Needed when the kernel ran out of fill entries, and drives busy polling. */
+	if (x->busy_poll || xsk_ring_prod__needs_wakeup(&x->fill))
+		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
+int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us)
+{
+	const struct xdp_desc *d;
+	int64_t deadline = 0, now;
+	uint32_t idx, n;
+	int ret;
+
+	if (!x->open)
+		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
+	if (x->peek_n)
+		return rtn_set_error(-EBUSY, "rtn_xsk_rx_release() missing after a peek");
+	if (timeout_us > 0)
+		deadline = rtn_now() + (int64_t)timeout_us * RTN_NS_PER_US;
+	for (;;) {
+		if (xsk_ring_cons__peek(&x->rx, 1, &idx) == 1)
+			break;
+		x->st.rx_empty_polls++;
+		if (timeout_us == 0)
+			return 0;
+		if (timeout_us > 0) {
+			now = rtn_now();
+			if (now >= deadline)
+				return 0;
+		}
+		if (x->busy_poll) {
+			wake_rx(x);
+		} else {
+			struct pollfd pfd = { .fd = x->fd, .events = POLLIN };
+			struct timespec ts, *tsp = NULL;
+
+			if (timeout_us > 0) {
+				ts = rtn_ns_to_ts(deadline - now);
+				tsp = &ts;
+			}
+			if (ppoll(&pfd, 1, tsp, NULL) < 0 && errno != EINTR)
+				return rtn_set_error(-errno, "poll on AF_XDP socket: %s",
+						     strerror(errno));
+		}
+	}
+	now = rtn_now();
+	d = xsk_ring_cons__rx_desc(&x->rx, idx);
+	if (!desc_ok(x, d)) {
+		x->st.invalid_desc++;
+		ret = -EIO;
+		rtn_set_error(ret, "invalid RX descriptor addr %llu len %u",
+			      (unsigned long long)d->addr, d->len);
+	} else {
+		n = d->len;
+		if (n > cap) {
+			x->st.truncated++;
+			n = cap;
+		}
+		memcpy(buf, xsk_umem__get_data(x->area, d->addr), n);
+		x->st.rx_frames++;
+		x->st.rx_bytes += d->len;
+		ret = n;
+	}
+	refill(x, d->addr);
+	xsk_ring_cons__release(&x->rx, 1);
+	if (rx_ts)
+		*rx_ts = now;
+	return ret;
+}
+
+int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
+		    int64_t *rx_ts)
+{
+	const struct xdp_desc *d;
+	uint32_t idx, n, i;
+
+	if (!x->open)
+		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
+	if (x->peek_n)
+		return rtn_set_error(-EBUSY, "rtn_xsk_rx_release() missing after a peek");
+	n = xsk_ring_cons__peek(&x->rx, max, &idx);
+	if (!n) {
+		x->st.rx_empty_polls++;
+		wake_rx(x);
+		return 0;
+	}
+	if (rx_ts)
+		*rx_ts = rtn_now();
+	for (i = 0; i < n; i++) {
+		d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
+		if (!desc_ok(x, d)) {
+			x->st.invalid_desc++;
+			frames[i].data = NULL;
+			frames[i].len = 0;
+			continue;
+		}
+		frames[i].data = xsk_umem__get_data(x->area, d->addr);
+		frames[i].len = d->len;
+		x->st.rx_frames++;
+		x->st.rx_bytes += d->len;
+	}
+	x->peek_idx = idx;
+	x->peek_n = n;
+	return n;
+}
+
+void rtn_xsk_rx_release(struct rtn_xsk *x)
+{
+	uint32_t i;
+
+	if (!x->peek_n)
+		return;
+	for (i = 0; i < x->peek_n; i++)
+		refill(x, xsk_ring_cons__rx_desc(&x->rx, x->peek_idx + i)->addr);
+	xsk_ring_cons__release(&x->rx, x->peek_n);
+	x->peek_n = 0;
+}

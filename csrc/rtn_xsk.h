@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_xsk.h
+ * @brief AF_XDP socket of the real-time path: our XDP program, UMEM, rings.
+ *
+ * rtn_xsk_open() loads xdp_rtnet.bpf.o with libbpf, attaches it to the
+ * interface (native, or SKB as a fallback), creates a UMEM and an AF_XDP
+ * socket with libxdp's xsk API (its own program load inhibited) and enters
+ * the socket in xsks_map[queue].  The frame functions below do every ring
+ * operation in C, allocate nothing and take the timestamps themselves, so
+ * the caller only sees whole frames and nanosecond times (rtn_time.h).
+ */
+#ifndef RTN_XSK_H
+#define RTN_XSK_H
+
+#include <stdint.h>
+
+#define RTN_XDP_MODE_AUTO 0
+#define RTN_XDP_MODE_NATIVE 1
+#define RTN_XDP_MODE_SKB 2
+
+#define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
+
+struct rtn_xsk;
+
+struct rtn_xsk_opts {
+	const char *ifname;
+	const char *bpf_obj_path;   /* xdp_rtnet.bpf.o */
+	const char *pin_dir;        /* NULL, or a bpffs directory to pin rt_ethertypes in */
+	uint32_t queue;
+	int mode;                   /* RTN_XDP_MODE_* */
+	uint32_t frames;            /* UMEM frames, a power of two >= 64 */
+	int zerocopy;               /* bind with XDP_ZEROCOPY instead of XDP_COPY */
+	int busy_poll;              /* spin on the RX ring instead of poll(2) */
+	uint32_t n_ethertypes;
+	uint16_t ethertypes[14];    /* extra real-time EtherTypes (host order) */
+};
+
+struct rtn_xsk_stats {
+	uint64_t rx_frames;
+	uint64_t rx_bytes;
+	uint64_t tx_frames;
+	uint64_t tx_bytes;
+	uint64_t tx_ring_full;      /* sends refused with -EAGAIN */
+	uint64_t rx_empty_polls;    /* RX ring checks that found nothing */
+	uint64_t fill_fail;         /* frames that could not go back to the fill ring */
+	uint64_t invalid_desc;      /* descriptors outside the UMEM or too long */
+	uint64_t truncated;         /* frames larger than the caller's buffer */
+	uint64_t xdp_redirected;    /* XDP program: frames steered to AF_XDP (all CPUs) */
+	uint64_t xdp_passed;        /* XDP program: frames passed to the stack */
+	int mode;                   /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
+};
+
+/** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */
+struct rtn_xsk_frame {
+	uint8_t *data;
+	uint32_t len;
+};
+
+int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out);
+/** Release socket, UMEM and XDP program; safe to call more than once. */
+void rtn_xsk_close(struct rtn_xsk *x);
+/** rtn_xsk_close() and free the object; accepts NULL. */
+void rtn_xsk_destroy(struct rtn_xsk *x);
+
+int rtn_xsk_mode(const struct rtn_xsk *x);
+/** Why native mode was not used ("" when it was, or was not tried). */
+const char *rtn_xsk_fallback_reason(const struct rtn_xsk *x);
+int rtn_xsk_fd(const struct rtn_xsk *x);
+uint32_t rtn_xsk_frame_size(const struct rtn_xsk *x);
+int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out);
+
+/**
+ * Send one frame.  *tx_ts is rtn_now() taken right before the descriptor is
+ * submitted.  Returns 0, or -EAGAIN when no TX frame or ring slot is free.
+ */
+int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts);
+/**
+ * Like rtn_xsk_send(), and also write rtn_now() + @p stamp_add as a
+ * big-endian 64-bit value at @p stamp_offset of the frame right before
+ * submission (RTnet's rtskb_tx_timestamp: Sync frames carry local time plus
+ * the clock offset).  A negative @p stamp_offset writes nothing.
+ */
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
+			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts);
+/**
+ * Receive one frame into @p buf.  Returns the number of bytes copied (a
+ * longer frame is cut to @p cap and counted as truncated), 0 on timeout, or
+ * a negative errno.  @p timeout_us: 0 checks once, -1 waits forever.
+ */
+int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us);
+/**
+ * Zero-copy receive for C callers: point @p frames at up to @p max received
+ * frames inside the UMEM, with one timestamp for the batch.  The frames stay
+ * valid until rtn_xsk_rx_release(), which must follow before the next peek.
+ * Returns the number of frames (0 if none), never waits.
+ */
+int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
+		    int64_t *rx_ts);
+void rtn_xsk_rx_release(struct rtn_xsk *x);
+
+#endif

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file xdp_rtnet.bpf.c
+ * @brief XDP program of the real-time path: steer RTnet EtherTypes to AF_XDP.
+ *
+ * Only frames whose EtherType is listed in rt_ethertypes go to the AF_XDP
+ * socket bound to the receiving queue; everything else (IP, ARP, ...) goes
+ * on to the Linux stack.  libxdp's default program redirects every frame of
+ * the queue, which would cut the station off from Linux networking.
+ *
+ * If no socket is bound to the queue, bpf_redirect_map() falls back to
+ * XDP_PASS, so a half-set-up station still talks IP.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks_map SEC(".maps");
+
+/* key: EtherType in host order; value: unused flag (1) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u16);
+	__type(value, __u8);
+} rt_ethertypes SEC(".maps");
+
+/* index 0: redirected to AF_XDP, 1: passed to the stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} rt_counters SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&rt_counters, &idx);
+
+	if (c)
+		(*c)++;
+}
+
+SEC("xdp")
+int xdp_rtnet(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u16 proto;
+
+	if ((void *)(eth + 1) > data_end)
+		goto pass;
+	proto = bpf_ntohs(eth->h_proto);
+	if (!bpf_map_lookup_elem(&rt_ethertypes, &proto))
+		goto pass;
+	count(0);
+	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+pass:
+	count(1);
+	return XDP_PASS;
+}
+
+char _license[] SEC("license") = "GPL";
