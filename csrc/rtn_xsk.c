@@ -646,8 +646,10 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 		if (xsk_ring_cons__peek(&x->rx, 1, &idx) == 1)
 			break;
 		x->st.rx_empty_polls++;
-		if (timeout_us == 0)
+		if (timeout_us == 0) {
+			wake_rx(x);
 			return 0;
+		}
 		if (timeout_us > 0) {
 			now = rtn_now();
 			if (now >= deadline)
