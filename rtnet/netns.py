@@ -71,8 +71,11 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"rtnet.netns: {argv[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    os.execvp(argv[2], argv[2:])
-    return 127  # not reached
+    try:
+        os.execvp(argv[2], argv[2:])
+    except OSError as exc:
+        print(f"rtnet.netns: {argv[2]}: {exc.strerror}", file=sys.stderr)
+    return 127
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 APT_PACKAGES=(
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm gcc make pkg-config
-  iproute2 ethtool rt-tests iperf3 stress-ng tshark procps
+  iproute2 iputils-ping ethtool rt-tests iperf3 stress-ng tshark procps
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,0 +1,299 @@
+"""The lab: a shared Ethernet segment on one machine, built with pyroute2.
+
+Each station is a network namespace ``rtn-<lab>-s<N>`` holding ``rteth0``,
+one end of a veth whose other end (``s<N>``) is a port of the Linux bridge
+``rtbr0`` in the namespace ``rtn-<lab>-wire`` (the wire).  MACs and addresses
+are deterministic: station N has 02:52:54:00:00:NN and 198.18.0.N/24 (the
+RFC 2544 benchmarking range).  Everything is found again by name, so
+``Lab(name).down()`` also cleans up after a crash.
+
+Processes the lab starts in its stations are recorded by PID in
+/run/rtnet/lab-<name>/ and only those are stopped by ``down()``.
+"""
+import dataclasses
+import errno
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from pyroute2 import IPRoute, netns as pr_netns
+
+from . import netns
+from .errors import LabError
+
+PREFIX = "rtn-"
+BRIDGE = "rtbr0"
+STATION_IF = "rteth0"
+MAX_STATIONS = 32
+RUN_DIR = os.environ.get("RTNET_RUN_DIR", "/run/rtnet")
+_NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Station:
+    lab: str
+    index: int
+
+    @property
+    def netns(self) -> str:
+        return f"{PREFIX}{self.lab}-s{self.index}"
+
+    @property
+    def ifname(self) -> str:
+        return STATION_IF
+
+    @property
+    def mac(self) -> str:
+        return f"02:52:54:00:00:{self.index:02x}"
+
+    @property
+    def ip(self) -> str:
+        return f"198.18.0.{self.index}"
+
+    @property
+    def prefixlen(self) -> int:
+        return 24
+
+    @property
+    def wire_port(self) -> str:
+        return f"s{self.index}"
+
+
+def _write_sysctl(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _quiet_ipv6() -> None:
+    """Disable IPv6 in the current namespace: no router solicitations or MLD reports on the wire."""
+    for conf in ("all", "default"):
+        try:
+            _write_sysctl(f"/proc/sys/net/ipv6/conf/{conf}/disable_ipv6", "1")
+        except OSError:
+            pass  # kernel without IPv6: nothing to quieten
+
+
+class Lab:
+    """A lab of ``stations`` stations on one bridge.  Use as a context manager or up()/down()."""
+
+    def __init__(self, name: str = "lab", stations: int = 3):
+        if not _NAME_RE.match(name):
+            raise LabError(errno.EINVAL, f"lab name {name!r}: use 1-10 lower-case letters or digits")
+        if not 1 <= stations <= MAX_STATIONS:
+            raise LabError(errno.EINVAL, f"--stations {stations}: must be 1..{MAX_STATIONS}")
+        self.name = name
+        self.n = stations
+
+    # -- names -------------------------------------------------------------
+    @property
+    def wire_netns(self) -> str:
+        return f"{PREFIX}{self.name}-wire"
+
+    @property
+    def stations(self) -> list[Station]:
+        return [Station(self.name, i) for i in range(1, self.n + 1)]
+
+    def station(self, index: int) -> Station:
+        if not 1 <= index <= self.n:
+            raise LabError(errno.EINVAL, f"lab {self.name!r} has no station {index} (1..{self.n})")
+        return Station(self.name, index)
+
+    @property
+    def pid_dir(self) -> str:
+        return os.path.join(RUN_DIR, f"lab-{self.name}")
+
+    def existing_namespaces(self) -> list[str]:
+        mine = f"{PREFIX}{self.name}-"
+        return sorted(ns for ns in pr_netns.listnetns() if ns.startswith(mine))
+
+    def exists(self) -> bool:
+        return bool(self.existing_namespaces())
+
+    # -- life cycle --------------------------------------------------------
+    def up(self) -> "Lab":
+        if os.geteuid() != 0:
+            raise LabError(errno.EPERM, "lab up: needs root (creates network namespaces)")
+        if self.exists():
+            raise LabError(errno.EEXIST, f"lab {self.name!r} already exists "
+                                         f"(rtnetctl lab down --name {self.name} removes it)")
+        try:
+            self._build()
+        except BaseException as exc:
+            self.down()  # never leave half a lab behind
+            if isinstance(exc, OSError) and not isinstance(exc, LabError):
+                raise LabError(exc.errno or errno.EIO, f"lab up: {exc}") from exc
+            raise
+        return self
+
+    def _build(self) -> None:
+        pr_netns.create(self.wire_netns)
+        with netns.entered(self.wire_netns):
+            _quiet_ipv6()
+        with IPRoute(netns=self.wire_netns) as ipr:
+            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+            ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=0, br_forward_delay=0)
+            br = ipr.link_lookup(ifname=BRIDGE)[0]
+            ipr.link("set", index=br, state="up")
+        for st in self.stations:
+            pr_netns.create(st.netns)
+            with netns.entered(st.netns):
+                _quiet_ipv6()
+            with IPRoute(netns=self.wire_netns) as ipr:
+                ipr.link("add", ifname=st.wire_port, kind="veth",
+                         peer={"ifname": STATION_IF, "net_ns_fd": st.netns})
+                port = ipr.link_lookup(ifname=st.wire_port)[0]
+                ipr.link("set", index=port, master=br, state="up")
+            with IPRoute(netns=st.netns) as ipr:
+                ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+                dev = ipr.link_lookup(ifname=STATION_IF)[0]
+                ipr.link("set", index=dev, address=st.mac, mtu=1500)
+                ipr.addr("add", index=dev, address=st.ip, prefixlen=st.prefixlen)
+                ipr.link("set", index=dev, state="up")
+
+    def down(self) -> list[str]:
+        """Stop the lab's processes and remove its namespaces; returns what was removed."""
+        removed = self._stop_processes()
+        for ns in self.existing_namespaces():
+            # Station namespaces first is not needed: deleting either end of a veth
+            # deletes the pair, and the bridge goes with the wire namespace.
+            pr_netns.remove(ns)
+            removed.append(f"netns {ns}")
+        try:
+            os.rmdir(self.pid_dir)
+        except OSError:
+            pass
+        return removed
+
+    def __enter__(self) -> "Lab":
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # -- processes ---------------------------------------------------------
+    def spawn(self, station: Station, argv: list[str], **popen_kw) -> subprocess.Popen:
+        """Start ``argv`` inside ``station``'s namespace and record its PID for down()."""
+        cmd = [sys.executable, "-m", "rtnet.netns", station.netns, "--", *argv]
+        proc = subprocess.Popen(cmd, **popen_kw)
+        os.makedirs(self.pid_dir, exist_ok=True)
+        with open(os.path.join(self.pid_dir, f"{proc.pid}.pid"), "w") as f:
+            f.write(f"{proc.pid} {_start_time(proc.pid)} {station.netns}\n")
+        return proc
+
+    def forget(self, proc: subprocess.Popen) -> None:
+        try:
+            os.unlink(os.path.join(self.pid_dir, f"{proc.pid}.pid"))
+        except FileNotFoundError:
+            pass
+
+    def recorded_processes(self) -> list[tuple[int, str]]:
+        """(pid, netns) of recorded processes that are still the ones we started."""
+        alive = []
+        try:
+            entries = os.listdir(self.pid_dir)
+        except FileNotFoundError:
+            return alive
+        for entry in entries:
+            path = os.path.join(self.pid_dir, entry)
+            try:
+                pid_s, start_s, ns = open(path).read().split()
+                pid = int(pid_s)
+            except (OSError, ValueError):
+                os.unlink(path)
+                continue
+            if _start_time(pid) == start_s:
+                alive.append((pid, ns))
+            else:
+                os.unlink(path)  # gone, or the PID was reused by someone else
+        return alive
+
+    def _stop_processes(self, timeout: float = 3.0) -> list[str]:
+        stopped = []
+        procs = self.recorded_processes()
+        for pid, _ns in procs:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for pid, ns in procs:
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)  # polling a process we do not parent: no wait() possible
+            if _alive(pid):
+                _signal(pid, signal.SIGKILL)
+            stopped.append(f"process {pid} in {ns}")
+        for entry in os.listdir(self.pid_dir) if os.path.isdir(self.pid_dir) else []:
+            os.unlink(os.path.join(self.pid_dir, entry))
+        return stopped
+
+    # -- status ------------------------------------------------------------
+    def status(self) -> dict:
+        spaces = self.existing_namespaces()
+        out = {"name": self.name, "exists": bool(spaces), "namespaces": spaces, "stations": []}
+        for ns in spaces:
+            m = re.match(rf"^{PREFIX}{self.name}-s(\d+)$", ns)
+            if not m:
+                continue
+            out["stations"].append(_station_status(ns, int(m.group(1))))
+        out["stations"].sort(key=lambda s: s["index"])
+        out["processes"] = [{"pid": p, "netns": n} for p, n in self.recorded_processes()]
+        return out
+
+
+def all_labs() -> list[str]:
+    """Names of every lab with at least one namespace left (crash leftovers included)."""
+    names = set()
+    for ns in pr_netns.listnetns():
+        m = re.match(rf"^{PREFIX}([a-z0-9]+)-(wire|s\d+)$", ns)
+        if m:
+            names.add(m.group(1))
+    return sorted(names)
+
+
+def _station_status(ns: str, index: int) -> dict:
+    st = {"index": index, "netns": ns, "links": []}
+    try:
+        with IPRoute(netns=ns) as ipr:
+            for link in ipr.get_links():
+                name = link.get_attr("IFLA_IFNAME")
+                if name == "lo":
+                    continue
+                xdp = link.get_attr("IFLA_XDP")
+                attached = xdp.get_attr("IFLA_XDP_ATTACHED") if xdp else None
+                addrs = [f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"
+                         for a in ipr.get_addr(index=link["index"])]
+                st["links"].append({
+                    "ifname": name,
+                    "mac": link.get_attr("IFLA_ADDRESS"),
+                    "state": link.get_attr("IFLA_OPERSTATE"),
+                    "mtu": link.get_attr("IFLA_MTU"),
+                    "addresses": addrs,
+                    "xdp": bool(attached),
+                })
+    except OSError as exc:
+        st["error"] = str(exc)
+    return st
+
+
+def _start_time(pid: int) -> str:
+    """Process start time in clock ticks (field 22 of /proc/PID/stat): tells PID reuse apart."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
