@@ -1,0 +1,192 @@
+"""AF_XDP real-time path between two lab stations (root, namespaces, AF_XDP)."""
+import errno
+import socket
+import struct
+import threading
+
+import pytest
+from pyroute2 import IPRoute, netns as pr_netns
+
+from rtnet import netns
+from rtnet.errors import XskError
+from rtnet.lab import Lab
+from rtnet.xsk import RawSocket
+
+pytestmark = pytest.mark.netns
+
+EXTRA_RT = 0x88B5       # configured real-time EtherType
+NOT_RT = 0x88B6         # never steered: must reach Linux, not the socket
+DUMMY_NS = "rtnx-dummy"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    with Lab(name="rtnxt", stations=2) as lab:
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def dummy_ns():
+    """A namespace with an interface whose driver has no native XDP.
+
+    A dummy interface would do, but not every kernel has the dummy driver;
+    the bridge driver is always there (the lab needs it) and lacks native XDP.
+    """
+    if DUMMY_NS in pr_netns.listnetns():
+        pr_netns.remove(DUMMY_NS)
+    pr_netns.create(DUMMY_NS)
+    try:
+        with IPRoute(netns=DUMMY_NS) as ipr:
+            ipr.link("add", ifname="rtnxbr0", kind="bridge")
+            ipr.link("set", index=ipr.link_lookup(ifname="rtnxbr0")[0], state="up")
+        yield DUMMY_NS
+    finally:
+        pr_netns.remove(DUMMY_NS)
+
+
+def xdp_attached(ns: str, ifname: str) -> int:
+    """IFLA_XDP_ATTACHED of the interface (0: no program)."""
+    with IPRoute(netns=ns) as ipr:
+        link = ipr.link("get", index=ipr.link_lookup(ifname=ifname)[0])[0]
+        xdp = link.get_attr("IFLA_XDP")
+        return (xdp.get_attr("IFLA_XDP_ATTACHED") or 0) if xdp else 0
+
+
+def mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def frame(dst, src, ethertype: int, seq: int, size: int = 80) -> bytes:
+    hdr = mac(dst) + mac(src) + struct.pack("!HI", ethertype, seq)
+    return hdr.ljust(size, bytes([seq & 0xFF]))
+
+
+def open_pair(lab, **kw):
+    s1, s2 = lab.station(1), lab.station(2)
+    a = RawSocket(s1.ifname, netns=s1.netns, ethertypes=[EXTRA_RT], **kw)
+    try:
+        b = RawSocket(s2.ifname, netns=s2.netns, ethertypes=[EXTRA_RT], **kw)
+    except BaseException:
+        a.close()
+        raise
+    return a, b
+
+
+def test_rt_frames_arrive_complete_and_in_order(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    a, b = open_pair(lab)
+    with a, b:
+        assert a.mode in ("native", "skb")
+        if a.mode == "skb":
+            assert a.fallback_reason  # a fallback must say why
+        else:
+            assert a.fallback_reason is None
+        passed_before = b.stats()["xdp_passed"]
+        sent, tx_ts = [], []
+        for seq in range(1000):
+            f = frame(s2.mac, s1.mac, (0x9021, EXTRA_RT)[seq % 2], seq)
+            tx_ts.append(a.send(f))
+            sent.append(f)
+            if seq % 100 == 0:  # a frame Linux must keep: never seen by the socket
+                a.send(frame(s2.mac, s1.mac, NOT_RT, seq))
+        got = []
+        while len(got) < len(sent):
+            r = b.recv(timeout=2.0)
+            if r is None:
+                break
+            got.append(r)
+        assert b.recv(timeout=0) is None, "a non-real-time frame reached the socket"
+        assert [f for f, _ in got] == sent
+        rx_ts = [t for _, t in got]
+        assert all(x <= y for x, y in zip(rx_ts, rx_ts[1:]))
+        assert all(rx > tx for rx, tx in zip(rx_ts, tx_ts))
+        st_a, st_b = a.stats(), b.stats()
+        assert st_a["tx_frames"] == 1010 and st_b["rx_frames"] == 1000
+        assert st_b["rx_bytes"] == sum(len(f) for f in sent)
+        assert st_b["xdp_redirected"] >= 1000
+        assert st_b["xdp_passed"] - passed_before >= 10
+        assert st_b["invalid_desc"] == 0 and st_b["truncated"] == 0
+
+
+def test_linux_udp_still_works_while_sockets_are_open(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    a, b = open_pair(lab)
+    with a, b:
+        with netns.entered(s2.netns):
+            rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with netns.entered(s1.netns):
+            tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with rx, tx:
+            rx.bind((s2.ip, 0))
+            rx.settimeout(5.0)
+            tx.sendto(b"over the Linux stack", (s2.ip, rx.getsockname()[1]))
+            data, peer = rx.recvfrom(100)
+        assert data == b"over the Linux stack" and peer[0] == s1.ip
+        assert b.recv(timeout=0) is None
+
+
+def test_stamped_send_writes_now_plus_offset(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    a, b = open_pair(lab)
+    with a, b:
+        add = 123_456_789
+        tx = a.send_stamped(frame(s2.mac, s1.mac, 0x9021, 7), stamp_offset=20, stamp_add=add)
+        got = b.recv(timeout=2.0)
+        assert got is not None
+        assert struct.unpack_from("!q", got[0], 20)[0] == tx + add
+
+
+def test_close_detaches_even_from_another_namespace_and_thread(lab):
+    s1 = lab.station(1)
+    with netns.entered(s1.netns):
+        sock = RawSocket(s1.ifname)  # opened here, closed from the root namespace
+    assert xdp_attached(s1.netns, s1.ifname)
+    t = threading.Thread(target=sock.close)
+    t.start()
+    t.join()
+    sock.close()  # idempotent
+    assert xdp_attached(s1.netns, s1.ifname) == 0
+    with pytest.raises(XskError, match="closed"):
+        sock.send(b"\0" * 60)
+
+
+def test_second_socket_on_same_interface_and_queue_is_refused(lab):
+    s1 = lab.station(1)
+    with RawSocket(s1.ifname, netns=s1.netns) as first:
+        with pytest.raises(XskError) as info:
+            RawSocket(s1.ifname, netns=s1.netns)
+        assert info.value.errno == errno.EBUSY
+        assert "already attached" in str(info.value) and "xdp_rtnet" in str(info.value)
+        assert first.send(frame("ff:ff:ff:ff:ff:ff", s1.mac, 0x9021, 1)) > 0
+    assert xdp_attached(s1.netns, s1.ifname) == 0
+
+
+def test_unknown_interface(lab):
+    with pytest.raises(XskError, match="rteth9: no such interface") as info:
+        RawSocket("rteth9", netns=lab.station(1).netns)
+    assert info.value.errno == errno.ENODEV
+
+
+def test_native_mode_without_driver_support_fails_cleanly(dummy_ns):
+    with pytest.raises(XskError, match="rtnxbr0: driver has no native XDP support"):
+        RawSocket("rtnxbr0", netns=dummy_ns, mode="native")
+    assert xdp_attached(dummy_ns, "rtnxbr0") == 0
+
+
+def test_auto_mode_falls_back_to_skb_and_says_why(dummy_ns, caplog):
+    with RawSocket("rtnxbr0", netns=dummy_ns, mode="auto") as sock:
+        assert sock.mode == "skb"
+        assert "native XDP attach failed" in sock.fallback_reason
+        assert sock.stats()["mode"] == "skb"
+        assert xdp_attached(dummy_ns, "rtnxbr0")
+    assert "SKB mode" in caplog.text
+    assert xdp_attached(dummy_ns, "rtnxbr0") == 0
+
+
+def test_no_xdp_program_left_on_the_stations(lab):
+    a, b = open_pair(lab, mode="skb")
+    assert a.mode == b.mode == "skb"
+    a.close()
+    b.close()
+    for st in lab.stations:
+        assert xdp_attached(st.netns, st.ifname) == 0
