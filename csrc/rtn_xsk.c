@@ -58,6 +58,7 @@ struct rtn_xsk {
 	int mode;
 	char fallback_reason[160];
 	int counters_fd;
+	char pin_path[256];        /* pinned rt_ethertypes, removed on close */
 
 	void *area;
 	size_t area_size;
@@ -268,14 +269,16 @@ static int load_prog(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		return rtn_set_error(-errno, "filling rt_ethertypes failed: %s", strerror(errno));
 
 	if (o->pin_dir) {
-		char path[256];
-
-		snprintf(path, sizeof(path), "%s/rtn_ethertypes_%s", o->pin_dir, x->ifname);
+		snprintf(x->pin_path, sizeof(x->pin_path), "%s/rtn_ethertypes_%s",
+			 o->pin_dir, x->ifname);
 		pinned = types;
-		err = bpf_map__pin(pinned, path);
-		if (err)
-			return rtn_set_error(err, "pinning rt_ethertypes at %s failed: %s",
-					     path, strerror(-err));
+		err = bpf_map__pin(pinned, x->pin_path);
+		if (err) {
+			rtn_set_error(err, "pinning rt_ethertypes at %s failed: %s",
+				      x->pin_path, strerror(-err));
+			x->pin_path[0] = '\0';
+			return err;
+		}
 	}
 	return 0;
 }
@@ -452,6 +455,9 @@ void rtn_xsk_close(struct rtn_xsk *x)
 		xsk_umem__delete(x->umem);
 	x->umem = NULL;
 	detach_prog(x);
+	if (x->pin_path[0])
+		unlink(x->pin_path);
+	x->pin_path[0] = '\0';
 	if (x->obj)
 		bpf_object__close(x->obj);
 	x->obj = NULL;

@@ -79,7 +79,7 @@ class RawSocket:
 
     def __init__(self, ifname: str, *, queue: int = 0, ethertypes=(), mode: str = "auto",
                  netns: str | None = None, frames: int = 4096, zerocopy: bool = False,
-                 busy_poll: bool = False):
+                 busy_poll: bool = False, pin_dir: str | None = None):
         _validate(ifname, queue, mode, frames, netns)
         extra = validate_ethertypes(ethertypes)
         self.ifname = ifname
@@ -100,7 +100,9 @@ class RawSocket:
         opts = ffi.new("struct rtn_xsk_opts *")
         opts.ifname = self._c_ifname
         opts.bpf_obj_path = self._c_path
-        opts.pin_dir = ffi.NULL
+        # pin_dir: a bpffs directory where rt_ethertypes is pinned for other tools
+        self._c_pin = ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL
+        opts.pin_dir = self._c_pin
         opts.queue = queue
         opts.mode = MODES[mode]
         opts.frames = frames

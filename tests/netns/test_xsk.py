@@ -1,5 +1,6 @@
 """AF_XDP real-time path between two lab stations (root, namespaces, AF_XDP)."""
 import errno
+import os
 import socket
 import struct
 import threading
@@ -190,3 +191,15 @@ def test_no_xdp_program_left_on_the_stations(lab):
     b.close()
     for st in lab.stations:
         assert xdp_attached(st.netns, st.ifname) == 0
+
+
+def test_pinned_ethertype_map_lives_as_long_as_the_socket(lab):
+    s1 = lab.station(1)
+    pin_dir = "/sys/fs/bpf/rtnx-test"
+    os.makedirs(pin_dir, exist_ok=True)
+    try:
+        with RawSocket(s1.ifname, netns=s1.netns, pin_dir=pin_dir):
+            assert os.listdir(pin_dir) == ["rtn_ethertypes_rteth0"]
+        assert os.listdir(pin_dir) == []
+    finally:
+        os.rmdir(pin_dir)

@@ -65,3 +65,15 @@ def test_negative_timeout_is_rejected():
     assert xsk._timeout_us(0) == 0
     assert xsk._timeout_us(1e-7) == 1
     assert xsk._timeout_us(1e9) == 2**31 - 1
+
+
+def test_missing_bpf_object_is_reported(monkeypatch, tmp_path):
+    monkeypatch.setattr(xsk, "bpf_object_path", lambda: str(tmp_path / "xdp_rtnet.bpf.o"))
+    with pytest.raises(XskError, match="xdp_rtnet.bpf.o not found") as info:
+        RawSocket("lo")
+    assert info.value.errno == errno.ENOENT
+
+
+def test_pin_dir_outside_bpffs_is_reported(tmp_path):
+    with pytest.raises(XskError, match=f"bpffs is not mounted at {tmp_path}"):
+        RawSocket("lo", pin_dir=str(tmp_path))
