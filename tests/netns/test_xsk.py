@@ -203,3 +203,12 @@ def test_pinned_ethertype_map_lives_as_long_as_the_socket(lab):
         assert os.listdir(pin_dir) == []
     finally:
         os.rmdir(pin_dir)
+
+
+def test_missing_queue_fails_after_attach_and_releases_the_program(lab):
+    s1 = lab.station(1)
+    with pytest.raises(XskError, match="rteth0: cannot bind queue 5"):
+        RawSocket(s1.ifname, netns=s1.netns, queue=5)  # a lab veth has one queue
+    assert xdp_attached(s1.netns, s1.ifname) == 0
+    with RawSocket(s1.ifname, netns=s1.netns) as sock:  # nothing left behind to collide with
+        assert sock.mode in ("native", "skb")
