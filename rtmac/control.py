@@ -4,6 +4,20 @@ Protocol: one Unix stream socket per device at ``$RTNET_RUN_DIR/<dev>.ctl``
 (default ``/run/rtnet``).  The client writes one JSON object and a newline
 (``{"cmd": "tdma.slot", "dev": "rteth0", ...}``) and reads one JSON line back:
 ``{"ok": true, ...}`` or ``{"ok": false, "error": "one-line message"}``.
+
+Requests built by ``rtmac`` (rtmac/cli.py), all with ``"dev"``:
+
+- ``tdma.master``: cycle_us, backup_offset_us (None = primary), cal_rounds,
+  max_slot_id, max_cal_requests
+- ``tdma.slave``: cal_rounds, max_slot_id
+- ``tdma.slot``: id, offset_us, phasing, period, size (0 = device MTU), joint
+  (None or id), cal_timeout_ms (0 = wait forever), cal_results (bool: reply
+  with ``"cal_results": [ns, ...]``, written by ``-l`` one per line);
+  ``rtmac.tdma_config.apply_request()`` turns it into a new configuration
+- ``tdma.remove_slot``: id
+- ``tdma.detach``, ``tdma.show`` (reply: ``"config"``:
+  ``TdmaConfig.to_dict()`` or None, optional ``"state"``), ``nomac.attach``,
+  ``nomac.detach``
 """
 from __future__ import annotations
 
