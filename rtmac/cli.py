@@ -1,0 +1,250 @@
+"""``rtmac``: configure the RTmac disciplines of a station, with RTnet's syntax.
+
+Mirrors tdmacfg and nomaccfg (RTnet utils/net)::
+
+    rtmac tdma <dev> master <cycle_us> [-b us] [-c rounds] [-i max_slot_id] [-m max_cal_requests]
+    rtmac tdma <dev> slave [-c rounds] [-i max_slot_id]
+    rtmac tdma <dev> slot <id> [<offset_us> [-p x/y] [-s bytes] [-j id] [-l file] [-t ms]]
+    rtmac tdma <dev> detach
+    rtmac tdma <dev> show [-j]
+    rtmac nomac <dev> attach|detach
+
+Each command becomes one request dict, checked here as far as possible and
+sent to the station daemon (rtmac.control).  Exit status: 0 on success, 2
+when the command line is refused before anything is sent, 1 when the
+daemon refuses the request or cannot be reached.  Errors are one line,
+``rtmac: <dev>: <message>``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rtnet.errors import ConfigError
+
+from . import control, tdma_config
+from .tdma_config import TdmaConfig
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class UsageError(Exception):
+    """The command line is wrong; nothing was sent."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _uint(what: str, lo: int = 0, hi: int | None = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what}: {text}") from None
+        if value < lo or (hi is not None and value > hi):
+            rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise argparse.ArgumentTypeError(f"invalid {what}: {text} (allowed: {rng})")
+        return value
+    parse.__name__ = what  # argparse names the type in some messages
+    return parse
+
+
+def _phasing(text: str) -> tuple[int, int]:
+    try:
+        x, y = (int(p, 10) for p in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid phasing: {text} (expected x/y)") from None
+    if not 1 <= x <= y <= tdma_config.MAX_PERIOD:
+        raise argparse.ArgumentTypeError(
+            f"invalid phasing: {text} (need 1 <= x <= y <= {tdma_config.MAX_PERIOD})")
+    return x, y
+
+
+def _size(text: str) -> int:
+    value = _uint("slot size", 0, tdma_config.MAX_MTU)(text)
+    if 0 < value < tdma_config.MIN_SLOT_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"invalid slot size: {text} (0 for the MTU, or {tdma_config.MIN_SLOT_SIZE}.."
+            f"{tdma_config.MAX_MTU})")
+    return value
+
+
+# --- request builders: one per subcommand -------------------------------------------------
+
+def _validated_globals(**kwargs) -> None:
+    try:
+        tdma_config.validate(TdmaConfig(**kwargs))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def req_master(a) -> dict:
+    backup = a.backup_offset_us or None  # -b 0 means primary master, as in tdmacfg
+    _validated_globals(role="master", cycle_us=a.cycle_us, backup_offset_us=backup,
+                       cal_rounds=a.cal_rounds, max_slot_id=a.max_slot_id,
+                       max_cal_requests=a.max_cal_requests)
+    return {"cmd": "tdma.master", "dev": a.dev, "cycle_us": a.cycle_us,
+            "backup_offset_us": backup, "cal_rounds": a.cal_rounds,
+            "max_slot_id": a.max_slot_id, "max_cal_requests": a.max_cal_requests}
+
+
+def req_slave(a) -> dict:
+    _validated_globals(role="slave", cal_rounds=a.cal_rounds, max_slot_id=a.max_slot_id)
+    return {"cmd": "tdma.slave", "dev": a.dev, "cal_rounds": a.cal_rounds,
+            "max_slot_id": a.max_slot_id}
+
+
+def req_slot(a) -> dict:
+    if a.offset_us is None:
+        given = [opt for opt, val in (("-p", a.phasing), ("-s", a.size), ("-j", a.joint),
+                                      ("-l", a.log_file), ("-t", a.cal_timeout_ms))
+                 if val is not None]
+        if given:
+            raise UsageError(f"{' '.join(given)} needs a slot offset")
+        return {"cmd": "tdma.remove_slot", "dev": a.dev, "id": a.id}
+    phasing, period = a.phasing or (1, 1)
+    if a.joint is not None and a.joint == a.id:
+        raise UsageError(f"slot {a.id} cannot be joint with itself")
+    return {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
+            "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
+            "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+
+
+def req_simple(cmd: str):
+    return lambda a: {"cmd": cmd, "dev": a.dev}
+
+
+# --- output --------------------------------------------------------------------------------
+
+def _print_show(dev: str, reply: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
+        return
+    cfg = reply.get("config")
+    if not cfg:
+        print(f"{dev}: no TDMA discipline attached")
+        return
+    role = cfg["role"]
+    if role == "master" and cfg.get("backup_offset_us"):
+        role = f"backup master (offset {cfg['backup_offset_us']} us)"
+    cycle = f"{cfg['cycle_us']} us" if cfg.get("cycle_us") else "from master"
+    state = f", state {reply['state']}" if reply.get("state") else ""
+    print(f"{dev}: TDMA {role}, cycle {cycle}{state}")
+    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}")
+    for s in cfg.get("slots", []):
+        joint = "-" if s.get("joint") is None else str(s["joint"])
+        print(f"{s['id']:>4} {s['offset_us']:>10} {str(s['phasing']) + '/' + str(s['period']):>8}"
+              f" {s['size']:>6} {joint:>5}")
+
+
+def _write_cal_log(path: str, reply: dict) -> None:
+    with open(path, "w") as f:
+        for ns in reply.get("cal_results", []):
+            f.write(f"{int(ns)}\n")
+
+
+# --- parser --------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
+    disc = p.add_subparsers(dest="discipline", required=True, metavar="tdma|nomac")
+
+    tdma = disc.add_parser("tdma", help="TDMA discipline (tdmacfg)")
+    tdma.add_argument("dev")
+    cmds = tdma.add_subparsers(dest="command", required=True,
+                               metavar="master|slave|slot|detach|show")
+
+    m = cmds.add_parser("master", help="become (backup) master")
+    m.add_argument("cycle_us", type=_uint("cycle period", 1))
+    m.add_argument("-b", dest="backup_offset_us", type=_uint("backup offset"), default=0)
+    m.add_argument("-c", dest="cal_rounds", type=_uint("calibration rounds"), default=100)
+    m.add_argument("-i", dest="max_slot_id", type=_uint("max slot id"), default=7)
+    m.add_argument("-m", dest="max_cal_requests", type=_uint("max calibration requests", 1),
+                   default=64)
+    m.set_defaults(build=req_master)
+
+    s = cmds.add_parser("slave", help="become slave")
+    s.add_argument("-c", dest="cal_rounds", type=_uint("calibration rounds"), default=100)
+    s.add_argument("-i", dest="max_slot_id", type=_uint("max slot id"), default=7)
+    s.set_defaults(build=req_slave)
+
+    sl = cmds.add_parser("slot", help="add/replace a slot, or remove it (no offset)")
+    sl.add_argument("id", type=_uint("slot id", 0, tdma_config.MAX_SLOT_ID_LIMIT))
+    sl.add_argument("offset_us", nargs="?", type=_uint("slot offset", 0, tdma_config.MAX_OFFSET_US))
+    sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
+    sl.add_argument("-s", dest="size", type=_size)
+    sl.add_argument("-j", dest="joint", type=_uint("joint slot id", 0,
+                                                   tdma_config.MAX_SLOT_ID_LIMIT))
+    sl.add_argument("-l", dest="log_file", metavar="file")
+    sl.add_argument("-t", dest="cal_timeout_ms", type=_uint("calibration timeout"))
+    sl.set_defaults(build=req_slot)
+
+    d = cmds.add_parser("detach", help="detach TDMA")
+    d.set_defaults(build=req_simple("tdma.detach"))
+
+    sh = cmds.add_parser("show", help="show configuration and state")
+    sh.add_argument("-j", dest="json", action="store_true", help="JSON output")
+    sh.set_defaults(build=req_simple("tdma.show"))
+
+    nomac = disc.add_parser("nomac", help="NoMAC discipline (nomaccfg)")
+    nomac.add_argument("dev")
+    ncmds = nomac.add_subparsers(dest="command", required=True, metavar="attach|detach")
+    ncmds.add_parser("attach").set_defaults(build=req_simple("nomac.attach"))
+    ncmds.add_parser("detach").set_defaults(build=req_simple("nomac.detach"))
+    return p
+
+
+def parse_request(argv: list[str]) -> tuple[dict, argparse.Namespace]:
+    """Command line -> (request dict, parsed arguments); UsageError if refused."""
+    args = build_parser().parse_args(argv)
+    try:
+        control.check_dev(args.dev)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return args.build(args), args
+
+
+def _guess_dev(argv: list[str]) -> str | None:
+    if len(argv) >= 2 and argv[0] in ("tdma", "nomac") and not argv[1].startswith("-"):
+        return argv[1]
+    return None
+
+
+def _fail(dev: str | None, message: str, status: int) -> int:
+    prefix = f"rtmac: {dev}: " if dev else "rtmac: "
+    print(prefix + message, file=sys.stderr)
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        request, args = parse_request(argv)
+    except UsageError as exc:
+        return _fail(_guess_dev(argv), f"{exc} (see rtmac --help)", EXIT_USAGE)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    # A slot command blocks while the station calibrates, like tdmacfg.
+    if request["cmd"] == "tdma.slot":
+        timeout = request["cal_timeout_ms"] / 1000 + 5 if request["cal_timeout_ms"] else None
+    else:
+        timeout = 30.0
+    try:
+        reply = control.send_request(args.dev, request, timeout=timeout)
+        if request["cmd"] == "tdma.show":
+            _print_show(args.dev, reply, args.json)
+        elif getattr(args, "log_file", None):
+            _write_cal_log(args.log_file, reply)
+    except control.ControlError as exc:
+        return _fail(args.dev, exc.strerror or str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(args.dev, f"{exc.filename or ''}: {exc.strerror}".lstrip(": "), EXIT_FAILED)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

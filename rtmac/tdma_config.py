@@ -1,0 +1,265 @@
+"""TDMA configuration model and its validation (applied as a whole or not at all).
+
+Semantics follow RTnet's TDMA discipline (doc/TDMA.spec rev 2.1a, section
+"Time Slots"; tdmacfg and tdma_ioctl_set_slot()):
+
+- slot ids index a table of ``max_slot_id + 1`` entries; slot 0 is the
+  default RT slot, slot 1 the NRT slot, which falls back to slot 0 when it
+  does not exist (:func:`effective_slot`);
+- phasing/period ``x/y`` is stored as given (1-based) and the slot is active
+  in cycle ``n`` when ``n % y == x - 1``;
+- ``size`` is the slot's payload MTU: frames up to ``size + 14`` bytes;
+  60 <= size <= the device MTU (0 on the command line means the MTU);
+- a joint slot shares the queue of its primary, which must exist, have the
+  same size and an id below ``max_slot_id`` (RTnet's strict check).
+
+Beyond RTnet, which does not check the schedule at all, :func:`validate`
+refuses slots that run past the cycle end or overlap each other, counting
+each slot as ``[offset, offset + wire time of a size + 14 byte frame + guard)``.
+A configuration object is never modified: changes return a new, validated
+object, so a refused change leaves the running configuration intact.
+
+>>> cfg = TdmaConfig(role="master", cycle_us=5000)
+>>> cfg = set_slot(cfg, Slot(0, 0))
+>>> cfg = set_slot(cfg, Slot(1, 1000, phasing=1, period=2))
+>>> effective_slot(cfg, 1).offset_us, sorted(cfg.slots)
+(1000, [0, 1])
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+from rtnet.errors import ConfigError
+
+MIN_CYCLE_US = 100          # below this a 2-vCPU stock kernel cannot keep the slot grid
+MAX_CYCLE_US = 1_000_000    # RTnet shipped 5 ms; a 1 s cycle is the sane upper end
+MAX_OFFSET_US = MAX_CYCLE_US
+MAX_SLOT_ID_LIMIT = 255
+MAX_PERIOD = 1024
+MIN_SLOT_SIZE = 60          # RTnet MIN_SLOT_SIZE
+MAX_MTU = 9000
+DEFAULT_GUARD_NS = 2000
+
+ETH_HLEN = 14
+ETH_ZLEN = 60               # minimum frame without FCS
+ETH_FCS_LEN = 4
+PREAMBLE_SFD_LEN = 8
+IFG_LEN = 12
+
+ROLES = ("master", "slave")
+
+
+def wire_time_ns(frame_len: int, link_rate_mbps: int) -> int:
+    """Time a frame of ``frame_len`` bytes (without FCS) occupies the wire, in ns.
+
+    Counts preamble + SFD, the frame padded to 60 bytes, the FCS and the
+    inter-frame gap, rounded up.  ``link_rate_mbps == 0`` means unpaced (0 ns).
+
+    >>> wire_time_ns(60, 100), wire_time_ns(1514, 100), wire_time_ns(42, 1000)
+    (6720, 123040, 672)
+    """
+    _check_int("frame_len", frame_len, 0)
+    _check_int("link_rate_mbps", link_rate_mbps, 0)
+    if link_rate_mbps == 0:
+        return 0
+    octets = PREAMBLE_SFD_LEN + max(frame_len, ETH_ZLEN) + ETH_FCS_LEN + IFG_LEN
+    return math.ceil(octets * 8 * 1000 / link_rate_mbps)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One TDMA slot of this station; ``phasing``/``period`` as in ``-p x/y``."""
+
+    id: int
+    offset_us: int
+    phasing: int = 1
+    period: int = 1
+    size: int = 1500
+    joint: int | None = None
+
+    def active_in(self, cycle_no: int) -> bool:
+        return cycle_no % self.period == self.phasing - 1
+
+
+@dataclass(frozen=True)
+class TdmaConfig:
+    """TDMA discipline configuration of one station (tdmacfg master/slave + slots).
+
+    ``cycle_us`` is required for a master; a slave learns it from the Sync
+    frames and may leave it None, which skips the cycle-end checks.
+    ``backup_offset_us`` None means primary master.
+    """
+
+    role: str
+    cycle_us: int | None = None
+    backup_offset_us: int | None = None
+    cal_rounds: int = 100
+    max_slot_id: int = 7
+    max_cal_requests: int = 64
+    slots: dict = field(default_factory=dict)
+    link_rate_mbps: int = 100
+    guard_ns: int = DEFAULT_GUARD_NS
+    mtu: int = 1500
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["slots"] = [asdict(s) for _, s in sorted(self.slots.items())]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TdmaConfig":
+        """Inverse of :meth:`to_dict`; the result is validated."""
+        try:
+            d = dict(d)
+            slots = {s["id"]: Slot(**s) for s in d.pop("slots", [])}
+            return validate(cls(**d, slots=slots))
+        except (TypeError, KeyError) as exc:
+            raise ConfigError(f"bad TDMA configuration: {exc}") from None
+
+
+def _check_int(name: str, value, lo: int | None = None, hi: int | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if lo is not None and value < lo:
+        raise ConfigError(f"{name}: {value} below minimum {lo}")
+    if hi is not None and value > hi:
+        raise ConfigError(f"{name}: {value} above maximum {hi}")
+
+
+def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
+    """``[start, end)`` in ns after the cycle start that the slot occupies."""
+    start = slot.offset_us * 1000
+    return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
+
+
+def phases_meet(a: Slot, b: Slot) -> bool:
+    """Whether some cycle has both slots active (Chinese remainder theorem)."""
+    return (a.phasing - 1) % math.gcd(a.period, b.period) == \
+        (b.phasing - 1) % math.gcd(a.period, b.period)
+
+
+def _validate_globals(c: TdmaConfig) -> None:
+    if c.role not in ROLES:
+        raise ConfigError(f"role must be 'master' or 'slave', got {c.role!r}")
+    if c.role == "master" or c.cycle_us is not None:
+        if c.cycle_us is None:
+            raise ConfigError("a master needs a cycle period")
+        _check_int("cycle_us", c.cycle_us)
+        if not MIN_CYCLE_US <= c.cycle_us <= MAX_CYCLE_US:
+            raise ConfigError(f"cycle_us: {c.cycle_us} outside the supported range "
+                              f"{MIN_CYCLE_US}..{MAX_CYCLE_US}")
+    if c.backup_offset_us is not None:
+        if c.role != "master":
+            raise ConfigError("a backup offset is only valid for a master")
+        _check_int("backup_offset_us", c.backup_offset_us, 1)
+        if c.backup_offset_us >= c.cycle_us:
+            raise ConfigError(f"backup_offset_us: {c.backup_offset_us} is not smaller "
+                              f"than the cycle ({c.cycle_us} us)")
+    _check_int("cal_rounds", c.cal_rounds, 0, 1_000_000)
+    _check_int("max_slot_id", c.max_slot_id, 0, MAX_SLOT_ID_LIMIT)
+    _check_int("max_cal_requests", c.max_cal_requests, 1, 65535)
+    _check_int("link_rate_mbps", c.link_rate_mbps, 0, 400_000)
+    _check_int("guard_ns", c.guard_ns, 0, MAX_CYCLE_US * 1000)
+    _check_int("mtu", c.mtu, MIN_SLOT_SIZE, MAX_MTU)
+    if not isinstance(c.slots, dict):
+        raise ConfigError(f"slots must be a dict of id -> Slot, got {type(c.slots).__name__}")
+
+
+def _validate_slot(c: TdmaConfig, key, s) -> None:
+    if not isinstance(s, Slot):
+        raise ConfigError(f"slot {key!r} is not a Slot")
+    _check_int("slot id", s.id, 0)
+    if key != s.id:
+        raise ConfigError(f"slot {s.id} stored under id {key!r}")
+    if s.id > c.max_slot_id:
+        raise ConfigError(f"slot {s.id}: id above max_slot_id {c.max_slot_id}")
+    _check_int(f"slot {s.id}: offset_us", s.offset_us, 0, MAX_OFFSET_US)
+    _check_int(f"slot {s.id}: period", s.period, 1, MAX_PERIOD)
+    _check_int(f"slot {s.id}: phasing", s.phasing)
+    if not 1 <= s.phasing <= s.period:
+        raise ConfigError(f"slot {s.id}: phasing {s.phasing}/{s.period} outside 1..{s.period}")
+    _check_int(f"slot {s.id}: size", s.size)
+    if not MIN_SLOT_SIZE <= s.size <= c.mtu:
+        raise ConfigError(f"slot {s.id}: size {s.size} outside {MIN_SLOT_SIZE}..{c.mtu} (MTU)")
+    if s.joint is not None:
+        _check_int(f"slot {s.id}: joint", s.joint, 0)
+        primary = c.slots.get(s.joint)
+        if s.joint == s.id:
+            raise ConfigError(f"slot {s.id}: cannot be joint with itself")
+        if s.joint >= c.max_slot_id:
+            raise ConfigError(f"slot {s.id}: joint slot {s.joint} must be below "
+                              f"max_slot_id {c.max_slot_id}")
+        if primary is None:
+            raise ConfigError(f"slot {s.id}: joint slot {s.joint} does not exist")
+        if primary.size != s.size:
+            raise ConfigError(f"slot {s.id}: size {s.size} differs from joint slot "
+                              f"{s.joint} ({primary.size})")
+    if c.cycle_us is not None:
+        _, end = slot_extent_ns(c, s)
+        if end > c.cycle_us * 1000:
+            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + a {s.size + ETH_HLEN}-byte "
+                              f"frame + guard ends at {end / 1000:g} us, past the "
+                              f"{c.cycle_us} us cycle")
+
+
+def validate(config: TdmaConfig) -> TdmaConfig:
+    """Check the whole configuration; return it unchanged or raise ConfigError."""
+    if not isinstance(config, TdmaConfig):
+        raise ConfigError(f"expected a TdmaConfig, got {type(config).__name__}")
+    _validate_globals(config)
+    for key, s in sorted(config.slots.items(), key=lambda kv: str(kv[0])):
+        _validate_slot(config, key, s)
+    ordered = sorted(config.slots.values(), key=lambda s: (s.offset_us, s.id))
+    for i, a in enumerate(ordered):
+        a_start, a_end = slot_extent_ns(config, a)
+        for b in ordered[i + 1:]:
+            b_start, b_end = slot_extent_ns(config, b)
+            if b_start >= a_end:
+                break
+            if phases_meet(a, b):
+                raise ConfigError(
+                    f"slot {b.id} at {b.offset_us} us overlaps slot {a.id} "
+                    f"({a.offset_us}..{a_end / 1000:g} us) in cycles where both are active")
+    return config
+
+
+def effective_slot(config: TdmaConfig, slot_id: int) -> Slot | None:
+    """The slot that carries traffic for ``slot_id``: slot 1 falls back to slot 0."""
+    slot = config.slots.get(slot_id)
+    if slot is None and slot_id == 1:
+        slot = config.slots.get(0)
+    return slot
+
+
+def set_slot(config: TdmaConfig, slot: Slot) -> TdmaConfig:
+    """New configuration with ``slot`` added or replaced; ``config`` is untouched."""
+    if not isinstance(slot, Slot):
+        raise ConfigError(f"expected a Slot, got {type(slot).__name__}")
+    return validate(replace(config, slots={**config.slots, slot.id: slot}))
+
+
+def remove_slot(config: TdmaConfig, slot_id: int) -> TdmaConfig:
+    """New configuration without slot ``slot_id``; ``config`` is untouched."""
+    if slot_id not in config.slots:
+        raise ConfigError(f"slot {slot_id} does not exist")
+    slots = {k: v for k, v in config.slots.items() if k != slot_id}
+    return validate(replace(config, slots=slots))
+
+
+def apply_request(config: TdmaConfig, request: dict) -> TdmaConfig:
+    """Apply a ``tdma.slot`` or ``tdma.remove_slot`` request from the rtmac CLI.
+
+    A slot size of 0 means the device MTU, as with tdmacfg.
+    """
+    cmd = request.get("cmd")
+    if cmd == "tdma.remove_slot":
+        return remove_slot(config, request["id"])
+    if cmd == "tdma.slot":
+        size = request.get("size", 0)
+        return set_slot(config, Slot(id=request["id"], offset_us=request["offset_us"],
+                                     phasing=request.get("phasing", 1),
+                                     period=request.get("period", 1),
+                                     size=config.mtu if size == 0 else size,
+                                     joint=request.get("joint")))
+    raise ConfigError(f"not a slot request: {cmd!r}")
