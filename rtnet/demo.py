@@ -60,23 +60,27 @@ def run_frame_demo(name="demo", stations=2, count=1000, keep=False, out=None) ->
         ping = lab.spawn(sender_st, ["ping", "-q", "-c", "5", "-i", "0.2", "-W", "1",
                                      lab.station(2).ip],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        tx_ts = {}
+        # One frame at a time, so the latency is the path's, not a queue's.
+        # Receivers are read in turn: later stations include the earlier reads.
+        got = {st.index: ([], []) for st, _ in receivers}
         for seq in range(count):
-            # broadcast, so every station's socket sees the same stream
-            tx_ts[seq] = sender.send(build_frame("ff:ff:ff:ff:ff:ff", sender_st.mac, seq))
+            frame = build_frame("ff:ff:ff:ff:ff:ff", sender_st.mac, seq)
+            tx = sender.send(frame)  # broadcast: every station's socket sees it
+            for st, r in receivers:
+                seqs, lat = got[st.index]
+                while True:
+                    item = r.recv(timeout=1.0)
+                    if item is None:
+                        break
+                    data, rx = item
+                    s_ = parse_seq(data)
+                    if s_ is not None and data == build_frame("ff:ff:ff:ff:ff:ff", sender_st.mac, s_):
+                        seqs.append(s_)
+                        if s_ == seq:
+                            lat.append(rx - tx)
+                            break
         for st, r in receivers:
-            seqs, lat = [], []
-            deadline = time.monotonic() + 5.0
-            while len(seqs) < count and time.monotonic() < deadline:
-                got = r.recv(timeout=0.5)
-                if got is None:
-                    continue
-                frame, rx = got
-                seq = parse_seq(frame)
-                if seq is None or frame != build_frame("ff:ff:ff:ff:ff:ff", sender_st.mac, seq):
-                    continue
-                seqs.append(seq)
-                lat.append(rx - tx_ts[seq])
+            seqs, lat = got[st.index]
             in_order = seqs == list(range(len(seqs)))
             lat_us = np.array(lat, dtype=np.float64) / 1000.0
             rec = {
