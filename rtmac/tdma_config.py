@@ -35,10 +35,10 @@ from rtnet.errors import ConfigError
 MIN_CYCLE_US = 100          # below this a 2-vCPU stock kernel cannot keep the slot grid
 MAX_CYCLE_US = 1_000_000    # RTnet shipped 5 ms; a 1 s cycle is the sane upper end
 MAX_OFFSET_US = MAX_CYCLE_US
-MAX_SLOT_ID_LIMIT = 255
+MAX_SLOT_ID_LIMIT = 63     # the C engine's slot table (RTN_TDMA_MAX_SLOTS - 1)
 MAX_PERIOD = 1024
 MIN_SLOT_SIZE = 60          # RTnet MIN_SLOT_SIZE
-MAX_MTU = 9000
+MAX_MTU = 1500             # frame buffers hold 1536 bytes: no jumbo frames
 DEFAULT_GUARD_NS = 2000
 
 ETH_HLEN = 14
@@ -101,6 +101,7 @@ class TdmaConfig:
     link_rate_mbps: int = 100
     guard_ns: int = DEFAULT_GUARD_NS
     mtu: int = 1500
+    sync_loss_cycles: int = 5   # beyond RTnet: cycles without Sync before a slave goes silent
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -162,6 +163,7 @@ def _validate_globals(c: TdmaConfig) -> None:
     _check_int("link_rate_mbps", c.link_rate_mbps, 0, 400_000)
     _check_int("guard_ns", c.guard_ns, 0, MAX_CYCLE_US * 1000)
     _check_int("mtu", c.mtu, MIN_SLOT_SIZE, MAX_MTU)
+    _check_int("sync_loss_cycles", c.sync_loss_cycles, 1, 1_000_000)
     if not isinstance(c.slots, dict):
         raise ConfigError(f"slots must be a dict of id -> Slot, got {type(c.slots).__name__}")
 

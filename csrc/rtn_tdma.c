@@ -1,0 +1,1021 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_tdma.c
+ * @brief TDMA engine: the cycle grid, Sync, calibration, backup master,
+ *        slots with priority queues and the wire-time budget.
+ *
+ * Every station keeps a grid: cycle n starts at local time
+ * base_start + (n - base_no) * cycle.  A master owns its grid; slaves and
+ * backup masters move theirs on every accepted Sync with RTnet's formula
+ * (offset = xmit + delay - rx; start = sched - offset), and keep running it
+ * between Syncs, which is what lets them ride through a failover or stop
+ * cleanly after sync_loss_cycles.
+ *
+ * Inside a cycle the engine walks a job list sorted by offset (Sync, backup
+ * check, calibration replies, slots).  A slot sends as many queued frames as
+ * fit before its end at the modelled link rate; frames are serialised by
+ * wire_free_at, so pacing is just another deadline.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rtn_core.h"
+#include "rtn_tdma.h"
+#include "rtn_tdma_proto.h"
+
+#define NIL 0xFFFFu
+#define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
+
+enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
+
+struct job {
+	int64_t offset;
+	uint16_t kind;
+	uint16_t arg;		/* slot id or reply index */
+};
+
+struct buf {
+	uint16_t len;
+	uint16_t next;
+	uint8_t data[RTN_TDMA_FRAME_MAX];
+};
+
+struct queue {
+	uint16_t head[RTN_TDMA_PRIOS];
+	uint16_t tail[RTN_TDMA_PRIOS];
+	uint32_t nonempty;	/* bit p set: sub-queue p has frames */
+	uint32_t depth;
+};
+
+struct cal_reply {
+	uint8_t used;
+	uint8_t dst[6];
+	uint32_t reply_cycle;
+	int64_t offset;
+	uint64_t req_xmit;
+	int64_t rx_local;
+};
+
+struct rtn_tdma {
+	uint8_t mac[6];
+	struct rtn_tdma_port port;
+
+	struct rtn_tdma_cfg cfg;
+	struct rtn_tdma_cfg staging;
+	int pending;				/* staging waits for a cycle start */
+
+	/* slot id -> index in cfg.slots, or -1 */
+	int16_t slot_idx[RTN_TDMA_MAX_SLOTS];
+	int16_t queue_of[RTN_TDMA_MAX_SLOTS];	/* effective queue per id, or -1 */
+	int16_t cal_slot;			/* slot used for calibration requests */
+
+	struct queue q[RTN_TDMA_MAX_SLOTS];
+	struct buf pool[RTN_TDMA_POOL];
+	uint16_t free_head;
+
+	/* grid and cursor */
+	int grid_valid;
+	uint32_t base_no;
+	int64_t base_start;
+	int64_t cycle_ns;
+	uint32_t cur_no;
+	int begun;				/* cycle cur_no has been started */
+	struct job jobs[RTN_TDMA_MAX_SLOTS + 2 + RTN_TDMA_MAX_CAL];
+	int n_jobs;
+	int next_job;
+
+	/* slot occurrence in progress (paced) */
+	int in_slot;
+	int64_t slot_start, slot_end, resume_at;
+	uint32_t sent_in_occ;
+	int64_t wire_free_at;
+
+	/* synchronisation */
+	int64_t listen_until;
+	int heard_sync;
+	uint32_t last_sync_no;
+	int have_sync;
+	uint8_t sync_src[6];
+	int64_t prev_sched;
+	uint32_t prev_sched_no;
+	int have_prev_sched;
+
+	/* calibration (requester side) */
+	int calibrated;
+	int req_outstanding;
+	uint64_t req_xmit;
+	uint32_t req_reply_cycle;
+	int64_t cal_sum;
+
+	/* calibration (master side) */
+	struct cal_reply replies[RTN_TDMA_MAX_CAL];
+
+	struct rtn_tdma_stats st;
+};
+
+/* ---- helpers ------------------------------------------------------------ */
+
+int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps)
+{
+	uint32_t on_wire;
+
+	if (mbps == 0)
+		return 0;
+	if (len < ETH_ZLEN_RTN)
+		len = ETH_ZLEN_RTN;
+	on_wire = 8 + len + 4 + 12;	/* preamble+SFD, frame, FCS, inter-frame gap */
+	return ((int64_t)on_wire * 8 * 1000 + mbps - 1) / mbps;
+}
+
+static inline int64_t cycle_start(const struct rtn_tdma *e, uint32_t n)
+{
+	return e->base_start + (int64_t)(int32_t)(n - e->base_no) * e->cycle_ns;
+}
+
+int64_t rtn_tdma_cycle_start(const struct rtn_tdma *e, uint32_t n)
+{
+	return e->grid_valid ? cycle_start(e, n) : 0;
+}
+
+static inline void stats_begin(struct rtn_tdma *e)
+{
+	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void stats_end(struct rtn_tdma *e)
+{
+	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELEASE);
+}
+
+static void set_state(struct rtn_tdma *e, int s)
+{
+	e->st.state = s;
+}
+
+static int is_master(const struct rtn_tdma *e)
+{
+	return e->cfg.role == RTN_TDMA_ROLE_MASTER;
+}
+
+static int is_backup(const struct rtn_tdma *e)
+{
+	return is_master(e) && e->cfg.backup_offset_ns >= 0;
+}
+
+/* Sending Sync: the primary when active, a backup while the primary is silent. */
+static int sends_sync(const struct rtn_tdma *e)
+{
+	return e->st.state == RTN_TDMA_ST_MASTER ||
+	       e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE;
+}
+
+int rtn_tdma_can_send(const struct rtn_tdma *e)
+{
+	switch (e->st.state) {
+	case RTN_TDMA_ST_MASTER:
+	case RTN_TDMA_ST_BACKUP_ACTIVE:
+	case RTN_TDMA_ST_BACKUP_STANDBY:
+	case RTN_TDMA_ST_SYNCED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int slot_active(const struct rtn_tdma_slot_cfg *s, uint32_t cycle_no)
+{
+	return s->period <= 1 || cycle_no % s->period == s->phasing - 1;
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
+{
+	memset(c, 0, sizeof(*c));
+	c->role = role;
+	c->cycle_ns = role == RTN_TDMA_ROLE_MASTER ? 1000000 : 0;
+	c->backup_offset_ns = -1;
+	c->cal_rounds = 100;
+	c->max_slot_id = 7;
+	c->max_cal_requests = 64;
+	c->link_rate_mbps = 100;
+	c->guard_ns = 2000;
+	c->sync_loss_cycles = 5;
+	c->listen_cycles = 3;
+}
+
+static int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
+{
+	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
+}
+
+int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
+{
+	uint32_t i, j;
+
+	if (c->role != RTN_TDMA_ROLE_MASTER && c->role != RTN_TDMA_ROLE_SLAVE)
+		return rtn_set_error(-EINVAL, "role must be master or slave");
+	if (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS)
+		return rtn_set_error(-EINVAL, "cycle %lld us is below the minimum of %lld us",
+				     (long long)c->cycle_ns / 1000, RTN_TDMA_MIN_CYCLE_NS / 1000);
+	if (c->cycle_ns && c->backup_offset_ns >= c->cycle_ns)
+		return rtn_set_error(-EINVAL, "backup offset must be shorter than the cycle");
+	if (c->max_slot_id >= RTN_TDMA_MAX_SLOTS)
+		return rtn_set_error(-EINVAL, "max slot id %u above %d", c->max_slot_id,
+				     RTN_TDMA_MAX_SLOTS - 1);
+	if (c->max_cal_requests < 1 || c->max_cal_requests > RTN_TDMA_MAX_CAL)
+		return rtn_set_error(-EINVAL, "max calibration requests must be 1..%d",
+				     RTN_TDMA_MAX_CAL);
+	if (c->n_slots > RTN_TDMA_MAX_SLOTS)
+		return rtn_set_error(-EINVAL, "too many slots");
+	for (i = 0; i < c->n_slots; i++) {
+		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
+
+		if (s->id < 0 || (uint32_t)s->id > c->max_slot_id)
+			return rtn_set_error(-EINVAL, "slot %d: id above max slot id %u",
+					     s->id, c->max_slot_id);
+		if (s->period < 1 || s->phasing < 1 || s->phasing > s->period)
+			return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u outside 1..period",
+					     s->id, s->phasing, s->period);
+		if (s->size < 60 || s->size + ETH_HLEN_RTN > RTN_TDMA_FRAME_MAX)
+			return rtn_set_error(-EINVAL, "slot %d: size %u outside 60..%d",
+					     s->id, s->size, RTN_TDMA_FRAME_MAX - ETH_HLEN_RTN);
+		if (s->offset_ns < 0 ||
+		    (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns))
+			return rtn_set_error(-EINVAL, "slot %d: runs past the cycle end", s->id);
+		for (j = 0; j < i; j++)
+			if (c->slots[j].id == s->id)
+				return rtn_set_error(-EINVAL, "slot %d: configured twice", s->id);
+	}
+	for (i = 0; i < c->n_slots; i++) {
+		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
+		int found = 0;
+
+		if (s->joint < 0)
+			continue;
+		for (j = 0; j < c->n_slots; j++) {
+			if (c->slots[j].id != s->joint)
+				continue;
+			found = 1;
+			if (c->slots[j].size != s->size)
+				return rtn_set_error(-EINVAL, "slot %d: joint slot %d has a different size",
+						     s->id, s->joint);
+			if (c->slots[j].joint >= 0)
+				return rtn_set_error(-EINVAL, "slot %d: joint slot %d is itself joint",
+						     s->id, s->joint);
+		}
+		if (!found)
+			return rtn_set_error(-EINVAL, "slot %d: joint slot %d does not exist",
+					     s->id, s->joint);
+	}
+	return 0;
+}
+
+/* Rebuild the id -> slot and id -> queue maps from e->cfg. */
+static void index_slots(struct rtn_tdma *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
+		e->slot_idx[i] = -1;
+		e->queue_of[i] = -1;
+	}
+	e->cal_slot = -1;
+	for (i = 0; i < e->cfg.n_slots; i++) {
+		const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[i];
+
+		e->slot_idx[s->id] = i;
+		e->queue_of[s->id] = s->joint >= 0 ? s->joint : s->id;
+		if (e->cal_slot < 0 || s->id < e->cal_slot)
+			e->cal_slot = s->id;
+	}
+	/* RTnet: slot 1 (the NRT slot) falls back to slot 0 */
+	if (e->queue_of[1] < 0 && e->queue_of[0] >= 0)
+		e->queue_of[1] = e->queue_of[0];
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
+		e->st.slot[i].id = e->slot_idx[i] >= 0 ? (int32_t)i : -1;
+}
+
+/* ---- buffers and queues ------------------------------------------------- */
+
+static void pool_init(struct rtn_tdma *e)
+{
+	uint32_t i, p;
+
+	for (i = 0; i < RTN_TDMA_POOL; i++)
+		e->pool[i].next = i + 1 < RTN_TDMA_POOL ? i + 1 : NIL;
+	e->free_head = 0;
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
+		for (p = 0; p < RTN_TDMA_PRIOS; p++)
+			e->q[i].head[p] = e->q[i].tail[p] = NIL;
+		e->q[i].nonempty = 0;
+		e->q[i].depth = 0;
+	}
+}
+
+static uint16_t q_peek(const struct queue *q)
+{
+	if (!q->nonempty)
+		return NIL;
+	return q->head[__builtin_ctz(q->nonempty)];
+}
+
+static void q_pop(struct rtn_tdma *e, struct queue *q)
+{
+	int p = __builtin_ctz(q->nonempty);
+	uint16_t b = q->head[p];
+
+	q->head[p] = e->pool[b].next;
+	if (q->head[p] == NIL) {
+		q->tail[p] = NIL;
+		q->nonempty &= ~(1u << p);
+	}
+	q->depth--;
+	e->pool[b].next = e->free_head;
+	e->free_head = b;
+}
+
+static void q_purge(struct rtn_tdma *e, struct queue *q)
+{
+	while (q->nonempty) {
+		q_pop(e, q);
+		e->st.queue_drops++;
+	}
+}
+
+int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
+		     const uint8_t *frame, uint32_t len)
+{
+	struct queue *q;
+	const struct rtn_tdma_slot_cfg *s;
+	uint16_t b;
+	int qi, si, rc = 0;
+
+	stats_begin(e);
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || (qi = e->queue_of[slot_id]) < 0) {
+		e->st.no_slot++;
+		rc = -ENOENT;
+		goto out;
+	}
+	si = e->slot_idx[slot_id] >= 0 ? e->slot_idx[slot_id] : e->slot_idx[qi];
+	s = &e->cfg.slots[si];
+	if (len > s->size + ETH_HLEN_RTN || len > RTN_TDMA_FRAME_MAX || len < ETH_HLEN_RTN) {
+		e->st.too_big++;
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	q = &e->q[qi];
+	if (prio >= RTN_TDMA_PRIOS)
+		prio = RTN_TDMA_PRIOS - 1;
+	if (q->depth >= RTN_TDMA_QUEUE_MAX || e->free_head == NIL) {
+		e->st.queue_drops++;
+		rc = -ENOBUFS;
+		goto out;
+	}
+	b = e->free_head;
+	e->free_head = e->pool[b].next;
+	memcpy(e->pool[b].data, frame, len);
+	e->pool[b].len = len;
+	e->pool[b].next = NIL;
+	if (q->tail[prio] == NIL)
+		q->head[prio] = b;
+	else
+		e->pool[q->tail[prio]].next = b;
+	q->tail[prio] = b;
+	q->nonempty |= 1u << prio;
+	q->depth++;
+out:
+	stats_end(e);
+	return rc;
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
+		    struct rtn_tdma **out)
+{
+	struct rtn_tdma *e;
+
+	if (!port || !port->send)
+		return rtn_set_error(-EINVAL, "tdma: a port with a send function is required");
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return rtn_set_error(-ENOMEM, "tdma: out of memory");
+	memcpy(e->mac, mac, 6);
+	e->port = *port;
+	pool_init(e);
+	rtn_hist_init(&e->st.slot_lateness, 0);
+	rtn_hist_init(&e->st.sync_error, RTN_TDMA_SYNC_HIST_LO_NS);
+	index_slots(e);
+	*out = e;
+	return 0;
+}
+
+void rtn_tdma_destroy(struct rtn_tdma *e)
+{
+	free(e);
+}
+
+int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now)
+{
+	int rc = rtn_tdma_cfg_check(c);
+
+	if (rc)
+		return rc;
+	stats_begin(e);
+	e->cfg = *c;
+	e->pending = 0;
+	index_slots(e);
+	e->st.role = c->role;
+	e->st.backup = c->role == RTN_TDMA_ROLE_MASTER && c->backup_offset_ns >= 0;
+	e->st.cal_rounds = c->cal_rounds;
+	e->cycle_ns = c->cycle_ns;
+	e->grid_valid = 0;
+	e->begun = 0;
+	e->n_jobs = e->next_job = 0;
+	e->in_slot = 0;
+	e->heard_sync = 0;
+	e->have_sync = 0;
+	e->have_prev_sched = 0;
+	e->calibrated = c->cal_rounds == 0;
+	e->req_outstanding = 0;
+	e->st.cal_rounds_done = 0;
+	e->cal_sum = 0;
+	e->st.master_delay_ns = 0;
+	e->st.clock_offset = 0;
+	memset(e->replies, 0, sizeof(e->replies));
+	if (c->role == RTN_TDMA_ROLE_MASTER) {
+		/* RTnet listens 3 cycles for an active master before sending Sync */
+		e->listen_until = now + (int64_t)c->listen_cycles * c->cycle_ns;
+		set_state(e, RTN_TDMA_ST_LISTEN);
+	} else {
+		set_state(e, RTN_TDMA_ST_WAIT_SYNC);
+	}
+	stats_end(e);
+	return 0;
+}
+
+int rtn_tdma_set_config(struct rtn_tdma *e, const struct rtn_tdma_cfg *c)
+{
+	int rc = rtn_tdma_cfg_check(c);
+
+	if (rc)
+		return rc;
+	if (c->role != e->cfg.role || c->backup_offset_ns != e->cfg.backup_offset_ns ||
+	    (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns != e->cfg.cycle_ns))
+		return rtn_set_error(-EINVAL, "changing the role or the cycle needs a detach first");
+	if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
+		return rtn_set_error(-EBUSY, "a configuration change is still pending");
+	e->staging = *c;
+	__atomic_store_n(&e->pending, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int rtn_tdma_config_pending(const struct rtn_tdma *e)
+{
+	return __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE);
+}
+
+/* Called at a cycle start on the RT thread: swap in a pending configuration. */
+static void apply_pending(struct rtn_tdma *e)
+{
+	int16_t old_queue[RTN_TDMA_MAX_SLOTS];
+	uint32_t i;
+
+	if (!__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
+		return;
+	memcpy(old_queue, e->queue_of, sizeof(old_queue));
+	e->cfg = e->staging;
+	index_slots(e);
+	/* frames of a queue that no slot uses any more cannot be sent: drop them */
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
+		int used = 0, j;
+
+		if (old_queue[i] != (int16_t)i)
+			continue;
+		for (j = 0; j < RTN_TDMA_MAX_SLOTS; j++)
+			used |= e->queue_of[j] == (int16_t)i;
+		if (!used)
+			q_purge(e, &e->q[i]);
+	}
+	if (!e->cfg.cycle_ns)
+		e->cfg.cycle_ns = e->cycle_ns;
+	e->st.config_applied++;
+	/* a station configured before its first slot calibrates now */
+	__atomic_store_n(&e->pending, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		int64_t stamp_add, int64_t *tx)
+{
+	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, tx);
+
+	if (rc < 0) {
+		e->st.tx_errors++;
+		return rc;
+	}
+	e->wire_free_at = *tx + rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
+	return 0;
+}
+
+static void send_sync(struct rtn_tdma *e, uint32_t n)
+{
+	uint8_t f[ETH_ZLEN_RTN];
+	uint32_t off;
+	int64_t tx;
+	int len;
+
+	len = rtn_tdma_encode_sync(f, sizeof(f), e->mac, n, 0,
+				   (uint64_t)(cycle_start(e, n) + e->st.clock_offset), &off);
+	if (len > 0 && xmit(e, f, len, off, e->st.clock_offset, &tx) == 0)
+		e->st.sync_tx++;
+}
+
+static void send_req_cal(struct rtn_tdma *e, const struct rtn_tdma_slot_cfg *s)
+{
+	uint8_t f[ETH_ZLEN_RTN];
+	uint32_t off, reply_cycle = e->cur_no + s->period;
+	int64_t tx;
+	int len;
+
+	len = rtn_tdma_encode_req_cal(f, sizeof(f), e->st.master_mac, e->mac, 0,
+				      reply_cycle, (uint64_t)s->offset_ns, &off);
+	if (len <= 0 || xmit(e, f, len, off, 0, &tx))
+		return;
+	e->st.cal_req_tx++;
+	e->req_outstanding = 1;
+	e->req_xmit = (uint64_t)tx;
+	e->req_reply_cycle = reply_cycle;
+}
+
+static void send_rpl_cal(struct rtn_tdma *e, struct cal_reply *r)
+{
+	uint8_t f[ETH_ZLEN_RTN];
+	uint32_t off;
+	int64_t tx;
+	int len;
+
+	len = rtn_tdma_encode_rpl_cal(f, sizeof(f), r->dst, e->mac, r->req_xmit,
+				      (uint64_t)r->rx_local, 0, &off);
+	if (len > 0 && xmit(e, f, len, off, 0, &tx) == 0)
+		e->st.cal_rpl_tx++;
+	r->used = 0;
+}
+
+/* ---- the cycle ---------------------------------------------------------- */
+
+static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t arg)
+{
+	struct job j = { .offset = offset, .kind = kind, .arg = arg };
+	int i = e->n_jobs++;
+
+	/* insertion sort: at most a few dozen jobs, kept in (offset, kind) order */
+	while (i > 0 && (e->jobs[i - 1].offset > offset ||
+			 (e->jobs[i - 1].offset == offset && e->jobs[i - 1].kind > kind))) {
+		e->jobs[i] = e->jobs[i - 1];
+		i--;
+	}
+	e->jobs[i] = j;
+}
+
+static void record_sync_error(struct rtn_tdma *e, int64_t now)
+{
+	if (!e->port.truth || !e->have_sync || sends_sync(e))
+		return;
+	rtn_hist_add(&e->st.sync_error,
+		     now + e->st.clock_offset - e->port.truth(e->port.arg, now));
+}
+
+static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
+{
+	uint32_t i;
+
+	e->cur_no = n;
+	e->begun = 1;
+	e->n_jobs = e->next_job = 0;
+	e->in_slot = 0;
+	e->st.cycle_no = n;
+	e->st.cycle_start = cycle_start(e, n);
+	e->st.cycle_ns = e->cycle_ns;
+	e->st.cycles++;
+	apply_pending(e);
+
+	/* slave side: free-run, but go silent after sync_loss_cycles without Sync */
+	if (!sends_sync(e) && e->have_sync &&
+	    (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles &&
+	    e->st.state != RTN_TDMA_ST_SYNC_LOST && !is_backup(e)) {
+		set_state(e, RTN_TDMA_ST_SYNC_LOST);
+		e->st.sync_lost_events++;
+	}
+	record_sync_error(e, now);
+
+	/* the whole cycle already passed (a stall): count its slots as missed */
+	if (now >= cycle_start(e, n + 1)) {
+		for (i = 0; i < e->cfg.n_slots; i++) {
+			const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[i];
+
+			if (slot_active(s, n) && rtn_tdma_can_send(e)) {
+				e->st.slot[s->id].missed++;
+				e->st.missed_slots++;
+			}
+		}
+		return;
+	}
+	if (e->st.state == RTN_TDMA_ST_MASTER)
+		add_job(e, 0, JOB_SYNC, 0);
+	if (is_backup(e) && (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY ||
+			     e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
+		add_job(e, e->cfg.backup_offset_ns, JOB_BACKUP, 0);
+	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
+		struct cal_reply *r = &e->replies[i];
+
+		if (!r->used)
+			continue;
+		if ((int32_t)(r->reply_cycle - n) < 0) {
+			r->used = 0;
+			e->st.cal_rpl_late++;
+		} else if (r->reply_cycle == n) {
+			add_job(e, r->offset, JOB_RPL_CAL, i);
+		}
+	}
+	for (i = 0; i < e->cfg.n_slots; i++) {
+		const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[i];
+
+		if (slot_active(s, n))
+			add_job(e, s->offset_ns, JOB_SLOT, s->id);
+	}
+	/* a calibration request that got no reply is sent again */
+	if (e->req_outstanding && (int32_t)(n - e->req_reply_cycle) > 2)
+		e->req_outstanding = 0;
+}
+
+/* One slot occurrence, possibly resumed after pacing.  Returns 1 when done. */
+static int run_slot(struct rtn_tdma *e, int id, int64_t now)
+{
+	const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[e->slot_idx[id]];
+	struct rtn_tdma_slot_stats *ss = &e->st.slot[id];
+	struct queue *q = &e->q[e->queue_of[id]];
+	int64_t min_wt = rtn_wire_time_ns(ETH_ZLEN_RTN, e->cfg.link_rate_mbps);
+
+	if (!e->in_slot) {
+		e->in_slot = 1;
+		e->slot_start = cycle_start(e, e->cur_no) + s->offset_ns;
+		e->slot_end = e->slot_start + slot_len_ns(&e->cfg, s) - e->cfg.guard_ns;
+		e->sent_in_occ = 0;
+		e->resume_at = 0;
+		ss->occurrences++;
+		if (e->st.state == RTN_TDMA_ST_CALIBRATING || e->st.state == RTN_TDMA_ST_WAIT_SYNC) {
+			/* the slot is lent to the master for its reply (TDMA spec) */
+			if (e->st.state == RTN_TDMA_ST_CALIBRATING && id == e->cal_slot &&
+			    !e->req_outstanding)
+				send_req_cal(e, s);
+			return 1;
+		}
+		if (!rtn_tdma_can_send(e))
+			return 1;
+		if (e->cfg.link_rate_mbps && now + min_wt > e->slot_end) {
+			ss->missed++;
+			e->st.missed_slots++;
+			return 1;
+		}
+		if (now - e->slot_start > e->cfg.guard_ns) {
+			ss->late_starts++;
+			e->st.late_starts++;
+		}
+	}
+	for (;;) {
+		uint16_t b = q_peek(q);
+		int64_t tx, wt, t;
+
+		if (b == NIL)
+			return 1;
+		if (!e->cfg.link_rate_mbps) {
+			if (e->sent_in_occ >= UNPACED_BURST)
+				return 1;
+		} else {
+			wt = rtn_wire_time_ns(e->pool[b].len, e->cfg.link_rate_mbps);
+			t = now > e->wire_free_at ? now : e->wire_free_at;
+			if (t + wt > e->slot_end) {
+				ss->deferred++;
+				return 1;
+			}
+			if (t > now) {
+				e->resume_at = t;
+				return 0;
+			}
+		}
+		if (xmit(e, e->pool[b].data, e->pool[b].len, -1, 0, &tx))
+			return 1;
+		if (e->sent_in_occ++ == 0)
+			rtn_hist_add(&e->st.slot_lateness, tx - e->slot_start);
+		ss->frames++;
+		ss->bytes += e->pool[b].len;
+		e->st.frames_tx++;
+		e->st.bytes_tx += e->pool[b].len;
+		q_pop(e, q);
+		now = tx;
+	}
+}
+
+static void run_backup_check(struct rtn_tdma *e)
+{
+	uint32_t n = e->cur_no;
+
+	if (e->have_sync && e->last_sync_no == n) {
+		/* the primary is alive */
+		if (e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE)
+			set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
+		return;
+	}
+	if (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY) {
+		set_state(e, RTN_TDMA_ST_BACKUP_ACTIVE);
+		e->st.backup_takeovers++;
+	}
+	send_sync(e, n);
+}
+
+static void run_job(struct rtn_tdma *e, int64_t now)
+{
+	const struct job *j = &e->jobs[e->next_job];
+	int done = 1;
+
+	switch (j->kind) {
+	case JOB_SYNC:
+		if (e->st.state == RTN_TDMA_ST_MASTER)
+			send_sync(e, e->cur_no);
+		break;
+	case JOB_BACKUP:
+		run_backup_check(e);
+		break;
+	case JOB_RPL_CAL:
+		if (e->replies[j->arg].used && e->replies[j->arg].reply_cycle == e->cur_no)
+			send_rpl_cal(e, &e->replies[j->arg]);
+		break;
+	case JOB_SLOT:
+		if (e->slot_idx[j->arg] >= 0)
+			done = run_slot(e, j->arg, now);
+		break;
+	}
+	if (done) {
+		e->in_slot = 0;
+		e->resume_at = 0;
+		e->next_job++;
+	}
+}
+
+int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
+{
+	if (e->st.state == RTN_TDMA_ST_DOWN)
+		return INT64_MAX;
+	if (!e->grid_valid)
+		return e->st.state == RTN_TDMA_ST_LISTEN ? e->listen_until : INT64_MAX;
+	if (!e->begun)
+		return cycle_start(e, e->cur_no);
+	if (e->in_slot && e->resume_at)
+		return e->resume_at;
+	if (e->next_job < e->n_jobs)
+		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].offset;
+	return cycle_start(e, e->cur_no + 1);
+}
+
+static void end_listen(struct rtn_tdma *e)
+{
+	/* nobody else is sending Sync: this station owns the grid */
+	e->grid_valid = 1;
+	e->base_no = 1;		/* RTnet's first Sync carries cycle_no 1 */
+	e->base_start = e->listen_until;
+	e->cur_no = 1;
+	e->begun = 0;
+	/* a backup still has to calibrate against a primary that shows up later */
+	e->calibrated = !is_backup(e) || e->cfg.cal_rounds == 0;
+	e->st.clock_offset = 0;
+	set_state(e, is_backup(e) ? RTN_TDMA_ST_BACKUP_ACTIVE : RTN_TDMA_ST_MASTER);
+	if (is_backup(e))
+		e->st.backup_takeovers++;
+}
+
+void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
+{
+	int guard = 0;
+
+	stats_begin(e);
+	if (e->st.state == RTN_TDMA_ST_LISTEN && !e->grid_valid && now >= e->listen_until)
+		end_listen(e);
+	/* the bound only protects against a grid that jumped far ahead */
+	while (e->grid_valid && rtn_tdma_next_event(e) <= now && guard++ < 100000) {
+		if (!e->begun)
+			begin_cycle(e, e->cur_no, now);
+		else if (e->next_job < e->n_jobs)
+			run_job(e, now);
+		else {
+			e->cur_no++;
+			e->begun = 0;
+		}
+	}
+	stats_end(e);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static void calibration_done(struct rtn_tdma *e)
+{
+	e->calibrated = 1;
+	e->st.master_delay_ns = e->st.cal_rounds_done ?
+		e->cal_sum / (int64_t)e->st.cal_rounds_done : 0;
+	if (!is_master(e))
+		set_state(e, RTN_TDMA_ST_SYNCED);
+	else if (is_backup(e))
+		set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
+	else
+		set_state(e, RTN_TDMA_ST_MASTER);	/* restarted primary takes over */
+}
+
+static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
+{
+	int64_t offset, start;
+
+	if (sends_sync(e) && e->st.state == RTN_TDMA_ST_MASTER) {
+		/* another station sends Sync while we are the active master */
+		e->st.sync_foreign++;
+		return;
+	}
+	if (e->have_sync) {
+		int32_t d = (int32_t)(m->cycle_no - e->last_sync_no);
+
+		/* one Sync per cycle: a second one (another sender) or a stale one is ignored */
+		if (d <= 0) {
+			e->st.sync_foreign++;
+			return;
+		}
+	}
+	if (e->st.state == RTN_TDMA_ST_LISTEN)
+		e->heard_sync = 1;
+	e->st.sync_rx++;
+	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
+	start = (int64_t)m->sched_xmit_stamp - offset;
+
+	/* a slave learns the cycle length from two Syncs */
+	if (e->have_prev_sched && m->cycle_no != e->prev_sched_no) {
+		int64_t dn = (int32_t)(m->cycle_no - e->prev_sched_no);
+
+		if (dn > 0 && !e->cfg.cycle_ns)
+			e->cycle_ns = ((int64_t)m->sched_xmit_stamp - e->prev_sched) / dn;
+	}
+	e->prev_sched = (int64_t)m->sched_xmit_stamp;
+	e->prev_sched_no = m->cycle_no;
+	e->have_prev_sched = 1;
+	if (e->cfg.cycle_ns)
+		e->cycle_ns = e->cfg.cycle_ns;
+
+	e->st.clock_offset = offset;
+	memcpy(e->st.master_mac, m->src, 6);
+	memcpy(e->sync_src, m->src, 6);
+	e->last_sync_no = m->cycle_no;
+	e->have_sync = 1;
+	if (!e->cycle_ns)
+		return;	/* need a second Sync to know the cycle */
+
+	e->base_no = m->cycle_no;
+	e->base_start = start;
+	if (!e->grid_valid || (int32_t)(m->cycle_no - e->cur_no) > 0) {
+		/* first Sync, or we fell behind: jump to the master's cycle */
+		e->cur_no = m->cycle_no;
+		e->begun = 0;
+		e->in_slot = 0;
+	}
+	e->grid_valid = 1;
+
+	switch (e->st.state) {
+	case RTN_TDMA_ST_LISTEN:
+	case RTN_TDMA_ST_WAIT_SYNC:
+		if (e->calibrated)
+			calibration_done(e);
+		else
+			set_state(e, RTN_TDMA_ST_CALIBRATING);
+		break;
+	case RTN_TDMA_ST_SYNC_LOST:
+		set_state(e, e->calibrated ? RTN_TDMA_ST_SYNCED : RTN_TDMA_ST_CALIBRATING);
+		break;
+	case RTN_TDMA_ST_BACKUP_ACTIVE:
+		/* the primary is back: step back (calibrating first if never done) */
+		set_state(e, e->calibrated ? RTN_TDMA_ST_BACKUP_STANDBY : RTN_TDMA_ST_CALIBRATING);
+		break;
+	default:
+		break;
+	}
+}
+
+static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
+{
+	uint32_t i, used = 0;
+	struct cal_reply *free_r = NULL;
+
+	e->st.cal_req_rx++;
+	if (!is_master(e) || memcmp(m->dst, e->mac, 6) != 0 || !sends_sync(e))
+		return;
+	if ((int32_t)(m->reply_cycle - e->cur_no) <= 0 ||
+	    m->reply_slot_offset >= (uint64_t)e->cycle_ns) {
+		e->st.cal_rpl_late++;
+		return;
+	}
+	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
+		if (e->replies[i].used)
+			used++;
+		else if (!free_r)
+			free_r = &e->replies[i];
+	}
+	if (used >= e->cfg.max_cal_requests || !free_r) {
+		e->st.cal_overflow++;	/* RTnet: "Too many calibration requests pending!" */
+		return;
+	}
+	free_r->used = 1;
+	memcpy(free_r->dst, m->src, 6);
+	free_r->reply_cycle = m->reply_cycle;
+	free_r->offset = (int64_t)m->reply_slot_offset;
+	free_r->req_xmit = m->xmit_stamp;
+	free_r->rx_local = rx;
+}
+
+static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
+{
+	int64_t delay;
+
+	if (!e->req_outstanding || m->request_xmit_stamp != e->req_xmit ||
+	    memcmp(m->dst, e->mac, 6) != 0 || e->calibrated) {
+		e->st.cal_rpl_unexpected++;
+		return;
+	}
+	e->st.cal_rpl_rx++;
+	e->req_outstanding = 0;
+	delay = (rx - (int64_t)m->request_xmit_stamp) -
+		((int64_t)m->xmit_stamp - (int64_t)m->reception_stamp);
+	delay = (delay + 1) >> 1;
+	if (delay < 0)
+		delay = 0;
+	if (e->st.cal_rounds_done == 0 || delay < e->st.cal_min_ns)
+		e->st.cal_min_ns = delay;
+	if (e->st.cal_rounds_done == 0 || delay > e->st.cal_max_ns)
+		e->st.cal_max_ns = delay;
+	e->cal_sum += delay;
+	e->st.cal_rounds_done++;
+	if (e->st.cal_rounds_done >= e->cfg.cal_rounds)
+		calibration_done(e);
+}
+
+int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t rx_local)
+{
+	struct rtn_tdma_msg m;
+	int kind = rtn_tdma_decode(frame, len, &m);
+
+	if (kind == RTN_FRM_TUNNEL)
+		return 1;
+	stats_begin(e);
+	if (kind < 0) {
+		if (kind == RTN_FRM_FOREIGN_DISC)
+			e->st.rx_foreign_disc++;
+		else
+			e->st.rx_bad++;
+	} else if (e->st.state != RTN_TDMA_ST_DOWN) {
+		switch (kind) {
+		case TDMA_FRM_SYNC:
+			rx_sync(e, &m, rx_local);
+			break;
+		case TDMA_FRM_REQ_CAL:
+			rx_req_cal(e, &m, rx_local);
+			break;
+		case TDMA_FRM_RPL_CAL:
+			rx_rpl_cal(e, &m, rx_local);
+			break;
+		}
+	}
+	stats_end(e);
+	return kind < 0 ? kind : 0;
+}
+
+/* ---- statistics --------------------------------------------------------- */
+
+void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
+{
+	uint32_t s1, s2;
+	uint32_t i;
+
+	do {
+		s1 = __atomic_load_n(&e->st.seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		memcpy(out, &e->st, offsetof(struct rtn_tdma_stats, slot_lateness));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&e->st.seq, __ATOMIC_RELAXED);
+	} while ((s1 & 1) || s1 != s2);
+	rtn_hist_read(&e->st.slot_lateness, &out->slot_lateness);
+	rtn_hist_read(&e->st.sync_error, &out->sync_error);
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
+		out->slot[i].queue_depth = 0;
+	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
+		if (out->slot[i].id >= 0 && e->queue_of[i] >= 0)
+			out->slot[i].queue_depth = e->q[e->queue_of[i]].depth;
+}
