@@ -584,7 +584,8 @@ static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t 
 
 static void record_sync_error(struct rtn_tdma *e, int64_t now)
 {
-	if (!e->port.truth || !e->have_sync || sends_sync(e))
+	/* before calibration the error is just the uncompensated delay */
+	if (!e->port.truth || !e->have_sync || !e->calibrated || sends_sync(e))
 		return;
 	rtn_hist_add(&e->st.sync_error,
 		     now + e->st.clock_offset - e->port.truth(e->port.arg, now));
@@ -915,7 +916,7 @@ static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 	struct cal_reply *free_r = NULL;
 
 	e->st.cal_req_rx++;
-	if (!is_master(e) || memcmp(m->dst, e->mac, 6) != 0 || !sends_sync(e))
+	if (!is_master(e) || !sends_sync(e))
 		return;
 	if ((int32_t)(m->reply_cycle - e->cur_no) <= 0 ||
 	    m->reply_slot_offset >= (uint64_t)e->cycle_ns) {
@@ -944,8 +945,7 @@ static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 {
 	int64_t delay;
 
-	if (!e->req_outstanding || m->request_xmit_stamp != e->req_xmit ||
-	    memcmp(m->dst, e->mac, 6) != 0 || e->calibrated) {
+	if (!e->req_outstanding || m->request_xmit_stamp != e->req_xmit || e->calibrated) {
 		e->st.cal_rpl_unexpected++;
 		return;
 	}
@@ -979,6 +979,8 @@ int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t 
 			e->st.rx_foreign_disc++;
 		else
 			e->st.rx_bad++;
+	} else if (!(m.dst[0] & 1) && memcmp(m.dst, e->mac, 6) != 0) {
+		/* unicast for another station (a flooding switch): not ours to judge */
 	} else if (e->st.state != RTN_TDMA_ST_DOWN) {
 		switch (kind) {
 		case TDMA_FRM_SYNC:

@@ -64,5 +64,9 @@ class Segment:
                          bytes(ffi.buffer(r.head, min(r.len, lib.RTN_SIM_HEAD))))
                 for r in buf[0:n]]
 
+    def inject(self, i: int, frame: bytes) -> int:
+        """Hand a frame to station ``i`` as if received now; returns the engine's verdict."""
+        return lib.rtn_sim_inject(self._s, i, frame, len(frame))
+
     def clear_logs(self) -> None:
         lib.rtn_sim_clear_logs(self._s)
