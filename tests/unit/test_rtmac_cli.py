@@ -184,9 +184,9 @@ def test_slot_request_should_reach_the_daemon(daemon, capsys):
 
 
 def test_daemon_refusal_should_print_its_message_with_status_1(daemon, capsys):
-    daemon({"ok": False, "error": "slot 1: size 1501 outside 60..1500 (MTU)"})
-    assert cli.main("tdma rteth0 slot 1 2200 -s 1501".split()) == 1
-    assert capsys.readouterr().err == "rtmac: rteth0: slot 1: size 1501 outside 60..1500 (MTU)\n"
+    daemon({"ok": False, "error": "slot 1: size 1450 outside 60..1400 (MTU)"})
+    assert cli.main("tdma rteth0 slot 1 2200 -s 1450".split()) == 1
+    assert capsys.readouterr().err == "rtmac: rteth0: slot 1: size 1450 outside 60..1400 (MTU)\n"
 
 
 def test_malformed_reply_should_fail_cleanly(daemon, capsys):
