@@ -4,7 +4,7 @@
 Both tools wake every period (default 1 ms) on absolute deadlines, pinned to
 the same CPU at the same SCHED_FIFO priority, with memory locked and
 /dev/cpu_dma_latency held at 0 (cyclictest's default; ours too).  Their runs
-are interleaved in chunks (ours, cyclictest, ours, cyclictest ...) so drift
+are interleaved in chunks (ours, cyclictest, cyclictest, ours, ...) so drift
 on a noisy VM hits both alike, first idle and then under stress-ng CPU load.
 Both histograms have 1 us bins; percentiles for both come from
 rtnet.hist.Histogram, so they are computed the same way.
@@ -48,6 +48,7 @@ class Accumulator:
         self.count = self.underflow = self.overflow = self.sum_ns = 0
         self.min_ns = self.max_ns = None
         self.chunks = 0
+        self.per_chunk = []  # (p99 us, max us, count) of each chunk, to spot drift
 
     def add(self, bins, count, underflow, overflow, min_ns, max_ns, sum_ns):
         self.bins += np.asarray(bins, dtype=np.uint64)[:NBINS]
@@ -59,6 +60,10 @@ class Accumulator:
             self.min_ns = min_ns if self.min_ns is None else min(self.min_ns, min_ns)
             self.max_ns = max_ns if self.max_ns is None else max(self.max_ns, max_ns)
         self.chunks += 1
+        one = Histogram(0, np.asarray(bins, dtype=np.uint64)[:NBINS], count, underflow,
+                        overflow, min_ns, max_ns, sum_ns)
+        self.per_chunk.append({"count": int(count), "p99": one.percentile_ns(99) / 1000,
+                               "max": max_ns / 1000})
 
     def histogram(self) -> Histogram:
         return Histogram(0, self.bins, self.count, self.underflow, self.overflow,
@@ -128,7 +133,7 @@ def start_stress(args, seconds: float):
            "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    time.sleep(1.0)  # let the workers spin up before measuring
+    time.sleep(2.0)  # let the workers spin up before measuring
     if proc.poll() is not None:
         raise RuntimeError(f"{' '.join(cmd)} exited early with {proc.returncode}")
     return proc, cmd
@@ -220,16 +225,23 @@ def main(argv=None) -> int:
             # Long enough for every chunk plus start-up of each run.
             stress, stress_cmd = start_stress(args, nchunks * (2 * args.chunk + 3) + 30)
         try:
-            for _ in range(nchunks):
-                run_ours_chunk(args, accs["rtnet-rt"], applied)
-                ct_cmd = run_cyclictest_chunk(args, accs["cyclictest"])
+            # ABBA order (ours, cyclictest, cyclictest, ours, ...): a drift in
+            # the VM's noise or a start-up transient of the load falls on both
+            # tools alike, not always on whichever runs first.
+            for i in range(nchunks):
+                order = ("ours", "ct") if i % 2 == 0 else ("ct", "ours")
+                for tool in order:
+                    if tool == "ours":
+                        run_ours_chunk(args, accs["rtnet-rt"], applied)
+                    else:
+                        ct_cmd = run_cyclictest_chunk(args, accs["cyclictest"])
         finally:
             if stress is not None:
                 stop_stress(stress)
         results[load] = {
             tool: {"summary_us": summary(acc, tool), "chunks": acc.chunks,
                    "histogram_us": acc.histogram().nonzero_bins_us(),
-                   "overflow": int(acc.overflow)}
+                   "overflow": int(acc.overflow), "per_chunk": acc.per_chunk}
             for tool, acc in accs.items()}
         ours, theirs = (results[load][t]["summary_us"]["p99"] for t in TOOLS)
         ratio = ours / theirs if theirs else None
@@ -243,7 +255,7 @@ def main(argv=None) -> int:
         "cyclictest_cmd": ct_cmd, "stress_cmd": stress_cmd,
         "pm_qos": "/dev/cpu_dma_latency held at 0 by each tool while it runs",
         "duration_s_per_tool_per_load": nchunks * args.chunk, "chunk_s": args.chunk,
-        "order": "interleaved: rtnet-rt, cyclictest, rtnet-rt, cyclictest, ...",
+        "order": "interleaved ABBA: rtnet-rt, cyclictest, cyclictest, rtnet-rt, ...",
         "target_p99_ratio": TARGET_RATIO,
     }
 
