@@ -10,6 +10,12 @@
  * SCHED_OTHER.  The thread runs either the built-in periodic loop (body
  * NULL: the wake-up latency probe, a cyclictest equivalent) or a C body,
  * such as a TDMA engine, that schedules itself with rtn_rt_wait_until().
+ *
+ * What is fatal: a refused SCHED_FIFO, pinning or mlockall() (unless
+ * allow_fallback, which runs SCHED_OTHER and/or unlocked and says so in the
+ * stats).  What is not: /dev/cpu_dma_latency that cannot be opened (it is
+ * root-only); the thread works, wakes later from deep C-states, and the
+ * stats report dma_latency_held = 0 so tools can print it.
  */
 #ifndef RTN_RT_H
 #define RTN_RT_H
