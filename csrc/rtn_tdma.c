@@ -38,6 +38,7 @@ struct job {
 struct buf {
 	uint16_t len;
 	uint16_t next;
+	int16_t stamp_off;
 	uint8_t data[RTN_TDMA_FRAME_MAX];
 };
 
@@ -346,7 +347,7 @@ static void q_purge(struct rtn_tdma *e, struct queue *q)
 }
 
 int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
-		     const uint8_t *frame, uint32_t len)
+		     const uint8_t *frame, uint32_t len, int32_t stamp_off)
 {
 	struct queue *q;
 	const struct rtn_tdma_slot_cfg *s;
@@ -379,6 +380,7 @@ int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
 	memcpy(e->pool[b].data, frame, len);
 	e->pool[b].len = len;
 	e->pool[b].next = NIL;
+	e->pool[b].stamp_off = stamp_off >= 0 && stamp_off + 8 <= (int32_t)len ? stamp_off : -1;
 	if (q->tail[prio] == NIL)
 		q->head[prio] = b;
 	else
@@ -613,6 +615,8 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 		e->st.sync_lost_events++;
 	}
 	record_sync_error(e, now);
+	if (e->port.on_cycle)
+		e->port.on_cycle(e->port.arg, n, cycle_start(e, n));
 
 	/* the whole cycle already passed (a stall): count its slots as missed */
 	if (now >= cycle_start(e, n + 1)) {
@@ -687,6 +691,8 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			ss->late_starts++;
 			e->st.late_starts++;
 		}
+		if (e->port.before_slot)
+			e->port.before_slot(e->port.arg, e, id, now);
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
@@ -709,7 +715,8 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 				return 0;
 			}
 		}
-		if (xmit(e, e->pool[b].data, e->pool[b].len, -1, 0, &tx))
+		if (xmit(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
+			 e->st.clock_offset, &tx))
 			return 1;
 		if (e->sent_in_occ++ == 0)
 			rtn_hist_add(&e->st.slot_lateness, tx - e->slot_start);
@@ -1020,4 +1027,44 @@ void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
 		if (out->slot[i].id >= 0 && e->queue_of[i] >= 0)
 			out->slot[i].queue_depth = e->q[e->queue_of[i]].depth;
+}
+
+uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id)
+{
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || e->queue_of[slot_id] < 0)
+		return 0;
+	return e->q[e->queue_of[slot_id]].depth;
+}
+
+uint32_t rtn_tdma_slot_size(const struct rtn_tdma *e, uint32_t slot_id)
+{
+	int si;
+
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || e->queue_of[slot_id] < 0)
+		return 0;
+	si = e->slot_idx[slot_id] >= 0 ? e->slot_idx[slot_id] : e->slot_idx[e->queue_of[slot_id]];
+	return si >= 0 ? e->cfg.slots[si].size : 0;
+}
+
+int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	int64_t start = now > e->wire_free_at ? now : e->wire_free_at;
+
+	if (!e->in_slot || e->next_job >= e->n_jobs || e->jobs[e->next_job].kind != JOB_SLOT ||
+	    e->jobs[e->next_job].arg != slot_id)
+		return 0;
+	if (!e->cfg.link_rate_mbps)
+		return INT64_MAX;
+	return e->slot_end > start ? e->slot_end - start : 0;
+}
+
+int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e)
+{
+	return e->st.clock_offset;
+}
+
+int rtn_tdma_shares_queue(const struct rtn_tdma *e, uint32_t a, uint32_t b)
+{
+	return a < RTN_TDMA_MAX_SLOTS && b < RTN_TDMA_MAX_SLOTS && e->queue_of[a] >= 0 &&
+	       e->queue_of[a] == e->queue_of[b];
 }

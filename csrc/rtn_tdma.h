@@ -147,14 +147,19 @@ struct rtn_tdma_stats {
  *   *tx_local, or a negative errno.
  * truth: the true global time at local time @p local (lab only; may be NULL).
  */
+struct rtn_tdma;
+
 struct rtn_tdma_port {
 	int (*send)(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 		    int64_t stamp_add, int64_t *tx_local);
 	int64_t (*truth)(void *arg, int64_t local);
+	/* optional: called when a slot occurrence starts, to move frames that
+	 * wait elsewhere (application rings, the VNIC) into the engine's queues */
+	void (*before_slot)(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now);
+	/* optional: called at every cycle start (waiters on the cycle) */
+	void (*on_cycle)(void *arg, uint32_t cycle_no, int64_t start_local);
 	void *arg;
 };
-
-struct rtn_tdma;
 
 /** Fill @p c with RTnet's defaults for @p role (100 rounds, ids 0..7, 64 requests). */
 void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role);
@@ -202,11 +207,28 @@ int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t 
  * Queue a frame for slot @p slot_id at priority @p prio (0 highest .. 31).
  * Slot 1 falls back to slot 0 when it does not exist; joint slots share the
  * primary's queue.  Copies the frame.  RT thread only.
+ * @param stamp_off  if >= 0, the frame offset where the global transmit time
+ *                   (big-endian ns) is written at the last moment
  * @return 0, -EMSGSIZE (larger than the slot allows), -ENOENT (no such
  *         slot), -ENOBUFS (queue or pool full); each one is counted.
  */
 int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
-		     const uint8_t *frame, uint32_t len);
+		     const uint8_t *frame, uint32_t len, int32_t stamp_off);
+
+/** Frames waiting in the queue that slot @p slot_id sends from (0 if none). */
+uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id);
+
+/** Wire-time budget left in the current occurrence of @p slot_id (for refills). */
+int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t now);
+
+/** The configured size of slot @p slot_id (after the slot 1 -> 0 fallback), 0 if none. */
+uint32_t rtn_tdma_slot_size(const struct rtn_tdma *e, uint32_t slot_id);
+
+/** 1 when slots @p a and @p b send from the same queue (joint, or the 1 -> 0 fallback). */
+int rtn_tdma_shares_queue(const struct rtn_tdma *e, uint32_t a, uint32_t b);
+
+/** Current clock offset (global = local + offset). */
+int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e);
 
 /** Consistent snapshot of the counters and histograms (any thread). */
 void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out);

@@ -180,7 +180,7 @@ int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 {
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
-	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len);
+	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, -1);
 }
 
 static void deliver(struct rtn_sim *s, const struct flight *f)

@@ -72,6 +72,19 @@ def validate(period_us, cpu, priority, prefault_stack_kb) -> None:
                           f"1..{PREFAULT_MAX_KB}")
 
 
+def fill_rt_opts(opts, *, period_us=1000, cpu=None, priority=90, allow_fallback=False,
+                 hold_dma_latency=True, prefault_stack_kb=lib.RTN_RT_PREFAULT_DEFAULT_KB):
+    """Fill a ``struct rtn_rt_opts`` (validated first)."""
+    validate(period_us, cpu, priority, prefault_stack_kb)
+    lib.rtn_rt_opts_init(opts)
+    opts.cpu = -1 if cpu is None else cpu
+    opts.priority = priority
+    opts.period_ns = int(period_us * 1000)
+    opts.allow_fallback = int(allow_fallback)
+    opts.hold_dma_latency = int(hold_dma_latency)
+    opts.prefault_stack_kb = prefault_stack_kb
+
+
 class RtThread:
     """A periodic real-time thread measuring its own wake-up latency.
 
@@ -94,13 +107,9 @@ class RtThread:
 
     def _opts(self):
         opts = ffi.new("struct rtn_rt_opts *")
-        lib.rtn_rt_opts_init(opts)
-        opts.cpu = -1 if self.cpu is None else self.cpu
-        opts.priority = self.priority
-        opts.period_ns = int(self.period_us * 1000)
-        opts.allow_fallback = int(self.allow_fallback)
-        opts.hold_dma_latency = int(self.hold_dma_latency)
-        opts.prefault_stack_kb = self.prefault_stack_kb
+        fill_rt_opts(opts, period_us=self.period_us, cpu=self.cpu, priority=self.priority,
+                     allow_fallback=self.allow_fallback, hold_dma_latency=self.hold_dma_latency,
+                     prefault_stack_kb=self.prefault_stack_kb)
         return opts
 
     @property

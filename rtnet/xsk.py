@@ -74,6 +74,23 @@ def _timeout_us(timeout: float | None) -> int:
     return min(math.ceil(timeout * 1e6), _MAX_TIMEOUT_US)
 
 
+def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, frames: int,
+                  zerocopy: bool = False, busy_poll: bool = False, pin_dir: str | None = None):
+    """Fill a ``struct rtn_xsk_opts``; returns the cdata it points into (keep it alive)."""
+    keep = [ffi.new("char[]", ifname.encode()), ffi.new("char[]", bpf_object_path().encode()),
+            ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL]
+    opts.ifname, opts.bpf_obj_path, opts.pin_dir = keep
+    opts.queue = queue
+    opts.mode = MODES[mode]
+    opts.frames = frames
+    opts.zerocopy = int(zerocopy)
+    opts.busy_poll = int(busy_poll)
+    opts.n_ethertypes = len(extra)
+    for i, et in enumerate(extra):
+        opts.ethertypes[i] = et
+    return keep
+
+
 class RawSocket:
     """One AF_XDP socket on ``ifname``/``queue`` behind rtnet's own XDP program."""
 
@@ -94,23 +111,11 @@ class RawSocket:
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
 
-        # Keep the cdata the options point into alive until open returns.
-        self._c_ifname = ffi.new("char[]", ifname.encode())
-        self._c_path = ffi.new("char[]", obj_path.encode())
         opts = ffi.new("struct rtn_xsk_opts *")
-        opts.ifname = self._c_ifname
-        opts.bpf_obj_path = self._c_path
-        # pin_dir: a bpffs directory where rt_ethertypes is pinned for other tools
-        self._c_pin = ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL
-        opts.pin_dir = self._c_pin
-        opts.queue = queue
-        opts.mode = MODES[mode]
-        opts.frames = frames
-        opts.zerocopy = int(zerocopy)
-        opts.busy_poll = int(busy_poll)
-        opts.n_ethertypes = len(extra)
-        for i, et in enumerate(extra):
-            opts.ethertypes[i] = et
+        # Keep the cdata the options point into alive until open returns.
+        self._keep = fill_xsk_opts(opts, ifname, queue=queue, extra=extra, mode=mode,
+                                   frames=frames, zerocopy=zerocopy, busy_poll=busy_poll,
+                                   pin_dir=pin_dir)
         out = ffi.new("struct rtn_xsk **")
         with _netns.entered(netns):
             check(lib.rtn_xsk_open(opts, out), XskError)

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_chan.h
+ * @brief Application channels: two single-producer/single-consumer rings in
+ *        one shared-memory region (a memfd), between one application and the
+ *        station's real-time thread.
+ *
+ * The application writes messages into the TX ring and reads the RX ring;
+ * the RT thread does the opposite.  Neither side makes a system call on the
+ * hot path: the RT thread picks up TX messages whenever it runs a slot, and
+ * only wakes a reader (futex) that said it is sleeping.  Every message
+ * carries its scheduled time and its TX and RX timestamps, in the segment's
+ * global time (local time + TDMA clock offset), so end-to-end latency can be
+ * measured from either end.
+ *
+ * On the wire an application message is an Ethernet frame of the channel's
+ * EtherType whose payload starts with struct rtn_app_hdr; the sender's RT
+ * thread writes tx_ns into it at the last moment before transmission.
+ */
+#ifndef RTN_CHAN_H
+#define RTN_CHAN_H
+
+#include <stdint.h>
+
+#define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
+#define RTN_CHAN_VERSION	1
+#define RTN_CHAN_MSG_MAX	1536		/* whole Ethernet frame, no FCS */
+#define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
+#define RTN_APP_HDR_LEN		24
+#define RTN_APP_TX_OFF		(14 + 16)	/* frame offset of rtn_app_hdr.tx_ns */
+
+/** Header of an application payload on the wire (big-endian). */
+struct rtn_app_hdr {
+	uint32_t magic;
+	uint32_t seq;
+	int64_t sched_ns;	/* when the sender meant to send (global time) */
+	int64_t tx_ns;		/* written by the sender's RT thread at transmission */
+} __attribute__((packed));
+
+/** One message slot of a ring. */
+struct rtn_msg {
+	uint32_t len;		/* frame length */
+	uint32_t seq;
+	int64_t sched_ns;
+	int64_t tx_ns;
+	int64_t rx_ns;
+	uint8_t frame[RTN_CHAN_MSG_MAX];
+};
+
+struct rtn_ring {
+	uint32_t head __attribute__((aligned(64)));	/* written by the producer */
+	uint32_t tail __attribute__((aligned(64)));	/* written by the consumer */
+	uint32_t size;		/* power of two */
+	uint32_t waiting;	/* consumer sleeps on head (futex) */
+	uint64_t drops;		/* producer found the ring full */
+};
+
+struct rtn_chan_shm {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t depth;			/* messages per ring */
+	uint16_t ethertype;
+	uint16_t slot;
+	uint32_t prio;
+	uint32_t max_size;		/* largest frame this channel may send */
+	uint8_t station_mac[6];
+	uint8_t pad[2];
+	/* cycle information, for RTMAC_RTIOC_WAITONCYCLE */
+	uint32_t cycle_seq __attribute__((aligned(64)));	/* futex: +1 per cycle */
+	uint32_t cycle_waiting;
+	uint32_t cycle_no;
+	int64_t cycle_start_global;
+	int64_t cycle_ns;
+	int64_t clock_offset;
+	uint32_t alive;			/* cleared by the station when it goes away */
+	struct rtn_ring tx;
+	struct rtn_ring rx;
+	/* followed by depth TX messages, then depth RX messages */
+};
+
+static inline uint64_t rtn_chan_shm_size(uint32_t depth)
+{
+	return sizeof(struct rtn_chan_shm) + 2ull * depth * sizeof(struct rtn_msg);
+}
+
+static inline struct rtn_msg *rtn_chan_tx_msgs(struct rtn_chan_shm *c)
+{
+	return (struct rtn_msg *)(c + 1);
+}
+
+static inline struct rtn_msg *rtn_chan_rx_msgs(struct rtn_chan_shm *c)
+{
+	return rtn_chan_tx_msgs(c) + c->depth;
+}
+
+/* ---- SPSC ring operations (both sides) --------------------------------- */
+
+/** Slot to fill, or NULL if full (the producer then counts a drop). */
+static inline struct rtn_msg *rtn_ring_prod_slot(struct rtn_ring *r, struct rtn_msg *msgs)
+{
+	uint32_t head = r->head;
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+
+	if (head - tail >= r->size)
+		return NULL;
+	return &msgs[head & (r->size - 1)];
+}
+
+static inline void rtn_ring_prod_commit(struct rtn_ring *r)
+{
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
+/** Oldest message, or NULL if empty. */
+static inline struct rtn_msg *rtn_ring_cons_peek(struct rtn_ring *r, struct rtn_msg *msgs)
+{
+	uint32_t tail = r->tail;
+	uint32_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+
+	if (head == tail)
+		return NULL;
+	return &msgs[tail & (r->size - 1)];
+}
+
+static inline void rtn_ring_cons_release(struct rtn_ring *r)
+{
+	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t rtn_ring_count(const struct rtn_ring *r)
+{
+	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+
+#endif

@@ -1,0 +1,1078 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_station.c
+ * @brief The station: AF_XDP socket + RT thread + discipline + channels + VNIC.
+ *
+ * Threads and who owns what:
+ * - the control thread (Python, serialised by s->ctl_lock) creates and frees
+ *   everything; it changes what the RT thread uses only through the mailbox
+ *   (executed by the RT thread between two wake-ups) or lock-free handovers
+ *   (rtn_tdma_set_config);
+ * - the RT thread owns the socket, the engine's queues and the NoMAC FIFO;
+ * - VNIC helper threads only touch their ring, their eventfd and the TAP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+#include "rtn_chan.h"
+#include "rtn_core.h"
+#include "rtn_station.h"
+#include "rtn_tdma_proto.h"
+#include "rtn_time.h"
+
+#define RX_BATCH	64
+#define NOMAC_FIFO	256
+#define VNIC_RING	512	/* frames between the RT thread and a VNIC helper */
+#define VNIC_PRIO	31	/* RTnet: NRT traffic is the lowest priority */
+
+enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
+       CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH };
+
+struct frame_slot {
+	uint32_t len;
+	uint8_t data[RTN_TDMA_FRAME_MAX];
+};
+
+/* An SPSC ring of whole frames (VNIC <-> RT thread). */
+struct frame_ring {
+	uint32_t head __attribute__((aligned(64)));
+	uint32_t tail __attribute__((aligned(64)));
+	struct frame_slot slot[VNIC_RING];
+};
+
+struct chan {
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	uint16_t ethertype, slot;
+	uint32_t prio, max_size;
+	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
+};
+
+struct rtn_station {
+	struct rtn_station_opts o;
+	struct rtn_xsk *xsk;
+	struct rtn_rt *rt;
+	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
+	int tfd;		/* absolute timer for the discipline's next deadline */
+	int done_fd;		/* RT thread -> control: mailbox command done */
+	int64_t t0;		/* OS time the clock model starts from */
+	pthread_mutex_t ctl_lock;
+
+	/* mailbox */
+	int cmd;
+	void *cmd_arg;
+	int cmd_rc;
+
+	/* discipline: owned by the RT thread while it runs */
+	int disc;
+	struct rtn_tdma *tdma;
+	struct rtn_tdma_cfg tdma_cfg;	/* for (re)starts on the RT thread */
+
+	/* NoMAC */
+	struct frame_slot nomac_fifo[NOMAC_FIFO];
+	uint32_t nomac_head, nomac_tail;
+	int64_t wire_free_at;
+
+	struct chan chans[RTN_STATION_MAX_CHANS];
+	struct chan *live[RTN_STATION_MAX_CHANS];	/* as seen by the RT thread */
+
+	/* VNIC */
+	int tap_fd;
+	int vnic_mode;
+	uint32_t vnic_slot;
+	int vnic_live;			/* RT thread uses the VNIC */
+	struct frame_ring *to_tap;	/* RT -> writer thread */
+	struct frame_ring *from_tap;	/* reader thread -> RT (per-packet mode) */
+	int writer_efd, reader_stop_efd;
+	pthread_t writer, reader;
+	int writer_on, reader_on;
+	volatile int vnic_stop;
+
+	struct rtn_station_stats st;
+	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
+	uint8_t scratch[RTN_TDMA_FRAME_MAX + 8];
+};
+
+/* ---- clock model -------------------------------------------------------- */
+
+static inline int64_t local_of(const struct rtn_station *s, int64_t os)
+{
+	return os + s->o.clock_offset_ns + (int64_t)((double)(os - s->t0) * s->o.drift_ppm * 1e-6);
+}
+
+static inline int64_t os_of(const struct rtn_station *s, int64_t local)
+{
+	return s->t0 + (int64_t)((double)(local - s->t0 - s->o.clock_offset_ns) /
+				 (1.0 + s->o.drift_ppm * 1e-6));
+}
+
+int64_t rtn_station_local_now(const struct rtn_station *s)
+{
+	return local_of(s, rtn_now());
+}
+
+/* ---- ring helpers -------------------------------------------------------- */
+
+static struct frame_slot *fr_prod(struct frame_ring *r)
+{
+	if (r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= VNIC_RING)
+		return NULL;
+	return &r->slot[r->head % VNIC_RING];
+}
+
+static void fr_commit(struct frame_ring *r)
+{
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
+static struct frame_slot *fr_peek(struct frame_ring *r)
+{
+	if (r->tail == __atomic_load_n(&r->head, __ATOMIC_ACQUIRE))
+		return NULL;
+	return &r->slot[r->tail % VNIC_RING];
+}
+
+static void fr_release(struct frame_ring *r)
+{
+	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+}
+
+static void efd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* counter saturated: the reader is awake anyway */
+	}
+}
+
+static void efd_drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending */
+	}
+}
+
+static void futex_wake(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+}
+
+/* ---- sending -------------------------------------------------------------- */
+
+/* The engine's port: stamps in local time, converted from the socket's OS time. */
+static int port_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		     int64_t stamp_add, int64_t *tx_local)
+{
+	struct rtn_station *s = arg;
+	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
+	int rc;
+
+	rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off, stamp_add + delta, &tx);
+	if (rc < 0)
+		return rc;
+	*tx_local = tx + delta;
+	return 0;
+}
+
+static int64_t port_truth(void *arg, int64_t local)
+{
+	/* lab truth: global time is the host's CLOCK_MONOTONIC (master without error) */
+	return os_of(arg, local);
+}
+
+static void drain_chans_tdma(struct rtn_station *s, struct rtn_tdma *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		struct rtn_msg *m;
+
+		if (!c)
+			continue;
+		while ((m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm)))) {
+			uint32_t len = m->len;
+			int32_t off = len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
+
+			if (len > c->max_size || len > RTN_CHAN_MSG_MAX ||
+			    rtn_tdma_enqueue(e, c->slot, c->prio, m->frame, len, off) < 0)
+				c->tx_drops++;
+			else
+				c->tx_msgs++;
+			rtn_ring_cons_release(&c->shm->tx);
+		}
+	}
+}
+
+static int encap_into(struct rtn_station *s, const uint8_t *inner, uint32_t len,
+		      uint8_t *out, uint32_t cap)
+{
+	return rtn_rtmac_tunnel_encap(out, cap, inner, len, s->o.mac);
+}
+
+/* Batched VNIC: pull from the TAP until the slot's wire-time budget is used. */
+static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	uint32_t size = rtn_tdma_slot_size(e, s->vnic_slot);
+	int64_t budget = rtn_tdma_slot_budget(e, slot_id, now);
+	int64_t queued = 0;
+	uint32_t depth = rtn_tdma_queue_depth(e, s->vnic_slot);
+	uint8_t inner[RTN_TDMA_FRAME_MAX];
+
+	/* frames already waiting count against this occurrence first */
+	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
+	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX) {
+		ssize_t n = read(s->tap_fd, inner, sizeof(inner));
+		int len;
+
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				s->st.vnic.tap_errors++;
+			break;
+		}
+		s->st.vnic.tap_rx++;
+		s->st.vnic.tap_rx_bytes += n;
+		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
+		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
+			s->st.vnic.tx_dropped++;
+			continue;
+		}
+		depth++;
+		queued += rtn_wire_time_ns(len, s->tdma_cfg.link_rate_mbps);
+	}
+}
+
+/* Per-packet VNIC: whatever the reader thread handed over. */
+static void vnic_take_from_reader(struct rtn_station *s)
+{
+	struct frame_slot *f;
+
+	while ((f = fr_peek(s->from_tap))) {
+		int len = encap_into(s, f->data, f->len, s->scratch, sizeof(s->scratch));
+
+		if (len < 0) {
+			s->st.vnic.tx_dropped++;
+		} else if (s->disc == RTN_DISC_TDMA && s->tdma) {
+			if (rtn_tdma_enqueue(s->tdma, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0)
+				s->st.vnic.tx_dropped++;
+		} else if (s->disc == RTN_DISC_NOMAC) {
+			uint32_t h = s->nomac_head;
+
+			if (h - s->nomac_tail >= NOMAC_FIFO) {
+				s->st.vnic.tx_dropped++;
+			} else {
+				memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, s->scratch, len);
+				s->nomac_fifo[h % NOMAC_FIFO].len = len;
+				s->nomac_head = h + 1;
+			}
+		} else {
+			s->st.vnic.tx_dropped++;
+		}
+		fr_release(s->from_tap);
+	}
+}
+
+static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	struct rtn_station *s = arg;
+
+	drain_chans_tdma(s, e);
+	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
+	    rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
+		vnic_refill(s, e, slot_id, now);
+}
+
+static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
+{
+	struct rtn_station *s = arg;
+	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	uint32_t i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct rtn_chan_shm *c = s->live[i] ? s->live[i]->shm : NULL;
+
+		if (!c)
+			continue;
+		c->cycle_no = cycle_no;
+		c->cycle_start_global = start_local + off;
+		c->clock_offset = off;
+		c->cycle_ns = s->tdma_cfg.cycle_ns;
+		__atomic_store_n(&c->cycle_seq, c->cycle_seq + 1, __ATOMIC_RELEASE);
+		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))
+			futex_wake(&c->cycle_seq);
+	}
+}
+
+/* ---- NoMAC ------------------------------------------------------------------ */
+
+static void nomac_collect(struct rtn_station *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		struct rtn_msg *m;
+
+		if (!c)
+			continue;
+		while ((m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm)))) {
+			uint32_t h = s->nomac_head;
+
+			if (m->len > c->max_size || h - s->nomac_tail >= NOMAC_FIFO) {
+				c->tx_drops++;
+			} else {
+				memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, m->frame, m->len);
+				s->nomac_fifo[h % NOMAC_FIFO].len = m->len;
+				s->nomac_head = h + 1;
+				c->tx_msgs++;
+			}
+			rtn_ring_cons_release(&c->shm->tx);
+		}
+	}
+	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
+		uint8_t inner[RTN_TDMA_FRAME_MAX];
+
+		while (s->nomac_head - s->nomac_tail < NOMAC_FIFO) {
+			ssize_t n = read(s->tap_fd, inner, sizeof(inner));
+			int len;
+			uint32_t h = s->nomac_head;
+
+			if (n < 0) {
+				if (errno != EAGAIN && errno != EINTR)
+					s->st.vnic.tap_errors++;
+				break;
+			}
+			s->st.vnic.tap_rx++;
+			s->st.vnic.tap_rx_bytes += n;
+			len = encap_into(s, inner, n, s->nomac_fifo[h % NOMAC_FIFO].data,
+					 RTN_TDMA_FRAME_MAX);
+			if (len < 0) {
+				s->st.vnic.tx_dropped++;
+				continue;
+			}
+			s->nomac_fifo[h % NOMAC_FIFO].len = len;
+			s->nomac_head = h + 1;
+		}
+	}
+}
+
+/* FIFO order, serialised at the link rate; returns the next deadline (local). */
+static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
+{
+	while (s->nomac_tail != s->nomac_head) {
+		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
+		int32_t off = -1;
+		int64_t tx;
+
+		if (s->o.link_rate_mbps && now_local < s->wire_free_at)
+			return s->wire_free_at;
+		if (f->len >= RTN_APP_TX_OFF + 8 &&
+		    rtn_get_be32(f->data + ETH_HLEN_RTN) == RTN_APP_MAGIC)
+			off = RTN_APP_TX_OFF;
+		if (port_send(s, f->data, f->len, off, 0, &tx) < 0) {
+			s->st.nomac_drops++;
+		} else {
+			s->st.nomac_tx++;
+			s->wire_free_at = tx + rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
+			now_local = tx;
+		}
+		s->nomac_tail++;
+	}
+	return INT64_MAX;
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+{
+	struct frame_slot *f;
+	int n;
+
+	if (!s->vnic_live)
+		return;
+	f = fr_prod(s->to_tap);
+	if (!f) {
+		s->st.vnic.rx_dropped++;
+		return;
+	}
+	n = rtn_rtmac_tunnel_decap(f->data, sizeof(f->data), frame, len);
+	if (n < 0) {
+		s->st.vnic.rx_bad++;
+		return;
+	}
+	f->len = n;
+	fr_commit(s->to_tap);
+}
+
+static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
+		    int64_t rx_local)
+{
+	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	uint32_t i;
+	int matched = 0;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		struct rtn_msg *m;
+
+		if (!c || c->ethertype != type)
+			continue;
+		matched = 1;
+		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm));
+		if (!m) {
+			/* the application stopped reading: its loss, nobody else's */
+			c->rx_drops++;
+			c->shm->rx.drops++;
+			continue;
+		}
+		if (len > RTN_CHAN_MSG_MAX)
+			len = RTN_CHAN_MSG_MAX;
+		memcpy(m->frame, frame, len);
+		m->len = len;
+		m->rx_ns = rx_local + off;
+		m->seq = 0;
+		m->sched_ns = m->tx_ns = 0;
+		if (len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&
+		    rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC) {
+			m->seq = rtn_get_be32(frame + ETH_HLEN_RTN + 4);
+			m->sched_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 8);
+			m->tx_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 16);
+		}
+		rtn_ring_prod_commit(&c->shm->rx);
+		c->rx_msgs++;
+		if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
+			futex_wake(&c->shm->rx.head);
+	}
+	if (!matched)
+		s->st.rx_other++;
+}
+
+static void receive_all(struct rtn_station *s)
+{
+	struct rtn_xsk_frame fr[RX_BATCH];
+	int64_t rx_os;
+	int n, i, queued_for_tap = 0;
+
+	while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
+		int64_t rx = local_of(s, rx_os);
+
+		for (i = 0; i < n; i++) {
+			uint16_t type;
+
+			s->st.rx_frames++;
+			if (fr[i].len < ETH_HLEN_RTN)
+				continue;
+			type = rtn_get_be16(fr[i].data + 12);
+			if (type == ETH_RTMAC) {
+				int rc = 1;
+
+				if (s->disc == RTN_DISC_TDMA && s->tdma)
+					rc = rtn_tdma_rx(s->tdma, fr[i].data, fr[i].len, rx);
+				else if (fr[i].len < 18 || !(fr[i].data[17] & RTMAC_FLAG_TUNNEL))
+					rc = 0;	/* NoMAC: discipline frames are not ours */
+				if (rc == 1) {
+					vnic_rx(s, fr[i].data, fr[i].len);
+					queued_for_tap = 1;
+				}
+			} else {
+				chan_rx(s, type, fr[i].data, fr[i].len, rx);
+			}
+		}
+		rtn_xsk_rx_release(s->xsk);
+	}
+	if (queued_for_tap && s->vnic_live)
+		efd_signal(s->writer_efd);
+}
+
+/* ---- mailbox (executed on the RT thread, or directly when it is not running) */
+
+static void restart_tdma(struct rtn_station *s, int64_t now_local)
+{
+	rtn_tdma_start(s->tdma, &s->tdma_cfg, now_local);
+}
+
+static void exec_cmd(struct rtn_station *s)
+{
+	int cmd = __atomic_load_n(&s->cmd, __ATOMIC_ACQUIRE);
+	uintptr_t arg = (uintptr_t)s->cmd_arg;
+
+	switch (cmd) {
+	case CMD_NONE:
+		return;
+	case CMD_ATTACH_TDMA:
+		/* the control thread prepared s->tdma and s->tdma_cfg */
+		restart_tdma(s, rtn_station_local_now(s));
+		s->disc = RTN_DISC_TDMA;
+		break;
+	case CMD_ATTACH_NOMAC:
+		s->disc = RTN_DISC_NOMAC;
+		break;
+	case CMD_DETACH:
+		s->disc = RTN_DISC_NONE;
+		break;
+	case CMD_CHAN_ADD:
+		s->live[arg] = &s->chans[arg];
+		break;
+	case CMD_CHAN_DEL:
+		s->live[arg] = NULL;
+		break;
+	case CMD_VNIC_ATTACH:
+		s->vnic_live = 1;
+		break;
+	case CMD_VNIC_DETACH:
+		s->vnic_live = 0;
+		break;
+	}
+	s->cmd_rc = 0;
+	__atomic_store_n(&s->cmd, CMD_NONE, __ATOMIC_RELEASE);
+	if (rtn_station_running(s))
+		efd_signal(s->done_fd);
+}
+
+/* Control side: run @p cmd on the RT thread and wait for it. */
+static int post(struct rtn_station *s, int cmd, uintptr_t arg)
+{
+	s->cmd_arg = (void *)arg;
+	__atomic_store_n(&s->cmd, cmd, __ATOMIC_RELEASE);
+	if (!rtn_station_running(s)) {
+		exec_cmd(s);
+		return s->cmd_rc;
+	}
+	efd_signal(s->efd);
+	for (;;) {
+		struct pollfd p = { .fd = s->done_fd, .events = POLLIN };
+
+		if (poll(&p, 1, 2000) == 1) {
+			efd_drain(s->done_fd);
+			if (__atomic_load_n(&s->cmd, __ATOMIC_ACQUIRE) == CMD_NONE)
+				return s->cmd_rc;
+		} else if (!rtn_station_running(s)) {
+			exec_cmd(s);
+			return s->cmd_rc;
+		}
+	}
+}
+
+/* ---- the RT thread ---------------------------------------------------------- */
+
+static void arm_timer(struct rtn_station *s, int64_t os_deadline)
+{
+	struct itimerspec its = { 0 };
+
+	if (os_deadline != INT64_MAX)
+		its.it_value = rtn_ns_to_ts(os_deadline);
+	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static int station_body(struct rtn_rt *rt, void *arg)
+{
+	struct rtn_station *s = arg;
+	int64_t armed = INT64_MAX;
+
+	while (!rtn_rt_should_stop(rt)) {
+		struct pollfd p[4];
+		int64_t next_local = INT64_MAX, next_os, now;
+		int np = 0, tap_idx = -1;
+
+		exec_cmd(s);
+		if (s->disc == RTN_DISC_TDMA && s->tdma)
+			next_local = rtn_tdma_next_event(s->tdma);
+		else if (s->disc == RTN_DISC_NOMAC)
+			next_local = nomac_flush(s, rtn_station_local_now(s));
+		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
+		if (next_os != armed) {
+			arm_timer(s, next_os);
+			armed = next_os;
+		}
+		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk), .events = POLLIN };
+		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
+		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
+		if (s->disc == RTN_DISC_NOMAC && s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
+			tap_idx = np;
+			p[np++] = (struct pollfd){ .fd = s->tap_fd, .events = POLLIN };
+		}
+		if (poll(p, np, 100) < 0 && errno != EINTR)
+			continue;
+		now = rtn_now();
+		s->st.loops++;
+		if (p[1].revents & POLLIN) {
+			uint64_t ticks;
+
+			if (read(s->tfd, &ticks, sizeof(ticks)) > 0 && armed != INT64_MAX) {
+				/* lateness of every timer wake-up, as the periodic loop records it */
+				rtn_hist_add(&s->wake, now - armed);
+				s->st.timer_wakeups++;
+				armed = INT64_MIN;	/* fired: re-arm on the next round */
+			}
+		}
+		if (p[2].revents & POLLIN) {
+			efd_drain(s->efd);
+			if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
+				s->st.vnic.wakeups++;
+		}
+		if (tap_idx >= 0 && (p[tap_idx].revents & POLLIN))
+			s->st.vnic.wakeups++;
+		receive_all(s);
+		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
+			vnic_take_from_reader(s);
+		if (s->disc == RTN_DISC_TDMA && s->tdma) {
+			rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
+		} else if (s->disc == RTN_DISC_NOMAC) {
+			nomac_collect(s);
+			nomac_flush(s, local_of(s, rtn_now()));
+		}
+	}
+	return 0;
+}
+
+/* ---- VNIC helper threads ------------------------------------------------------ */
+
+static void *vnic_writer(void *arg)
+{
+	struct rtn_station *s = arg;
+
+	while (!s->vnic_stop) {
+		struct pollfd p = { .fd = s->writer_efd, .events = POLLIN };
+		struct frame_slot *f;
+
+		if (poll(&p, 1, 200) > 0)
+			efd_drain(s->writer_efd);
+		while ((f = fr_peek(s->to_tap))) {
+			ssize_t n = write(s->tap_fd, f->data, f->len);
+
+			if (n < 0) {
+				s->st.vnic.tap_errors++;
+			} else {
+				s->st.vnic.tap_tx++;
+				s->st.vnic.tap_tx_bytes += f->len;
+			}
+			fr_release(s->to_tap);
+		}
+	}
+	return NULL;
+}
+
+/* Per-packet mode: one wake-up of the RT thread for every packet. */
+static void *vnic_reader(void *arg)
+{
+	struct rtn_station *s = arg;
+
+	while (!s->vnic_stop) {
+		struct pollfd p[2] = { { .fd = s->tap_fd, .events = POLLIN },
+				       { .fd = s->reader_stop_efd, .events = POLLIN } };
+		struct frame_slot *f;
+		ssize_t n;
+
+		if (poll(p, 2, 200) <= 0 || !(p[0].revents & POLLIN)) {
+			if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+				s->st.vnic.tap_errors++;
+				break;	/* TAP deleted under us */
+			}
+			continue;
+		}
+		f = fr_prod(s->from_tap);
+		if (!f) {
+			uint8_t sink[RTN_TDMA_FRAME_MAX];
+
+			if (read(s->tap_fd, sink, sizeof(sink)) > 0)
+				s->st.vnic.tx_dropped++;
+			continue;
+		}
+		n = read(s->tap_fd, f->data, sizeof(f->data));
+		if (n <= 0)
+			continue;
+		f->len = n;
+		s->st.vnic.tap_rx++;
+		s->st.vnic.tap_rx_bytes += n;
+		fr_commit(s->from_tap);
+		efd_signal(s->efd);
+	}
+	return NULL;
+}
+
+/* ---- public API ----------------------------------------------------------------- */
+
+int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
+{
+	struct rtn_station *s;
+	int rc;
+
+	s = aligned_alloc(64, (sizeof(*s) + 63) & ~(size_t)63);
+	if (!s)
+		return rtn_set_error(-ENOMEM, "station: out of memory");
+	memset(s, 0, sizeof(*s));
+	s->o = *o;
+	s->efd = s->tfd = s->done_fd = s->tap_fd = s->writer_efd = s->reader_stop_efd = -1;
+	pthread_mutex_init(&s->ctl_lock, NULL);
+	s->t0 = rtn_now();
+	rtn_hist_init(&s->wake, 0);
+	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->tfd = timerfd_create(RTN_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->efd < 0 || s->done_fd < 0 || s->tfd < 0) {
+		rc = rtn_set_error(-errno, "station: eventfd/timerfd: %s", strerror(errno));
+		goto fail;
+	}
+	rc = rtn_xsk_open(&o->xsk, &s->xsk);
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	rtn_station_close(s);
+	return rc;
+}
+
+int rtn_station_running(const struct rtn_station *s)
+{
+	return s->rt != NULL;
+}
+
+int rtn_station_start(struct rtn_station *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->rt) {
+		pthread_mutex_unlock(&s->ctl_lock);
+		return rtn_set_error(-EALREADY, "station already running");
+	}
+	s->st.running = 1;
+	rc = rtn_rt_start(&s->o.rt, station_body, s, &s->rt);
+	if (rc)
+		s->st.running = 0;
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+static void stop_rt(struct rtn_station *s)
+{
+	if (s->rt) {
+		rtn_rt_stop(s->rt, NULL);
+		s->rt = NULL;
+		s->st.running = 0;
+	}
+}
+
+int rtn_station_attach_tdma(struct rtn_station *s, const struct rtn_tdma_cfg *cfg)
+{
+	struct rtn_tdma_port port = { .send = port_send, .truth = port_truth,
+				      .before_slot = port_before_slot,
+				      .on_cycle = port_on_cycle, .arg = s };
+	struct rtn_tdma *e = NULL, *old;
+	int rc = rtn_tdma_cfg_check(cfg);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->ctl_lock);
+	rc = rtn_tdma_create(s->o.mac, &port, &e);
+	if (rc)
+		goto out;
+	/* first take the old engine away from the RT thread, then hand the new one over */
+	post(s, CMD_DETACH, 0);
+	old = s->tdma;
+	s->tdma = e;
+	s->tdma_cfg = *cfg;
+	post(s, CMD_ATTACH_TDMA, 0);
+	rtn_tdma_destroy(old);
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cfg)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->disc != RTN_DISC_TDMA || !s->tdma) {
+		rc = rtn_set_error(-ENOENT, "TDMA is not attached");
+	} else if (!rtn_station_running(s)) {
+		rc = rtn_tdma_cfg_check(cfg);
+		if (!rc) {
+			s->tdma_cfg = *cfg;
+			restart_tdma(s, rtn_station_local_now(s));
+		}
+	} else {
+		rc = rtn_tdma_set_config(s->tdma, cfg);
+		if (!rc) {
+			int i;
+
+			s->tdma_cfg.n_slots = cfg->n_slots;
+			memcpy(s->tdma_cfg.slots, cfg->slots, sizeof(cfg->slots));
+			/* applied at the next cycle start; wait at most a few cycles */
+			for (i = 0; i < 2000 && rtn_tdma_config_pending(s->tdma); i++)
+				usleep(1000);
+			if (rtn_tdma_config_pending(s->tdma))
+				rc = rtn_set_error(-ETIMEDOUT, "configuration not applied: "
+						   "no cycle start (waiting for Sync?)");
+		}
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_attach_nomac(struct rtn_station *s)
+{
+	pthread_mutex_lock(&s->ctl_lock);
+	post(s, CMD_ATTACH_NOMAC, 0);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int rtn_station_detach(struct rtn_station *s)
+{
+	pthread_mutex_lock(&s->ctl_lock);
+	post(s, CMD_DETACH, 0);
+	rtn_tdma_destroy(s->tdma);
+	s->tdma = NULL;
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s->tdma)
+		return -ENOENT;
+	rtn_tdma_read_stats(s->tdma, out);
+	return 0;
+}
+
+void rtn_station_stats(const struct rtn_station *s, struct rtn_station_stats *out)
+{
+	*out = s->st;
+	out->discipline = s->disc;
+	out->vnic.mode = s->vnic_live ? s->vnic_mode : RTN_VNIC_OFF;
+	out->clock_offset_ns = s->o.clock_offset_ns;
+	out->drift_ppm = s->o.drift_ppm;
+}
+
+const struct rtn_hist *rtn_station_wake_hist(const struct rtn_station *s)
+{
+	return &s->wake;
+}
+
+void rtn_station_rt_stats(const struct rtn_station *s, struct rtn_rt_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s->rt)
+		rtn_rt_read_stats(s->rt, out);
+}
+
+int rtn_station_xsk_stats(const struct rtn_station *s, struct rtn_xsk_stats *out)
+{
+	return rtn_xsk_stats(s->xsk, out);
+}
+
+const char *rtn_station_xdp_fallback(const struct rtn_station *s)
+{
+	return rtn_xsk_fallback_reason(s->xsk);
+}
+
+int rtn_station_xdp_mode(const struct rtn_station *s)
+{
+	return rtn_xsk_mode(s->xsk);
+}
+
+int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
+			  int *memfd, int *kickfd)
+{
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	int i, fd, rc = 0;
+
+	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > 4096)
+		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to 4096", o->depth);
+	if (o->max_size < ETH_HLEN_RTN || o->max_size > RTN_CHAN_MSG_MAX)
+		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d",
+				     o->max_size, RTN_CHAN_MSG_MAX);
+	if (o->ethertype < 0x0600 || o->ethertype == ETH_RTMAC || o->ethertype == ETH_RTCFG)
+		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel", o->ethertype);
+	if (o->prio > 31)
+		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
+	pthread_mutex_lock(&s->ctl_lock);
+	for (i = 0; i < RTN_STATION_MAX_CHANS && s->chans[i].shm; i++)
+		;
+	if (i == RTN_STATION_MAX_CHANS) {
+		rc = rtn_set_error(-ENOSPC, "all %d channels are in use", RTN_STATION_MAX_CHANS);
+		goto out;
+	}
+	size = rtn_chan_shm_size(o->depth);
+	fd = memfd_create("rtnet-channel", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, size) < 0) {
+		rc = rtn_set_error(-errno, "channel memory: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	shm = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (shm == MAP_FAILED) {
+		rc = rtn_set_error(-errno, "channel mmap: %s", strerror(errno));
+		close(fd);
+		goto out;
+	}
+	shm->magic = RTN_CHAN_MAGIC;
+	shm->version = RTN_CHAN_VERSION;
+	shm->depth = o->depth;
+	shm->ethertype = o->ethertype;
+	shm->slot = o->slot;
+	shm->prio = o->prio;
+	shm->max_size = o->max_size;
+	memcpy(shm->station_mac, s->o.mac, 6);
+	shm->tx.size = shm->rx.size = o->depth;
+	shm->alive = 1;
+	s->chans[i] = (struct chan){ .shm = shm, .size = size, .ethertype = o->ethertype,
+				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
+	post(s, CMD_CHAN_ADD, i);
+	*memfd = fd;
+	*kickfd = dup(s->efd);
+	rc = i;
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_chan_close(struct rtn_station *s, int id)
+{
+	struct chan *c;
+
+	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
+		return rtn_set_error(-ENOENT, "no channel %d", id);
+	pthread_mutex_lock(&s->ctl_lock);
+	c = &s->chans[id];
+	post(s, CMD_CHAN_DEL, id);
+	c->shm->alive = 0;
+	futex_wake(&c->shm->rx.head);
+	futex_wake(&c->shm->cycle_seq);
+	munmap(c->shm, c->size);
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_stats *out)
+{
+	const struct chan *c;
+
+	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
+		return rtn_set_error(-ENOENT, "no channel %d", id);
+	c = &s->chans[id];
+	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
+					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
+					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops };
+	return 0;
+}
+
+static void vnic_release(struct rtn_station *s)
+{
+	s->vnic_stop = 1;
+	if (s->reader_on) {
+		efd_signal(s->reader_stop_efd);
+		pthread_join(s->reader, NULL);
+	}
+	if (s->writer_on) {
+		efd_signal(s->writer_efd);
+		pthread_join(s->writer, NULL);
+	}
+	s->reader_on = s->writer_on = 0;
+	if (s->tap_fd >= 0)
+		close(s->tap_fd);
+	if (s->writer_efd >= 0)
+		close(s->writer_efd);
+	if (s->reader_stop_efd >= 0)
+		close(s->reader_stop_efd);
+	s->tap_fd = s->writer_efd = s->reader_stop_efd = -1;
+	free(s->to_tap);
+	free(s->from_tap);
+	s->to_tap = s->from_tap = NULL;
+}
+
+int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot)
+{
+	int rc = 0;
+
+	if (mode != RTN_VNIC_BATCHED && mode != RTN_VNIC_PER_PACKET)
+		return rtn_set_error(-EINVAL, "VNIC mode must be batched or per-packet");
+	if (slot >= RTN_TDMA_MAX_SLOTS)
+		return rtn_set_error(-EINVAL, "VNIC slot %u out of range", slot);
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->tap_fd >= 0) {
+		rc = rtn_set_error(-EBUSY, "a VNIC is already attached");
+		goto out;
+	}
+	s->tap_fd = fcntl(tap_fd, F_DUPFD_CLOEXEC, 0);
+	s->writer_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->reader_stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->to_tap = aligned_alloc(64, sizeof(struct frame_ring));
+	s->from_tap = aligned_alloc(64, sizeof(struct frame_ring));
+	if (s->tap_fd < 0 || s->writer_efd < 0 || s->reader_stop_efd < 0 ||
+	    !s->to_tap || !s->from_tap) {
+		rc = rtn_set_error(-ENOMEM, "VNIC: cannot allocate its rings and descriptors");
+		vnic_release(s);
+		goto out;
+	}
+	fcntl(s->tap_fd, F_SETFL, fcntl(s->tap_fd, F_GETFL) | O_NONBLOCK);
+	memset(s->to_tap, 0, sizeof(struct frame_ring));
+	memset(s->from_tap, 0, sizeof(struct frame_ring));
+	s->vnic_mode = mode;
+	s->vnic_slot = slot;
+	s->vnic_stop = 0;
+	if (pthread_create(&s->writer, NULL, vnic_writer, s) == 0)
+		s->writer_on = 1;
+	if (mode == RTN_VNIC_PER_PACKET && pthread_create(&s->reader, NULL, vnic_reader, s) == 0)
+		s->reader_on = 1;
+	if (!s->writer_on || (mode == RTN_VNIC_PER_PACKET && !s->reader_on)) {
+		rc = rtn_set_error(-EAGAIN, "VNIC: cannot start its threads");
+		vnic_release(s);
+		goto out;
+	}
+	post(s, CMD_VNIC_ATTACH, 0);
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_vnic_detach(struct rtn_station *s)
+{
+	pthread_mutex_lock(&s->ctl_lock);
+	post(s, CMD_VNIC_DETACH, 0);
+	vnic_release(s);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+void rtn_station_close(struct rtn_station *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	stop_rt(s);
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm)
+			rtn_station_chan_close(s, i);
+	vnic_release(s);
+	rtn_tdma_destroy(s->tdma);
+	rtn_xsk_destroy(s->xsk);
+	if (s->efd >= 0)
+		close(s->efd);
+	if (s->done_fd >= 0)
+		close(s->done_fd);
+	if (s->tfd >= 0)
+		close(s->tfd);
+	pthread_mutex_destroy(&s->ctl_lock);
+	free(s);
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_station.h
+ * @brief One station: the AF_XDP socket, the real-time thread, the media
+ *        access discipline (TDMA or NoMAC), application channels and the
+ *        VNIC, glued together on the RT thread.
+ *
+ * The RT thread sleeps in poll(2) on the AF_XDP socket, an absolute timerfd
+ * armed for the discipline's next deadline, and an eventfd for control.
+ * Each wake-up: receive (TDMA frames to the engine, tunnel frames to the
+ * VNIC, application EtherTypes to their channels), then run what is due.
+ * Frames from applications and the VNIC are moved into the slot queues when
+ * the slot that sends them starts, so nothing waits for an extra wake-up.
+ *
+ * The station's local clock is CLOCK_MONOTONIC plus a simulated offset and
+ * drift (lab only), so the synchronisation algorithm meets a known error.
+ */
+#ifndef RTN_STATION_H
+#define RTN_STATION_H
+
+#include <stdint.h>
+#include "rtn_hist.h"
+#include "rtn_rt.h"
+#include "rtn_tdma.h"
+#include "rtn_xsk.h"
+
+#define RTN_STATION_MAX_CHANS	16
+
+#define RTN_DISC_NONE	0
+#define RTN_DISC_TDMA	1
+#define RTN_DISC_NOMAC	2
+
+#define RTN_VNIC_OFF		0
+#define RTN_VNIC_BATCHED	1	/* drained by the RT thread in the NRT slot */
+#define RTN_VNIC_PER_PACKET	2	/* a reader thread wakes the RT thread per packet */
+
+struct rtn_station_opts {
+	struct rtn_xsk_opts xsk;
+	struct rtn_rt_opts rt;
+	uint8_t mac[6];
+	uint8_t pad[2];
+	int64_t clock_offset_ns;	/* simulated clock error (lab) */
+	double drift_ppm;
+	uint32_t link_rate_mbps;	/* NoMAC pacing (TDMA has its own in its config) */
+};
+
+struct rtn_chan_opts {
+	uint16_t ethertype;
+	uint16_t slot;		/* TDMA slot the channel sends in */
+	uint32_t prio;		/* 0 highest .. 31 */
+	uint32_t max_size;	/* largest frame, Ethernet header included */
+	uint32_t depth;		/* messages per ring, power of two */
+};
+
+struct rtn_chan_stats {
+	int32_t id;
+	uint16_t ethertype;
+	uint16_t slot;
+	uint64_t tx_msgs;
+	uint64_t tx_drops;	/* refused by the discipline (too big, queue full) */
+	uint64_t rx_msgs;
+	uint64_t rx_drops;	/* the application did not read in time */
+};
+
+struct rtn_vnic_stats {
+	int32_t mode;
+	uint64_t tap_rx;		/* frames read from the TAP (Linux -> wire) */
+	uint64_t tap_rx_bytes;
+	uint64_t tap_tx;		/* frames written to the TAP (wire -> Linux) */
+	uint64_t tap_tx_bytes;
+	uint64_t tx_dropped;		/* too big for the slot, or queue full */
+	uint64_t rx_dropped;		/* ring to the TAP writer full, or malformed */
+	uint64_t rx_bad;		/* malformed tunnel frames */
+	uint64_t tap_errors;		/* read/write errors (e.g. TAP deleted) */
+	uint64_t wakeups;		/* RT thread wake-ups caused by the VNIC */
+};
+
+struct rtn_station_stats {
+	int32_t discipline;
+	int32_t running;
+	uint64_t loops;			/* RT thread wake-ups, any cause */
+	uint64_t timer_wakeups;
+	uint64_t rx_frames;
+	uint64_t rx_other;		/* frames of no known EtherType */
+	uint64_t nomac_tx;
+	uint64_t nomac_drops;
+	int64_t clock_offset_ns;
+	double drift_ppm;
+	struct rtn_vnic_stats vnic;
+};
+
+struct rtn_station;
+
+/** Open the AF_XDP socket (in the calling thread's network namespace). */
+int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out);
+/** Stop the RT thread if running, release everything.  Accepts NULL. */
+void rtn_station_close(struct rtn_station *s);
+
+/** Start the RT thread (the discipline may be attached before or after). */
+int rtn_station_start(struct rtn_station *s);
+int rtn_station_running(const struct rtn_station *s);
+
+/** Attach TDMA with @p cfg, replacing any discipline (the running engine restarts). */
+int rtn_station_attach_tdma(struct rtn_station *s, const struct rtn_tdma_cfg *cfg);
+/** Change slots of the attached TDMA without a restart (next cycle start). */
+int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cfg);
+int rtn_station_attach_nomac(struct rtn_station *s);
+int rtn_station_detach(struct rtn_station *s);
+
+/** Counters of the attached TDMA engine (zeroed struct if none). */
+int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *out);
+void rtn_station_stats(const struct rtn_station *s, struct rtn_station_stats *out);
+void rtn_station_rt_stats(const struct rtn_station *s, struct rtn_rt_stats *out);
+/** Lateness of the RT thread's timer wake-ups (live; snapshot with rtn_hist_read). */
+const struct rtn_hist *rtn_station_wake_hist(const struct rtn_station *s);
+int rtn_station_xsk_stats(const struct rtn_station *s, struct rtn_xsk_stats *out);
+const char *rtn_station_xdp_fallback(const struct rtn_station *s);
+int rtn_station_xdp_mode(const struct rtn_station *s);
+
+/**
+ * Open an application channel.  Returns the channel id and a memfd holding
+ * its rings (struct rtn_chan_shm) in *memfd and an eventfd the sender may
+ * write to wake a NoMAC station in *kickfd; both belong to the caller.
+ */
+int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
+			  int *memfd, int *kickfd);
+/** Close channel @p id: the RT thread lets go of it before this returns. */
+int rtn_station_chan_close(struct rtn_station *s, int id);
+int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_stats *out);
+
+/**
+ * Attach the VNIC's TAP file descriptor (non-blocking, IFF_NO_PI) in
+ * @p mode, sending in TDMA slot @p slot (RTnet: 1, falling back to 0).
+ * The station duplicates @p tap_fd.
+ */
+int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot);
+int rtn_station_vnic_detach(struct rtn_station *s);
+
+/** Local (simulated) clock of the station, and the conversion from OS time. */
+int64_t rtn_station_local_now(const struct rtn_station *s);
+
+#endif

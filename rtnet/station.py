@@ -1,0 +1,227 @@
+"""A station: AF_XDP socket, real-time thread, discipline, channels and VNIC (csrc/rtn_station.c).
+
+>>> with Station("rteth0", netns="rtn-lab-s1", mac="02:52:54:00:00:01") as st:  # doctest: +SKIP
+...     st.attach_tdma(TdmaConfig(role="master", cycle_us=1000, slots={0: Slot(0, 0)}))
+...     st.start()
+...     st.stats()["tdma"]["state"]
+'active'
+"""
+from __future__ import annotations
+
+import fcntl
+import logging
+import socket
+import struct
+from dataclasses import dataclass
+
+from rtmac.engine import stats_from_c, to_c
+from rtmac.tdma_config import TdmaConfig, validate
+
+from . import netns as _netns
+from ._lowlevel import check, ffi, lib
+from .errors import ConfigError, RtnetError
+from .hist import Histogram
+from .rtthread import fill_rt_opts
+from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
+
+log = logging.getLogger("rtnet.station")
+
+DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
+VNIC_MODES = {"batched": lib.RTN_VNIC_BATCHED, "per-packet": lib.RTN_VNIC_PER_PACKET}
+
+
+@dataclass(frozen=True)
+class RtSettings:
+    """Real-time thread settings (cpu None: not pinned)."""
+
+    cpu: int | None = None
+    priority: int = 90
+    allow_fallback: bool = False
+    hold_dma_latency: bool = True
+
+
+def mac_bytes(mac: str) -> bytes:
+    try:
+        b = bytes(int(x, 16) for x in mac.split(":"))
+    except ValueError:
+        b = b""
+    if len(b) != 6:
+        raise ConfigError(f"MAC address {mac!r}: use six hex bytes like 02:52:54:00:00:01")
+    return b
+
+
+def interface_mac(ifname: str, netns: str | None) -> str:
+    """MAC of ``ifname`` in ``netns`` (sysfs shows the mounting namespace, so ask the kernel)."""
+    siocgifhwaddr = 0x8927
+    with _netns.entered(netns), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            res = fcntl.ioctl(sock.fileno(), siocgifhwaddr,
+                              struct.pack("256s", ifname.encode()[:15]))
+        except OSError:
+            raise RtnetError(19, f"{ifname}: no such interface") from None
+    return ":".join(f"{b:02x}" for b in res[18:24])
+
+
+class Station:
+    """One station on ``ifname``; the real-time thread runs between start() and close()."""
+
+    def __init__(self, ifname: str, *, netns: str | None = None, mac: str | None = None,
+                 queue: int = 0, xdp_mode: str = "auto", ethertypes=(), rt: RtSettings = RtSettings(),
+                 clock_offset_ns: int = 0, drift_ppm: float = 0.0, link_rate_mbps: int = 100):
+        if netns is not None and not _netns.exists(netns):
+            raise ConfigError(f"network namespace {netns!r} does not exist")
+        if not -10**12 < clock_offset_ns < 10**12 or not -1000 <= drift_ppm <= 1000:
+            raise ConfigError("clock model: offset within +-1000 s and drift within +-1000 ppm")
+        self.ifname = ifname
+        self.netns = netns
+        self.mac = mac or interface_mac(ifname, netns)
+        opts = ffi.new("struct rtn_station_opts *")
+        self._keep = fill_xsk_opts(opts.xsk, ifname, queue=queue,
+                                   extra=validate_ethertypes(ethertypes), mode=xdp_mode,
+                                   frames=4096)
+        fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
+                     hold_dma_latency=rt.hold_dma_latency)
+        opts.mac = mac_bytes(self.mac)
+        opts.clock_offset_ns = clock_offset_ns
+        opts.drift_ppm = drift_ppm
+        opts.link_rate_mbps = link_rate_mbps
+        out = ffi.new("struct rtn_station **")
+        with _netns.entered(netns):
+            check(lib.rtn_station_open(opts, out), RtnetError, ifname)
+        self._s = out[0]
+        self.tdma_config: TdmaConfig | None = None
+        self.xdp_mode = MODE_NAMES[lib.rtn_station_xdp_mode(self._s)]
+        self.xdp_fallback = ffi.string(lib.rtn_station_xdp_fallback(self._s)).decode() or None
+        if self.xdp_fallback:
+            log.warning("%s: XDP in SKB mode, not native: %s", ifname, self.xdp_fallback)
+
+    def _live(self):
+        if self._s is None:
+            raise RtnetError(9, f"{self.ifname}: station is closed")
+        return self._s
+
+    # -- life cycle ---------------------------------------------------------------
+    def start(self) -> "Station":
+        s = self._live()
+        if not lib.rtn_station_running(s):
+            check(lib.rtn_station_start(s), RtnetError, self.ifname)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._s is not None and bool(lib.rtn_station_running(self._s))
+
+    def close(self) -> None:
+        """Stop the RT thread and release socket, XDP program, channels and VNIC.  Idempotent."""
+        if self._s is not None:
+            with _netns.entered(self.netns if self.netns and _netns.exists(self.netns) else None):
+                lib.rtn_station_close(self._s)
+            self._s = None
+
+    def __enter__(self) -> "Station":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- disciplines ------------------------------------------------------------------
+    def attach_tdma(self, config: TdmaConfig) -> None:
+        """Attach TDMA, or change a running TDMA without restarting it when only slots change."""
+        config = validate(config)
+        s = self._live()
+        old = self.tdma_config
+        same_frame = old is not None and all(
+            getattr(old, k) == getattr(config, k)
+            for k in ("role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
+                      "max_cal_requests", "link_rate_mbps", "guard_ns", "sync_loss_cycles"))
+        if same_frame and self.discipline == "tdma":
+            check(lib.rtn_station_tdma_update(s, to_c(config)), RtnetError, self.ifname)
+        else:
+            check(lib.rtn_station_attach_tdma(s, to_c(config)), RtnetError, self.ifname)
+        self.tdma_config = config
+
+    def attach_nomac(self) -> None:
+        check(lib.rtn_station_attach_nomac(self._live()), RtnetError, self.ifname)
+        self.tdma_config = None
+
+    def detach(self) -> None:
+        check(lib.rtn_station_detach(self._live()), RtnetError, self.ifname)
+        self.tdma_config = None
+
+    @property
+    def discipline(self) -> str:
+        st = ffi.new("struct rtn_station_stats *")
+        lib.rtn_station_stats(self._live(), st)
+        return DISCIPLINES.get(st.discipline, "none")
+
+    # -- channels and VNIC -----------------------------------------------------------
+    def open_channel(self, ethertype: int, *, slot: int = 0, prio: int = 15,
+                     max_size: int = 1514, depth: int = 256) -> tuple[int, int, int]:
+        """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds."""
+        o = ffi.new("struct rtn_chan_opts *")
+        o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
+        memfd, kickfd = ffi.new("int *"), ffi.new("int *")
+        cid = check(lib.rtn_station_chan_open(self._live(), o, memfd, kickfd), RtnetError,
+                    self.ifname)
+        return cid, memfd[0], kickfd[0]
+
+    def close_channel(self, cid: int) -> None:
+        check(lib.rtn_station_chan_close(self._live(), cid), RtnetError, self.ifname)
+
+    def channel_stats(self, cid: int) -> dict:
+        st = ffi.new("struct rtn_chan_stats *")
+        check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
+        return {k: getattr(st, k) for k in ("id", "ethertype", "slot", "tx_msgs", "tx_drops",
+                                            "rx_msgs", "rx_drops")}
+
+    def attach_vnic(self, tap_fd: int, mode: str = "batched", slot: int = 1) -> None:
+        if mode not in VNIC_MODES:
+            raise ConfigError(f"VNIC mode {mode!r}: batched or per-packet")
+        check(lib.rtn_station_vnic_attach(self._live(), tap_fd, VNIC_MODES[mode], slot),
+              RtnetError, self.ifname)
+
+    def detach_vnic(self) -> None:
+        check(lib.rtn_station_vnic_detach(self._live()), RtnetError, self.ifname)
+
+    # -- status ------------------------------------------------------------------------
+    def local_now(self) -> int:
+        return lib.rtn_station_local_now(self._live())
+
+    def stats(self) -> dict:
+        s = self._live()
+        st = ffi.new("struct rtn_station_stats *")
+        lib.rtn_station_stats(s, st)
+        out = {
+            "ifname": self.ifname, "mac": self.mac, "netns": self.netns,
+            "discipline": DISCIPLINES.get(st.discipline, "none"),
+            "running": bool(lib.rtn_station_running(s)),
+            "xdp_mode": self.xdp_mode, "xdp_fallback": self.xdp_fallback,
+            "loops": st.loops, "timer_wakeups": st.timer_wakeups, "rx_frames": st.rx_frames,
+            "rx_other": st.rx_other, "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
+            "vnic": {k: getattr(st.vnic, k) for k in (
+                "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
+                "rx_bad", "tap_errors", "wakeups")},
+            "wakeup": Histogram.from_c(lib.rtn_station_wake_hist(s)),
+        }
+        out["vnic"]["mode"] = {0: "off", 1: "batched", 2: "per-packet"}[st.vnic.mode]
+        rts = ffi.new("struct rtn_rt_stats *")
+        lib.rtn_station_rt_stats(s, rts)
+        out["rt"] = {"policy": "SCHED_FIFO" if rts.policy == 1 else "SCHED_OTHER",
+                     "priority": rts.priority, "cpu": rts.cpu, "tid": rts.tid,
+                     "fallback": bool(rts.fallback), "dma_latency_held": bool(rts.dma_latency_held),
+                     "memory_locked": bool(rts.memory_locked)}
+        td = ffi.new("struct rtn_tdma_stats *")
+        out["tdma"] = stats_from_c(td) if lib.rtn_station_tdma_stats(s, td) == 0 else None
+        xs = ffi.new("struct rtn_xsk_stats *")
+        lib.rtn_station_xsk_stats(s, xs)
+        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "tx_frames", "tx_ring_full",
+                                                  "fill_fail", "invalid_desc", "truncated")}
+        return out
+
