@@ -1,7 +1,7 @@
 """Client side of the station daemon's control socket.
 
-Protocol: one Unix stream socket per device at ``$RTNET_RUN_DIR/<dev>.ctl``
-(default ``/run/rtnet``).  The client writes one JSON object and a newline
+Protocol: one Unix stream socket per device at
+``$RTNET_RUN_DIR/<netns>/<dev>.ctl`` (default ``/run/rtnet``; see rtnet.paths).  The client writes one JSON object and a newline
 (``{"cmd": "tdma.slot", "dev": "rteth0", ...}``) and reads one JSON line back:
 ``{"ok": true, ...}`` or ``{"ok": false, "error": "one-line message"}``.
 
@@ -26,9 +26,9 @@ import os
 import re
 import socket
 
+from rtnet import paths
 from rtnet.errors import RtnetError
 
-DEFAULT_RUN_DIR = "/run/rtnet"
 MAX_REPLY = 1 << 20
 _IFNAME = re.compile(r"[^\s/:]{1,15}")
 
@@ -41,10 +41,6 @@ class NoDaemonError(ControlError):
     """No daemon listens on the device's control socket."""
 
 
-def run_dir() -> str:
-    return os.environ.get("RTNET_RUN_DIR", DEFAULT_RUN_DIR)
-
-
 def check_dev(dev: str) -> str:
     """Linux interface name rules; also keeps ``dev`` from escaping the run directory."""
     if not isinstance(dev, str) or not _IFNAME.fullmatch(dev) or dev in (".", ".."):
@@ -52,8 +48,8 @@ def check_dev(dev: str) -> str:
     return dev
 
 
-def socket_path(dev: str) -> str:
-    return os.path.join(run_dir(), f"{check_dev(dev)}.ctl")
+def socket_path(dev: str, netns: str | None = None) -> str:
+    return paths.control_socket(check_dev(dev), netns)
 
 
 def send_request(dev: str, request: dict, timeout: float | None = 30.0) -> dict:

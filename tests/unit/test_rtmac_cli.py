@@ -8,6 +8,8 @@ import threading
 
 import pytest
 
+from rtnet import paths
+
 from rtmac import cli, control
 
 
@@ -15,14 +17,16 @@ from rtmac import cli, control
 def run_dir(monkeypatch):
     """Name: run_dir.  Scope: function.  A short private RTNET_RUN_DIR (AF_UNIX paths
     are limited to 108 bytes, pytest's tmp_path can be longer)."""
-    path = tempfile.mkdtemp(prefix="rtn-ctl-", dir="/tmp")
-    monkeypatch.setenv("RTNET_RUN_DIR", path)
+    base = tempfile.mkdtemp(prefix="rtn-ctl-", dir="/tmp")
+    monkeypatch.setenv("RTNET_RUN_DIR", base)
+    path = paths.station_dir()  # sockets live per network namespace
+    os.makedirs(path)
     yield path
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 class FakeDaemon:
-    """Answers control requests on <run_dir>/<dev>.ctl from a thread, recording them."""
+    """Answers control requests on <run_dir>/<netns>/<dev>.ctl from a thread, recording them."""
 
     def __init__(self, run_dir, dev, reply):
         self.requests = []
