@@ -249,6 +249,6 @@ def test_socket_path_should_follow_rtnet_run_dir(run_dir, monkeypatch):
     assert control.socket_path("rteth0") == os.path.join(run_dir, "rteth0.ctl")
     assert control.socket_path("rteth0", "rtn-lab-s1").endswith("/rtn-lab-s1/rteth0.ctl")
     monkeypatch.delenv("RTNET_RUN_DIR")
-    assert control.socket_path("rteth0") == "/run/rtnet/rteth0.ctl"
+    assert control.socket_path("rteth0") == "/run/rtnet/default/rteth0.ctl"
     with pytest.raises(ValueError):
         control.socket_path("../etc")
