@@ -72,7 +72,9 @@ struct rtn_chan_shm {
 	int64_t cycle_start_global;
 	int64_t cycle_ns;
 	int64_t clock_offset;
+	int64_t cycle_start_os;		/* the same instant on the host's CLOCK_MONOTONIC */
 	uint32_t alive;			/* cleared by the station when it goes away */
+	uint32_t kick_wanted;		/* NoMAC: write the kick eventfd after sending */
 	struct rtn_ring tx;
 	struct rtn_ring rx;
 	/* followed by depth TX messages, then depth RX messages */

@@ -309,6 +309,7 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 		c->cycle_start_global = start_local + off;
 		c->clock_offset = off;
 		c->cycle_ns = s->tdma_cfg.cycle_ns;
+		c->cycle_start_os = os_of(s, start_local);
 		__atomic_store_n(&c->cycle_seq, c->cycle_seq + 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))
 			futex_wake(&c->cycle_seq);
@@ -535,6 +536,11 @@ static void exec_cmd(struct rtn_station *s)
 		s->vnic_live = 0;
 		break;
 	}
+	/* senders on a NoMAC station kick the RT thread; under TDMA the slot picks them up */
+	for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm)
+			__atomic_store_n(&s->chans[i].shm->kick_wanted, s->disc == RTN_DISC_NOMAC,
+					 __ATOMIC_RELEASE);
 	s->cmd_rc = 0;
 	__atomic_store_n(&s->cmd, CMD_NONE, __ATOMIC_RELEASE);
 	if (rtn_station_running(s))
