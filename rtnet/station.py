@@ -12,7 +12,7 @@ import fcntl
 import logging
 import socket
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rtmac.engine import stats_from_c, to_c
 from rtmac.tdma_config import TdmaConfig, validate
@@ -133,9 +133,14 @@ class Station:
     # -- disciplines ------------------------------------------------------------------
     def attach_tdma(self, config: TdmaConfig) -> None:
         """Attach TDMA, or change a running TDMA without restarting it when only slots change."""
-        config = validate(config)
         s = self._live()
         old = self.tdma_config
+        if config.role == "slave" and config.cycle_us is None and old is not None:
+            # a slave learns the cycle from Sync: check the slots against what it learned
+            learned = self.stats()["tdma"]["cycle_ns"] if self.discipline == "tdma" else 0
+            if learned:
+                validate(replace(config, cycle_us=learned // 1000))
+        config = validate(config)
         same_frame = old is not None and all(
             getattr(old, k) == getattr(config, k)
             for k in ("role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
