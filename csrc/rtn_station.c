@@ -97,6 +97,12 @@ struct rtn_station {
 	int writer_on, reader_on;
 	volatile int vnic_stop;
 
+	/* probe: one frame per occurrence of a slot, generated on the RT thread */
+	int probe_slot;
+	uint16_t probe_type;
+	uint32_t probe_len, probe_seq;
+	uint64_t probe_sent;
+
 	struct rtn_station_stats st;
 	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
 	uint8_t scratch[RTN_TDMA_FRAME_MAX + 8];
@@ -284,11 +290,36 @@ static void vnic_take_from_reader(struct rtn_station *s)
 	}
 }
 
+/*
+ * Benchmark traffic made on the RT thread itself: one broadcast frame with an
+ * application header per occurrence of the probe slot, so slot timing can be
+ * measured with no application in the loop.
+ */
+static void probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	uint8_t f[RTN_TDMA_FRAME_MAX];
+	uint32_t len = s->probe_len;
+
+	if (rtn_tdma_queue_depth(e, slot_id))
+		return;
+	memset(f, 0, len);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, s->o.mac, 6);
+	rtn_put_be16(f + 12, s->probe_type);
+	rtn_put_be32(f + 14, RTN_APP_MAGIC);
+	rtn_put_be32(f + 18, ++s->probe_seq);
+	rtn_put_be64(f + 22, (uint64_t)(now + rtn_tdma_clock_offset(e)));
+	if (rtn_tdma_enqueue(e, slot_id, 0, f, len, RTN_APP_TX_OFF) == 0)
+		s->probe_sent++;
+}
+
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
 	struct rtn_station *s = arg;
 
 	drain_chans_tdma(s, e);
+	if (s->probe_slot == (int)slot_id)
+		probe_refill(s, e, slot_id, now);
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
 	    rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
 		vnic_refill(s, e, slot_id, now);
@@ -723,6 +754,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	s->efd = s->tfd = s->done_fd = s->tap_fd = s->writer_efd = s->reader_stop_efd = -1;
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();
+	s->probe_slot = -1;
 	rtn_hist_init(&s->wake, 0);
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1081,4 +1113,23 @@ void rtn_station_close(struct rtn_station *s)
 		close(s->tfd);
 	pthread_mutex_destroy(&s->ctl_lock);
 	free(s);
+}
+
+int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len)
+{
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
+		return rtn_set_error(-EINVAL, "probe: slot below %d and length 60..%d",
+				     RTN_TDMA_MAX_SLOTS, RTN_TDMA_FRAME_MAX);
+	if (slot_id >= 0 && (ethertype < 0x0600 || ethertype == ETH_RTMAC || ethertype == ETH_RTCFG))
+		return rtn_set_error(-EINVAL, "probe: EtherType 0x%04x not allowed", ethertype);
+	/* plain stores: the RT thread reads them at a slot start; a torn update costs one frame */
+	s->probe_type = ethertype;
+	s->probe_len = len;
+	__atomic_store_n(&s->probe_slot, slot_id, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t rtn_station_probe_sent(const struct rtn_station *s)
+{
+	return s->probe_sent;
 }

@@ -139,4 +139,12 @@ int rtn_station_vnic_detach(struct rtn_station *s);
 /** Local (simulated) clock of the station, and the conversion from OS time. */
 int64_t rtn_station_local_now(const struct rtn_station *s);
 
+/**
+ * Benchmark traffic: the RT thread queues one @p len byte broadcast frame of
+ * @p ethertype (with an application header) for every occurrence of slot
+ * @p slot_id.  A negative @p slot_id stops it.
+ */
+int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len);
+uint64_t rtn_station_probe_sent(const struct rtn_station *s);
+
 #endif

@@ -194,6 +194,11 @@ class Station:
     def detach_vnic(self) -> None:
         check(lib.rtn_station_vnic_detach(self._live()), RtnetError, self.ifname)
 
+    def set_probe(self, slot: int | None, *, ethertype: int = 0x88B5, length: int = 64) -> None:
+        """Benchmark traffic: one frame per occurrence of ``slot``, made on the RT thread (None: off)."""
+        check(lib.rtn_station_set_probe(self._live(), -1 if slot is None else slot, ethertype,
+                                        length), RtnetError, self.ifname)
+
     # -- status ------------------------------------------------------------------------
     def local_now(self) -> int:
         return lib.rtn_station_local_now(self._live())
@@ -208,7 +213,7 @@ class Station:
             "running": bool(lib.rtn_station_running(s)),
             "xdp_mode": self.xdp_mode, "xdp_fallback": self.xdp_fallback,
             "loops": st.loops, "timer_wakeups": st.timer_wakeups, "rx_frames": st.rx_frames,
-            "rx_other": st.rx_other, "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
             "vnic": {k: getattr(st.vnic, k) for k in (
                 "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
