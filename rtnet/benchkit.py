@@ -50,20 +50,26 @@ class Accumulator:
 
 
 def parse_cyclictest(text: str):
-    """Bins, min/avg/max and overflows from ``cyclictest -q -h N`` output (one thread)."""
+    """Bins, min/avg/max and overflows from ``cyclictest -q -h N`` output.
+
+    With several threads each row has one column per thread: bins and totals
+    are summed, the minimum and maximum taken across threads.
+    """
     bins = np.zeros(NBINS, dtype=np.uint64)
     fields = {}
+    combine = {"Total": sum, "Min Latencies": min, "Avg Latencies": lambda v: sum(v) // len(v),
+               "Max Latencies": max, "Histogram Overflows": sum}
     for line in text.splitlines():
-        m = re.match(r"^(\d+)\s+(\d+)\s*$", line)
+        m = re.match(r"^(\d+)((?:\s+\d+)+)\s*$", line)
         if m:
             idx = int(m.group(1))
             if idx < NBINS:
-                bins[idx] = int(m.group(2))
+                bins[idx] = sum(int(x) for x in m.group(2).split())
             continue
         m = re.match(r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|"
-                     r"Histogram Overflows):\s+(\d+)", line)
+                     r"Histogram Overflows):((?:\s+\d+)+)", line)
         if m:
-            fields[m.group(1)] = int(m.group(2))
+            fields[m.group(1)] = combine[m.group(1)]([int(x) for x in m.group(2).split()])
     missing = {"Total", "Min Latencies", "Max Latencies", "Histogram Overflows"} - set(fields)
     if missing:
         raise RuntimeError(f"cyclictest output lacks {', '.join(sorted(missing))}")
