@@ -498,9 +498,9 @@ static void receive_all(struct rtn_station *s)
 	int n, i, queued_for_tap = 0;
 
 	while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
-		int64_t rx = local_of(s, rx_os);
-
 		for (i = 0; i < n; i++) {
+			/* the XDP program's stamp when there is one, else the poll time */
+			int64_t rx = local_of(s, fr[i].rx_ts ? fr[i].rx_ts : rx_os);
 			uint16_t type;
 
 			s->st.rx_frames++;
