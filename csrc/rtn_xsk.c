@@ -62,6 +62,8 @@ struct rtn_xsk {
 
 	void *area;
 	size_t area_size;
+	int defer_kick;		/* submit now, kick once in rtn_xsk_flush() */
+	int kick_pending;
 	uint32_t frame_size;
 	uint32_t frames;
 	struct xsk_umem *umem;
@@ -594,13 +596,32 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 	if (stamp_offset >= 0)
 		put_be64(data + stamp_offset, (uint64_t)(now + stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
-	kick_tx(x);
+	if (x->defer_kick)
+		x->kick_pending = 1;
+	else
+		kick_tx(x);
 	reap_completions(x);
 	x->st.tx_frames++;
 	x->st.tx_bytes += len;
 	if (tx_ts)
 		*tx_ts = now;
 	return 0;
+}
+
+void rtn_xsk_defer_kick(struct rtn_xsk *x, int on)
+{
+	x->defer_kick = on;
+	if (!on)
+		rtn_xsk_flush(x);
+}
+
+void rtn_xsk_flush(struct rtn_xsk *x)
+{
+	if (x->kick_pending && x->open) {
+		x->kick_pending = 0;
+		kick_tx(x);
+		reap_completions(x);
+	}
 }
 
 int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts)

@@ -101,5 +101,13 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
 		    int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
+/**
+ * Batch transmissions: with @p on, sends only submit their descriptors and
+ * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick
+ * is a system call that transmits synchronously, so one per batch, not per
+ * frame).  The transmit stamp is still taken per frame, before the kick.
+ */
+void rtn_xsk_defer_kick(struct rtn_xsk *x, int on);
+void rtn_xsk_flush(struct rtn_xsk *x);
 
 #endif

@@ -199,6 +199,24 @@ class Station:
         check(lib.rtn_station_set_probe(self._live(), -1 if slot is None else slot, ethertype,
                                         length), RtnetError, self.ifname)
 
+    def generate(self, rate_pps: int, count: int, *, ethertype: int = 0x88B5,
+                 length: int = 64) -> None:
+        """NoMAC only: send ``count`` probe frames at ``rate_pps`` from the RT thread (RFC 2544)."""
+        check(lib.rtn_station_set_rate_probe(self._live(), ethertype, length, rate_pps, count),
+              RtnetError, self.ifname)
+
+    def count_probes(self, ethertype: int = 0x88B5) -> None:
+        """Count received probe frames of ``ethertype`` and their one-way latency."""
+        lib.rtn_station_set_probe_rx(self._live(), ethertype)
+
+    def probe_rx(self) -> dict:
+        s = self._live()
+        frames, nbytes, left = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        lib.rtn_station_probe_rx(s, frames, nbytes, left)
+        return {"frames": frames[0], "bytes": nbytes[0], "generator_left": left[0],
+                "sent": lib.rtn_station_probe_sent(s),
+                "latency": Histogram.from_c(lib.rtn_station_probe_latency(s))}
+
     # -- status ------------------------------------------------------------------------
     def local_now(self) -> int:
         return lib.rtn_station_local_now(self._live())

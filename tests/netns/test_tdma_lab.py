@@ -26,7 +26,10 @@ CAL_ROUNDS = 20
 MASTER = TdmaConfig(role="master", cycle_us=CYCLE_US, cal_rounds=CAL_ROUNDS, slots={0: Slot(0, 0)})
 BACKUP = TdmaConfig(role="master", cycle_us=CYCLE_US, backup_offset_us=100, cal_rounds=CAL_ROUNDS,
                     slots={0: Slot(0, 200)})
-SLAVE = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, slots={0: Slot(0, 400)})
+# 20 cycles without Sync before going silent: longer than this VM's hypervisor stalls
+# (up to ~10 ms), so a stall is not mistaken for the failover under test
+SLAVE = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=20,
+                   slots={0: Slot(0, 400)})
 
 
 def wait_for(pred, timeout=10.0, what="condition"):
