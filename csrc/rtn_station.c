@@ -427,7 +427,12 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 		return;
 	}
 	n = rtn_rtmac_tunnel_decap(f->data, sizeof(f->data), frame, len);
-	if (n < 0) {
+	/*
+	 * The inner type must be an EtherType (RTnet stores h_proto there) and
+	 * something must follow the header: Linux would drop anything else
+	 * silently, so count it here where it can be seen.
+	 */
+	if (n <= ETH_HLEN_RTN || rtn_get_be16(f->data + 12) < 0x0600) {
 		s->st.vnic.rx_bad++;
 		return;
 	}
@@ -504,6 +509,10 @@ static void receive_all(struct rtn_station *s)
 				if (rc == 1) {
 					vnic_rx(s, fr[i].data, fr[i].len);
 					queued_for_tap = 1;
+				} else if (rc < 0 && s->vnic_live && fr[i].len >= 18 &&
+					   (fr[i].data[17] & RTMAC_FLAG_TUNNEL)) {
+					/* a tunnel frame with a bad RTmac header: the VNIC's loss */
+					s->st.vnic.rx_bad++;
 				}
 			} else {
 				chan_rx(s, type, fr[i].data, fr[i].len, rx);
