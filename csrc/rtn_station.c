@@ -40,6 +40,9 @@
  */
 #define PACE_AHEAD_NS	30000
 
+/* VNIC counters are bumped by the RT thread and the VNIC helper threads alike */
+#define VSTAT_ADD(s, field, n) __atomic_fetch_add(&(s)->st.vnic.field, (n), __ATOMIC_RELAXED)
+
 enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
        CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH };
 
@@ -282,11 +285,11 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 				tap_failed(s);
 			break;
 		}
-		s->st.vnic.tap_rx++;
-		s->st.vnic.tap_rx_bytes += n;
+		VSTAT_ADD(s, tap_rx, 1);
+		VSTAT_ADD(s, tap_rx_bytes, n);
 		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
 		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
-			s->st.vnic.tx_dropped++;
+			VSTAT_ADD(s, tx_dropped, 1);
 			continue;
 		}
 		depth++;
@@ -303,22 +306,22 @@ static void vnic_take_from_reader(struct rtn_station *s)
 		int len = encap_into(s, f->data, f->len, s->scratch, sizeof(s->scratch));
 
 		if (len < 0) {
-			s->st.vnic.tx_dropped++;
+			VSTAT_ADD(s, tx_dropped, 1);
 		} else if (s->disc == RTN_DISC_TDMA && s->tdma) {
 			if (rtn_tdma_enqueue(s->tdma, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0)
-				s->st.vnic.tx_dropped++;
+				VSTAT_ADD(s, tx_dropped, 1);
 		} else if (s->disc == RTN_DISC_NOMAC) {
 			uint32_t h = s->nomac_head;
 
 			if (h - s->nomac_tail >= NOMAC_FIFO) {
-				s->st.vnic.tx_dropped++;
+				VSTAT_ADD(s, tx_dropped, 1);
 			} else {
 				memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, s->scratch, len);
 				s->nomac_fifo[h % NOMAC_FIFO].len = len;
 				s->nomac_head = h + 1;
 			}
 		} else {
-			s->st.vnic.tx_dropped++;
+			VSTAT_ADD(s, tx_dropped, 1);
 		}
 		fr_release(s->from_tap);
 	}
@@ -444,12 +447,12 @@ static void nomac_collect(struct rtn_station *s)
 					tap_failed(s);
 				break;
 			}
-			s->st.vnic.tap_rx++;
-			s->st.vnic.tap_rx_bytes += n;
+			VSTAT_ADD(s, tap_rx, 1);
+			VSTAT_ADD(s, tap_rx_bytes, n);
 			len = encap_into(s, inner, n, s->nomac_fifo[h % NOMAC_FIFO].data,
 					 RTN_TDMA_FRAME_MAX);
 			if (len < 0) {
-				s->st.vnic.tx_dropped++;
+				VSTAT_ADD(s, tx_dropped, 1);
 				continue;
 			}
 			s->nomac_fifo[h % NOMAC_FIFO].len = len;
@@ -495,7 +498,7 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 		return;
 	f = fr_prod(s->to_tap);
 	if (!f) {
-		s->st.vnic.rx_dropped++;
+		VSTAT_ADD(s, rx_dropped, 1);
 		return;
 	}
 	n = rtn_rtmac_tunnel_decap(f->data, sizeof(f->data), frame, len);
@@ -505,7 +508,7 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 	 * silently, so count it here where it can be seen.
 	 */
 	if (n <= ETH_HLEN_RTN || rtn_get_be16(f->data + 12) < 0x0600) {
-		s->st.vnic.rx_bad++;
+		VSTAT_ADD(s, rx_bad, 1);
 		return;
 	}
 	f->len = n;
@@ -593,7 +596,7 @@ static void receive_all(struct rtn_station *s)
 				} else if (rc < 0 && s->vnic_live && fr[i].len >= 18 &&
 					   (fr[i].data[17] & RTMAC_FLAG_TUNNEL)) {
 					/* a tunnel frame with a bad RTmac header: the VNIC's loss */
-					s->st.vnic.rx_bad++;
+					VSTAT_ADD(s, rx_bad, 1);
 				}
 			} else {
 				chan_rx(s, type, fr[i].data, fr[i].len, rx);
@@ -690,6 +693,13 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+static int rx_wakes(const struct rtn_station *s, int64_t next_local)
+{
+	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
+		return 1;
+	return !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED);
+}
+
 static int station_body(struct rtn_rt *rt, void *arg)
 {
 	struct rtn_station *s = arg;
@@ -716,7 +726,15 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			arm_timer(s, next_os);
 			armed = next_os;
 		}
-		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk), .events = POLLIN };
+		/*
+		 * Receive stamps come from the XDP program, so under TDMA received
+		 * frames can wait for the next scheduled wake-up (a slot, the cycle
+		 * start) without losing accuracy.  With the batched VNIC that is what
+		 * keeps tunnelled traffic from waking the thread per packet; otherwise
+		 * (and while no Sync has placed the grid yet) every frame wakes it.
+		 */
+		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk),
+					   .events = rx_wakes(s, next_local) ? POLLIN : 0 };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
 		if (s->disc == RTN_DISC_NOMAC && s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
@@ -741,10 +759,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		if (p[2].revents & POLLIN) {
 			efd_drain(s->efd);
 			if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
-				s->st.vnic.wakeups++;
+				VSTAT_ADD(s, wakeups, 1);
 		}
 		if (tap_idx >= 0 && (p[tap_idx].revents & POLLIN))
-			s->st.vnic.wakeups++;
+			VSTAT_ADD(s, wakeups, 1);
 		if (tap_idx >= 0 && (p[tap_idx].revents & (POLLERR | POLLHUP | POLLNVAL)))
 			tap_failed(s);
 		receive_all(s);
@@ -782,10 +800,10 @@ static void *vnic_writer(void *arg)
 				/* a dead TAP, or a full one (EAGAIN): the frame is lost */
 				if (tap_usable(s) && errno != EAGAIN && errno != EINTR)
 					tap_failed(s);
-				s->st.vnic.rx_dropped++;
+				VSTAT_ADD(s, rx_dropped, 1);
 			} else {
-				s->st.vnic.tap_tx++;
-				s->st.vnic.tap_tx_bytes += f->len;
+				VSTAT_ADD(s, tap_tx, 1);
+				VSTAT_ADD(s, tap_tx_bytes, f->len);
 			}
 			fr_release(s->to_tap);
 		}
@@ -817,7 +835,7 @@ static void *vnic_reader(void *arg)
 			uint8_t sink[RTN_TDMA_FRAME_MAX];
 
 			if (read(s->tap_fd, sink, sizeof(sink)) > 0)
-				s->st.vnic.tx_dropped++;
+				VSTAT_ADD(s, tx_dropped, 1);
 			continue;
 		}
 		n = read(s->tap_fd, f->data, sizeof(f->data));
@@ -828,8 +846,8 @@ static void *vnic_reader(void *arg)
 		if (n <= 0)
 			continue;
 		f->len = n;
-		s->st.vnic.tap_rx++;
-		s->st.vnic.tap_rx_bytes += n;
+		VSTAT_ADD(s, tap_rx, 1);
+		VSTAT_ADD(s, tap_rx_bytes, n);
 		fr_commit(s->from_tap);
 		efd_signal(s->efd);
 	}

@@ -203,7 +203,7 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 	c->max_slot_id = 7;
 	c->max_cal_requests = 64;
 	c->link_rate_mbps = 100;
-	c->guard_ns = 2000;
+	c->guard_ns = 50000;
 	c->sync_loss_cycles = 5;
 	c->listen_cycles = 3;
 }
@@ -672,7 +672,14 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	if (!e->in_slot) {
 		e->in_slot = 1;
 		e->slot_start = cycle_start(e, e->cur_no) + s->offset_ns;
-		e->slot_end = e->slot_start + slot_len_ns(&e->cfg, s) - e->cfg.guard_ns;
+		/*
+		 * The slot owns [offset, offset + wire time of a full frame + guard):
+		 * validation keeps the next slot out of it.  The guard is the lateness
+		 * the slot tolerates, so a full-size frame still fits when the thread
+		 * wakes up to guard_ns late; later than that, it waits for the next
+		 * occurrence and the occurrence counts as a late start.
+		 */
+		e->slot_end = e->slot_start + slot_len_ns(&e->cfg, s);
 		e->sent_in_occ = 0;
 		e->resume_at = 0;
 		ss->occurrences++;

@@ -76,7 +76,7 @@ struct rtn_tdma_cfg {
 	uint32_t max_slot_id;
 	uint32_t max_cal_requests;
 	uint32_t link_rate_mbps;	/* 0: unpaced (real NIC paces) */
-	int64_t guard_ns;		/* idle time kept at the end of every slot */
+	int64_t guard_ns;		/* slack after a full frame: the lateness a slot tolerates */
 	uint32_t sync_loss_cycles;	/* slave: cycles without Sync before going silent */
 	uint32_t listen_cycles;		/* master: cycles to listen before sending Sync (3) */
 	uint32_t n_slots;

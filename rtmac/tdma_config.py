@@ -39,7 +39,7 @@ MAX_SLOT_ID_LIMIT = 63     # the C engine's slot table (RTN_TDMA_MAX_SLOTS - 1)
 MAX_PERIOD = 1024
 MIN_SLOT_SIZE = 60          # RTnet MIN_SLOT_SIZE
 MAX_MTU = 1500             # frame buffers hold 1536 bytes: no jumbo frames
-DEFAULT_GUARD_NS = 2000
+DEFAULT_GUARD_NS = 50_000  # lateness a slot tolerates: ~p99.9 of a wake-up on a stock kernel
 
 ETH_HLEN = 14
 ETH_ZLEN = 60               # minimum frame without FCS

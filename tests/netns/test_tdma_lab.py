@@ -205,7 +205,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     lab, stations = lab3
     offsets = {st.mac: cfg.slots[0].offset_us * 1000
                for st, cfg in zip(stations, (MASTER, BACKUP, SLAVE))}
-    window = wire_time_ns(1514, 100)  # size 1500 slots
+    window = wire_time_ns(1514, 100) + SLAVE.guard_ns  # size 1500 slots, with the guard
     with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)

@@ -141,12 +141,18 @@ def test_removing_a_primary_should_be_refused_while_joined():
 
 def test_slot_running_past_the_cycle_end_should_be_refused():
     # 1514-byte frame at 100 Mbit/s = 123.04 us, plus 2 us guard = 125.04 us.
-    cfg = replace(MASTER, cycle_us=1000)
+    cfg = replace(MASTER, cycle_us=1000, guard_ns=2000)
     validate(replace(cfg, slots={0: Slot(0, 874)}))
     refused(replace(cfg, slots={0: Slot(0, 875)}), "past the 1000 us cycle")
     validate(replace(cfg, slots={0: Slot(0, 875, size=1000)}))
     validate(replace(cfg, link_rate_mbps=0, guard_ns=0, slots={0: Slot(0, 1000)}))
     refused(replace(cfg, link_rate_mbps=0, guard_ns=1, slots={0: Slot(0, 1000)}), "past the")
+
+
+def test_default_guard_should_reserve_50_us_of_lateness_after_a_full_frame():
+    cfg = replace(MASTER, cycle_us=1000)
+    validate(replace(cfg, slots={0: Slot(0, 826)}))            # 826 + 123.04 + 50 < 1000
+    refused(replace(cfg, slots={0: Slot(0, 827)}), "past the 1000 us cycle")
 
 
 def test_slave_without_known_cycle_should_skip_the_cycle_end_check():
@@ -155,7 +161,7 @@ def test_slave_without_known_cycle_should_skip_the_cycle_end_check():
 
 
 def test_overlapping_slots_should_be_refused():
-    cfg = with_slots(MASTER, Slot(0, 1000))
+    cfg = with_slots(replace(MASTER, guard_ns=2000), Slot(0, 1000))
     with pytest.raises(ConfigError, match="slot 2 at 1100 us overlaps slot 0"):
         set_slot(cfg, Slot(2, 1100))
     with pytest.raises(ConfigError, match="overlaps"):
