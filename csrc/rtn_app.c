@@ -47,6 +47,10 @@ struct rtn_app_chan {
 	uint64_t tx_full;
 	uint64_t kicks;
 	uint64_t rx_received;
+	/* cycle length learnt from two publications, for slaves that publish 0 */
+	uint32_t learn_no;
+	int64_t learn_start_os;
+	int64_t learnt_cycle_ns;
 };
 
 void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o)
@@ -505,9 +509,39 @@ static uint32_t snapshot_cycle(const struct rtn_chan_shm *c, struct rtn_app_wait
 		read_cycle(c, &again);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s2 = __atomic_load_n(&c->cycle_seq, __ATOMIC_ACQUIRE);
-		if (s1 == s2 && !memcmp(wi, &again, sizeof(again)))
+		if (s1 == s2 && wi->cycle_no == again.cycle_no &&
+		    wi->cycle_start == again.cycle_start &&
+		    wi->cycle_start_os == again.cycle_start_os &&
+		    wi->clock_offset == again.clock_offset && wi->cycle_ns == again.cycle_ns)
 			return s1;
 	}
+}
+
+/*
+ * A TDMA slave is configured without a cycle length (it follows the
+ * master's Sync frames) and its station publishes cycle_ns 0; derive it
+ * from two publications, rounded to the microseconds cycles are set in.
+ */
+static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
+{
+	uint32_t no = __atomic_load_n(&ch->learn_no, __ATOMIC_RELAXED);
+	int64_t start = __atomic_load_n(&ch->learn_start_os, __ATOMIC_RELAXED);
+	int64_t learnt = __atomic_load_n(&ch->learnt_cycle_ns, __ATOMIC_RELAXED);
+	int32_t dn = (int32_t)(wi->cycle_no - no);
+
+	if (wi->cycle_ns > 0)
+		return;
+	if (!learnt && start && dn > 0 && dn < 1000) {
+		int64_t per = (wi->cycle_start_os - start) / dn;
+
+		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+		__atomic_store_n(&ch->learnt_cycle_ns, learnt, __ATOMIC_RELAXED);
+	}
+	if (!learnt) {
+		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+	}
+	wi->cycle_ns = learnt;
 }
 
 int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
@@ -515,6 +549,7 @@ int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 	memset(wi, 0, sizeof(*wi));
 	if (snapshot_cycle(ch->shm, wi) == 0)
 		return -EAGAIN;
+	fill_cycle_ns(ch, wi);
 	return 0;
 }
 
@@ -564,8 +599,10 @@ int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
 		futex_wait(&shm->cycle_seq, start, slice);
 	}
 	__atomic_fetch_sub(&shm->cycle_waiting, 1, __ATOMIC_SEQ_CST);
-	if (rc == 0)
+	if (rc == 0) {
 		snapshot_cycle(shm, wi);
+		fill_cycle_ns(ch, wi);
+	}
 	return rc;
 }
 

@@ -85,8 +85,16 @@ static int first_cycle(struct rtn_cyclic *c, struct rtn_app_waitinfo *wi)
 			return rtn_set_error(-ETIMEDOUT, "no TDMA cycle within %lld ms: is the "
 					     "station synchronised?", (long long)(limit / 1000000));
 	}
-	if (wi->cycle_ns <= 0)
-		return rtn_set_error(-EINVAL, "the station published no cycle length");
+	/* a slave's cycle length is learnt from a second cycle start */
+	while (wi->cycle_ns <= 0 && !stopping(c)) {
+		int rc = rtn_app_wait_cycle(c->ch, wi, POLL_SLICE_NS);
+
+		if (rc < 0 && rc != -ETIMEDOUT)
+			return rc;
+		if (rtn_now() >= deadline)
+			return rtn_set_error(-ETIMEDOUT, "no cycle length known within %lld ms",
+					     (long long)(limit / 1000000));
+	}
 	return 0;
 }
 
