@@ -113,15 +113,19 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	if (shm == MAP_FAILED)
 		return rtn_set_error(-errno, "channel mmap: %s", strerror(errno));
 	if (shm->magic != RTN_CHAN_MAGIC || shm->version != RTN_CHAN_VERSION) {
+		uint32_t magic = shm->magic, version = shm->version;
+
 		munmap(shm, st.st_size);
 		return rtn_set_error(-EPROTO, "not a channel of this version (magic 0x%08x, version %u)",
-				     shm->magic, shm->version);
+				     magic, version);
 	}
 	if (!shm->depth || (shm->depth & (shm->depth - 1)) || shm->tx.size != shm->depth ||
 	    shm->rx.size != shm->depth || rtn_chan_shm_size(shm->depth) > (uint64_t)st.st_size) {
+		uint32_t depth = shm->depth;
+
 		munmap(shm, st.st_size);
 		return rtn_set_error(-EPROTO, "channel header inconsistent (depth %u, %lld bytes)",
-				     shm->depth, (long long)st.st_size);
+				     depth, (long long)st.st_size);
 	}
 	ch = calloc(1, sizeof(*ch));
 	if (!ch) {
@@ -620,6 +624,8 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
 		.rx_received = ch->rx_received,
 		.rx_drops = __atomic_load_n(&shm->rx.drops, __ATOMIC_RELAXED),
 		.tx_queued = rtn_ring_count(&shm->tx), .rx_queued = rtn_ring_count(&shm->rx),
+		.rx_waiting = __atomic_load_n(&shm->rx.waiting, __ATOMIC_ACQUIRE),
+		.cycle_waiting = __atomic_load_n(&shm->cycle_waiting, __ATOMIC_ACQUIRE),
 	};
 	memcpy(out->station_mac, shm->station_mac, 6);
 }

@@ -76,6 +76,8 @@ struct rtn_app_stats {
 	uint64_t rx_drops;	/* the station found the RX ring full */
 	uint32_t tx_queued;	/* in the TX ring now */
 	uint32_t rx_queued;	/* in the RX ring now */
+	uint32_t rx_waiting;	/* receivers asleep on the RX ring */
+	uint32_t cycle_waiting;	/* threads asleep waiting for a cycle */
 };
 
 /** A received message reduced to its timestamps, for latency analysis. */

@@ -234,7 +234,8 @@ class Channel:
         lib.rtn_app_stats(self._live(), st)
         out = {k: getattr(st, k) for k in (
             "channel", "ethertype", "slot", "depth", "max_size", "tx_sent", "tx_full", "kicks",
-            "rx_received", "rx_drops", "tx_queued", "rx_queued")}
+            "rx_received", "rx_drops", "tx_queued", "rx_queued", "rx_waiting",
+            "cycle_waiting")}
         out["alive"] = bool(st.alive)
         out["station_mac"] = mac_to_str(st.station_mac)
         return out
