@@ -523,9 +523,13 @@ static uint32_t snapshot_cycle(const struct rtn_chan_shm *c, struct rtn_app_wait
 
 /*
  * A TDMA slave is configured without a cycle length (it follows the
- * master's Sync frames) and its station publishes cycle_ns 0; derive it
- * from two publications, rounded to the microseconds cycles are set in.
+ * master's Sync frames) and its station publishes cycle_ns 0.  Derive it
+ * from the span since the first publication seen, rounded to the
+ * microseconds cycles are set in; refined while the span grows, so the
+ * slave's early clock corrections average out, then kept.
  */
+#define LEARN_SPAN_CYCLES	1024
+
 static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 {
 	uint32_t no = __atomic_load_n(&ch->learn_no, __ATOMIC_RELAXED);
@@ -535,15 +539,20 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 
 	if (wi->cycle_ns > 0)
 		return;
-	if (!learnt && start && dn > 0 && dn < 1000) {
+	if (learnt < 0) {		/* frozen */
+		wi->cycle_ns = -learnt;
+		return;
+	}
+	if (!start || dn < 0 || dn > 16 * LEARN_SPAN_CYCLES) {
+		/* first publication, or the TDMA restarted: new anchor */
+		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+	} else if (dn > 0) {
 		int64_t per = (wi->cycle_start_os - start) / dn;
 
 		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
-		__atomic_store_n(&ch->learnt_cycle_ns, learnt, __ATOMIC_RELAXED);
-	}
-	if (!learnt) {
-		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
-		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
+				 __ATOMIC_RELAXED);
 	}
 	wi->cycle_ns = learnt;
 }
