@@ -33,6 +33,12 @@
 #define NOMAC_FIFO	256
 #define VNIC_RING	512	/* frames between the RT thread and a VNIC helper */
 #define VNIC_PRIO	31	/* RTnet: NRT traffic is the lowest priority */
+/*
+ * The link-rate model keeps a virtual wire: frames are handed to the kernel
+ * in bursts that may run this far ahead of the clock, which keeps the average
+ * rate at the link rate without one wake-up per frame.
+ */
+#define PACE_AHEAD_NS	30000
 
 enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
        CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH };
@@ -96,6 +102,22 @@ struct rtn_station {
 	pthread_t writer, reader;
 	int writer_on, reader_on;
 	volatile int vnic_stop;
+
+	/* probe: one frame per occurrence of a slot, generated on the RT thread */
+	int probe_slot;
+	uint16_t probe_type;
+	uint32_t probe_len, probe_seq;
+	uint64_t probe_sent;
+
+	/* rate generator (RFC 2544 trials under NoMAC): frames due every interval */
+	int64_t rate_interval_ns;
+	int64_t rate_next;		/* local time the next frame is due */
+	uint64_t rate_left;
+
+	/* probe receiver: counts and one-way latency of probe frames */
+	uint16_t probe_rx_type;
+	uint64_t probe_rx, probe_rx_bytes;
+	struct rtn_hist probe_lat;	/* receive stamp minus the sender's transmit stamp */
 
 	struct rtn_station_stats st;
 	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
@@ -284,11 +306,60 @@ static void vnic_take_from_reader(struct rtn_station *s)
 	}
 }
 
+/*
+ * Benchmark traffic made on the RT thread itself: one broadcast frame with an
+ * application header per occurrence of the probe slot, so slot timing can be
+ * measured with no application in the loop.
+ */
+static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global)
+{
+	memset(f, 0, s->probe_len);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, s->o.mac, 6);
+	rtn_put_be16(f + 12, s->probe_type);
+	rtn_put_be32(f + 14, RTN_APP_MAGIC);
+	rtn_put_be32(f + 18, ++s->probe_seq);
+	rtn_put_be64(f + 22, (uint64_t)sched_global);
+}
+
+static void probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	uint8_t f[RTN_TDMA_FRAME_MAX];
+
+	if (rtn_tdma_queue_depth(e, slot_id))
+		return;
+	build_probe(s, f, now + rtn_tdma_clock_offset(e));
+	if (rtn_tdma_enqueue(e, slot_id, 0, f, s->probe_len, RTN_APP_TX_OFF) == 0)
+		s->probe_sent++;
+}
+
+/* NoMAC rate generator: queue every frame that is due; returns the next due time. */
+static int64_t rate_generate(struct rtn_station *s, int64_t now)
+{
+	while (s->rate_left && s->rate_next <= now) {
+		uint32_t h = s->nomac_head;
+
+		if (h - s->nomac_tail >= NOMAC_FIFO) {
+			s->st.nomac_drops++;	/* offered faster than the link drains */
+		} else {
+			build_probe(s, s->nomac_fifo[h % NOMAC_FIFO].data, s->rate_next);
+			s->nomac_fifo[h % NOMAC_FIFO].len = s->probe_len;
+			s->nomac_head = h + 1;
+		}
+		s->probe_sent++;
+		s->rate_left--;
+		s->rate_next += s->rate_interval_ns;
+	}
+	return s->rate_left ? s->rate_next : INT64_MAX;
+}
+
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
 	struct rtn_station *s = arg;
 
 	drain_chans_tdma(s, e);
+	if (s->probe_slot == (int)slot_id)
+		probe_refill(s, e, slot_id, now);
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
 	    rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
 		vnic_refill(s, e, slot_id, now);
@@ -381,8 +452,9 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 		int32_t off = -1;
 		int64_t tx;
 
-		if (s->o.link_rate_mbps && now_local < s->wire_free_at)
-			return s->wire_free_at;
+		/* the modelled wire may run up to PACE_AHEAD_NS ahead of the clock */
+		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
+			return s->wire_free_at - PACE_AHEAD_NS;
 		if (f->len >= RTN_APP_TX_OFF + 8 &&
 		    rtn_get_be32(f->data + ETH_HLEN_RTN) == RTN_APP_MAGIC)
 			off = RTN_APP_TX_OFF;
@@ -390,8 +462,8 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;
-			s->wire_free_at = tx + rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
-			now_local = tx;
+			s->wire_free_at = (tx > s->wire_free_at ? tx : s->wire_free_at) +
+					  rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
 		}
 		s->nomac_tail++;
 	}
@@ -427,6 +499,15 @@ static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, 
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
 	uint32_t i;
 	int matched = 0;
+
+	if (type == s->probe_rx_type && len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&
+	    rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC) {
+		s->probe_rx++;
+		s->probe_rx_bytes += len;
+		rtn_hist_add(&s->probe_lat,
+			     rx_local + off - (int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF));
+		return;
+	}
 
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct chan *c = s->live[i];
@@ -471,9 +552,9 @@ static void receive_all(struct rtn_station *s)
 	int n, i, queued_for_tap = 0;
 
 	while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
-		int64_t rx = local_of(s, rx_os);
-
 		for (i = 0; i < n; i++) {
+			/* the XDP program's stamp when there is one, else the poll time */
+			int64_t rx = local_of(s, fr[i].rx_ts ? fr[i].rx_ts : rx_os);
 			uint16_t type;
 
 			s->st.rx_frames++;
@@ -599,8 +680,14 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		exec_cmd(s);
 		if (s->disc == RTN_DISC_TDMA && s->tdma)
 			next_local = rtn_tdma_next_event(s->tdma);
-		else if (s->disc == RTN_DISC_NOMAC)
-			next_local = nomac_flush(s, rtn_station_local_now(s));
+		else if (s->disc == RTN_DISC_NOMAC) {
+			int64_t now_local = rtn_station_local_now(s);
+			int64_t due = rate_generate(s, now_local);
+
+			next_local = nomac_flush(s, now_local);
+			if (due < next_local)
+				next_local = due;
+		}
 		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
 		if (next_os != armed) {
 			arm_timer(s, next_os);
@@ -641,8 +728,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
 		} else if (s->disc == RTN_DISC_NOMAC) {
 			nomac_collect(s);
+			rate_generate(s, local_of(s, rtn_now()));
 			nomac_flush(s, local_of(s, rtn_now()));
 		}
+		rtn_xsk_flush(s->xsk);
 	}
 	return 0;
 }
@@ -727,7 +816,9 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	s->efd = s->tfd = s->done_fd = s->tap_fd = s->writer_efd = s->reader_stop_efd = -1;
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();
+	s->probe_slot = -1;
 	rtn_hist_init(&s->wake, 0);
+	rtn_hist_init(&s->probe_lat, 0);
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->tfd = timerfd_create(RTN_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -738,6 +829,8 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	rc = rtn_xsk_open(&o->xsk, &s->xsk);
 	if (rc)
 		goto fail;
+	/* the RT thread kicks once per wake-up, after everything due was queued */
+	rtn_xsk_defer_kick(s->xsk, 1);
 	*out = s;
 	return 0;
 fail:
@@ -1085,4 +1178,58 @@ void rtn_station_close(struct rtn_station *s)
 		close(s->tfd);
 	pthread_mutex_destroy(&s->ctl_lock);
 	free(s);
+}
+
+int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len)
+{
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
+		return rtn_set_error(-EINVAL, "probe: slot below %d and length 60..%d",
+				     RTN_TDMA_MAX_SLOTS, RTN_TDMA_FRAME_MAX);
+	if (slot_id >= 0 && (ethertype < 0x0600 || ethertype == ETH_RTMAC || ethertype == ETH_RTCFG))
+		return rtn_set_error(-EINVAL, "probe: EtherType 0x%04x not allowed", ethertype);
+	/* plain stores: the RT thread reads them at a slot start; a torn update costs one frame */
+	s->probe_type = ethertype;
+	s->probe_len = len;
+	__atomic_store_n(&s->probe_slot, slot_id, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t rtn_station_probe_sent(const struct rtn_station *s)
+{
+	return s->probe_sent;
+}
+
+int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
+			       uint64_t rate_pps, uint64_t count)
+{
+	if (s->disc != RTN_DISC_NOMAC && count)
+		return rtn_set_error(-EINVAL, "rate probe: attach NoMAC first (TDMA sends in slots)");
+	if (count && (len < 60 || len > RTN_TDMA_FRAME_MAX || rate_pps < 1 || rate_pps > 10000000))
+		return rtn_set_error(-EINVAL, "rate probe: length 60..%d and rate 1..10000000 frames/s",
+				     RTN_TDMA_FRAME_MAX);
+	s->probe_type = ethertype;
+	s->probe_len = len;
+	s->rate_interval_ns = count ? (int64_t)(1000000000ull / rate_pps) : 0;
+	s->rate_next = rtn_station_local_now(s);
+	__atomic_store_n(&s->rate_left, count, __ATOMIC_RELEASE);
+	efd_signal(s->efd);
+	return 0;
+}
+
+void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype)
+{
+	s->probe_rx_type = ethertype;
+}
+
+void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,
+			  uint64_t *generator_left)
+{
+	*frames = s->probe_rx;
+	*bytes = s->probe_rx_bytes;
+	*generator_left = __atomic_load_n(&s->rate_left, __ATOMIC_ACQUIRE);
+}
+
+const struct rtn_hist *rtn_station_probe_latency(const struct rtn_station *s)
+{
+	return &s->probe_lat;
 }

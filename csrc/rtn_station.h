@@ -139,4 +139,24 @@ int rtn_station_vnic_detach(struct rtn_station *s);
 /** Local (simulated) clock of the station, and the conversion from OS time. */
 int64_t rtn_station_local_now(const struct rtn_station *s);
 
+/**
+ * Benchmark traffic: the RT thread queues one @p len byte broadcast frame of
+ * @p ethertype (with an application header) for every occurrence of slot
+ * @p slot_id.  A negative @p slot_id stops it.
+ */
+int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len);
+uint64_t rtn_station_probe_sent(const struct rtn_station *s);
+
+/**
+ * RFC 2544 trials under NoMAC: the RT thread generates @p count frames of
+ * @p len bytes at @p rate_pps (application header, transmit stamp); 0 stops.
+ */
+int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
+			       uint64_t rate_pps, uint64_t count);
+/** Count probe frames of @p ethertype received, with their one-way latency. */
+void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype);
+void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,
+			  uint64_t *generator_left);
+const struct rtn_hist *rtn_station_probe_latency(const struct rtn_station *s);
+
 #endif

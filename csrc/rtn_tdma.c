@@ -26,6 +26,7 @@
 
 #define NIL 0xFFFFu
 #define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
+#define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */
 
 enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
 
@@ -520,7 +521,9 @@ static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_
 		e->st.tx_errors++;
 		return rc;
 	}
-	e->wire_free_at = *tx + rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
+	/* a virtual wire: a frame starts when the previous one has finished */
+	e->wire_free_at = (*tx > e->wire_free_at ? *tx : e->wire_free_at) +
+			  rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
 	return 0;
 }
 
@@ -710,8 +713,9 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 				ss->deferred++;
 				return 1;
 			}
-			if (t > now) {
-				e->resume_at = t;
+			/* hand frames over up to PACE_AHEAD_NS before their wire time */
+			if (t > now + PACE_AHEAD_NS) {
+				e->resume_at = t - PACE_AHEAD_NS;
 				return 0;
 			}
 		}

@@ -29,6 +29,7 @@ struct sim_station {
 	struct rtn_tdma *e;
 	struct rtn_sim_rx *log;
 	uint32_t n_log;
+	int64_t nic_free;	/* true time the station's NIC finishes its last frame */
 	int64_t ev_local;	/* the engine's next event we drew a wake-up for */
 	int64_t wake_true;	/* when the thread actually wakes for it */
 };
@@ -79,8 +80,10 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 		rtn_put_be64(frame + stamp_off, (uint64_t)(local + stamp_add));
 	*tx_local = local;
 	f = &s->fl[s->n_fl++];
-	f->tx_true = s->now;
-	f->at = s->now + s->latency + rtn_wire_time_ns(len, 100);
+	/* the NIC serialises: a frame starts on the wire when the previous one ended */
+	f->tx_true = s->now > t->nic_free ? s->now : t->nic_free;
+	t->nic_free = f->tx_true + rtn_wire_time_ns(len, 100);
+	f->at = t->nic_free + s->latency;
 	f->src = t->idx;
 	f->len = len;
 	memcpy(f->data, frame, len);

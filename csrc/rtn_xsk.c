@@ -62,6 +62,8 @@ struct rtn_xsk {
 
 	void *area;
 	size_t area_size;
+	int defer_kick;		/* submit now, kick once in rtn_xsk_flush() */
+	int kick_pending;
 	uint32_t frame_size;
 	uint32_t frames;
 	struct xsk_umem *umem;
@@ -594,13 +596,32 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 	if (stamp_offset >= 0)
 		put_be64(data + stamp_offset, (uint64_t)(now + stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
-	kick_tx(x);
+	if (x->defer_kick)
+		x->kick_pending = 1;
+	else
+		kick_tx(x);
 	reap_completions(x);
 	x->st.tx_frames++;
 	x->st.tx_bytes += len;
 	if (tx_ts)
 		*tx_ts = now;
 	return 0;
+}
+
+void rtn_xsk_defer_kick(struct rtn_xsk *x, int on)
+{
+	x->defer_kick = on;
+	if (!on)
+		rtn_xsk_flush(x);
+}
+
+void rtn_xsk_flush(struct rtn_xsk *x)
+{
+	if (x->kick_pending && x->open) {
+		x->kick_pending = 0;
+		kick_tx(x);
+		reap_completions(x);
+	}
 }
 
 int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts)
@@ -701,6 +722,22 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 	return ret;
 }
 
+/* What xdp_rtnet.bpf.c puts in the metadata area in front of a frame. */
+struct rx_meta {
+	uint64_t magic;
+	uint64_t rx_ns;
+};
+#define RX_META_MAGIC 0x52544e5852584d31ULL
+
+/* The metadata lies in the same UMEM chunk, in front of the frame. */
+static int rx_meta_ok(const struct rtn_xsk *x, const struct xdp_desc *d)
+{
+	/* aligned chunks: the offset of the frame inside its chunk */
+	uint64_t in_chunk = d->addr & (x->frame_size - 1);
+
+	return in_chunk >= sizeof(struct rx_meta);
+}
+
 int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
 		    int64_t *rx_ts)
 {
@@ -721,6 +758,7 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		*rx_ts = rtn_now();
 	for (i = 0; i < n; i++) {
 		d = xsk_ring_cons__rx_desc(&x->rx, idx + i);
+		frames[i].kernel_ts = 0;
 		if (!desc_ok(x, d)) {
 			x->st.invalid_desc++;
 			frames[i].data = NULL;
@@ -729,6 +767,17 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		}
 		frames[i].data = xsk_umem__get_data(x->area, d->addr);
 		frames[i].len = d->len;
+		frames[i].rx_ts = rx_ts ? *rx_ts : 0;
+		frames[i].kernel_ts = 0;
+		if (rx_meta_ok(x, d)) {
+			const struct rx_meta *m = (const void *)(frames[i].data - sizeof(*m));
+
+			if (m->magic == RX_META_MAGIC) {
+				frames[i].rx_ts = (int64_t)m->rx_ns;
+				frames[i].kernel_ts = 1;
+				x->st.rx_kernel_ts++;
+			}
+		}
 		x->st.rx_frames++;
 		x->st.rx_bytes += d->len;
 	}

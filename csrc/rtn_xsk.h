@@ -45,6 +45,7 @@ struct rtn_xsk_stats {
 	uint64_t rx_empty_polls;    /* RX ring checks that found nothing */
 	uint64_t fill_fail;         /* frames that could not go back to the fill ring */
 	uint64_t invalid_desc;      /* descriptors outside the UMEM or too long */
+	uint64_t rx_kernel_ts;      /* frames stamped by the XDP program */
 	uint64_t truncated;         /* frames larger than the caller's buffer */
 	uint64_t xdp_redirected;    /* XDP program: frames steered to AF_XDP (all CPUs) */
 	uint64_t xdp_passed;        /* XDP program: frames passed to the stack */
@@ -55,6 +56,8 @@ struct rtn_xsk_stats {
 struct rtn_xsk_frame {
 	uint8_t *data;
 	uint32_t len;
+	int64_t rx_ts;		/* kernel receive stamp (XDP), or the poll time if none */
+	int kernel_ts;		/* 1 when rx_ts came from the XDP program */
 };
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out);
@@ -98,5 +101,13 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
 		    int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
+/**
+ * Batch transmissions: with @p on, sends only submit their descriptors and
+ * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick
+ * is a system call that transmits synchronously, so one per batch, not per
+ * frame).  The transmit stamp is still taken per frame, before the kick.
+ */
+void rtn_xsk_defer_kick(struct rtn_xsk *x, int on);
+void rtn_xsk_flush(struct rtn_xsk *x);
 
 #endif

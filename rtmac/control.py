@@ -22,7 +22,6 @@ Requests built by ``rtmac`` (rtmac/cli.py), all with ``"dev"``:
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 

@@ -8,7 +8,6 @@ veths at the same time to show that other traffic still reaches Linux.
 """
 import struct
 import subprocess
-import time
 
 import numpy as np
 

@@ -66,6 +66,24 @@ class Histogram:
             "underflow": int(self.underflow),
         }
 
+    def since(self, earlier: "Histogram") -> "Histogram":
+        """Samples added after ``earlier`` (a snapshot of the same histogram).
+
+        Min and max of the interval are not recorded separately; they are taken
+        from the edges of the lowest and highest non-empty bins (exact when no
+        sample fell outside the binned range).
+        """
+        bins = self.bins - earlier.bins
+        count = self.count - earlier.count
+        under = self.underflow - earlier.underflow
+        over = self.overflow - earlier.overflow
+        nz = np.nonzero(bins)[0]
+        lo = self.lo_ns + int(nz[0]) * BIN_NS if len(nz) else self.min_ns
+        hi = self.lo_ns + (int(nz[-1]) + 1) * BIN_NS if len(nz) else self.max_ns
+        return Histogram(self.lo_ns, bins, count, under, over,
+                         self.min_ns if under else lo, self.max_ns if over else min(hi, self.max_ns),
+                         self.sum_ns - earlier.sum_ns)
+
     def nonzero_bins_us(self) -> dict:
         """Non-empty buckets only, keyed by lower edge in us (for JSON, as cyclictest)."""
         idx = np.nonzero(self.bins)[0]

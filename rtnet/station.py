@@ -12,7 +12,7 @@ import fcntl
 import logging
 import socket
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rtmac.engine import stats_from_c, to_c
 from rtmac.tdma_config import TdmaConfig, validate
@@ -133,9 +133,14 @@ class Station:
     # -- disciplines ------------------------------------------------------------------
     def attach_tdma(self, config: TdmaConfig) -> None:
         """Attach TDMA, or change a running TDMA without restarting it when only slots change."""
-        config = validate(config)
         s = self._live()
         old = self.tdma_config
+        if config.role == "slave" and config.cycle_us is None and old is not None:
+            # a slave learns the cycle from Sync: check the slots against what it learned
+            learned = self.stats()["tdma"]["cycle_ns"] if self.discipline == "tdma" else 0
+            if learned:
+                validate(replace(config, cycle_us=learned // 1000))
+        config = validate(config)
         same_frame = old is not None and all(
             getattr(old, k) == getattr(config, k)
             for k in ("role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
@@ -189,6 +194,29 @@ class Station:
     def detach_vnic(self) -> None:
         check(lib.rtn_station_vnic_detach(self._live()), RtnetError, self.ifname)
 
+    def set_probe(self, slot: int | None, *, ethertype: int = 0x88B5, length: int = 64) -> None:
+        """Benchmark traffic: one frame per occurrence of ``slot``, made on the RT thread (None: off)."""
+        check(lib.rtn_station_set_probe(self._live(), -1 if slot is None else slot, ethertype,
+                                        length), RtnetError, self.ifname)
+
+    def generate(self, rate_pps: int, count: int, *, ethertype: int = 0x88B5,
+                 length: int = 64) -> None:
+        """NoMAC only: send ``count`` probe frames at ``rate_pps`` from the RT thread (RFC 2544)."""
+        check(lib.rtn_station_set_rate_probe(self._live(), ethertype, length, rate_pps, count),
+              RtnetError, self.ifname)
+
+    def count_probes(self, ethertype: int = 0x88B5) -> None:
+        """Count received probe frames of ``ethertype`` and their one-way latency."""
+        lib.rtn_station_set_probe_rx(self._live(), ethertype)
+
+    def probe_rx(self) -> dict:
+        s = self._live()
+        frames, nbytes, left = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        lib.rtn_station_probe_rx(s, frames, nbytes, left)
+        return {"frames": frames[0], "bytes": nbytes[0], "generator_left": left[0],
+                "sent": lib.rtn_station_probe_sent(s),
+                "latency": Histogram.from_c(lib.rtn_station_probe_latency(s))}
+
     # -- status ------------------------------------------------------------------------
     def local_now(self) -> int:
         return lib.rtn_station_local_now(self._live())
@@ -203,7 +231,7 @@ class Station:
             "running": bool(lib.rtn_station_running(s)),
             "xdp_mode": self.xdp_mode, "xdp_fallback": self.xdp_fallback,
             "loops": st.loops, "timer_wakeups": st.timer_wakeups, "rx_frames": st.rx_frames,
-            "rx_other": st.rx_other, "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
             "vnic": {k: getattr(st.vnic, k) for k in (
                 "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
@@ -221,7 +249,7 @@ class Station:
         out["tdma"] = stats_from_c(td) if lib.rtn_station_tdma_stats(s, td) == 0 else None
         xs = ffi.new("struct rtn_xsk_stats *")
         lib.rtn_station_xsk_stats(s, xs)
-        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "tx_frames", "tx_ring_full",
+        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "rx_kernel_ts", "tx_frames", "tx_ring_full",
                                                   "fill_fail", "invalid_desc", "truncated")}
         return out
 

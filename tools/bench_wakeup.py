@@ -19,55 +19,19 @@ import datetime
 import json
 import math
 import os
-import platform
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rtnet.hist import Histogram  # noqa: E402
+from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
+                            stop_stress, sysinfo)
 from rtnet.rtthread import RtThread  # noqa: E402
 
 TARGET_RATIO = 1.25
-NBINS = 4000
 LOADS = ("idle", "cpu")
 TOOLS = ("rtnet-rt", "cyclictest")
-
-
-class Accumulator:
-    """Sum of several 1 us histograms (chunks of one tool under one load)."""
-
-    def __init__(self):
-        self.bins = np.zeros(NBINS, dtype=np.uint64)
-        self.count = self.underflow = self.overflow = self.sum_ns = 0
-        self.min_ns = self.max_ns = None
-        self.chunks = 0
-        self.per_chunk = []  # (p99 us, max us, count) of each chunk, to spot drift
-
-    def add(self, bins, count, underflow, overflow, min_ns, max_ns, sum_ns):
-        self.bins += np.asarray(bins, dtype=np.uint64)[:NBINS]
-        self.count += count
-        self.underflow += underflow
-        self.overflow += overflow
-        self.sum_ns += sum_ns
-        if count:
-            self.min_ns = min_ns if self.min_ns is None else min(self.min_ns, min_ns)
-            self.max_ns = max_ns if self.max_ns is None else max(self.max_ns, max_ns)
-        self.chunks += 1
-        one = Histogram(0, np.asarray(bins, dtype=np.uint64)[:NBINS], count, underflow,
-                        overflow, min_ns, max_ns, sum_ns)
-        self.per_chunk.append({"count": int(count), "p99": one.percentile_ns(99) / 1000,
-                               "max": max_ns / 1000})
-
-    def histogram(self) -> Histogram:
-        return Histogram(0, self.bins, self.count, self.underflow, self.overflow,
-                         self.min_ns or 0, self.max_ns or 0, self.sum_ns)
 
 
 def run_ours_chunk(args, acc: Accumulator, applied: dict):
@@ -84,70 +48,10 @@ def run_ours_chunk(args, acc: Accumulator, applied: dict):
     applied["missed"] = applied.get("missed", 0) + s.missed
 
 
-def parse_cyclictest(text: str):
-    """Bins, min/avg/max and overflows from ``cyclictest -q -h N`` output (one thread)."""
-    bins = np.zeros(NBINS, dtype=np.uint64)
-    fields = {}
-    for line in text.splitlines():
-        m = re.match(r"^(\d+)\s+(\d+)\s*$", line)
-        if m:
-            idx = int(m.group(1))
-            if idx < NBINS:
-                bins[idx] = int(m.group(2))
-            continue
-        m = re.match(r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|"
-                     r"Histogram Overflows):\s+(\d+)", line)
-        if m:
-            fields[m.group(1)] = int(m.group(2))
-    missing = {"Total", "Min Latencies", "Max Latencies", "Histogram Overflows"} - set(fields)
-    if missing:
-        raise RuntimeError(f"cyclictest output lacks {', '.join(sorted(missing))}")
-    if fields["Total"] != int(bins.sum()):
-        raise RuntimeError(f"cyclictest histogram sums to {int(bins.sum())}, "
-                           f"Total says {fields['Total']}")
-    return bins, fields
-
-
 def run_cyclictest_chunk(args, acc: Accumulator):
-    cmd = [args.cyclictest, "-m", "-p", str(args.priority), "-a", str(args.cpu), "-t", "1",
-           "-i", str(int(args.period_us)), "-q", "-D", str(int(args.chunk)), "-h", str(NBINS)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.chunk + 60)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
-    bins, f = parse_cyclictest(proc.stdout)
-    overflow = f["Histogram Overflows"]
-    count = int(bins.sum()) + overflow
-    # cyclictest truncates to whole us: a sample in bin i lies in [i, i+1) us.
-    # Estimate the sum from bin midpoints and give the max its upper bound, so
-    # percentiles are conservative for both tools alike.
-    idx = np.arange(NBINS)
-    sum_ns = int(((idx + 0.5) * 1000 * bins).sum()) + overflow * f["Max Latencies"] * 1000
-    acc.add(bins, count, 0, overflow, f["Min Latencies"] * 1000,
-            f["Max Latencies"] * 1000 + 999, sum_ns)
+    _acc, cmd = run_cyclictest(args.cyclictest, seconds=args.chunk, priority=args.priority,
+                               cpus=str(args.cpu), period_us=args.period_us, acc=acc)
     return cmd
-
-
-def start_stress(args, seconds: float):
-    ncpus = os.cpu_count() or 1
-    cmd = [args.stress_ng, "--cpu", str(ncpus), "--timeout", f"{int(math.ceil(seconds))}s",
-           "--quiet"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    time.sleep(2.0)  # let the workers spin up before measuring
-    if proc.poll() is not None:
-        raise RuntimeError(f"{' '.join(cmd)} exited early with {proc.returncode}")
-    return proc, cmd
-
-
-def stop_stress(proc):
-    """Stop the stress-ng we started: its own process group, by its PID."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def summary(acc: Accumulator, tool: str) -> dict:
@@ -164,18 +68,6 @@ def fmt_line(load, tool, s, prio, period_us):
             f"Min:{v(s['min'])} Avg:{v(s['avg'])} Max:{v(s['max'], 8)} "
             f"p50:{v(s['p50'], 5, 0)} p99:{v(s['p99'], 5, 0)} p99.9:{v(s['p99.9'], 6, 0)} "
             f"Ovf:{s['overflow']:d}")
-
-
-def sysinfo() -> dict:
-    rt = None
-    try:
-        with open("/sys/kernel/realtime") as f:
-            rt = f.read().strip()
-    except OSError:
-        pass
-    u = platform.uname()
-    return {"uname": " ".join([u.system, u.node, u.release, u.version, u.machine]),
-            "realtime": rt, "ncpus": os.cpu_count()}
 
 
 def parse_args(argv):
@@ -223,7 +115,7 @@ def main(argv=None) -> int:
         stress = None
         if load == "cpu":
             # Long enough for every chunk plus start-up of each run.
-            stress, stress_cmd = start_stress(args, nchunks * (2 * args.chunk + 3) + 30)
+            stress, stress_cmd = start_stress(args.stress_ng, nchunks * (2 * args.chunk + 3) + 30)
         try:
             # ABBA order (ours, cyclictest, cyclictest, ours, ...): a drift in
             # the VM's noise or a start-up transient of the load falls on both

@@ -1,0 +1,138 @@
+"""Shared pieces of the benchmarks: cyclictest as a baseline, stress-ng as a load,
+histogram accumulation and the JSON envelope.
+
+Benchmarks print their figures next to a baseline measured in the same run;
+these helpers make the baseline side identical for every tool.
+"""
+import math
+import os
+import platform
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+
+from .hist import Histogram
+
+NBINS = 4000
+
+
+class Accumulator:
+    """Sum of several 1 us histograms (chunks of one tool under one load)."""
+
+    def __init__(self):
+        self.bins = np.zeros(NBINS, dtype=np.uint64)
+        self.count = self.underflow = self.overflow = self.sum_ns = 0
+        self.min_ns = self.max_ns = None
+        self.chunks = 0
+        self.per_chunk = []  # (p99 us, max us, count) of each chunk, to spot drift
+
+    def add(self, bins, count, underflow, overflow, min_ns, max_ns, sum_ns):
+        self.bins += np.asarray(bins, dtype=np.uint64)[:NBINS]
+        self.count += count
+        self.underflow += underflow
+        self.overflow += overflow
+        self.sum_ns += sum_ns
+        if count:
+            self.min_ns = min_ns if self.min_ns is None else min(self.min_ns, min_ns)
+            self.max_ns = max_ns if self.max_ns is None else max(self.max_ns, max_ns)
+        self.chunks += 1
+        one = Histogram(0, np.asarray(bins, dtype=np.uint64)[:NBINS], count, underflow,
+                        overflow, min_ns, max_ns, sum_ns)
+        self.per_chunk.append({"count": int(count), "p99": one.percentile_ns(99) / 1000,
+                               "max": max_ns / 1000})
+
+    def histogram(self) -> Histogram:
+        return Histogram(0, self.bins, self.count, self.underflow, self.overflow,
+                         self.min_ns or 0, self.max_ns or 0, self.sum_ns)
+
+
+def parse_cyclictest(text: str):
+    """Bins, min/avg/max and overflows from ``cyclictest -q -h N`` output.
+
+    With several threads each row has one column per thread: bins and totals
+    are summed, the minimum and maximum taken across threads.
+    """
+    bins = np.zeros(NBINS, dtype=np.uint64)
+    fields = {}
+    combine = {"Total": sum, "Min Latencies": min, "Avg Latencies": lambda v: sum(v) // len(v),
+               "Max Latencies": max, "Histogram Overflows": sum}
+    for line in text.splitlines():
+        m = re.match(r"^(\d+)((?:\s+\d+)+)\s*$", line)
+        if m:
+            idx = int(m.group(1))
+            if idx < NBINS:
+                bins[idx] = sum(int(x) for x in m.group(2).split())
+            continue
+        m = re.match(r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|"
+                     r"Histogram Overflows):((?:\s+\d+)+)", line)
+        if m:
+            fields[m.group(1)] = combine[m.group(1)]([int(x) for x in m.group(2).split()])
+    missing = {"Total", "Min Latencies", "Max Latencies", "Histogram Overflows"} - set(fields)
+    if missing:
+        raise RuntimeError(f"cyclictest output lacks {', '.join(sorted(missing))}")
+    if fields["Total"] != int(bins.sum()):
+        raise RuntimeError(f"cyclictest histogram sums to {int(bins.sum())}, "
+                           f"Total says {fields['Total']}")
+    return bins, fields
+
+
+def run_cyclictest(cyclictest: str, *, seconds: int, priority: int, cpus: str,
+                   threads: int = 1, period_us: int = 1000, acc=None):
+    """Run cyclictest and add its histogram (all threads summed) to ``acc``."""
+    acc = acc if acc is not None else Accumulator()
+    cmd = [cyclictest, "-m", "-p", str(priority), "-a", cpus, "-t", str(threads),
+           "-i", str(int(period_us)), "-d", "0", "-q", "-D", str(int(seconds)), "-h", str(NBINS)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    bins, f = parse_cyclictest(proc.stdout)
+    overflow = f["Histogram Overflows"]
+    count = int(bins.sum()) + overflow
+    # cyclictest truncates to whole us: a sample in bin i lies in [i, i+1) us.
+    # Estimate the sum from bin midpoints and give the max its upper bound, so
+    # percentiles are conservative for both tools alike.
+    idx = np.arange(NBINS)
+    sum_ns = int(((idx + 0.5) * 1000 * bins).sum()) + overflow * f["Max Latencies"] * 1000
+    acc.add(bins, count, 0, overflow, f["Min Latencies"] * 1000,
+            f["Max Latencies"] * 1000 + 999, sum_ns)
+    return acc, cmd
+
+
+def start_stress(stress_ng: str, seconds: float, ncpus: int | None = None):
+    ncpus = ncpus or os.cpu_count() or 1
+    cmd = [stress_ng, "--cpu", str(ncpus), "--timeout", f"{int(math.ceil(seconds))}s",
+           "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    time.sleep(2.0)  # let the workers spin up before measuring
+    if proc.poll() is not None:
+        raise RuntimeError(f"{' '.join(cmd)} exited early with {proc.returncode}")
+    return proc, cmd
+
+
+def stop_stress(proc):
+    """Stop the stress-ng we started: its own process group, by its PID."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def sysinfo() -> dict:
+    rt = None
+    try:
+        with open("/sys/kernel/realtime") as f:
+            rt = f.read().strip()
+    except OSError:
+        pass
+    u = platform.uname()
+    return {"uname": " ".join([u.system, u.node, u.release, u.version, u.machine]),
+            "realtime": rt, "ncpus": os.cpu_count()}
+
+

@@ -1,0 +1,71 @@
+"""The lab through rtnetctl: up, status, refusal of a second lab, down, and nothing left."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from pyroute2 import netns as pr_netns
+
+from rtnet import cli
+from rtnet.lab import Lab, all_labs
+from rtnet.xsk import RawSocket
+
+pytestmark = pytest.mark.netns
+
+
+def rtnetctl(*args):
+    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
+                          text=True)
+
+
+def test_lab_up_status_down_leaves_nothing_behind():
+    r = rtnetctl("lab", "up", "--name", "lt", "--stations", "3")
+    assert r.returncode == 0, r.stderr
+    try:
+        status = json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0]
+        assert status["exists"]
+        assert [s["index"] for s in status["stations"]] == [1, 2, 3]
+        for s in status["stations"]:
+            (link,) = s["links"]
+            assert link["ifname"] == "rteth0" and link["state"] == "UP"
+            assert link["mac"] == f"02:52:54:00:00:{s['index']:02x}"
+            assert link["addresses"] == [f"198.18.0.{s['index']}/24"]
+        # a second lab of the same name: one clear line, nothing touched
+        again = rtnetctl("lab", "up", "--name", "lt")
+        assert again.returncode == 1
+        assert again.stderr.strip().splitlines() == [
+            "rtnetctl: lab 'lt' already exists (rtnetctl lab down --name lt removes it)"]
+        assert json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0] == status
+        # an XDP program and a process in the lab, to be cleaned by down
+        lab = Lab("lt", 3)
+        sock = RawSocket("rteth0", netns=lab.station(1).netns)
+        proc = lab.spawn(lab.station(2), ["sleep", "300"])
+        assert json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0][
+            "stations"][0]["links"][0]["xdp"]
+    finally:
+        down = rtnetctl("lab", "down", "--name", "lt")
+    assert down.returncode == 0, down.stderr
+    assert proc.wait(timeout=5) is not None
+    sock.close()  # its namespace is gone: closing must still be clean
+    assert "lt" not in all_labs()
+    assert not [n for n in pr_netns.listnetns() if n.startswith("rtn-lt-")]
+    assert not os.path.exists(lab.pid_dir)
+
+
+def test_lab_down_after_a_crash_finds_leftovers_by_name():
+    # a process that built half a lab and died: only some namespaces are left
+    pr_netns.create("rtn-lc-wire")
+    pr_netns.create("rtn-lc-s2")
+    assert "lc" in all_labs()
+    assert cli.main(["lab", "down", "--name", "lc"]) == 0
+    assert "lc" not in all_labs()
+
+
+def test_bad_lab_arguments_get_one_line_errors(capsys):
+    assert cli.main(["lab", "up", "--stations", "0", "--name", "lb"]) == 1
+    assert cli.main(["lab", "up", "--name", "Bad_Name"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rtnetctl: --stations 0: must be 1..32",
+                   "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits"]
+    assert "lb" not in all_labs()

@@ -1,0 +1,32 @@
+"""The C core builds, loads and agrees with the Python package about its version."""
+import subprocess
+import sys
+
+import rtnet
+from rtnet import _lowlevel
+from rtnet.errors import RtnetError
+
+
+def test_core_loads_and_reports_the_package_version():
+    assert _lowlevel.core_version() == rtnet.__version__
+
+
+def test_check_turns_negative_errno_into_an_exception_with_the_c_message():
+    # rtn_tdma_cfg_check records a one-line cause before returning -EINVAL
+    cfg = _lowlevel.ffi.new("struct rtn_tdma_cfg *")
+    _lowlevel.lib.rtn_tdma_cfg_init(cfg, 1)
+    cfg.cycle_ns = 50_000
+    rc = _lowlevel.lib.rtn_tdma_cfg_check(cfg)
+    try:
+        _lowlevel.check(rc)
+    except RtnetError as exc:
+        assert exc.errno == 22
+        assert "below the minimum" in exc.strerror
+    else:
+        raise AssertionError("a 50 us cycle must be refused")
+
+
+def test_rtnetctl_version_names_both_versions():
+    out = subprocess.run([sys.executable, "-m", "rtnet.cli", "version"], capture_output=True,
+                         text=True, check=True).stdout
+    assert rtnet.__version__ in out and "C core" in out
