@@ -102,6 +102,7 @@ struct rtn_station {
 	pthread_t writer, reader;
 	int writer_on, reader_on;
 	volatile int vnic_stop;
+	int tap_dead;			/* the TAP went away: stop touching it */
 
 	/* probe: one frame per occurrence of a slot, generated on the RT thread */
 	int probe_slot;
@@ -244,6 +245,23 @@ static int encap_into(struct rtn_station *s, const uint8_t *inner, uint32_t len,
 	return rtn_rtmac_tunnel_encap(out, cap, inner, len, s->o.mac);
 }
 
+/*
+ * A read or write error other than EAGAIN/EINTR means the TAP is gone
+ * (EBADFD/EIO after the device was deleted).  Count it once and stop
+ * touching the fd: polling a dead TAP returns POLLERR at once, which
+ * would make the RT thread spin at real-time priority.
+ */
+static void tap_failed(struct rtn_station *s)
+{
+	if (!__atomic_exchange_n(&s->tap_dead, 1, __ATOMIC_ACQ_REL))
+		__atomic_fetch_add(&s->st.vnic.tap_errors, 1, __ATOMIC_RELAXED);
+}
+
+static int tap_usable(const struct rtn_station *s)
+{
+	return !__atomic_load_n(&s->tap_dead, __ATOMIC_ACQUIRE);
+}
+
 /* Batched VNIC: pull from the TAP until the slot's wire-time budget is used. */
 static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
@@ -255,13 +273,13 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 
 	/* frames already waiting count against this occurrence first */
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
-	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX) {
+	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
 		ssize_t n = read(s->tap_fd, inner, sizeof(inner));
 		int len;
 
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				s->st.vnic.tap_errors++;
+				tap_failed(s);
 			break;
 		}
 		s->st.vnic.tap_rx++;
@@ -420,14 +438,14 @@ static void nomac_collect(struct rtn_station *s)
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
 		uint8_t inner[RTN_TDMA_FRAME_MAX];
 
-		while (s->nomac_head - s->nomac_tail < NOMAC_FIFO) {
+		while (s->nomac_head - s->nomac_tail < NOMAC_FIFO && tap_usable(s)) {
 			ssize_t n = read(s->tap_fd, inner, sizeof(inner));
 			int len;
 			uint32_t h = s->nomac_head;
 
 			if (n < 0) {
 				if (errno != EAGAIN && errno != EINTR)
-					s->st.vnic.tap_errors++;
+					tap_failed(s);
 				break;
 			}
 			s->st.vnic.tap_rx++;
@@ -485,7 +503,12 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 		return;
 	}
 	n = rtn_rtmac_tunnel_decap(f->data, sizeof(f->data), frame, len);
-	if (n < 0) {
+	/*
+	 * The inner type must be an EtherType (RTnet stores h_proto there) and
+	 * something must follow the header: Linux would drop anything else
+	 * silently, so count it here where it can be seen.
+	 */
+	if (n <= ETH_HLEN_RTN || rtn_get_be16(f->data + 12) < 0x0600) {
 		s->st.vnic.rx_bad++;
 		return;
 	}
@@ -571,6 +594,10 @@ static void receive_all(struct rtn_station *s)
 				if (rc == 1) {
 					vnic_rx(s, fr[i].data, fr[i].len);
 					queued_for_tap = 1;
+				} else if (rc < 0 && s->vnic_live && fr[i].len >= 18 &&
+					   (fr[i].data[17] & RTMAC_FLAG_TUNNEL)) {
+					/* a tunnel frame with a bad RTmac header: the VNIC's loss */
+					s->st.vnic.rx_bad++;
 				}
 			} else {
 				chan_rx(s, type, fr[i].data, fr[i].len, rx);
@@ -696,7 +723,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk), .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
-		if (s->disc == RTN_DISC_NOMAC && s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
+		if (s->disc == RTN_DISC_NOMAC && s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
+		    tap_usable(s)) {
 			tap_idx = np;
 			p[np++] = (struct pollfd){ .fd = s->tap_fd, .events = POLLIN };
 		}
@@ -721,6 +749,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		}
 		if (tap_idx >= 0 && (p[tap_idx].revents & POLLIN))
 			s->st.vnic.wakeups++;
+		if (tap_idx >= 0 && (p[tap_idx].revents & (POLLERR | POLLHUP | POLLNVAL)))
+			tap_failed(s);
 		receive_all(s);
 		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
 			vnic_take_from_reader(s);
@@ -742,6 +772,7 @@ static void *vnic_writer(void *arg)
 {
 	struct rtn_station *s = arg;
 
+	pthread_setname_np(pthread_self(), "rtnet-vnic-wr");
 	while (!s->vnic_stop) {
 		struct pollfd p = { .fd = s->writer_efd, .events = POLLIN };
 		struct frame_slot *f;
@@ -749,10 +780,13 @@ static void *vnic_writer(void *arg)
 		if (poll(&p, 1, 200) > 0)
 			efd_drain(s->writer_efd);
 		while ((f = fr_peek(s->to_tap))) {
-			ssize_t n = write(s->tap_fd, f->data, f->len);
+			ssize_t n = tap_usable(s) ? write(s->tap_fd, f->data, f->len) : -1;
 
 			if (n < 0) {
-				s->st.vnic.tap_errors++;
+				/* a dead TAP, or a full one (EAGAIN): the frame is lost */
+				if (tap_usable(s) && errno != EAGAIN && errno != EINTR)
+					tap_failed(s);
+				s->st.vnic.rx_dropped++;
 			} else {
 				s->st.vnic.tap_tx++;
 				s->st.vnic.tap_tx_bytes += f->len;
@@ -768,7 +802,8 @@ static void *vnic_reader(void *arg)
 {
 	struct rtn_station *s = arg;
 
-	while (!s->vnic_stop) {
+	pthread_setname_np(pthread_self(), "rtnet-vnic-rd");
+	while (!s->vnic_stop && tap_usable(s)) {
 		struct pollfd p[2] = { { .fd = s->tap_fd, .events = POLLIN },
 				       { .fd = s->reader_stop_efd, .events = POLLIN } };
 		struct frame_slot *f;
@@ -776,7 +811,7 @@ static void *vnic_reader(void *arg)
 
 		if (poll(p, 2, 200) <= 0 || !(p[0].revents & POLLIN)) {
 			if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
-				s->st.vnic.tap_errors++;
+				tap_failed(s);
 				break;	/* TAP deleted under us */
 			}
 			continue;
@@ -790,6 +825,10 @@ static void *vnic_reader(void *arg)
 			continue;
 		}
 		n = read(s->tap_fd, f->data, sizeof(f->data));
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			tap_failed(s);
+			break;
+		}
 		if (n <= 0)
 			continue;
 		f->len = n;
@@ -1133,6 +1172,7 @@ int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_
 	s->vnic_mode = mode;
 	s->vnic_slot = slot;
 	s->vnic_stop = 0;
+	s->tap_dead = 0;
 	if (pthread_create(&s->writer, NULL, vnic_writer, s) == 0)
 		s->writer_on = 1;
 	if (mode == RTN_VNIC_PER_PACKET && pthread_create(&s->reader, NULL, vnic_reader, s) == 0)

@@ -1,0 +1,231 @@
+"""VNIC benchmark: iperf3 through vnic0 (batched, per-packet) against the plain kernel path.
+
+Both stations are Station objects in this process, so the stack's threads
+are this process's threads other than the main Python thread (rtnet-rt and
+the rtnet-vnic-rd/-wr helpers of both stations): their CPU and context
+switches are read per thread from /proc/self/task, which nothing else
+shares.  iperf3 runs in separate processes in the station namespaces and is
+counted only in the whole-machine CPU (idle + iowait jiffies of /proc/stat),
+which is the figure compared with the kernel path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+from rtnet.lab import Lab
+
+from .setup import plan, tdma_pair
+
+HZ = os.sysconf("SC_CLK_TCK")
+STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
+
+
+def machine_busy_s() -> float:
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    total = sum(v[:8])
+    return (total - v[3] - v[4]) / HZ
+
+
+def stack_threads() -> dict:
+    """CPU seconds and context switches of this process's stack threads (by name)."""
+    main = threading.main_thread().native_id
+    cpu = csw = 0.0
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        if int(tid) == main:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                name = f.read().strip()
+            if name not in STACK_THREADS:
+                continue
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                cpu += int(f.read().split()[0]) / 1e9
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        csw += int(line.split()[1])
+            n += 1
+        except (OSError, ValueError):
+            continue   # a thread that ended in between
+    return {"cpu_s": cpu, "csw": csw, "threads": n}
+
+
+def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
+    srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-1", "-B", dst_ip],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)  # iperf3 has no readiness signal; its client retries are not configurable
+        cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "iperf3", "-c",
+               dst_ip, "-t", str(seconds), "-b", "100M", "-J"]
+        if proto == "udp":
+            cmd += ["-u", "-l", "1100"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
+        j = json.loads(r.stdout)
+        if "error" in j:
+            raise RuntimeError(f"iperf3: {j['error']}")
+        end = j["end"]
+        if proto == "udp":
+            s = end["sum"]
+            return {"goodput_mbps": s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e6,
+                    "bytes": s["bytes"] * (1 - s["lost_percent"] / 100),
+                    "loss_pct": s["lost_percent"], "packets": s["packets"]}
+        s = end["sum_received"]
+        return {"goodput_mbps": s["bits_per_second"] / 1e6, "bytes": s["bytes"],
+                "loss_pct": 0.0, "retransmits": end["sum_sent"].get("retransmits", 0)}
+    finally:
+        try:
+            srv.wait(10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+        lab.forget(srv)
+
+
+def rt_snapshot(stations) -> dict:
+    out = []
+    for st in stations:
+        s = st.stats()
+        out.append({"wake_bins": s["wakeup"].bins.copy(), "wake_lo": s["wakeup"].lo_ns,
+                    "missed": s["tdma"]["missed_slots"],
+                    "rt_missed": s["tdma"]["slots"][0]["missed"],
+                    "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
+                    "vnic": dict(s["vnic"]), "timer_wakeups": s["timer_wakeups"]})
+    return out
+
+
+def p99_us(bins: np.ndarray, lo_ns: int) -> float:
+    n = int(bins.sum())
+    if not n:
+        return 0.0
+    idx = int(np.searchsorted(np.cumsum(bins), int(np.ceil(n * 0.99))))
+    return (lo_ns + (idx + 1) * 1000) / 1000
+
+
+def measure(fn, stations=None) -> dict:
+    t0, b0, k0 = time.monotonic(), machine_busy_s(), stack_threads()
+    r0 = rt_snapshot(stations) if stations else None
+    res = fn()
+    t1, b1, k1 = time.monotonic(), machine_busy_s(), stack_threads()
+    res = dict(res)
+    res.update(wall_s=t1 - t0, machine_cpu_s=b1 - b0, stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
+               stack_csw=k1["csw"] - k0["csw"], stack_threads=k1["threads"])
+    if stations:
+        r1 = rt_snapshot(stations)
+        bins = sum(b["wake_bins"] - a["wake_bins"] for a, b in zip(r0, r1))
+        res.update(wake_p99_us=p99_us(bins, r1[0]["wake_lo"]),
+                   missed_slots=sum(b["missed"] - a["missed"] for a, b in zip(r0, r1)),
+                   rt_slot_missed=sum(b["rt_missed"] - a["rt_missed"] for a, b in zip(r0, r1)),
+                   timer_wakeups=sum(b["timer_wakeups"] - a["timer_wakeups"] for a, b in zip(r0, r1)),
+                   vnic_packets=sum(b["vnic_pkts"] - a["vnic_pkts"] for a, b in zip(r0, r1)),
+                   vnic_wakeups=sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
+                   tx_dropped=sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"] for a, b in zip(r0, r1)))
+    gb = res.get("bytes", 0) / 1e9
+    res["cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
+    return res
+
+
+def idle(seconds: float):
+    def fn():
+        threading.Event().wait(seconds)   # the idle reference window
+        return {}
+    return fn
+
+
+def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int = 1200,
+        lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
+        out_png: str = "results/vnic_bench.png", log=print) -> dict:
+    p = plan(cycle_us, link_rate_mbps)
+    cap = p.capacity_mbps(p.master_nrt_slots)
+    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master NRT slots "
+        f"{p.master_nrt_slots}/cycle -> NRT capacity {cap:.1f} Mbit/s (slave {p.slave_nrt_slots} slot, "
+        f"{p.capacity_mbps(1):.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, no busy polling")
+    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100},
+               "runs": {}}
+    with Lab(lab_name, 2) as lab:
+        for proto in ("tcp", "udp"):
+            log(f"kernel   {proto}: iperf3 {seconds} s over veth+bridge ...")
+            r = measure(lambda: run_iperf(lab, proto, "198.18.0.2", seconds))
+            results["runs"][f"kernel/{proto}"] = r
+            log(f"kernel   {proto}: {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
+                f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
+        for mode in ("batched", "per-packet"):
+            with tdma_pair(lab, p, mode=mode, mtu=mtu) as (stations, _taps):
+                log(f"{mode:10s} idle {seconds} s ...")
+                base = measure(idle(seconds), stations)
+                results["runs"][f"{mode}/idle"] = base
+                for proto in ("tcp", "udp"):
+                    log(f"{mode:10s} {proto}: iperf3 {seconds} s through vnic0 ...")
+                    r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
+                    scale = r["wall_s"] / base["wall_s"]
+                    extra = r["stack_csw"] - base["stack_csw"] * scale
+                    r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
+                    r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
+                    r["idle_wake_p99_us"] = base["wake_p99_us"]
+                    r["idle_missed_slots"] = base["missed_slots"] * scale
+                    r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
+                    results["runs"][f"{mode}/{proto}"] = r
+                    log(f"{mode:10s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
+                        f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
+                        f"{r['csw_per_packet']:.3f} csw/pkt, wake p99 {r['wake_p99_us']:.0f} us "
+                        f"(idle {base['wake_p99_us']:.0f}), missed {r['missed_slots']} "
+                        f"(idle {base['missed_slots']})")
+    results["table"] = table(results)
+    log(results["table"])
+    os.makedirs(os.path.dirname(out_json) or ".", exist_ok=True)
+    with open(out_json, "w") as f:
+        json.dump(results, f, indent=1, default=float)
+    chart(results, out_png)
+    log(f"saved {out_json} and {out_png}")
+    return results
+
+
+def table(results: dict) -> str:
+    rows = ["path/proto          goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  stackCPU  "
+            "csw/pkt  wake-p99(idle) us  missed(idle)"]
+    runs = results["runs"]
+    for key, r in runs.items():
+        if key.endswith("/idle"):
+            continue
+        proto = key.split("/")[1]
+        k = runs.get(f"kernel/{proto}")
+        ratio = (r["cpu_s_per_gb"] / k["cpu_s_per_gb"]) if k and k.get("cpu_s_per_gb") and \
+            r.get("cpu_s_per_gb") else None
+        def f(v, fmt):
+            return format(v, fmt) if v is not None else "-"
+        rows.append(
+            f"{key:18s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
+            f"{r['loss_pct']:6.2f} {r['machine_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
+            f"{f(ratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
+            f"{f(r.get('wake_p99_us'), '8.0f')}({f(r.get('idle_wake_p99_us'), '.0f')}) "
+            f"{f(r.get('missed_slots'), '8d')}({f(r.get('idle_missed_slots'), '.0f')})")
+    return "\n".join(rows)
+
+
+def chart(results: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {k: v for k, v in results["runs"].items() if not k.endswith("/idle")}
+    keys = list(runs)
+    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
+    ax[0].bar(keys, [runs[k]["goodput_mbps"] for k in keys])
+    ax[0].set_title("goodput (Mbit/s)")
+    ax[1].bar(keys, [runs[k]["cpu_s_per_gb"] or 0 for k in keys])
+    ax[1].set_title("machine CPU s per GB")
+    ax[2].bar(keys, [runs[k].get("csw_per_packet") or 0 for k in keys])
+    ax[2].set_title("context switches per packet (over idle)")
+    for a in ax:
+        a.tick_params(axis="x", rotation=45, labelsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,122 @@
+"""Two lab stations under TDMA with a VNIC each: the slot plan and the wiring.
+
+The engine sends at most one full slot-size frame per slot occurrence (the
+slot window is the wire time of one ``size + 14`` byte frame), so a VNIC
+gets capacity from several NRT slot occurrences per cycle: joint slots
+sharing the queue of NRT slot 1.
+
+Plan for a cycle of ``cycle_us`` at ``link_rate_mbps`` (offsets in us):
+Sync at 0, the master's RT slot 0, the slave's RT slot 0, one NRT slot for
+the slave (the reverse direction: ACKs, replies), then as many NRT slots for
+the master as fit (slot 1 and joint slots 2, 3, ...).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+
+from rtmac.tdma_config import Slot, TdmaConfig, slot_extent_ns, validate, wire_time_ns
+from rtnet.errors import RtnetError
+from rtnet.station import RtSettings, Station
+
+from .tap import RTMAC_HLEN, Tap, txqueuelen_for
+
+RT_SLOT_SIZE = 200
+NRT_SLOT_SIZE = 1500
+GAP_US = 1
+
+
+def vnic_address(index: int) -> str:
+    return f"198.19.0.{index}/24"
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotPlan:
+    master: TdmaConfig
+    slave: TdmaConfig
+    cycle_us: int
+    link_rate_mbps: int
+    master_nrt_slots: int
+    slave_nrt_slots: int
+
+    def capacity_mbps(self, nrt_slots: int) -> float:
+        """NRT capacity: the NRT slots' transmit windows' share of the cycle x link rate."""
+        window_ns = wire_time_ns(NRT_SLOT_SIZE + 14, self.link_rate_mbps)
+        return nrt_slots * window_ns / (self.cycle_us * 1000) * self.link_rate_mbps
+
+    def to_dict(self) -> dict:
+        return {"cycle_us": self.cycle_us, "link_rate_mbps": self.link_rate_mbps,
+                "master_nrt_slots": self.master_nrt_slots, "slave_nrt_slots": self.slave_nrt_slots,
+                "master_nrt_capacity_mbps": round(self.capacity_mbps(self.master_nrt_slots), 2),
+                "slave_nrt_capacity_mbps": round(self.capacity_mbps(self.slave_nrt_slots), 2),
+                "master": self.master.to_dict(), "slave": self.slave.to_dict()}
+
+
+def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, max_master_nrt: int = 62) -> SlotPlan:
+    base = dict(cycle_us=cycle_us, link_rate_mbps=link_rate_mbps, max_slot_id=63, cal_rounds=10)
+    probe = TdmaConfig(role="master", **base)
+
+    def end_us(slot: Slot) -> int:
+        return -(-slot_extent_ns(probe, slot)[1] // 1000) + GAP_US
+
+    sync_end = -(-wire_time_ns(60, link_rate_mbps) // 1000) + GAP_US
+    m_rt = Slot(0, sync_end, size=RT_SLOT_SIZE)
+    s_rt = Slot(0, end_us(m_rt), size=RT_SLOT_SIZE)
+    s_nrt = Slot(1, end_us(s_rt), size=NRT_SLOT_SIZE)
+    m_slots = {0: m_rt}
+    off = end_us(s_nrt)
+    sid = 1
+    while sid <= max_master_nrt:
+        s = Slot(sid, off, size=NRT_SLOT_SIZE, joint=None if sid == 1 else 1)
+        if slot_extent_ns(probe, s)[1] > cycle_us * 1000:
+            break
+        m_slots[sid] = s
+        off = end_us(s)
+        sid += 1
+    master = validate(TdmaConfig(role="master", slots=m_slots, **base))
+    slave = validate(TdmaConfig(role="slave", slots={0: s_rt, 1: s_nrt}, **base))
+    return SlotPlan(master, slave, cycle_us, link_rate_mbps, len(m_slots) - 1, 1)
+
+
+@contextlib.contextmanager
+def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: int | None = None,
+              rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0):
+    """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
+
+    Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4).
+    """
+    mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
+    qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
+    with contextlib.ExitStack() as stack:
+        stations, taps = [], []
+        for idx, cfg in ((1, slot_plan.master), (2, slot_plan.slave)):
+            ls = lab.station(idx)
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt))
+            st.attach_tdma(cfg)
+            stations.append(st)
+        for st in stations:
+            st.start()
+        wait_synced(stations, sync_timeout)
+        if mode:
+            for idx, st in enumerate(stations, 1):
+                ls = lab.station(idx)
+                tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
+                                              address=vnic_address(idx), slot_size=NRT_SLOT_SIZE,
+                                              txqueuelen=qlen))
+                st.attach_vnic(tap.fd, mode, slot=1)
+                taps.append(tap)
+        yield stations, taps
+        for tap in taps:
+            tap.close()   # before the stations close: the namespaces outlive neither
+
+
+def wait_synced(stations, timeout: float) -> None:
+    """Wait until the master is active and the slave synchronised and calibrated."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = [st.stats()["tdma"]["state"] for st in stations]
+        if states[0] == "active" and all(s == "synchronised" for s in states[1:]):
+            return
+        time.sleep(0.05)  # polling the engine's published state; there is no event for it
+    raise RtnetError(110, f"TDMA did not synchronise within {timeout:g} s: states {states}")
