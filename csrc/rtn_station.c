@@ -390,8 +390,12 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 {
 	struct rtn_station *s = arg;
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	int64_t cycle_ns = s->tdma_cfg.cycle_ns;
 	uint32_t i;
 
+	/* a slave is configured without a cycle: publish the one its grid follows */
+	if (!cycle_ns && s->tdma)
+		cycle_ns = rtn_tdma_cycle_start(s->tdma, cycle_no + 1) - start_local;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct rtn_chan_shm *c = s->live[i] ? s->live[i]->shm : NULL;
 
@@ -400,7 +404,7 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 		c->cycle_no = cycle_no;
 		c->cycle_start_global = start_local + off;
 		c->clock_offset = off;
-		c->cycle_ns = s->tdma_cfg.cycle_ns;
+		c->cycle_ns = cycle_ns;
 		c->cycle_start_os = os_of(s, start_local);
 		__atomic_store_n(&c->cycle_seq, c->cycle_seq + 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))

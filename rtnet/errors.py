@@ -19,3 +19,11 @@ class LabError(RtnetError):
 
 class ConfigError(ValueError):
     """A bad option value, raised before anything is applied."""
+
+
+class ChannelError(RtnetError):
+    """An application channel could not be opened or used (station gone: errno ENOTCONN)."""
+
+
+class ChannelFull(ChannelError):
+    """The channel's TX ring is full: the station has not sent the queued messages yet."""

@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_app.c
+ * @brief Application side of a channel: control-socket request, frame
+ *        building in the TX ring, futex-based receive and cycle waits.
+ *
+ * Wake-up protocol with the station's RT thread: a sleeper increments the
+ * ring's (or the cycle's) waiting counter, re-checks, then futex-waits on
+ * the word the RT thread bumps; the RT thread wakes only when the counter
+ * is non-zero, so an application that never blocks costs it no system call.
+ * Each futex wait is capped at WAIT_SLICE_NS as a safety net against a
+ * wake-up lost between the RT thread's commit and its look at the counter.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "rtn_app.h"
+#include "rtn_chan.h"
+#include "rtn_core.h"
+#include "rtn_time.h"
+
+#define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
+#define DEFAULT_RUN_DIR	"/run/rtnet"
+#define NETNS_DIR	"/var/run/netns"
+#define REPLY_MAX	1024
+
+struct rtn_app_chan {
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	int memfd;
+	int kickfd;
+	int ctlfd;		/* control connection, -1 when attached */
+	int32_t channel;
+	uint32_t next_seq;
+	uint64_t tx_sent;
+	uint64_t tx_full;
+	uint64_t kicks;
+	uint64_t rx_received;
+	/* cycle length learnt from two publications, for slaves that publish 0 */
+	uint32_t learn_no;
+	int64_t learn_start_os;
+	int64_t learnt_cycle_ns;
+};
+
+void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o)
+{
+	*o = (struct rtn_app_chan_opts){ .slot = 0, .prio = 15, .max_size = 1514, .depth = 256 };
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	put_be16(p, v >> 16);
+	put_be16(p + 2, v);
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, v >> 32);
+	put_be32(p + 4, v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static long futex_wait(uint32_t *addr, uint32_t val, int64_t rel_ns)
+{
+	struct timespec ts = rtn_ns_to_ts(rel_ns);
+
+	/* shared futex: the word lives in a memfd mapped by two processes */
+	return syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static int alive(const struct rtn_app_chan *ch)
+{
+	return __atomic_load_n(&ch->shm->alive, __ATOMIC_ACQUIRE);
+}
+
+/* ---- open / attach / close ---------------------------------------------------- */
+
+int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
+{
+	struct rtn_app_chan *ch;
+	struct rtn_chan_shm *shm;
+	struct stat st;
+
+	if (fstat(memfd, &st) < 0)
+		return rtn_set_error(-errno, "channel memory fd %d: %s", memfd, strerror(errno));
+	if ((uint64_t)st.st_size < sizeof(*shm))
+		return rtn_set_error(-EINVAL, "channel memory of %lld bytes is too small",
+				     (long long)st.st_size);
+	shm = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0);
+	if (shm == MAP_FAILED)
+		return rtn_set_error(-errno, "channel mmap: %s", strerror(errno));
+	if (shm->magic != RTN_CHAN_MAGIC || shm->version != RTN_CHAN_VERSION) {
+		uint32_t magic = shm->magic, version = shm->version;
+
+		munmap(shm, st.st_size);
+		return rtn_set_error(-EPROTO, "not a channel of this version (magic 0x%08x, version %u)",
+				     magic, version);
+	}
+	if (!shm->depth || (shm->depth & (shm->depth - 1)) || shm->tx.size != shm->depth ||
+	    shm->rx.size != shm->depth || rtn_chan_shm_size(shm->depth) > (uint64_t)st.st_size) {
+		uint32_t depth = shm->depth;
+
+		munmap(shm, st.st_size);
+		return rtn_set_error(-EPROTO, "channel header inconsistent (depth %u, %lld bytes)",
+				     depth, (long long)st.st_size);
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (!ch) {
+		munmap(shm, st.st_size);
+		return rtn_set_error(-ENOMEM, "channel: out of memory");
+	}
+	ch->shm = shm;
+	ch->size = st.st_size;
+	ch->memfd = memfd;
+	ch->kickfd = kickfd;
+	ch->ctlfd = -1;
+	ch->channel = -1;
+	*out = ch;
+	return 0;
+}
+
+/* Name of the calling thread's network namespace under /var/run/netns, as rtnet.paths. */
+static void current_netns(char *name, size_t cap)
+{
+	struct stat me, st;
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *d;
+
+	snprintf(name, cap, "default");
+	if (stat("/proc/thread-self/ns/net", &me) < 0)
+		return;
+	d = opendir(NETNS_DIR);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", NETNS_DIR, de->d_name);
+		if (stat(path, &st) == 0 && st.st_ino == me.st_ino && st.st_dev == me.st_dev) {
+			snprintf(name, cap, "%s", de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+}
+
+/* Value of "key" in a flat one-line JSON object; returns a pointer past "key": */
+static const char *json_find(const char *js, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	p = strstr(js, pat);
+	if (!p)
+		return NULL;
+	p += strlen(pat);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != ':')
+		return NULL;
+	p++;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* Copy a JSON string value (simple escapes only) into @p out. */
+static void json_string(const char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (!p || *p != '"') {
+		snprintf(out, cap, "unknown error");
+		return;
+	}
+	for (p++; *p && *p != '"' && n + 1 < cap; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			if (*p == 'u') {	/* keep it printable: \uXXXX becomes '?' */
+				size_t hex = strspn(p + 1, "0123456789abcdefABCDEF");
+
+				out[n++] = '?';
+				p += hex < 4 ? hex : 4;
+				continue;
+			}
+			out[n++] = *p == 'n' ? ' ' : *p == 't' ? ' ' : *p;
+			continue;
+		}
+		out[n++] = *p;
+	}
+	out[n] = 0;
+}
+
+/* Read one reply line, collecting SCM_RIGHTS descriptors from any part of it. */
+static int read_reply(int fd, char *line, size_t cap, int *fds, int *nfds)
+{
+	size_t used = 0;
+
+	*nfds = 0;
+	while (used + 1 < cap) {
+		char ctl[CMSG_SPACE(4 * sizeof(int))];
+		struct iovec iov = { .iov_base = line + used, .iov_len = cap - 1 - used };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+		struct cmsghdr *c;
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			int k, cnt;
+
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (k = 0; k < cnt; k++) {
+				int f;
+
+				memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
+				if (*nfds < 4)
+					fds[(*nfds)++] = f;
+				else
+					close(f);
+			}
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		used += n;
+		line[used] = 0;
+		if (memchr(line, '\n', used))
+			return 0;
+	}
+	return -EMSGSIZE;
+}
+
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+		 struct rtn_app_chan **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *base = getenv("RTNET_RUN_DIR");
+	char ns[256], req[256], line[REPLY_MAX], err[256];
+	int fd, rc, fds[4], nfds = 0, i;
+	const char *p;
+
+	if (!dev || !*dev || strchr(dev, '/'))
+		return rtn_set_error(-EINVAL, "device name %s is not valid", dev ? dev : "(null)");
+	if (netns)
+		snprintf(ns, sizeof(ns), "%s", netns);
+	else
+		current_netns(ns, sizeof(ns));
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/%s.ctl",
+		     base && *base ? base : DEFAULT_RUN_DIR, ns, dev) >= (int)sizeof(sa.sun_path))
+		return rtn_set_error(-ENAMETOOLONG, "control socket path for %s is too long", dev);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return rtn_set_error(-errno, "control socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		close(fd);
+		return rtn_set_error(rc, "%s: no station daemon at %s (%s)", dev, sa.sun_path,
+				     strerror(-rc));
+	}
+	snprintf(req, sizeof(req),
+		 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, \"prio\": %u, "
+		 "\"max_size\": %u, \"depth\": %u}\n",
+		 o->ethertype, o->slot, o->prio, o->max_size, o->depth);
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
+		rc = -errno;
+		close(fd);
+		return rtn_set_error(rc ? rc : -EIO, "%s: control request failed", dev);
+	}
+	rc = read_reply(fd, line, sizeof(line), fds, &nfds);
+	if (rc < 0) {
+		rtn_set_error(rc, "%s: no reply from the station daemon (%s)", dev, strerror(-rc));
+		goto fail;
+	}
+	p = json_find(line, "ok");
+	if (!p || strncmp(p, "true", 4)) {
+		json_string(json_find(line, "error"), err, sizeof(err));
+		rc = rtn_set_error(-EREMOTEIO, "%s: channel refused: %s", dev, err);
+		goto fail;
+	}
+	if (nfds != 2) {
+		rc = rtn_set_error(-EPROTO, "%s: daemon sent %d descriptors, expected 2", dev, nfds);
+		goto fail;
+	}
+	rc = rtn_app_attach(fds[0], fds[1], out);
+	if (rc < 0)
+		goto fail;
+	p = json_find(line, "channel");
+	(*out)->channel = p ? (int32_t)strtol(p, NULL, 10) : -1;
+	(*out)->ctlfd = fd;
+	return 0;
+fail:
+	for (i = 0; i < nfds; i++)
+		close(fds[i]);
+	close(fd);
+	return rc;
+}
+
+void rtn_app_close(struct rtn_app_chan *ch)
+{
+	if (!ch)
+		return;
+	munmap(ch->shm, ch->size);
+	close(ch->memfd);
+	if (ch->kickfd >= 0)
+		close(ch->kickfd);
+	if (ch->ctlfd >= 0)
+		close(ch->ctlfd);	/* the daemon reclaims the channel */
+	free(ch);
+}
+
+/* ---- send ------------------------------------------------------------------------ */
+
+int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
+		 uint32_t len, int64_t sched_ns, uint32_t *seq_out)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	uint32_t flen = RTN_APP_OVERHEAD + len;
+	struct rtn_msg *m;
+	uint8_t *f;
+
+	if (!alive(ch))
+		return rtn_set_error(-ENOTCONN, "the station closed the channel");
+	if (flen > shm->max_size || flen > RTN_CHAN_MSG_MAX)
+		return rtn_set_error(-EMSGSIZE, "payload of %u bytes: the channel carries at most %u",
+				     len, (shm->max_size < RTN_CHAN_MSG_MAX ? shm->max_size :
+					   RTN_CHAN_MSG_MAX) - RTN_APP_OVERHEAD);
+	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm));
+	if (!m) {
+		/* the RT thread has not run the slot yet: refuse rather than block */
+		ch->tx_full++;
+		__atomic_store_n(&shm->tx.drops, shm->tx.drops + 1, __ATOMIC_RELAXED);
+		return -ENOBUFS;
+	}
+	if (sched_ns == RTN_APP_SCHED_NOW)
+		sched_ns = rtn_app_global_now(ch);
+	f = m->frame;
+	memcpy(f, dst, 6);
+	memcpy(f + 6, shm->station_mac, 6);
+	put_be16(f + 12, shm->ethertype);
+	put_be32(f + 14, RTN_APP_MAGIC);
+	put_be32(f + 18, ch->next_seq);
+	put_be64(f + 22, (uint64_t)sched_ns);
+	put_be64(f + RTN_APP_TX_OFF, 0);
+	if (len)
+		memcpy(f + RTN_APP_OVERHEAD, payload, len);
+	m->len = flen;
+	m->seq = ch->next_seq;
+	m->sched_ns = sched_ns;
+	m->tx_ns = m->rx_ns = 0;
+	rtn_ring_prod_commit(&shm->tx);
+	if (seq_out)
+		*seq_out = ch->next_seq;
+	ch->next_seq++;
+	ch->tx_sent++;
+	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
+		uint64_t one = 1;
+
+		/* NoMAC has no slot timer: without this the frame waits for any other wake-up */
+		if (write(ch->kickfd, &one, sizeof(one)) == sizeof(one))
+			ch->kicks++;
+	}
+	return 0;
+}
+
+/* ---- receive --------------------------------------------------------------------- */
+
+static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t cap,
+		struct rtn_app_msg_info *info)
+{
+	uint32_t off = RTN_APP_ETH_HLEN, plen, n;
+
+	if (m->len >= RTN_APP_OVERHEAD && get_be32(m->frame + RTN_APP_ETH_HLEN) == RTN_APP_MAGIC)
+		off = RTN_APP_OVERHEAD;
+	plen = m->len > off ? m->len - off : 0;
+	n = plen < cap ? plen : cap;
+	if (n)
+		memcpy(buf, m->frame + off, n);
+	if (info) {
+		memcpy(info->src, m->frame + 6, 6);
+		info->ethertype = (uint16_t)(m->frame[12] << 8 | m->frame[13]);
+		info->seq = m->seq;
+		info->len = plen;
+		info->sched_ns = m->sched_ns;
+		info->tx_ns = m->tx_ns;
+		info->rx_ns = m->rx_ns;
+	}
+	rtn_ring_cons_release(&ch->shm->rx);
+	ch->rx_received++;
+	return n;
+}
+
+int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		 struct rtn_app_msg_info *info, int64_t timeout_ns)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
+	struct rtn_msg *m;
+	int rc = -EAGAIN;
+
+	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm));
+	if (m)
+		return take(ch, m, buf, cap, info);	/* hot path: no system call */
+	if (!alive(ch))
+		return rtn_set_error(-ENOTCONN, "the station closed the channel");
+	if (timeout_ns == 0)
+		return -EAGAIN;
+	__atomic_fetch_add(&shm->rx.waiting, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t head = __atomic_load_n(&shm->rx.head, __ATOMIC_SEQ_CST);
+		int64_t slice = WAIT_SLICE_NS;
+
+		m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm));
+		if (m) {
+			rc = take(ch, m, buf, cap, info);
+			break;
+		}
+		if (!alive(ch)) {
+			rc = rtn_set_error(-ENOTCONN, "the station closed the channel");
+			break;
+		}
+		if (deadline) {
+			int64_t left = deadline - rtn_now();
+
+			if (left <= 0) {
+				rc = -EAGAIN;
+				break;
+			}
+			if (left < slice)
+				slice = left;
+		}
+		futex_wait(&shm->rx.head, head, slice);
+	}
+	__atomic_fetch_sub(&shm->rx.waiting, 1, __ATOMIC_SEQ_CST);
+	return rc;
+}
+
+int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint32_t n,
+		      int64_t idle_timeout_ns)
+{
+	struct rtn_app_msg_info info;
+	uint32_t got = 0;
+	uint8_t scratch[1];
+
+	while (got < n) {
+		int rc = rtn_app_recv(ch, scratch, 0, &info, idle_timeout_ns);
+
+		if (rc == -EAGAIN)
+			break;
+		if (rc < 0)
+			return got ? (int)got : rc;
+		out[got++] = (struct rtn_app_sample){ .seq = info.seq, .len = info.len,
+						      .sched_ns = info.sched_ns,
+						      .tx_ns = info.tx_ns, .rx_ns = info.rx_ns };
+	}
+	return got;
+}
+
+/* ---- cycles ---------------------------------------------------------------------- */
+
+static void read_cycle(const struct rtn_chan_shm *c, struct rtn_app_waitinfo *wi)
+{
+	wi->cycle_no = __atomic_load_n(&c->cycle_no, __ATOMIC_RELAXED);
+	wi->cycle_start = __atomic_load_n(&c->cycle_start_global, __ATOMIC_RELAXED);
+	wi->cycle_start_os = __atomic_load_n(&c->cycle_start_os, __ATOMIC_RELAXED);
+	wi->clock_offset = __atomic_load_n(&c->clock_offset, __ATOMIC_RELAXED);
+	wi->cycle_ns = __atomic_load_n(&c->cycle_ns, __ATOMIC_RELAXED);
+}
+
+/*
+ * The station writes the fields and then bumps cycle_seq, with no "being
+ * written" marker; two identical reads under an unchanged sequence number
+ * mean the fields were not being rewritten in between.
+ */
+static uint32_t snapshot_cycle(const struct rtn_chan_shm *c, struct rtn_app_waitinfo *wi)
+{
+	struct rtn_app_waitinfo again;
+	uint32_t s1, s2;
+
+	for (;;) {
+		s1 = __atomic_load_n(&c->cycle_seq, __ATOMIC_ACQUIRE);
+		read_cycle(c, wi);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		read_cycle(c, &again);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&c->cycle_seq, __ATOMIC_ACQUIRE);
+		if (s1 == s2 && wi->cycle_no == again.cycle_no &&
+		    wi->cycle_start == again.cycle_start &&
+		    wi->cycle_start_os == again.cycle_start_os &&
+		    wi->clock_offset == again.clock_offset && wi->cycle_ns == again.cycle_ns)
+			return s1;
+	}
+}
+
+/*
+ * A TDMA slave is configured without a cycle length (it follows the
+ * master's Sync frames) and its station publishes cycle_ns 0.  Derive it
+ * from the span since the first publication seen, rounded to the
+ * microseconds cycles are set in; refined while the span grows, so the
+ * slave's early clock corrections average out, then kept.
+ */
+#define LEARN_SPAN_CYCLES	1024
+
+static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
+{
+	uint32_t no = __atomic_load_n(&ch->learn_no, __ATOMIC_RELAXED);
+	int64_t start = __atomic_load_n(&ch->learn_start_os, __ATOMIC_RELAXED);
+	int64_t learnt = __atomic_load_n(&ch->learnt_cycle_ns, __ATOMIC_RELAXED);
+	int32_t dn = (int32_t)(wi->cycle_no - no);
+
+	if (wi->cycle_ns > 0)
+		return;
+	if (learnt < 0) {		/* frozen */
+		wi->cycle_ns = -learnt;
+		return;
+	}
+	if (!start || dn < 0 || dn > 16 * LEARN_SPAN_CYCLES) {
+		/* first publication, or the TDMA restarted: new anchor */
+		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+	} else if (dn > 0) {
+		int64_t per = (wi->cycle_start_os - start) / dn;
+
+		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
+				 __ATOMIC_RELAXED);
+	}
+	wi->cycle_ns = learnt;
+}
+
+int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
+{
+	memset(wi, 0, sizeof(*wi));
+	if (snapshot_cycle(ch->shm, wi) == 0)
+		return -EAGAIN;
+	fill_cycle_ns(ch, wi);
+	return 0;
+}
+
+int64_t rtn_app_global_now(struct rtn_app_chan *ch)
+{
+	struct rtn_app_waitinfo wi;
+
+	if (rtn_app_cycle_info(ch, &wi) < 0)
+		return rtn_now();
+	return rtn_now() + (wi.cycle_start - wi.cycle_start_os);
+}
+
+int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
+		       int64_t timeout_ns)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
+	uint32_t start = __atomic_load_n(&shm->cycle_seq, __ATOMIC_ACQUIRE);
+	int rc = 0;
+
+	__atomic_fetch_add(&shm->cycle_waiting, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		uint32_t now_seq = __atomic_load_n(&shm->cycle_seq, __ATOMIC_SEQ_CST);
+		int64_t slice = WAIT_SLICE_NS;
+
+		if (now_seq != start)
+			break;
+		if (!alive(ch)) {
+			rc = rtn_set_error(-ENOTCONN, "the station closed the channel");
+			break;
+		}
+		if (timeout_ns == 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (deadline) {
+			int64_t left = deadline - rtn_now();
+
+			if (left <= 0) {
+				rc = rtn_set_error(-ETIMEDOUT, "no TDMA cycle started within %lld us",
+						   (long long)(timeout_ns / 1000));
+				break;
+			}
+			if (left < slice)
+				slice = left;
+		}
+		futex_wait(&shm->cycle_seq, start, slice);
+	}
+	__atomic_fetch_sub(&shm->cycle_waiting, 1, __ATOMIC_SEQ_CST);
+	if (rc == 0) {
+		snapshot_cycle(shm, wi);
+		fill_cycle_ns(ch, wi);
+	}
+	return rc;
+}
+
+/* ---- stats ------------------------------------------------------------------------- */
+
+void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
+{
+	const struct rtn_chan_shm *shm = ch->shm;
+
+	*out = (struct rtn_app_stats){
+		.channel = ch->channel, .ethertype = shm->ethertype, .slot = shm->slot,
+		.depth = shm->depth, .max_size = shm->max_size,
+		.alive = (int32_t)__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE),
+		.tx_sent = ch->tx_sent, .tx_full = ch->tx_full, .kicks = ch->kicks,
+		.rx_received = ch->rx_received,
+		.rx_drops = __atomic_load_n(&shm->rx.drops, __ATOMIC_RELAXED),
+		.tx_queued = rtn_ring_count(&shm->tx), .rx_queued = rtn_ring_count(&shm->rx),
+		.rx_waiting = __atomic_load_n(&shm->rx.waiting, __ATOMIC_ACQUIRE),
+		.cycle_waiting = __atomic_load_n(&shm->cycle_waiting, __ATOMIC_ACQUIRE),
+	};
+	memcpy(out->station_mac, shm->station_mac, 6);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_app.h
+ * @brief Application API: send and receive real-time messages through a
+ *        station's channel and wait for TDMA cycles, without a system call
+ *        on the hot path.
+ *
+ * A channel is a shared-memory region (struct rtn_chan_shm, rtn_chan.h)
+ * that the station daemon hands out over its control socket.  Sending
+ * writes the whole Ethernet frame straight into a TX ring slot; the
+ * station's real-time thread takes it into the channel's TDMA slot.
+ * Receiving reads the RX ring and sleeps on a futex only when it is empty.
+ * Waiting for a cycle is RTnet's RTMAC_RTIOC_WAITONCYCLE_EX on a futex the
+ * station bumps at every cycle start.
+ *
+ * All functions return 0 (or a count) or a negative errno with a one-line
+ * cause in rtn_last_error().  A channel is used by one sending thread and
+ * one receiving thread at a time (the rings are single-producer,
+ * single-consumer); waiting for cycles may happen on any number of threads.
+ *
+ * C applications include rtnet_app.h and link librtnet_app.a
+ * (make -C csrc app).
+ */
+#ifndef RTN_APP_H
+#define RTN_APP_H
+
+#include <stdint.h>
+
+#define RTN_APP_ETH_HLEN	14
+#define RTN_APP_OVERHEAD	38	/* Ethernet header + struct rtn_app_hdr */
+#define RTN_APP_SCHED_NOW	0	/* sched_ns: "now", in global time */
+
+struct rtn_app_chan;
+
+struct rtn_app_chan_opts {
+	uint16_t ethertype;
+	uint16_t slot;		/* TDMA slot the channel sends in */
+	uint32_t prio;		/* 0 highest .. 31 */
+	uint32_t max_size;	/* largest frame, Ethernet header included */
+	uint32_t depth;		/* messages per ring, power of two */
+};
+
+/** What came with a received message; times in global time (ns). */
+struct rtn_app_msg_info {
+	uint8_t src[6];
+	uint16_t ethertype;
+	uint32_t seq;
+	uint32_t len;		/* payload length (may exceed what was copied) */
+	int64_t sched_ns;	/* when the sender meant to send */
+	int64_t tx_ns;		/* when the sender's station transmitted */
+	int64_t rx_ns;		/* when this station received */
+};
+
+/** One TDMA cycle, as RTnet's struct rtmac_waitinfo (RTMAC_RTIOC_WAITONCYCLE_EX). */
+struct rtn_app_waitinfo {
+	uint32_t cycle_no;
+	int64_t cycle_start;	/* global time */
+	int64_t cycle_start_os;	/* the same instant on this host's CLOCK_MONOTONIC */
+	int64_t clock_offset;	/* global - local time of the station */
+	int64_t cycle_ns;
+};
+
+struct rtn_app_stats {
+	int32_t channel;	/* id at the station, -1 if attached without one */
+	uint16_t ethertype;
+	uint16_t slot;
+	uint32_t depth;
+	uint32_t max_size;
+	uint8_t station_mac[6];
+	uint8_t pad[2];
+	int32_t alive;
+	uint64_t tx_sent;	/* committed to the TX ring */
+	uint64_t tx_full;	/* refused: TX ring full (-ENOBUFS) */
+	uint64_t kicks;		/* NoMAC wake-ups of the station */
+	uint64_t rx_received;
+	uint64_t rx_drops;	/* the station found the RX ring full */
+	uint32_t tx_queued;	/* in the TX ring now */
+	uint32_t rx_queued;	/* in the RX ring now */
+	uint32_t rx_waiting;	/* receivers asleep on the RX ring */
+	uint32_t cycle_waiting;	/* threads asleep waiting for a cycle */
+};
+
+/** A received message reduced to its timestamps, for latency analysis. */
+struct rtn_app_sample {
+	uint32_t seq;
+	uint32_t len;
+	int64_t sched_ns;
+	int64_t tx_ns;
+	int64_t rx_ns;
+};
+
+/** Defaults: slot 0, priority 15, 1514-byte frames, 256 messages (EtherType left 0). */
+void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o);
+
+/**
+ * Ask the station daemon on @p dev for a channel over its control socket
+ * ($RTNET_RUN_DIR or /run/rtnet, then @p netns or the caller's namespace
+ * name, then "<dev>.ctl").  The connection stays open for the channel's
+ * life: the daemon reclaims the channel when it closes.
+ */
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+		 struct rtn_app_chan **out);
+
+/**
+ * Use a channel whose file descriptors the caller obtained itself.  On
+ * success the channel owns @p memfd and @p kickfd (closed by rtn_app_close);
+ * on failure they stay the caller's.
+ */
+int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out);
+
+/** Unmap and close everything (the control connection too).  Accepts NULL. */
+void rtn_app_close(struct rtn_app_chan *ch);
+
+/**
+ * Queue one message for @p dst: the frame is built in the TX ring slot.
+ * @param sched_ns  when the message was meant to go (global time),
+ *                  RTN_APP_SCHED_NOW for the current time.
+ * @return 0 and the message's sequence number in *seq_out (may be NULL);
+ *         -ENOBUFS if the TX ring is full (counted), -EMSGSIZE, -ENOTCONN.
+ */
+int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
+		 uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+
+/**
+ * Receive one message: copies up to @p cap payload bytes into @p buf.
+ * @param timeout_ns  0: do not wait; < 0: wait forever.
+ * @return bytes copied (info->len has the full length), -EAGAIN if nothing
+ *         arrived in time, -ENOTCONN once the station went away.
+ */
+int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		 struct rtn_app_msg_info *info, int64_t timeout_ns);
+
+/**
+ * Wait for the next TDMA cycle to start (RTMAC_RTIOC_WAITONCYCLE_EX).
+ * @return 0 and *wi, -ETIMEDOUT, or -ENOTCONN.
+ */
+int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
+		       int64_t timeout_ns);
+
+/** The most recently started cycle without waiting; -EAGAIN before the first one. */
+int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi);
+
+/** Global time now: CLOCK_MONOTONIC shifted by the last published cycle's offset. */
+int64_t rtn_app_global_now(struct rtn_app_chan *ch);
+
+void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out);
+
+/**
+ * Receive up to @p n messages into @p out, in arrival order, for latency
+ * analysis; stops early when nothing arrives for @p idle_timeout_ns.
+ * @return the number of samples stored, or -ENOTCONN with none.
+ */
+int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint32_t n,
+		      int64_t idle_timeout_ns);
+
+#endif

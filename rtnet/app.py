@@ -1,0 +1,272 @@
+"""Application channels (csrc/rtn_app.c): real-time messages and TDMA cycle waits.
+
+A channel is shared memory between this process and the station's real-time
+thread.  ``send`` writes the frame straight into the TX ring and ``recv``
+reads the RX ring; neither makes a system call unless ``recv`` has to wait.
+
+>>> with Channel.open("rteth0", ethertype=0x88B5) as ch:          # doctest: +SKIP
+...     seq = ch.send("ff:ff:ff:ff:ff:ff", b"hello")
+...     msg = ch.recv(timeout=1.0)
+...     info = ch.wait_cycle(timeout=0.1)
+
+The cyclic helpers (``publish_cyclic``, ``subscribe``) live in rtnet.cyclic
+and are re-exported here.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import weakref
+from dataclasses import dataclass
+
+from . import paths
+from ._lowlevel import check, ffi, lib
+from .errors import ChannelError, ChannelFull, ConfigError
+
+MSG_MAX = 1536                       # whole frame, as RTN_CHAN_MSG_MAX
+OVERHEAD = lib.RTN_APP_OVERHEAD      # Ethernet header + application header
+MAX_DEPTH = 4096
+REPLY_MAX = 4096
+
+
+@dataclass(frozen=True)
+class Message:
+    """A received message; times are global time in ns (0 if the sender did not stamp)."""
+
+    src: str
+    seq: int
+    sched_ns: int
+    tx_ns: int
+    rx_ns: int
+    payload: bytes
+    ethertype: int
+
+
+@dataclass(frozen=True)
+class WaitInfo:
+    """One TDMA cycle, as RTnet's struct rtmac_waitinfo."""
+
+    cycle_no: int
+    cycle_start_ns: int      # global time
+    cycle_start_os_ns: int   # the same instant on this host's CLOCK_MONOTONIC
+    clock_offset_ns: int
+    cycle_ns: int
+
+
+def mac_to_bytes(mac) -> bytes:
+    if isinstance(mac, (bytes, bytearray)) and len(mac) == 6:
+        return bytes(mac)
+    if isinstance(mac, str):
+        try:
+            b = bytes(int(x, 16) for x in mac.split(":"))
+        except ValueError:
+            b = b""
+        if len(b) == 6:
+            return b
+    raise ConfigError(f"MAC address {mac!r}: use six hex bytes like 02:52:54:00:00:01")
+
+
+def mac_to_str(b) -> str:
+    return ":".join(f"{x:02x}" for x in bytes(b))
+
+
+def _timeout_ns(timeout) -> int:
+    """Seconds (None: forever) to the C convention (-1 forever, 0 poll)."""
+    if timeout is None:
+        return -1
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+        raise ConfigError(f"timeout {timeout!r}: seconds >= 0, or None to wait forever")
+    return int(timeout * 1e9)
+
+
+def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
+    for name, v in (("ethertype", ethertype), ("slot", slot), ("prio", prio),
+                    ("max_size", max_size), ("depth", depth)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{name} must be an integer, not {v!r}")
+    if not 0x0600 <= ethertype <= 0xFFFF:
+        raise ConfigError(f"EtherType 0x{ethertype:04x}: must be 0x0600..0xffff")
+    if not 0 <= slot <= 63:
+        raise ConfigError(f"slot {slot}: must be 0..63")
+    if not 0 <= prio <= 31:
+        raise ConfigError(f"priority {prio}: must be 0..31 (0 highest)")
+    if not OVERHEAD <= max_size <= MSG_MAX:
+        raise ConfigError(f"max_size {max_size}: must be {OVERHEAD}..{MSG_MAX} bytes")
+    if depth <= 0 or depth & (depth - 1) or depth > MAX_DEPTH:
+        raise ConfigError(f"depth {depth}: a power of two up to {MAX_DEPTH}")
+
+
+def _request_channel(path: str, request: dict) -> tuple[socket.socket, dict, list[int]]:
+    """Send one control request and read the reply line with its descriptors."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fds: list[int] = []
+    try:
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            raise ChannelError(exc.errno or errno.ECONNREFUSED,
+                               f"no station daemon at {path} ({exc.strerror})") from None
+        sock.sendall((json.dumps(request) + "\n").encode())
+        data = b""
+        while b"\n" not in data:
+            chunk, got, _flags, _addr = socket.recv_fds(sock, REPLY_MAX, 4)
+            fds.extend(got)
+            if not chunk:
+                raise ChannelError(errno.ECONNRESET, f"{path}: daemon closed the connection")
+            data += chunk
+            if len(data) > REPLY_MAX:
+                raise ChannelError(errno.EMSGSIZE, f"{path}: reply line too long")
+        reply = json.loads(data.split(b"\n", 1)[0])
+        return sock, reply, fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        sock.close()
+        raise
+
+
+class Channel:
+    """One application channel; use Channel.open() or Channel.attach()."""
+
+    def __init__(self, ch, ctl: socket.socket | None = None):
+        self._ch = ch
+        self._ctl = ctl
+        self._buf = ffi.new("uint8_t[]", MSG_MAX)
+        self._info = ffi.new("struct rtn_app_msg_info *")
+        self._wi = ffi.new("struct rtn_app_waitinfo *")
+        self._seq = ffi.new("uint32_t *")
+        self._tasks: weakref.WeakSet = weakref.WeakSet()
+        st = self.stats()
+        self.ethertype = st["ethertype"]
+        self.station_mac = st["station_mac"]
+        self.id = st["channel"]
+
+    @classmethod
+    def open(cls, dev: str = "rteth0", *, netns: str | None = None, ethertype: int,
+             slot: int = 0, prio: int = 15, max_size: int = 1514, depth: int = 256) -> "Channel":
+        """Ask the station daemon on ``dev`` for a channel (kept while this object is open)."""
+        _validate_open(ethertype, slot, prio, max_size, depth)
+        path = paths.control_socket(dev, netns)
+        sock, reply, fds = _request_channel(path, {
+            "cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
+            "max_size": max_size, "depth": depth})
+        try:
+            if not reply.get("ok"):
+                raise ChannelError(errno.EREMOTEIO,
+                                   f"{dev}: channel refused: {reply.get('error', 'no reason given')}")
+            if len(fds) != 2:
+                raise ChannelError(errno.EPROTO, f"{dev}: daemon sent {len(fds)} descriptors, "
+                                                 "expected 2 (memfd, kickfd)")
+            out = ffi.new("struct rtn_app_chan **")
+            check(lib.rtn_app_attach(fds[0], fds[1], out), ChannelError, dev)
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            raise
+        return cls(out[0], sock)
+
+    @classmethod
+    def attach(cls, memfd: int, kickfd: int) -> "Channel":
+        """Use descriptors obtained elsewhere (e.g. Station.open_channel); takes them over."""
+        out = ffi.new("struct rtn_app_chan **")
+        check(lib.rtn_app_attach(memfd, kickfd, out), ChannelError, "channel")
+        return cls(out[0])
+
+    def _live(self):
+        if self._ch is None:
+            raise ChannelError(errno.EBADF, "channel is closed")
+        return self._ch
+
+    # -- messages -------------------------------------------------------------------
+    def send(self, dst, payload: bytes = b"", sched_ns: int | None = None) -> int:
+        """Queue ``payload`` for ``dst``; returns its sequence number."""
+        ch = self._live()
+        dst_b = mac_to_bytes(dst)
+        payload = bytes(payload)
+        if len(payload) > MSG_MAX - OVERHEAD:
+            raise ConfigError(f"payload of {len(payload)} bytes: at most {MSG_MAX - OVERHEAD}")
+        sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
+        rc = lib.rtn_app_send(ch, dst_b, payload, len(payload), sched, self._seq)
+        if rc == -errno.ENOBUFS:
+            raise ChannelFull(errno.ENOBUFS, "channel TX ring full")
+        check(rc, ChannelError, "send")
+        return self._seq[0]
+
+    def recv(self, timeout: float | None = None) -> Message | None:
+        """Next message, waiting up to ``timeout`` seconds (None: forever, 0: poll)."""
+        ch = self._live()
+        rc = lib.rtn_app_recv(ch, self._buf, MSG_MAX, self._info, _timeout_ns(timeout))
+        if rc == -errno.EAGAIN:
+            return None
+        check(rc, ChannelError, "recv")
+        i = self._info
+        return Message(mac_to_str(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
+                       bytes(ffi.buffer(self._buf, rc)), i.ethertype)
+
+    # -- cycles --------------------------------------------------------------------------
+    def wait_cycle(self, timeout: float | None = None) -> WaitInfo | None:
+        """Wait for the next TDMA cycle start; None on timeout."""
+        rc = lib.rtn_app_wait_cycle(self._live(), self._wi, _timeout_ns(timeout))
+        if rc == -errno.ETIMEDOUT:
+            return None
+        check(rc, ChannelError, "wait_cycle")
+        return self._waitinfo()
+
+    def cycle_info(self) -> WaitInfo | None:
+        """The most recently started cycle, or None before the first."""
+        if lib.rtn_app_cycle_info(self._live(), self._wi) < 0:
+            return None
+        return self._waitinfo()
+
+    def _waitinfo(self) -> WaitInfo:
+        w = self._wi
+        return WaitInfo(w.cycle_no, w.cycle_start, w.cycle_start_os, w.clock_offset, w.cycle_ns)
+
+    def global_now(self) -> int:
+        return lib.rtn_app_global_now(self._live())
+
+    # -- status and life cycle -----------------------------------------------------------
+    def stats(self) -> dict:
+        st = ffi.new("struct rtn_app_stats *")
+        lib.rtn_app_stats(self._live(), st)
+        out = {k: getattr(st, k) for k in (
+            "channel", "ethertype", "slot", "depth", "max_size", "tx_sent", "tx_full", "kicks",
+            "rx_received", "rx_drops", "tx_queued", "rx_queued", "rx_waiting",
+            "cycle_waiting")}
+        out["alive"] = bool(st.alive)
+        out["station_mac"] = mac_to_str(st.station_mac)
+        return out
+
+    @property
+    def closed(self) -> bool:
+        return self._ch is None
+
+    def close(self) -> None:
+        """Stop cyclic tasks on this channel, unmap it, release it at the daemon.  Idempotent."""
+        if self._ch is None:
+            return
+        for task in list(self._tasks):
+            task.stop()
+        lib.rtn_app_close(self._ch)
+        self._ch = None
+        if self._ctl is not None:
+            self._ctl.close()
+            self._ctl = None
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: E402,F401

@@ -1,0 +1,166 @@
+"""Cyclic tasks on a channel (csrc/rtn_cyclic.c), driven from Python.
+
+Python cannot run on the real-time thread, so the task is the built-in C
+publisher: one timestamped message per TDMA cycle at ``offset_us`` after the
+cycle start.  ``subscribe`` collects messages in C into an array of
+(seq, len, sched_ns, tx_ns, rx_ns) and ``latencies_ns`` turns it into
+latency arrays.  ``standard=True`` runs the baseline a benchmark compares
+against: SCHED_OTHER, relative sleeps every ``interval_us`` from the task's
+start, ignoring the cycle.
+"""
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._lowlevel import check, ffi, lib
+from .errors import ChannelError, ConfigError
+from .hist import Histogram
+from .rtthread import fill_rt_opts
+
+SAMPLE_DTYPE = np.dtype([("seq", "<u4"), ("len", "<u4"), ("sched_ns", "<i8"),
+                         ("tx_ns", "<i8"), ("rx_ns", "<i8")])
+assert SAMPLE_DTYPE.itemsize == ffi.sizeof("struct rtn_app_sample")
+
+_POLICY = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED_OTHER"}
+
+
+@dataclass(frozen=True)
+class CyclicStats:
+    mode: str                # "rt" or "standard"
+    policy: str
+    priority: int
+    cpu: int | None
+    memory_locked: bool
+    running: bool
+    rc: int                  # the loop's result (0, or a negative errno)
+    runs: int
+    missed: int
+    interval_ns: int
+    sent: int
+    refused: int             # TX ring full
+    histogram: Histogram     # lateness of each wake-up
+
+    def summary_us(self) -> dict:
+        return self.histogram.summary_us()
+
+
+class CyclicTask:
+    """The built-in publisher running on ``channel``; start() it or use publish_cyclic()."""
+
+    def __init__(self, channel, dst, *, payload_size: int = 0, offset_us: float = 0,
+                 cycles: int = 0, standard: bool = False, interval_us: float | None = None,
+                 cpu: int | None = None, priority: int = 80, allow_fallback: bool = False,
+                 hold_dma_latency: bool = True, first_cycle_timeout: float = 2.0):
+        from .app import MSG_MAX, OVERHEAD, mac_to_bytes  # app imports this module
+        if not isinstance(payload_size, int) or not 0 <= payload_size <= MSG_MAX - OVERHEAD:
+            raise ConfigError(f"payload_size {payload_size!r}: 0..{MSG_MAX - OVERHEAD}")
+        if not isinstance(cycles, int) or cycles < 0:
+            raise ConfigError(f"cycles {cycles!r}: an integer >= 0 (0: until stopped)")
+        if offset_us < 0:
+            raise ConfigError(f"offset_us {offset_us}: must not be negative")
+        if interval_us is not None and interval_us <= 0:
+            raise ConfigError(f"interval_us {interval_us}: must be positive")
+        if first_cycle_timeout <= 0:
+            raise ConfigError(f"first_cycle_timeout {first_cycle_timeout}: must be positive")
+        self.channel = channel
+        self._opts = ffi.new("struct rtn_cyclic_opts *")
+        lib.rtn_cyclic_opts_init(self._opts)
+        fill_rt_opts(ffi.addressof(self._opts, "rt"), cpu=cpu, priority=priority,
+                     allow_fallback=allow_fallback, hold_dma_latency=hold_dma_latency)
+        self._opts.offset_ns = int(offset_us * 1000)
+        self._opts.cycles = cycles
+        self._opts.mode = lib.RTN_CYCLIC_MODE_STANDARD if standard else lib.RTN_CYCLIC_MODE_RT
+        self._opts.interval_ns = int(interval_us * 1000) if interval_us else 0
+        self._opts.first_cycle_timeout_ns = int(first_cycle_timeout * 1e9)
+        self._pub = ffi.new("struct rtn_cyclic_pub *")
+        self._pub.dst = mac_to_bytes(dst)
+        self._pub.payload_len = payload_size
+        self._c = None
+        self._final: CyclicStats | None = None
+
+    def start(self) -> "CyclicTask":
+        if self._c is not None:
+            return self
+        self._pub.ch = self.channel._live()
+        out = ffi.new("struct rtn_cyclic **")
+        check(lib.rtn_cyclic_start(self._pub.ch, self._opts, lib.rtn_cyclic_publisher_fn(),
+                                   self._pub, out), ChannelError, "cyclic task")
+        self._c = out[0]
+        self._final = None
+        self.channel._tasks.add(self)
+        return self
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the task ends by itself (its cycles are done); False on timeout."""
+        if self._c is None:
+            return True
+        t = -1 if timeout is None else int(timeout * 1e9)
+        return lib.rtn_cyclic_wait(self._c, t) == 0
+
+    def _convert(self, st) -> CyclicStats:
+        return CyclicStats(
+            "standard" if st.mode == lib.RTN_CYCLIC_MODE_STANDARD else "rt",
+            _POLICY.get(st.policy, "SCHED_OTHER"), st.priority, None if st.cpu < 0 else st.cpu,
+            bool(st.memory_locked), bool(st.running), st.rc, st.runs, st.missed, st.interval_ns,
+            self._pub.sent, self._pub.refused, Histogram.from_c(ffi.addressof(st, "hist")))
+
+    def stats(self) -> CyclicStats:
+        if self._c is None:
+            if self._final is None:
+                raise ChannelError(errno.ESRCH, "cyclic task was never started")
+            return self._final
+        st = ffi.new("struct rtn_cyclic_stats *")
+        lib.rtn_cyclic_read_stats(self._c, st)
+        return self._convert(st)
+
+    def stop(self) -> CyclicStats:
+        """Stop and join the task; raises if it ended with an error.  Idempotent."""
+        if self._c is not None:
+            st = ffi.new("struct rtn_cyclic_stats *")
+            lib.rtn_cyclic_stop(self._c, st)
+            self._c = None
+            self._final = self._convert(st)
+            self.channel._tasks.discard(self)
+            if st.rc < 0:
+                check(st.rc, ChannelError, "cyclic task")
+        if self._final is None:
+            raise ChannelError(errno.ESRCH, "cyclic task was never started")
+        return self._final
+
+    def __enter__(self) -> "CyclicTask":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self._c is not None:
+            self.stop()
+
+
+def publish_cyclic(channel, dst, count: int = 0, **kw) -> CyclicTask:
+    """Start the C publisher: ``count`` messages (0: until stop()), one per cycle."""
+    return CyclicTask(channel, dst, cycles=count, **kw).start()
+
+
+def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
+    """Receive up to ``count`` messages in C; stops after ``idle_timeout`` s without one.
+
+    Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns.
+    """
+    if not isinstance(count, int) or count <= 0:
+        raise ConfigError(f"count {count!r}: a positive integer")
+    if idle_timeout <= 0:
+        raise ConfigError(f"idle_timeout {idle_timeout}: must be positive")
+    arr = np.zeros(count, dtype=SAMPLE_DTYPE)
+    ptr = ffi.from_buffer("struct rtn_app_sample[]", arr, require_writable=True)
+    n = check(lib.rtn_app_subscribe(channel._live(), ptr, count, int(idle_timeout * 1e9)),
+              ChannelError, "subscribe")
+    return arr[:n].copy()
+
+
+def latencies_ns(samples: np.ndarray) -> dict:
+    """Per-message latencies in ns: scheduled -> transmitted -> received (global time)."""
+    s = samples
+    return {"sched_to_tx": s["tx_ns"] - s["sched_ns"], "tx_to_rx": s["rx_ns"] - s["tx_ns"],
+            "sched_to_rx": s["rx_ns"] - s["sched_ns"]}

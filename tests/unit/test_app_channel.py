@@ -1,0 +1,289 @@
+"""Application API without a station: a fake channel memory and a fake daemon.
+
+The channel memory is built here as the station builds it (struct
+rtn_chan_shm in a memfd), so sending, receiving and the control-socket
+protocol can be checked byte for byte without root.
+"""
+import errno
+import json
+import mmap
+import os
+import socket
+import struct
+import threading
+
+import pytest
+
+from rtnet._lowlevel import ffi, lib
+from rtnet.app import Channel
+from rtnet.errors import ChannelError, ChannelFull, ConfigError
+
+ET = 0x88B5
+STATION_MAC = bytes.fromhex("025254000001")
+DST = "02:52:54:00:00:02"
+
+
+class FakeChannelMemory:
+    """struct rtn_chan_shm in a memfd, initialised like rtn_station_chan_open()."""
+
+    def __init__(self, depth=4, max_size=1514):
+        self.depth = depth
+        size = ffi.sizeof("struct rtn_chan_shm") + 2 * depth * ffi.sizeof("struct rtn_msg")
+        self.fd = os.memfd_create("test-channel")
+        os.ftruncate(self.fd, size)
+        self.map = mmap.mmap(self.fd, size)
+        self.shm = ffi.from_buffer("struct rtn_chan_shm *", self.map)
+        s = self.shm
+        s.magic, s.version, s.depth = lib.RTN_CHAN_MAGIC, lib.RTN_CHAN_VERSION, depth
+        s.ethertype, s.max_size, s.alive = ET, max_size, 1
+        s.station_mac = STATION_MAC
+        s.tx.size = s.rx.size = depth
+        self.msgs = ffi.cast("struct rtn_msg *", ffi.cast("char *", self.shm)
+                             + ffi.sizeof("struct rtn_chan_shm"))
+
+    def tx(self, i):
+        return self.msgs[i]
+
+    def rx(self, i):
+        return self.msgs[self.depth + i]
+
+    def fds(self):
+        """A fresh (memfd, kickfd) pair for Channel.attach, which takes them over."""
+        return os.dup(self.fd), os.eventfd(0, os.EFD_NONBLOCK)
+
+    def close(self):
+        del self.shm, self.msgs
+        self.map.close()
+        os.close(self.fd)
+
+
+@pytest.fixture
+def mem():
+    m = FakeChannelMemory()
+    yield m
+    m.close()
+
+
+def test_send_builds_the_frame_in_the_tx_ring(mem):
+    with Channel.attach(*mem.fds()) as ch:
+        assert ch.station_mac == "02:52:54:00:00:01" and ch.ethertype == ET
+        seqs = [ch.send(DST, b"abc", sched_ns=123456789), ch.send(DST, b"", sched_ns=5)]
+        assert seqs == [0, 1]
+        assert mem.shm.tx.head == 2
+        m = mem.tx(0)
+        frame = bytes(ffi.buffer(m.frame, m.len))
+        assert m.len == 14 + 24 + 3
+        assert frame[:6] == bytes.fromhex("025254000002") and frame[6:12] == STATION_MAC
+        magic, seq, sched, tx = struct.unpack("!IIqq", frame[14:38])
+        assert struct.unpack("!H", frame[12:14])[0] == ET
+        assert (magic, seq, sched, tx) == (lib.RTN_APP_MAGIC, 0, 123456789, 0)
+        assert frame[38:] == b"abc" and m.seq == 0 and m.sched_ns == 123456789
+        assert mem.tx(1).seq == 1 and mem.tx(1).len == 38
+
+
+def test_full_tx_ring_refuses_and_counts(mem):
+    with Channel.attach(*mem.fds()) as ch:
+        for _ in range(mem.depth):
+            ch.send(DST, b"x")
+        with pytest.raises(ChannelFull):
+            ch.send(DST, b"x")
+        st = ch.stats()
+        assert st["tx_sent"] == mem.depth and st["tx_full"] == 1 and st["tx_queued"] == mem.depth
+        assert mem.shm.tx.drops == 1
+        mem.shm.tx.tail = 1             # the station took one
+        assert ch.send(DST, b"y") == mem.depth
+
+
+def test_too_big_payload_is_refused(mem):
+    small = FakeChannelMemory(max_size=100)
+    try:
+        with Channel.attach(*small.fds()) as ch:
+            ch.send(DST, bytes(100 - 38))
+            with pytest.raises(ChannelError) as e:
+                ch.send(DST, bytes(100 - 37))
+            assert e.value.errno == errno.EMSGSIZE
+    finally:
+        small.close()
+
+
+def test_recv_parses_what_the_station_wrote(mem):
+    frame = (STATION_MAC[::-1] + bytes.fromhex("025254000009") + struct.pack("!H", ET)
+             + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 7, 100, 200) + b"payload")
+    m = mem.rx(0)
+    m.len, m.seq, m.sched_ns, m.tx_ns, m.rx_ns = len(frame), 7, 100, 200, 300
+    ffi.memmove(m.frame, frame, len(frame))
+    with Channel.attach(*mem.fds()) as ch:
+        assert ch.recv(timeout=0) is None           # nothing committed yet
+        mem.shm.rx.head = 1
+        msg = ch.recv(timeout=0)
+        assert (msg.src, msg.seq, msg.sched_ns, msg.tx_ns, msg.rx_ns, msg.payload) == \
+            ("02:52:54:00:00:09", 7, 100, 200, 300, b"payload")
+        assert mem.shm.rx.tail == 1 and ch.stats()["rx_received"] == 1
+        assert ch.recv(timeout=0.01) is None and ch.stats()["rx_waiting"] == 0
+
+
+def test_station_gone_gives_enotconn(mem):
+    with Channel.attach(*mem.fds()) as ch:
+        mem.shm.alive = 0
+        for call in (lambda: ch.send(DST, b""), lambda: ch.recv(timeout=0.5),
+                     lambda: ch.wait_cycle(timeout=0.5)):
+            with pytest.raises(ChannelError) as e:
+                call()
+            assert e.value.errno == errno.ENOTCONN
+
+
+def test_cycle_info_and_timeout(mem):
+    with Channel.attach(*mem.fds()) as ch:
+        assert ch.cycle_info() is None
+        assert ch.wait_cycle(timeout=0.01) is None
+        s = mem.shm
+        s.cycle_no, s.cycle_start_global, s.cycle_start_os = 41, 5_000_100, 5_000_000
+        s.clock_offset, s.cycle_ns, s.cycle_seq = 100, 1_000_000, 1
+        wi = ch.cycle_info()
+        assert (wi.cycle_no, wi.cycle_start_ns, wi.cycle_start_os_ns, wi.cycle_ns) == \
+            (41, 5_000_100, 5_000_000, 1_000_000)
+
+
+def test_slave_cycle_length_is_learnt(mem):
+    """A slave's station publishes cycle_ns 0: two cycle starts give the length."""
+    with Channel.attach(*mem.fds()) as ch:
+        s = mem.shm
+        s.cycle_no, s.cycle_start_os, s.cycle_seq = 10, 7_000_000, 1
+        assert ch.cycle_info().cycle_ns == 0
+        s.cycle_no, s.cycle_start_os, s.cycle_seq = 12, 7_000_000 + 2 * 999_999, 2
+        assert ch.cycle_info().cycle_ns == 1_000_000
+
+
+def test_bad_arguments_fail_before_c():
+    for kw in ({"ethertype": 0x0500}, {"ethertype": ET, "depth": 3},
+               {"ethertype": ET, "prio": 32}, {"ethertype": ET, "max_size": 20}):
+        with pytest.raises(ConfigError):
+            Channel.open("rteth0", **kw)
+
+
+def test_attach_refuses_foreign_memory():
+    fd = os.memfd_create("not-a-channel")
+    os.ftruncate(fd, 1 << 16)
+    try:
+        with pytest.raises(ChannelError) as e:
+            Channel.attach(fd, -1)
+        assert e.value.errno == errno.EPROTO and "magic" in str(e.value)
+    finally:
+        os.close(fd)
+
+
+# ---- control socket protocol against a fake daemon ------------------------------
+
+class FakeDaemon:
+    """Answers one channel.open per connection with ``reply`` (and the fds if ok)."""
+
+    def __init__(self, path, reply, mem=None, split=False):
+        self.path, self.reply, self.mem, self.split = path, reply, mem, split
+        self.requests = []
+        self.closed = threading.Event()
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(path)
+        self.srv.listen(1)
+        self.t = threading.Thread(target=self._serve, daemon=True)
+        self.t.start()
+
+    def _serve(self):
+        conn, _ = self.srv.accept()
+        with conn:
+            self.requests.append(json.loads(conn.makefile().readline()))
+            line = (json.dumps(self.reply) + "\n").encode()
+            if self.reply.get("ok"):
+                memfd, kickfd = self.mem.fds()
+                head, tail = (line[:5], line[5:]) if self.split else (line, b"")
+                socket.send_fds(conn, [head], [memfd, kickfd])
+                if tail:
+                    conn.sendall(tail)
+                os.close(memfd)
+                os.close(kickfd)
+            else:
+                conn.sendall(line)
+            conn.recv(1)            # returns b"" when the client lets go of the channel
+            self.closed.set()
+
+    def stop(self):
+        self.srv.close()
+        self.t.join(timeout=2)
+
+
+@pytest.fixture
+def run_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RTNET_RUN_DIR", str(tmp_path))
+    (tmp_path / "nsx").mkdir()
+    return tmp_path / "nsx"
+
+
+def test_open_over_control_socket(run_dir, mem):
+    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 3, "shm_size": 0},
+                   mem, split=True)
+    try:
+        ch = Channel.open("rteth0", netns="nsx", ethertype=ET, slot=1, prio=4, max_size=200,
+                          depth=16)
+        assert d.requests == [{"cmd": "channel.open", "ethertype": ET, "slot": 1, "prio": 4,
+                               "max_size": 200, "depth": 16}]
+        ch.send(DST, b"hi")
+        assert mem.shm.tx.head == 1
+        assert not d.closed.is_set()
+        ch.close()
+        assert d.closed.wait(2), "closing the channel must close the control connection"
+        ch.close()                   # idempotent
+    finally:
+        d.stop()
+
+
+def test_open_refused_carries_the_daemon_error(run_dir):
+    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": False, "error": "all 16 channels are in use"})
+    try:
+        with pytest.raises(ChannelError) as e:
+            Channel.open("rteth0", netns="nsx", ethertype=ET)
+        assert "all 16 channels are in use" in str(e.value)
+    finally:
+        d.stop()
+
+
+def test_open_without_daemon_names_the_socket(run_dir):
+    with pytest.raises(ChannelError) as e:
+        Channel.open("rteth0", netns="nsx", ethertype=ET)
+    assert str(run_dir / "rteth0.ctl") in str(e.value)
+
+
+def c_open(netns, **kw):
+    o = ffi.new("struct rtn_app_chan_opts *")
+    lib.rtn_app_chan_opts_init(o)
+    o.ethertype = ET
+    for k, v in kw.items():
+        setattr(o, k, v)
+    out = ffi.new("struct rtn_app_chan **")
+    rc = lib.rtn_app_open(b"rteth0", netns, o, out)
+    return rc, out[0]
+
+
+def test_c_open_speaks_the_same_protocol(run_dir, mem):
+    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 5, "shm_size": 0},
+                   mem, split=True)
+    try:
+        rc, ch = c_open(b"nsx", depth=32, prio=2)
+        assert rc == 0, ffi.string(lib.rtn_last_error())
+        st = ffi.new("struct rtn_app_stats *")
+        lib.rtn_app_stats(ch, st)
+        assert st.channel == 5 and st.ethertype == ET
+        assert d.requests[0] == {"cmd": "channel.open", "ethertype": ET, "slot": 0, "prio": 2,
+                                 "max_size": 1514, "depth": 32}
+        lib.rtn_app_close(ch)
+        assert d.closed.wait(2)
+    finally:
+        d.stop()
+
+
+def test_c_open_reports_refusal(run_dir):
+    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": False, "error": "EtherType \"x\" bad"})
+    try:
+        rc, _ = c_open(b"nsx")
+        assert rc < 0
+        assert 'EtherType "x" bad' in ffi.string(lib.rtn_last_error()).decode()
+    finally:
+        d.stop()
