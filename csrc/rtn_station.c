@@ -407,6 +407,9 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 		c->cycle_ns = cycle_ns;
 		c->cycle_start_os = os_of(s, start_local);
 		__atomic_store_n(&c->cycle_seq, c->cycle_seq + 1, __ATOMIC_RELEASE);
+		/* full fence: the store of cycle_seq must be visible before we read
+		 * cycle_waiting, or a reader going to sleep right now is missed */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))
 			futex_wake(&c->cycle_seq);
 	}
@@ -564,6 +567,7 @@ static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, 
 		}
 		rtn_ring_prod_commit(&c->shm->rx);
 		c->rx_msgs++;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
 		if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
 			futex_wake(&c->shm->rx.head);
 	}
