@@ -39,6 +39,9 @@
  * rate at the link rate without one wake-up per frame.
  */
 #define PACE_AHEAD_NS	30000
+/* batched VNIC: the RT thread writes to the TAP only with this much time to spare */
+#define VNIC_WRITE_SLACK_NS	100000
+#define VNIC_WRITE_COST_NS	10000	/* budget per TAP write (netif_rx included) */
 
 /* VNIC counters are bumped by the RT thread and the VNIC helper threads alike */
 #define VSTAT_ADD(s, field, n) __atomic_fetch_add(&(s)->st.vnic.field, (n), __ATOMIC_RELAXED)
@@ -612,7 +615,7 @@ static void receive_all(struct rtn_station *s)
 		}
 		rtn_xsk_rx_release(s->xsk);
 	}
-	if (queued_for_tap && s->vnic_live)
+	if (queued_for_tap && s->vnic_live && s->writer_on)
 		efd_signal(s->writer_efd);
 }
 
@@ -701,6 +704,8 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 	timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+static void vnic_write_direct(struct rtn_station *s, int64_t next_local);
+
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
@@ -784,12 +789,57 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			nomac_flush(s, local_of(s, rtn_now()));
 		}
 		rtn_xsk_flush(s->xsk);
+		if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED)
+			vnic_write_direct(s, s->disc == RTN_DISC_TDMA && s->tdma ?
+					  rtn_tdma_next_event(s->tdma) : INT64_MAX);
 	}
 	return 0;
 }
 
 /* ---- VNIC helper threads ------------------------------------------------------ */
 
+/* Write up to @p max received frames to the TAP; returns how many were taken. */
+static uint32_t write_to_tap(struct rtn_station *s, uint32_t max)
+{
+	struct frame_slot *f;
+	uint32_t n = 0;
+
+	while (n < max && (f = fr_peek(s->to_tap))) {
+		ssize_t w = tap_usable(s) ? write(s->tap_fd, f->data, f->len) : -1;
+
+		if (w < 0) {
+			/* a dead TAP, or a full one (EAGAIN): the frame is lost */
+			if (tap_usable(s) && errno != EAGAIN && errno != EINTR)
+				tap_failed(s);
+			VSTAT_ADD(s, rx_dropped, 1);
+		} else {
+			VSTAT_ADD(s, tap_tx, 1);
+			VSTAT_ADD(s, tap_tx_bytes, f->len);
+		}
+		fr_release(s->to_tap);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Batched mode, wire -> Linux: the RT thread writes received frames to the
+ * TAP itself, but only when its next deadline is far enough away that the
+ * writes (a few microseconds each) cannot delay real-time work; otherwise
+ * they wait in the ring for a later wake-up.  No helper thread, so no
+ * context switch per batch.
+ */
+static void vnic_write_direct(struct rtn_station *s, int64_t next_local)
+{
+	int64_t slack = next_local == INT64_MAX ? INT64_MAX
+						 : next_local - rtn_station_local_now(s);
+
+	if (slack > VNIC_WRITE_SLACK_NS)
+		write_to_tap(s, (uint32_t)(slack == INT64_MAX ? VNIC_RING
+					   : (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
+}
+
+/* Per-packet mode, wire -> Linux: a helper thread woken by the RT thread. */
 static void *vnic_writer(void *arg)
 {
 	struct rtn_station *s = arg;
@@ -797,24 +847,10 @@ static void *vnic_writer(void *arg)
 	pthread_setname_np(pthread_self(), "rtnet-vnic-wr");
 	while (!s->vnic_stop) {
 		struct pollfd p = { .fd = s->writer_efd, .events = POLLIN };
-		struct frame_slot *f;
 
 		if (poll(&p, 1, 200) > 0)
 			efd_drain(s->writer_efd);
-		while ((f = fr_peek(s->to_tap))) {
-			ssize_t n = tap_usable(s) ? write(s->tap_fd, f->data, f->len) : -1;
-
-			if (n < 0) {
-				/* a dead TAP, or a full one (EAGAIN): the frame is lost */
-				if (tap_usable(s) && errno != EAGAIN && errno != EINTR)
-					tap_failed(s);
-				VSTAT_ADD(s, rx_dropped, 1);
-			} else {
-				VSTAT_ADD(s, tap_tx, 1);
-				VSTAT_ADD(s, tap_tx_bytes, f->len);
-			}
-			fr_release(s->to_tap);
-		}
+		write_to_tap(s, VNIC_RING);
 	}
 	return NULL;
 }
@@ -1195,11 +1231,14 @@ int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_
 	s->vnic_slot = slot;
 	s->vnic_stop = 0;
 	s->tap_dead = 0;
-	if (pthread_create(&s->writer, NULL, vnic_writer, s) == 0)
-		s->writer_on = 1;
-	if (mode == RTN_VNIC_PER_PACKET && pthread_create(&s->reader, NULL, vnic_reader, s) == 0)
-		s->reader_on = 1;
-	if (!s->writer_on || (mode == RTN_VNIC_PER_PACKET && !s->reader_on)) {
+	/* batched: the RT thread does both directions itself (vnic_write_direct) */
+	if (mode == RTN_VNIC_PER_PACKET) {
+		if (pthread_create(&s->writer, NULL, vnic_writer, s) == 0)
+			s->writer_on = 1;
+		if (pthread_create(&s->reader, NULL, vnic_reader, s) == 0)
+			s->reader_on = 1;
+	}
+	if (mode == RTN_VNIC_PER_PACKET && (!s->writer_on || !s->reader_on)) {
 		rc = rtn_set_error(-EAGAIN, "VNIC: cannot start its threads");
 		vnic_release(s);
 		goto out;
