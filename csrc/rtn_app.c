@@ -480,7 +480,8 @@ int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint3
 			return got ? (int)got : rc;
 		out[got++] = (struct rtn_app_sample){ .seq = info.seq, .len = info.len,
 						      .sched_ns = info.sched_ns,
-						      .tx_ns = info.tx_ns, .rx_ns = info.rx_ns };
+						      .tx_ns = info.tx_ns, .rx_ns = info.rx_ns,
+						      .app_ns = rtn_app_global_now(ch) };
 	}
 	return got;
 }

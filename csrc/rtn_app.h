@@ -86,7 +86,8 @@ struct rtn_app_sample {
 	uint32_t len;
 	int64_t sched_ns;
 	int64_t tx_ns;
-	int64_t rx_ns;
+	int64_t rx_ns;		/* the station received the frame */
+	int64_t app_ns;		/* the application took it from the ring (global time) */
 };
 
 /** Defaults: slot 0, priority 15, 1514-byte frames, 256 messages (EtherType left 0). */

@@ -166,6 +166,41 @@ static int rt_body(struct rtn_rt *rt, void *arg)
 }
 
 /*
+ * Real-time mode with its own grid (interval_ns set): deadlines at whole
+ * multiples of the interval on the shared clock plus the offset, absolute
+ * wake-ups as above.  This is a real-time task where no TDMA cycle is
+ * published (NoMAC): same policy and pinning, no gate to align to.
+ */
+static int rt_grid_body(struct rtn_rt *rt, struct rtn_cyclic *c)
+{
+	int64_t per = c->o.interval_ns, off = c->o.offset_ns % per;
+	int64_t deadline = (rtn_now() / per + 1) * per + off;
+	struct rtn_app_waitinfo wi;
+	uint32_t n = 0;
+
+	c->interval_ns = per;
+	while (!stopping(c)) {
+		int64_t now = rtn_now(), woke;
+
+		if (deadline + per <= now) {
+			int64_t skip = (now - deadline) / per;
+
+			deadline += skip * per;
+			n += (uint32_t)skip;
+			__atomic_store_n(&c->missed, c->missed + skip, __ATOMIC_RELAXED);
+		}
+		woke = rtn_rt_wait_until(rt, deadline);
+		wi = (struct rtn_app_waitinfo){ .cycle_no = n, .cycle_start = deadline - off,
+						.cycle_start_os = deadline - off, .cycle_ns = per };
+		if (run_once(c, &wi, deadline, woke))
+			break;
+		deadline += per;
+		n++;
+	}
+	return c->rc;
+}
+
+/*
  * Standard mode: what an ordinary program does.  The schedule is
  * start + k * interval, but the sleep is relative (computed from "now"
  * before sleeping), on SCHED_OTHER, ignoring where the TDMA cycle is.
@@ -218,7 +253,7 @@ out:
 static int rt_body_done(struct rtn_rt *rt, void *arg)
 {
 	struct rtn_cyclic *c = arg;
-	int rc = rt_body(rt, c);
+	int rc = c->o.interval_ns > 0 ? rt_grid_body(rt, c) : rt_body(rt, c);
 
 	c->rc = rc;
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
@@ -246,7 +281,7 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 	c->o = *o;
 	c->fn = fn;
 	c->arg = arg;
-	c->interval_ns = o->mode == RTN_CYCLIC_MODE_STANDARD ? o->interval_ns : 0;
+	c->interval_ns = o->interval_ns;
 	rtn_hist_init(&c->hist, 0);
 	if (o->mode == RTN_CYCLIC_MODE_RT) {
 		struct rtn_rt_opts rto = o->rt;

@@ -35,7 +35,8 @@ struct rtn_cyclic_opts {
 	uint64_t cycles;		/* runs before stopping; 0: until rtn_cyclic_stop() */
 	int32_t mode;			/* RTN_CYCLIC_MODE_* */
 	int32_t pad;
-	int64_t interval_ns;		/* standard mode period; 0: the channel's cycle */
+	int64_t interval_ns;		/* period; 0: the channel's cycle (real-time mode: own
+				 * absolute grid of this period, for NoMAC) */
 	int64_t first_cycle_timeout_ns;	/* wait for the first published cycle; 0: 2 s */
 	struct rtn_rt_opts rt;		/* real-time mode: CPU, priority, PM QoS, fallback */
 };

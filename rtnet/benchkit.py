@@ -101,10 +101,14 @@ def run_cyclictest(cyclictest: str, *, seconds: int, priority: int, cpus: str,
     return acc, cmd
 
 
-def start_stress(stress_ng: str, seconds: float, ncpus: int | None = None):
+def start_stress(stress_ng: str, seconds: float, ncpus: int | None = None,
+                 taskset: str | None = None):
+    """stress-ng CPU workers (``ncpus``, default one per CPU), on ``taskset`` CPUs if given."""
     ncpus = ncpus or os.cpu_count() or 1
     cmd = [stress_ng, "--cpu", str(ncpus), "--timeout", f"{int(math.ceil(seconds))}s",
            "--quiet"]
+    if taskset is not None:
+        cmd += ["--taskset", taskset]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     time.sleep(2.0)  # let the workers spin up before measuring

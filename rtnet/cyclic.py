@@ -3,10 +3,14 @@
 Python cannot run on the real-time thread, so the task is the built-in C
 publisher: one timestamped message per TDMA cycle at ``offset_us`` after the
 cycle start.  ``subscribe`` collects messages in C into an array of
-(seq, len, sched_ns, tx_ns, rx_ns) and ``latencies_ns`` turns it into
-latency arrays.  ``standard=True`` runs the baseline a benchmark compares
+(seq, len, sched_ns, tx_ns, rx_ns, app_ns) and ``latencies_ns`` turns it
+into latency arrays (rx_ns: the station received the frame; app_ns: the
+subscriber took it, both in global time).  ``standard=True`` runs the baseline a benchmark compares
 against: SCHED_OTHER, relative sleeps every ``interval_us`` from the task's
-start, ignoring the cycle.
+start, ignoring the cycle.  ``interval_us`` without ``standard`` runs the
+real-time task on its own absolute grid of that period (whole multiples of
+it on the shared clock, plus ``offset_us``): a real-time task where no TDMA
+cycle is published, e.g. under NoMAC.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from .hist import Histogram
 from .rtthread import fill_rt_opts
 
 SAMPLE_DTYPE = np.dtype([("seq", "<u4"), ("len", "<u4"), ("sched_ns", "<i8"),
-                         ("tx_ns", "<i8"), ("rx_ns", "<i8")])
+                         ("tx_ns", "<i8"), ("rx_ns", "<i8"), ("app_ns", "<i8")])
 assert SAMPLE_DTYPE.itemsize == ffi.sizeof("struct rtn_app_sample")
 
 _POLICY = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED_OTHER"}
@@ -146,7 +150,7 @@ def publish_cyclic(channel, dst, count: int = 0, **kw) -> CyclicTask:
 def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
     """Receive up to ``count`` messages in C; stops after ``idle_timeout`` s without one.
 
-    Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns.
+    Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns, app_ns.
     """
     if not isinstance(count, int) or count <= 0:
         raise ConfigError(f"count {count!r}: a positive integer")
@@ -160,7 +164,9 @@ def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
 
 
 def latencies_ns(samples: np.ndarray) -> dict:
-    """Per-message latencies in ns: scheduled -> transmitted -> received (global time)."""
+    """Per-message latencies in ns: scheduled -> transmitted -> received -> taken by the
+    application (global time); sched_to_app is the true end-to-end latency."""
     s = samples
     return {"sched_to_tx": s["tx_ns"] - s["sched_ns"], "tx_to_rx": s["rx_ns"] - s["tx_ns"],
-            "sched_to_rx": s["rx_ns"] - s["sched_ns"]}
+            "sched_to_rx": s["rx_ns"] - s["sched_ns"], "rx_to_app": s["app_ns"] - s["rx_ns"],
+            "sched_to_app": s["app_ns"] - s["sched_ns"]}

@@ -81,10 +81,12 @@ def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, max_master_nrt: int = 
 
 @contextlib.contextmanager
 def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: int | None = None,
-              rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0):
+              rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0,
+              ethertypes=()):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
-    Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4).
+    Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4);
+    ``ethertypes`` are steered to the stations as well (application channels).
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
@@ -92,7 +94,8 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
         stations, taps = [], []
         for idx, cfg in ((1, slot_plan.master), (2, slot_plan.slave)):
             ls = lab.station(idx)
-            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt))
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt,
+                                             ethertypes=ethertypes))
             st.attach_tdma(cfg)
             stations.append(st)
         for st in stations:
@@ -109,6 +112,36 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
         yield stations, taps
         for tap in taps:
             tap.close()   # before the stations close: the namespaces outlive neither
+
+
+@contextlib.contextmanager
+def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
+               rt: RtSettings = RtSettings(priority=80), ethertypes=(),
+               link_rate_mbps: int = 100):
+    """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
+    modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps)."""
+    mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
+    qlen = txqueuelen_for(1000, link_rate_mbps)
+    with contextlib.ExitStack() as stack:
+        stations, taps = [], []
+        for idx in (1, 2):
+            ls = lab.station(idx)
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt,
+                                             ethertypes=ethertypes,
+                                             link_rate_mbps=link_rate_mbps))
+            st.attach_nomac()
+            st.start()
+            stations.append(st)
+        if mode:
+            for idx, st in enumerate(stations, 1):
+                ls = lab.station(idx)
+                tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
+                                              address=vnic_address(idx), txqueuelen=qlen))
+                st.attach_vnic(tap.fd, mode, slot=1)
+                taps.append(tap)
+        yield stations, taps
+        for tap in taps:
+            tap.close()
 
 
 def wait_synced(stations, timeout: float) -> None:

@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""The source documents' measurements in one command, on the lab.
+
+a. Determinism matrix (seeds/000): {standard, RT application} x {no gate
+   (NoMAC), TDMA gate} under {idle, CPU load, network flood, both}; true
+   end-to-end latency from the scheduled send time to the subscriber taking
+   the message, on a 1 ms cycle.
+b. Wake-up latency of the RT thread and the RT application, TDMA slot
+   lateness, next to cyclictest under the same load in the same run.
+c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
+   per frame size, on the real-time path (NoMAC, the RT thread's generator)
+   and through the VNIC (TDMA, iperf3 UDP; ping for latency).
+d. VNIC CPU and context-switch cost at 100 Mbit/s next to the kernel path
+   (seeds/003), by vnic/bench.py.
+
+    tools/bench_suite.py            # full run, 15-25 min; writes BENCHMARKS.md
+    tools/bench_suite.py --quick    # about 2 min, for CI
+
+JSON and PNGs go to --out-dir (results/); the full run also writes
+BENCHMARKS.md at the repository root with its figures in docs/figures/.
+
+CPU plan on this 2-vCPU machine: CPU 1 is reserved for real-time work (both
+stations' RT threads, the RT application, the subscriber, cyclictest);
+the CPU load is stress-ng on CPU 0 only.  Standard applications are not
+pinned and run SCHED_OTHER.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+import bench_suite_report as report  # noqa: E402
+from bench_tdma import line as ct_line  # noqa: E402
+from bench_wakeup import summary as acc_summary  # noqa: E402
+from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
+from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
+                            stop_stress, sysinfo)
+from rtnet.lab import Lab  # noqa: E402
+from rtnet.station import RtSettings  # noqa: E402
+from vnic import bench as vnic_bench  # noqa: E402
+from vnic.tap import RTMAC_HLEN  # noqa: E402
+from vnic.setup import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
+
+ET = 0x88B5
+CYCLE_US = 1000
+RT_CPU = 1                 # reserved for real-time work
+LOAD_CPUS = "0"            # stress-ng here
+STATION_PRIO = 90
+APP_PRIO = 80
+SUB_PRIO = 70
+LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
+FLOOD_MBPS = 100
+FLOOD_LEN = 1200
+LOADS = ("idle", "cpu", "net", "both")
+DISCIPLINES = ("nomac", "tdma")
+APPS = ("standard", "rt")
+SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
+LINK_MBPS = 100
+WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes include the FCS
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def finite(x) -> float | None:
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+# ---- loads ------------------------------------------------------------------------------
+
+class Load:
+    """stress-ng on the non-reserved CPU and/or an iperf3 UDP flood through station 1's vnic0."""
+
+    def __init__(self, lab, name: str, seconds: float):
+        self.lab, self.name, self.procs, self.stress = lab, name, [], None
+        self.cmds = []
+        try:
+            if name in ("cpu", "both"):
+                self.stress, cmd = start_stress(shutil.which("stress-ng"), seconds, ncpus=1,
+                                                taskset=LOAD_CPUS)
+                self.cmds.append(" ".join(cmd))
+            if name in ("net", "both"):
+                dst = vnic_address(2).split("/")[0]
+                srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-B", dst],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                self.procs.append(srv)
+                time.sleep(0.5)  # iperf3 has no readiness signal
+                cmd = ["iperf3", "-c", dst, "-u", "-b", f"{FLOOD_MBPS}M", "-l", str(FLOOD_LEN),
+                       "-t", str(int(seconds) + 5)]
+                self.procs.append(lab.spawn(lab.station(1), cmd, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+                self.cmds.append(" ".join(cmd) + " (through vnic0 of the sender)")
+                time.sleep(1.0)  # let the flood fill the queues before measuring
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.stress is not None:
+            stop_stress(self.stress)
+            self.stress = None
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            self.lab.forget(p)
+        self.procs = []
+
+
+@contextlib.contextmanager
+def rt_subscriber():
+    """The calling thread as a real-time subscriber on the reserved CPU, then back."""
+    aff = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {RT_CPU})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(SUB_PRIO))
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        os.sched_setaffinity(0, aff)
+
+
+# ---- a + b: the determinism matrix, wake-ups and cyclictest ----------------------------
+
+def cell_summary(lat_ns: np.ndarray, sent: int, cycle_ns: int) -> dict:
+    received = int(len(lat_ns))
+    lost = max(0, sent - received)
+    late = int((lat_ns > cycle_ns).sum())
+    out = {"sent": int(sent), "received": received, "lost": lost, "late": late,
+           "missed": late + lost}
+    if received:
+        q = np.percentile(lat_ns, [50, 99, 99.9]) / 1000
+        out.update(mean=float(lat_ns.mean()) / 1000, p50=float(q[0]), p99=float(q[1]),
+                   p999=float(q[2]), max=float(lat_ns.max()) / 1000,
+                   min=float(lat_ns.min()) / 1000)
+    else:
+        out.update(mean=None, p50=None, p99=None, p999=None, max=None, min=None)
+    return out
+
+
+def cdf_points(lat_ns: np.ndarray, n: int = 400) -> list:
+    """Quantiles of the latency (us) at n evenly spaced probabilities, for the CDF plots."""
+    if not len(lat_ns):
+        return []
+    return [round(float(x), 2) for x in np.percentile(lat_ns / 1000, np.linspace(0, 100, n))]
+
+
+def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, offset_us):
+    if app == "standard":
+        task = publish_cyclic(ch_tx, dst, n, standard=True, interval_us=CYCLE_US)
+    elif disc == "tdma":
+        task = publish_cyclic(ch_tx, dst, n, offset_us=offset_us, cpu=RT_CPU, priority=APP_PRIO)
+    else:
+        task = publish_cyclic(ch_tx, dst, n, offset_us=0, interval_us=CYCLE_US, cpu=RT_CPU,
+                              priority=APP_PRIO)
+    try:
+        with rt_subscriber():
+            samples = subscribe(ch_rx, n, idle_timeout=2.0)
+        task.wait(timeout=5)
+    finally:
+        st = task.stop()
+    return samples, st
+
+
+def station_snapshot(st) -> dict:
+    s = st.stats()
+    out = {"wakeup": s["wakeup"]}
+    if s.get("tdma"):
+        out.update(slot_lateness=s["tdma"]["slot_lateness"], missed_slots=s["tdma"]["missed_slots"])
+    return out
+
+
+def measure_discipline(args, lab, disc: str, results: dict) -> None:
+    rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
+    p = plan(CYCLE_US, LINK_MBPS)
+    slot_us = p.master.slots[0].offset_us
+    offset_us = (slot_us - args.lead_us) % CYCLE_US
+    per_chunk = max(1, args.messages // args.chunks)
+    cm = (tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET]) if disc == "tdma"
+          else nomac_pair(lab, mode="batched", rt=rt, ethertypes=[ET]))
+    with cm as (stations, _taps):
+        tx_st, rx_st = stations
+        with Channel.attach(*tx_st.open_channel(ET, slot=0)[1:]) as ch_tx, \
+                Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx:
+            for load in args.loads:
+                seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
+                log(f"# a/{disc}/{load}: starting load")
+                ld = Load(lab, load, seconds)
+                try:
+                    before = station_snapshot(tx_st)
+                    got = {a: [] for a in APPS}
+                    stats = {a: [] for a in APPS}
+                    wake = {a: Accumulator() for a in APPS}
+                    for i in range(args.chunks):
+                        order = APPS if i % 2 == 0 else APPS[::-1]
+                        for app in order:
+                            samples, st = run_app_chunk(disc, app, ch_tx, ch_rx, lab.station(2).mac,
+                                                        per_chunk, offset_us)
+                            got[app].append(samples)
+                            stats[app].append(st)
+                            h = st.histogram
+                            wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
+                                          h.max_ns, h.sum_ns)
+                    after = station_snapshot(tx_st)
+                    log(f"# a/{disc}/{load}: cyclictest {args.ct_seconds} s on CPU {RT_CPU}, "
+                        f"same load")
+                    acc, ct_cmd = run_cyclictest(shutil.which("cyclictest"), seconds=args.ct_seconds,
+                                                 priority=STATION_PRIO, cpus=str(RT_CPU))
+                finally:
+                    ld.stop()
+                for app in APPS:
+                    samples = np.concatenate(got[app])
+                    lat = latencies_ns(samples)
+                    sent = sum(s.sent for s in stats[app])
+                    key = f"{app}/{disc}/{load}"
+                    cell = cell_summary(lat["sched_to_app"].astype(np.int64), sent, CYCLE_US * 1000)
+                    cell["task_skipped_cycles"] = int(sum(s.missed for s in stats[app]))
+                    cell["policy"] = stats[app][0].policy
+                    cell["parts_p50_p99_us"] = {
+                        k: [float(np.percentile(v, 50)) / 1000, float(np.percentile(v, 99)) / 1000]
+                        for k, v in lat.items() if k != "sched_to_app" and len(v)}
+                    cell["cdf_us"] = cdf_points(lat["sched_to_app"].astype(np.int64))
+                    cell["app_wakeup_us"] = acc_summary(wake[app], "ours")
+                    results["matrix"][key] = cell
+                    log(f"{key:<22} n={cell['received']:6d}/{sent:<6d} mean {cell['mean'] or 0:9.1f} "
+                        f"p50 {cell['p50'] or 0:9.1f} p99 {cell['p99'] or 0:9.1f} "
+                        f"p99.9 {cell['p999'] or 0:9.1f} max {cell['max'] or 0:9.1f} us, "
+                        f"missed {cell['missed']}")
+                w = after["wakeup"].since(before["wakeup"]).summary_us()
+                b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
+                     "cyclictest_cmd": " ".join(ct_cmd),
+                     "rt_app_wakeup_us": results["matrix"][f"rt/{disc}/{load}"]["app_wakeup_us"],
+                     "std_app_wakeup_us":
+                         results["matrix"][f"standard/{disc}/{load}"]["app_wakeup_us"],
+                     "load_cmds": ld.cmds}
+                if "slot_lateness" in after:
+                    b["slot_lateness_us"] = after["slot_lateness"].since(
+                        before["slot_lateness"]).summary_us()
+                    b["missed_slots"] = int(after["missed_slots"] - before["missed_slots"])
+                results["wakeup"][f"{disc}/{load}"] = b
+                log(ct_line(f"{disc}/{load} RT thread wake", w))
+                log(ct_line(f"{disc}/{load} RT app wake", b["rt_app_wakeup_us"]))
+                if "slot_lateness_us" in b:
+                    log(ct_line(f"{disc}/{load} slot lateness", b["slot_lateness_us"])
+                        + f" missed:{b['missed_slots']}")
+                log(ct_line(f"{disc}/{load} cyclictest", b["cyclictest_us"]))
+    results["matrix_config"] = {"offset_us_tdma": offset_us, "slot0_us": slot_us,
+                                "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
+
+
+# ---- c: RFC 2544 ------------------------------------------------------------------------
+
+def line_rate_fps(frame: int) -> float:
+    return LINK_MBPS * 1e6 / ((frame + WIRE_OVERHEAD) * 8)
+
+
+def binary_search(trial, hi: float, resolution: float, max_trials: int):
+    """Largest rate in (0, hi] that trial(rate) passes; RFC 2544's search, first at hi."""
+    lo, best, tried = 0.0, None, []
+    rate = hi
+    for _ in range(max_trials):
+        ok, info = trial(rate)
+        tried.append({"rate": rate, "ok": ok, **{k: v for k, v in info.items() if k != "hist"}})
+        if ok:
+            lo, best = rate, (rate, info)
+        else:
+            hi = rate
+        if hi - lo <= resolution:
+            break
+        rate = (lo + hi) / 2
+    return best, tried
+
+
+def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
+    count = max(1, int(fps * seconds))
+    b_rx = rx.probe_rx()
+    b_tx = tx.stats()
+    tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4)
+    deadline = time.monotonic() + seconds * 3 + 5
+    while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)   # the last frames in flight
+    a_rx = rx.probe_rx()
+    drops = tx.stats()["nomac_drops"] - b_tx["nomac_drops"]
+    got = a_rx["frames"] - b_rx["frames"]
+    hist = a_rx["latency"].since(b_rx["latency"])
+    return got >= count and drops == 0, {"sent": count, "received": int(got), "drops": int(drops),
+                                          "hist": hist}
+
+
+def measure_rfc2544_rt(args, lab, results: dict) -> None:
+    rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
+    out = results["rfc2544"]["rt_path"] = {}
+    with nomac_pair(lab, mode=None, rt=rt, ethertypes=[ET]) as (stations, _):
+        tx, rx = stations
+        rx.count_probes(ET)
+        for frame in args.sizes:
+            full = line_rate_fps(frame)
+
+            def trial(pct):
+                ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s)
+                last[pct] = info["hist"]
+                return ok, info
+            last = {}
+            best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials)
+            pct = best[0] if best else 0.0
+            lat = last[pct].summary_us() if best else {}
+            out[str(frame)] = {"throughput_pct": pct, "fps": full * pct / 100,
+                               "mbps": full * pct / 100 * frame * 8 / 1e6,
+                               "line_rate_fps": full, "latency_us": lat, "trials": tried}
+            log(f"c/rt-path {frame:5d} B: zero-loss {pct:6.2f}% of {LINK_MBPS} Mbit/s "
+                f"({full * pct / 100:9.0f} fps), latency p50 {lat.get('p50', 0):.1f} "
+                f"p99 {lat.get('p99', 0):.1f} p99.9 {lat.get('p99.9', 0):.1f} us "
+                f"({len(tried)} trials)")
+
+
+def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
+    cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "iperf3", "-c", dst,
+           "-u", "-l", str(payload), "-b", str(int(bps)), "-t", str(max(1, int(round(seconds)))),
+           "-J"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
+    try:
+        j = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"iperf3 gave no JSON: {r.stderr.strip()[:200]}") from None
+    if "error" in j:
+        raise RuntimeError(f"iperf3: {j['error']}")
+    s = j["end"]["sum"]
+    return {"packets": int(s["packets"]), "lost": int(s["lost_packets"]),
+            "mbps": s["bits_per_second"] / 1e6}
+
+
+def ping_rtt(lab, dst: str, payload: int, count: int) -> dict:
+    cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "ping", "-n",
+           "-c", str(count), "-i", "0.01", "-s", str(payload), "-W", "1", dst]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=count * 0.05 + 30)
+    rtts = np.array([float(m) for m in re.findall(r"time=([\d.]+) ms", r.stdout)]) * 1000
+    if not len(rtts):
+        return {"count": 0, "sent": count}
+    q = np.percentile(rtts, [50, 99, 99.9])
+    return {"count": int(len(rtts)), "sent": count, "min": float(rtts.min()),
+            "avg": float(rtts.mean()), "p50": float(q[0]), "p99": float(q[1]),
+            "p99.9": float(q[2]), "max": float(rtts.max())}
+
+
+def measure_rfc2544_vnic(args, lab, results: dict) -> None:
+    rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
+    p = plan(CYCLE_US, LINK_MBPS)
+    cap = p.capacity_mbps(p.master_nrt_slots)
+    out = results["rfc2544"]["vnic"] = {"nrt_capacity_mbps": cap, "sizes": {}}
+    dst = vnic_address(2).split("/")[0]
+    with tdma_pair(lab, p, mode="batched", rt=rt) as (_stations, taps):
+        mtu = taps[0].mtu
+        srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-B", dst],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)   # iperf3 has no readiness signal
+            for frame in args.sizes:
+                inner = min(frame, mtu + 18)          # Ethernet header + FCS around the MTU
+                payload = inner - 18 - 28             # IPv4 + UDP headers
+                # search up to the NRT share: frames plus the 4-byte RTmac tunnel header
+                hi_fps = min(line_rate_fps(inner),
+                             cap * 1e6 / ((inner + RTMAC_HLEN + WIRE_OVERHEAD) * 8))
+
+                def trial(pct):
+                    fps = hi_fps * pct / 100
+                    r = iperf_udp(lab, dst, payload, fps * payload * 8, args.trial_s)
+                    return r["lost"] == 0 and r["packets"] > 0, r
+                best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials)
+                pct = best[0] if best else 0.0
+                fps = hi_fps * pct / 100
+                mbps = fps * inner * 8 / 1e6
+                lat = ping_rtt(lab, dst, payload, args.ping_count)  # ICMP header = UDP header
+                out["sizes"][str(frame)] = {
+                    "frame": inner, "udp_payload": payload, "search_hi_fps": hi_fps,
+                    "throughput_pct_of_search_hi": pct,
+                    "fps": fps, "mbps": mbps, "pct_of_nrt_capacity": 100 * mbps / cap,
+                    "rtt_us": lat, "trials": tried}
+                log(f"c/vnic    {frame:5d} B{'*' if inner != frame else ' '}: zero-loss "
+                    f"{mbps:6.1f} Mbit/s ({100 * mbps / cap:5.1f}% of the {cap:.1f} Mbit/s NRT "
+                    f"share), ping RTT p50 {lat.get('p50', 0):.0f} p99 {lat.get('p99', 0):.0f} us "
+                    f"({len(tried)} trials)")
+        finally:
+            srv.terminate()
+            try:
+                srv.wait(5)
+            except subprocess.TimeoutExpired:
+                srv.kill()
+                srv.wait()
+            lab.forget(srv)
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="about 2 minutes (CI)")
+    ap.add_argument("--messages", type=int, default=10_000, help="per matrix cell")
+    ap.add_argument("--chunks", type=int, default=4,
+                    help="interleaved chunks per cell (standard/RT alternate)")
+    ap.add_argument("--loads", default=",".join(LOADS))
+    ap.add_argument("--lead-us", type=int, default=LEAD_US,
+                    help="TDMA: the RT application wakes this long before its slot")
+    ap.add_argument("--ct-seconds", type=int, default=10, help="cyclictest per load")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--trial-s", type=float, default=2.0, help="RFC 2544 trial length")
+    ap.add_argument("--resolution-pct", type=float, default=1.0,
+                    help="RFC 2544 search resolution, percent of line rate")
+    ap.add_argument("--max-trials", type=int, default=8, help="per frame size")
+    ap.add_argument("--ping-count", type=int, default=500)
+    ap.add_argument("--vnic-seconds", type=int, default=5, help="part d, per run")
+    ap.add_argument("--parts", default="a,c,d", help="a (with b), c, d")
+    ap.add_argument("--lab", default="bs", help="lab name prefix")
+    ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"))
+    ap.add_argument("--report", default=None,
+                    help="markdown report (default: BENCHMARKS.md at the root; --quick: in "
+                         "--out-dir)")
+    ap.add_argument("--figures-dir", default=None,
+                    help="PNGs linked from the report (default: docs/figures; --quick: "
+                         "--out-dir/figures)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.messages, args.chunks, args.ct_seconds = 1000, 2, 1
+        args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
+        args.ping_count, args.vnic_seconds = 20, 1
+    args.loads = [x for x in args.loads.split(",") if x]
+    args.sizes = [int(x) for x in args.sizes.split(",") if x]
+    args.parts = set(args.parts.split(","))
+    if set(args.loads) - set(LOADS):
+        ap.error(f"loads: choose from {', '.join(LOADS)}")
+    if args.report is None:
+        args.report = (os.path.join(args.out_dir, "BENCHMARKS.md") if args.quick
+                       else os.path.join(ROOT, "BENCHMARKS.md"))
+    if args.figures_dir is None:
+        args.figures_dir = (os.path.join(args.out_dir, "figures") if args.quick
+                            else os.path.join(ROOT, "docs", "figures"))
+    for tool in ("cyclictest", "stress-ng", "iperf3", "ping"):
+        if not shutil.which(tool):
+            ap.error(f"{tool} is not installed (tools/setup-system.sh installs it)")
+    if os.geteuid() != 0:
+        ap.error("needs root (lab namespaces, AF_XDP, SCHED_FIFO)")
+    if (os.cpu_count() or 1) < 2:
+        ap.error("needs two CPUs: one for the load, one reserved for real-time work")
+    return args
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    started = datetime.datetime.now().astimezone()
+    t0 = time.monotonic()
+    results = {"envelope": {
+        "command": "tools/bench_suite.py " + " ".join(argv), "start_time": started.isoformat(),
+        "quick": args.quick, "sysinfo": sysinfo(), "machine": report.machine(),
+        "settings": {"rt_cpu": RT_CPU, "load_cpus": LOAD_CPUS, "station_priority": STATION_PRIO,
+                     "app_priority": APP_PRIO, "subscriber_priority": SUB_PRIO,
+                     "pm_qos": "cpu_dma_latency 0 held by the RT threads and cyclictest",
+                     "mlockall": True, "busy_polling": False, "cycle_us": CYCLE_US,
+                     "link_rate_mbps": LINK_MBPS, "flood": f"iperf3 UDP {FLOOD_MBPS} Mbit/s, "
+                     f"{FLOOD_LEN} B datagrams", "messages_per_cell": args.messages,
+                     "chunks": args.chunks, "trial_s": args.trial_s,
+                     "resolution_pct": args.resolution_pct, "max_trials": args.max_trials}},
+        "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
+    os.makedirs(args.out_dir, exist_ok=True)
+    log(f"# bench_suite {'(quick) ' if args.quick else ''}parts {','.join(sorted(args.parts))}: "
+        f"RT work on CPU {RT_CPU}, CPU load on CPU {LOAD_CPUS}, {args.messages} messages per cell")
+    lab = Lab(args.lab, 2)
+    if lab.exists():
+        lab.down()
+    try:
+        if "a" in args.parts or "c" in args.parts:
+            with lab:
+                if "a" in args.parts:
+                    for disc in DISCIPLINES:
+                        measure_discipline(args, lab, disc, results)
+                if "c" in args.parts:
+                    measure_rfc2544_rt(args, lab, results)
+                    measure_rfc2544_vnic(args, lab, results)
+        if "d" in args.parts:
+            log("# d: VNIC cost (vnic/bench.py)")
+            results["vnic_cost"] = vnic_bench.run(
+                seconds=args.vnic_seconds, lab_name=f"{args.lab}v",
+                out_json=os.path.join(args.out_dir, "bench_suite_vnic.json"),
+                out_png=os.path.join(args.out_dir, "bench_suite_vnic.png"), log=log)
+    finally:
+        lab.down()
+    results["envelope"]["end_time"] = datetime.datetime.now().astimezone().isoformat()
+    results["envelope"]["seconds"] = round(time.monotonic() - t0, 1)
+    path = os.path.join(args.out_dir, "bench_suite.json")
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=float)
+    figures = report.figures(results, args.figures_dir)
+    for name in ("bench_suite_vnic.png",):
+        src = os.path.join(args.out_dir, name)
+        if os.path.exists(src):
+            dst = os.path.join(args.figures_dir, "d_vnic_cost.png")
+            shutil.copyfile(src, dst)
+            figures["d"] = dst
+    results["figures"] = figures
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=float)
+    text = report.markdown(results, args.report)
+    with open(args.report, "w") as f:
+        f.write(text)
+    log(report.tables(results))
+    log(f"# saved {path}, {args.report} and {len(figures)} figures in {args.figures_dir} "
+        f"({results['envelope']['seconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
