@@ -116,6 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("version", help="show versions")
     sp.set_defaults(func=cmd_version)
+
+    def cmd_bench(args) -> int:
+        import os
+        import subprocess
+        tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "tools", "bench_suite.py")
+        return subprocess.call([sys.executable, tool] + (["--quick"] if args.quick else []))
+    sp = sub.add_parser("bench", help="the seeds' measurements: tools/bench_suite.py")
+    sp.add_argument("--quick", action="store_true", help="about 2 minutes, as CI runs it")
+    sp.set_defaults(func=cmd_bench)
     return p
 
 

@@ -1,0 +1,82 @@
+"""tools/bench_suite.py --quick: the results file is complete and well formed.
+
+Checks structure, not figures: every matrix cell, load, frame size and VNIC
+run is present, every number is finite, the figures and the report exist.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import require_tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOADS = ("idle", "cpu", "net", "both")
+SIZES = ("64", "128", "256", "512", "1024", "1280", "1518")
+CELL_KEYS = ("mean", "p50", "p99", "p999", "max", "missed", "sent", "received")
+
+
+def numbers(obj, path=""):
+    """Every number in a JSON tree, with where it is."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from numbers(v, f"{path}/{k}")
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from numbers(v, f"{path}[{i}]")
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield path, obj
+
+
+@pytest.mark.netns
+def test_quick_suite_writes_complete_results(tmp_path):
+    for tool in ("cyclictest", "stress-ng", "iperf3", "ping"):
+        require_tool(tool)
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the suite needs two CPUs")
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_suite.py"), "--quick",
+                           "--lab", "bq", "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    res = json.loads((tmp_path / "bench_suite.json").read_text())
+
+    for app in ("standard", "rt"):
+        for disc in ("nomac", "tdma"):
+            for load in LOADS:
+                cell = res["matrix"][f"{app}/{disc}/{load}"]
+                for k in CELL_KEYS:
+                    assert cell[k] is not None, f"{app}/{disc}/{load}: {k} missing"
+                assert cell["sent"] > 0 and cell["received"] > 0
+                assert cell["missed"] <= cell["sent"]
+                assert cell["cdf_us"] == sorted(cell["cdf_us"])
+    for disc in ("nomac", "tdma"):
+        for load in LOADS:
+            b = res["wakeup"][f"{disc}/{load}"]
+            assert b["cyclictest_us"]["count"] > 0
+            assert b["rt_app_wakeup_us"]["count"] > 0
+            if disc == "tdma":
+                assert b["slot_lateness_us"]["count"] > 0
+    rt, vn = res["rfc2544"]["rt_path"], res["rfc2544"]["vnic"]["sizes"]
+    for size in SIZES:
+        assert 0 <= rt[size]["throughput_pct"] <= 100 and rt[size]["trials"]
+        assert 0 <= vn[size]["throughput_pct_of_search_hi"] <= 100 and vn[size]["trials"]
+        assert vn[size]["rtt_us"]["count"] > 0
+    runs = res["vnic_cost"]["runs"]
+    for key in ("kernel/tcp", "kernel/udp", "batched/udp", "per-packet/udp"):
+        assert runs[key]["goodput_mbps"] > 0
+    bad = [p for p, v in numbers(res) if not math.isfinite(v)]
+    assert not bad, f"non-finite numbers at {bad[:5]}"
+
+    for key in ("a", "b", "c", "d"):
+        png = res["figures"][key]
+        assert os.path.dirname(png) == str(tmp_path / "figures")
+        with open(png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## a. Determinism matrix" in md and "## Discussion" in md
+    assert "--quick" in md
+    for key in ("a", "b", "c", "d"):
+        assert os.path.relpath(res["figures"][key], tmp_path) in md
