@@ -750,8 +750,14 @@ static int station_body(struct rtn_rt *rt, void *arg)
 					   .events = rx_wakes(s, next_local) ? POLLIN : 0 };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
+		/*
+		 * Only while the FIFO has room: a full FIFO with a readable TAP
+		 * would make poll() return at once and spin this SCHED_FIFO
+		 * thread until the link frees a frame, starving everything
+		 * below it on its CPU for as long as a flood lasts.
+		 */
 		if (s->disc == RTN_DISC_NOMAC && s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
-		    tap_usable(s)) {
+		    tap_usable(s) && s->nomac_head - s->nomac_tail < NOMAC_FIFO) {
 			tap_idx = np;
 			p[np++] = (struct pollfd){ .fd = s->tap_fd, .events = POLLIN };
 		}

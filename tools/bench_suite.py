@@ -65,7 +65,7 @@ STATION_PRIO = 90
 APP_PRIO = 80
 SUB_PRIO = 70
 LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
-FLOOD_MBPS = 100
+FLOOD_MBPS = 150          # offered above the 100 Mbit/s link, so the flood keeps the queues full
 FLOOD_LEN = 1200
 LOADS = ("idle", "cpu", "net", "both")
 DISCIPLINES = ("nomac", "tdma")
@@ -176,16 +176,25 @@ def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, offset_us):
                               priority=APP_PRIO)
     try:
         with rt_subscriber():
-            samples = subscribe(ch_rx, n, idle_timeout=2.0)
+            samples = subscribe(ch_rx, n, idle_timeout=1.0)
         task.wait(timeout=5)
     finally:
         st = task.stop()
     return samples, st
 
 
-def station_snapshot(st) -> dict:
+COUNTERS = ("nomac_tx", "nomac_drops", "timer_wakeups", "loops")
+VNIC_COUNTERS = ("tap_rx", "tx_dropped")
+
+
+def station_snapshot(st, cid=None) -> dict:
     s = st.stats()
-    out = {"wakeup": s["wakeup"]}
+    out = {"wakeup": s["wakeup"], "t": time.monotonic(),
+           "counters": {**{k: s[k] for k in COUNTERS},
+                        **{f"vnic_{k}": s["vnic"][k] for k in VNIC_COUNTERS}}}
+    if cid is not None:
+        c = st.channel_stats(cid)
+        out["counters"].update(chan_tx_msgs=c["tx_msgs"], chan_tx_drops=c["tx_drops"])
     if s.get("tdma"):
         out.update(slot_lateness=s["tdma"]["slot_lateness"], missed_slots=s["tdma"]["missed_slots"])
     return out
@@ -201,14 +210,15 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
           else nomac_pair(lab, mode="batched", rt=rt, ethertypes=[ET]))
     with cm as (stations, _taps):
         tx_st, rx_st = stations
-        with Channel.attach(*tx_st.open_channel(ET, slot=0)[1:]) as ch_tx, \
+        cid, *fds = tx_st.open_channel(ET, slot=0)
+        with Channel.attach(*fds) as ch_tx, \
                 Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx:
             for load in args.loads:
                 seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
                 log(f"# a/{disc}/{load}: starting load")
                 ld = Load(lab, load, seconds)
                 try:
-                    before = station_snapshot(tx_st)
+                    before = station_snapshot(tx_st, cid)
                     got = {a: [] for a in APPS}
                     stats = {a: [] for a in APPS}
                     wake = {a: Accumulator() for a in APPS}
@@ -222,7 +232,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                             h = st.histogram
                             wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
                                           h.max_ns, h.sum_ns)
-                    after = station_snapshot(tx_st)
+                    after = station_snapshot(tx_st, cid)
                     log(f"# a/{disc}/{load}: cyclictest {args.ct_seconds} s on CPU {RT_CPU}, "
                         f"same load")
                     acc, ct_cmd = run_cyclictest(shutil.which("cyclictest"), seconds=args.ct_seconds,
@@ -253,7 +263,9 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                      "rt_app_wakeup_us": results["matrix"][f"rt/{disc}/{load}"]["app_wakeup_us"],
                      "std_app_wakeup_us":
                          results["matrix"][f"standard/{disc}/{load}"]["app_wakeup_us"],
-                     "load_cmds": ld.cmds}
+                     "load_cmds": ld.cmds,
+                     "sender_per_s": {k: (after["counters"][k] - before["counters"][k]) /
+                                      (after["t"] - before["t"]) for k in after["counters"]}}
                 if "slot_lateness" in after:
                     b["slot_lateness_us"] = after["slot_lateness"].since(
                         before["slot_lateness"]).summary_us()
@@ -265,6 +277,8 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     log(ct_line(f"{disc}/{load} slot lateness", b["slot_lateness_us"])
                         + f" missed:{b['missed_slots']}")
                 log(ct_line(f"{disc}/{load} cyclictest", b["cyclictest_us"]))
+                log(f"# {disc}/{load} sender per s: " + ", ".join(
+                    f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
     results["matrix_config"] = {"offset_us_tdma": offset_us, "slot0_us": slot_us,
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
 

@@ -47,10 +47,11 @@ def test_quick_suite_writes_complete_results(tmp_path):
         for disc in ("nomac", "tdma"):
             for load in LOADS:
                 cell = res["matrix"][f"{app}/{disc}/{load}"]
+                assert cell["sent"] > 0 and cell["missed"] <= cell["sent"]
                 for k in CELL_KEYS:
-                    assert cell[k] is not None, f"{app}/{disc}/{load}: {k} missing"
-                assert cell["sent"] > 0 and cell["received"] > 0
-                assert cell["missed"] <= cell["sent"]
+                    # a cell whose messages were all lost has no latency figures
+                    assert k in cell and (cell[k] is not None or cell["received"] == 0), \
+                        f"{app}/{disc}/{load}: {k} missing"
                 assert cell["cdf_us"] == sorted(cell["cdf_us"])
     for disc in ("nomac", "tdma"):
         for load in LOADS:
