@@ -446,6 +446,8 @@ def parse_args(argv):
     ap.add_argument("--vnic-seconds", type=int, default=5, help="part d, per run")
     ap.add_argument("--parts", default="a,c,d", help="a (with b), c, d")
     ap.add_argument("--lab", default="bs", help="lab name prefix")
+    ap.add_argument("--from-json", metavar="PATH",
+                    help="measure nothing: redo the figures and the report from a results file")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"))
     ap.add_argument("--report", default=None,
                     help="markdown report (default: BENCHMARKS.md at the root; --quick: in "
@@ -482,6 +484,10 @@ def parse_args(argv):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+        return write_outputs(args, results, args.from_json)
     started = datetime.datetime.now().astimezone()
     t0 = time.monotonic()
     results = {"envelope": {
@@ -524,6 +530,11 @@ def main(argv=None) -> int:
     path = os.path.join(args.out_dir, "bench_suite.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=1, default=float)
+    return write_outputs(args, results, path)
+
+
+def write_outputs(args, results: dict, path: str) -> int:
+    """Figures, the report and the tables from ``results``; saves them back to ``path``."""
     figures = report.figures(results, args.figures_dir)
     for name in ("bench_suite_vnic.png",):
         src = os.path.join(args.out_dir, name)
