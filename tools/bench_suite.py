@@ -491,7 +491,7 @@ def main(argv=None) -> int:
     started = datetime.datetime.now().astimezone()
     t0 = time.monotonic()
     results = {"envelope": {
-        "command": "tools/bench_suite.py " + " ".join(argv), "start_time": started.isoformat(),
+        "command": " ".join(["tools/bench_suite.py", *argv]), "start_time": started.isoformat(),
         "quick": args.quick, "sysinfo": sysinfo(), "machine": report.machine(),
         "settings": {"rt_cpu": RT_CPU, "load_cpus": LOAD_CPUS, "station_priority": STATION_PRIO,
                      "app_priority": APP_PRIO, "subscriber_priority": SUB_PRIO,

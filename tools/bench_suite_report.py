@@ -148,21 +148,33 @@ def figures(results: dict, outdir: str) -> dict:
     mx = results["matrix"]
     if mx:
         loads = [ld for ld in LOADS if any(k.endswith("/" + ld) for k in mx)]
+        from matplotlib.ticker import LogLocator, NullFormatter
         fig, axes = plt.subplots(1, len(loads), figsize=(3.2 * len(loads), 3.2), sharey=True,
-                                 squeeze=False)
+                                 sharex=True, squeeze=False)
+        colours = dict(zip(COLUMNS, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
         for ax, load in zip(axes[0], loads):
+            empty = []
             for a, d in COLUMNS:
                 cdf = mx.get(f"{a}/{d}/{load}", {}).get("cdf_us")
                 if cdf:
-                    ax.plot(np.maximum(cdf, 1), np.linspace(0, 1, len(cdf)), label=COL_NAMES[(a, d)])
+                    ax.plot(np.maximum(cdf, 1), np.linspace(0, 1, len(cdf)),
+                            color=colours[(a, d)], label=COL_NAMES[(a, d)])
+                else:
+                    empty.append(COL_NAMES[(a, d)])
+            if empty:
+                ax.text(0.03, 0.5, "nothing delivered:\n" + "\n".join(empty), fontsize=6,
+                        transform=ax.transAxes)
             ax.axvline(1000, color="grey", lw=0.8, ls="--")
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=10))
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_title(LOAD_NAMES[load], fontsize=9)
             ax.set_xlabel("end-to-end latency (us)", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("CDF", fontsize=8)
-        axes[0][0].legend(fontsize=6, loc="lower right")
+        handles = [plt.Line2D([], [], color=colours[c], label=COL_NAMES[c]) for c in COLUMNS]
+        axes[0][0].legend(handles=handles, fontsize=6, loc="lower right")
         fig.tight_layout()
         out["a"] = os.path.join(outdir, "a_latency_cdf.png")
         fig.savefig(out["a"], dpi=70)
