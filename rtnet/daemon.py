@@ -87,6 +87,7 @@ import time
 from rtmac.tdma_config import TdmaConfig, apply_request
 
 from . import config as _config
+from . import netns as _netns
 from . import paths
 from ._lowlevel import ffi, last_error, lib
 from .errors import ConfigError, RtnetError
@@ -183,6 +184,37 @@ def interface_ipv4(dev: str) -> set[str]:
         except OSError:
             return set()
     return {socket.inet_ntoa(res[20:24])}
+
+
+def veth_peer(dev: str) -> tuple[str | None, str]:
+    """Where to capture what ``dev``'s real-time path sends and receives.
+
+    With an XDP program on ``dev``, AF_PACKET on ``dev`` itself sees neither
+    the frames redirected to the AF_XDP socket nor those the socket sends.
+    The other end of a veth sees both, so on a veth (the lab) the capture
+    runs there: (namespace name or None, interface).  Other devices: ``dev``.
+    """
+    from pyroute2 import IPRoute
+    with IPRoute() as ipr:
+        links = ipr.link("get", ifname=dev)
+        link = links[0]
+        info = link.get_attr("IFLA_LINKINFO")
+        kind = info.get_attr("IFLA_INFO_KIND") if info else None
+        peer_index = link.get_attr("IFLA_LINK")
+        my_index = link["index"]
+        has_nsid = link.get_attr("IFLA_LINK_NETNSID") is not None
+    if kind != "veth" or not peer_index:
+        return None, dev
+    candidates = sorted(os.listdir(_netns.NETNS_RUN_DIR)) if has_nsid else []
+    for ns in ([None] if not has_nsid else []) + candidates:
+        try:
+            with IPRoute(netns=ns) if ns else IPRoute() as ipr:
+                for peer in ipr.get_links():
+                    if peer["index"] == peer_index and peer.get_attr("IFLA_LINK") == my_index:
+                        return ns, peer.get_attr("IFLA_IFNAME")
+        except OSError:
+            continue
+    return None, dev
 
 
 # -- echo service (rtnetctl ping) --------------------------------------------------------------
@@ -674,9 +706,12 @@ class Daemon:
         types = set(RTMAC_ETHERTYPES) | set(self.cfg.steered_ethertypes())
         frames = []
         so_timestampns = 35
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as s:
+        peer_ns, peer_if = veth_peer(self.dev)
+        with _netns.entered(peer_ns):
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        with s:
             s.setsockopt(socket.SOL_SOCKET, so_timestampns, 1)
-            s.bind((self.dev, ETH_P_ALL))
+            s.bind((peer_if, ETH_P_ALL))
             deadline = time.monotonic() + duration / 1000
             while len(frames) < count:
                 left = deadline - time.monotonic()
@@ -695,7 +730,8 @@ class Daemon:
                         sec, nsec = struct.unpack("qq", value[:16])
                         ts = sec * 10**9 + nsec
                 frames.append((ts, data))
-        return {"frames": len(frames), "pcap_b64": base64.b64encode(_pcap(frames)).decode()}
+        return {"frames": len(frames), "interface": f"{peer_ns or ''}/{peer_if}".lstrip("/"),
+                "pcap_b64": base64.b64encode(_pcap(frames)).decode()}
 
     def _channel_open(self, conn, req, owned) -> None:
         et = req.get("ethertype")
