@@ -457,7 +457,7 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
         kw.update(role="master", cycle_us=cycle, backup_offset_us=sec["backup"])
     else:
         kw.update(role="slave")
-    return ck.tdma(f"line {sec['line']}: {sec['kind']}:", lambda: TdmaConfig(**kw))
+    return ck.tdma(f"line {sec['line']} ({sec['kind']})", lambda: TdmaConfig(**kw))
 
 
 def load(path: str, *, mac: str | None = None) -> StationConfig:
