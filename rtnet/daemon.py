@@ -113,14 +113,13 @@ class StartError(Exception):
 
 # -- helpers ---------------------------------------------------------------------------------
 
-def pid_alive(pid: int) -> bool:
+def process_running(pid: int) -> bool:
+    """Alive and not a zombie."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_pid(path: str) -> int | None:
@@ -397,13 +396,20 @@ class Daemon:
         """Take the device: PID file lock, then clean what a dead daemon left."""
         os.makedirs(os.path.dirname(self.pid_path), mode=0o755, exist_ok=True)
         fd = os.open(self.pid_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            other = read_pid(self.pid_path)
-            raise StartError(f"{self.dev}: rtnetd already running (pid {other}, "
-                             f"{self.pid_path})") from None
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                other = read_pid(self.pid_path)
+                # A killed daemon keeps the lock until its last thread has exited
+                # (its main thread already shows as a zombie): wait for that.
+                if other is None or process_running(other) or time.monotonic() > deadline:
+                    os.close(fd)
+                    raise StartError(f"{self.dev}: rtnetd already running (pid {other}, "
+                                     f"{self.pid_path})") from None
+                time.sleep(0.05)
         self._pid_fd = fd
         stale = read_pid(self.pid_path)
         if stale is not None and stale != os.getpid():
@@ -537,14 +543,12 @@ class Daemon:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if len(line) > MAX_REQUEST:
-                        _send_line(conn, {"ok": False, "error":
-                                          f"request longer than {MAX_REQUEST} bytes"})
+                        _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
                         return
                     if line.strip():
                         self._handle_line(conn, line, privileged, owned)
                 if len(buf) > MAX_REQUEST:
-                    _send_line(conn, {"ok": False,
-                                      "error": f"request longer than {MAX_REQUEST} bytes"})
+                    _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
                     return
         except OSError:
             pass
@@ -791,6 +795,23 @@ HANDLERS = {
     "capture": Daemon.h_capture, "channel.open": None, "channel.close": Daemon.h_channel_close,
     "shutdown": Daemon.h_shutdown,
 }
+
+
+def _refuse_and_close(conn: socket.socket, error: str) -> None:
+    """Error reply, then read and drop what the client still sends (bounded), so that
+    closing with unread data does not reset the connection before it reads the reply."""
+    _send_line(conn, {"ok": False, "error": error})
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(1.0)
+        dropped = 0
+        while dropped < 16 * MAX_REQUEST * 16:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            dropped += len(chunk)
+    except OSError:
+        pass
 
 
 def _send_line(conn: socket.socket, obj: dict) -> None:

@@ -55,6 +55,8 @@ def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 3
                   f"(start it with rtnetctl up)", 2)
         except PermissionError:
             _fail(f"{path}: permission denied (root or the status group needed)", 13)
+        except OSError as exc:
+            _fail(f"{path}: {exc.strerror or exc}", exc.errno or 5)
         try:
             sock.sendall(json.dumps({**req, "dev": dev}).encode() + b"\n")
             f = sock.makefile("rb")
@@ -74,6 +76,8 @@ def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 3
                     on_event(reply)
         except socket.timeout:
             _fail(f"{dev}: rtnetd did not reply in time", 110)
+        except OSError as exc:
+            _fail(f"{dev}: control socket: {exc.strerror or exc}", exc.errno or 5)
     if not reply["ok"]:
         _fail(f"{dev}: {reply.get('error', 'request failed')}")
     return reply
@@ -141,8 +145,9 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     dev = dev or cfg.device
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)
-    if daemon_owns(pid_path):
-        _fail(f"{dev}: rtnetd already running (pid {_read_pid(pid_path)})", 17)
+    pid = _read_pid(pid_path)
+    if daemon_owns(pid_path) and (pid is None or _alive(pid)):
+        _fail(f"{dev}: rtnetd already running (pid {pid})", 17)
     station_dir = os.path.dirname(sock_path)
     os.makedirs(station_dir, mode=0o755, exist_ok=True)
     log_path = os.path.join(station_dir, f"{dev}.log")
