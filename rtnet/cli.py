@@ -127,8 +127,8 @@ def cmd_ping(args) -> int:
         if args.json:
             return
         if ev["event"] == "reply":
-            print(f"{args.size} bytes from {ev['from']}: seq={ev['seq']} time={ev['rtt_us']:.1f} us",
-                  flush=True)
+            print(f"{args.size} bytes from {ev['from']}: seq={ev['seq']} "
+                  f"time={ev['rtt_us']:.1f} us", flush=True)
         else:
             print(f"seq={ev['seq']}: no reply within {args.timeout} ms", flush=True)
 

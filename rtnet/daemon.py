@@ -74,6 +74,7 @@ import fcntl
 import grp
 import json
 import logging
+import mmap
 import os
 import queue
 import selectors
@@ -235,7 +236,6 @@ class EchoService:
         self.cid, memfd, kickfd = station.open_channel(_config.PING_ETHERTYPE, slot=0, prio=15,
                                                        max_size=1514, depth=64)
         self.kickfd = kickfd
-        import mmap
         size = os.fstat(memfd).st_size
         self._map = mmap.mmap(memfd, size)
         os.close(memfd)
@@ -413,7 +413,8 @@ class Daemon:
         self._pid_fd = fd
         stale = read_pid(self.pid_path)
         if stale is not None and stale != os.getpid():
-            log.warning("%s: cleaning up after rtnetd %d that did not stop cleanly", self.dev, stale)
+            log.warning("%s: cleaning up after rtnetd %d that did not stop cleanly",
+                        self.dev, stale)
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
         n = lib.rtn_xdp_attached(self.dev.encode())
@@ -451,7 +452,8 @@ class Daemon:
             self.echo = EchoService(st, ips)
             self._chan_ids.add(self.echo.cid)
         except (RtnetError, ConfigError, OSError) as exc:
-            raise StartError(f"{self.dev}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StartError(f"{self.dev}: {why}") from None
         self.listener = self._listen()
 
     def _listen(self) -> socket.socket:
