@@ -376,3 +376,46 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
     while len(status(capsys, ns)["channels"]) != 1:
         assert time.monotonic() < deadline, "channel not reclaimed after the client left"
         time.sleep(0.05)  # the daemon notices EOF on its own thread
+
+
+CHILD_APP = """
+import sys, time
+from rtnet.app import Channel
+ch = Channel.open(netns=sys.argv[1], ethertype=0x88B5, depth=16)
+print("open", flush=True)
+time.sleep(300)
+"""
+
+
+def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, stations, conf):
+    from rtnet.app import Channel
+    m_ns, s_ns = stations[0].netns, stations[1].netns
+    chan = "\n[[channel]]\nethertype = 0x88B5\n"
+    assert ctl(capsys, "up", "-n", m_ns, "-c", conf("m.toml", MASTER + chan))[0] == 0
+    assert ctl(capsys, "up", "-n", s_ns, "-c", conf("s.toml", SLAVE + chan))[0] == 0
+    wait_state(capsys, s_ns, "synchronised")
+    # an application on each station: a message from the slave to the master, with
+    # its scheduled, transmit and receive times (global time, sched <= tx <= rx)
+    with Channel.open(netns=m_ns, ethertype=0x88B5) as rx, \
+            Channel.open(netns=s_ns, ethertype=0x88B5) as tx:
+        sched = tx.global_now()
+        seq = tx.send(stations[0].mac, b"hello through the slots", sched_ns=sched)
+        msg = rx.recv(timeout=5)
+        assert msg is not None and msg.seq == seq
+        assert msg.payload.startswith(b"hello through the slots")
+        assert msg.sched_ns == sched and sched <= msg.tx_ns
+        assert msg.rx_ns - msg.tx_ns < 2_000_000  # one veth hop (and the sync error)
+    # an application that dies: its channel is reclaimed, the daemon keeps running
+    child = subprocess.Popen([sys.executable, "-c", CHILD_APP, m_ns], stdout=subprocess.PIPE,
+                             text=True, cwd=REPO)
+    try:
+        assert child.stdout.readline().strip() == "open"
+        assert [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5) == 1
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 5
+    while [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5):
+        assert time.monotonic() < deadline, "channel not reclaimed after the app died"
+        time.sleep(0.05)  # the daemon notices the closed connection on its own thread
+    assert status(capsys, m_ns)["tdma"]["state"] == "active"
