@@ -21,11 +21,22 @@ def _print_json(obj) -> None:
 # -- lab ----------------------------------------------------------------------
 def cmd_lab_up(args) -> int:
     from .lab import Lab
+    if not args.bare:
+        from . import labdemo
+        try:
+            summary = labdemo.run(args.name, args.stations, args.duration,
+                                  out=(lambda *_: None) if args.json else print)
+        except BaseException:
+            Lab(args.name, 1).down()  # nothing half-built stays behind
+            raise
+        if args.json:
+            _print_json(summary)
+        return 0
     lab = Lab(args.name, args.stations).up()
     if args.json:
         _print_json(lab.status())
     else:
-        print(f"lab {lab.name}: {lab.n} stations on bridge {lab.wire_netns}/rtbr0")
+        print(f"lab {lab.name}: {lab.n} stations on bridge {lab.wire_netns}/rtbr0 (bare)")
         for st in lab.stations:
             print(f"  station {st.index}: netns {st.netns}  {st.ifname} {st.mac} {st.ip}/{st.prefixlen}")
     return 0
@@ -200,12 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func)
         return sp
 
-    sp = lab_cmd("up", cmd_lab_up, "create the lab")
+    sp = lab_cmd("up", cmd_lab_up, "bring up the demo segment (or, with --bare, only the lab)")
     sp.add_argument("--stations", type=int, default=3, help="number of stations (default 3)")
+    sp.add_argument("--duration", type=float, default=5.0,
+                    help="seconds of live view before the summary (default 5)")
+    sp.add_argument("--bare", action="store_true",
+                    help="only the namespaces, veths and bridge: no daemons, no traffic")
     sp = lab_cmd("down", cmd_lab_down, "remove the lab and everything it started")
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")
-    sp = lab_cmd("demo", cmd_lab_demo, "exchange real-time frames over AF_XDP between two stations")
+    sp = lab_cmd("frames", cmd_lab_demo, "exchange raw real-time frames over AF_XDP between stations")
     sp.add_argument("--stations", type=int, default=2)
     sp.add_argument("--count", type=int, default=1000, help="frames to send (default 1000)")
     sp.add_argument("--keep", action="store_true", help="leave the lab up afterwards")

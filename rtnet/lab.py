@@ -14,6 +14,7 @@ import dataclasses
 import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import time
 
 from pyroute2 import IPRoute, netns as pr_netns
 
-from . import netns
+from . import netns, paths
 from .errors import LabError
 
 PREFIX = "rtn-"
@@ -161,6 +162,7 @@ class Lab:
             # deletes the pair, and the bridge goes with the wire namespace.
             pr_netns.remove(ns)
             removed.append(f"netns {ns}")
+            _clean_station_dir(paths.station_dir(ns))
         try:
             os.rmdir(self.pid_dir)
         except OSError:
@@ -238,6 +240,26 @@ class Lab:
         out["stations"].sort(key=lambda s: s["index"])
         out["processes"] = [{"pid": p, "netns": n} for p, n in self.recorded_processes()]
         return out
+
+
+def _clean_station_dir(path: str) -> None:
+    """Remove what a station's daemon kept (configuration, stale socket, PID file), but
+    keep its log: after a failed start it is the only record of why."""
+    try:
+        entries = os.listdir(path)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if not entry.endswith(".log"):
+            full = os.path.join(path, entry)
+            if os.path.isdir(full):
+                shutil.rmtree(full, ignore_errors=True)
+            else:
+                os.unlink(full)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass  # logs remain
 
 
 def all_labs() -> list[str]:
