@@ -77,6 +77,7 @@ import logging
 import mmap
 import os
 import queue
+import re
 import selectors
 import signal
 import socket
@@ -206,6 +207,10 @@ def veth_peer(dev: str) -> tuple[str | None, str]:
     if kind != "veth" or not peer_index:
         return None, dev
     candidates = sorted(os.listdir(_netns.NETNS_RUN_DIR)) if has_nsid else []
+    # interface indexes repeat across namespaces: look in our own lab's wire first
+    m = re.match(r"^rtn-([a-z0-9]+)-s\d+$", paths.current_netns_name())
+    if m and f"rtn-{m.group(1)}-wire" in candidates:
+        candidates = [f"rtn-{m.group(1)}-wire"]
     for ns in ([None] if not has_nsid else []) + candidates:
         try:
             with IPRoute(netns=ns) if ns else IPRoute() as ipr:

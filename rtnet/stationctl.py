@@ -28,7 +28,7 @@ from . import paths
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
 
-START_TIMEOUT = 20.0
+START_TIMEOUT = 60.0   # a loaded 2-vCPU machine imports slowly
 STOP_TIMEOUT = 10.0
 
 
