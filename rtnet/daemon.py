@@ -90,7 +90,7 @@ from rtmac.tdma_config import TdmaConfig, apply_request
 
 from . import config as _config
 from . import netns as _netns
-from . import paths
+from . import paths, procs
 from ._lowlevel import ffi, last_error, lib
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
@@ -114,15 +114,6 @@ class StartError(Exception):
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-def process_running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
 
 def read_pid(path: str) -> int | None:
     try:
@@ -410,7 +401,7 @@ class Daemon:
                 other = read_pid(self.pid_path)
                 # A killed daemon keeps the lock until its last thread has exited
                 # (its main thread already shows as a zombie): wait for that.
-                if other is None or process_running(other) or time.monotonic() > deadline:
+                if other is None or procs.running(other) or time.monotonic() > deadline:
                     os.close(fd)
                     raise StartError(f"{self.dev}: rtnetd already running (pid {other}, "
                                      f"{self.pid_path})") from None

@@ -22,7 +22,7 @@ import time
 
 from pyroute2 import IPRoute, netns as pr_netns
 
-from . import netns, paths
+from . import netns, paths, procs
 from .errors import LabError
 
 PREFIX = "rtn-"
@@ -182,7 +182,7 @@ class Lab:
         proc = subprocess.Popen(cmd, **popen_kw)
         os.makedirs(self.pid_dir, exist_ok=True)
         with open(os.path.join(self.pid_dir, f"{proc.pid}.pid"), "w") as f:
-            f.write(f"{proc.pid} {_start_time(proc.pid)} {station.netns}\n")
+            f.write(f"{proc.pid} {procs.start_time(proc.pid)} {station.netns}\n")
         return proc
 
     def forget(self, proc: subprocess.Popen) -> None:
@@ -206,7 +206,7 @@ class Lab:
             except (OSError, ValueError):
                 os.unlink(path)
                 continue
-            if _start_time(pid) == start_s:
+            if procs.start_time(pid) == start_s:
                 alive.append((pid, ns))
             else:
                 os.unlink(path)  # gone, or the PID was reused by someone else
@@ -219,9 +219,9 @@ class Lab:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for pid, ns in procs:
-            while _alive(pid) and time.monotonic() < deadline:
+            while procs.running(pid) and time.monotonic() < deadline:
                 time.sleep(0.02)  # polling a process we do not parent: no wait() possible
-            if _alive(pid):
+            if procs.running(pid):
                 _signal(pid, signal.SIGKILL)
             stopped.append(f"process {pid} in {ns}")
         for entry in os.listdir(self.pid_dir) if os.path.isdir(self.pid_dir) else []:
@@ -295,23 +295,6 @@ def _station_status(ns: str, index: int) -> dict:
     except OSError as exc:
         st["error"] = str(exc)
     return st
-
-
-def _start_time(pid: int) -> str:
-    """Process start time in clock ticks (field 22 of /proc/PID/stat): tells PID reuse apart."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "gone"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _signal(pid: int, sig: int) -> None:

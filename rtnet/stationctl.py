@@ -24,6 +24,7 @@ import time
 
 from . import config as _config
 from . import netns as _netns
+from . import procs
 from . import paths
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
@@ -108,24 +109,16 @@ def _read_pid(path):
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _record_with_lab(netns: str | None, pid: int) -> None:
     import re
-    from .lab import Lab, _start_time
+    from .lab import Lab
     m = re.fullmatch(r"rtn-([a-z0-9]{1,10})-s\d+", netns or "")
     if not m:
         return
     lab = Lab(m.group(1), 1)
     os.makedirs(lab.pid_dir, exist_ok=True)
     with open(os.path.join(lab.pid_dir, f"{pid}.pid"), "w") as f:
-        f.write(f"{pid} {_start_time(pid)} {netns}\n")
+        f.write(f"{pid} {procs.start_time(pid)} {netns}\n")
 
 
 def _last_daemon_line(log_path: str) -> str | None:
@@ -146,7 +139,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)
     pid = _read_pid(pid_path)
-    if daemon_owns(pid_path) and (pid is None or _alive(pid)):
+    if daemon_owns(pid_path) and (pid is None or procs.running(pid)):
         _fail(f"{dev}: rtnetd already running (pid {pid})", 17)
     station_dir = os.path.dirname(sock_path)
     os.makedirs(station_dir, mode=0o755, exist_ok=True)
@@ -216,12 +209,12 @@ def down(dev: str, *, netns: str | None = None, timeout: float = STOP_TIMEOUT) -
         return {"result": "was not running", "cleaned": cleanup_leftovers(dev, netns)}
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while procs.running(pid) and time.monotonic() < deadline:
         time.sleep(0.02)  # not our child: nothing to wait() on
     result = "stopped"
-    if _alive(pid):
+    if procs.running(pid):
         os.kill(pid, signal.SIGKILL)
-        while _alive(pid):
+        while procs.running(pid):
             time.sleep(0.02)
         result = "killed (did not stop within {:g} s)".format(timeout)
     return {"result": result, "pid": pid, "cleaned": cleanup_leftovers(dev, netns)}

@@ -130,8 +130,8 @@ def wait_state(capsys, ns, want, timeout=15.0) -> dict:
 
 def wait_dead(pid: int) -> None:
     """Until ``pid`` is gone or a zombie (rtnetctl up started it from this process)."""
-    from rtnet.stationctl import _alive
-    while _alive(pid):
+    from rtnet.procs import running
+    while running(pid):
         time.sleep(0.02)  # SIGKILL is asynchronous; no wait() on a daemonised process
 
 
