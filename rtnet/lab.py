@@ -22,7 +22,8 @@ import time
 
 from pyroute2 import IPRoute, netns as pr_netns
 
-from . import netns, paths, procs
+from . import netns, paths
+from . import procs as _procs
 from .errors import LabError
 
 PREFIX = "rtn-"
@@ -182,7 +183,7 @@ class Lab:
         proc = subprocess.Popen(cmd, **popen_kw)
         os.makedirs(self.pid_dir, exist_ok=True)
         with open(os.path.join(self.pid_dir, f"{proc.pid}.pid"), "w") as f:
-            f.write(f"{proc.pid} {procs.start_time(proc.pid)} {station.netns}\n")
+            f.write(f"{proc.pid} {_procs.start_time(proc.pid)} {station.netns}\n")
         return proc
 
     def forget(self, proc: subprocess.Popen) -> None:
@@ -206,7 +207,7 @@ class Lab:
             except (OSError, ValueError):
                 os.unlink(path)
                 continue
-            if procs.start_time(pid) == start_s:
+            if _procs.start_time(pid) == start_s:
                 alive.append((pid, ns))
             else:
                 os.unlink(path)  # gone, or the PID was reused by someone else
@@ -219,9 +220,9 @@ class Lab:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for pid, ns in procs:
-            while procs.running(pid) and time.monotonic() < deadline:
+            while _procs.running(pid) and time.monotonic() < deadline:
                 time.sleep(0.02)  # polling a process we do not parent: no wait() possible
-            if procs.running(pid):
+            if _procs.running(pid):
                 _signal(pid, signal.SIGKILL)
             stopped.append(f"process {pid} in {ns}")
         for entry in os.listdir(self.pid_dir) if os.path.isdir(self.pid_dir) else []:
