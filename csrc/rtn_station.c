@@ -221,7 +221,14 @@ static int64_t port_truth(void *arg, int64_t local)
 	return os_of(arg, local);
 }
 
-static void drain_chans_tdma(struct rtn_station *s, struct rtn_tdma *e)
+/*
+ * Hand every message waiting in the applications' TX rings to @p take.  A
+ * message longer than its channel allows, or refused by @p take, is dropped
+ * and counted against that channel only.
+ */
+static void drain_chans(struct rtn_station *s,
+			int (*take)(struct rtn_station *s, const struct chan *c,
+				    const struct rtn_msg *m, void *arg), void *arg)
 {
 	uint32_t i;
 
@@ -232,17 +239,26 @@ static void drain_chans_tdma(struct rtn_station *s, struct rtn_tdma *e)
 		if (!c)
 			continue;
 		while ((m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm)))) {
-			uint32_t len = m->len;
-			int32_t off = len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
-
-			if (len > c->max_size || len > RTN_CHAN_MSG_MAX ||
-			    rtn_tdma_enqueue(e, c->slot, c->prio, m->frame, len, off) < 0)
+			if (m->len > c->max_size || m->len > RTN_CHAN_MSG_MAX || take(s, c, m, arg) < 0)
 				c->tx_drops++;
 			else
 				c->tx_msgs++;
 			rtn_ring_cons_release(&c->shm->tx);
 		}
 	}
+}
+
+static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+		     void *engine)
+{
+	int32_t off = m->len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
+
+	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, m->len, off);
+}
+
+static void drain_chans_tdma(struct rtn_station *s, struct rtn_tdma *e)
+{
+	drain_chans(s, take_tdma, e);
 }
 
 static int encap_into(struct rtn_station *s, const uint8_t *inner, uint32_t len,
@@ -420,30 +436,22 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 
 /* ---- NoMAC ------------------------------------------------------------------ */
 
+static int take_nomac(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+		      void *unused)
+{
+	uint32_t h = s->nomac_head;
+
+	if (h - s->nomac_tail >= NOMAC_FIFO)
+		return -ENOBUFS;
+	memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, m->frame, m->len);
+	s->nomac_fifo[h % NOMAC_FIFO].len = m->len;
+	s->nomac_head = h + 1;
+	return 0;
+}
+
 static void nomac_collect(struct rtn_station *s)
 {
-	uint32_t i;
-
-	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
-		struct chan *c = s->live[i];
-		struct rtn_msg *m;
-
-		if (!c)
-			continue;
-		while ((m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm)))) {
-			uint32_t h = s->nomac_head;
-
-			if (m->len > c->max_size || h - s->nomac_tail >= NOMAC_FIFO) {
-				c->tx_drops++;
-			} else {
-				memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, m->frame, m->len);
-				s->nomac_fifo[h % NOMAC_FIFO].len = m->len;
-				s->nomac_head = h + 1;
-				c->tx_msgs++;
-			}
-			rtn_ring_cons_release(&c->shm->tx);
-		}
-	}
+	drain_chans(s, take_nomac, NULL);
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
 		uint8_t inner[RTN_TDMA_FRAME_MAX];
 

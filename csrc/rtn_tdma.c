@@ -853,6 +853,28 @@ static void calibration_done(struct rtn_tdma *e)
 		set_state(e, RTN_TDMA_ST_MASTER);	/* restarted primary takes over */
 }
 
+/*
+ * RTnet takes every Sync.  We take every Sync from the station we already
+ * follow, but one from another sender only if it fits our grid: its
+ * scheduled time within a tenth of a cycle of our own prediction and the
+ * clock offset it implies within a tenth of a cycle of ours.  A backup
+ * master passes (it sends the primary's grid); a stray or hostile Sync does
+ * not move the clock.  After sync loss anything goes, to re-synchronise.
+ */
+static int plausible_sync(const struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
+{
+	int64_t tol, predicted, offset;
+
+	if (!memcmp(m->src, e->sync_src, 6) || e->st.state == RTN_TDMA_ST_SYNC_LOST ||
+	    !e->grid_valid || !e->cycle_ns)
+		return 1;
+	tol = e->cycle_ns / 10;
+	predicted = cycle_start(e, m->cycle_no) + e->st.clock_offset;
+	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
+	return llabs((int64_t)m->sched_xmit_stamp - predicted) <= tol &&
+	       llabs(offset - e->st.clock_offset) <= tol;
+}
+
 static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
 {
 	int64_t offset, start;
@@ -866,7 +888,7 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 		int32_t d = (int32_t)(m->cycle_no - e->last_sync_no);
 
 		/* one Sync per cycle: a second one (another sender) or a stale one is ignored */
-		if (d <= 0) {
+		if (d <= 0 || !plausible_sync(e, m, rx)) {
 			e->st.sync_foreign++;
 			return;
 		}

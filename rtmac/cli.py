@@ -151,6 +151,7 @@ def _write_cal_log(path: str, reply: dict) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
+    p.add_argument("-n", "--netns", help="network namespace of the station (like ip -n)")
     disc = p.add_subparsers(dest="discipline", required=True, metavar="tdma|nomac")
 
     tdma = disc.add_parser("tdma", help="TDMA discipline (tdmacfg)")
@@ -234,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         timeout = 30.0
     try:
-        reply = control.send_request(args.dev, request, timeout=timeout)
+        reply = control.send_request(args.dev, request, timeout=timeout, netns=args.netns)
         if request["cmd"] == "tdma.show":
             _print_show(args.dev, reply, args.json)
         elif getattr(args, "log_file", None):

@@ -51,14 +51,16 @@ def socket_path(dev: str, netns: str | None = None) -> str:
     return paths.control_socket(check_dev(dev), netns)
 
 
-def send_request(dev: str, request: dict, timeout: float | None = 30.0) -> dict:
+def send_request(dev: str, request: dict, timeout: float | None = 30.0,
+                 netns: str | None = None) -> dict:
     """Send one request to the daemon of ``dev`` and return its reply.
 
     Raises NoDaemonError when nothing listens, ControlError when the reply
     says ``ok: false`` or is not valid JSON.  ``timeout`` None waits forever
-    (slot commands block during calibration, like tdmacfg).
+    (slot commands block during calibration, like tdmacfg).  ``netns`` names
+    the station's network namespace (default: the caller's).
     """
-    path = socket_path(dev)
+    path = socket_path(dev, netns)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:

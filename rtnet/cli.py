@@ -21,11 +21,22 @@ def _print_json(obj) -> None:
 # -- lab ----------------------------------------------------------------------
 def cmd_lab_up(args) -> int:
     from .lab import Lab
+    if not args.bare:
+        from . import labdemo
+        try:
+            summary = labdemo.run(args.name, args.stations, args.duration,
+                                  out=(lambda *_: None) if args.json else print)
+        except BaseException:
+            Lab(args.name, 1).down()  # nothing half-built stays behind
+            raise
+        if args.json:
+            _print_json(summary)
+        return 0
     lab = Lab(args.name, args.stations).up()
     if args.json:
         _print_json(lab.status())
     else:
-        print(f"lab {lab.name}: {lab.n} stations on bridge {lab.wire_netns}/rtbr0")
+        print(f"lab {lab.name}: {lab.n} stations on bridge {lab.wire_netns}/rtbr0 (bare)")
         for st in lab.stations:
             print(f"  station {st.index}: netns {st.netns}  {st.ifname} {st.mac} {st.ip}/{st.prefixlen}")
     return 0
@@ -83,15 +94,111 @@ def cmd_lab_demo(args) -> int:
     return 0 if result["ok"] else 1
 
 
+# -- station daemon -------------------------------------------------------------
+def cmd_up(args) -> int:
+    from .stationctl import up
+    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout)
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"{info['dev']}: rtnetd running (pid {info['pid']}, {info['discipline']}, "
+              f"log {info['log']})")
+    return 0
+
+
+def cmd_down(args) -> int:
+    from .stationctl import down
+    info = down(args.dev, netns=args.netns)
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"{args.dev}: {info['result']}"
+              + (f" (cleaned {', '.join(info['cleaned'])})" if info["cleaned"] else ""))
+    return 0
+
+
+def cmd_status(args) -> int:
+    from .stationctl import format_status, request
+    status = request(args.dev, {"cmd": "status"}, netns=args.netns)["status"]
+    if args.json:
+        _print_json(status)
+    else:
+        sys.stdout.write(format_status(status))
+    return 0
+
+
+def cmd_ping(args) -> int:
+    from .stationctl import request
+    req = {"cmd": "ping", "dst": args.dst, "count": args.count, "interval_ms": args.interval,
+           "size": args.size, "timeout_ms": args.timeout}
+    events = []
+
+    def show(ev):
+        events.append(ev)
+        if args.json:
+            return
+        if ev["event"] == "reply":
+            print(f"{args.size} bytes from {ev['from']}: seq={ev['seq']} "
+                  f"time={ev['rtt_us']:.1f} us", flush=True)
+        else:
+            print(f"seq={ev['seq']}: no reply within {args.timeout} ms", flush=True)
+
+    # every echo may wait up to timeout_ms, plus the interval between them
+    total = args.count * (args.interval + args.timeout) / 1000 + 10
+    reply = request(args.dev, req, netns=args.netns, timeout=total, on_event=show)
+    if args.json:
+        _print_json({k: v for k, v in reply.items() if k != "ok"} | {"events": events})
+    else:
+        print(f"--- {args.dst} rtping statistics ---")
+        print(f"{reply['sent']} packets transmitted, {reply['received']} received")
+        if reply["worst_us"] is not None:
+            print(f"worst case rtt = {reply['worst_us']:.1f} us")
+    return 0 if reply["received"] else 1
+
+
+def cmd_capture(args) -> int:
+    import base64
+    from .stationctl import request
+    req = {"cmd": "capture", "count": args.count, "duration_ms": int(args.time * 1000)}
+    reply = request(args.dev, req, netns=args.netns, timeout=args.time + 10)
+    with open(args.write, "wb") as f:
+        f.write(base64.b64decode(reply["pcap_b64"]))
+    if args.json:
+        _print_json({"frames": reply["frames"], "file": args.write})
+    else:
+        print(f"{reply['frames']} frames written to {args.write}")
+    return 0
+
+
 def cmd_version(args) -> int:
     from ._lowlevel import core_version
     print(f"rtnetctl {__version__} (C core {core_version()})")
     return 0
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit status 2 without the usage text."""
+
+    def error(self, message):
+        print(f"{PROG}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="rtnet-xdp station and lab control")
+    p = _Parser(prog=PROG, description="rtnet-xdp station and lab control")
     p.add_argument("-j", "--json", action="store_true", help="JSON output")
+    p.add_argument("-n", "--netns", default=None,
+                   help="network namespace of the station (like ip -n)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     lab = sub.add_parser("lab", help="the lab: stations as network namespaces on one bridge")
@@ -104,15 +211,51 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func)
         return sp
 
-    sp = lab_cmd("up", cmd_lab_up, "create the lab")
+    sp = lab_cmd("up", cmd_lab_up, "bring up the demo segment (or, with --bare, only the lab)")
     sp.add_argument("--stations", type=int, default=3, help="number of stations (default 3)")
+    sp.add_argument("--duration", type=float, default=5.0,
+                    help="seconds of live view before the summary (default 5)")
+    sp.add_argument("--bare", action="store_true",
+                    help="only the namespaces, veths and bridge: no daemons, no traffic")
     sp = lab_cmd("down", cmd_lab_down, "remove the lab and everything it started")
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")
-    sp = lab_cmd("demo", cmd_lab_demo, "exchange real-time frames over AF_XDP between two stations")
+    sp = lab_cmd("frames", cmd_lab_demo, "exchange raw real-time frames over AF_XDP between stations")
     sp.add_argument("--stations", type=int, default=2)
     sp.add_argument("--count", type=int, default=1000, help="frames to send (default 1000)")
     sp.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
+
+    def station_cmd(name, func, help_):
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("-n", "--netns", default=argparse.SUPPRESS,
+                        help="network namespace of the station (like ip -n)")
+        sp.add_argument("--dev", default="rteth0", help="real-time device (default rteth0)")
+        sp.add_argument("-j", "--json", action="store_true", default=argparse.SUPPRESS)
+        sp.set_defaults(func=func)
+        return sp
+
+    sp = station_cmd("up", cmd_up, "start the station daemon (rtnetd) detached")
+    sp.add_argument("-c", "--config", default="/etc/rtnet/rtnet.toml",
+                    help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
+    sp.add_argument("--timeout", type=float, default=20.0,
+                    help="seconds to wait for the daemon to answer (default 20)")
+    sp.set_defaults(dev=None)
+    station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
+    station_cmd("status", cmd_status, "show the station's state and counters")
+    sp = station_cmd("ping", cmd_ping, "echo through the real-time slots (like rtping)")
+    sp.add_argument("dst", help="the peer station's IPv4 address or MAC")
+    sp.add_argument("-c", dest="count", type=_positive, default=4, help="count (default 4)")
+    sp.add_argument("-i", dest="interval", type=_positive, default=1000,
+                    help="interval in ms (default 1000)")
+    sp.add_argument("-s", dest="size", type=int, default=56, help="payload bytes (default 56)")
+    sp.add_argument("-t", dest="timeout", type=_positive, default=500,
+                    help="reply timeout in ms (default 500)")
+    sp = station_cmd("capture", cmd_capture, "record real-time frames into a pcap file")
+    sp.add_argument("-w", dest="write", required=True, metavar="FILE", help="pcap file to write")
+    sp.add_argument("-c", dest="count", type=_positive, default=100,
+                    help="stop after this many frames (default 100)")
+    sp.add_argument("-t", dest="time", type=float, default=10.0,
+                    help="stop after this many seconds (default 10)")
 
     sp = sub.add_parser("version", help="show versions")
     sp.set_defaults(func=cmd_version)
@@ -132,7 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
     args.name_given = "--name" in argv
     if not hasattr(args, "json"):
         args.json = False

@@ -14,6 +14,7 @@ import dataclasses
 import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,8 @@ import time
 
 from pyroute2 import IPRoute, netns as pr_netns
 
-from . import netns
+from . import netns, paths
+from . import procs as _procs
 from .errors import LabError
 
 PREFIX = "rtn-"
@@ -161,6 +163,7 @@ class Lab:
             # deletes the pair, and the bridge goes with the wire namespace.
             pr_netns.remove(ns)
             removed.append(f"netns {ns}")
+            _clean_station_dir(paths.station_dir(ns))
         try:
             os.rmdir(self.pid_dir)
         except OSError:
@@ -180,7 +183,7 @@ class Lab:
         proc = subprocess.Popen(cmd, **popen_kw)
         os.makedirs(self.pid_dir, exist_ok=True)
         with open(os.path.join(self.pid_dir, f"{proc.pid}.pid"), "w") as f:
-            f.write(f"{proc.pid} {_start_time(proc.pid)} {station.netns}\n")
+            f.write(f"{proc.pid} {_procs.start_time(proc.pid)} {station.netns}\n")
         return proc
 
     def forget(self, proc: subprocess.Popen) -> None:
@@ -204,7 +207,7 @@ class Lab:
             except (OSError, ValueError):
                 os.unlink(path)
                 continue
-            if _start_time(pid) == start_s:
+            if _procs.start_time(pid) == start_s:
                 alive.append((pid, ns))
             else:
                 os.unlink(path)  # gone, or the PID was reused by someone else
@@ -217,9 +220,9 @@ class Lab:
             _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for pid, ns in procs:
-            while _alive(pid) and time.monotonic() < deadline:
+            while _procs.running(pid) and time.monotonic() < deadline:
                 time.sleep(0.02)  # polling a process we do not parent: no wait() possible
-            if _alive(pid):
+            if _procs.running(pid):
                 _signal(pid, signal.SIGKILL)
             stopped.append(f"process {pid} in {ns}")
         for entry in os.listdir(self.pid_dir) if os.path.isdir(self.pid_dir) else []:
@@ -238,6 +241,26 @@ class Lab:
         out["stations"].sort(key=lambda s: s["index"])
         out["processes"] = [{"pid": p, "netns": n} for p, n in self.recorded_processes()]
         return out
+
+
+def _clean_station_dir(path: str) -> None:
+    """Remove what a station's daemon kept (configuration, stale socket, PID file), but
+    keep its log: after a failed start it is the only record of why."""
+    try:
+        entries = os.listdir(path)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if not entry.endswith(".log"):
+            full = os.path.join(path, entry)
+            if os.path.isdir(full):
+                shutil.rmtree(full, ignore_errors=True)
+            else:
+                os.unlink(full)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass  # logs remain
 
 
 def all_labs() -> list[str]:
@@ -273,23 +296,6 @@ def _station_status(ns: str, index: int) -> dict:
     except OSError as exc:
         st["error"] = str(exc)
     return st
-
-
-def _start_time(pid: int) -> str:
-    """Process start time in clock ticks (field 22 of /proc/PID/stat): tells PID reuse apart."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "gone"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -19,6 +19,7 @@ from . import netns as _netns
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 SO_TIMESTAMPNS = 35
+SO_RCVBUFFORCE = 33
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,12 @@ class WireCapture:
         with _netns.entered(netns):
             self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         self._sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        # a long capture must not lose frames while Python catches up: as root,
+        # SO_RCVBUFFORCE goes past net.core.rmem_max (a few hundred KiB by default)
+        try:
+            self._sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
+        except PermissionError:
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
         self._sock.settimeout(0.1)
         self._rt_minus_mono = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
         self._thread = threading.Thread(target=self._run, name="rtnet-wirecap", daemon=True)

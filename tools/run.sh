@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The two entry points of the README: install everything, then run the demo or the tests.
-#   bash tools/run.sh demo [rtnetctl lab demo options]
+#   bash tools/run.sh demo [rtnetctl lab up options]
 #   bash tools/run.sh test [pytest options]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ bash "$here/tools/setup-system.sh"
 cd "$here"
 case "$what" in
   demo)
-    exec rtnetctl lab demo "$@"
+    exec rtnetctl lab up "$@"
     ;;
   test)
     exec python3 -m pytest -q tests "$@"

@@ -243,9 +243,3 @@ def test_station_closing_the_channel_wakes_and_fails(nomac):
             ch.send("02:52:54:00:00:02", b"")
         assert e.value.errno == errno.ENOTCONN
         assert not ch.stats()["alive"]
-
-
-@pytest.mark.skip(reason="TODO: Channel.open over the station daemon's control socket, and "
-                         "reclaim when the client dies, once rtnetd (daemon branch) is on main")
-def test_open_over_the_daemon_control_socket():
-    pass

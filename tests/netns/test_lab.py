@@ -20,7 +20,7 @@ def rtnetctl(*args):
 
 
 def test_lab_up_status_down_leaves_nothing_behind():
-    r = rtnetctl("lab", "up", "--name", "lt", "--stations", "3")
+    r = rtnetctl("lab", "up", "--bare", "--name", "lt", "--stations", "3")
     assert r.returncode == 0, r.stderr
     try:
         status = json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0]
@@ -32,7 +32,7 @@ def test_lab_up_status_down_leaves_nothing_behind():
             assert link["mac"] == f"02:52:54:00:00:{s['index']:02x}"
             assert link["addresses"] == [f"198.18.0.{s['index']}/24"]
         # a second lab of the same name: one clear line, nothing touched
-        again = rtnetctl("lab", "up", "--name", "lt")
+        again = rtnetctl("lab", "up", "--bare", "--name", "lt")
         assert again.returncode == 1
         assert again.stderr.strip().splitlines() == [
             "rtnetctl: lab 'lt' already exists (rtnetctl lab down --name lt removes it)"]
@@ -63,8 +63,8 @@ def test_lab_down_after_a_crash_finds_leftovers_by_name():
 
 
 def test_bad_lab_arguments_get_one_line_errors(capsys):
-    assert cli.main(["lab", "up", "--stations", "0", "--name", "lb"]) == 1
-    assert cli.main(["lab", "up", "--name", "Bad_Name"]) == 1
+    assert cli.main(["lab", "up", "--bare", "--stations", "0", "--name", "lb"]) == 1
+    assert cli.main(["lab", "up", "--bare", "--name", "Bad_Name"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["rtnetctl: --stations 0: must be 1..32",
                    "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits"]

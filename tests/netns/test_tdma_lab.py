@@ -242,3 +242,42 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     assert inside_rx >= 0.999 * len(probes)
     for st in stations:
         assert st.stats()["tdma"]["too_big"] == 0
+
+
+def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
+    """Malformed and foreign frames, sent into the slave's port from the wire namespace."""
+    import socket
+    from rtmac import frames
+    from rtnet import netns
+    lab, (m, _b, s) = lab3
+    before = s.stats()["tdma"]
+    sync = frames.encode_sync(src="02:99:99:99:99:99", cycle_no=before["cycle_no"],
+                              xmit_stamp=123, sched_xmit_stamp=456)
+    bad = [
+        sync[:20],                                        # truncated
+        sync[:14] + b"\x00\x01\x01\x00" + sync[18:],      # RTmac version 1
+        sync[:18] + b"\x01\x01" + sync[20:],              # TDMA version 0x0101
+        sync[:20] + b"\x00\x42" + sync[22:],              # unknown TDMA id
+    ]
+    reply = frames.encode_rpl_cal(dst=s.mac, src=m.mac, request_xmit_stamp=1,
+                                  reception_stamp=2, xmit_stamp=3)  # never requested
+    with netns.entered(lab.wire_netns), \
+            socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+        raw.bind(("s3", 0))  # the bridge port of station 3: frames go to the slave
+        for frame in bad * 10 + [reply] * 10:
+            raw.send(frame)
+        # a second Sync sender while the master is active, 50 times, one per cycle
+        offsets = []
+        for _ in range(50):
+            cycle = s.stats()["tdma"]["cycle_no"]
+            raw.send(frames.encode_sync(src="02:99:99:99:99:99", cycle_no=cycle,
+                                        xmit_stamp=10**15, sched_xmit_stamp=10**15))
+            offsets.append(s.stats()["tdma"]["clock_offset_ns"])
+    wait_for(lambda: s.stats()["tdma"]["rx_bad"] >= before["rx_bad"] + 40, what="bad frames")
+    after = s.stats()["tdma"]
+    assert after["rx_bad"] - before["rx_bad"] == 40
+    assert after["cal_rpl_unexpected"] - before["cal_rpl_unexpected"] == 10
+    assert after["state"] == "synchronised"
+    # a rogue Sync 10^15 ns in the future would move the clock by days: it never did
+    assert all(abs(o - before["clock_offset_ns"]) < 1_000_000 for o in offsets)
+    assert abs(after["clock_offset_ns"] - before["clock_offset_ns"]) < 1_000_000

@@ -313,6 +313,17 @@ def test_bad_frames_are_counted_and_never_move_the_clock():
     assert st0["sync_foreign"] == 1
     seg.run_for(10 * CYCLE_US * 1000)
     assert seg.stats(2)["state"] == "synchronised"
+    # a stray Sync for the next cycle, arriving before the master's: ignored, the
+    # clock stays (RTnet would jump to whatever it says)
+    st2 = seg.stats(2)
+    stray = frames.encode_sync(src="02:99:99:99:99:99", cycle_no=st2["cycle_no"] + 1,
+                               xmit_stamp=10**15, sched_xmit_stamp=10**15)
+    seg.inject(2, stray)
+    after = seg.stats(2)
+    assert after["sync_foreign"] == st2["sync_foreign"] + 1
+    assert after["clock_offset_ns"] == st2["clock_offset_ns"]
+    seg.run_for(10 * CYCLE_US * 1000)
+    assert seg.stats(2)["state"] == "synchronised"
 
 
 def test_configuration_changes_apply_while_running():

@@ -1,0 +1,858 @@
+"""rtnetd: the station daemon, one per real-time device (``python3 -m rtnet.daemon -c rtnet.toml``).
+
+It owns a :class:`rtnet.station.Station` (AF_XDP socket, real-time thread,
+TDMA or NoMAC, VNIC, application channels) and serves requests on a control
+socket.  In the lab one daemon runs in each station's network namespace.
+
+Files (rtnet.paths, per network namespace): ``<dev>.ctl`` the control
+socket, ``<dev>.pid`` the PID file, held with an exclusive flock for the
+daemon's lifetime, so a second daemon on the same device fails cleanly and a
+lock that can be taken means any previous owner is dead: its socket and its
+XDP program are then removed before starting (crash recovery).  SIGTERM and
+SIGINT stop the station and remove socket and PID file.
+
+Access control: the socket is mode 0600 (root only).  ``[control]
+status_group`` makes it 0660 with that group, so its members may send the
+read-only requests (status, tdma.show).  Every request that changes
+something or sends traffic (tdma.*, nomac.*, ping, capture, channel.open,
+shutdown) needs peer uid 0 or membership (primary or supplementary, read
+from SO_PEERCRED and /proc) of ``[control] group``.
+
+Protocol: newline-delimited JSON on a Unix stream socket; a connection may
+carry several requests, answered in order.  Each request is one object of
+at most 64 KiB with a ``"cmd"`` (``"dev"``, if given, must name this
+daemon's device).  Each reply is one line ``{"ok": true, ...}`` or
+``{"ok": false, "error": "one-line message"}``; a bad request never ends
+the daemon, and a line that is too long or not UTF-8 JSON also ends the
+connection after the error reply.
+
+- ``status`` -> ``{"status": {...}}``: Station.stats() made JSON-safe (each
+  histogram becomes ``{"summary_us": {...}, "buckets_us": {"<us>": n}}``),
+  plus ``"daemon"`` (pid, name, device, config source, uptime_s, channels)
+  and ``"tdma_config"`` (TdmaConfig.to_dict() or None).
+- ``tdma.master``, ``tdma.slave``, ``tdma.slot``, ``tdma.remove_slot``,
+  ``tdma.detach``, ``tdma.show``, ``nomac.attach``, ``nomac.detach``: as
+  sent by rtmac (see rtmac.control).  A change is validated as a whole
+  (rtmac.tdma_config) before it reaches the station; a refused change leaves
+  the running schedule untouched.  ``tdma.master``/``tdma.slave``/
+  ``nomac.attach`` need a device without a discipline (detach first, as in
+  RTnet).  ``tdma.slot`` with ``cal_results`` waits (``cal_timeout_ms``,
+  default 10 s) until calibration is done and replies ``"cal_results":
+  [mean_ns]`` (the engine keeps mean/min/max, not every round).
+- ``ping``: dst (MAC, or IPv4 address of the peer's device), count,
+  interval_ms, size (payload bytes, 44..1500), timeout_ms.  Echo requests go
+  through this station's slot 0 on EtherType 0x88B6, the peer daemon's
+  echo service answers through its own slot 0.  One line per reply
+  ``{"event": "reply", "seq": n, "from": mac, "rtt_us": x}`` (or ``"event":
+  "timeout"``), then ``{"ok": true, "sent": n, "received": m, "worst_us":
+  x, "rtts_us": [...]}``.  rtt is measured on the real-time path: from the
+  moment this station's RT thread sent the request to the moment it
+  received the reply (both RT-thread time stamps).  A request to an IPv4
+  address is broadcast with the address inside; only the station owning it
+  answers, and its MAC is used from then on.
+- ``capture``: count (1..10000), duration_ms (max 60000) -> ``{"frames": n,
+  "pcap_b64": "..."}``, a pcap (Ethernet, ns time stamps) of frames of the
+  real-time EtherTypes on the device, as seen by an AF_PACKET socket with
+  kernel time stamps opened by the daemon in its namespace.
+- ``channel.open``: ethertype, slot, prio, max_size, depth (defaults from
+  the matching ``[[channel]]``; the EtherType must be configured as
+  real-time, in station.ethertypes or a ``[[channel]]``) ->
+  ``{"ok": true, "channel": id, "shm_size": bytes}`` sent in one sendmsg
+  together with two file descriptors as SCM_RIGHTS: the channel's memfd
+  (map ``shm_size`` bytes, layout csrc/rtn_chan.h) and the kick eventfd.
+  The channel belongs to the connection: when the client closes it (or
+  dies) the daemon closes the channel.  ``channel.close`` (channel) closes
+  one of the connection's channels earlier.
+- ``shutdown``: replies, then stops the daemon like SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import errno
+import fcntl
+import grp
+import json
+import logging
+import mmap
+import os
+import queue
+import re
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+
+from rtmac.tdma_config import TdmaConfig, apply_request
+
+from . import config as _config
+from . import netns as _netns
+from . import paths, procs
+from ._lowlevel import ffi, last_error, lib
+from .errors import ConfigError, RtnetError
+from .hist import Histogram
+from .station import Station, mac_bytes
+
+log = logging.getLogger("rtnetd")
+
+MAX_REQUEST = 64 * 1024
+MAX_CONNECTIONS = 64
+READ_ONLY = {"status", "tdma.show"}
+ETH_P_ALL = 0x0003
+RTMAC_ETHERTYPES = (0x9021, 0x9022)
+
+
+class RequestError(Exception):
+    """A request is refused; the message goes back to the client as one line."""
+
+
+class StartError(Exception):
+    """The daemon cannot start; the message is its one-line error."""
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+def read_pid(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def json_safe(obj):
+    """Histograms -> summaries plus non-zero buckets; dict keys -> str."""
+    if isinstance(obj, Histogram):
+        return {"summary_us": obj.summary_us(),
+                "buckets_us": {str(k): v for k, v in obj.nonzero_bins_us().items()}}
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def peer_groups(pid: int, gid: int) -> set[int]:
+    groups = {gid}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Groups:"):
+                    groups.update(int(g) for g in line.split()[1:])
+    except OSError:
+        pass
+    return groups
+
+
+def mac_str(b: bytes) -> str:
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
+    value = req.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError(f"{key}: {value!r} is not an integer")
+    if not lo <= value <= hi:
+        raise RequestError(f"{key}: {value} outside {lo}..{hi}")
+    return value
+
+
+def _pcap(frames: list[tuple[int, bytes]]) -> bytes:
+    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]  # ns time stamps
+    for ts_ns, data in frames:
+        out.append(struct.pack("<IIII", ts_ns // 10**9, ts_ns % 10**9, len(data), len(data)))
+        out.append(data)
+    return b"".join(out)
+
+
+def interface_ipv4(dev: str) -> set[str]:
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            res = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", dev.encode()[:15]))
+        except OSError:
+            return set()
+    return {socket.inet_ntoa(res[20:24])}
+
+
+def veth_peer(dev: str) -> tuple[str | None, str]:
+    """Where to capture what ``dev``'s real-time path sends and receives.
+
+    With an XDP program on ``dev``, AF_PACKET on ``dev`` itself sees neither
+    the frames redirected to the AF_XDP socket nor those the socket sends.
+    The other end of a veth sees both, so on a veth (the lab) the capture
+    runs there: (namespace name or None, interface).  Other devices: ``dev``.
+    """
+    from pyroute2 import IPRoute
+    with IPRoute() as ipr:
+        links = ipr.link("get", ifname=dev)
+        link = links[0]
+        info = link.get_attr("IFLA_LINKINFO")
+        kind = info.get_attr("IFLA_INFO_KIND") if info else None
+        peer_index = link.get_attr("IFLA_LINK")
+        my_index = link["index"]
+        has_nsid = link.get_attr("IFLA_LINK_NETNSID") is not None
+    if kind != "veth" or not peer_index:
+        return None, dev
+    candidates = sorted(os.listdir(_netns.NETNS_RUN_DIR)) if has_nsid else []
+    # interface indexes repeat across namespaces: look in our own lab's wire first
+    m = re.match(r"^rtn-([a-z0-9]+)-s\d+$", paths.current_netns_name())
+    if m and f"rtn-{m.group(1)}-wire" in candidates:
+        candidates = [f"rtn-{m.group(1)}-wire"]
+    for ns in ([None] if not has_nsid else []) + candidates:
+        try:
+            with IPRoute(netns=ns) if ns else IPRoute() as ipr:
+                for peer in ipr.get_links():
+                    if peer["index"] == peer_index and peer.get_attr("IFLA_LINK") == my_index:
+                        return ns, peer.get_attr("IFLA_IFNAME")
+        except OSError:
+            continue
+    return None, dev
+
+
+# -- echo service (rtnetctl ping) --------------------------------------------------------------
+
+ECHO_REQUEST, ECHO_REPLY = 1, 2
+_APP = struct.Struct(">IIqq")          # rtn_app_hdr: magic, seq, sched_ns, tx_ns
+_ECHO = struct.Struct(">B3x4sqI")      # type, target IPv4, request tx_ns, ident
+ECHO_HDR = 14 + _APP.size + _ECHO.size
+BROADCAST = b"\xff" * 6
+
+
+class EchoService:
+    """A channel on PING_ETHERTYPE: answers echo requests, hands replies to waiting pings."""
+
+    def __init__(self, station: Station, own_ips: set[str]):
+        self.station = station
+        self.own_ips = {socket.inet_aton(ip) for ip in own_ips}
+        self.mac = bytes(int(x, 16) for x in station.mac.split(":"))
+        self.cid, memfd, kickfd = station.open_channel(_config.PING_ETHERTYPE, slot=0, prio=15,
+                                                       max_size=1514, depth=64)
+        self.kickfd = kickfd
+        size = os.fstat(memfd).st_size
+        self._map = mmap.mmap(memfd, size)
+        os.close(memfd)
+        self.shm = ffi.cast("struct rtn_chan_shm *", ffi.from_buffer(self._map))
+        self._msg = ffi.new("struct rtn_msg *")
+        self._waiters: dict[int, queue.Queue] = {}
+        self._lock = threading.Lock()
+        self._ident = os.getpid() << 8
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="rtnetd-echo", daemon=True)
+        self._thread.start()
+
+    def send(self, frame: bytes, seq: int) -> None:
+        rc = lib.rtn_chanio_send(self.shm, frame, len(frame), seq, 0, self.kickfd)
+        if rc < 0:
+            raise RequestError("echo channel full" if rc == -errno.ENOBUFS else
+                               f"echo channel: {os.strerror(-rc)}")
+
+    def _run(self) -> None:
+        m = self._msg
+        while not self._stop:
+            rc = lib.rtn_chanio_recv(self.shm, m, 200)
+            if rc <= 0:
+                if rc < 0:
+                    return
+                continue
+            frame = bytes(ffi.buffer(m.frame, m.len))
+            if len(frame) < ECHO_HDR:
+                continue
+            kind, target, orig_tx, ident = _ECHO.unpack_from(frame, 14 + _APP.size)
+            if kind == ECHO_REQUEST:
+                if frame[0:6] == BROADCAST and target not in self.own_ips:
+                    continue
+                reply = bytearray(frame)
+                reply[0:6], reply[6:12] = frame[6:12], self.mac
+                _ECHO.pack_into(reply, 14 + _APP.size, ECHO_REPLY, target, m.tx_ns, ident)
+                try:
+                    self.send(bytes(reply), m.seq)
+                except RequestError:
+                    pass   # full ring: the requester sees a timeout, as with a lost frame
+            elif kind == ECHO_REPLY:
+                with self._lock:
+                    q = self._waiters.get(ident)
+                if q is not None:
+                    q.put((m.seq, mac_str(frame[6:12]), m.rx_ns - orig_tx))
+
+    def ping(self, dst: str, count: int, interval_ms: int, size: int, timeout_ms: int, emit):
+        if ":" in dst:
+            dst_mac, target = bytes(int(x, 16) for x in dst.split(":")), b"\0" * 4
+        else:
+            dst_mac, target = BROADCAST, socket.inet_aton(dst)
+        with self._lock:
+            self._ident += 1
+            ident = self._ident & 0xFFFFFFFF
+            q = self._waiters[ident] = queue.Queue()
+        rtts = []
+        try:
+            for seq in range(1, count + 1):
+                t0 = time.monotonic()
+                frame = bytearray(max(ECHO_HDR, 14 + size))
+                frame[0:6], frame[6:12] = dst_mac, self.mac
+                frame[12:14] = _config.PING_ETHERTYPE.to_bytes(2, "big")
+                _APP.pack_into(frame, 14, lib.RTN_APP_MAGIC, seq, 0, 0)
+                _ECHO.pack_into(frame, 14 + _APP.size, ECHO_REQUEST, target, 0, ident)
+                self.send(bytes(frame), seq)
+                deadline = t0 + timeout_ms / 1000
+                got = None
+                while got is None:
+                    try:
+                        r = q.get(timeout=max(0.0, deadline - time.monotonic()))
+                    except queue.Empty:
+                        break
+                    if r[0] == seq:
+                        got = r
+                if got is None:
+                    emit({"event": "timeout", "seq": seq})
+                else:
+                    rtt_us = got[2] / 1000
+                    rtts.append(rtt_us)
+                    if dst_mac == BROADCAST:
+                        dst_mac = bytes(int(x, 16) for x in got[1].split(":"))
+                    emit({"event": "reply", "seq": seq, "from": got[1], "rtt_us": rtt_us})
+                if seq < count:
+                    time.sleep(max(0.0, t0 + interval_ms / 1000 - time.monotonic()))
+        finally:
+            with self._lock:
+                del self._waiters[ident]
+        return {"sent": count, "received": len(rtts), "rtts_us": rtts,
+                "worst_us": max(rtts) if rtts else None}
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=2)
+        self.shm = None
+        try:
+            self._map.close()
+        except BufferError:
+            pass
+        os.close(self.kickfd)
+
+
+# -- TAP for the VNIC ------------------------------------------------------------------------
+
+def open_tap(name: str) -> int:
+    tunsetiff, iff_tap, iff_no_pi = 0x400454CA, 0x0002, 0x1000
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, tunsetiff, struct.pack("16sH", name.encode(), iff_tap | iff_no_pi))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def configure_tap(name: str, mac: str, address: str | None) -> None:
+    from pyroute2 import IPRoute
+    with IPRoute() as ipr:
+        idx = ipr.link_lookup(ifname=name)[0]
+        ipr.link("set", index=idx, address=mac)
+        if address:
+            ip, plen = address.split("/")
+            ipr.addr("add", index=idx, address=ip, prefixlen=int(plen))
+        ipr.link("set", index=idx, state="up")
+
+
+# -- the daemon ------------------------------------------------------------------------------
+
+class Daemon:
+    def __init__(self, cfg: _config.StationConfig):
+        self.cfg = cfg
+        self.dev = cfg.device
+        self.sock_path = paths.control_socket(self.dev)
+        self.pid_path = paths.pid_file(self.dev)
+        self.station: Station | None = None
+        self.echo: EchoService | None = None
+        self.tap_fd: int | None = None
+        self.listener: socket.socket | None = None
+        self._pid_fd: int | None = None
+        self._lock = threading.Lock()          # serialises changes (Python only)
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._conns = set()
+        self._started = time.monotonic()
+        self._chan_ids: set[int] = set()
+        self.admin_gid = self._gid(cfg.group, "control.group")
+        self.status_gid = self._gid(cfg.status_group, "control.status_group")
+
+    def _gid(self, name, key):
+        if name is None:
+            return None
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            raise StartError(f"{self.cfg.source}: {key}: group {name!r} does not exist") from None
+
+    # -- start-up / shut-down ----------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take the device: PID file lock, then clean what a dead daemon left."""
+        os.makedirs(os.path.dirname(self.pid_path), mode=0o755, exist_ok=True)
+        fd = os.open(self.pid_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                other = read_pid(self.pid_path)
+                # A killed daemon keeps the lock until its last thread has exited
+                # (its main thread already shows as a zombie): wait for that.
+                if other is None or procs.running(other) or time.monotonic() > deadline:
+                    os.close(fd)
+                    raise StartError(f"{self.dev}: rtnetd already running (pid {other}, "
+                                     f"{self.pid_path})") from None
+                time.sleep(0.05)
+        self._pid_fd = fd
+        stale = read_pid(self.pid_path)
+        if stale is not None and stale != os.getpid():
+            log.warning("%s: cleaning up after rtnetd %d that did not stop cleanly",
+                        self.dev, stale)
+        if os.path.exists(self.sock_path):
+            os.unlink(self.sock_path)
+        n = lib.rtn_xdp_attached(self.dev.encode())
+        if n > 0:
+            rc = lib.rtn_xdp_detach(self.dev.encode())
+            if rc < 0:
+                raise StartError(last_error())
+            log.warning("%s: removed %d XDP program(s) left on the device", self.dev, rc)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def start(self) -> None:
+        cfg = self.cfg
+        self.acquire()
+        try:
+            self.station = Station(cfg.device, mac=cfg.mac, xdp_mode=cfg.xdp_mode,
+                                   ethertypes=cfg.steered_ethertypes(), rt=cfg.rt,
+                                   clock_offset_ns=cfg.clock_offset_ns, drift_ppm=cfg.drift_ppm,
+                                   link_rate_mbps=cfg.link_rate_mbps)
+        except (RtnetError, ConfigError) as exc:
+            raise StartError(exc.strerror if isinstance(exc, OSError) and exc.strerror
+                             else str(exc)) from None
+        st = self.station
+        try:
+            if cfg.discipline == "tdma":
+                st.attach_tdma(cfg.tdma)
+            elif cfg.discipline == "nomac":
+                st.attach_nomac()
+            st.start()
+            if cfg.vnic.enabled:
+                self.tap_fd = open_tap(cfg.vnic.name)
+                configure_tap(cfg.vnic.name, st.mac, cfg.vnic.address)
+                st.attach_vnic(self.tap_fd, cfg.vnic.mode, cfg.vnic.slot)
+            ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
+            self.echo = EchoService(st, ips)
+            self._chan_ids.add(self.echo.cid)
+        except (RtnetError, ConfigError, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise StartError(f"{self.dev}: {why}") from None
+        self.listener = self._listen()
+
+    def _listen(self) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        old = os.umask(0o177)
+        try:
+            s.bind(self.sock_path)
+        finally:
+            os.umask(old)
+        if self.status_gid is not None:
+            os.chown(self.sock_path, 0, self.status_gid)
+            os.chmod(self.sock_path, 0o660)
+        else:
+            os.chmod(self.sock_path, 0o600)
+        s.listen(16)
+        s.setblocking(False)
+        return s
+
+    def close(self) -> None:
+        if self.listener is not None:
+            try:
+                os.unlink(self.sock_path)
+            except FileNotFoundError:
+                pass
+            self.listener.close()
+            self.listener = None
+        if self.echo is not None:
+            self.echo.close()
+            self.echo = None
+        if self.station is not None:
+            self.station.close()
+            self.station = None
+        if self.tap_fd is not None:
+            os.close(self.tap_fd)
+            self.tap_fd = None
+        if self._pid_fd is not None:
+            try:
+                os.unlink(self.pid_path)
+            except FileNotFoundError:
+                pass
+            os.close(self._pid_fd)
+            self._pid_fd = None
+
+    def request_stop(self, *_):
+        self._stop.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def serve(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self.listener, selectors.EVENT_READ)
+        sel.register(self._wake_r, selectors.EVENT_READ)
+        while not self._stop.is_set():
+            for key, _ in sel.select():
+                if key.fileobj is self.listener:
+                    self._accept()
+        sel.close()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        if len(self._conns) >= MAX_CONNECTIONS:
+            _send_line(conn, {"ok": False, "error": "too many control connections"})
+            conn.close()
+            return
+        conn.setblocking(True)
+        self._conns.add(conn)
+        threading.Thread(target=self._serve_conn, args=(conn,), daemon=True,
+                         name="rtnetd-client").start()
+
+    # -- one client connection -----------------------------------------------------------------
+    def _serve_conn(self, conn: socket.socket) -> None:
+        owned: set[int] = set()
+        try:
+            pid, uid, gid = struct.unpack("3i", conn.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+            privileged = uid == 0 or (self.admin_gid is not None and
+                                      self.admin_gid in peer_groups(pid, gid))
+            buf = b""
+            while not self._stop.is_set():
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if len(line) > MAX_REQUEST:
+                        _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
+                        return
+                    if line.strip():
+                        self._handle_line(conn, line, privileged, owned)
+                if len(buf) > MAX_REQUEST:
+                    _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
+                    return
+        except OSError:
+            pass
+        finally:
+            for cid in owned:
+                self._close_channel(cid)
+            self._conns.discard(conn)
+            conn.close()
+
+    def _handle_line(self, conn, line: bytes, privileged: bool, owned: set) -> None:
+        try:
+            try:
+                req = json.loads(line.decode())
+            except (UnicodeDecodeError, ValueError):
+                raise RequestError("request is not a JSON object") from None
+            if not isinstance(req, dict):
+                raise RequestError("request is not a JSON object")
+            cmd = req.get("cmd")
+            if not isinstance(cmd, str) or cmd not in HANDLERS:
+                raise RequestError(f"unknown command {cmd!r}")
+            dev = req.get("dev", self.dev)
+            if dev != self.dev:
+                raise RequestError(f"this daemon runs {self.dev}, not {dev!r}")
+            if cmd not in READ_ONLY and not privileged:
+                raise RequestError(f"{cmd}: permission denied (needs root"
+                                   f"{' or group ' + self.cfg.group if self.cfg.group else ''})")
+            if cmd == "channel.open":
+                self._channel_open(conn, req, owned)
+                return
+            reply = HANDLERS[cmd](self, req, conn=conn, owned=owned)
+        except RequestError as exc:
+            reply = {"ok": False, "error": str(exc)}
+        except (ConfigError, RtnetError, KeyError, TypeError, ValueError) as exc:
+            msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, KeyError):
+                msg = f"missing field {exc}"
+            reply = {"ok": False, "error": msg.splitlines()[0] if msg else type(exc).__name__}
+        reply = {"ok": True, **reply} if "ok" not in reply else reply
+        _send_line(conn, reply)
+
+    # -- request handlers -------------------------------------------------------------------
+    def h_status(self, req, **_):
+        with self._lock:
+            stats = self.station.stats()
+            tdma_cfg = self.station.tdma_config
+            chans = [self.station.channel_stats(c) for c in sorted(self._chan_ids)]
+        stats = json_safe(stats)
+        stats["channels"] = chans
+        stats["daemon"] = {"pid": os.getpid(), "name": self.cfg.name, "device": self.dev,
+                           "config": self.cfg.source,
+                           "uptime_s": round(time.monotonic() - self._started, 3),
+                           "channels": len(self._chan_ids)}
+        stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
+        return {"status": stats}
+
+    def h_tdma_show(self, req, **_):
+        with self._lock:
+            cfg = self.station.tdma_config
+            tdma = self.station.stats()["tdma"] if cfg else None
+        return {"config": cfg.to_dict() if cfg else None,
+                "state": tdma["state"] if tdma else None}
+
+    def _require_free(self):
+        disc = self.station.discipline
+        if disc != "none":
+            raise RequestError(f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
+                               f"already attached (detach it first)")
+
+    def h_tdma_master(self, req, **_):
+        backup = req.get("backup_offset_us")
+        cfg = TdmaConfig(role="master", cycle_us=req["cycle_us"],
+                         backup_offset_us=backup or None,
+                         cal_rounds=req.get("cal_rounds", 100),
+                         max_slot_id=req.get("max_slot_id", 7),
+                         max_cal_requests=req.get("max_cal_requests", 64),
+                         link_rate_mbps=self.cfg.link_rate_mbps)
+        with self._lock:
+            self._require_free()
+            self.station.attach_tdma(cfg)
+        return {}
+
+    def h_tdma_slave(self, req, **_):
+        cfg = TdmaConfig(role="slave", cal_rounds=req.get("cal_rounds", 100),
+                         max_slot_id=req.get("max_slot_id", 7),
+                         link_rate_mbps=self.cfg.link_rate_mbps)
+        with self._lock:
+            self._require_free()
+            self.station.attach_tdma(cfg)
+        return {}
+
+    def h_tdma_slot(self, req, **_):
+        with self._lock:
+            cur = self.station.tdma_config
+            if cur is None:
+                raise RequestError(f"{self.dev}: no TDMA attached")
+            new = apply_request(cur, req)
+            self.station.attach_tdma(new)
+        reply = {}
+        if req.get("cmd") == "tdma.slot" and req.get("cal_results"):
+            reply["cal_results"] = self._wait_calibration(req.get("cal_timeout_ms") or 10_000)
+        return reply
+
+    def _wait_calibration(self, timeout_ms) -> list:
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+            raise RequestError(f"cal_timeout_ms: {timeout_ms!r} is not a whole number")
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            tdma = self.station.stats()["tdma"]
+            cal = tdma["calibration"] if tdma else None
+            if cal and cal["rounds"] and cal["done"] >= cal["rounds"]:
+                return [cal["mean_ns"]]
+            if tdma is None or tdma["role"] != "slave":
+                return []
+            if time.monotonic() > deadline:
+                raise RequestError("calibration did not finish in time")
+            self._stop.wait(0.05)  # calibration runs in the RT thread; poll its counters
+
+    def h_tdma_detach(self, req, **_):
+        with self._lock:
+            if self.station.discipline != "tdma":
+                raise RequestError(f"{self.dev}: no TDMA attached")
+            self.station.detach()
+        return {}
+
+    def h_nomac_attach(self, req, **_):
+        with self._lock:
+            self._require_free()
+            self.station.attach_nomac()
+        return {}
+
+    def h_nomac_detach(self, req, **_):
+        with self._lock:
+            if self.station.discipline != "nomac":
+                raise RequestError(f"{self.dev}: no NoMAC attached")
+            self.station.detach()
+        return {}
+
+    def h_ping(self, req, conn, **_):
+        dst = req.get("dst")
+        if not isinstance(dst, str):
+            raise RequestError("dst: a MAC or IPv4 address")
+        try:
+            if ":" in dst:
+                mac_bytes(dst)
+            else:
+                socket.inet_aton(dst)
+        except (OSError, ValueError, ConfigError):
+            raise RequestError(f"dst: {dst!r} is not a MAC or IPv4 address") from None
+        count = _int_arg(req, "count", 4, 1, 100_000)
+        interval = _int_arg(req, "interval_ms", 1000, 1, 60_000)
+        size = _int_arg(req, "size", 56, 0, 1500)
+        timeout = _int_arg(req, "timeout_ms", 500, 1, 60_000)
+        return self.echo.ping(dst, count, interval, size, timeout,
+                              emit=lambda ev: _send_line(conn, ev))
+
+    def h_capture(self, req, **_):
+        count = _int_arg(req, "count", 100, 1, 10_000)
+        duration = _int_arg(req, "duration_ms", 10_000, 1, 60_000)
+        types = set(RTMAC_ETHERTYPES) | set(self.cfg.steered_ethertypes())
+        frames = []
+        so_timestampns = 35
+        peer_ns, peer_if = veth_peer(self.dev)
+        with _netns.entered(peer_ns):
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        with s:
+            s.setsockopt(socket.SOL_SOCKET, so_timestampns, 1)
+            s.bind((peer_if, ETH_P_ALL))
+            deadline = time.monotonic() + duration / 1000
+            while len(frames) < count:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    break
+                s.settimeout(min(left, 0.2))
+                try:
+                    data, anc, _flags, _addr = s.recvmsg(65535, 64)
+                except socket.timeout:
+                    continue
+                if len(data) < 14 or int.from_bytes(data[12:14], "big") not in types:
+                    continue
+                ts = time.clock_gettime_ns(time.CLOCK_REALTIME)
+                for level, kind, value in anc:
+                    if level == socket.SOL_SOCKET and kind == so_timestampns:
+                        sec, nsec = struct.unpack("qq", value[:16])
+                        ts = sec * 10**9 + nsec
+                frames.append((ts, data))
+        return {"frames": len(frames), "interface": f"{peer_ns or ''}/{peer_if}".lstrip("/"),
+                "pcap_b64": base64.b64encode(_pcap(frames)).decode()}
+
+    def _channel_open(self, conn, req, owned) -> None:
+        et = req.get("ethertype")
+        if isinstance(et, bool) or not isinstance(et, int):
+            raise RequestError(f"ethertype: {et!r} is not an integer")
+        if et == _config.PING_ETHERTYPE:
+            raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
+        if et not in self.cfg.steered_ethertypes():
+            raise RequestError(f"ethertype {et:#06x} is not real-time on {self.dev} "
+                               "(add a [[channel]] or station.ethertypes entry)")
+        base = next((c for c in self.cfg.channels if c.ethertype == et), None)
+        slot = _int_arg(req, "slot", base.slot if base else 0, 0, 63)
+        prio = _int_arg(req, "prio", base.prio if base else 15, 0, 31)
+        max_size = _int_arg(req, "max_size", base.max_size if base else 1514, 14, 1536)
+        depth = _int_arg(req, "depth", 256, 1, 4096)
+        with self._lock:
+            cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
+                                                           max_size=max_size, depth=depth)
+            self._chan_ids.add(cid)
+        owned.add(cid)
+        try:
+            size = os.fstat(memfd).st_size
+            data = json.dumps({"ok": True, "channel": cid, "shm_size": size}).encode() + b"\n"
+            socket.send_fds(conn, [data], [memfd, kickfd])
+        finally:
+            os.close(memfd)
+            os.close(kickfd)
+
+    def h_channel_close(self, req, owned, **_):
+        cid = req.get("channel")
+        if cid not in owned:
+            raise RequestError(f"channel {cid!r} is not open on this connection")
+        owned.discard(cid)
+        self._close_channel(cid)
+        return {}
+
+    def _close_channel(self, cid: int) -> None:
+        with self._lock:
+            if self.station is not None:
+                try:
+                    self._chan_ids.discard(cid)
+                    self.station.close_channel(cid)
+                except RtnetError as exc:
+                    log.warning("closing channel %d: %s", cid, exc)
+
+    def h_shutdown(self, req, **_):
+        self.request_stop()
+        return {}
+
+
+HANDLERS = {
+    "status": Daemon.h_status, "tdma.show": Daemon.h_tdma_show,
+    "tdma.master": Daemon.h_tdma_master, "tdma.slave": Daemon.h_tdma_slave,
+    "tdma.slot": Daemon.h_tdma_slot, "tdma.remove_slot": Daemon.h_tdma_slot,
+    "tdma.detach": Daemon.h_tdma_detach, "nomac.attach": Daemon.h_nomac_attach,
+    "nomac.detach": Daemon.h_nomac_detach, "ping": Daemon.h_ping,
+    "capture": Daemon.h_capture, "channel.open": None, "channel.close": Daemon.h_channel_close,
+    "shutdown": Daemon.h_shutdown,
+}
+
+
+def _refuse_and_close(conn: socket.socket, error: str) -> None:
+    """Error reply, then read and drop what the client still sends (bounded), so that
+    closing with unread data does not reset the connection before it reads the reply."""
+    _send_line(conn, {"ok": False, "error": error})
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(1.0)
+        dropped = 0
+        while dropped < 16 * MAX_REQUEST * 16:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            dropped += len(chunk)
+    except OSError:
+        pass
+
+
+def _send_line(conn: socket.socket, obj: dict) -> None:
+    try:
+        conn.sendall(json.dumps(obj).encode() + b"\n")
+    except OSError:
+        pass  # the client went away; its connection thread ends on the next recv
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="rtnetd", description="rtnet-xdp station daemon")
+    p.add_argument("-c", "--config", required=True, help="rtnet.toml or rtnet.conf")
+    p.add_argument("--dev", help="real-time device (overrides the configuration)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="rtnetd: %(message)s", stream=sys.stderr)
+    try:
+        cfg = _config.load(args.config)
+        if args.dev:
+            cfg = _config.with_overrides(cfg, device=args.dev)
+        daemon = Daemon(cfg)
+    except (ConfigError, StartError) as exc:
+        print(f"rtnetd: {exc}", file=sys.stderr, flush=True)
+        return 1
+    signal.signal(signal.SIGTERM, daemon.request_stop)
+    signal.signal(signal.SIGINT, daemon.request_stop)
+    try:
+        daemon.start()
+    except StartError as exc:
+        daemon.close()
+        print(f"rtnetd: {exc}", file=sys.stderr, flush=True)
+        return 1
+    log.info("%s: running (pid %d, %s, control %s)", cfg.device, os.getpid(),
+             cfg.discipline, daemon.sock_path)
+    print("rtnetd: ready", file=sys.stderr, flush=True)
+    try:
+        daemon.serve()
+    finally:
+        daemon.close()
+    log.info("%s: stopped", cfg.device)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

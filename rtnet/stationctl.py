@@ -1,0 +1,269 @@
+"""What rtnetctl does with a station daemon: start it, stop it, ask it things.
+
+``up`` checks the configuration first (nothing starts on an error), starts
+rtnetd detached (own session, output to ``<station dir>/<dev>.log``) inside
+the requested network namespace, and waits until its control socket answers
+``status``; if the daemon exits first, its last ``rtnetd:`` line becomes the
+error.  A daemon started in a lab station's namespace (``rtn-<lab>-sN``) is
+also recorded with the lab, so ``rtnetctl lab down`` stops it too.
+
+``down`` sends SIGTERM to the PID in the PID file (only if that file is
+still locked, i.e. a daemon owns it), waits, and then removes what a dead
+daemon may have left: socket, PID file and the XDP program on the device.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from . import config as _config
+from . import netns as _netns
+from . import procs
+from . import paths
+from ._lowlevel import last_error, lib
+from .errors import RtnetError
+
+START_TIMEOUT = 60.0   # a loaded 2-vCPU machine imports slowly
+STOP_TIMEOUT = 10.0
+
+
+class StationCtlError(RtnetError):
+    """Starting, stopping or talking to a station daemon failed."""
+
+
+def _fail(message: str, err: int = 1):
+    raise StationCtlError(err, message)
+
+
+# -- talking to the daemon --------------------------------------------------------------------
+
+def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 30.0,
+            on_event=None) -> dict:
+    """Send one request; lines without "ok" are events (ping) given to ``on_event``."""
+    path = paths.control_socket(dev, netns)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            _fail(f"{dev}: no rtnetd running{' in ' + netns if netns else ''} "
+                  f"(start it with rtnetctl up)", 2)
+        except PermissionError:
+            _fail(f"{path}: permission denied (root or the status group needed)", 13)
+        except OSError as exc:
+            _fail(f"{path}: {exc.strerror or exc}", exc.errno or 5)
+        try:
+            sock.sendall(json.dumps({**req, "dev": dev}).encode() + b"\n")
+            f = sock.makefile("rb")
+            while True:
+                line = f.readline(1 << 24)
+                if not line:
+                    _fail(f"{dev}: rtnetd closed the connection without replying")
+                try:
+                    reply = json.loads(line)
+                except ValueError:
+                    _fail(f"{dev}: malformed reply from rtnetd")
+                if not isinstance(reply, dict):
+                    _fail(f"{dev}: malformed reply from rtnetd")
+                if "ok" in reply:
+                    break
+                if on_event:
+                    on_event(reply)
+        except socket.timeout:
+            _fail(f"{dev}: rtnetd did not reply in time", 110)
+        except OSError as exc:
+            _fail(f"{dev}: control socket: {exc.strerror or exc}", exc.errno or 5)
+    if not reply["ok"]:
+        _fail(f"{dev}: {reply.get('error', 'request failed')}")
+    return reply
+
+
+# -- up / down ---------------------------------------------------------------------------------
+
+def daemon_owns(pid_path: str) -> bool:
+    """Whether a live daemon holds the PID file's lock."""
+    try:
+        fd = os.open(pid_path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _record_with_lab(netns: str | None, pid: int) -> None:
+    import re
+    from .lab import Lab
+    m = re.fullmatch(r"rtn-([a-z0-9]{1,10})-s\d+", netns or "")
+    if not m:
+        return
+    lab = Lab(m.group(1), 1)
+    os.makedirs(lab.pid_dir, exist_ok=True)
+    with open(os.path.join(lab.pid_dir, f"{pid}.pid"), "w") as f:
+        f.write(f"{pid} {procs.start_time(pid)} {netns}\n")
+
+
+def _last_daemon_line(log_path: str) -> str | None:
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.startswith("rtnetd: ")]
+    except OSError:
+        return None
+    return lines[-1][len("rtnetd: "):] if lines else None
+
+
+def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
+       timeout: float = START_TIMEOUT) -> dict:
+    if netns is not None and not _netns.exists(netns):
+        _fail(f"network namespace {netns!r} does not exist", 2)
+    cfg = _config.load(config_path)       # ConfigError: nothing started
+    dev = dev or cfg.device
+    sock_path = paths.control_socket(dev, netns)
+    pid_path = paths.pid_file(dev, netns)
+    pid = _read_pid(pid_path)
+    if daemon_owns(pid_path) and (pid is None or procs.running(pid)):
+        _fail(f"{dev}: rtnetd already running (pid {pid})", 17)
+    station_dir = os.path.dirname(sock_path)
+    os.makedirs(station_dir, mode=0o755, exist_ok=True)
+    log_path = os.path.join(station_dir, f"{dev}.log")
+    argv = [sys.executable, "-m", "rtnet.daemon", "-c", os.path.abspath(config_path),
+            "--dev", dev]
+    if netns:
+        argv = [sys.executable, "-m", "rtnet.netns", netns, "--", *argv]
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["RTNET_RUN_DIR"] = paths.base_dir()
+    with open(log_path, "ab") as log:
+        log.write(f"--- rtnetctl up {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, env=env, close_fds=True)
+    _record_with_lab(netns, proc.pid)
+    deadline = time.monotonic() + timeout
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            why = _last_daemon_line(log_path) or f"exited with status {rc}"
+            _fail(why if why.startswith(dev) or ":" in why else f"{dev}: {why}")
+        if os.path.exists(sock_path):
+            try:
+                st = request(dev, {"cmd": "status"}, netns=netns, timeout=5.0)["status"]
+                break
+            except StationCtlError:
+                pass
+        if time.monotonic() > deadline:
+            proc.terminate()
+            _fail(f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})", 110)
+        time.sleep(0.05)  # the daemon is a separate process: poll its socket
+    return {"dev": dev, "pid": proc.pid, "netns": netns, "log": log_path,
+            "discipline": st["discipline"], "socket": sock_path}
+
+
+def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
+    """Remove what a dead daemon left: socket, PID file, XDP program."""
+    cleaned = []
+    for path, what in ((paths.control_socket(dev, netns), "socket"),
+                       (paths.pid_file(dev, netns), "PID file")):
+        if os.path.exists(path):
+            os.unlink(path)
+            cleaned.append(what)
+    try:
+        with _netns.entered(netns):
+            n = lib.rtn_xdp_detach(dev.encode())
+    except OSError:
+        n = 0
+    if n > 0:
+        cleaned.append("XDP program")
+    elif n < 0 and n != -19:
+        _fail(last_error())
+    return cleaned
+
+
+def down(dev: str, *, netns: str | None = None, timeout: float = STOP_TIMEOUT) -> dict:
+    pid_path = paths.pid_file(dev, netns)
+    if not os.path.exists(pid_path):
+        if os.path.exists(paths.control_socket(dev, netns)):
+            return {"result": "not running", "cleaned": cleanup_leftovers(dev, netns)}
+        return {"result": "not running", "cleaned": []}
+    pid = _read_pid(pid_path)
+    if not daemon_owns(pid_path) or pid is None:
+        return {"result": "was not running", "cleaned": cleanup_leftovers(dev, netns)}
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while procs.running(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)  # not our child: nothing to wait() on
+    result = "stopped"
+    if procs.running(pid):
+        os.kill(pid, signal.SIGKILL)
+        while procs.running(pid):
+            time.sleep(0.02)
+        result = "killed (did not stop within {:g} s)".format(timeout)
+    return {"result": result, "pid": pid, "cleaned": cleanup_leftovers(dev, netns)}
+
+
+# -- status table -----------------------------------------------------------------------------
+
+def _us(v):
+    return "-" if v is None else f"{v:.1f}"
+
+
+def format_status(s: dict) -> str:
+    d = s.get("daemon", {})
+    out = [f"{s['ifname']} {s['mac']}: rtnetd pid {d.get('pid')} ({d.get('name')}, "
+           f"{d.get('config')}), up {d.get('uptime_s', 0):.0f} s"]
+    out.append(f"  xdp {s['xdp_mode']}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
+               f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "
+               f"discipline {s['discipline']}")
+    t = s.get("tdma")
+    cfg = s.get("tdma_config") or {}
+    if t:
+        role = t["role"] + (" (backup)" if t.get("backup") else "")
+        out.append(f"  TDMA {role}, state {t['state']}, cycle {t['cycle_ns'] / 1000:g} us, "
+                   f"cycle no {t['cycle_no']}")
+        se = t["sync_error"]["summary_us"]
+        out.append(f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
+                   f"max {_us(se['max'])} us ({se['count']} samples)")
+        cal = t["calibration"]
+        out.append(f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay mean "
+                   f"{cal['mean_ns'] / 1000:.1f} us (min {cal['min_ns'] / 1000:.1f}, "
+                   f"max {cal['max_ns'] / 1000:.1f})")
+        offsets = {str(x["id"]): x for x in cfg.get("slots", [])}
+        out.append(f"  {'slot':>4} {'offset_us':>9} {'phasing':>7} {'size':>5} {'occur':>8} "
+                   f"{'frames':>8} {'bytes':>10} {'missed':>7} {'late':>7} {'queued':>6}")
+        for sid, c in sorted(t["slots"].items(), key=lambda kv: int(kv[0])):
+            sc = offsets.get(sid, {})
+            ph = f"{sc.get('phasing', '?')}/{sc.get('period', '?')}"
+            out.append(f"  {sid:>4} {sc.get('offset_us', '?'):>9} {ph:>7} {sc.get('size', '?'):>5} "
+                       f"{c['occurrences']:>8} {c['frames']:>8} {c['bytes']:>10} {c['missed']:>7} "
+                       f"{c['late_starts']:>7} {c['queue_depth']:>6}")
+    w = s["wakeup"]["summary_us"]
+    out.append(f"  wake-up latency: min {_us(w['min'])} avg {_us(w['avg'])} p99 {_us(w['p99'])} "
+               f"max {_us(w['max'])} us ({w['count']} wake-ups)")
+    v = s["vnic"]
+    out.append(f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
+               f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
+               f"rx {v['rx_dropped']}")
+    for c in s.get("channels", []):
+        out.append(f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
+                   f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
+                   f"(drops {c['rx_drops']})")
+    return "\n".join(out) + "\n"

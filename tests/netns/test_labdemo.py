@@ -1,0 +1,49 @@
+"""The embedded default: `rtnetctl lab up` runs a three-station TDMA segment with daemons,
+VNICs and a cyclic publisher, and `rtnetctl lab down` removes all of it."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from pyroute2 import netns as pr_netns
+
+from rtnet import paths
+
+pytestmark = pytest.mark.netns
+
+
+def rtnetctl(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
+    r = rtnetctl("-j", "lab", "up", "--name", "ld", "--duration", "2")
+    try:
+        assert r.returncode == 0, r.stderr
+        summary = json.loads(r.stdout)
+        assert [s["state"] for s in summary["stations"]] == ["active", "stand-by",
+                                                              "synchronised"]
+        assert summary["messages"] >= 1000 and summary["lost"] == 0
+        assert summary["latency_us"]["p50"] < 1000  # within the cycle it was sent in
+        assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
+        st = json.loads(rtnetctl("-j", "-n", "rtn-ld-s3", "status").stdout)
+        assert st["tdma"]["state"] == "synchronised" and st["vnic"]["tap_tx"] > 0
+    finally:
+        down = rtnetctl("lab", "down", "--name", "ld")
+    assert down.returncode == 0, down.stderr
+    assert not [n for n in pr_netns.listnetns() if n.startswith("rtn-ld-")]
+    assert not [f for f in os.listdir(paths.station_dir("rtn-ld-s1"))
+                if not f.endswith(".log")]  # only the daemon's log is kept
+    out = subprocess.run(["pgrep", "-f", "rtnet.daemon"], capture_output=True, text=True).stdout
+    for pid in out.split():
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert b"rtn-ld-" not in f.read()
+
+
+def test_demo_refuses_bad_arguments_without_leaving_anything():
+    r = rtnetctl("lab", "up", "--name", "le", "--stations", "9")
+    assert r.returncode == 1
+    assert r.stderr.strip() == "rtnetctl: --stations 9: the demo runs 2..7 stations"
+    assert not [n for n in pr_netns.listnetns() if n.startswith("rtn-le-")]
