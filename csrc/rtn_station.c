@@ -284,6 +284,21 @@ static int tap_usable(const struct rtn_station *s)
 	return !__atomic_load_n(&s->tap_dead, __ATOMIC_ACQUIRE);
 }
 
+/* One frame from the TAP, without blocking, counted.  0: none waiting, or the TAP died. */
+static ssize_t tap_read(struct rtn_station *s, uint8_t *buf, size_t cap)
+{
+	ssize_t n = read(s->tap_fd, buf, cap);
+
+	if (n <= 0) {
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			tap_failed(s);
+		return 0;
+	}
+	VSTAT_ADD(s, tap_rx, 1);
+	VSTAT_ADD(s, tap_rx_bytes, n);
+	return n;
+}
+
 /* Batched VNIC: pull from the TAP until the slot's wire-time budget is used. */
 static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
@@ -296,16 +311,11 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 	/* frames already waiting count against this occurrence first */
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
 	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
-		ssize_t n = read(s->tap_fd, inner, sizeof(inner));
+		ssize_t n = tap_read(s, inner, sizeof(inner));
 		int len;
 
-		if (n < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				tap_failed(s);
+		if (!n)
 			break;
-		}
-		VSTAT_ADD(s, tap_rx, 1);
-		VSTAT_ADD(s, tap_rx_bytes, n);
 		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
 		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
 			VSTAT_ADD(s, tx_dropped, 1);
@@ -456,17 +466,12 @@ static void nomac_collect(struct rtn_station *s)
 		uint8_t inner[RTN_TDMA_FRAME_MAX];
 
 		while (s->nomac_head - s->nomac_tail < NOMAC_FIFO && tap_usable(s)) {
-			ssize_t n = read(s->tap_fd, inner, sizeof(inner));
+			ssize_t n = tap_read(s, inner, sizeof(inner));
 			int len;
 			uint32_t h = s->nomac_head;
 
-			if (n < 0) {
-				if (errno != EAGAIN && errno != EINTR)
-					tap_failed(s);
+			if (!n)
 				break;
-			}
-			VSTAT_ADD(s, tap_rx, 1);
-			VSTAT_ADD(s, tap_rx_bytes, n);
 			len = encap_into(s, inner, n, s->nomac_fifo[h % NOMAC_FIFO].data,
 					 RTN_TDMA_FRAME_MAX);
 			if (len < 0) {
