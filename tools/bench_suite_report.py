@@ -103,16 +103,20 @@ def rfc_table(results: dict) -> str:
 def vnic_table(results: dict) -> str:
     runs = results.get("vnic_cost", {}).get("runs", {})
     rows = ["| path / protocol | goodput (Mbit/s) | machine CPU s per GB | x kernel path | "
+            "above idle TDMA: CPU s per GB | x kernel path | "
             "stack threads CPU s | context switches per packet (over idle) |",
-            "|---|---:|---:|---:|---:|---:|"]
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, r in runs.items():
         if key.endswith("/idle"):
             continue
         k = runs.get(f"kernel/{key.split('/')[1]}", {})
         ratio = (r["cpu_s_per_gb"] / k["cpu_s_per_gb"]) if r.get("cpu_s_per_gb") and \
             k.get("cpu_s_per_gb") else None
+        marg = r.get("marginal_cpu_s_per_gb")
+        mratio = marg / k["cpu_s_per_gb"] if marg is not None and k.get("cpu_s_per_gb") else None
         rows.append(f"| {key} | {fmt(r.get('goodput_mbps'), 1)} | {fmt(r.get('cpu_s_per_gb'), 2)} | "
-                    f"{fmt(ratio, 2)} | {fmt(r.get('stack_cpu_s'), 3)} | "
+                    f"{fmt(ratio, 2)} | {fmt(marg, 2)} | {fmt(mratio, 2)} | "
+                    f"{fmt(r.get('stack_cpu_s'), 3)} | "
                     f"{fmt(r.get('csw_per_packet'), 3)} |")
     return "\n".join(rows)
 
@@ -499,9 +503,11 @@ def markdown(results: dict, report_path: str) -> str:
     if results.get("vnic_cost"):
         L += ["## d. VNIC cost (seeds/003)", "",
               "vnic/bench.py: iperf3 at 100 Mbit/s offered through vnic0 (TDMA, batched and "
-              "per-packet modes) against the plain veth kernel path; machine CPU from the kernel's "
-              "idle accounting; context switches of the stack's threads per tunnelled packet, "
-              "above an idle run of the same length.", "", vnic_table(results), "",
+              "per-packet modes) against the plain veth kernel path; machine CPU is the scheduler's "
+              "run time of every task (per-task schedstat, plus children that ended), total and "
+              "above an idle TDMA run of the same length (the fixed cost of the RT threads' slot "
+              "wake-ups); context switches of the stack's threads per tunnelled packet, "
+              "above the idle run.", "", vnic_table(results), "",
               fig("d", "VNIC cost"), ""]
         runs = results["vnic_cost"].get("runs", {})
         k, b, pp = runs.get("kernel/udp", {}), runs.get("batched/udp", {}), runs.get("per-packet/udp", {})
