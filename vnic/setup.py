@@ -1,9 +1,10 @@
 """Two lab stations under TDMA with a VNIC each: the slot plan and the wiring.
 
-The engine sends at most one full slot-size frame per slot occurrence (the
-slot window is the wire time of one ``size + 14`` byte frame), so a VNIC
-gets capacity from several NRT slot occurrences per cycle: joint slots
-sharing the queue of NRT slot 1.
+A slot's window is the wire time of one full ``size + 14`` byte frame plus
+the guard (the lateness it tolerates), so an NRT slot carries one full-size
+frame per occurrence (and small frames in what is left); a VNIC gets its
+capacity from several NRT slot occurrences per cycle: joint slots sharing
+the queue of NRT slot 1.
 
 Plan for a cycle of ``cycle_us`` at ``link_rate_mbps`` (offsets in us):
 Sync at 0, the master's RT slot 0, the slave's RT slot 0, one NRT slot for
