@@ -186,6 +186,18 @@ class Lab:
             f.write(f"{proc.pid} {_procs.start_time(proc.pid)} {station.netns}\n")
         return proc
 
+    def stop(self, proc: subprocess.Popen, *, timeout: float = 5.0, terminate: bool = True) -> None:
+        """End a process started with spawn(): SIGTERM (unless it is expected to end by
+        itself), wait up to ``timeout`` s, then SIGKILL; and forget it."""
+        if terminate and proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self.forget(proc)
+
     def forget(self, proc: subprocess.Popen) -> None:
         try:
             os.unlink(os.path.join(self.pid_dir, f"{proc.pid}.pid"))

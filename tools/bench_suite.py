@@ -117,14 +117,7 @@ class Load:
             stop_stress(self.stress)
             self.stress = None
         for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            self.lab.forget(p)
+            self.lab.stop(p)
         self.procs = []
 
 
@@ -416,13 +409,7 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
                     f"share), ping RTT p50 {lat.get('p50', 0):.0f} p99 {lat.get('p99', 0):.0f} us "
                     f"({len(tried)} trials)")
         finally:
-            srv.terminate()
-            try:
-                srv.wait(5)
-            except subprocess.TimeoutExpired:
-                srv.kill()
-                srv.wait()
-            lab.forget(srv)
+            lab.stop(srv)
 
 
 # ---- main ---------------------------------------------------------------------------------

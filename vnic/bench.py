@@ -117,12 +117,7 @@ def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
         return {"goodput_mbps": s["bits_per_second"] / 1e6, "bytes": s["bytes"],
                 "loss_pct": 0.0, "retransmits": end["sum_sent"].get("retransmits", 0)}
     finally:
-        try:
-            srv.wait(10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
-        lab.forget(srv)
+        lab.stop(srv, timeout=10, terminate=False)  # iperf3 -s -1 ends after one test
 
 
 def rt_snapshot(stations) -> dict:
