@@ -726,6 +726,32 @@ static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 	return !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED);
 }
 
+/*
+ * Longest sleep without watching the eventfd: control commands and the stop
+ * request wait at most this long for the thread (see station_body).
+ */
+#define QUIET_SLEEP_MAX_NS	10000000
+
+/*
+ * Only the timer can usefully wake the thread: under TDMA with the batched
+ * VNIC (or no VNIC traffic path that needs a wake-up) and a deadline within
+ * QUIET_SLEEP_MAX_NS.  Then a plain absolute clock_nanosleep replaces
+ * timerfd_settime + poll on three descriptors + read, the cheapest wait the
+ * kernel has; commands posted meanwhile run at that wake-up.
+ */
+static int quiet_wait(const struct rtn_station *s, int64_t next_local, int64_t next_os)
+{
+	return !rx_wakes(s, next_local) && s->disc == RTN_DISC_TDMA &&
+	       next_os - rtn_now() < QUIET_SLEEP_MAX_NS;
+}
+
+/* Lateness of a timer wake-up for @p deadline, as the periodic loop records it. */
+static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
+{
+	rtn_hist_add(&s->wake, now - deadline);
+	s->st.timer_wakeups++;
+}
+
 static int station_body(struct rtn_rt *rt, void *arg)
 {
 	struct rtn_station *s = arg;
@@ -733,7 +759,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 
 	while (!rtn_rt_should_stop(rt)) {
 		struct pollfd p[4];
-		int64_t next_local = INT64_MAX, next_os, now;
+		int64_t next_local = INT64_MAX, next_os, now, woke_late = 0;
 		int np = 0, tap_idx = -1;
 
 		exec_cmd(s);
@@ -748,6 +774,18 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				next_local = due;
 		}
 		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
+		if (quiet_wait(s, next_local, next_os)) {
+			if (armed != INT64_MAX) {
+				arm_timer(s, INT64_MAX);
+				armed = INT64_MAX;
+			}
+			rtn_sleep_until(next_os);
+			now = rtn_now();
+			s->st.loops++;
+			timer_woke(s, next_os, now);
+			woke_late = now - next_os;
+			goto work;
+		}
 		if (next_os != armed) {
 			arm_timer(s, next_os);
 			armed = next_os;
@@ -782,9 +820,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			uint64_t ticks;
 
 			if (read(s->tfd, &ticks, sizeof(ticks)) > 0 && armed != INT64_MAX) {
-				/* lateness of every timer wake-up, as the periodic loop records it */
-				rtn_hist_add(&s->wake, now - armed);
-				s->st.timer_wakeups++;
+				timer_woke(s, armed, now);
+				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
 		}
@@ -797,11 +834,20 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			VSTAT_ADD(s, wakeups, 1);
 		if (tap_idx >= 0 && (p[tap_idx].revents & (POLLERR | POLLHUP | POLLNVAL)))
 			tap_failed(s);
+work:
 		receive_all(s);
 		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
 			vnic_take_from_reader(s);
 		if (s->disc == RTN_DISC_TDMA && s->tdma) {
+			uint64_t missed = rtn_tdma_missed(s->tdma);
+
 			rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
+			missed = rtn_tdma_missed(s->tdma) - missed;
+			/* why: a wake-up later than the slot tolerates, or anything else */
+			if (woke_late > s->tdma_cfg.guard_ns)
+				s->st.miss_late_wake += missed;
+			else
+				s->st.miss_other += missed;
 		} else if (s->disc == RTN_DISC_NOMAC) {
 			nomac_collect(s);
 			rate_generate(s, local_of(s, rtn_now()));
@@ -853,9 +899,13 @@ static void vnic_write_direct(struct rtn_station *s, int64_t next_local)
 	int64_t slack = next_local == INT64_MAX ? INT64_MAX
 						 : next_local - rtn_station_local_now(s);
 
-	if (slack > VNIC_WRITE_SLACK_NS)
-		write_to_tap(s, (uint32_t)(slack == INT64_MAX ? VNIC_RING
-					   : (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
+	if (slack <= VNIC_WRITE_SLACK_NS)
+		return;
+	write_to_tap(s, (uint32_t)(slack == INT64_MAX ? VNIC_RING
+				   : (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
+	/* the budget is an estimate: count every time the writes ran into real-time work */
+	if (next_local != INT64_MAX && rtn_station_local_now(s) > next_local)
+		s->st.vnic_overruns++;
 }
 
 /* Per-packet mode, wire -> Linux: a helper thread woken by the RT thread. */

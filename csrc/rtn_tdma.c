@@ -410,6 +410,7 @@ int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
 	e->port = *port;
 	pool_init(e);
 	rtn_hist_init(&e->st.slot_lateness, 0);
+	rtn_hist_init(&e->st.slot0_lateness, 0);
 	rtn_hist_init(&e->st.sync_error, RTN_TDMA_SYNC_HIST_LO_NS);
 	index_slots(e);
 	*out = e;
@@ -729,8 +730,11 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		if (xmit(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
 			 e->st.clock_offset, &tx))
 			return 1;
-		if (e->sent_in_occ++ == 0)
+		if (e->sent_in_occ++ == 0) {
 			rtn_hist_add(&e->st.slot_lateness, tx - e->slot_start);
+			if (id == 0)
+				rtn_hist_add(&e->st.slot0_lateness, tx - e->slot_start);
+		}
 		ss->frames++;
 		ss->bytes += e->pool[b].len;
 		e->st.frames_tx++;
@@ -784,6 +788,11 @@ static void run_job(struct rtn_tdma *e, int64_t now)
 		e->resume_at = 0;
 		e->next_job++;
 	}
+}
+
+uint64_t rtn_tdma_missed(const struct rtn_tdma *e)
+{
+	return e->st.missed_slots;
 }
 
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
@@ -1054,6 +1063,7 @@ void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
 		s2 = __atomic_load_n(&e->st.seq, __ATOMIC_RELAXED);
 	} while ((s1 & 1) || s1 != s2);
 	rtn_hist_read(&e->st.slot_lateness, &out->slot_lateness);
+	rtn_hist_read(&e->st.slot0_lateness, &out->slot0_lateness);
 	rtn_hist_read(&e->st.sync_error, &out->sync_error);
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
 		out->slot[i].queue_depth = 0;

@@ -135,6 +135,7 @@ struct rtn_tdma_stats {
 	uint64_t config_applied;
 	struct rtn_tdma_slot_stats slot[RTN_TDMA_MAX_SLOTS];
 	struct rtn_hist slot_lateness;	/* first transmission minus scheduled slot start */
+	struct rtn_hist slot0_lateness;	/* the same for slot 0 only: RTnet's real-time slot */
 	struct rtn_hist sync_error;	/* estimated global time minus true global time */
 };
 
@@ -191,6 +192,8 @@ int rtn_tdma_config_pending(const struct rtn_tdma *e);
 
 /** Local time of the next thing the engine has to do. */
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e);
+/** Slot occurrences missed so far (cheap; for the owner thread). */
+uint64_t rtn_tdma_missed(const struct rtn_tdma *e);
 
 /** Do everything due at or before local time @p now. */
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now);

@@ -84,5 +84,6 @@ def stats_from_c(st) -> dict:
         for i in range(lib.RTN_TDMA_MAX_SLOTS) if st.slot[i].id >= 0
     }
     out["slot_lateness"] = Histogram.from_c(ffi.addressof(st, "slot_lateness"))
+    out["slot0_lateness"] = Histogram.from_c(ffi.addressof(st, "slot0_lateness"))
     out["sync_error"] = Histogram.from_c(ffi.addressof(st, "sync_error"))
     return out
