@@ -84,6 +84,19 @@ class Histogram:
                          self.min_ns if under else lo, self.max_ns if over else min(hi, self.max_ns),
                          self.sum_ns - earlier.sum_ns)
 
+    @staticmethod
+    def combine(hists: list["Histogram"]) -> "Histogram":
+        """One histogram of the samples of several with the same bins (e.g. per station)."""
+        if not hists or any(h.lo_ns != hists[0].lo_ns for h in hists):
+            raise ValueError("combine: needs histograms with the same bins")
+        counted = [h for h in hists if h.count]
+        return Histogram(hists[0].lo_ns, np.sum([h.bins for h in hists], axis=0),
+                         sum(h.count for h in hists), sum(h.underflow for h in hists),
+                         sum(h.overflow for h in hists),
+                         min((h.min_ns for h in counted), default=0),
+                         max((h.max_ns for h in counted), default=0),
+                         sum(h.sum_ns for h in hists))
+
     def nonzero_bins_us(self) -> dict:
         """Non-empty buckets only, keyed by lower edge in us (for JSON, as cyclictest)."""
         idx = np.nonzero(self.bins)[0]

@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
 from .setup import plan, tdma_pair
@@ -125,11 +126,34 @@ def rt_snapshot(stations) -> dict:
     for st in stations:
         s = st.stats()
         out.append({"wake_bins": s["wakeup"].bins.copy(), "wake_lo": s["wakeup"].lo_ns,
+                    "slot0": s["tdma"]["slot0_lateness"],
                     "missed": s["tdma"]["missed_slots"],
                     "rt_missed": s["tdma"]["slots"][0]["missed"],
+                    "miss_late_wake": s["miss_late_wake"], "miss_other": s["miss_other"],
+                    "vnic_overruns": s["vnic_overruns"],
                     "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
                     "vnic": dict(s["vnic"]), "timer_wakeups": s["timer_wakeups"]})
     return out
+
+
+def rt_impact(r0: list, r1: list) -> dict:
+    """Real-time figures between two rt_snapshot()s, both stations together."""
+    def delta(key):
+        return sum(b[key] - a[key] for a, b in zip(r0, r1))
+
+    bins = sum(b["wake_bins"] - a["wake_bins"] for a, b in zip(r0, r1))
+    slot0 = Histogram.combine([b["slot0"].since(a["slot0"]) for a, b in zip(r0, r1)])
+    return {"wake_p99_us": p99_us(bins, r1[0]["wake_lo"]),
+            # lateness of the first frame of every slot 0 occurrence (the RT probe)
+            "rt_lateness_p99_us": slot0.percentile_ns(99) / 1000,
+            "rt_frames": int(slot0.count),
+            "missed_slots": delta("missed"), "rt_slot_missed": delta("rt_missed"),
+            "miss_late_wake": delta("miss_late_wake"), "miss_other": delta("miss_other"),
+            "vnic_overruns": delta("vnic_overruns"), "timer_wakeups": delta("timer_wakeups"),
+            "vnic_packets": delta("vnic_pkts"),
+            "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
+            "tx_dropped": sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"]
+                              for a, b in zip(r0, r1))}
 
 
 def p99_us(bins: np.ndarray, lo_ns: int) -> float:
@@ -149,15 +173,7 @@ def measure(fn, stations=None) -> dict:
     res.update(wall_s=t1 - t0, machine_cpu_s=machine_cpu_s(b0, b1), stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
                stack_csw=k1["csw"] - k0["csw"], stack_threads=k1["threads"])
     if stations:
-        r1 = rt_snapshot(stations)
-        bins = sum(b["wake_bins"] - a["wake_bins"] for a, b in zip(r0, r1))
-        res.update(wake_p99_us=p99_us(bins, r1[0]["wake_lo"]),
-                   missed_slots=sum(b["missed"] - a["missed"] for a, b in zip(r0, r1)),
-                   rt_slot_missed=sum(b["rt_missed"] - a["rt_missed"] for a, b in zip(r0, r1)),
-                   timer_wakeups=sum(b["timer_wakeups"] - a["timer_wakeups"] for a, b in zip(r0, r1)),
-                   vnic_packets=sum(b["vnic_pkts"] - a["vnic_pkts"] for a, b in zip(r0, r1)),
-                   vnic_wakeups=sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
-                   tx_dropped=sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"] for a, b in zip(r0, r1)))
+        res.update(rt_impact(r0, rt_snapshot(stations)))
     gb = res.get("bytes", 0) / 1e9
     res["cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
     return res
@@ -168,6 +184,30 @@ def idle(seconds: float):
         threading.Event().wait(seconds)   # the idle reference window
         return {}
     return fn
+
+
+def wakeup_floor(base: dict, seconds: int, log) -> dict:
+    """What a bare timer wake-up costs here: cyclictest at the stations' wake-up rate.
+
+    The TDMA stations' fixed cost is their RT threads' slot wake-ups; cyclictest
+    (one SCHED_FIFO thread, clock_nanosleep, PM QoS held) at the same rate, run
+    right after, is the floor any design that wakes per slot pays on this machine.
+    """
+    rate = base["timer_wakeups"] / base["wall_s"]
+    interval_us = max(50, int(round(1e6 / rate)))
+    proc = subprocess.Popen(["cyclictest", "-q", "-m", "-t1", "-p80", "-i", str(interval_us),
+                             "-D", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    loops = seconds * 1e6 / interval_us
+    out = {"interval_us": interval_us, "cpu_s": ru.ru_utime + ru.ru_stime,
+           "us_per_wakeup": (ru.ru_utime + ru.ru_stime) / loops * 1e6,
+           "stack_us_per_wakeup": base["stack_cpu_s"] / base["timer_wakeups"] * 1e6,
+           "exit": proc.returncode}
+    log(f"wake-up floor: cyclictest -i {interval_us} for {seconds} s used {out['cpu_s']:.2f} CPU s "
+        f"= {out['us_per_wakeup']:.1f} us per wake-up (stations idle: "
+        f"{out['stack_us_per_wakeup']:.1f} us per wake-up)")
+    return out
 
 
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int = 1200,
@@ -189,9 +229,17 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                 f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
         for mode in ("batched", "per-packet"):
             with tdma_pair(lab, p, mode=mode, mtu=mtu) as (stations, _taps):
+                for st in stations:
+                    st.set_probe(0)   # one RT frame per slot 0 occurrence: the slot timing measured
                 log(f"{mode:10s} idle {seconds} s ...")
                 base = measure(idle(seconds), stations)
                 results["runs"][f"{mode}/idle"] = base
+                per_wake = base["stack_cpu_s"] / base["timer_wakeups"] * 1e6
+                log(f"{mode:10s} idle: {base['timer_wakeups'] / base['wall_s']:.0f} RT wake-ups/s, "
+                    f"{per_wake:.1f} us of stack CPU each; RT slot lateness p99 "
+                    f"{base['rt_lateness_p99_us']:.0f} us, RT slots missed {base['rt_slot_missed']}")
+                if mode == "batched":
+                    results["wakeup_floor"] = wakeup_floor(base, seconds, log)
                 for proto in ("tcp", "udp"):
                     log(f"{mode:10s} {proto}: iperf3 {seconds} s through vnic0 ...")
                     r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
@@ -200,7 +248,9 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
                     r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
                     r["idle_wake_p99_us"] = base["wake_p99_us"]
+                    r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
                     r["idle_missed_slots"] = base["missed_slots"] * scale
+                    r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
                     r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
                     # the VNIC's own cost: machine CPU above an idle TDMA run of the same length
                     gb = r.get("bytes", 0) / 1e9
@@ -209,9 +259,12 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     results["runs"][f"{mode}/{proto}"] = r
                     log(f"{mode:10s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
-                        f"{r['csw_per_packet']:.3f} csw/pkt, wake p99 {r['wake_p99_us']:.0f} us "
-                        f"(idle {base['wake_p99_us']:.0f}), missed {r['missed_slots']} "
-                        f"(idle {base['missed_slots']})")
+                        f"{r['csw_per_packet']:.3f} csw/pkt; RT slot lateness p99 "
+                        f"{r['rt_lateness_p99_us']:.0f} us (idle {base['rt_lateness_p99_us']:.0f}), "
+                        f"RT slots missed {r['rt_slot_missed']} (idle {base['rt_slot_missed']}); "
+                        f"all missed slots {r['missed_slots']}: {r['miss_late_wake']} after a late "
+                        f"wake-up, {r['miss_other']} other; VNIC writes past a deadline "
+                        f"{r['vnic_overruns']}")
     results["table"] = table(results)
     log(results["table"])
     os.makedirs(os.path.dirname(out_json) or ".", exist_ok=True)
@@ -224,7 +277,8 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
 
 def table(results: dict) -> str:
     rows = ["path/proto          goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
-            "marg/GB  xkernel  stackCPU  csw/pkt  wake-p99(idle) us  missed(idle)"]
+            "marg/GB  xkernel  stackCPU  csw/pkt  RTlate-p99(idle) us  RTmissed(idle)  "
+            "missed:late-wake/other  vnic-overruns"]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
@@ -243,8 +297,10 @@ def table(results: dict) -> str:
             f"{key:18s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
             f"{r['loss_pct']:6.2f} {r['machine_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
             f"{f(ratio, '8.2f')} {f(marg, '8.2f')} {f(mratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
-            f"{f(r.get('wake_p99_us'), '8.0f')}({f(r.get('idle_wake_p99_us'), '.0f')}) "
-            f"{f(r.get('missed_slots'), '8d')}({f(r.get('idle_missed_slots'), '.0f')})")
+            f"{f(r.get('rt_lateness_p99_us'), '8.0f')}({f(r.get('idle_rt_lateness_p99_us'), '.0f')}) "
+            f"{f(r.get('rt_slot_missed'), '10d')}({f(r.get('idle_rt_slot_missed'), '.0f')}) "
+            f"{f(r.get('miss_late_wake'), '12d')}/{f(r.get('miss_other'), 'd')} "
+            f"{f(r.get('vnic_overruns'), '8d')}")
     return "\n".join(rows)
 
 

@@ -158,6 +158,25 @@ def test_histogram_percentiles_from_known_samples():
     assert hist.nonzero_bins_us() == {10: 90, 20: 9}
 
 
+def test_histograms_of_two_stations_should_combine_into_one():
+    def filled(samples):
+        h = ffi.new("struct rtn_hist *")
+        lib.rtn_hist_init(h, 0)
+        for v in samples:
+            lib.rtn_hist_add_sample(h, v)
+        return Histogram.from_c(h)
+
+    a = filled([10_200] * 98 + [5_000_000])
+    b = filled([30_100] * 2 + [-3_000])
+    both = Histogram.combine([a, b])
+    assert (both.count, both.underflow, both.overflow) == (102, 1, 1)
+    assert (both.min_ns, both.max_ns) == (-3_000, 5_000_000)
+    assert both.bins[10] == 98 and both.bins[30] == 2
+    assert both.percentile_ns(99) == 31_000   # rank 101 of 102: the second station's 30 us bin
+    with pytest.raises(ValueError):
+        Histogram.combine([])
+
+
 # --- SCHED_FIFO refused in an unprivileged child --------------------------------
 
 CHILD = r"""
