@@ -88,6 +88,7 @@ struct rtn_station_stats {
 	 * another reason).  vnic_overruns: VNIC work on the RT thread that
 	 * ended after the next real-time deadline had passed.
 	 */
+	uint64_t spin_waits;		/* short waits spun instead of slept */
 	uint64_t miss_late_wake;
 	uint64_t miss_other;
 	uint64_t vnic_overruns;

@@ -83,6 +83,7 @@ struct rtn_tdma {
 	int64_t cycle_ns;
 	uint32_t cur_no;
 	int begun;				/* cycle cur_no has been started */
+	int lazy_begin;				/* start a cycle at its first job */
 	struct job jobs[RTN_TDMA_MAX_SLOTS + 2 + RTN_TDMA_MAX_CAL];
 	int n_jobs;
 	int next_job;
@@ -795,6 +796,52 @@ uint64_t rtn_tdma_missed(const struct rtn_tdma *e)
 	return e->st.missed_slots;
 }
 
+void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on)
+{
+	e->lazy_begin = on;
+}
+
+/*
+ * Offset of the first job begin_cycle(@p n) will add (the same rules), or
+ * INT64_MAX when it adds none.
+ */
+static int64_t first_job_offset(const struct rtn_tdma *e, uint32_t n)
+{
+	int64_t first = INT64_MAX;
+	uint32_t i;
+
+	if (e->st.state == RTN_TDMA_ST_MASTER)
+		return 0;
+	if (is_backup(e) && (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY ||
+			     e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
+		first = e->cfg.backup_offset_ns;
+	for (i = 0; i < RTN_TDMA_MAX_CAL; i++)
+		if (e->replies[i].used && e->replies[i].reply_cycle == n &&
+		    e->replies[i].offset < first)
+			first = e->replies[i].offset;
+	for (i = 0; i < e->cfg.n_slots; i++)
+		if (slot_active(&e->cfg.slots[i], n) && e->cfg.slots[i].offset_ns < first)
+			first = e->cfg.slots[i].offset_ns;
+	return first;
+}
+
+/*
+ * When cycle @p n is started.  Normally at its start; with lazy_begin (no
+ * one listens to cycle starts) at its first job, which saves the station a
+ * wake-up per cycle when that job is not at offset 0 (every slave).  Not
+ * while a new configuration waits: it is applied at the start, and its
+ * first job may be earlier.
+ */
+static int64_t begin_time(const struct rtn_tdma *e, uint32_t n)
+{
+	int64_t t = cycle_start(e, n), first;
+
+	if (!e->lazy_begin || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
+		return t;
+	first = first_job_offset(e, n);
+	return first == INT64_MAX ? t : t + first;
+}
+
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 {
 	if (e->st.state == RTN_TDMA_ST_DOWN)
@@ -802,12 +849,13 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 	if (!e->grid_valid)
 		return e->st.state == RTN_TDMA_ST_LISTEN ? e->listen_until : INT64_MAX;
 	if (!e->begun)
-		return cycle_start(e, e->cur_no);
+		return begin_time(e, e->cur_no);
 	if (e->in_slot && e->resume_at)
 		return e->resume_at;
 	if (e->next_job < e->n_jobs)
 		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].offset;
-	return cycle_start(e, e->cur_no + 1);
+	/* the cycle is over: the step to the next one is due when that one begins */
+	return begin_time(e, e->cur_no + 1);
 }
 
 static void end_listen(struct rtn_tdma *e)

@@ -192,6 +192,8 @@ int rtn_tdma_config_pending(const struct rtn_tdma *e);
 
 /** Local time of the next thing the engine has to do. */
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e);
+/** Start each cycle at its first job instead of its start (no one listens to cycle starts). */
+void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on);
 /** Slot occurrences missed so far (cheap; for the owner thread). */
 uint64_t rtn_tdma_missed(const struct rtn_tdma *e);
 

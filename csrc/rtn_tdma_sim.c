@@ -32,6 +32,7 @@ struct sim_station {
 	int64_t nic_free;	/* true time the station's NIC finishes its last frame */
 	int64_t ev_local;	/* the engine's next event we drew a wake-up for */
 	int64_t wake_true;	/* when the thread actually wakes for it */
+	uint64_t wakeups;	/* times the engine ran (a thread's wake-ups) */
 };
 
 struct rtn_sim {
@@ -178,6 +179,17 @@ void rtn_sim_set_alive(struct rtn_sim *s, uint32_t i, int alive)
 		s->st[i].alive = alive;
 }
 
+void rtn_sim_set_lazy_begin(struct rtn_sim *s, uint32_t i, int on)
+{
+	if (i < s->n && s->st[i].e)
+		rtn_tdma_set_lazy_begin(s->st[i].e, on);
+}
+
+uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i)
+{
+	return i < s->n ? s->st[i].wakeups : 0;
+}
+
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len)
 {
@@ -265,6 +277,7 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_end)
 			if (local < t->ev_local)
 				local = t->ev_local;
 			rtn_tdma_run(t->e, local);
+			t->wakeups++;
 		}
 	}
 }

@@ -41,6 +41,10 @@ int rtn_sim_start(struct rtn_sim *s, uint32_t i, const struct rtn_tdma_cfg *cfg,
 int rtn_sim_set_config(struct rtn_sim *s, uint32_t i, const struct rtn_tdma_cfg *cfg);
 /** Silence station @p i (it neither sends nor receives) or bring it back. */
 void rtn_sim_set_alive(struct rtn_sim *s, uint32_t i, int alive);
+/** Start station @p i's cycles at their first job (see rtn_tdma_set_lazy_begin). */
+void rtn_sim_set_lazy_begin(struct rtn_sim *s, uint32_t i, int on);
+/** How many times station @p i's engine ran: its thread's wake-ups. */
+uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i);
 /** Queue a frame on station @p i. */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len);

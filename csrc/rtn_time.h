@@ -41,6 +41,16 @@ static inline rtn_ns_t rtn_now(void)
 }
 
 /** Sleep until the absolute time @p deadline on RTN_CLOCK (EINTR-safe). */
+/* Spin-loop hint: lets a hyperthread sibling (or the hypervisor) run meanwhile. */
+static inline void rtn_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 static inline void rtn_sleep_until(rtn_ns_t deadline)
 {
 	struct timespec ts = rtn_ns_to_ts(deadline);

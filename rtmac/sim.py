@@ -41,6 +41,14 @@ class Segment:
     def set_alive(self, i: int, alive: bool) -> None:
         lib.rtn_sim_set_alive(self._s, i, int(alive))
 
+    def set_lazy_begin(self, i: int, on: bool) -> None:
+        """Start station ``i``'s cycles at their first job (as a station without applications)."""
+        lib.rtn_sim_set_lazy_begin(self._s, i, int(on))
+
+    def wakeups(self, i: int) -> int:
+        """How many times station ``i``'s engine ran: its thread's wake-ups."""
+        return lib.rtn_sim_wakeups(self._s, i)
+
     def enqueue(self, i: int, slot: int, frame: bytes, prio: int = 15) -> int:
         """Queue a frame; returns 0 or the negative errno the engine gave (and counted)."""
         return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame))

@@ -267,6 +267,42 @@ def test_slave_goes_silent_without_sync_and_resumes():
     assert st["state"] == "synchronised" and st["frames_tx"] == sent + 5
 
 
+def run_pair_with_traffic(lazy: bool, cycles: int = 200):
+    """A master and a slave (slot 0 at 400 us, slot 1 at 600 us) sending one frame per slot."""
+    seg = Segment(2, latency_ns=LATENCY_NS)
+    seg.start(0, master())
+    seg.start(1, slave(cal_rounds=0, sync_loss_cycles=5,
+                       slots={0: Slot(0, 400), 1: Slot(1, 600)}))
+    seg.set_lazy_begin(1, lazy)
+    seg.run_for(20 * CYCLE_US * 1000)
+    seg.clear_logs()
+    w0 = seg.wakeups(1)
+    for cycle in range(cycles):
+        seg.enqueue(1, 0, data_frame(1, 2 * cycle))
+        seg.enqueue(1, 1, data_frame(1, 2 * cycle + 1))
+        seg.run_for(CYCLE_US * 1000)
+    return seg, seg.wakeups(1) - w0
+
+
+def test_lazy_cycle_begin_saves_the_cycle_start_wakeup_and_changes_nothing_on_the_wire():
+    eager, eager_wakes = run_pair_with_traffic(False)
+    lazy, lazy_wakes = run_pair_with_traffic(True)
+    # eager: cycle start, slot 0, slot 1 each cycle; lazy: the two slots only
+    assert eager_wakes >= 3 * 199 and lazy_wakes <= 2 * 201
+    on_wire = [[(r.tx_true, r.head) for r in seg.received(0) if parse_data(r.head)]
+               for seg in (eager, lazy)]
+    assert len(on_wire[0]) >= 398 and on_wire[0] == on_wire[1]
+    assert lazy.stats(1)["missed_slots"] == 0 and lazy.stats(1)["late_starts"] == 0
+
+
+def test_lazy_cycle_begin_still_detects_sync_loss():
+    seg, _ = run_pair_with_traffic(True, cycles=5)
+    seg.set_alive(0, False)
+    seg.run_for(20 * CYCLE_US * 1000)
+    st = seg.stats(1)
+    assert st["state"] == "sync lost" and st["sync_lost_events"] == 1
+
+
 def test_sync_error_bounded_with_offset_and_drift():
     """50 us offset, 100 ppm drift, 10 us wake jitter.
 
