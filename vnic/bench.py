@@ -34,6 +34,7 @@ from rtnet.lab import Lab
 from .setup import plan, tdma_pair
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
+TCP_IP_HLEN = 52   # IPv4 + TCP with the timestamp option Linux sends
 
 
 def task_cpu_ns() -> dict:
@@ -239,7 +240,16 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     f"{per_wake:.1f} us of stack CPU each; RT slot lateness p99 "
                     f"{base['rt_lateness_p99_us']:.0f} us, RT slots missed {base['rt_slot_missed']}")
                 if mode == "batched":
-                    results["wakeup_floor"] = wakeup_floor(base, seconds, log)
+                    floor = results["wakeup_floor"] = wakeup_floor(base, seconds, log)
+                    # RTnet's slot model: an NRT slot occurrence carries one full frame, so a
+                    # saturated VNIC pays at least one timer wake-up per TCP segment
+                    mss = mtu - TCP_IP_HLEN
+                    floor["per_segment_cpu_s_per_gb"] = floor["us_per_wakeup"] * 1e-6 / mss * 1e9
+                    k = results["runs"]["kernel/tcp"]["cpu_s_per_gb"]
+                    log(f"floor: one wake-up per {mss}-byte segment = "
+                        f"{floor['per_segment_cpu_s_per_gb']:.1f} CPU s/GB = "
+                        f"{floor['per_segment_cpu_s_per_gb'] / k:.1f}x the kernel path's TCP, "
+                        f"before any packet is touched")
                 for proto in ("tcp", "udp"):
                     log(f"{mode:10s} {proto}: iperf3 {seconds} s through vnic0 ...")
                     r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
