@@ -158,6 +158,11 @@ def measure(fn, stations=None) -> dict:
                    vnic_packets=sum(b["vnic_pkts"] - a["vnic_pkts"] for a, b in zip(r0, r1)),
                    vnic_wakeups=sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
                    tx_dropped=sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"] for a, b in zip(r0, r1)))
+        d = {k: sum(b["vnic"][k] - a["vnic"][k] for a, b in zip(r0, r1))
+             for k in ("tap_reads", "tap_rx", "tap_writes", "tap_tx")}
+        res.update(tap_reads=d["tap_reads"], tap_writes=d["tap_writes"],
+                   segs_per_read=d["tap_rx"] / d["tap_reads"] if d["tap_reads"] else None,
+                   segs_per_write=d["tap_tx"] / d["tap_writes"] if d["tap_writes"] else None)
     gb = res.get("bytes", 0) / 1e9
     res["cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
     return res
@@ -172,13 +177,17 @@ def idle(seconds: float):
 
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int = 1200,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
-        out_png: str = "results/vnic_bench.png", log=print) -> dict:
+        out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
+    """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
+    (the runs without offload are named ``<mode>-nooff``)."""
+    variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     p = plan(cycle_us, link_rate_mbps)
     cap = p.capacity_mbps(p.master_nrt_slots)
     log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master NRT slots "
         f"{p.master_nrt_slots}/cycle -> NRT capacity {cap:.1f} Mbit/s (slave {p.slave_nrt_slots} slot, "
         f"{p.capacity_mbps(1):.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, no busy polling")
-    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100},
+    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100,
+                          "offload": offload},
                "runs": {}}
     with Lab(lab_name, 2) as lab:
         for proto in ("tcp", "udp"):
@@ -187,13 +196,14 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
             results["runs"][f"kernel/{proto}"] = r
             log(f"kernel   {proto}: {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
                 f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
-        for mode in ("batched", "per-packet"):
-            with tdma_pair(lab, p, mode=mode, mtu=mtu) as (stations, _taps):
-                log(f"{mode:10s} idle {seconds} s ...")
+        for mode, tso in [(m, o) for m in ("batched", "per-packet") for o in variants]:
+            name = mode if tso else f"{mode}-nooff"
+            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
+                log(f"{name:16s} idle {seconds} s ...")
                 base = measure(idle(seconds), stations)
-                results["runs"][f"{mode}/idle"] = base
+                results["runs"][f"{name}/idle"] = base
                 for proto in ("tcp", "udp"):
-                    log(f"{mode:10s} {proto}: iperf3 {seconds} s through vnic0 ...")
+                    log(f"{name:16s} {proto}: iperf3 {seconds} s through vnic0 ...")
                     r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
                     scale = r["wall_s"] / base["wall_s"]
                     extra = r["stack_csw"] - base["stack_csw"] * scale
@@ -206,8 +216,8 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     gb = r.get("bytes", 0) / 1e9
                     r["marginal_cpu_s_per_gb"] = ((r["machine_cpu_s"] - base["machine_cpu_s"] * scale)
                                                   / gb if gb else None)
-                    results["runs"][f"{mode}/{proto}"] = r
-                    log(f"{mode:10s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
+                    results["runs"][f"{name}/{proto}"] = r
+                    log(f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
                         f"{r['csw_per_packet']:.3f} csw/pkt, wake p99 {r['wake_p99_us']:.0f} us "
                         f"(idle {base['wake_p99_us']:.0f}), missed {r['missed_slots']} "
@@ -223,8 +233,8 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
 
 
 def table(results: dict) -> str:
-    rows = ["path/proto          goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
-            "marg/GB  xkernel  stackCPU  csw/pkt  wake-p99(idle) us  missed(idle)"]
+    rows = ["path/proto            goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
+            "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  wake-p99(idle) us  missed(idle)"]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
@@ -240,9 +250,10 @@ def table(results: dict) -> str:
         def f(v, fmt):
             return format(v, fmt) if v is not None else "-"
         rows.append(
-            f"{key:18s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
+            f"{key:20s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
             f"{r['loss_pct']:6.2f} {r['machine_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
             f"{f(ratio, '8.2f')} {f(marg, '8.2f')} {f(mratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
+            f"{f(r.get('segs_per_read'), '7.2f')} {f(r.get('segs_per_write'), '7.2f')} "
             f"{f(r.get('wake_p99_us'), '8.0f')}({f(r.get('idle_wake_p99_us'), '.0f')}) "
             f"{f(r.get('missed_slots'), '8d')}({f(r.get('idle_missed_slots'), '.0f')})")
     return "\n".join(rows)
