@@ -74,7 +74,8 @@ class Coalescer:
             f = frames[i]
             is_open = lib.rtn_gro_begin(self.g, f, len(f))
             i += 1
-            while is_open and i < len(frames) and lib.rtn_gro_append(self.g, frames[i], len(frames[i])):
+            while (is_open and i < len(frames)
+                   and lib.rtn_gro_append(self.g, frames[i], len(frames[i]))):
                 i += 1
             n = lib.rtn_gro_finish(self.g)
             raw = bytes(ffi.buffer(self.buf, n))
@@ -196,7 +197,8 @@ def test_super_packet_is_capped_at_64k():
 
 def test_udp_checksum_is_completed():
     payload = os.urandom(777)
-    p = Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2") / UDP(sport=1, dport=2) / payload
+    p = (Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2")
+         / UDP(sport=1, dport=2) / payload)
     raw = bytearray(bytes(p))
     l4_len = len(raw) - 34
     raw[40:42] = struct.pack("!H", csum16(pseudo_v4(p[IP], l4_len, 17)))   # as Linux leaves it
