@@ -14,11 +14,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -28,6 +31,7 @@
 #include "rtn_station.h"
 #include "rtn_tdma_proto.h"
 #include "rtn_time.h"
+#include "rtn_vnic_gso.h"
 
 #define RX_BATCH	64
 #define NOMAC_FIFO	256
@@ -109,6 +113,16 @@ struct rtn_station {
 	int writer_on, reader_on;
 	volatile int vnic_stop;
 	int tap_dead;			/* the TAP went away: stop touching it */
+	/*
+	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
+	 * TAP writes are merged segments.  Each buffer has one user: gso_buf
+	 * the RT thread (batched), rd_buf the reader thread (per-packet),
+	 * gro_buf whoever writes to the TAP (RT thread or writer thread).
+	 */
+	int vnet;
+	uint8_t *gso_buf, *rd_buf, *gro_buf;
+	struct rtn_gso_seg gso;		/* the super-packet being sent, kept across slots */
+	struct rtn_gro gro;
 
 	/* probe: one frame per occurrence of a slot, generated on the RT thread */
 	int probe_slot;
@@ -284,7 +298,7 @@ static int tap_usable(const struct rtn_station *s)
 	return !__atomic_load_n(&s->tap_dead, __ATOMIC_ACQUIRE);
 }
 
-/* One frame from the TAP, without blocking, counted.  0: none waiting, or the TAP died. */
+/* One read from the TAP, without blocking, counted.  0: none waiting, or the TAP died. */
 static ssize_t tap_read(struct rtn_station *s, uint8_t *buf, size_t cap)
 {
 	ssize_t n = read(s->tap_fd, buf, cap);
@@ -294,8 +308,44 @@ static ssize_t tap_read(struct rtn_station *s, uint8_t *buf, size_t cap)
 			tap_failed(s);
 		return 0;
 	}
-	VSTAT_ADD(s, tap_rx, 1);
-	VSTAT_ADD(s, tap_rx_bytes, n);
+	VSTAT_ADD(s, tap_reads, 1);
+	return n;
+}
+
+/*
+ * The next frame for the wire, into @p inner: the rest of the super-packet
+ * read earlier (so a slot's budget never cuts one short), else a new read.
+ * Returns its length, 0 if the TAP has nothing (or died), -1 if a malformed
+ * packet was counted and dropped (call again).
+ */
+static int vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap)
+{
+	int n;
+
+	if (!s->vnet) {
+		n = (int)tap_read(s, inner, cap);
+	} else {
+		if (!rtn_gso_left(&s->gso)) {
+			ssize_t r = tap_read(s, s->gso_buf, RTN_GSO_BUF);
+
+			if (!r)
+				return 0;
+			if (rtn_gso_begin(&s->gso, s->gso_buf, (uint32_t)r, cap) < 0) {
+				VSTAT_ADD(s, tx_bad, 1);
+				return -1;
+			}
+		}
+		n = rtn_gso_next(&s->gso, inner, cap);
+		if (n <= 0) {	/* cannot happen: rtn_gso_begin checked the sizes */
+			s->gso.index = s->gso.nseg;
+			VSTAT_ADD(s, tx_bad, 1);
+			return -1;
+		}
+	}
+	if (n > 0) {
+		VSTAT_ADD(s, tap_rx, 1);
+		VSTAT_ADD(s, tap_rx_bytes, n);
+	}
 	return n;
 }
 
@@ -311,11 +361,13 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 	/* frames already waiting count against this occurrence first */
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
 	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
-		ssize_t n = tap_read(s, inner, sizeof(inner));
+		int n = vnic_pull(s, inner, sizeof(inner));
 		int len;
 
 		if (!n)
 			break;
+		if (n < 0)
+			continue;
 		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
 		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
 			VSTAT_ADD(s, tx_dropped, 1);
@@ -466,12 +518,14 @@ static void nomac_collect(struct rtn_station *s)
 		uint8_t inner[RTN_TDMA_FRAME_MAX];
 
 		while (s->nomac_head - s->nomac_tail < NOMAC_FIFO && tap_usable(s)) {
-			ssize_t n = tap_read(s, inner, sizeof(inner));
+			int n = vnic_pull(s, inner, sizeof(inner));
 			int len;
 			uint32_t h = s->nomac_head;
 
 			if (!n)
 				break;
+			if (n < 0)
+				continue;
 			len = encap_into(s, inner, n, s->nomac_fifo[h % NOMAC_FIFO].data,
 					 RTN_TDMA_FRAME_MAX);
 			if (len < 0) {
@@ -890,6 +944,29 @@ work:
 
 /* ---- VNIC helper threads ------------------------------------------------------ */
 
+/*
+ * With a vnet header: the frame at the ring's tail and the segments of the
+ * same TCP flow right behind it, merged into s->gro.  Returns the frames
+ * taken (at most @p max); their count and bytes in *segs and *bytes.
+ */
+static uint32_t gro_collect(struct rtn_station *s, uint32_t max, uint32_t *segs, uint64_t *bytes)
+{
+	struct frame_slot *f = fr_peek(s->to_tap);
+	uint32_t n = 1;
+	int open = rtn_gro_begin(&s->gro, f->data, f->len);
+
+	*bytes = f->len;
+	fr_release(s->to_tap);
+	while (open > 0 && n < max && (f = fr_peek(s->to_tap)) &&
+	       rtn_gro_append(&s->gro, f->data, f->len)) {
+		*bytes += f->len;
+		fr_release(s->to_tap);
+		n++;
+	}
+	*segs = open < 0 ? 0 : s->gro.nseg;
+	return n;
+}
+
 /* Write up to @p max received frames to the TAP; returns how many were taken. */
 static uint32_t write_to_tap(struct rtn_station *s, uint32_t max)
 {
@@ -897,19 +974,35 @@ static uint32_t write_to_tap(struct rtn_station *s, uint32_t max)
 	uint32_t n = 0;
 
 	while (n < max && (f = fr_peek(s->to_tap))) {
-		ssize_t w = tap_usable(s) ? write(s->tap_fd, f->data, f->len) : -1;
+		const uint8_t *buf = f->data;
+		uint32_t len = f->len, segs = 1;
+		uint64_t bytes = f->len;
+		ssize_t w;
 
+		if (s->vnet) {
+			n += gro_collect(s, max - n, &segs, &bytes);
+			if (!segs) {	/* larger than a super-packet: cannot be */
+				VSTAT_ADD(s, rx_dropped, 1);
+				continue;
+			}
+			len = rtn_gro_finish(&s->gro);
+			buf = s->gro.out;
+		}
+		w = tap_usable(s) ? write(s->tap_fd, buf, len) : -1;
 		if (w < 0) {
-			/* a dead TAP, or a full one (EAGAIN): the frame is lost */
+			/* a dead TAP, or a full one (EAGAIN): the frames are lost */
 			if (tap_usable(s) && errno != EAGAIN && errno != EINTR)
 				tap_failed(s);
-			VSTAT_ADD(s, rx_dropped, 1);
+			VSTAT_ADD(s, rx_dropped, segs);
 		} else {
-			VSTAT_ADD(s, tap_tx, 1);
-			VSTAT_ADD(s, tap_tx_bytes, f->len);
+			VSTAT_ADD(s, tap_writes, 1);
+			VSTAT_ADD(s, tap_tx, segs);
+			VSTAT_ADD(s, tap_tx_bytes, bytes);
 		}
-		fr_release(s->to_tap);
-		n++;
+		if (!s->vnet) {
+			fr_release(s->to_tap);
+			n++;
+		}
 	}
 	return n;
 }
@@ -951,6 +1044,44 @@ static void *vnic_writer(void *arg)
 	return NULL;
 }
 
+/*
+ * Per-packet mode with a vnet header: one read, its segments into the ring,
+ * one wake-up for all of them.  What the ring has no room for is dropped.
+ */
+static void reader_segment(struct rtn_station *s)
+{
+	struct rtn_gso_seg g;
+	struct frame_slot *f;
+	ssize_t n = read(s->tap_fd, s->rd_buf, RTN_GSO_BUF);
+	int len;
+
+	if (n <= 0) {
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			tap_failed(s);
+		return;
+	}
+	VSTAT_ADD(s, tap_reads, 1);
+	if (rtn_gso_begin(&g, s->rd_buf, (uint32_t)n, RTN_TDMA_FRAME_MAX) < 0) {
+		VSTAT_ADD(s, tx_bad, 1);
+		return;
+	}
+	while (rtn_gso_left(&g)) {
+		f = fr_prod(s->from_tap);
+		if (!f) {
+			VSTAT_ADD(s, tx_dropped, rtn_gso_left(&g));
+			break;
+		}
+		len = rtn_gso_next(&g, f->data, sizeof(f->data));
+		if (len <= 0)
+			break;
+		f->len = (uint32_t)len;
+		VSTAT_ADD(s, tap_rx, 1);
+		VSTAT_ADD(s, tap_rx_bytes, len);
+		fr_commit(s->from_tap);
+	}
+	efd_signal(s->efd);
+}
+
 /* Per-packet mode: one wake-up of the RT thread for every packet. */
 static void *vnic_reader(void *arg)
 {
@@ -970,6 +1101,10 @@ static void *vnic_reader(void *arg)
 			}
 			continue;
 		}
+		if (s->vnet) {
+			reader_segment(s);
+			continue;
+		}
 		f = fr_prod(s->from_tap);
 		if (!f) {
 			uint8_t sink[RTN_TDMA_FRAME_MAX];
@@ -986,6 +1121,7 @@ static void *vnic_reader(void *arg)
 		if (n <= 0)
 			continue;
 		f->len = n;
+		VSTAT_ADD(s, tap_reads, 1);
 		VSTAT_ADD(s, tap_rx, 1);
 		VSTAT_ADD(s, tap_rx_bytes, n);
 		fr_commit(s->from_tap);
@@ -1294,6 +1430,30 @@ static void vnic_release(struct rtn_station *s)
 	free(s->to_tap);
 	free(s->from_tap);
 	s->to_tap = s->from_tap = NULL;
+	free(s->gso_buf);
+	free(s->rd_buf);
+	free(s->gro_buf);
+	s->gso_buf = s->rd_buf = s->gro_buf = NULL;
+	s->vnet = 0;
+}
+
+/*
+ * Whether the TAP delivers and takes a vnet header (IFF_VNET_HDR), asked of
+ * the device itself so the caller's API stays the same.  0 no, 1 yes, or a
+ * negative errno for a header size other than the 10-byte virtio_net_hdr.
+ */
+static int tap_has_vnet_hdr(int fd)
+{
+	struct ifreq ifr;
+	int sz = 0;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr) < 0 || !(ifr.ifr_flags & IFF_VNET_HDR))
+		return 0;	/* not a TAP (a test's socket), or one without the header */
+	if (ioctl(fd, TUNGETVNETHDRSZ, &sz) < 0 || sz != RTN_VNET_HDR_LEN)
+		return rtn_set_error(-EINVAL, "VNIC: TAP vnet header of %d bytes, only %d supported",
+				     sz, RTN_VNET_HDR_LEN);
+	return 1;
 }
 
 int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot)
@@ -1319,6 +1479,25 @@ int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_
 		rc = rtn_set_error(-ENOMEM, "VNIC: cannot allocate its rings and descriptors");
 		vnic_release(s);
 		goto out;
+	}
+	rc = tap_has_vnet_hdr(s->tap_fd);
+	if (rc < 0) {
+		vnic_release(s);
+		goto out;
+	}
+	s->vnet = rc;
+	rc = 0;
+	if (s->vnet) {
+		s->gso_buf = malloc(RTN_GSO_BUF);
+		s->rd_buf = malloc(RTN_GSO_BUF);
+		s->gro_buf = malloc(RTN_GSO_BUF);
+		if (!s->gso_buf || !s->rd_buf || !s->gro_buf) {
+			rc = rtn_set_error(-ENOMEM, "VNIC: cannot allocate its GSO buffers");
+			vnic_release(s);
+			goto out;
+		}
+		memset(&s->gso, 0, sizeof(s->gso));
+		rtn_gro_init(&s->gro, s->gro_buf, RTN_GSO_BUF);
 	}
 	fcntl(s->tap_fd, F_SETFL, fcntl(s->tap_fd, F_GETFL) | O_NONBLOCK);
 	memset(s->to_tap, 0, sizeof(struct frame_ring));

@@ -64,15 +64,18 @@ struct rtn_chan_stats {
 
 struct rtn_vnic_stats {
 	int32_t mode;
-	uint64_t tap_rx;		/* frames read from the TAP (Linux -> wire) */
+	uint64_t tap_rx;		/* wire frames (segments) from TAP reads (Linux -> wire) */
 	uint64_t tap_rx_bytes;
-	uint64_t tap_tx;		/* frames written to the TAP (wire -> Linux) */
+	uint64_t tap_tx;		/* wire frames (segments) in TAP writes (wire -> Linux) */
 	uint64_t tap_tx_bytes;
 	uint64_t tx_dropped;		/* too big for the slot, or queue full */
 	uint64_t rx_dropped;		/* ring to the TAP writer full, or malformed */
 	uint64_t rx_bad;		/* malformed tunnel frames */
 	uint64_t tap_errors;		/* read/write errors (e.g. TAP deleted) */
 	uint64_t wakeups;		/* RT thread wake-ups caused by the VNIC */
+	uint64_t tap_reads;		/* read() calls that returned a packet */
+	uint64_t tap_writes;		/* write() calls that took a packet */
+	uint64_t tx_bad;		/* malformed packets from the TAP (vnet header) */
 };
 
 struct rtn_station_stats {
@@ -143,7 +146,9 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 /**
  * Attach the VNIC's TAP file descriptor (non-blocking, IFF_NO_PI) in
  * @p mode, sending in TDMA slot @p slot (RTnet: 1, falling back to 0).
- * The station duplicates @p tap_fd.
+ * The station duplicates @p tap_fd.  A TAP opened with IFF_VNET_HDR (seen
+ * with TUNGETIFF) is read as TCP super-packets, cut into wire frames here,
+ * and written with received TCP segments merged (rtn_vnic_gso.h).
  */
 int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot);
 int rtn_station_vnic_detach(struct rtn_station *s);

@@ -335,26 +335,29 @@ class EchoService:
 
 # -- TAP for the VNIC ------------------------------------------------------------------------
 
-def open_tap(name: str) -> int:
-    tunsetiff, iff_tap, iff_no_pi = 0x400454CA, 0x0002, 0x1000
-    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        fcntl.ioctl(fd, tunsetiff, struct.pack("16sH", name.encode(), iff_tap | iff_no_pi))
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def configure_tap(name: str, mac: str, address: str | None) -> None:
+def vnic_mtu(cfg: _config.StationConfig) -> int:
+    """The VNIC's MTU as RTnet sets it: the NRT slot's size minus the RTmac header under TDMA,
+    otherwise the RT device's MTU (at most 1500) minus that header."""
+    from vnic.tap import RTMAC_HLEN, vnic_mtu_for
+    if cfg.discipline == "tdma" and cfg.tdma is not None:
+        return vnic_mtu_for(cfg.tdma, cfg.vnic.slot)
     from pyroute2 import IPRoute
     with IPRoute() as ipr:
-        idx = ipr.link_lookup(ifname=name)[0]
-        ipr.link("set", index=idx, address=mac)
-        if address:
-            ip, plen = address.split("/")
-            ipr.addr("add", index=idx, address=ip, prefixlen=int(plen))
-        ipr.link("set", index=idx, state="up")
+        found = ipr.link_lookup(ifname=cfg.device)
+        if not found:
+            raise ConfigError(f"VNIC: device {cfg.device} not found")
+        dev_mtu = ipr.link("get", index=found[0])[0].get_attr("IFLA_MTU")
+    return min(dev_mtu, 1500) - RTMAC_HLEN
+
+
+def open_vnic(cfg: _config.StationConfig, mac: str):
+    """vnic.tap.Tap for ``cfg.vnic`` in the daemon's own namespace, sized for its slot."""
+    from vnic.tap import MIN_TXQUEUELEN, Tap, txqueuelen_for
+    qlen = MIN_TXQUEUELEN
+    if cfg.discipline == "tdma" and cfg.tdma is not None and cfg.tdma.cycle_us:
+        qlen = txqueuelen_for(cfg.tdma.cycle_us, cfg.link_rate_mbps)
+    return Tap(cfg.vnic.name, mac=mac, mtu=vnic_mtu(cfg), address=cfg.vnic.address,
+               txqueuelen=qlen)
 
 
 # -- the daemon ------------------------------------------------------------------------------
@@ -367,7 +370,7 @@ class Daemon:
         self.pid_path = paths.pid_file(self.dev)
         self.station: Station | None = None
         self.echo: EchoService | None = None
-        self.tap_fd: int | None = None
+        self.tap = None                        # vnic.tap.Tap while the VNIC is attached
         self.listener: socket.socket | None = None
         self._pid_fd: int | None = None
         self._lock = threading.Lock()          # serialises changes (Python only)
@@ -441,9 +444,8 @@ class Daemon:
                 st.attach_nomac()
             st.start()
             if cfg.vnic.enabled:
-                self.tap_fd = open_tap(cfg.vnic.name)
-                configure_tap(cfg.vnic.name, st.mac, cfg.vnic.address)
-                st.attach_vnic(self.tap_fd, cfg.vnic.mode, cfg.vnic.slot)
+                self.tap = open_vnic(cfg, st.mac)
+                st.attach_vnic(self.tap.fd, cfg.vnic.mode, cfg.vnic.slot)
             ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
             self.echo = EchoService(st, ips)
             self._chan_ids.add(self.echo.cid)
@@ -482,9 +484,9 @@ class Daemon:
         if self.station is not None:
             self.station.close()
             self.station = None
-        if self.tap_fd is not None:
-            os.close(self.tap_fd)
-            self.tap_fd = None
+        if self.tap is not None:
+            self.tap.close()
+            self.tap = None
         if self._pid_fd is not None:
             try:
                 os.unlink(self.pid_path)

@@ -237,7 +237,7 @@ class Station:
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
             "vnic": {k: getattr(st.vnic, k) for k in (
                 "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
-                "rx_bad", "tap_errors", "wakeups")},
+                "rx_bad", "tap_errors", "wakeups", "tap_reads", "tap_writes", "tx_bad")},
             "wakeup": Histogram.from_c(lib.rtn_station_wake_hist(s)),
         }
         out["vnic"]["mode"] = {0: "off", 1: "batched", 2: "per-packet"}[st.vnic.mode]

@@ -154,7 +154,17 @@ def rt_impact(r0: list, r1: list) -> dict:
             "vnic_packets": delta("vnic_pkts"),
             "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
             "tx_dropped": sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"]
-                              for a, b in zip(r0, r1))}
+                              for a, b in zip(r0, r1)),
+            **tap_io(r0, r1)}
+
+
+def tap_io(r0: list, r1: list) -> dict:
+    """TAP syscalls and the wire frames (segments) they carried, both stations."""
+    d = {k: sum(b["vnic"][k] - a["vnic"][k] for a, b in zip(r0, r1))
+         for k in ("tap_reads", "tap_rx", "tap_writes", "tap_tx")}
+    return {"tap_reads": d["tap_reads"], "tap_writes": d["tap_writes"],
+            "segs_per_read": d["tap_rx"] / d["tap_reads"] if d["tap_reads"] else None,
+            "segs_per_write": d["tap_tx"] / d["tap_writes"] if d["tap_writes"] else None}
 
 
 def p99_us(bins: np.ndarray, lo_ns: int) -> float:
@@ -213,13 +223,17 @@ def wakeup_floor(base: dict, seconds: int, log) -> dict:
 
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int = 1200,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
-        out_png: str = "results/vnic_bench.png", log=print) -> dict:
+        out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
+    """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
+    (the runs without offload are named ``<mode>-nooff``)."""
+    variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     p = plan(cycle_us, link_rate_mbps)
     cap = p.capacity_mbps(p.master_nrt_slots)
     log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master NRT slots "
         f"{p.master_nrt_slots}/cycle -> NRT capacity {cap:.1f} Mbit/s (slave {p.slave_nrt_slots} slot, "
         f"{p.capacity_mbps(1):.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, no busy polling")
-    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100},
+    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100,
+                          "offload": offload},
                "runs": {}}
     with Lab(lab_name, 2) as lab:
         for proto in ("tcp", "udp"):
@@ -228,18 +242,19 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
             results["runs"][f"kernel/{proto}"] = r
             log(f"kernel   {proto}: {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
                 f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
-        for mode in ("batched", "per-packet"):
-            with tdma_pair(lab, p, mode=mode, mtu=mtu) as (stations, _taps):
+        for mode, tso in [(m, o) for m in ("batched", "per-packet") for o in variants]:
+            name = mode if tso else f"{mode}-nooff"
+            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
                 for st in stations:
                     st.set_probe(0)   # one RT frame per slot 0 occurrence: the slot timing measured
-                log(f"{mode:10s} idle {seconds} s ...")
+                log(f"{name:16s} idle {seconds} s ...")
                 base = measure(idle(seconds), stations)
-                results["runs"][f"{mode}/idle"] = base
+                results["runs"][f"{name}/idle"] = base
                 per_wake = base["stack_cpu_s"] / base["timer_wakeups"] * 1e6
-                log(f"{mode:10s} idle: {base['timer_wakeups'] / base['wall_s']:.0f} RT wake-ups/s, "
+                log(f"{name:16s} idle: {base['timer_wakeups'] / base['wall_s']:.0f} RT wake-ups/s, "
                     f"{per_wake:.1f} us of stack CPU each; RT slot lateness p99 "
                     f"{base['rt_lateness_p99_us']:.0f} us, RT slots missed {base['rt_slot_missed']}")
-                if mode == "batched":
+                if "wakeup_floor" not in results:
                     floor = results["wakeup_floor"] = wakeup_floor(base, seconds, log)
                     # RTnet's slot model: an NRT slot occurrence carries one full frame, so a
                     # saturated VNIC pays at least one timer wake-up per TCP segment
@@ -251,7 +266,7 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                         f"{floor['per_segment_cpu_s_per_gb'] / k:.1f}x the kernel path's TCP, "
                         f"before any packet is touched")
                 for proto in ("tcp", "udp"):
-                    log(f"{mode:10s} {proto}: iperf3 {seconds} s through vnic0 ...")
+                    log(f"{name:16s} {proto}: iperf3 {seconds} s through vnic0 ...")
                     r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
                     scale = r["wall_s"] / base["wall_s"]
                     extra = r["stack_csw"] - base["stack_csw"] * scale
@@ -266,8 +281,8 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     gb = r.get("bytes", 0) / 1e9
                     r["marginal_cpu_s_per_gb"] = ((r["machine_cpu_s"] - base["machine_cpu_s"] * scale)
                                                   / gb if gb else None)
-                    results["runs"][f"{mode}/{proto}"] = r
-                    log(f"{mode:10s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
+                    results["runs"][f"{name}/{proto}"] = r
+                    log(f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
                         f"{r['csw_per_packet']:.3f} csw/pkt; RT slot lateness p99 "
                         f"{r['rt_lateness_p99_us']:.0f} us (idle {base['rt_lateness_p99_us']:.0f}), "
@@ -286,9 +301,9 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
 
 
 def table(results: dict) -> str:
-    rows = ["path/proto          goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
-            "marg/GB  xkernel  stackCPU  csw/pkt  RTlate-p99(idle) us  RTmissed(idle)  "
-            "missed:late-wake/other  vnic-overruns"]
+    rows = ["path/proto            goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
+            "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  RTlate-p99(idle) us  "
+            "RTmissed(idle)  missed:late-wake/other  vnic-overruns"]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
@@ -304,9 +319,10 @@ def table(results: dict) -> str:
         def f(v, fmt):
             return format(v, fmt) if v is not None else "-"
         rows.append(
-            f"{key:18s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
+            f"{key:20s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
             f"{r['loss_pct']:6.2f} {r['machine_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
             f"{f(ratio, '8.2f')} {f(marg, '8.2f')} {f(mratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
+            f"{f(r.get('segs_per_read'), '7.2f')} {f(r.get('segs_per_write'), '7.2f')} "
             f"{f(r.get('rt_lateness_p99_us'), '8.0f')}({f(r.get('idle_rt_lateness_p99_us'), '.0f')}) "
             f"{f(r.get('rt_slot_missed'), '10d')}({f(r.get('idle_rt_slot_missed'), '.0f')}) "
             f"{f(r.get('miss_late_wake'), '12d')}/{f(r.get('miss_other'), 'd')} "

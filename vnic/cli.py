@@ -16,12 +16,16 @@ def main(argv=None) -> int:
     b.add_argument("--lab", default="vb")
     b.add_argument("--json", default="results/vnic_bench.json")
     b.add_argument("--png", default="results/vnic_bench.png")
+    b.add_argument("--offload", choices=("on", "off", "both"), default="on",
+                   help="TAP with TSO/checksum offload (on), without (off), or both runs")
+    b.add_argument("--no-offload", dest="offload", action="store_const", const="off",
+                   help="same as --offload off")
     args = ap.parse_args(argv)
     if not 1 <= args.seconds <= 600:
         ap.error("--seconds: 1..600")
     from .bench import run
     run(args.seconds, args.cycle_us, args.link_rate, args.mtu, args.lab, args.json, args.png,
-        log=lambda s: print(s, flush=True))
+        log=lambda s: print(s, flush=True), offload=args.offload)
     return 0
 
 

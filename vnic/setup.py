@@ -83,11 +83,12 @@ def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, max_master_nrt: int = 
 @contextlib.contextmanager
 def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: int | None = None,
               rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0,
-              ethertypes=()):
+              ethertypes=(), offload: bool = True):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
     Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4);
-    ``ethertypes`` are steered to the stations as well (application channels).
+    ``ethertypes`` are steered to the stations as well (application channels);
+    ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap).
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
@@ -107,7 +108,7 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
                 ls = lab.station(idx)
                 tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
                                               address=vnic_address(idx), slot_size=NRT_SLOT_SIZE,
-                                              txqueuelen=qlen))
+                                              txqueuelen=qlen, offload=offload))
                 st.attach_vnic(tap.fd, mode, slot=1)
                 taps.append(tap)
         yield stations, taps
@@ -118,7 +119,7 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
 @contextlib.contextmanager
 def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
                rt: RtSettings = RtSettings(priority=80), ethertypes=(),
-               link_rate_mbps: int = 100):
+               link_rate_mbps: int = 100, offload: bool = True):
     """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
     modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps)."""
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
@@ -137,7 +138,8 @@ def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
             for idx, st in enumerate(stations, 1):
                 ls = lab.station(idx)
                 tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
-                                              address=vnic_address(idx), txqueuelen=qlen))
+                                              address=vnic_address(idx), txqueuelen=qlen,
+                                              offload=offload))
                 st.attach_vnic(tap.fd, mode, slot=1)
                 taps.append(tap)
         yield stations, taps

@@ -6,6 +6,12 @@ Here the netdev is a TAP (IFF_TAP | IFF_NO_PI) whose file descriptor the
 station's C code reads and writes; this module only creates and configures
 it, and removes it again.
 
+With ``offload=True`` (the default) the TAP is opened with IFF_VNET_HDR and
+advertises checksum offload and TSO for IPv4 and IPv6 (TUNSETOFFLOAD), so
+Linux hands over TCP super-packets of up to 64 KB; the station cuts them into
+ordinary wire frames and merges received segments again (csrc/rtn_vnic_gso.c).
+The wire format does not change.
+
 The MTU is bounded by the NRT slot: a slot of ``size`` bytes carries an
 outer frame of ``size + 14`` bytes, i.e. an inner frame of ``size + 10``,
 so the inner MTU is at most ``size - 4`` (:func:`vnic_mtu_for`).
@@ -29,9 +35,15 @@ from rtmac.tdma_config import ETH_ZLEN, ETH_FCS_LEN, IFG_LEN, PREAMBLE_SFD_LEN, 
 from rtnet import netns as _netns
 from rtnet.errors import ConfigError, RtnetError
 
+# linux/if_tun.h
 TUNSETIFF = 0x400454CA
+TUNSETOFFLOAD = 0x400454D0
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
+IFF_VNET_HDR = 0x4000       # each packet starts with struct virtio_net_hdr (10 bytes)
+TUN_F_CSUM = 0x01
+TUN_F_TSO4 = 0x02
+TUN_F_TSO6 = 0x04
 RTMAC_HLEN = 4              # RTmac header inside the outer frame (tunnel encapsulation)
 MIN_MTU = 68                # RTnet's ndo_change_mtu lower bound (IPv4 minimum)
 MIN_TXQUEUELEN = 500        # the tun driver's own default
@@ -75,11 +87,16 @@ def _parse_cidr(address: str) -> tuple[str, int]:
 
 
 class Tap:
-    """A TAP netdev ``name`` in ``netns``: non-blocking ``fd``, MAC, MTU, address, up."""
+    """A TAP netdev ``name`` in ``netns``: non-blocking ``fd``, MAC, MTU, address, up.
+
+    ``offload``: open it with a vnet header and TCP segmentation/checksum
+    offload (the station then segments and coalesces); False gives a plain
+    TAP that hands over one frame per read.
+    """
 
     def __init__(self, name: str = "vnic0", *, mac: str, mtu: int, address: str | None = None,
                  netns: str | None = None, slot_size: int | None = None,
-                 txqueuelen: int = MIN_TXQUEUELEN):
+                 txqueuelen: int = MIN_TXQUEUELEN, offload: bool = True):
         if not name or len(name) > 15 or "/" in name:
             raise ConfigError(f"TAP name {name!r}: 1-15 characters, no '/'")
         if not isinstance(mtu, int) or mtu < MIN_MTU:
@@ -93,7 +110,7 @@ class Tap:
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
         self.name, self.netns, self.mac, self.mtu = name, netns, mac, mtu
-        self.address, self.txqueuelen = address, txqueuelen
+        self.address, self.txqueuelen, self.offload = address, txqueuelen, bool(offload)
         self.fd: int | None = None
         self.ifindex: int | None = None
         with _netns.entered(netns):
@@ -101,11 +118,18 @@ class Tap:
                 fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
             except OSError as exc:
                 raise RtnetError(exc.errno, f"{name}: /dev/net/tun: {exc.strerror}") from None
+            flags = IFF_TAP | IFF_NO_PI | (IFF_VNET_HDR if self.offload else 0)
             try:
-                fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TAP | IFF_NO_PI))
+                fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), flags))
             except OSError as exc:
                 os.close(fd)
                 raise RtnetError(exc.errno, f"{name}: TUNSETIFF: {exc.strerror}") from None
+            if self.offload:
+                try:
+                    fcntl.ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6)
+                except OSError as exc:
+                    os.close(fd)
+                    raise RtnetError(exc.errno, f"{name}: TUNSETOFFLOAD: {exc.strerror}") from None
         self.fd = fd
         try:
             with IPRoute(netns=netns) as ipr:

@@ -6,9 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
 
 from rtnet import paths
+from rtnet.labdemo import NRT_SLOT_SIZE
 
 pytestmark = pytest.mark.netns
 
@@ -30,6 +32,10 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
         st = json.loads(rtnetctl("-j", "-n", "rtn-ld-s3", "status").stdout)
         assert st["tdma"]["state"] == "synchronised" and st["vnic"]["tap_tx"] > 0
+        # rtnetd sizes vnic0 for its NRT slot: slot size - 4 (the RTmac header)
+        with IPRoute(netns="rtn-ld-s3") as ipr:
+            link = ipr.link("get", index=ipr.link_lookup(ifname="vnic0")[0])[0]
+        assert link.get_attr("IFLA_MTU") == NRT_SLOT_SIZE - 4
     finally:
         down = rtnetctl("lab", "down", "--name", "ld")
     assert down.returncode == 0, down.stderr

@@ -1,0 +1,254 @@
+"""Software TSO and receive coalescing for the VNIC's TAP (csrc/rtn_vnic_gso.c) through cffi."""
+import os
+import struct
+
+import pytest
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+
+from rtnet._core import ffi, lib
+
+MAC1, MAC2 = "02:00:00:00:00:01", "02:00:00:00:00:02"
+MAX_FRAME = 1514
+MSS = 1448
+TS = [("NOP", None), ("NOP", None), ("Timestamp", (12345, 678))]   # 12 option bytes
+
+
+def vnet(flags=0, gso_type=0, hdr_len=0, gso_size=0, csum_start=0, csum_offset=0) -> bytes:
+    return struct.pack("=BBHHHH", flags, gso_type, hdr_len, gso_size, csum_start, csum_offset)
+
+
+def csum16(data: bytes) -> int:
+    """Ones' complement sum of big-endian 16-bit words, folded (not inverted)."""
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def pseudo_v4(ip: IP, l4_len: int, proto: int) -> bytes:
+    return (bytes(map(int, ip.src.split("."))) + bytes(map(int, ip.dst.split(".")))
+            + struct.pack("!BBH", 0, proto, l4_len))
+
+
+def tcp4(payload: bytes, flags="PA", seq=1000, ip_id=100, dport=5001) -> Ether:
+    return (Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2", id=ip_id, flags="DF")
+            / TCP(sport=40000, dport=dport, seq=seq, ack=777, flags=flags, window=501, options=TS)
+            / payload)
+
+
+def tcp6(payload: bytes, flags="PA", seq=1000) -> Ether:
+    return (Ether(src=MAC1, dst=MAC2) / IPv6(src="2001:db8::1", dst="2001:db8::2")
+            / TCP(sport=40000, dport=5001, seq=seq, ack=777, flags=flags, window=501, options=TS)
+            / payload)
+
+
+def segment(packet: bytes, max_frame=MAX_FRAME):
+    """(rtn_gso_begin's result, the frames it yields)."""
+    buf = ffi.new("uint8_t[]", packet)
+    g = ffi.new("struct rtn_gso_seg *")
+    n = lib.rtn_gso_begin(g, buf, len(packet), max_frame)
+    if n < 0:
+        return n, []
+    out = ffi.new("uint8_t[2048]")
+    frames = []
+    while (m := lib.rtn_gso_next(g, out, 2048)) > 0:
+        frames.append(bytes(ffi.buffer(out, m)))
+    assert m == 0 and lib.rtn_gso_left(g) == 0
+    return n, frames
+
+
+class Coalescer:
+    def __init__(self):
+        self.buf = ffi.new("uint8_t[]", lib.RTN_GSO_BUF)
+        self.g = ffi.new("struct rtn_gro *")
+        lib.rtn_gro_init(self.g, self.buf, lib.RTN_GSO_BUF)
+
+    def run(self, frames):
+        """Merge like the station's TAP writer: [(vnet header fields, frame), ...] per write."""
+        writes, i = [], 0
+        while i < len(frames):
+            f = frames[i]
+            is_open = lib.rtn_gro_begin(self.g, f, len(f))
+            i += 1
+            while (is_open and i < len(frames)
+                   and lib.rtn_gro_append(self.g, frames[i], len(frames[i]))):
+                i += 1
+            n = lib.rtn_gro_finish(self.g)
+            raw = bytes(ffi.buffer(self.buf, n))
+            writes.append((struct.unpack("=BBHHHH", raw[:10]), raw[10:]))
+        return writes
+
+
+def checksums_valid(frame: bytes) -> bool:
+    """scapy's recomputation of the IP and TCP/UDP checksums equals what the frame carries."""
+    p = Ether(frame)
+    q = p.copy()
+    l4 = q[TCP] if TCP in q else q[UDP]
+    del l4.chksum
+    if IP in q:
+        del q[IP].chksum
+    r = Ether(bytes(q))
+    ok = (r[TCP] if TCP in r else r[UDP]).chksum == (p[TCP] if TCP in p else p[UDP]).chksum
+    if IP in p:
+        ok = ok and r[IP].chksum == p[IP].chksum
+    return ok and lib.rtn_l4_csum_ok(frame, len(frame)) == 1
+
+
+def gso4(payload: bytes, flags="PA", gso_type=lib.RTN_VNET_GSO_TCPV4, **kw) -> bytes:
+    pkt = bytes(tcp4(payload, flags, **kw))
+    return vnet(lib.RTN_VNET_F_NEEDS_CSUM, gso_type, 66, MSS, 34, 16) + pkt
+
+
+def test_tcpv4_super_packet_is_cut_into_valid_mtu_frames():
+    payload = os.urandom(65535 - 20 - 32)   # the largest IPv4 packet
+    n, frames = segment(gso4(payload, flags="FPAC"))
+    assert n == len(frames) == -(-len(payload) // MSS)
+    assert b"".join(bytes(Ether(f)[TCP].payload) for f in frames) == payload
+    for i, f in enumerate(frames):
+        p = Ether(f)
+        last = i == len(frames) - 1
+        assert len(f) <= MAX_FRAME
+        assert p[IP].len == len(f) - 14 and p[IP].id == 100 + i and p[IP].flags == "DF"
+        assert p[TCP].seq == 1000 + i * MSS and p[TCP].ack == 777
+        assert p[TCP].options == Ether(bytes(tcp4(b"")))[TCP].options
+        assert ("F" in p[TCP].flags) == last and ("P" in p[TCP].flags) == last
+        assert ("C" in p[TCP].flags) == (i == 0) and "A" in p[TCP].flags
+        assert len(p[TCP].payload) == (MSS if not last else len(payload) - i * MSS)
+        assert checksums_valid(f), f"segment {i}"
+
+
+def test_tcpv6_super_packet_is_cut_into_valid_mtu_frames():
+    payload = os.urandom(40000)
+    pkt = bytes(tcp6(payload))
+    n, frames = segment(vnet(1, lib.RTN_VNET_GSO_TCPV6, 86, MSS - 20, 54, 16) + pkt)
+    assert n == len(frames) == -(-len(payload) // (MSS - 20))
+    assert b"".join(bytes(Ether(f)[TCP].payload) for f in frames) == payload
+    for i, f in enumerate(frames):
+        p = Ether(f)
+        assert len(f) <= MAX_FRAME and p[IPv6].plen == len(f) - 54
+        assert p[TCP].seq == 1000 + i * (MSS - 20)
+        assert ("P" in p[TCP].flags) == (i == len(frames) - 1)
+        assert checksums_valid(f), f"segment {i}"
+    # IPv6 is not merged: each segment goes to Linux alone, untouched
+    writes = Coalescer().run(frames[:3])
+    assert [w[1] for w in writes] == frames[:3] and all(w[0] == (0,) * 6 for w in writes)
+
+
+def test_segments_coalesce_back_into_the_original():
+    payload = os.urandom(30 * MSS + 100)
+    pkt = gso4(payload)
+    _, frames = segment(pkt)
+    writes = Coalescer().run(frames)
+    assert len(writes) == 1
+    (flags, gso_type, hdr_len, gso_size, cstart, coff), merged = writes[0]
+    assert (flags, gso_type, hdr_len, gso_size, cstart, coff) == \
+        (lib.RTN_VNET_F_NEEDS_CSUM, lib.RTN_VNET_GSO_TCPV4, 66, MSS, 34, 16)
+    p = Ether(merged)
+    assert bytes(p[TCP].payload) == payload
+    assert p[IP].len == len(merged) - 14 and p[TCP].seq == 1000 and p[TCP].flags == "PA"
+    q = p.copy()
+    del q[IP].chksum
+    assert Ether(bytes(q))[IP].chksum == p[IP].chksum
+    # CHECKSUM_PARTIAL: the field holds the folded pseudo-header sum
+    l4_len = len(merged) - 34
+    assert p[TCP].chksum == csum16(pseudo_v4(p[IP], l4_len, 6))
+    # completing it gives a valid checksum over the whole super-packet
+    body = bytearray(merged[34:])
+    body[16:18] = b"\0\0"
+    full = 0xFFFF - csum16(pseudo_v4(p[IP], l4_len, 6) + bytes(body))
+    body[16:18] = struct.pack("!H", full)
+    assert lib.rtn_l4_csum_ok(merged[:34] + bytes(body), len(merged)) == 1
+    # and cutting the merged packet again gives the very same wire frames
+    assert segment(struct.pack("=BBHHHH", *writes[0][0]) + merged)[1] == frames
+
+
+def test_only_the_same_flow_in_sequence_is_merged():
+    _, a = segment(gso4(os.urandom(4 * MSS)))
+    _, other = segment(gso4(os.urandom(2 * MSS), seq=1000 + 4 * MSS, dport=5002))
+    bad = bytearray(a[2])
+    bad[-1] ^= 0xFF                              # payload corrupted: TCP checksum wrong
+    gap = a[:1] + a[2:]                           # a missing segment
+    c = Coalescer()
+    w = c.run([a[0], a[1], bytes(bad), a[3]])
+    assert [x[0][1] for x in w] == [1, 0, 0]      # a[0]+a[1] merged, the bad one alone, a[3] alone
+    assert w[1][1] == bytes(bad) and w[1][0] == (0,) * 6
+    assert [x[0][1] for x in c.run(gap)] == [0, 1]   # a[0] alone; a[2]+a[3] merged
+    assert [x[0][1] for x in c.run(a[:2] + other)] == [1, 1]   # one write per flow
+    syn = bytes(tcp4(b"", flags="S"))
+    assert c.run([syn, syn]) == [((0,) * 6, syn), ((0,) * 6, syn)]
+
+
+def test_super_packet_is_capped_at_64k():
+    _, f1 = segment(gso4(os.urandom(44 * MSS), flags="A"))
+    _, f2 = segment(gso4(os.urandom(10 * MSS), seq=1000 + 44 * MSS, ip_id=200))
+    frames = f1 + f2
+    for f in frames[:-1]:                          # no PSH before the very end
+        assert "P" not in Ether(f)[TCP].flags
+    writes = Coalescer().run(frames)
+    assert [len(Ether(m)[TCP].payload) // MSS for _, m in writes] == [45, 9]
+    assert all(len(m) - 14 <= 0xFFFF for _, m in writes)
+    assert writes[0][0][1] == lib.RTN_VNET_GSO_TCPV4
+    assert sum(len(Ether(m)[TCP].payload) for _, m in writes) == 54 * MSS
+
+
+def test_udp_checksum_is_completed():
+    payload = os.urandom(777)
+    p = (Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2")
+         / UDP(sport=1, dport=2) / payload)
+    raw = bytearray(bytes(p))
+    l4_len = len(raw) - 34
+    raw[40:42] = struct.pack("!H", csum16(pseudo_v4(p[IP], l4_len, 17)))   # as Linux leaves it
+    assert lib.rtn_l4_csum_ok(bytes(raw), len(raw)) == 0
+    n, frames = segment(vnet(lib.RTN_VNET_F_NEEDS_CSUM, 0, 0, 0, 34, 6) + bytes(raw))
+    assert n == 1 and len(frames) == 1
+    assert frames[0][:40] == bytes(raw[:40]) and frames[0][42:] == bytes(raw[42:])
+    assert checksums_valid(frames[0])
+    # a complete frame without NEEDS_CSUM passes untouched
+    assert segment(vnet() + bytes(p))[1] == [bytes(p)]
+
+
+@pytest.mark.parametrize("case", [
+    "gso_size 0", "hdr_len beyond the frame", "UDP GSO", "unknown type", "TCPV4 type on IPv6",
+    "truncated TCP header", "csum field beyond the frame", "ECN without GSO", "segment too big",
+    "no payload", "too short"])
+def test_malformed_packets_are_refused(case):
+    pkt = bytes(tcp4(os.urandom(5000)))
+    hdr = dict(flags=1, gso_type=lib.RTN_VNET_GSO_TCPV4, hdr_len=66, gso_size=MSS, csum_start=34,
+               csum_offset=16)
+    if case == "gso_size 0":
+        hdr["gso_size"] = 0
+    elif case == "hdr_len beyond the frame":
+        hdr["hdr_len"] = len(pkt) + 1
+    elif case == "UDP GSO":
+        hdr["gso_type"] = lib.RTN_VNET_GSO_UDP
+    elif case == "unknown type":
+        hdr["gso_type"] = 5
+    elif case == "TCPV4 type on IPv6":
+        pkt = bytes(tcp6(os.urandom(5000)))
+    elif case == "truncated TCP header":
+        pkt = pkt[:34 + 10]
+        hdr["hdr_len"] = 0
+    elif case == "csum field beyond the frame":
+        hdr.update(gso_type=0, csum_start=len(pkt) - 1, csum_offset=0)
+    elif case == "ECN without GSO":
+        hdr["gso_type"] = lib.RTN_VNET_GSO_ECN
+    elif case == "segment too big":
+        hdr["gso_size"] = MAX_FRAME - 66 + 1
+    elif case == "no payload":
+        pkt = bytes(tcp4(b""))
+    elif case == "too short":
+        pkt = pkt[:10]
+        hdr.update(gso_type=0, flags=0, hdr_len=0)
+    n, frames = segment(vnet(**hdr) + pkt)
+    assert n < 0 and frames == []
+
+
+def test_ecn_flag_is_allowed_with_tso():
+    payload = os.urandom(3 * MSS)
+    n, frames = segment(gso4(payload, flags="PAC",
+                             gso_type=lib.RTN_VNET_GSO_TCPV4 | lib.RTN_VNET_GSO_ECN))
+    assert n == 3 and ["C" in Ether(f)[TCP].flags for f in frames] == [True, False, False]
