@@ -113,6 +113,7 @@ struct rtn_station {
 	int writer_on, reader_on;
 	volatile int vnic_stop;
 	int tap_dead;			/* the TAP went away: stop touching it */
+	int vnic_overran;		/* the last TAP writes ran past a deadline */
 	/*
 	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
 	 * TAP writes are merged segments.  Each buffer has one user: gso_buf
@@ -924,11 +925,18 @@ work:
 
 			rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
 			missed = rtn_tdma_missed(s->tdma) - missed;
-			/* why: a wake-up later than the slot tolerates, or anything else */
-			if (woke_late > s->tdma_cfg.guard_ns)
+			/*
+			 * Why: VNIC writes of the previous round ran past this
+			 * deadline; the wake-up came later than the slot tolerates
+			 * (the thread could not run); or anything else.
+			 */
+			if (s->vnic_overran)
+				s->st.miss_vnic += missed;
+			else if (woke_late > s->tdma_cfg.guard_ns)
 				s->st.miss_late_wake += missed;
 			else
 				s->st.miss_other += missed;
+			s->vnic_overran = 0;
 		} else if (s->disc == RTN_DISC_NOMAC) {
 			nomac_collect(s);
 			rate_generate(s, local_of(s, rtn_now()));
@@ -1024,8 +1032,10 @@ static void vnic_write_direct(struct rtn_station *s, int64_t next_local)
 	write_to_tap(s, (uint32_t)(slack == INT64_MAX ? VNIC_RING
 				   : (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
 	/* the budget is an estimate: count every time the writes ran into real-time work */
-	if (next_local != INT64_MAX && rtn_station_local_now(s) > next_local)
+	if (next_local != INT64_MAX && rtn_station_local_now(s) > next_local) {
 		s->st.vnic_overruns++;
+		s->vnic_overran = 1;
+	}
 }
 
 /* Per-packet mode, wire -> Linux: a helper thread woken by the RT thread. */

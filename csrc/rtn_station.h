@@ -83,16 +83,18 @@ struct rtn_station_stats {
 	int32_t running;
 	uint64_t loops;			/* RT thread wake-ups, any cause */
 	uint64_t timer_wakeups;
+	uint64_t spin_waits;		/* short waits spun instead of slept */
 	/*
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's
 	 * guard (the thread could not run: a stall, or something of higher
-	 * priority), or anything else (the thread was busy, or woke for
-	 * another reason).  vnic_overruns: VNIC work on the RT thread that
-	 * ended after the next real-time deadline had passed.
+	 * priority), VNIC writes of the round before ran past the deadline,
+	 * or anything else (the thread was busy, or woke for another reason).
+	 * vnic_overruns: VNIC work on the RT thread that ended after the next
+	 * real-time deadline had passed.
 	 */
-	uint64_t spin_waits;		/* short waits spun instead of slept */
 	uint64_t miss_late_wake;
+	uint64_t miss_vnic;
 	uint64_t miss_other;
 	uint64_t vnic_overruns;
 	uint64_t rx_frames;
