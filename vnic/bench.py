@@ -359,13 +359,25 @@ def chart(results: dict, path: str) -> None:
 
     runs = {k: v for k, v in results["runs"].items() if not k.endswith("/idle")}
     keys = list(runs)
-    fig, ax = plt.subplots(1, 3, figsize=(14, 4))
-    ax[0].bar(keys, [runs[k]["goodput_mbps"] for k in keys])
+    x = np.arange(len(keys))
+    fig, ax = plt.subplots(1, 4, figsize=(18, 4.5))
+    ax[0].bar(x, [runs[k]["goodput_mbps"] for k in keys])
     ax[0].set_title("goodput (Mbit/s)")
-    ax[1].bar(keys, [runs[k]["cpu_s_per_gb"] or 0 for k in keys])
+    ax[1].bar(x - 0.2, [runs[k]["cpu_s_per_gb"] or 0 for k in keys], 0.4, label="total")
+    ax[1].bar(x + 0.2, [runs[k].get("marginal_cpu_s_per_gb") or 0 for k in keys], 0.4,
+              label="above idle TDMA")
     ax[1].set_title("machine CPU s per GB")
-    ax[2].bar(keys, [runs[k].get("csw_per_packet") or 0 for k in keys])
+    ax[1].legend(fontsize=8)
+    ax[2].bar(x, [runs[k].get("csw_per_packet") or 0 for k in keys])
     ax[2].set_title("context switches per packet (over idle)")
+    rt = [k for k in keys if "rt_lateness_p99_us" in runs[k]]
+    xr = np.arange(len(rt))
+    ax[3].bar(xr - 0.2, [runs[k]["idle_rt_lateness_p99_us"] for k in rt], 0.4, label="idle")
+    ax[3].bar(xr + 0.2, [runs[k]["rt_lateness_p99_us"] for k in rt], 0.4, label="VNIC load")
+    ax[3].set_title("RT slot 0 lateness p99 (us)")
+    ax[3].legend(fontsize=8)
+    for a, names in zip(ax, (keys, keys, keys, rt)):
+        a.set_xticks(np.arange(len(names)), names)
     for a in ax:
         a.tick_params(axis="x", rotation=45, labelsize=8)
     fig.tight_layout()
