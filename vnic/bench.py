@@ -31,7 +31,8 @@ import numpy as np
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
-from .setup import plan, tdma_pair
+from .setup import NRT_SLOT_SIZE, plan, tdma_pair
+from .tap import RTMAC_HLEN
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
 TCP_IP_HLEN = 52   # IPv4 + TCP with the timestamp option Linux sends
@@ -246,11 +247,12 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
             "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both]}
 
 
-def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int = 1200,
+def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int | None = None,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
         out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
     """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
     (the runs without offload are named ``<mode>-nooff``)."""
+    mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     p = plan(cycle_us, link_rate_mbps)
     cap = p.capacity_mbps(p.master_nrt_slots)

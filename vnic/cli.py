@@ -12,7 +12,8 @@ def main(argv=None) -> int:
     b.add_argument("--seconds", type=int, default=5)
     b.add_argument("--cycle-us", type=int, default=1000)
     b.add_argument("--link-rate", type=int, default=100, help="TDMA link model, Mbit/s")
-    b.add_argument("--mtu", type=int, default=1200)
+    b.add_argument("--mtu", type=int, default=None,
+                   help="VNIC MTU (default: the NRT slot's limit, slot size - 4)")
     b.add_argument("--lab", default="vb")
     b.add_argument("--json", default="results/vnic_bench.json")
     b.add_argument("--png", default="results/vnic_bench.png")
