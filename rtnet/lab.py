@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 from pyroute2 import IPRoute, netns as pr_netns
@@ -179,7 +178,7 @@ class Lab:
     # -- processes ---------------------------------------------------------
     def spawn(self, station: Station, argv: list[str], **popen_kw) -> subprocess.Popen:
         """Start ``argv`` inside ``station``'s namespace and record its PID for down()."""
-        cmd = [sys.executable, "-m", "rtnet.netns", station.netns, "--", *argv]
+        cmd = netns.command(station.netns, argv)
         proc = subprocess.Popen(cmd, **popen_kw)
         os.makedirs(self.pid_dir, exist_ok=True)
         with open(os.path.join(self.pid_dir, f"{proc.pid}.pid"), "w") as f:

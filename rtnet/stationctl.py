@@ -147,7 +147,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     argv = [sys.executable, "-m", "rtnet.daemon", "-c", os.path.abspath(config_path),
             "--dev", dev]
     if netns:
-        argv = [sys.executable, "-m", "rtnet.netns", netns, "--", *argv]
+        argv = _netns.command(netns, argv)
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)

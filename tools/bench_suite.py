@@ -51,6 +51,7 @@ from bench_wakeup import summary as acc_summary  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
                             stop_stress, sysinfo)
+from rtnet import netns  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
@@ -343,9 +344,9 @@ def measure_rfc2544_rt(args, lab, results: dict) -> None:
 
 
 def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
-    cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "iperf3", "-c", dst,
-           "-u", "-l", str(payload), "-b", str(int(bps)), "-t", str(max(1, int(round(seconds)))),
-           "-J"]
+    cmd = netns.command(lab.station(1).netns, [
+        "iperf3", "-c", dst, "-u", "-l", str(payload), "-b", str(int(bps)),
+        "-t", str(max(1, int(round(seconds)))), "-J"])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
     try:
         j = json.loads(r.stdout)
@@ -359,8 +360,8 @@ def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
 
 
 def ping_rtt(lab, dst: str, payload: int, count: int) -> dict:
-    cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "ping", "-n",
-           "-c", str(count), "-i", "0.01", "-s", str(payload), "-W", "1", dst]
+    cmd = netns.command(lab.station(1).netns, ["ping", "-n", "-c", str(count), "-i", "0.01",
+                                               "-s", str(payload), "-W", "1", dst])
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=count * 0.05 + 30)
     rtts = np.array([float(m) for m in re.findall(r"time=([\d.]+) ms", r.stdout)]) * 1000
     if not len(rtts):

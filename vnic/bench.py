@@ -22,12 +22,12 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 
+from rtnet import netns
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
@@ -102,8 +102,8 @@ def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.3)  # iperf3 has no readiness signal; its client retries are not configurable
-        cmd = [sys.executable, "-m", "rtnet.netns", lab.station(1).netns, "--", "iperf3", "-c",
-               dst_ip, "-t", str(seconds), "-b", "100M", "-J"]
+        cmd = netns.command(lab.station(1).netns, ["iperf3", "-c", dst_ip, "-t", str(seconds),
+                                                    "-b", "100M", "-J"])
         if proto == "udp":
             cmd += ["-u", "-l", "1100"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
