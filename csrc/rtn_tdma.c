@@ -109,7 +109,7 @@ struct rtn_tdma {
 	int req_outstanding;
 	uint64_t req_xmit;
 	uint32_t req_reply_cycle;
-	int64_t cal_sum;
+	int64_t cal_samples[RTN_TDMA_CAL_KEEP];	/* the last rounds' delays */
 
 	/* calibration (master side) */
 	struct cal_reply replies[RTN_TDMA_MAX_CAL];
@@ -447,7 +447,6 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	e->calibrated = c->cal_rounds == 0;
 	e->req_outstanding = 0;
 	e->st.cal_rounds_done = 0;
-	e->cal_sum = 0;
 	e->st.master_delay_ns = 0;
 	e->st.clock_offset = 0;
 	memset(e->replies, 0, sizeof(e->replies));
@@ -897,11 +896,59 @@ void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 
 /* ---- receiving ---------------------------------------------------------- */
 
+/* The k-th smallest of @p a[0..n) (Wirth's selection; reorders @p a). */
+static int64_t kth_smallest(int64_t *a, int n, int k)
+{
+	int l = 0, r = n - 1;
+
+	while (l < r) {
+		int64_t x = a[k];
+		int i = l, j = r;
+
+		do {
+			while (a[i] < x)
+				i++;
+			while (x < a[j])
+				j--;
+			if (i <= j) {
+				int64_t t = a[i];
+
+				a[i] = a[j];
+				a[j] = t;
+				i++;
+				j--;
+			}
+		} while (i <= j);
+		if (j < k)
+			l = i;
+		if (k < i)
+			r = j;
+	}
+	return a[k];
+}
+
+/*
+ * The master-to-slave delay is the median of the rounds (the last
+ * RTN_TDMA_CAL_KEEP of them), where RTnet takes the plain mean.  A round
+ * can only come out too long (a stall between a stamp and the frame's
+ * transmission, a reply delayed on a busy CPU), never too short, so one bad
+ * round in a hundred moved the mean by microseconds and with it every slot
+ * of this station; the median ignores it.
+ */
 static void calibration_done(struct rtn_tdma *e)
 {
+	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done
+							  : RTN_TDMA_CAL_KEEP;
+
 	e->calibrated = 1;
-	e->st.master_delay_ns = e->st.cal_rounds_done ?
-		e->cal_sum / (int64_t)e->st.cal_rounds_done : 0;
+	e->st.master_delay_ns = 0;
+	if (n) {
+		int64_t hi = kth_smallest(e->cal_samples, n, n / 2);
+
+		/* an even count: the mean of the two middle rounds */
+		e->st.master_delay_ns = n & 1 ? hi
+					      : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
+	}
 	if (!is_master(e))
 		set_state(e, RTN_TDMA_ST_SYNCED);
 	else if (is_backup(e))
@@ -1057,7 +1104,7 @@ static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 		e->st.cal_min_ns = delay;
 	if (e->st.cal_rounds_done == 0 || delay > e->st.cal_max_ns)
 		e->st.cal_max_ns = delay;
-	e->cal_sum += delay;
+	e->cal_samples[e->st.cal_rounds_done % RTN_TDMA_CAL_KEEP] = delay;
 	e->st.cal_rounds_done++;
 	if (e->st.cal_rounds_done >= e->cfg.cal_rounds)
 		calibration_done(e);

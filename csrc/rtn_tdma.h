@@ -38,6 +38,7 @@
 #define RTN_TDMA_FRAME_MAX	1536	/* Ethernet frame without FCS, VLAN-free */
 #define RTN_TDMA_QUEUE_MAX	256	/* frames waiting per slot queue */
 #define RTN_TDMA_MAX_CAL	256	/* calibration replies a master can hold */
+#define RTN_TDMA_CAL_KEEP	1024	/* calibration rounds kept for the median */
 #define RTN_TDMA_MIN_CYCLE_NS	100000LL	/* 100 us */
 
 /* Roles */

@@ -33,6 +33,9 @@ struct sim_station {
 	int64_t ev_local;	/* the engine's next event we drew a wake-up for */
 	int64_t wake_true;	/* when the thread actually wakes for it */
 	uint64_t wakeups;	/* times the engine ran (a thread's wake-ups) */
+	/* a stall after the stamp: the next stall_frames frames leave stall_ns late */
+	uint32_t stall_frames;
+	int64_t stall_ns;
 };
 
 struct rtn_sim {
@@ -83,6 +86,10 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	f = &s->fl[s->n_fl++];
 	/* the NIC serialises: a frame starts on the wire when the previous one ended */
 	f->tx_true = s->now > t->nic_free ? s->now : t->nic_free;
+	if (t->stall_frames) {
+		t->stall_frames--;
+		f->tx_true += t->stall_ns;
+	}
 	t->nic_free = f->tx_true + rtn_wire_time_ns(len, 100);
 	f->at = t->nic_free + s->latency;
 	f->src = t->idx;
@@ -183,6 +190,14 @@ void rtn_sim_set_lazy_begin(struct rtn_sim *s, uint32_t i, int on)
 {
 	if (i < s->n && s->st[i].e)
 		rtn_tdma_set_lazy_begin(s->st[i].e, on);
+}
+
+void rtn_sim_stall_frames(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns)
+{
+	if (i < s->n) {
+		s->st[i].stall_frames = frames;
+		s->st[i].stall_ns = stall_ns;
+	}
 }
 
 uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i)

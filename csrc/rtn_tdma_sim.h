@@ -45,6 +45,8 @@ void rtn_sim_set_alive(struct rtn_sim *s, uint32_t i, int alive);
 void rtn_sim_set_lazy_begin(struct rtn_sim *s, uint32_t i, int on);
 /** How many times station @p i's engine ran: its thread's wake-ups. */
 uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i);
+/** The next @p frames station @p i sends leave @p stall_ns after their stamp (a stall). */
+void rtn_sim_stall_frames(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns);
 /** Queue a frame on station @p i. */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len);

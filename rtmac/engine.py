@@ -73,7 +73,7 @@ def stats_from_c(st) -> dict:
         "clock_offset_ns": st.clock_offset,
         "calibration": {
             "rounds": st.cal_rounds, "done": st.cal_rounds_done,
-            "mean_ns": st.master_delay_ns, "min_ns": st.cal_min_ns, "max_ns": st.cal_max_ns,
+            "delay_ns": st.master_delay_ns, "min_ns": st.cal_min_ns, "max_ns": st.cal_max_ns,
         },
         "master_mac": ":".join(f"{b:02x}" for b in bytes(st.master_mac)),
     }

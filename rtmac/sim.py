@@ -45,6 +45,10 @@ class Segment:
         """Start station ``i``'s cycles at their first job (as a station without applications)."""
         lib.rtn_sim_set_lazy_begin(self._s, i, int(on))
 
+    def stall_frames(self, i: int, frames: int, stall_ns: int) -> None:
+        """The next ``frames`` frames of station ``i`` leave ``stall_ns`` after their stamp."""
+        lib.rtn_sim_stall_frames(self._s, i, frames, stall_ns)
+
     def wakeups(self, i: int) -> int:
         """How many times station ``i``'s engine ran: its thread's wake-ups."""
         return lib.rtn_sim_wakeups(self._s, i)

@@ -38,7 +38,7 @@ connection after the error reply.
   ``nomac.attach`` need a device without a discipline (detach first, as in
   RTnet).  ``tdma.slot`` with ``cal_results`` waits (``cal_timeout_ms``,
   default 10 s) until calibration is done and replies ``"cal_results":
-  [mean_ns]`` (the engine keeps mean/min/max, not every round).
+  [delay_ns]`` (the median delay; the engine keeps it with min/max, not every round).
 - ``ping``: dst (MAC, or IPv4 address of the peer's device), count,
   interval_ms, size (payload bytes, 44..1500), timeout_ms.  Echo requests go
   through this station's slot 0 on EtherType 0x88B6, the peer daemon's
@@ -659,7 +659,7 @@ class Daemon:
             tdma = self.station.stats()["tdma"]
             cal = tdma["calibration"] if tdma else None
             if cal and cal["rounds"] and cal["done"] >= cal["rounds"]:
-                return [cal["mean_ns"]]
+                return [cal["delay_ns"]]
             if tdma is None or tdma["role"] != "slave":
                 return []
             if time.monotonic() > deadline:

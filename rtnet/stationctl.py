@@ -243,8 +243,8 @@ def format_status(s: dict) -> str:
         out.append(f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
                    f"max {_us(se['max'])} us ({se['count']} samples)")
         cal = t["calibration"]
-        out.append(f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay mean "
-                   f"{cal['mean_ns'] / 1000:.1f} us (min {cal['min_ns'] / 1000:.1f}, "
+        out.append(f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay (median) "
+                   f"{cal['delay_ns'] / 1000:.1f} us (min {cal['min_ns'] / 1000:.1f}, "
                    f"max {cal['max_ns'] / 1000:.1f})")
         offsets = {str(x["id"]): x for x in cfg.get("slots", [])}
         out.append(f"  {'slot':>4} {'offset_us':>9} {'phasing':>7} {'size':>5} {'occur':>8} "

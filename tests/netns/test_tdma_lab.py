@@ -75,7 +75,7 @@ def test_three_stations_synchronise_and_calibrate(lab3):
     for x in st[1:]:
         cal = x["tdma"]["calibration"]
         assert cal["done"] == CAL_ROUNDS
-        assert 0 < cal["mean_ns"] < 1_000_000  # a veth hop and two wake-ups, not a cycle
+        assert 0 < cal["delay_ns"] < 1_000_000  # a veth hop and two wake-ups, not a cycle
         assert x["tdma"]["master_mac"] == m.mac
     # the slave's clock runs 50 us (plus 100 ppm) ahead of the master's, which keeps
     # CLOCK_MONOTONIC: global = local + offset, so offset ~ monotonic - local
