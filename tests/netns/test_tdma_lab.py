@@ -223,13 +223,16 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         else:
             probes.append(c)
     grid = sorted(syncs.values())
-    inside_tx = inside_rx = 0
+    inside_tx = inside_rx = before_grid = 0
     per_sender = {}
     for c in probes:
         src = ":".join(f"{b:02x}" for b in c.data[6:12])
         tx = int.from_bytes(c.data[30:38], "big")
         k = bisect.bisect_right(grid, tx) - 1
-        assert k >= 0
+        if k < 0:
+            # sent in the cycle whose Sync went out before the capture started
+            before_grid += 1
+            continue
         rel_tx = tx - grid[k]
         rel_rx = c.ts_ns - grid[k]
         lo, hi = offsets[src], offsets[src] + window
@@ -237,6 +240,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         inside_tx += rel_tx + wire_time_ns(64, 100) <= hi + 20_000
         inside_rx += lo <= rel_rx <= hi + 100_000
         per_sender[src] = per_sender.get(src, 0) + 1
+    assert before_grid <= len(stations)           # at most each sender's first probe
     assert min(per_sender.values()) >= 9_900
     assert inside_tx >= len(probes) - 5          # only a stall between decision and stamp
     assert inside_rx >= 0.999 * len(probes)
