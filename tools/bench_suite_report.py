@@ -433,6 +433,21 @@ def discussion(results: dict) -> list[str]:
     return out
 
 
+def floor_sentence(results: dict) -> str:
+    """The wake-up floor of RTnet's slot model, from vnic/bench.py's cyclictest run."""
+    vc = results.get("vnic_cost", {})
+    floor = vc.get("wakeup_floor", {})
+    k = vc.get("runs", {}).get("kernel/tcp", {}).get("cpu_s_per_gb")
+    if not floor.get("per_segment_cpu_s_per_gb") or not k:
+        return ""
+    return (f"An NRT slot occurrence carries one full frame, so a saturated VNIC pays at least one "
+            f"RT wake-up per TCP segment; cyclictest at the stations' wake-up rate used "
+            f"{fmt(floor['us_per_wakeup'], 1)} us of CPU per wake-up here, which alone is "
+            f"{fmt(floor['per_segment_cpu_s_per_gb'], 1)} CPU s/GB = "
+            f"{fmt(floor['per_segment_cpu_s_per_gb'] / k, 1)}x the kernel path: on this VM the 2x "
+            f"target is out of reach for any design that keeps RTnet's slot model. ")
+
+
 def markdown(results: dict, report_path: str) -> str:
     env = results["envelope"]
     m, st = env["machine"], env["settings"]
@@ -521,7 +536,9 @@ def markdown(results: dict, report_path: str) -> str:
                   f"{fmt(pp.get('csw_per_packet'), 2)}: batching removes that cost as the seed "
                   f"says. CPU per byte: TCP through the batched VNIC costs "
                   f"{fmt((tb.get('cpu_s_per_gb') or 0) / (kt.get('cpu_s_per_gb') or 1), 2)}x the "
-                  f"kernel path (DESIGN.md target: 2x; seed: ~1.25x). The UDP ratios are not "
+                  f"kernel path (DESIGN.md target: 2x; seed: ~1.25x), "
+                  f"{fmt((tb.get('marginal_cpu_s_per_gb') or 0) / (kt.get('cpu_s_per_gb') or 1), 2)}x "
+                  f"above an idle TDMA run. {floor_sentence(results)}The UDP ratios are not "
                   f"comparable: iperf3 offers 100 Mbit/s but the TDMA NRT share carries "
                   f"{fmt(results['rfc2544'].get('vnic', {}).get('nrt_capacity_mbps'), 0) if results['rfc2544'] else 'about 37'} "
                   f"Mbit/s, so most datagrams are made and dropped at the TAP and their CPU is "
