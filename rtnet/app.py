@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from . import paths
 from ._lowlevel import check, ffi, lib
+from .closeable import Closeable
 from .errors import ChannelError, ChannelFull, ConfigError
 
 MSG_MAX = 1536                       # whole frame, as RTN_CHAN_MSG_MAX
@@ -127,7 +128,7 @@ def _request_channel(path: str, request: dict) -> tuple[socket.socket, dict, lis
         raise
 
 
-class Channel:
+class Channel(Closeable):
     """One application channel; use Channel.open() or Channel.attach()."""
 
     def __init__(self, ch, ctl: socket.socket | None = None):
@@ -255,18 +256,6 @@ class Channel:
         if self._ctl is not None:
             self._ctl.close()
             self._ctl = None
-
-    def __enter__(self) -> "Channel":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: E402,F401

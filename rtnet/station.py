@@ -19,6 +19,7 @@ from rtmac.tdma_config import TdmaConfig, validate
 
 from . import netns as _netns
 from ._lowlevel import check, ffi, lib
+from .closeable import Closeable
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .rtthread import fill_rt_opts
@@ -62,7 +63,7 @@ def interface_mac(ifname: str, netns: str | None) -> str:
     return ":".join(f"{b:02x}" for b in res[18:24])
 
 
-class Station:
+class Station(Closeable):
     """One station on ``ifname``; the real-time thread runs between start() and close()."""
 
     def __init__(self, ifname: str, *, netns: str | None = None, mac: str | None = None,
@@ -117,18 +118,6 @@ class Station:
             with _netns.entered(self.netns if self.netns and _netns.exists(self.netns) else None):
                 lib.rtn_station_close(self._s)
             self._s = None
-
-    def __enter__(self) -> "Station":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     # -- disciplines ------------------------------------------------------------------
     def attach_tdma(self, config: TdmaConfig) -> None:

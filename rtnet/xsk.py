@@ -14,6 +14,7 @@ import re
 
 from . import netns as _netns
 from ._lowlevel import check, ffi, lib
+from .closeable import Closeable
 from .errors import ConfigError, XskError
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, fra
     return keep
 
 
-class RawSocket:
+class RawSocket(Closeable):
     """One AF_XDP socket on ``ifname``/``queue`` behind rtnet's own XDP program."""
 
     def __init__(self, ifname: str, *, queue: int = 0, ethertypes=(), mode: str = "auto",
@@ -187,18 +188,6 @@ class RawSocket:
                 lib.rtn_xsk_destroy(x)
         else:
             lib.rtn_xsk_destroy(x)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
 
     def __repr__(self):
         state = "closed" if self._x is None else self.mode

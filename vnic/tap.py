@@ -33,6 +33,7 @@ from pyroute2 import IPRoute
 from rtmac.tdma_config import ETH_ZLEN, ETH_FCS_LEN, IFG_LEN, PREAMBLE_SFD_LEN, TdmaConfig, \
     effective_slot
 from rtnet import netns as _netns
+from rtnet.closeable import Closeable
 from rtnet.errors import ConfigError, RtnetError
 
 # linux/if_tun.h
@@ -86,7 +87,7 @@ def _parse_cidr(address: str) -> tuple[str, int]:
     return ip, plen_i
 
 
-class Tap:
+class Tap(Closeable):
     """A TAP netdev ``name`` in ``netns``: non-blocking ``fd``, MAC, MTU, address, up.
 
     ``offload``: open it with a vnet header and TCP segmentation/checksum
@@ -160,14 +161,3 @@ class Tap:
             os.close(self.fd)
             self.fd = None
 
-    def __enter__(self) -> "Tap":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
