@@ -22,100 +22,11 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma.h"
+#include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto.h"
 
-#define NIL 0xFFFFu
 #define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
 #define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */
-
-enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
-
-struct job {
-	int64_t offset;
-	uint16_t kind;
-	uint16_t arg;		/* slot id or reply index */
-};
-
-struct buf {
-	uint16_t len;
-	uint16_t next;
-	int16_t stamp_off;
-	uint8_t data[RTN_TDMA_FRAME_MAX];
-};
-
-struct queue {
-	uint16_t head[RTN_TDMA_PRIOS];
-	uint16_t tail[RTN_TDMA_PRIOS];
-	uint32_t nonempty;	/* bit p set: sub-queue p has frames */
-	uint32_t depth;
-};
-
-struct cal_reply {
-	uint8_t used;
-	uint8_t dst[6];
-	uint32_t reply_cycle;
-	int64_t offset;
-	uint64_t req_xmit;
-	int64_t rx_local;
-};
-
-struct rtn_tdma {
-	uint8_t mac[6];
-	struct rtn_tdma_port port;
-
-	struct rtn_tdma_cfg cfg;
-	struct rtn_tdma_cfg staging;
-	int pending;				/* staging waits for a cycle start */
-
-	/* slot id -> index in cfg.slots, or -1 */
-	int16_t slot_idx[RTN_TDMA_MAX_SLOTS];
-	int16_t queue_of[RTN_TDMA_MAX_SLOTS];	/* effective queue per id, or -1 */
-	int16_t cal_slot;			/* slot used for calibration requests */
-
-	struct queue q[RTN_TDMA_MAX_SLOTS];
-	struct buf pool[RTN_TDMA_POOL];
-	uint16_t free_head;
-
-	/* grid and cursor */
-	int grid_valid;
-	uint32_t base_no;
-	int64_t base_start;
-	int64_t cycle_ns;
-	uint32_t cur_no;
-	int begun;				/* cycle cur_no has been started */
-	int lazy_begin;				/* start a cycle at its first job */
-	struct job jobs[RTN_TDMA_MAX_SLOTS + 2 + RTN_TDMA_MAX_CAL];
-	int n_jobs;
-	int next_job;
-
-	/* slot occurrence in progress (paced) */
-	int in_slot;
-	int64_t slot_start, slot_end, resume_at;
-	uint32_t sent_in_occ;
-	int64_t wire_free_at;
-
-	/* synchronisation */
-	int64_t listen_until;
-	int heard_sync;
-	uint32_t last_sync_no;
-	int have_sync;
-	uint8_t sync_src[6];
-	int64_t prev_sched;
-	uint32_t prev_sched_no;
-	int have_prev_sched;
-
-	/* calibration (requester side) */
-	int calibrated;
-	int req_outstanding;
-	uint64_t req_xmit;
-	uint32_t req_reply_cycle;
-	int64_t cal_samples[RTN_TDMA_CAL_KEEP];	/* the last rounds' delays */
-
-	/* calibration (master side) */
-	struct cal_reply replies[RTN_TDMA_MAX_CAL];
-
-	struct rtn_tdma_stats st;
-};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -131,47 +42,9 @@ int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps)
 	return ((int64_t)on_wire * 8 * 1000 + mbps - 1) / mbps;
 }
 
-static inline int64_t cycle_start(const struct rtn_tdma *e, uint32_t n)
-{
-	return e->base_start + (int64_t)(int32_t)(n - e->base_no) * e->cycle_ns;
-}
-
 int64_t rtn_tdma_cycle_start(const struct rtn_tdma *e, uint32_t n)
 {
 	return e->grid_valid ? cycle_start(e, n) : 0;
-}
-
-static inline void stats_begin(struct rtn_tdma *e)
-{
-	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static inline void stats_end(struct rtn_tdma *e)
-{
-	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELEASE);
-}
-
-static void set_state(struct rtn_tdma *e, int s)
-{
-	e->st.state = s;
-}
-
-static int is_master(const struct rtn_tdma *e)
-{
-	return e->cfg.role == RTN_TDMA_ROLE_MASTER;
-}
-
-static int is_backup(const struct rtn_tdma *e)
-{
-	return is_master(e) && e->cfg.backup_offset_ns >= 0;
-}
-
-/* Sending Sync: the primary when active, a backup while the primary is silent. */
-static int sends_sync(const struct rtn_tdma *e)
-{
-	return e->st.state == RTN_TDMA_ST_MASTER ||
-	       e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE;
 }
 
 int rtn_tdma_can_send(const struct rtn_tdma *e)
@@ -443,7 +316,7 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	e->in_slot = 0;
 	e->heard_sync = 0;
 	e->have_sync = 0;
-	e->have_prev_sched = 0;
+	rtn_tdma_rx_reset(e);
 	e->calibrated = c->cal_rounds == 0;
 	e->req_outstanding = 0;
 	e->st.cal_rounds_done = 0;
@@ -601,6 +474,13 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 {
 	uint32_t i;
 
+	/*
+	 * Re-anchor the grid at every cycle: cycle_start() counts cycles from
+	 * base_no in 32 bits, which a master that never moves its base would
+	 * overrun after 2^31 cycles (2.5 days at 100 us).
+	 */
+	e->base_start = cycle_start(e, n);
+	e->base_no = n;
 	e->cur_no = n;
 	e->begun = 1;
 	e->n_jobs = e->next_job = 0;
@@ -873,6 +753,31 @@ static void end_listen(struct rtn_tdma *e)
 		e->st.backup_takeovers++;
 }
 
+/*
+ * After a stall of more than SKIP_AFTER cycles, jump to the cycle before the
+ * current one at once instead of walking every cycle missed (each walked
+ * cycle counts its slots as missed; the jump counts the cycles it skipped).
+ */
+#define SKIP_AFTER 1000
+
+static void skip_stalled_cycles(struct rtn_tdma *e, int64_t now)
+{
+	int64_t behind;
+
+	if (!e->grid_valid || e->cycle_ns <= 0 || e->begun)
+		return;
+	behind = (now - cycle_start(e, e->cur_no)) / e->cycle_ns;
+	if (behind <= SKIP_AFTER)
+		return;
+	behind -= 1;
+	if (behind > INT32_MAX / 2)
+		behind = INT32_MAX / 2;
+	e->base_start = cycle_start(e, e->cur_no + (uint32_t)behind);
+	e->base_no = e->cur_no + (uint32_t)behind;
+	e->cur_no = e->base_no;
+	e->st.cycles_skipped += (uint64_t)behind;
+}
+
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 {
 	int guard = 0;
@@ -880,6 +785,7 @@ void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 	stats_begin(e);
 	if (e->st.state == RTN_TDMA_ST_LISTEN && !e->grid_valid && now >= e->listen_until)
 		end_listen(e);
+	skip_stalled_cycles(e, now);
 	/* the bound only protects against a grid that jumped far ahead */
 	while (e->grid_valid && rtn_tdma_next_event(e) <= now && guard++ < 100000) {
 		if (!e->begun)
@@ -892,254 +798,6 @@ void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 		}
 	}
 	stats_end(e);
-}
-
-/* ---- receiving ---------------------------------------------------------- */
-
-/* The k-th smallest of @p a[0..n) (Wirth's selection; reorders @p a). */
-static int64_t kth_smallest(int64_t *a, int n, int k)
-{
-	int l = 0, r = n - 1;
-
-	while (l < r) {
-		int64_t x = a[k];
-		int i = l, j = r;
-
-		do {
-			while (a[i] < x)
-				i++;
-			while (x < a[j])
-				j--;
-			if (i <= j) {
-				int64_t t = a[i];
-
-				a[i] = a[j];
-				a[j] = t;
-				i++;
-				j--;
-			}
-		} while (i <= j);
-		if (j < k)
-			l = i;
-		if (k < i)
-			r = j;
-	}
-	return a[k];
-}
-
-/*
- * The master-to-slave delay is the median of the rounds (the last
- * RTN_TDMA_CAL_KEEP of them), where RTnet takes the plain mean.  A round
- * can only come out too long (a stall between a stamp and the frame's
- * transmission, a reply delayed on a busy CPU), never too short, so one bad
- * round in a hundred moved the mean by microseconds and with it every slot
- * of this station; the median ignores it.
- */
-static void calibration_done(struct rtn_tdma *e)
-{
-	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done
-							  : RTN_TDMA_CAL_KEEP;
-
-	e->calibrated = 1;
-	e->st.master_delay_ns = 0;
-	if (n) {
-		int64_t hi = kth_smallest(e->cal_samples, n, n / 2);
-
-		/* an even count: the mean of the two middle rounds */
-		e->st.master_delay_ns = n & 1 ? hi
-					      : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
-	}
-	if (!is_master(e))
-		set_state(e, RTN_TDMA_ST_SYNCED);
-	else if (is_backup(e))
-		set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
-	else
-		set_state(e, RTN_TDMA_ST_MASTER);	/* restarted primary takes over */
-}
-
-/*
- * RTnet takes every Sync.  We take every Sync from the station we already
- * follow, but one from another sender only if it fits our grid: its
- * scheduled time within a tenth of a cycle of our own prediction and the
- * clock offset it implies within a tenth of a cycle of ours.  A backup
- * master passes (it sends the primary's grid); a stray or hostile Sync does
- * not move the clock.  After sync loss anything goes, to re-synchronise.
- */
-static int plausible_sync(const struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t tol, predicted, offset;
-
-	if (!memcmp(m->src, e->sync_src, 6) || e->st.state == RTN_TDMA_ST_SYNC_LOST ||
-	    !e->grid_valid || !e->cycle_ns)
-		return 1;
-	tol = e->cycle_ns / 10;
-	predicted = cycle_start(e, m->cycle_no) + e->st.clock_offset;
-	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
-	return llabs((int64_t)m->sched_xmit_stamp - predicted) <= tol &&
-	       llabs(offset - e->st.clock_offset) <= tol;
-}
-
-static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t offset, start;
-
-	if (sends_sync(e) && e->st.state == RTN_TDMA_ST_MASTER) {
-		/* another station sends Sync while we are the active master */
-		e->st.sync_foreign++;
-		return;
-	}
-	if (e->have_sync) {
-		int32_t d = (int32_t)(m->cycle_no - e->last_sync_no);
-
-		/* one Sync per cycle: a second one (another sender) or a stale one is ignored */
-		if (d <= 0 || !plausible_sync(e, m, rx)) {
-			e->st.sync_foreign++;
-			return;
-		}
-	}
-	if (e->st.state == RTN_TDMA_ST_LISTEN)
-		e->heard_sync = 1;
-	e->st.sync_rx++;
-	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
-	start = (int64_t)m->sched_xmit_stamp - offset;
-
-	/* a slave learns the cycle length from two Syncs */
-	if (e->have_prev_sched && m->cycle_no != e->prev_sched_no) {
-		int64_t dn = (int32_t)(m->cycle_no - e->prev_sched_no);
-
-		if (dn > 0 && !e->cfg.cycle_ns)
-			e->cycle_ns = ((int64_t)m->sched_xmit_stamp - e->prev_sched) / dn;
-	}
-	e->prev_sched = (int64_t)m->sched_xmit_stamp;
-	e->prev_sched_no = m->cycle_no;
-	e->have_prev_sched = 1;
-	if (e->cfg.cycle_ns)
-		e->cycle_ns = e->cfg.cycle_ns;
-
-	e->st.clock_offset = offset;
-	memcpy(e->st.master_mac, m->src, 6);
-	memcpy(e->sync_src, m->src, 6);
-	e->last_sync_no = m->cycle_no;
-	e->have_sync = 1;
-	if (!e->cycle_ns)
-		return;	/* need a second Sync to know the cycle */
-
-	e->base_no = m->cycle_no;
-	e->base_start = start;
-	if (!e->grid_valid || (int32_t)(m->cycle_no - e->cur_no) > 0) {
-		/* first Sync, or we fell behind: jump to the master's cycle */
-		e->cur_no = m->cycle_no;
-		e->begun = 0;
-		e->in_slot = 0;
-	}
-	e->grid_valid = 1;
-
-	switch (e->st.state) {
-	case RTN_TDMA_ST_LISTEN:
-	case RTN_TDMA_ST_WAIT_SYNC:
-		if (e->calibrated)
-			calibration_done(e);
-		else
-			set_state(e, RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_SYNC_LOST:
-		set_state(e, e->calibrated ? RTN_TDMA_ST_SYNCED : RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_BACKUP_ACTIVE:
-		/* the primary is back: step back (calibrating first if never done) */
-		set_state(e, e->calibrated ? RTN_TDMA_ST_BACKUP_STANDBY : RTN_TDMA_ST_CALIBRATING);
-		break;
-	default:
-		break;
-	}
-}
-
-static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	uint32_t i, used = 0;
-	struct cal_reply *free_r = NULL;
-
-	e->st.cal_req_rx++;
-	if (!is_master(e) || !sends_sync(e))
-		return;
-	if ((int32_t)(m->reply_cycle - e->cur_no) <= 0 ||
-	    m->reply_slot_offset >= (uint64_t)e->cycle_ns) {
-		e->st.cal_rpl_late++;
-		return;
-	}
-	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
-		if (e->replies[i].used)
-			used++;
-		else if (!free_r)
-			free_r = &e->replies[i];
-	}
-	if (used >= e->cfg.max_cal_requests || !free_r) {
-		e->st.cal_overflow++;	/* RTnet: "Too many calibration requests pending!" */
-		return;
-	}
-	free_r->used = 1;
-	memcpy(free_r->dst, m->src, 6);
-	free_r->reply_cycle = m->reply_cycle;
-	free_r->offset = (int64_t)m->reply_slot_offset;
-	free_r->req_xmit = m->xmit_stamp;
-	free_r->rx_local = rx;
-}
-
-static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t delay;
-
-	if (!e->req_outstanding || m->request_xmit_stamp != e->req_xmit || e->calibrated) {
-		e->st.cal_rpl_unexpected++;
-		return;
-	}
-	e->st.cal_rpl_rx++;
-	e->req_outstanding = 0;
-	delay = (rx - (int64_t)m->request_xmit_stamp) -
-		((int64_t)m->xmit_stamp - (int64_t)m->reception_stamp);
-	delay = (delay + 1) >> 1;
-	if (delay < 0)
-		delay = 0;
-	if (e->st.cal_rounds_done == 0 || delay < e->st.cal_min_ns)
-		e->st.cal_min_ns = delay;
-	if (e->st.cal_rounds_done == 0 || delay > e->st.cal_max_ns)
-		e->st.cal_max_ns = delay;
-	e->cal_samples[e->st.cal_rounds_done % RTN_TDMA_CAL_KEEP] = delay;
-	e->st.cal_rounds_done++;
-	if (e->st.cal_rounds_done >= e->cfg.cal_rounds)
-		calibration_done(e);
-}
-
-int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t rx_local)
-{
-	struct rtn_tdma_msg m;
-	int kind = rtn_tdma_decode(frame, len, &m);
-
-	if (kind == RTN_FRM_TUNNEL)
-		return 1;
-	stats_begin(e);
-	if (kind < 0) {
-		if (kind == RTN_FRM_FOREIGN_DISC)
-			e->st.rx_foreign_disc++;
-		else
-			e->st.rx_bad++;
-	} else if (!(m.dst[0] & 1) && memcmp(m.dst, e->mac, 6) != 0) {
-		/* unicast for another station (a flooding switch): not ours to judge */
-	} else if (e->st.state != RTN_TDMA_ST_DOWN) {
-		switch (kind) {
-		case TDMA_FRM_SYNC:
-			rx_sync(e, &m, rx_local);
-			break;
-		case TDMA_FRM_REQ_CAL:
-			rx_req_cal(e, &m, rx_local);
-			break;
-		case TDMA_FRM_RPL_CAL:
-			rx_rpl_cal(e, &m, rx_local);
-			break;
-		}
-	}
-	stats_end(e);
-	return kind < 0 ? kind : 0;
 }
 
 /* ---- statistics --------------------------------------------------------- */

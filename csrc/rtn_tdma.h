@@ -40,6 +40,8 @@
 #define RTN_TDMA_MAX_CAL	256	/* calibration replies a master can hold */
 #define RTN_TDMA_CAL_KEEP	1024	/* calibration rounds kept for the median */
 #define RTN_TDMA_MIN_CYCLE_NS	100000LL	/* 100 us */
+#define RTN_TDMA_MAX_CYCLE_NS	1000000000LL	/* 1 s */
+#define RTN_TDMA_MAX_PERIOD	1024	/* largest slot period (-p x/y: y) */
 
 /* Roles */
 #define RTN_TDMA_ROLE_NONE	0	/* detached */
@@ -113,7 +115,9 @@ struct rtn_tdma_stats {
 	uint64_t cycles;		/* cycle starts executed */
 	uint64_t sync_tx;
 	uint64_t sync_rx;
-	uint64_t sync_foreign;		/* Sync from another master while we are active */
+	uint64_t sync_foreign;		/* Sync from a station we do not follow, or while active */
+	uint64_t sync_implausible;	/* Sync outside the plausibility bounds: ignored */
+	uint64_t sync_relocks;		/* followed a master that restarted on a new grid */
 	uint64_t sync_lost_events;
 	uint64_t backup_takeovers;
 	uint64_t cal_req_tx;
@@ -123,6 +127,7 @@ struct rtn_tdma_stats {
 	uint64_t cal_rpl_unexpected;	/* replies to requests never sent */
 	uint64_t cal_overflow;		/* more pending requests than max_cal_requests */
 	uint64_t cal_rpl_late;		/* reply cycle already over */
+	uint64_t cal_implausible;	/* request or reply with impossible stamps or cycles */
 	uint64_t rx_bad;		/* malformed / wrong version / unknown TDMA frames */
 	uint64_t rx_foreign_disc;	/* RTmac frames of another discipline */
 	uint64_t frames_tx;
@@ -134,6 +139,7 @@ struct rtn_tdma_stats {
 	uint64_t late_starts;
 	uint64_t tx_errors;		/* port refused a frame */
 	uint64_t config_applied;
+	uint64_t cycles_skipped;	/* cycles jumped over at once after a very long stall */
 	struct rtn_tdma_slot_stats slot[RTN_TDMA_MAX_SLOTS];
 	struct rtn_hist slot_lateness;	/* first transmission minus scheduled slot start */
 	struct rtn_hist slot0_lateness;	/* the same for slot 0 only: RTnet's real-time slot */

@@ -24,11 +24,12 @@ STATES = {
 }
 
 COUNTERS = (
-    "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_lost_events", "backup_takeovers",
+    "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_implausible", "sync_relocks",
+    "sync_lost_events", "backup_takeovers",
     "cal_req_tx", "cal_req_rx", "cal_rpl_tx", "cal_rpl_rx", "cal_rpl_unexpected",
-    "cal_overflow", "cal_rpl_late", "rx_bad", "rx_foreign_disc", "frames_tx", "bytes_tx",
-    "queue_drops", "too_big", "no_slot", "missed_slots", "late_starts", "tx_errors",
-    "config_applied",
+    "cal_overflow", "cal_rpl_late", "cal_implausible", "rx_bad", "rx_foreign_disc",
+    "frames_tx", "bytes_tx", "queue_drops", "too_big", "no_slot", "missed_slots",
+    "late_starts", "tx_errors", "config_applied", "cycles_skipped",
 )
 SLOT_COUNTERS = ("queue_depth", "occurrences", "frames", "bytes", "missed", "late_starts",
                  "deferred")
