@@ -628,8 +628,8 @@ static void run_backup_check(struct rtn_tdma *e)
 {
 	uint32_t n = e->cur_no;
 
-	if (e->have_sync && e->last_sync_no == n) {
-		/* the primary is alive */
+	if (e->have_sync && (e->last_sync_no == n || e->heard_no == n)) {
+		/* the primary is alive (a late Sync, not taken for the clock, counts too) */
 		if (e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE)
 			set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
 		return;

@@ -95,7 +95,8 @@ struct rtn_tdma {
 	/* synchronisation */
 	int64_t listen_until;
 	int heard_sync;
-	uint32_t last_sync_no;
+	uint32_t last_sync_no;			/* cycle of the last Sync taken */
+	uint32_t heard_no;			/* ... or heard from our master, off the grid */
 	int have_sync;
 	uint8_t sync_src[6];
 	int64_t prev_sched;			/* last sane Sync while learning the cycle */

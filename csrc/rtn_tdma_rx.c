@@ -177,9 +177,12 @@ static enum sync_verdict judge_sync(struct rtn_tdma *e, const struct rtn_tdma_ms
 		e->st.sync_relocks++;
 		return VERDICT_RELOCK;
 	}
-	if (followed)
+	if (followed) {
+		/* alive, but not a clock sample: a backup master must not take over */
+		if (gap >= 1 && gap <= SYNC_MAX_GAP)
+			e->heard_no = m->cycle_no;
 		e->st.sync_implausible++;
-	else
+	} else
 		e->st.sync_foreign++;
 	return VERDICT_IGNORE;
 }
@@ -193,7 +196,7 @@ static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 	e->st.clock_offset = offset;
 	memcpy(e->st.master_mac, m->src, 6);
 	memcpy(e->sync_src, m->src, 6);
-	e->last_sync_no = m->cycle_no;
+	e->last_sync_no = e->heard_no = m->cycle_no;
 	e->have_sync = 1;
 	e->base_no = m->cycle_no;
 	e->base_start = rtn_sat_sub((int64_t)m->sched_xmit_stamp, offset);
