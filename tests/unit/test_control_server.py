@@ -1,6 +1,7 @@
 """rtnetd's control socket without a station: the server runs on a socket in a temporary
 directory with fake handlers.  Tests that need other credentials than the test's own fork
 a peer that drops them (root only; see tests/conftest.py)."""
+import base64
 import json
 import logging
 import os
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from conftest import skip_or_fail
 from rtnet import control_server as cs
-from rtnet.control_protocol import MAX_NESTING, MAX_REQUEST
+from rtnet.control_protocol import MAX_NESTING, MAX_REPLY, MAX_REQUEST
 from rtnet.control_server import (Command, ControlServer, Limits, RequestError, WithFds,
                                   group_policy, nested_deeper_than, parse_request)
 
@@ -535,6 +536,39 @@ def test_fuzz_every_complete_line_gets_exactly_one_well_formed_reply(serve):
     wait_until(lambda: server.connections(True) == 0, "connections left after the fuzz")
 
 
+# -- the clients' line limit (rtnetctl capture -c 10000) ---------------------------------------
+
+def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, monkeypatch):
+    from rtnet import daemon, stationctl
+    frame = bytes(range(256)) * 8 + b"tail beyond the snap length"
+    pcap = bytearray(daemon.pcap_header())
+    for n in range(daemon.CAPTURE_MAX_FRAMES):
+        pcap += daemon.pcap_record(n * 1000, frame)
+
+    def capture(req, conn):
+        return {"frames": daemon.CAPTURE_MAX_FRAMES, "interface": "rtn-lab-wire/veth-s1",
+                "pcap_b64": base64.b64encode(pcap).decode()}
+
+    monkeypatch.setenv("RTNET_RUN_DIR", sock_dir)
+    os.makedirs(os.path.join(sock_dir, "nsx"))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(sock_dir, "nsx", "rteth0.ctl"))
+    listener.listen(4)
+    server = ControlServer(listener, {"capture": Command(capture)},
+                           privileged=lambda peer: True)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    try:
+        reply = stationctl.request("rteth0", {"cmd": "capture", "count": 10000}, netns="nsx")
+    finally:
+        server.close()
+        thread.join(WAIT)
+    assert reply["frames"] == daemon.CAPTURE_MAX_FRAMES
+    got = base64.b64decode(reply["pcap_b64"])
+    assert len(got) == len(pcap) and got[-2048:] == frame[:2048]
+    assert len(json.dumps(reply)) + 1 <= MAX_REPLY
+
+
 # -- rtnetd's command table on the server, without a station ------------------------------------
 
 DAEMON_TOML = """
@@ -607,3 +641,72 @@ def test_daemon_should_refuse_changes_from_the_status_group(daemon_server, as_ro
     with peer_process(work, (NOBODY, NOBODY, [])) as report:
         assert json.loads(report) == {"ok": False,
                                       "error": "tdma.detach: permission denied (needs root)"}
+
+
+class RawReplier:
+    """Answers one connection's first line with ``reply`` bytes, whatever they are."""
+
+    def __init__(self, path, reply: bytes):
+        self.reply = reply
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(1)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        conn, _ = self.listener.accept()
+        with conn:
+            conn.makefile("rb").readline()
+            try:
+                conn.sendall(self.reply)
+            except OSError:
+                pass                     # the client gave up reading, as it should
+
+    def close(self):
+        self.thread.join(WAIT)
+        self.listener.close()
+
+
+def client_calls():
+    from rtmac import control
+    from rtnet import app, stationctl
+    return {
+        "rtnetctl": (lambda: stationctl.request("rteth0", {"cmd": "status"}, netns="nsx"),
+                     stationctl.StationCtlError),
+        "rtmac": (lambda: control.send_request("rteth0", {"cmd": "tdma.show"}, netns="nsx"),
+                  control.ControlError),
+        "app": (lambda: app.Channel.open("rteth0", netns="nsx", ethertype=0x88B5),
+                app.ChannelError),
+    }
+
+
+@pytest.fixture
+def replier(sock_dir, monkeypatch):
+    """Name: replier.  Scope: function.  Depends: sock_dir.  replier(bytes) answers the
+    clients' socket for rteth0 in namespace "nsx" with those bytes."""
+    monkeypatch.setenv("RTNET_RUN_DIR", sock_dir)
+    os.makedirs(os.path.join(sock_dir, "nsx"))
+    made = []
+
+    def start(reply):
+        made.append(RawReplier(os.path.join(sock_dir, "nsx", "rteth0.ctl"), reply))
+    yield start
+    for r in made:
+        r.close()
+
+
+@pytest.mark.parametrize("client", ["rtnetctl", "rtmac", "app"])
+def test_clients_should_refuse_a_reply_longer_than_max_reply(replier, client):
+    call, error = client_calls()[client]
+    replier(b'{"ok": true, "x": "' + b"x" * MAX_REPLY + b'"}\n')
+    with pytest.raises(error, match=f"longer than {MAX_REPLY} bytes"):
+        call()
+
+
+@pytest.mark.parametrize("client", ["rtnetctl", "rtmac", "app"])
+def test_clients_should_refuse_a_reply_that_is_not_an_object(replier, client):
+    call, error = client_calls()[client]
+    replier(b"[1, 2]\n")
+    with pytest.raises(error, match="malformed reply"):
+        call()
