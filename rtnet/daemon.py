@@ -438,7 +438,11 @@ class Daemon:
         except (RtnetError, ConfigError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StartError(f"{self.dev}: {why}") from None
-        self.control = self.control_server(self._listen())
+        try:
+            listener = self._listen()
+        except OSError as exc:
+            raise StartError(f"{self.sock_path}: {exc.strerror or exc}") from None
+        self.control = self.control_server(listener)
 
     def _listen(self) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
