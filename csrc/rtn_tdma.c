@@ -22,6 +22,7 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma.h"
+#include "rtn_tdma_fsm.h"
 #include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto.h"
 
@@ -326,10 +327,8 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	if (c->role == RTN_TDMA_ROLE_MASTER) {
 		/* RTnet listens 3 cycles for an active master before sending Sync */
 		e->listen_until = now + (int64_t)c->listen_cycles * c->cycle_ns;
-		set_state(e, RTN_TDMA_ST_LISTEN);
-	} else {
-		set_state(e, RTN_TDMA_ST_WAIT_SYNC);
 	}
+	raise_event(e, RTN_TDMA_EV_ATTACH);
 	stats_end(e);
 	return 0;
 }
@@ -491,13 +490,9 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 	e->st.cycles++;
 	apply_pending(e);
 
-	/* slave side: free-run, but go silent after sync_loss_cycles without Sync */
-	if (!sends_sync(e) && e->have_sync &&
-	    (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles &&
-	    e->st.state != RTN_TDMA_ST_SYNC_LOST && !is_backup(e)) {
-		set_state(e, RTN_TDMA_ST_SYNC_LOST);
-		e->st.sync_lost_events++;
-	}
+	/* free-run between Syncs, but a slave goes silent after sync_loss_cycles without */
+	if (e->have_sync && (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles)
+		raise_event(e, RTN_TDMA_EV_SYNC_TIMEOUT);
 	record_sync_error(e, now);
 	if (e->port.on_cycle)
 		e->port.on_cycle(e->port.arg, n, cycle_start(e, n));
@@ -630,14 +625,10 @@ static void run_backup_check(struct rtn_tdma *e)
 
 	if (e->have_sync && (e->last_sync_no == n || e->heard_no == n)) {
 		/* the primary is alive (a late Sync, not taken for the clock, counts too) */
-		if (e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE)
-			set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
+		raise_event(e, RTN_TDMA_EV_PRIMARY_ALIVE);
 		return;
 	}
-	if (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY) {
-		set_state(e, RTN_TDMA_ST_BACKUP_ACTIVE);
-		e->st.backup_takeovers++;
-	}
+	raise_event(e, RTN_TDMA_EV_PRIMARY_SILENT);
 	send_sync(e, n);
 }
 
@@ -748,9 +739,7 @@ static void end_listen(struct rtn_tdma *e)
 	/* a backup still has to calibrate against a primary that shows up later */
 	e->calibrated = !is_backup(e) || e->cfg.cal_rounds == 0;
 	e->st.clock_offset = 0;
-	set_state(e, is_backup(e) ? RTN_TDMA_ST_BACKUP_ACTIVE : RTN_TDMA_ST_MASTER);
-	if (is_backup(e))
-		e->st.backup_takeovers++;
+	raise_event(e, RTN_TDMA_EV_LISTEN_DONE);
 }
 
 /*

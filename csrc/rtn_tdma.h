@@ -31,6 +31,7 @@
 
 #include <stdint.h>
 #include "rtn_hist.h"
+#include "rtn_tdma_fsm.h"
 
 #define RTN_TDMA_MAX_SLOTS	64	/* slot ids 0..63 (RTnet default 0..7) */
 #define RTN_TDMA_PRIOS		32	/* 0 = highest ... 31 = lowest, as RTnet */
@@ -47,17 +48,6 @@
 #define RTN_TDMA_ROLE_NONE	0	/* detached */
 #define RTN_TDMA_ROLE_MASTER	1	/* primary master (backup_offset_ns < 0) or backup */
 #define RTN_TDMA_ROLE_SLAVE	2
-
-/* States */
-#define RTN_TDMA_ST_DOWN		0
-#define RTN_TDMA_ST_LISTEN		1	/* master: 3 cycles listening for an active master */
-#define RTN_TDMA_ST_WAIT_SYNC		2	/* no Sync yet */
-#define RTN_TDMA_ST_CALIBRATING		3
-#define RTN_TDMA_ST_SYNCED		4	/* slave: synchronised and calibrated, sending */
-#define RTN_TDMA_ST_MASTER		5	/* primary master sending Sync */
-#define RTN_TDMA_ST_BACKUP_STANDBY	6
-#define RTN_TDMA_ST_BACKUP_ACTIVE	7
-#define RTN_TDMA_ST_SYNC_LOST		8	/* no Sync for sync_loss_cycles: silent */
 
 /* Slot lateness and sync error histograms start here (sync error is signed). */
 #define RTN_TDMA_SYNC_HIST_LO_NS	(-2000000LL)

@@ -135,11 +135,6 @@ static inline void stats_end(struct rtn_tdma *e)
 	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELEASE);
 }
 
-static inline void set_state(struct rtn_tdma *e, int s)
-{
-	e->st.state = s;
-}
-
 static inline int is_master(const struct rtn_tdma *e)
 {
 	return e->cfg.role == RTN_TDMA_ROLE_MASTER;
@@ -158,10 +153,33 @@ static inline int sends_sync(const struct rtn_tdma *e)
 }
 
 
+static inline int fsm_kind(const struct rtn_tdma *e)
+{
+	if (!is_master(e))
+		return RTN_TDMA_FSM_SLAVE;
+	return is_backup(e) ? RTN_TDMA_FSM_BACKUP : RTN_TDMA_FSM_PRIMARY;
+}
+
+/*
+ * The only way the engine changes state: raise @p event and take what the
+ * state machine (rtn_tdma_fsm.c) says.  Counters of a transition live here.
+ */
+static inline void raise_event(struct rtn_tdma *e, int event)
+{
+	int old = e->st.state, s = rtn_tdma_fsm(old, event, fsm_kind(e), e->calibrated);
+
+	if (s == old)
+		return;
+	if (s == RTN_TDMA_ST_SYNC_LOST)
+		e->st.sync_lost_events++;
+	if (s == RTN_TDMA_ST_BACKUP_ACTIVE)
+		e->st.backup_takeovers++;
+	e->st.state = s;
+}
+
 /* rtn_tdma_rx.c */
 /** Forget what the receive side learnt about other grids (at attach). */
 void rtn_tdma_rx_reset(struct rtn_tdma *e);
-/** Calibration finished (or not needed): take the delay, move to the working state. */
-void rtn_tdma_calibration_done(struct rtn_tdma *e);
+
 
 #endif

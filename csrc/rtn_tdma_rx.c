@@ -27,6 +27,7 @@
  */
 #include <string.h>
 #include "rtn_core.h"
+#include "rtn_tdma_fsm.h"
 #include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto.h"
 
@@ -210,24 +211,7 @@ static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 	if (e->st.state == RTN_TDMA_ST_LISTEN)
 		e->heard_sync = 1;
 
-	switch (e->st.state) {
-	case RTN_TDMA_ST_LISTEN:
-	case RTN_TDMA_ST_WAIT_SYNC:
-		if (e->calibrated)
-			rtn_tdma_calibration_done(e);
-		else
-			set_state(e, RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_SYNC_LOST:
-		set_state(e, e->calibrated ? RTN_TDMA_ST_SYNCED : RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_BACKUP_ACTIVE:
-		/* the primary is back: step back (calibrating first if never done) */
-		set_state(e, e->calibrated ? RTN_TDMA_ST_BACKUP_STANDBY : RTN_TDMA_ST_CALIBRATING);
-		break;
-	default:
-		break;
-	}
+	raise_event(e, RTN_TDMA_EV_SYNC);
 }
 
 static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
@@ -302,7 +286,7 @@ static int64_t kth_smallest(int64_t *a, int n, int k)
  * round in a hundred moved the mean by microseconds and with it every slot
  * of this station; the median ignores it.
  */
-void rtn_tdma_calibration_done(struct rtn_tdma *e)
+static void calibration_done(struct rtn_tdma *e)
 {
 	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done
 							  : RTN_TDMA_CAL_KEEP;
@@ -316,12 +300,7 @@ void rtn_tdma_calibration_done(struct rtn_tdma *e)
 		e->st.master_delay_ns = n & 1 ? hi
 					      : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
 	}
-	if (!is_master(e))
-		set_state(e, RTN_TDMA_ST_SYNCED);
-	else if (is_backup(e))
-		set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
-	else
-		set_state(e, RTN_TDMA_ST_MASTER);	/* restarted primary takes over */
+	raise_event(e, RTN_TDMA_EV_CALIBRATED);
 }
 
 static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
@@ -390,7 +369,7 @@ static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 	e->cal_samples[e->st.cal_rounds_done % RTN_TDMA_CAL_KEEP] = delay;
 	e->st.cal_rounds_done++;
 	if (e->st.cal_rounds_done >= e->cfg.cal_rounds)
-		rtn_tdma_calibration_done(e);
+		calibration_done(e);
 }
 
 int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t rx_local)
