@@ -83,8 +83,17 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 	c->listen_cycles = 3;
 }
 
+/*
+ * The wire time a slot owns from its offset.  RTnet's slot: one full frame
+ * plus the guard, which is also the lateness it tolerates.  A window: its
+ * length; every frame must end inside it, so a late start only leaves less
+ * room, and no guard is needed at its end (the gap to the next station's
+ * slot is the planner's business).
+ */
 static int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
 {
+	if (s->window_ns > 0)
+		return s->window_ns;
 	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
 }
 
@@ -160,6 +169,16 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 		if (s->size < min_size || s->size > max_size)
 			return rtn_set_error(-EINVAL, "slot %d: size %u outside %u..%u",
 					     s->id, s->size, min_size, max_size);
+		if (s->window_ns < 0 || s->window_ns > max_offset_ns)
+			return rtn_set_error(-EINVAL, "slot %d: window %lld ns outside 0..%lld",
+					     s->id, (long long)s->window_ns, (long long)max_offset_ns);
+		if (s->window_ns &&
+		    s->window_ns < rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps))
+			return rtn_set_error(-EINVAL, "slot %d: window %lld ns is shorter than one "
+					     "%u-byte frame (%lld ns)", s->id, (long long)s->window_ns,
+					     s->size + ETH_HLEN_RTN,
+					     (long long)rtn_wire_time_ns(s->size + ETH_HLEN_RTN,
+									 c->link_rate_mbps));
 		if (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns)
 			return rtn_set_error(-EINVAL, "slot %d: runs past the cycle end", s->id);
 		for (j = 0; j < i; j++)
@@ -454,19 +473,33 @@ static void apply_pending(struct rtn_tdma *e)
 
 /* ---- sending ------------------------------------------------------------ */
 
-static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		int64_t stamp_add, int64_t *tx)
+/*
+ * Send now.  The virtual wire: the frame starts on it when the previous one
+ * has finished, and not before @p model_start (a window's frames are handed
+ * over ahead of their wire time, which starts at the window's start).
+ */
+static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		     int64_t stamp_add, int64_t model_start, int64_t *tx)
 {
 	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, tx);
+	int64_t start = e->wire_free_at;
 
 	if (rc < 0) {
 		e->st.tx_errors++;
 		return rc;
 	}
-	/* a virtual wire: a frame starts when the previous one has finished */
-	e->wire_free_at = (*tx > e->wire_free_at ? *tx : e->wire_free_at) +
-			  rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
+	if (*tx > start)
+		start = *tx;
+	if (model_start > start)
+		start = model_start;
+	e->wire_free_at = start + rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
 	return 0;
+}
+
+static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		int64_t stamp_add, int64_t *tx)
+{
+	return xmit_from(e, frame, len, stamp_off, stamp_add, 0, tx);
 }
 
 static void send_sync(struct rtn_tdma *e, uint32_t n)
@@ -517,7 +550,7 @@ static void send_rpl_cal(struct rtn_tdma *e, struct cal_reply *r)
 
 static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t arg)
 {
-	struct job j = { .offset = offset, .kind = kind, .arg = arg };
+	struct job j = { .offset = offset, .due = offset, .kind = kind, .arg = arg };
 	int i = e->n_jobs++;
 
 	/* insertion sort: at most a few dozen jobs, kept in (offset, kind) order */
@@ -527,6 +560,34 @@ static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t 
 		i--;
 	}
 	e->jobs[i] = j;
+}
+
+static const struct rtn_tdma_slot_cfg *job_slot(const struct rtn_tdma *e, const struct job *j)
+{
+	return j->kind == JOB_SLOT && e->slot_idx[j->arg] >= 0 ? &e->cfg.slots[e->slot_idx[j->arg]]
+							       : NULL;
+}
+
+/*
+ * A window that starts where this station's previous slot ends (within the
+ * microsecond that slot offsets are rounded to) runs with that slot: one
+ * wake-up serves both, the window's frames going to the ring right after the
+ * slot's (their wire time still starts at the window).
+ */
+static void chain_windows(struct rtn_tdma *e)
+{
+	int i;
+
+	for (i = 1; i < e->n_jobs; i++) {
+		const struct rtn_tdma_slot_cfg *prev = job_slot(e, &e->jobs[i - 1]);
+		const struct rtn_tdma_slot_cfg *s = job_slot(e, &e->jobs[i]);
+
+		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
+							 slot_len_ns(&e->cfg, prev)) : -1;
+
+		if (s && s->window_ns > 0 && gap >= 0 && gap < 1000)
+			e->jobs[i].due = e->jobs[i - 1].due;
+	}
 }
 
 static void record_sync_error(struct rtn_tdma *e, int64_t now)
@@ -601,6 +662,7 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 		if (slot_active(s, n))
 			add_job(e, s->offset_ns, JOB_SLOT, s->id);
 	}
+	chain_windows(e);
 	/* a calibration request that got no reply is sent again */
 	if (e->req_outstanding && (int32_t)(n - e->req_reply_cycle) > 2)
 		e->req_outstanding = 0;
@@ -618,11 +680,13 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		e->in_slot = 1;
 		e->slot_start = cycle_start(e, e->cur_no) + s->offset_ns;
 		/*
-		 * The slot owns [offset, offset + wire time of a full frame + guard):
-		 * validation keeps the next slot out of it.  The guard is the lateness
-		 * the slot tolerates, so a full-size frame still fits when the thread
-		 * wakes up to guard_ns late; later than that, it waits for the next
-		 * occurrence and the occurrence counts as a late start.
+		 * The slot owns [offset, offset + slot_len_ns()): validation keeps
+		 * the next slot out of it.  RTnet's slot: a full frame plus the guard,
+		 * the lateness it tolerates, so a full-size frame still fits when the
+		 * thread wakes up to guard_ns late; later than that, it waits for the
+		 * next occurrence and the occurrence counts as a late start.  A
+		 * window: every frame whose wire time ends inside it, all handed to
+		 * the ring at once.
 		 */
 		e->slot_end = e->slot_start + slot_len_ns(&e->cfg, s);
 		e->sent_in_occ = 0;
@@ -651,7 +715,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt, t;
+		int64_t tx, wt, t = 0;
 
 		if (b == NIL)
 			return 1;
@@ -661,23 +725,28 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		} else {
 			wt = rtn_wire_time_ns(e->pool[b].len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
+			if (t < e->slot_start)
+				t = e->slot_start;	/* a chained window, run early */
 			if (t + wt > e->slot_end) {
 				ss->deferred++;
 				return 1;
 			}
-			/* hand frames over up to PACE_AHEAD_NS before their wire time */
-			if (t > now + PACE_AHEAD_NS) {
+			/* RTnet's slot: hand frames over up to PACE_AHEAD_NS before their wire time */
+			if (!s->window_ns && t > now + PACE_AHEAD_NS) {
 				e->resume_at = t - PACE_AHEAD_NS;
 				return 0;
 			}
 		}
-		if (xmit(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			 e->st.clock_offset, &tx))
+		if (xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
+			      e->st.clock_offset, t, &tx))
 			return 1;
 		if (e->sent_in_occ++ == 0) {
-			rtn_hist_add(&e->st.slot_lateness, tx - e->slot_start);
+			/* handed over early for a window: it was on time */
+			int64_t late = tx > e->slot_start ? tx - e->slot_start : 0;
+
+			rtn_hist_add(&e->st.slot_lateness, late);
 			if (id == 0)
-				rtn_hist_add(&e->st.slot0_lateness, tx - e->slot_start);
+				rtn_hist_add(&e->st.slot0_lateness, late);
 		}
 		ss->frames++;
 		ss->bytes += e->pool[b].len;
@@ -792,7 +861,7 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 	if (e->in_slot && e->resume_at)
 		return e->resume_at;
 	if (e->next_job < e->n_jobs)
-		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].offset;
+		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].due;
 	/* the cycle is over: the step to the next one is due when that one begins */
 	return begin_time(e, e->cur_no + 1);
 }
@@ -909,6 +978,8 @@ int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t
 		return 0;
 	if (!e->cfg.link_rate_mbps)
 		return INT64_MAX;
+	if (start < e->slot_start)
+		start = e->slot_start;		/* a chained window, run early */
 	return e->slot_end > start ? e->slot_end - start : 0;
 }
 

@@ -59,6 +59,8 @@ struct rtn_tdma_slot_cfg {
 	uint32_t period;
 	uint32_t size;		/* payload bytes (RTnet -s); frames may be size + 14 long */
 	int32_t joint;		/* share this slot's queue, -1: none */
+	int64_t window_ns;	/* 0: RTnet's slot (one full frame + guard); else a transmit
+				 * window of this length, filled with as many frames as fit */
 };
 
 struct rtn_tdma_cfg {

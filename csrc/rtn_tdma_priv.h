@@ -17,6 +17,8 @@ enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
 
 struct job {
 	int64_t offset;
+	int64_t due;		/* when it may run: its offset, or earlier for a window that
+				 * follows the station's previous slot without a gap */
 	uint16_t kind;
 	uint16_t arg;		/* slot id or reply index */
 };

@@ -70,6 +70,7 @@ def to_c(config: TdmaConfig, *, listen_cycles: int = 3):
         cs.period = s.period
         cs.size = s.size
         cs.joint = -1 if s.joint is None else s.joint
+        cs.window_ns = s.window_us * 1000
     return c
 
 

@@ -101,6 +101,7 @@ class Slot:
     period: int = 1
     size: int = 1500
     joint: int | None = None
+    window_us: int = 0      # beyond RTnet: a transmit window (0: one frame + guard, as RTnet)
 
     def active_in(self, cycle_no: int) -> bool:
         return cycle_no % self.period == self.phasing - 1
@@ -153,8 +154,11 @@ def _check_int(name: str, value, lo: int | None = None, hi: int | None = None) -
 
 
 def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
-    """``[start, end)`` in ns after the cycle start that the slot occupies."""
+    """``[start, end)`` in ns after the cycle start that the slot occupies: its window,
+    or RTnet's one full frame plus the guard."""
     start = slot.offset_us * 1000
+    if slot.window_us:
+        return start, start + slot.window_us * 1000
     return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
 
 
@@ -224,12 +228,19 @@ def _validate_slot(c: TdmaConfig, key, s) -> None:
             # a queue is shared with its owner, never passed on: RTnet and the C engine
             raise ConfigError(f"slot {s.id}: joint slot {s.joint} is itself joint with "
                               f"slot {primary.joint}")
+    _check_int(f"slot {s.id}: window_us", s.window_us, 0, MAX_OFFSET_US)
+    frame_ns = wire_time_ns(s.size + ETH_HLEN, c.link_rate_mbps)
+    if s.window_us and s.window_us * 1000 < frame_ns:
+        raise ConfigError(f"slot {s.id}: window {s.window_us} us is shorter than one "
+                          f"{s.size + ETH_HLEN}-byte frame ({frame_ns / 1000:g} us at "
+                          f"{c.link_rate_mbps} Mbit/s)")
     if c.cycle_us is not None:
         _, end = slot_extent_ns(c, s)
         if end > c.cycle_us * 1000:
-            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + a {s.size + ETH_HLEN}-byte "
-                              f"frame + guard ends at {end / 1000:g} us, past the "
-                              f"{c.cycle_us} us cycle")
+            what = (f"a {s.window_us} us window" if s.window_us else
+                    f"a {s.size + ETH_HLEN}-byte frame + guard")
+            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + {what} ends at "
+                              f"{end / 1000:g} us, past the {c.cycle_us} us cycle")
 
 
 def _by_key(item) -> tuple:
@@ -296,5 +307,6 @@ def apply_request(config: TdmaConfig, request: dict) -> TdmaConfig:
                                      phasing=request.get("phasing", 1),
                                      period=request.get("period", 1),
                                      size=config.mtu if size == 0 else size,
-                                     joint=request.get("joint")))
+                                     joint=request.get("joint"),
+                                     window_us=request.get("window_us", 0)))
     raise ConfigError(f"not a slot request: {shown(cmd)}")
