@@ -97,6 +97,15 @@ static int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_s
 	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
 }
 
+/* Window @p b starts in the guard of RTnet slot @p a, after its frame (tdma_config.py). */
+static int window_in_guard(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *a,
+			   const struct rtn_tdma_slot_cfg *b)
+{
+	return b->window_ns > 0 && a->window_ns == 0 &&
+	       b->offset_ns >= a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN,
+							       c->link_rate_mbps);
+}
+
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 {
 	/*
@@ -223,6 +232,8 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 			uint32_t g = a->period, r = b->period;
 
 			if (a->offset_ns >= b_end || b->offset_ns >= a_end)
+				continue;
+			if (window_in_guard(c, a, b) || window_in_guard(c, b, a))
 				continue;
 			while (r) {		/* gcd of the periods */
 				uint32_t t = g % r;
@@ -569,10 +580,10 @@ static const struct rtn_tdma_slot_cfg *job_slot(const struct rtn_tdma *e, const 
 }
 
 /*
- * A window that starts where this station's previous slot ends (within the
- * microsecond that slot offsets are rounded to) runs with that slot: one
- * wake-up serves both, the window's frames going to the ring right after the
- * slot's (their wire time still starts at the window).
+ * A window that starts where this station's previous slot ends, or inside its
+ * guard (within the microsecond that slot offsets are rounded to), runs with
+ * that slot: one wake-up serves both, the window's frames going to the ring
+ * right after the slot's (their wire time still starts at the window).
  */
 static void chain_windows(struct rtn_tdma *e)
 {
@@ -585,7 +596,7 @@ static void chain_windows(struct rtn_tdma *e)
 		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
 							 slot_len_ns(&e->cfg, prev)) : -1;
 
-		if (s && s->window_ns > 0 && gap >= 0 && gap < 1000)
+		if (s && s->window_ns > 0 && (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s)))
 			e->jobs[i].due = e->jobs[i - 1].due;
 	}
 }

@@ -162,6 +162,18 @@ def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
     return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
 
 
+def window_in_guard(config: TdmaConfig, a: Slot, b: Slot) -> bool:
+    """Whether window ``b`` starts inside the guard of RTnet slot ``a``, after its frame.
+
+    Allowed: both are this station's, the guard is only ``a``'s lateness allowance,
+    and the engine puts the window's frames on the wire after ``a``'s, each ending
+    inside the window, so a late frame of ``a`` delays the window, never another
+    station.  (The planner places a station's NRT window there.)
+    """
+    a_frame_end = a.offset_us * 1000 + wire_time_ns(a.size + ETH_HLEN, config.link_rate_mbps)
+    return bool(b.window_us) and not a.window_us and b.offset_us * 1000 >= a_frame_end
+
+
 def phases_meet(a: Slot, b: Slot) -> bool:
     """Whether some cycle has both slots active (Chinese remainder theorem)."""
     return (a.phasing - 1) % math.gcd(a.period, b.period) == \
@@ -263,7 +275,7 @@ def validate(config: TdmaConfig) -> TdmaConfig:
             b_start, b_end = slot_extent_ns(config, b)
             if b_start >= a_end:
                 break
-            if phases_meet(a, b):
+            if phases_meet(a, b) and not window_in_guard(config, a, b):
                 raise ConfigError(
                     f"slot {b.id} at {b.offset_us} us overlaps slot {a.id} "
                     f"({a.offset_us}..{a_end / 1000:g} us) in cycles where both are active")

@@ -40,6 +40,7 @@ def c_struct(cfg: TdmaConfig):
         cs.id, cs.offset_ns, cs.phasing, cs.period, cs.size = (
             s.id, s.offset_us * 1000, s.phasing, s.period, s.size)
         cs.joint = -1 if s.joint is None else s.joint
+        cs.window_ns = s.window_us * 1000
     return c
 
 
@@ -91,7 +92,8 @@ def schedules(draw):
             joint = usually(draw, st.sampled_from(sorted(slots)), 0, max_slot_id)
             if joint in slots and draw(st.integers(0, 4)):
                 size = slots[joint].size
-        slots[sid] = Slot(sid, offset, phasing, period, size, joint)
+        window = 0 if draw(st.integers(0, 2)) else usually(draw, st.integers(100, 800), 0, 1000)
+        slots[sid] = Slot(sid, offset, phasing, period, size, joint, window)
         offset += usually(draw, st.integers(0, 400), 0, tc.MAX_OFFSET_US)
     return TdmaConfig(
         role=role, cycle_us=cycle, backup_offset_us=backup,

@@ -118,7 +118,9 @@ def test_rt_frames_go_before_bulk_frames_queued_in_the_same_window():
 @pytest.mark.parametrize("slots, message", [
     ({1: Slot(1, 100, window_us=100)}, "shorter than one 1514-byte frame"),
     ({1: Slot(1, 500, window_us=600)}, "past the 1000 us cycle"),
-    ({0: Slot(0, 100, size=200), 1: Slot(1, 150, window_us=300)}, "overlap"),
+    # into the RT slot's frame, and into another window
+    ({0: Slot(0, 100, size=200), 1: Slot(1, 110, window_us=300)}, "overlap"),
+    ({1: Slot(1, 100, window_us=300), 2: Slot(2, 399, window_us=300)}, "overlap"),
 ])
 def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
     cfg = TdmaConfig(role="master", cycle_us=1000, slots=slots)
@@ -138,3 +140,20 @@ def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
     raw.n_slots = len(slots)
     assert lib.rtn_tdma_cfg_check(raw) < 0
     del seg, RtnetError
+
+
+def test_a_window_may_start_in_the_guard_of_the_stations_own_rt_slot():
+    """The planner's layout: the NRT window right after the RT slot's frame."""
+    frame_end_us = 100 + -(-wire_time_ns(214, 100) // 1000)
+    cfg = TdmaConfig(role="master", cycle_us=1000,
+                     slots={0: Slot(0, 100, size=200), 1: Slot(1, frame_end_us, window_us=300)})
+    assert validate(cfg) is cfg
+    seg = segment(cfg.slots)
+    seg.clear_logs()
+    seg.enqueue(1, 0, frame(1, size=200, prio_tag=7))
+    for k in range(3):
+        seg.enqueue(1, 1, frame(10 + k))
+    seg.run_for(CYCLE_NS)
+    got = data_at_master(seg)
+    assert [tag for _tx, _n, tag, _s in got][:1] == [7]     # the RT frame first
+    assert len(got) == 1 + 300_000 // WT_FULL
