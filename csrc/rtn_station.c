@@ -376,16 +376,23 @@ static int vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap)
 	return n;
 }
 
-/* Batched VNIC: pull from the TAP until the slot's wire-time budget is used. */
-static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+/*
+ * Batched VNIC: pull from the TAP into the queue of @p queue_slot, at the
+ * lowest priority, until the wire-time budget of the running occurrence of
+ * @p slot_id (that queue's slot, a joint one, or an RT slot) is used.  Frames already
+ * queued there (real-time ones first) count against the budget first, so a
+ * VNIC frame only takes wire time that nothing queued before the slot opened
+ * wanted.
+ */
+static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id,
+			uint32_t queue_slot, int64_t now)
 {
-	uint32_t size = rtn_tdma_slot_size(e, s->vnic_slot);
+	uint32_t size = rtn_tdma_slot_size(e, queue_slot);
 	int64_t budget = rtn_tdma_slot_budget(e, slot_id, now);
 	int64_t queued = 0;
-	uint32_t depth = rtn_tdma_queue_depth(e, s->vnic_slot);
+	uint32_t depth = rtn_tdma_queue_depth(e, queue_slot);
 	uint8_t inner[RTN_TDMA_FRAME_MAX];
 
-	/* frames already waiting count against this occurrence first */
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
 	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
 		int n = vnic_pull(s, inner, sizeof(inner));
@@ -396,7 +403,7 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 		if (n < 0)
 			continue;
 		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
-		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
+		if (len < 0 || rtn_tdma_enqueue(e, queue_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
 			VSTAT_ADD(s, tx_dropped, 1);
 			continue;
 		}
@@ -489,9 +496,13 @@ static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, in
 	drain_chans_tdma(s, e);
 	if (s->probe_slot == (int)slot_id)
 		probe_refill(s, e, slot_id, now);
-	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
-	    rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
-		vnic_refill(s, e, slot_id, now);
+	if (!s->vnic_live || s->vnic_mode != RTN_VNIC_BATCHED)
+		return;
+	if (rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
+		vnic_refill(s, e, slot_id, s->vnic_slot, now);
+	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, s->vnic_slot))
+		/* what the RT frames leave of this occurrence: VNIC frames fit it */
+		vnic_refill(s, e, slot_id, slot_id, now);
 }
 
 static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
