@@ -375,7 +375,7 @@ def ping_rtt(lab, dst: str, payload: int, count: int) -> dict:
 def measure_rfc2544_vnic(args, lab, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
     p = plan(CYCLE_US, LINK_MBPS)
-    cap = p.capacity_mbps(p.master_nrt_slots)
+    cap = p.master_capacity_mbps
     out = results["rfc2544"]["vnic"] = {"nrt_capacity_mbps": cap, "sizes": {}}
     dst = vnic_address(2).split("/")[0]
     with tdma_pair(lab, p, mode="batched", rt=rt) as (_stations, taps):

@@ -255,10 +255,11 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     p = plan(cycle_us, link_rate_mbps)
-    cap = p.capacity_mbps(p.master_nrt_slots)
-    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master NRT slots "
-        f"{p.master_nrt_slots}/cycle -> NRT capacity {cap:.1f} Mbit/s (slave {p.slave_nrt_slots} slot, "
-        f"{p.capacity_mbps(1):.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, no busy polling")
+    cap = p.master_capacity_mbps
+    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
+        f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
+        f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
+        f"no busy polling")
     results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100,
                           "offload": offload},
                "runs": {}}
