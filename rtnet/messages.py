@@ -16,6 +16,7 @@ import reprlib
 
 MAX_SHOWN = 60       # characters of a quoted value
 MAX_PATH_SHOWN = 160
+MAX_LINE = 300       # characters of a whole message built from quoted words
 
 
 def _int_text(value: int) -> str:
@@ -56,6 +57,13 @@ def shown_path(path: str) -> str:
         half = MAX_PATH_SHOWN // 2
         path = f"{path[:half]}...{path[-half:]}"
     return one_line(path)
+
+
+def bounded(text: str) -> str:
+    """``text`` cut in the middle if longer than MAX_LINE: its start and end say the most."""
+    if len(text) <= MAX_LINE:
+        return text
+    return f"{text[:MAX_LINE // 2]}...{text[-(MAX_LINE // 3):]}"
 
 
 def one_line(text: str) -> str:
