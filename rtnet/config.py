@@ -37,6 +37,7 @@ import os
 import re
 import shlex
 import stat
+import sys
 import tomllib
 from dataclasses import dataclass, replace
 
@@ -277,6 +278,12 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     except RecursionError:      # tomllib descends once per level of nesting
         ck.fail_file("arrays or tables nested too deeply")
     except ValueError as exc:   # int() refuses numbers of more than 4300 digits
+        limit = sys.get_int_max_str_digits()
+        long_number = re.search(r"[0-9a-fA-F_]{%d,}" % (limit + 1), text)
+        if long_number:
+            ck.fail(f"line {text.count(chr(10), 0, long_number.start()) + 1}",
+                    f"a number of {long_number.end() - long_number.start()} digits "
+                    f"(at most {limit})")
         ck.fail_file(f"unreadable value: {str(exc).split(';')[0]}")
     ck.known("", doc, _SECTIONS)
     cfg = {}

@@ -79,7 +79,7 @@ def write(tmp_path, name, data: bytes) -> str:
     (b"[station]\nname = '\xff'\n", "line 2: not UTF-8 text (byte 0xff)"),
     ("[station]\n".encode("utf-16"), "UTF-16 text"),
     ("[station]\n".encode("utf-16-be").join([b"\xfe\xff", b""]), "UTF-16 text"),
-    (b"[tdma]\ncycle_us = " + b"9" * 5000 + b"\n", "unreadable value"),
+    (b"[tdma]\ncycle_us = " + b"9" * 5000 + b"\n", "line 2: a number of 5000 digits"),
     (b"[tdma]\ncycle_us = 0x" + b"f" * 5000 + b"\n", "tdma.cycle_us: a number of about"),
     (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
     (b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested too deeply"),
