@@ -19,7 +19,8 @@ from .bench import MAX_MTU, MAX_SECONDS, MIN_MTU, OFFLOAD
 def build_parser() -> OneLineParser:
     ap = OneLineParser(prog="vnic", description="VNIC tools")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bench", help="iperf3 through vnic0 (batched, per-packet) vs the kernel path")
+    b = sub.add_parser("bench",
+                       help="iperf3 through vnic0 (batched, per-packet) vs the kernel path")
     b.add_argument("--seconds", type=integer("seconds", 1, MAX_SECONDS), default=5)
     b.add_argument("--cycle-us", type=integer("cycle", *LIMITS["cycle_us"]), default=1000)
     b.add_argument("--link-rate", type=integer("link rate", 1, MAX_LINK_RATE_MBPS), default=100,

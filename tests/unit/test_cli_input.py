@@ -15,7 +15,6 @@ import importlib
 import io
 import os
 import subprocess
-import sys
 import tempfile
 
 import pytest

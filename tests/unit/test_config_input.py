@@ -228,7 +228,8 @@ def test_keys_and_words_with_control_characters_stay_on_one_line():
 # --- the daemon and rtnetctl up print that one line -----------------------------------------
 
 BAD_FILES = [
-    ("bad.toml", b"[tdma]\nrole = 'master'\ncycle_us = 50\n", "tdma.cycle_us: 50 below minimum 100"),
+    ("bad.toml", b"[tdma]\nrole = 'master'\ncycle_us = 50\n",
+     "tdma.cycle_us: 50 below minimum 100"),
     ("bad.toml", b"\xff\xfe\x00\x00", "UTF-16 text"),
     ("rtnet.conf", b"TDMA_CYCLE=\xef\xbc\x91\xef\xbc\x90\xef\xbc\x90\xef\xbc\x90\n",
      "TDMA_CYCLE: "),
@@ -274,7 +275,8 @@ def test_random_bytes_should_load_or_be_refused_cleanly(data, name):
         loads_or_refuses_cleanly(config.load, path)
 
 
-NASTY = ["\x00", "\x1b[2J", "\n", "\r", "\u2028", "\ufeff", "\udcff", "\uff11", "\u0661", "9" * 4400,
+NASTY = ["\x00", "\x1b[2J", "\n", "\r", "\u2028", "\ufeff", "\udcff", "\uff11", "\u0661",
+         "9" * 4400,
          "0x" + "f" * 40, "[" * 300, "{a=" * 300, "'", '"', "\\", "$A$A$A", "${", "#", "=", "/",
          ":", " ", "nan", "inf", "-0", "1e999", "true", "..", "slot", "master:", "1/0", "0/1"]
 
