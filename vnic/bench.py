@@ -30,23 +30,30 @@ import json
 import os
 import resource
 import subprocess
+import tempfile
 import threading
 import time
 
 import numpy as np
 
+from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
 from rtnet.cpuacct import LabCpu
+from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
-from .setup import NRT_SLOT_SIZE, plan, tdma_pair
+from .setup import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import RTMAC_HLEN
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
 IDLE_AGREE = 0.20          # idle baselines before and after may differ by this much
 ACCT: LabCpu | None = None  # the lab's cgroup while run() measures
 TCP_IP_HLEN = 52   # IPv4 + TCP with the timestamp option Linux sends
+MAX_SECONDS = 600
+MIN_MTU = 68       # the smallest IPv4 link MTU (RFC 791)
+MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
+OFFLOAD = ("on", "off", "both")
 
 
 def task_cpu_ns() -> dict:
@@ -315,14 +322,67 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
             "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both]}
 
 
+def _writable(path: str) -> str | None:
+    """Why ``path`` could not be written at the end of a run, or None.
+
+    Tried for real (directory created, a scratch file made and removed there):
+    permission bits say nothing for root, who still cannot write into /proc.
+    """
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(path) or "."
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"cannot write into {parent}: {exc.strerror}"
+    return None
+
+
+def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None,
+               lab_name: str, out_json: str, out_png: str, offload: str) -> SlotPlan:
+    """The slot plan for these arguments, or ConfigError (one line) before anything is built."""
+    def bad(what, why):
+        raise ConfigError(f"{what}: {why}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_SECONDS:
+        bad("--seconds", f"{seconds!r} outside 1..{MAX_SECONDS}")
+    if isinstance(link_rate_mbps, bool) or not isinstance(link_rate_mbps, int) \
+            or not 1 <= link_rate_mbps <= MAX_LINK_RATE_MBPS:
+        # the NRT capacity is the link rate's share: an unpaced link (0) has none to compare
+        bad("--link-rate", f"{link_rate_mbps!r} outside 1..{MAX_LINK_RATE_MBPS} Mbit/s")
+    if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)
+                            or not MIN_MTU <= mtu <= MAX_MTU):
+        bad("--mtu", f"{mtu!r} outside {MIN_MTU}..{MAX_MTU} (the NRT slot's limit)")
+    if offload not in OFFLOAD:
+        bad("--offload", f"{offload!r} is not one of {', '.join(OFFLOAD)}")
+    try:
+        Lab(lab_name, 2)           # checks the name, builds nothing
+    except LabError as exc:
+        bad("--lab", exc.strerror)
+    for opt, path in (("--json", out_json), ("--png", out_png)):
+        why = _writable(path)
+        if why:
+            bad(opt, f"{path}: {why}")
+    try:
+        p = plan(cycle_us, link_rate_mbps)
+    except ConfigError as exc:
+        bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s: {exc}")
+    if p.master_nrt_ns <= 0:
+        bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s leaves no NRT time for "
+                          "the master's VNIC")
+    return p
+
+
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int | None = None,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
         out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
     """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
-    (the runs without offload are named ``<mode>-nooff``)."""
-    mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
+    (the runs without offload are named ``<mode>-nooff``).  Every argument is checked
+    (check_args) before the lab is built."""
+    p = check_args(seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload)
+    mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
-    p = plan(cycle_us, link_rate_mbps)
     cap = p.master_capacity_mbps
     log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
         f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
