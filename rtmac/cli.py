@@ -4,12 +4,14 @@ Mirrors tdmacfg and nomaccfg (RTnet utils/net)::
 
     rtmac tdma <dev> master <cycle_us> [-b us] [-c rounds] [-i max_slot_id] [-m max_cal_requests]
     rtmac tdma <dev> slave [-c rounds] [-i max_slot_id]
-    rtmac tdma <dev> slot <id> [<offset_us> [-p x/y] [-s bytes] [-j id] [-l file] [-t ms]]
+    rtmac tdma <dev> slot <id> [<offset_us> [-p x/y] [-s bytes] [-j id] [-w us] [-l file] [-t ms]]
     rtmac tdma <dev> detach
     rtmac tdma <dev> show [-j]
     rtmac nomac <dev> attach|detach
+    rtmac tdma plan --stations N ...       (the schedule planner: rtmac/plan_cli.py)
 
-Each command becomes one request dict, checked here as far as possible and
+``-w`` is beyond tdmacfg: the slot becomes a transmit window of that many
+microseconds, filled with as many frames as fit.  Each command becomes one request dict, checked here as far as possible and
 sent to the station daemon (rtmac.control).  Exit status: 0 on success, 2
 when the command line is refused before anything is sent, 1 when the
 daemon refuses the request or cannot be reached.  Errors are one line,
@@ -92,7 +94,8 @@ def req_slave(a) -> dict:
 def req_slot(a) -> dict:
     if a.offset_us is None:
         given = [opt for opt, val in (("-p", a.phasing), ("-s", a.size), ("-j", a.joint),
-                                      ("-l", a.log_file), ("-t", a.cal_timeout_ms))
+                                      ("-w", a.window_us), ("-l", a.log_file),
+                                      ("-t", a.cal_timeout_ms))
                  if val is not None]
         if given:
             raise UsageError(f"{' '.join(given)} needs a slot offset")
@@ -100,9 +103,12 @@ def req_slot(a) -> dict:
     phasing, period = a.phasing or (1, 1)
     if a.joint is not None and a.joint == a.id:
         raise UsageError(f"slot {a.id} cannot be joint with itself")
-    return {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
-            "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
-            "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+    req = {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
+           "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
+           "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+    if a.window_us:
+        req["window_us"] = a.window_us     # only then: tdmacfg's requests stay as they were
+    return req
 
 
 def req_simple(cmd: str):
@@ -125,11 +131,15 @@ def _print_show(dev: str, reply: dict, as_json: bool) -> None:
     cycle = f"{cfg['cycle_us']} us" if cfg.get("cycle_us") else "from master"
     state = f", state {reply['state']}" if reply.get("state") else ""
     print(f"{dev}: TDMA {role}, cycle {cycle}{state}")
-    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}")
+    # the window column only when a slot has one: an RTnet schedule shows as tdmacfg's
+    windows = any(s.get("window_us") for s in cfg.get("slots", []))
+    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}"
+          + (f" {'window_us':>9}" if windows else ""))
     for s in cfg.get("slots", []):
         joint = "-" if s.get("joint") is None else str(s["joint"])
+        window = f" {s['window_us'] or '-':>9}" if windows else ""
         print(f"{s['id']:>4} {s['offset_us']:>10} {str(s['phasing']) + '/' + str(s['period']):>8}"
-              f" {s['size']:>6} {joint:>5}")
+              f" {s['size']:>6} {joint:>5}{window}")
 
 
 def _write_cal_log(path: str, reply: dict) -> None:
@@ -175,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
     sl.add_argument("-s", dest="size", type=_size)
     sl.add_argument("-j", dest="joint", type=integer("joint slot id", 0, MAX_SLOT_ID_LIMIT))
+    sl.add_argument("-w", dest="window_us", type=integer("window", 1, MAX_OFFSET_US),
+                    help="a transmit window of this many us (beyond tdmacfg)")
     sl.add_argument("-l", dest="log_file", metavar="file")
     sl.add_argument("-t", dest="cal_timeout_ms",
                     type=integer("calibration timeout", 0, MAX_CAL_TIMEOUT_MS))
@@ -219,6 +231,9 @@ def _fail(dev: str | None, message: str, status: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["tdma", "plan"]:
+        from . import plan_cli      # plans for a segment: no station, no device
+        return plan_cli.main(argv[2:])
     try:
         request, args = parse_request(argv)
     except UsageError as exc:

@@ -113,13 +113,14 @@ class Plan:
         return "\n".join(out) + "\n"
 
     def toml(self, index: int) -> str:
-        """The station's [tdma] section of rtnet.toml."""
+        """The station's [link] and [tdma] sections of rtnet.toml."""
         st = self.station(index)
         head = {"master": f'role = "master"\ncycle_us = {self.cycle_us}',
                 "backup": f'role = "backup"\ncycle_us = {self.cycle_us}\n'
                           f"backup_offset_us = {self.backup_offset_us}",
                 "slave": 'role = "slave"'}[st.role]
-        out = [f"[tdma]\n{head}\nlink_rate_mbps = {self.link_rate_mbps}\nguard_ns = {self.guard_ns}"]
+        out = [f"[link]\nlink_rate_mbps = {self.link_rate_mbps}\n[tdma]\n{head}\n"
+               f"guard_ns = {self.guard_ns}"]
         for s in (st.rt, st.window):
             out.append(f"[[tdma.slot]]\nid = {s.id}\noffset_us = {s.offset_us}\nsize = {s.size}"
                        + (f"\nwindow_us = {s.window_us}" if s.window_us else ""))

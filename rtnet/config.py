@@ -15,7 +15,8 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
     [clock]    offset_ns, drift_ppm            (lab clock model)
     [tdma]     role (master|backup|slave), cycle_us, backup_offset_us, cal_rounds,
                max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles
-    [[tdma.slot]]  id, offset_us, phasing "x/y", size, joint
+    [[tdma.slot]]  id, offset_us, phasing "x/y", size, joint, window_us (a transmit
+               window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
     [[channel]] ethertype, slot, prio, max_size
@@ -26,8 +27,9 @@ mode a master gets ``master TDMA_CYCLE`` and slot 0 at 0, and the k-th
 station of TDMA_SLAVES (k = 1, 2, ...) gets slot 0 at k * TDMA_OFFSET, which
 is what the master would hand it in its RTcfg stage-1 fragment.  With
 TDMA_CONFIG the extended-mode tdma.conf section whose ``ip`` (or ``mac``) is
-this station's is used.  A slave's cycle is learnt from the master's Sync
-frames.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0) and
+this station's is used; beyond RTnet, a ``window <slot id> <us>`` line in a
+section gives that slot a transmit window (RTnet's files never contain it).
+A slave's cycle is learnt from the master's Sync frames.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0) and
 TDMA_CAL_ROUNDS (default 100).
 """
 from __future__ import annotations
@@ -409,7 +411,8 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
     out = {}
     for i, s in enumerate(slots):
         key = f"tdma.slot[{i}]"
-        ck.known(key, ck.table(key, s), {"id", "offset_us", "phasing", "size", "joint"})
+        ck.known(key, ck.table(key, s), {"id", "offset_us", "phasing", "size", "joint",
+                                          "window_us"})
         for req in ("id", "offset_us"):
             if req not in s:
                 ck.fail(f"{key}.{req}", "missing")
@@ -424,7 +427,9 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
                         size=ck.integer(f"{key}.size", s.get("size", MAX_MTU), MIN_SLOT_SIZE,
                                         MAX_MTU),
                         joint=None if joint is None else ck.integer(f"{key}.joint", joint, 0,
-                                                                    max_id))
+                                                                    max_id),
+                        window_us=ck.integer(f"{key}.window_us", s.get("window_us", 0), 0,
+                                             MAX_OFFSET_US))
     return ck.tdma("tdma", lambda: TdmaConfig(**kw, slots=out))
 
 
@@ -532,7 +537,8 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
         if not words:
             continue
         if words[0] in ("master:", "backup-master:", "slave:") and len(words) == 1:
-            sections.append({"kind": words[0][:-1], "line": no, "slots": {}, "slot_lines": {}})
+            sections.append({"kind": words[0][:-1], "line": no, "slots": {}, "slot_lines": {},
+                             "windows": {}})
             continue
         if not sections:
             ck.fail(f"line {no}", f"{shown(words[0])} before master:, backup-master: or slave:")
@@ -559,6 +565,12 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
                                      phasing, period, size or MAX_MTU,
                                      _uint_var(ck, key, words[5], 0, MAX_SLOT_ID_LIMIT)
                                      if len(words) > 5 else None)
+        elif words[0] == "window" and len(words) == 3:
+            # beyond RTnet: "window <slot id> <us>" gives a slot of this section a window
+            sid = _uint_var(ck, key, words[1], 0, MAX_SLOT_ID_LIMIT)
+            if sid in sec["windows"]:
+                ck.fail(key, f"a window for slot {sid} given twice in this section")
+            sec["windows"][sid] = (no, _uint_var(ck, key, words[2], 1, MAX_OFFSET_US))
         else:
             ck.fail(key, f"not valid in a {sec['kind']}: section")
     masters = [s for s in sections if s["kind"] == "master"]
@@ -570,6 +582,10 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
         ck.fail("ip", f"no section for this station (ip {ip}{', mac ' + mac if mac else ''})")
     sec = mine[0]
     cycle = masters[0]["cycle"]
+    for sid, (no, us) in sec["windows"].items():
+        if sid not in sec["slots"]:
+            ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
+        sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
     kw = {"cal_rounds": cal_rounds, "slots": sec["slots"]}
     if sec["kind"] == "master":
         kw.update(role="master", cycle_us=cycle)
