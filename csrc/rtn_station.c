@@ -77,6 +77,7 @@ struct chan {
 
 struct rtn_station {
 	struct rtn_station_opts o;
+	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
@@ -823,11 +824,20 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 
 static void vnic_write_direct(struct rtn_station *s, int64_t next_local);
 
+/*
+ * Whether a received frame wakes the thread.  Under TDMA with the batched
+ * VNIC it may do so once between two timer wake-ups: tunnelled traffic then
+ * reaches Linux (and a reply can make the station's next window) within a
+ * cycle instead of at the next scheduled wake-up, and costs at most one
+ * wake-up per cycle however many frames a peer's window brought.
+ */
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
 		return 1;
-	return !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED);
+	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
+		return 1;
+	return !s->rx_woke;
 }
 
 /*
@@ -891,6 +901,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				rtn_cpu_relax();
 			s->st.loops++;
 			s->st.spin_waits++;
+			s->rx_woke = 0;
 			goto work;
 		}
 		if (quiet_wait(s, next_local, next_os)) {
@@ -903,6 +914,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->st.loops++;
 			timer_woke(s, next_os, now);
 			woke_late = now - next_os;
+			s->rx_woke = 0;
 			goto work;
 		}
 		if (next_os != armed) {
@@ -913,8 +925,9 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		 * Receive stamps come from the XDP program, so under TDMA received
 		 * frames can wait for the next scheduled wake-up (a slot, the cycle
 		 * start) without losing accuracy.  With the batched VNIC that is what
-		 * keeps tunnelled traffic from waking the thread per packet; otherwise
-		 * (and while no Sync has placed the grid yet) every frame wakes it.
+		 * keeps tunnelled traffic from waking the thread per packet: one
+		 * received burst may wake it per cycle (rx_wakes); otherwise (and
+		 * while no Sync has placed the grid yet) every frame wakes it.
 		 */
 		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk),
 					   .events = rx_wakes(s, next_local) ? POLLIN : 0 };
@@ -943,6 +956,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
+			s->rx_woke = 0;
+		} else if (p[0].revents & POLLIN) {
+			s->rx_woke = 1;
+			s->st.rx_wakeups++;
 		}
 		if (p[2].revents & POLLIN) {
 			efd_drain(s->efd);
