@@ -69,6 +69,7 @@ struct chan {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
 	uint32_t depth;		/* messages per ring: ours, never read back from shm */
+	int cycles;		/* someone may wait on it for cycle starts */
 	uint64_t ring_errors;	/* the application broke its ring's indexes */
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
@@ -78,6 +79,7 @@ struct chan {
 struct rtn_station {
 	struct rtn_station_opts o;
 	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
+	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
@@ -629,6 +631,7 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 	}
 	f->len = n;
 	fr_commit(s->to_tap);
+	s->tunnel_rx_at = rtn_now();
 }
 
 static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
@@ -773,7 +776,7 @@ static void exec_cmd(struct rtn_station *s)
 		int listeners = 0;
 
 		for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
-			listeners |= s->live[i] != NULL;
+			listeners |= s->live[i] != NULL && s->live[i]->cycles;
 		rtn_tdma_set_lazy_begin(s->tdma, !listeners);
 	}
 	/* senders on a NoMAC station kick the RT thread; under TDMA the slot picks them up */
@@ -826,18 +829,21 @@ static void vnic_write_direct(struct rtn_station *s, int64_t next_local);
 
 /*
  * Whether a received frame wakes the thread.  Under TDMA with the batched
- * VNIC it may do so once between two timer wake-ups: tunnelled traffic then
+ * VNIC it may do so once between two timer wake-ups while tunnelled traffic
+ * flows (a tunnel frame in the last RX_WAKE_HOLD_NS): that traffic then
  * reaches Linux (and a reply can make the station's next window) within a
  * cycle instead of at the next scheduled wake-up, and costs at most one
- * wake-up per cycle however many frames a peer's window brought.
+ * wake-up per cycle however many frames a peer's window brought.  With no
+ * Linux traffic, nothing received wakes it (not even the Sync).
  */
+#define RX_WAKE_HOLD_NS		20000000LL
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
 		return 1;
 	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
 		return 1;
-	return !s->rx_woke;
+	return !s->rx_woke && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
 
 /*
@@ -1436,7 +1442,8 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	memcpy(shm->station_mac, s->o.mac, 6);
 	shm->tx.size = shm->rx.size = o->depth;
 	shm->alive = 1;
-	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth, .ethertype = o->ethertype,
+	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
+				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
 				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
 	post(s, CMD_CHAN_ADD, i);
 	*memfd = fd;

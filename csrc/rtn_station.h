@@ -50,6 +50,9 @@ struct rtn_chan_opts {
 	uint32_t prio;		/* 0 highest .. 31 */
 	uint32_t max_size;	/* largest frame, Ethernet header included */
 	uint32_t depth;		/* messages per ring, power of two */
+	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
+				 * daemon's own services): it does not keep the engine
+				 * from starting cycles at their first job */
 };
 
 struct rtn_chan_stats {

@@ -14,7 +14,8 @@ lays out one cycle (``rtmac tdma plan``; also used by ``rtnetctl lab up`` and
                  can use), so that one wake-up of the station serves both
       gap        gap_us before the next station's RT slot
     after station 1's window and gap: the backup master's Sync (when there is a
-                 backup: its backup offset), then its guard
+                 backup: its backup offset); station 2 is the backup, and its RT
+                 slot follows right after that Sync frame, like the master's
 
 The wire time left after the fixed part is divided among the stations' windows
 (equally, or by weights; some windows may be given a fixed length).  Every
@@ -206,7 +207,7 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
     backup = backup and stations >= 2
 
     sync_frame = _us_up(wire_time_ns(SYNC_FRAME_LEN, link_rate_mbps))
-    backup_len = _us_up(wire_time_ns(SYNC_FRAME_LEN, link_rate_mbps) + guard_ns) if backup else 0
+    backup_len = sync_frame if backup else 0
     rt_frame = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps)) for s in sizes]
     rt_len = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps) + guard_ns) for s in sizes]
     min_window = _us_up(wire_time_ns(nrt_size + ETH_HLEN, link_rate_mbps))

@@ -18,6 +18,7 @@ The lab stays up for exploring (rtnetctl -n rtn-lab-s1 status, rtmac ...);
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import threading
@@ -28,6 +29,7 @@ import numpy as np
 from . import paths, stationctl
 from .errors import LabError
 from .lab import Lab
+from rtmac.tdma_config import Slot
 
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500
@@ -42,10 +44,25 @@ def segment_plan(n: int):
     return plan(n, cycle_us=shortest_cycle_us(n, **kw), **kw)
 
 
-def station_toml(index: int, n: int) -> str:
-    """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations."""
+def station_toml(index: int, n: int, *, windows: bool = True) -> str:
+    """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations.
+
+    ``windows=False``: RTnet's slot model instead, the baseline the planned windows
+    are measured against (tools/bench_lab_vnic.py), as this demo ran before the
+    planner: a 1 ms cycle, the backup's Sync at 100 us, RT slot 0 of station N at
+    100 x N us, and one NRT slot 1 at 800 us (one full frame plus the guard)
+    shared by all stations, station N in cycles n % stations == N - 1, as RTnet's
+    tdma.conf examples share slot 1 (up to 7 stations).
+    """
     p = segment_plan(n)
     st = p.station(index)
+    if not windows:
+        if n > 7:
+            raise LabError(22, f"RTnet's slot layout of the demo holds 7 stations, not {n}")
+        p = dataclasses.replace(p, cycle_us=1000, backup_offset_us=100)
+        st = dataclasses.replace(st, rt=Slot(0, 100 * index, size=RT_SLOT_SIZE),
+                                 window=Slot(1, 800, phasing=index, period=n,
+                                             size=NRT_SLOT_SIZE))
     role = {"master": f'role = "master"\ncycle_us = {p.cycle_us}',
             "backup": f'role = "backup"\ncycle_us = {p.cycle_us}\n'
                       f"backup_offset_us = {p.backup_offset_us}",
@@ -71,7 +88,8 @@ size = {st.rt.size}
 id = 1
 offset_us = {st.window.offset_us}
 size = {st.window.size}
-window_us = {st.window.window_us}
+phasing = "{st.window.phasing}/{st.window.period}"
+{f"window_us = {st.window.window_us}" if st.window.window_us else ""}
 [vnic]
 enabled = true
 name = "vnic0"
