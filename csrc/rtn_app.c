@@ -38,6 +38,7 @@
 struct rtn_app_chan {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
+	uint32_t depth;		/* checked at attach; never read back from the shared page */
 	int memfd;
 	int kickfd;
 	int ctlfd;		/* control connection, -1 when attached */
@@ -103,6 +104,7 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	struct rtn_app_chan *ch;
 	struct rtn_chan_shm *shm;
 	struct stat st;
+	uint32_t depth;
 
 	if (fstat(memfd, &st) < 0)
 		return rtn_set_error(-errno, "channel memory fd %d: %s", memfd, strerror(errno));
@@ -119,10 +121,10 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 		return rtn_set_error(-EPROTO, "not a channel of this version (magic 0x%08x, version %u)",
 				     magic, version);
 	}
-	if (!shm->depth || (shm->depth & (shm->depth - 1)) || shm->tx.size != shm->depth ||
-	    shm->rx.size != shm->depth || rtn_chan_shm_size(shm->depth) > (uint64_t)st.st_size) {
-		uint32_t depth = shm->depth;
-
+	depth = __atomic_load_n(&shm->depth, __ATOMIC_RELAXED);
+	if (!depth || (depth & (depth - 1)) || depth > RTN_CHAN_MAX_DEPTH ||
+	    shm->tx.size != depth || shm->rx.size != depth ||
+	    rtn_chan_shm_size(depth) > (uint64_t)st.st_size) {
 		munmap(shm, st.st_size);
 		return rtn_set_error(-EPROTO, "channel header inconsistent (depth %u, %lld bytes)",
 				     depth, (long long)st.st_size);
@@ -134,6 +136,7 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	}
 	ch->shm = shm;
 	ch->size = st.st_size;
+	ch->depth = depth;
 	ch->memfd = memfd;
 	ch->kickfd = kickfd;
 	ch->ctlfd = -1;
@@ -354,7 +357,7 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 		return rtn_set_error(-EMSGSIZE, "payload of %u bytes: the channel carries at most %u",
 				     len, (shm->max_size < RTN_CHAN_MSG_MAX ? shm->max_size :
 					   RTN_CHAN_MSG_MAX) - RTN_APP_OVERHEAD);
-	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm));
+	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth);
 	if (!m) {
 		/* the RT thread has not run the slot yet: refuse rather than block */
 		ch->tx_full++;
@@ -397,11 +400,13 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t cap,
 		struct rtn_app_msg_info *info)
 {
-	uint32_t off = RTN_APP_ETH_HLEN, plen, n;
+	uint32_t off = RTN_APP_ETH_HLEN, plen, n, len = rtn_msg_len(m);
 
-	if (m->len >= RTN_APP_OVERHEAD && get_be32(m->frame + RTN_APP_ETH_HLEN) == RTN_APP_MAGIC)
+	if (len > RTN_CHAN_MSG_MAX)
+		len = RTN_CHAN_MSG_MAX;	/* a broken length: never read past the slot */
+	if (len >= RTN_APP_OVERHEAD && get_be32(m->frame + RTN_APP_ETH_HLEN) == RTN_APP_MAGIC)
 		off = RTN_APP_OVERHEAD;
-	plen = m->len > off ? m->len - off : 0;
+	plen = len > off ? len - off : 0;
 	n = plen < cap ? plen : cap;
 	if (n)
 		memcpy(buf, m->frame + off, n);
@@ -427,7 +432,7 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	struct rtn_msg *m;
 	int rc = -EAGAIN;
 
-	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm));
+	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 	if (m)
 		return take(ch, m, buf, cap, info);	/* hot path: no system call */
 	if (!alive(ch))
@@ -439,7 +444,7 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 		uint32_t head = __atomic_load_n(&shm->rx.head, __ATOMIC_SEQ_CST);
 		int64_t slice = WAIT_SLICE_NS;
 
-		m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm));
+		m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 		if (m) {
 			rc = take(ch, m, buf, cap, info);
 			break;
@@ -628,7 +633,7 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
 
 	*out = (struct rtn_app_stats){
 		.channel = ch->channel, .ethertype = shm->ethertype, .slot = shm->slot,
-		.depth = shm->depth, .max_size = shm->max_size,
+		.depth = ch->depth, .max_size = shm->max_size,
 		.alive = (int32_t)__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE),
 		.tx_sent = ch->tx_sent, .tx_full = ch->tx_full, .kicks = ch->kicks,
 		.rx_received = ch->rx_received,

@@ -14,15 +14,26 @@
 #include "rtn_chan.h"
 #include "rtn_chanio.h"
 
+/* The ring depth, read once: a power of two up to RTN_CHAN_MAX_DEPTH, or 0. */
+static uint32_t depth_of(const struct rtn_chan_shm *c)
+{
+	uint32_t d = __atomic_load_n(&c->depth, __ATOMIC_RELAXED);
+
+	return d && !(d & (d - 1)) && d <= RTN_CHAN_MAX_DEPTH ? d : 0;
+}
+
 int rtn_chanio_send(struct rtn_chan_shm *c, const uint8_t *frame, uint32_t len,
 		    uint32_t seq, int64_t sched_ns, int kickfd)
 {
 	struct rtn_msg *m;
 	uint64_t one = 1;
+	uint32_t depth = depth_of(c);
 
+	if (!depth)
+		return -EPROTO;
 	if (len > c->max_size || len > RTN_CHAN_MSG_MAX)
 		return -EINVAL;
-	m = rtn_ring_prod_slot(&c->tx, rtn_chan_tx_msgs(c));
+	m = rtn_ring_prod_slot(&c->tx, rtn_chan_tx_msgs(c), depth);
 	if (!m) {
 		c->tx.drops++;
 		return -ENOBUFS;
@@ -45,11 +56,20 @@ int rtn_chanio_recv(struct rtn_chan_shm *c, struct rtn_msg *out, int timeout_ms)
 {
 	struct rtn_msg *m;
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	uint32_t depth = depth_of(c);
 
+	if (!depth)
+		return -EPROTO;
 	for (;;) {
-		m = rtn_ring_cons_peek(&c->rx, rtn_chan_rx_msgs(c));
+		m = rtn_ring_cons_peek(&c->rx, rtn_chan_rx_msgs(c, depth), depth);
 		if (m) {
-			memcpy(out, m, sizeof(*out) - RTN_CHAN_MSG_MAX + m->len);
+			uint32_t len = rtn_msg_len(m);
+
+			if (len > RTN_CHAN_MSG_MAX)
+				len = RTN_CHAN_MSG_MAX;
+			memcpy(out, m, sizeof(*out) - RTN_CHAN_MSG_MAX);
+			memcpy(out->frame, m->frame, len);
+			out->len = len;
 			rtn_ring_cons_release(&c->rx);
 			return 1;
 		}

@@ -68,6 +68,8 @@ struct frame_ring {
 struct chan {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
+	uint32_t depth;		/* messages per ring: ours, never read back from shm */
+	uint64_t ring_errors;	/* the application broke its ring's indexes */
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
@@ -148,15 +150,32 @@ struct rtn_station {
 
 /* ---- clock model -------------------------------------------------------- */
 
+/*
+ * The lab's simulated clock: local = os + offset + drift * (os - t0).  Both
+ * directions saturate: a local time can be anything the engine computed from
+ * a frame (INT64_MAX for "nothing to do"), and a double beyond the int64_t
+ * range would be undefined behaviour when converted.
+ */
+static inline int64_t clamp_ns(double v)
+{
+	if (!(v > -9.2e18))	/* also NaN */
+		return v != v ? 0 : INT64_MIN;
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	return (int64_t)v;
+}
+
 static inline int64_t local_of(const struct rtn_station *s, int64_t os)
 {
-	return os + s->o.clock_offset_ns + (int64_t)((double)(os - s->t0) * s->o.drift_ppm * 1e-6);
+	return rtn_sat_add(rtn_sat_add(os, s->o.clock_offset_ns),
+			   clamp_ns((double)rtn_sat_sub(os, s->t0) * s->o.drift_ppm * 1e-6));
 }
 
 static inline int64_t os_of(const struct rtn_station *s, int64_t local)
 {
-	return s->t0 + (int64_t)((double)(local - s->t0 - s->o.clock_offset_ns) /
-				 (1.0 + s->o.drift_ppm * 1e-6));
+	double since = (double)rtn_sat_sub(rtn_sat_sub(local, s->t0), s->o.clock_offset_ns);
+
+	return rtn_sat_add(s->t0, clamp_ns(since / (1.0 + s->o.drift_ppm * 1e-6)));
 }
 
 int64_t rtn_station_local_now(const struct rtn_station *s)
@@ -223,7 +242,7 @@ static int port_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
 	int rc;
 
-	rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off, stamp_add + delta, &tx);
+	rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off, rtn_sat_add(stamp_add, delta), &tx);
 	if (rc < 0)
 		return rc;
 	*tx_local = tx + delta;
@@ -243,9 +262,9 @@ static int64_t port_truth(void *arg, int64_t local)
  */
 static void drain_chans(struct rtn_station *s,
 			int (*take)(struct rtn_station *s, const struct chan *c,
-				    const struct rtn_msg *m, void *arg), void *arg)
+				    const struct rtn_msg *m, uint32_t len, void *arg), void *arg)
 {
-	uint32_t i;
+	uint32_t i, n;
 
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct chan *c = s->live[i];
@@ -253,8 +272,15 @@ static void drain_chans(struct rtn_station *s,
 
 		if (!c)
 			continue;
-		while ((m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm)))) {
-			if (m->len > c->max_size || m->len > RTN_CHAN_MSG_MAX || take(s, c, m, arg) < 0)
+		if (rtn_ring_cons_check(&c->shm->tx, c->depth))
+			c->ring_errors++;
+		/* at most one ring's worth per call, whatever the indexes say */
+		for (n = 0; n < c->depth &&
+			    (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
+		     n++) {
+			uint32_t len = rtn_msg_len(m);
+
+			if (len > c->max_size || take(s, c, m, len, arg) < 0)
 				c->tx_drops++;
 			else
 				c->tx_msgs++;
@@ -264,11 +290,11 @@ static void drain_chans(struct rtn_station *s,
 }
 
 static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
-		     void *engine)
+		     uint32_t len, void *engine)
 {
-	int32_t off = m->len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
+	int32_t off = len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
 
-	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, m->len, off);
+	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len, off);
 }
 
 static void drain_chans_tdma(struct rtn_station *s, struct rtn_tdma *e)
@@ -350,16 +376,23 @@ static int vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap)
 	return n;
 }
 
-/* Batched VNIC: pull from the TAP until the slot's wire-time budget is used. */
-static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+/*
+ * Batched VNIC: pull from the TAP into the queue of @p queue_slot, at the
+ * lowest priority, until the wire-time budget of the running occurrence of
+ * @p slot_id (that queue's slot, a joint one, or an RT slot) is used.  Frames already
+ * queued there (real-time ones first) count against the budget first, so a
+ * VNIC frame only takes wire time that nothing queued before the slot opened
+ * wanted.
+ */
+static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id,
+			uint32_t queue_slot, int64_t now)
 {
-	uint32_t size = rtn_tdma_slot_size(e, s->vnic_slot);
+	uint32_t size = rtn_tdma_slot_size(e, queue_slot);
 	int64_t budget = rtn_tdma_slot_budget(e, slot_id, now);
 	int64_t queued = 0;
-	uint32_t depth = rtn_tdma_queue_depth(e, s->vnic_slot);
+	uint32_t depth = rtn_tdma_queue_depth(e, queue_slot);
 	uint8_t inner[RTN_TDMA_FRAME_MAX];
 
-	/* frames already waiting count against this occurrence first */
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
 	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
 		int n = vnic_pull(s, inner, sizeof(inner));
@@ -370,7 +403,7 @@ static void vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot
 		if (n < 0)
 			continue;
 		len = encap_into(s, inner, n, s->scratch, sizeof(s->scratch));
-		if (len < 0 || rtn_tdma_enqueue(e, s->vnic_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
+		if (len < 0 || rtn_tdma_enqueue(e, queue_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
 			VSTAT_ADD(s, tx_dropped, 1);
 			continue;
 		}
@@ -463,9 +496,13 @@ static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, in
 	drain_chans_tdma(s, e);
 	if (s->probe_slot == (int)slot_id)
 		probe_refill(s, e, slot_id, now);
-	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED &&
-	    rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
-		vnic_refill(s, e, slot_id, now);
+	if (!s->vnic_live || s->vnic_mode != RTN_VNIC_BATCHED)
+		return;
+	if (rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
+		vnic_refill(s, e, slot_id, s->vnic_slot, now);
+	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, s->vnic_slot))
+		/* what the RT frames leave of this occurrence: VNIC frames fit it */
+		vnic_refill(s, e, slot_id, slot_id, now);
 }
 
 static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
@@ -500,14 +537,14 @@ static void port_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 /* ---- NoMAC ------------------------------------------------------------------ */
 
 static int take_nomac(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
-		      void *unused)
+		      uint32_t len, void *unused)
 {
 	uint32_t h = s->nomac_head;
 
 	if (h - s->nomac_tail >= NOMAC_FIFO)
 		return -ENOBUFS;
-	memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, m->frame, m->len);
-	s->nomac_fifo[h % NOMAC_FIFO].len = m->len;
+	memcpy(s->nomac_fifo[h % NOMAC_FIFO].data, m->frame, len);
+	s->nomac_fifo[h % NOMAC_FIFO].len = len;
 	s->nomac_head = h + 1;
 	return 0;
 }
@@ -616,7 +653,7 @@ static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, 
 		if (!c || c->ethertype != type)
 			continue;
 		matched = 1;
-		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm));
+		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
 		if (!m) {
 			/* the application stopped reading: its loss, nobody else's */
 			c->rx_drops++;
@@ -1336,8 +1373,9 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	uint64_t size;
 	int i, fd, rc = 0;
 
-	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > 4096)
-		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to 4096", o->depth);
+	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > RTN_CHAN_MAX_DEPTH)
+		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to %d", o->depth,
+				     RTN_CHAN_MAX_DEPTH);
 	if (o->max_size < ETH_HLEN_RTN || o->max_size > RTN_CHAN_MSG_MAX)
 		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d",
 				     o->max_size, RTN_CHAN_MSG_MAX);
@@ -1353,8 +1391,13 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 		goto out;
 	}
 	size = rtn_chan_shm_size(o->depth);
-	fd = memfd_create("rtnet-channel", MFD_CLOEXEC);
-	if (fd < 0 || ftruncate(fd, size) < 0) {
+	/*
+	 * Sealed at its size: the application gets this fd, and a shrunk file
+	 * would make the RT thread's next access to the mapping a SIGBUS.
+	 */
+	fd = memfd_create("rtnet-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		rc = rtn_set_error(-errno, "channel memory: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -1376,7 +1419,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	memcpy(shm->station_mac, s->o.mac, 6);
 	shm->tx.size = shm->rx.size = o->depth;
 	shm->alive = 1;
-	s->chans[i] = (struct chan){ .shm = shm, .size = size, .ethertype = o->ethertype,
+	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth, .ethertype = o->ethertype,
 				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
 	post(s, CMD_CHAN_ADD, i);
 	*memfd = fd;
@@ -1414,7 +1457,8 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 	c = &s->chans[id];
 	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
 					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
-					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops };
+					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops,
+					.ring_errors = c->ring_errors };
 	return 0;
 }
 

@@ -60,6 +60,7 @@ struct rtn_chan_stats {
 	uint64_t tx_drops;	/* refused by the discipline (too big, queue full) */
 	uint64_t rx_msgs;
 	uint64_t rx_drops;	/* the application did not read in time */
+	uint64_t ring_errors;	/* the application wrote impossible ring indexes */
 };
 
 struct rtn_vnic_stats {

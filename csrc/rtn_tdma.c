@@ -22,100 +22,12 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma.h"
+#include "rtn_tdma_fsm.h"
+#include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto.h"
 
-#define NIL 0xFFFFu
 #define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
 #define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */
-
-enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
-
-struct job {
-	int64_t offset;
-	uint16_t kind;
-	uint16_t arg;		/* slot id or reply index */
-};
-
-struct buf {
-	uint16_t len;
-	uint16_t next;
-	int16_t stamp_off;
-	uint8_t data[RTN_TDMA_FRAME_MAX];
-};
-
-struct queue {
-	uint16_t head[RTN_TDMA_PRIOS];
-	uint16_t tail[RTN_TDMA_PRIOS];
-	uint32_t nonempty;	/* bit p set: sub-queue p has frames */
-	uint32_t depth;
-};
-
-struct cal_reply {
-	uint8_t used;
-	uint8_t dst[6];
-	uint32_t reply_cycle;
-	int64_t offset;
-	uint64_t req_xmit;
-	int64_t rx_local;
-};
-
-struct rtn_tdma {
-	uint8_t mac[6];
-	struct rtn_tdma_port port;
-
-	struct rtn_tdma_cfg cfg;
-	struct rtn_tdma_cfg staging;
-	int pending;				/* staging waits for a cycle start */
-
-	/* slot id -> index in cfg.slots, or -1 */
-	int16_t slot_idx[RTN_TDMA_MAX_SLOTS];
-	int16_t queue_of[RTN_TDMA_MAX_SLOTS];	/* effective queue per id, or -1 */
-	int16_t cal_slot;			/* slot used for calibration requests */
-
-	struct queue q[RTN_TDMA_MAX_SLOTS];
-	struct buf pool[RTN_TDMA_POOL];
-	uint16_t free_head;
-
-	/* grid and cursor */
-	int grid_valid;
-	uint32_t base_no;
-	int64_t base_start;
-	int64_t cycle_ns;
-	uint32_t cur_no;
-	int begun;				/* cycle cur_no has been started */
-	int lazy_begin;				/* start a cycle at its first job */
-	struct job jobs[RTN_TDMA_MAX_SLOTS + 2 + RTN_TDMA_MAX_CAL];
-	int n_jobs;
-	int next_job;
-
-	/* slot occurrence in progress (paced) */
-	int in_slot;
-	int64_t slot_start, slot_end, resume_at;
-	uint32_t sent_in_occ;
-	int64_t wire_free_at;
-
-	/* synchronisation */
-	int64_t listen_until;
-	int heard_sync;
-	uint32_t last_sync_no;
-	int have_sync;
-	uint8_t sync_src[6];
-	int64_t prev_sched;
-	uint32_t prev_sched_no;
-	int have_prev_sched;
-
-	/* calibration (requester side) */
-	int calibrated;
-	int req_outstanding;
-	uint64_t req_xmit;
-	uint32_t req_reply_cycle;
-	int64_t cal_samples[RTN_TDMA_CAL_KEEP];	/* the last rounds' delays */
-
-	/* calibration (master side) */
-	struct cal_reply replies[RTN_TDMA_MAX_CAL];
-
-	struct rtn_tdma_stats st;
-};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -131,47 +43,9 @@ int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps)
 	return ((int64_t)on_wire * 8 * 1000 + mbps - 1) / mbps;
 }
 
-static inline int64_t cycle_start(const struct rtn_tdma *e, uint32_t n)
-{
-	return e->base_start + (int64_t)(int32_t)(n - e->base_no) * e->cycle_ns;
-}
-
 int64_t rtn_tdma_cycle_start(const struct rtn_tdma *e, uint32_t n)
 {
 	return e->grid_valid ? cycle_start(e, n) : 0;
-}
-
-static inline void stats_begin(struct rtn_tdma *e)
-{
-	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static inline void stats_end(struct rtn_tdma *e)
-{
-	__atomic_store_n(&e->st.seq, e->st.seq + 1, __ATOMIC_RELEASE);
-}
-
-static void set_state(struct rtn_tdma *e, int s)
-{
-	e->st.state = s;
-}
-
-static int is_master(const struct rtn_tdma *e)
-{
-	return e->cfg.role == RTN_TDMA_ROLE_MASTER;
-}
-
-static int is_backup(const struct rtn_tdma *e)
-{
-	return is_master(e) && e->cfg.backup_offset_ns >= 0;
-}
-
-/* Sending Sync: the primary when active, a backup while the primary is silent. */
-static int sends_sync(const struct rtn_tdma *e)
-{
-	return e->st.state == RTN_TDMA_ST_MASTER ||
-	       e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE;
 }
 
 int rtn_tdma_can_send(const struct rtn_tdma *e)
@@ -209,44 +83,112 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 	c->listen_cycles = 3;
 }
 
+/*
+ * The wire time a slot owns from its offset.  RTnet's slot: one full frame
+ * plus the guard, which is also the lateness it tolerates.  A window: its
+ * length; every frame must end inside it, so a late start only leaves less
+ * room, and no guard is needed at its end (the gap to the next station's
+ * slot is the planner's business).
+ */
 static int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
 {
+	if (s->window_ns > 0)
+		return s->window_ns;
 	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
+}
+
+/* Window @p b starts in the guard of RTnet slot @p a, after its frame (tdma_config.py). */
+static int window_in_guard(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *a,
+			   const struct rtn_tdma_slot_cfg *b)
+{
+	return b->window_ns > 0 && a->window_ns == 0 &&
+	       b->offset_ns >= a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN,
+							       c->link_rate_mbps);
 }
 
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 {
+	/*
+	 * The rules of rtmac/tdma_config.py validate(), rule for rule, so that a
+	 * configuration the Python side accepted never fails here at start; the
+	 * limits without an RTN_TDMA_* constant mirror tdma_config's and
+	 * tests/unit/test_tdma_cross_check.py holds both sides together.
+	 */
+	const int64_t max_cycle_ns = 1000000000LL;	/* MAX_CYCLE_US: 1 s */
+	const int64_t max_offset_ns = 1000000000LL;	/* MAX_OFFSET_US */
+	const int64_t max_guard_ns = 1000000000LL;	/* MAX_GUARD_NS */
+	const uint32_t max_cal_rounds = 1000000;	/* MAX_CAL_ROUNDS */
+	const uint32_t max_link_rate = 400000;		/* MAX_LINK_RATE_MBPS */
+	const uint32_t max_sync_loss = 1000000;		/* MAX_SYNC_LOSS_CYCLES */
+	const uint32_t max_period = 1024;		/* MAX_PERIOD */
+	const uint32_t min_size = 60, max_size = 1500;	/* MIN_SLOT_SIZE, MAX_MTU */
 	uint32_t i, j;
 
 	if (c->role != RTN_TDMA_ROLE_MASTER && c->role != RTN_TDMA_ROLE_SLAVE)
 		return rtn_set_error(-EINVAL, "role must be master or slave");
-	if (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS)
+	if (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns == 0)
+		return rtn_set_error(-EINVAL, "a master needs a cycle period");
+	/* a slave may leave the cycle at 0: it learns it from the Sync frames */
+	if (c->cycle_ns != 0 && c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS)
 		return rtn_set_error(-EINVAL, "cycle %lld us is below the minimum of %lld us",
 				     (long long)c->cycle_ns / 1000, RTN_TDMA_MIN_CYCLE_NS / 1000);
-	if (c->cycle_ns && c->backup_offset_ns >= c->cycle_ns)
-		return rtn_set_error(-EINVAL, "backup offset must be shorter than the cycle");
+	if (c->cycle_ns > max_cycle_ns)
+		return rtn_set_error(-EINVAL, "cycle %lld us is above the maximum of %lld us",
+				     (long long)c->cycle_ns / 1000, (long long)max_cycle_ns / 1000);
+	if (c->backup_offset_ns != -1) {
+		if (c->role != RTN_TDMA_ROLE_MASTER)
+			return rtn_set_error(-EINVAL, "a backup offset is only valid for a master");
+		if (c->backup_offset_ns <= 0 || c->backup_offset_ns >= c->cycle_ns)
+			return rtn_set_error(-EINVAL, "backup offset %lld ns outside 1 ns..the cycle "
+					     "(-1: primary master)", (long long)c->backup_offset_ns);
+	}
+	if (c->cal_rounds > max_cal_rounds)
+		return rtn_set_error(-EINVAL, "calibration rounds %u above %u", c->cal_rounds,
+				     max_cal_rounds);
 	if (c->max_slot_id >= RTN_TDMA_MAX_SLOTS)
 		return rtn_set_error(-EINVAL, "max slot id %u above %d", c->max_slot_id,
 				     RTN_TDMA_MAX_SLOTS - 1);
 	if (c->max_cal_requests < 1 || c->max_cal_requests > RTN_TDMA_MAX_CAL)
 		return rtn_set_error(-EINVAL, "max calibration requests must be 1..%d",
 				     RTN_TDMA_MAX_CAL);
+	if (c->link_rate_mbps > max_link_rate)
+		return rtn_set_error(-EINVAL, "link rate %u Mbit/s above %u", c->link_rate_mbps,
+				     max_link_rate);
+	if (c->guard_ns < 0 || c->guard_ns > max_guard_ns)
+		return rtn_set_error(-EINVAL, "guard %lld ns outside 0..%lld", (long long)c->guard_ns,
+				     (long long)max_guard_ns);
+	if (c->sync_loss_cycles < 1 || c->sync_loss_cycles > max_sync_loss)
+		return rtn_set_error(-EINVAL, "sync loss cycles %u outside 1..%u",
+				     c->sync_loss_cycles, max_sync_loss);
 	if (c->n_slots > RTN_TDMA_MAX_SLOTS)
 		return rtn_set_error(-EINVAL, "too many slots");
 	for (i = 0; i < c->n_slots; i++) {
 		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
 
 		if (s->id < 0 || (uint32_t)s->id > c->max_slot_id)
-			return rtn_set_error(-EINVAL, "slot %d: id above max slot id %u",
+			return rtn_set_error(-EINVAL, "slot %d: id outside 0..max slot id %u",
 					     s->id, c->max_slot_id);
-		if (s->period < 1 || s->phasing < 1 || s->phasing > s->period)
-			return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u outside 1..period",
-					     s->id, s->phasing, s->period);
-		if (s->size < 60 || s->size + ETH_HLEN_RTN > RTN_TDMA_FRAME_MAX)
-			return rtn_set_error(-EINVAL, "slot %d: size %u outside 60..%d",
-					     s->id, s->size, RTN_TDMA_FRAME_MAX - ETH_HLEN_RTN);
-		if (s->offset_ns < 0 ||
-		    (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns))
+		if (s->offset_ns < 0 || s->offset_ns > max_offset_ns)
+			return rtn_set_error(-EINVAL, "slot %d: offset %lld ns outside 0..%lld",
+					     s->id, (long long)s->offset_ns, (long long)max_offset_ns);
+		if (s->period < 1 || s->period > max_period || s->phasing < 1 ||
+		    s->phasing > s->period)
+			return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u needs 1 <= x <= y <= %u",
+					     s->id, s->phasing, s->period, max_period);
+		if (s->size < min_size || s->size > max_size)
+			return rtn_set_error(-EINVAL, "slot %d: size %u outside %u..%u",
+					     s->id, s->size, min_size, max_size);
+		if (s->window_ns < 0 || s->window_ns > max_offset_ns)
+			return rtn_set_error(-EINVAL, "slot %d: window %lld ns outside 0..%lld",
+					     s->id, (long long)s->window_ns, (long long)max_offset_ns);
+		if (s->window_ns &&
+		    s->window_ns < rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps))
+			return rtn_set_error(-EINVAL, "slot %d: window %lld ns is shorter than one "
+					     "%u-byte frame (%lld ns)", s->id, (long long)s->window_ns,
+					     s->size + ETH_HLEN_RTN,
+					     (long long)rtn_wire_time_ns(s->size + ETH_HLEN_RTN,
+									 c->link_rate_mbps));
+		if (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns)
 			return rtn_set_error(-EINVAL, "slot %d: runs past the cycle end", s->id);
 		for (j = 0; j < i; j++)
 			if (c->slots[j].id == s->id)
@@ -258,6 +200,12 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 
 		if (s->joint < 0)
 			continue;
+		if (s->joint == s->id)
+			return rtn_set_error(-EINVAL, "slot %d: cannot be joint with itself", s->id);
+		/* RTnet's check: the primary's id must be below max_slot_id */
+		if ((uint32_t)s->joint >= c->max_slot_id)
+			return rtn_set_error(-EINVAL, "slot %d: joint slot %d must be below max slot id %u",
+					     s->id, s->joint, c->max_slot_id);
 		for (j = 0; j < c->n_slots; j++) {
 			if (c->slots[j].id != s->joint)
 				continue;
@@ -272,6 +220,31 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 		if (!found)
 			return rtn_set_error(-EINVAL, "slot %d: joint slot %d does not exist",
 					     s->id, s->joint);
+	}
+	/* two slots overlap when their windows meet in a cycle where both are active */
+	for (i = 0; i < c->n_slots; i++) {
+		const struct rtn_tdma_slot_cfg *a = &c->slots[i];
+		int64_t a_end = a->offset_ns + slot_len_ns(c, a);
+
+		for (j = i + 1; j < c->n_slots; j++) {
+			const struct rtn_tdma_slot_cfg *b = &c->slots[j];
+			int64_t b_end = b->offset_ns + slot_len_ns(c, b);
+			uint32_t g = a->period, r = b->period;
+
+			if (a->offset_ns >= b_end || b->offset_ns >= a_end)
+				continue;
+			if (window_in_guard(c, a, b) || window_in_guard(c, b, a))
+				continue;
+			while (r) {		/* gcd of the periods */
+				uint32_t t = g % r;
+
+				g = r;
+				r = t;
+			}
+			/* some cycle n has n % pa == xa - 1 and n % pb == xb - 1 (CRT) */
+			if ((a->phasing - 1) % g == (b->phasing - 1) % g)
+				return rtn_set_error(-EINVAL, "slot %d overlaps slot %d", b->id, a->id);
+		}
 	}
 	return 0;
 }
@@ -443,7 +416,7 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	e->in_slot = 0;
 	e->heard_sync = 0;
 	e->have_sync = 0;
-	e->have_prev_sched = 0;
+	rtn_tdma_rx_reset(e);
 	e->calibrated = c->cal_rounds == 0;
 	e->req_outstanding = 0;
 	e->st.cal_rounds_done = 0;
@@ -453,10 +426,8 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	if (c->role == RTN_TDMA_ROLE_MASTER) {
 		/* RTnet listens 3 cycles for an active master before sending Sync */
 		e->listen_until = now + (int64_t)c->listen_cycles * c->cycle_ns;
-		set_state(e, RTN_TDMA_ST_LISTEN);
-	} else {
-		set_state(e, RTN_TDMA_ST_WAIT_SYNC);
 	}
+	raise_event(e, RTN_TDMA_EV_ATTACH);
 	stats_end(e);
 	return 0;
 }
@@ -513,19 +484,33 @@ static void apply_pending(struct rtn_tdma *e)
 
 /* ---- sending ------------------------------------------------------------ */
 
-static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		int64_t stamp_add, int64_t *tx)
+/*
+ * Send now.  The virtual wire: the frame starts on it when the previous one
+ * has finished, and not before @p model_start (a window's frames are handed
+ * over ahead of their wire time, which starts at the window's start).
+ */
+static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		     int64_t stamp_add, int64_t model_start, int64_t *tx)
 {
 	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, tx);
+	int64_t start = e->wire_free_at;
 
 	if (rc < 0) {
 		e->st.tx_errors++;
 		return rc;
 	}
-	/* a virtual wire: a frame starts when the previous one has finished */
-	e->wire_free_at = (*tx > e->wire_free_at ? *tx : e->wire_free_at) +
-			  rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
+	if (*tx > start)
+		start = *tx;
+	if (model_start > start)
+		start = model_start;
+	e->wire_free_at = start + rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
 	return 0;
+}
+
+static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		int64_t stamp_add, int64_t *tx)
+{
+	return xmit_from(e, frame, len, stamp_off, stamp_add, 0, tx);
 }
 
 static void send_sync(struct rtn_tdma *e, uint32_t n)
@@ -576,7 +561,7 @@ static void send_rpl_cal(struct rtn_tdma *e, struct cal_reply *r)
 
 static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t arg)
 {
-	struct job j = { .offset = offset, .kind = kind, .arg = arg };
+	struct job j = { .offset = offset, .due = offset, .kind = kind, .arg = arg };
 	int i = e->n_jobs++;
 
 	/* insertion sort: at most a few dozen jobs, kept in (offset, kind) order */
@@ -586,6 +571,34 @@ static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t 
 		i--;
 	}
 	e->jobs[i] = j;
+}
+
+static const struct rtn_tdma_slot_cfg *job_slot(const struct rtn_tdma *e, const struct job *j)
+{
+	return j->kind == JOB_SLOT && e->slot_idx[j->arg] >= 0 ? &e->cfg.slots[e->slot_idx[j->arg]]
+							       : NULL;
+}
+
+/*
+ * A window that starts where this station's previous slot ends, or inside its
+ * guard (within the microsecond that slot offsets are rounded to), runs with
+ * that slot: one wake-up serves both, the window's frames going to the ring
+ * right after the slot's (their wire time still starts at the window).
+ */
+static void chain_windows(struct rtn_tdma *e)
+{
+	int i;
+
+	for (i = 1; i < e->n_jobs; i++) {
+		const struct rtn_tdma_slot_cfg *prev = job_slot(e, &e->jobs[i - 1]);
+		const struct rtn_tdma_slot_cfg *s = job_slot(e, &e->jobs[i]);
+
+		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
+							 slot_len_ns(&e->cfg, prev)) : -1;
+
+		if (s && s->window_ns > 0 && (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s)))
+			e->jobs[i].due = e->jobs[i - 1].due;
+	}
 }
 
 static void record_sync_error(struct rtn_tdma *e, int64_t now)
@@ -601,6 +614,13 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 {
 	uint32_t i;
 
+	/*
+	 * Re-anchor the grid at every cycle: cycle_start() counts cycles from
+	 * base_no in 32 bits, which a master that never moves its base would
+	 * overrun after 2^31 cycles (2.5 days at 100 us).
+	 */
+	e->base_start = cycle_start(e, n);
+	e->base_no = n;
 	e->cur_no = n;
 	e->begun = 1;
 	e->n_jobs = e->next_job = 0;
@@ -611,13 +631,9 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 	e->st.cycles++;
 	apply_pending(e);
 
-	/* slave side: free-run, but go silent after sync_loss_cycles without Sync */
-	if (!sends_sync(e) && e->have_sync &&
-	    (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles &&
-	    e->st.state != RTN_TDMA_ST_SYNC_LOST && !is_backup(e)) {
-		set_state(e, RTN_TDMA_ST_SYNC_LOST);
-		e->st.sync_lost_events++;
-	}
+	/* free-run between Syncs, but a slave goes silent after sync_loss_cycles without */
+	if (e->have_sync && (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles)
+		raise_event(e, RTN_TDMA_EV_SYNC_TIMEOUT);
 	record_sync_error(e, now);
 	if (e->port.on_cycle)
 		e->port.on_cycle(e->port.arg, n, cycle_start(e, n));
@@ -657,6 +673,7 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 		if (slot_active(s, n))
 			add_job(e, s->offset_ns, JOB_SLOT, s->id);
 	}
+	chain_windows(e);
 	/* a calibration request that got no reply is sent again */
 	if (e->req_outstanding && (int32_t)(n - e->req_reply_cycle) > 2)
 		e->req_outstanding = 0;
@@ -674,11 +691,13 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		e->in_slot = 1;
 		e->slot_start = cycle_start(e, e->cur_no) + s->offset_ns;
 		/*
-		 * The slot owns [offset, offset + wire time of a full frame + guard):
-		 * validation keeps the next slot out of it.  The guard is the lateness
-		 * the slot tolerates, so a full-size frame still fits when the thread
-		 * wakes up to guard_ns late; later than that, it waits for the next
-		 * occurrence and the occurrence counts as a late start.
+		 * The slot owns [offset, offset + slot_len_ns()): validation keeps
+		 * the next slot out of it.  RTnet's slot: a full frame plus the guard,
+		 * the lateness it tolerates, so a full-size frame still fits when the
+		 * thread wakes up to guard_ns late; later than that, it waits for the
+		 * next occurrence and the occurrence counts as a late start.  A
+		 * window: every frame whose wire time ends inside it, all handed to
+		 * the ring at once.
 		 */
 		e->slot_end = e->slot_start + slot_len_ns(&e->cfg, s);
 		e->sent_in_occ = 0;
@@ -707,7 +726,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt, t;
+		int64_t tx, wt, t = 0;
 
 		if (b == NIL)
 			return 1;
@@ -717,23 +736,28 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		} else {
 			wt = rtn_wire_time_ns(e->pool[b].len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
+			if (t < e->slot_start)
+				t = e->slot_start;	/* a chained window, run early */
 			if (t + wt > e->slot_end) {
 				ss->deferred++;
 				return 1;
 			}
-			/* hand frames over up to PACE_AHEAD_NS before their wire time */
-			if (t > now + PACE_AHEAD_NS) {
+			/* RTnet's slot: hand frames over up to PACE_AHEAD_NS before their wire time */
+			if (!s->window_ns && t > now + PACE_AHEAD_NS) {
 				e->resume_at = t - PACE_AHEAD_NS;
 				return 0;
 			}
 		}
-		if (xmit(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			 e->st.clock_offset, &tx))
+		if (xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
+			      e->st.clock_offset, t, &tx))
 			return 1;
 		if (e->sent_in_occ++ == 0) {
-			rtn_hist_add(&e->st.slot_lateness, tx - e->slot_start);
+			/* handed over early for a window: it was on time */
+			int64_t late = tx > e->slot_start ? tx - e->slot_start : 0;
+
+			rtn_hist_add(&e->st.slot_lateness, late);
 			if (id == 0)
-				rtn_hist_add(&e->st.slot0_lateness, tx - e->slot_start);
+				rtn_hist_add(&e->st.slot0_lateness, late);
 		}
 		ss->frames++;
 		ss->bytes += e->pool[b].len;
@@ -748,16 +772,12 @@ static void run_backup_check(struct rtn_tdma *e)
 {
 	uint32_t n = e->cur_no;
 
-	if (e->have_sync && e->last_sync_no == n) {
-		/* the primary is alive */
-		if (e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE)
-			set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
+	if (e->have_sync && (e->last_sync_no == n || e->heard_no == n)) {
+		/* the primary is alive (a late Sync, not taken for the clock, counts too) */
+		raise_event(e, RTN_TDMA_EV_PRIMARY_ALIVE);
 		return;
 	}
-	if (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY) {
-		set_state(e, RTN_TDMA_ST_BACKUP_ACTIVE);
-		e->st.backup_takeovers++;
-	}
+	raise_event(e, RTN_TDMA_EV_PRIMARY_SILENT);
 	send_sync(e, n);
 }
 
@@ -852,7 +872,7 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 	if (e->in_slot && e->resume_at)
 		return e->resume_at;
 	if (e->next_job < e->n_jobs)
-		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].offset;
+		return cycle_start(e, e->cur_no) + e->jobs[e->next_job].due;
 	/* the cycle is over: the step to the next one is due when that one begins */
 	return begin_time(e, e->cur_no + 1);
 }
@@ -868,9 +888,32 @@ static void end_listen(struct rtn_tdma *e)
 	/* a backup still has to calibrate against a primary that shows up later */
 	e->calibrated = !is_backup(e) || e->cfg.cal_rounds == 0;
 	e->st.clock_offset = 0;
-	set_state(e, is_backup(e) ? RTN_TDMA_ST_BACKUP_ACTIVE : RTN_TDMA_ST_MASTER);
-	if (is_backup(e))
-		e->st.backup_takeovers++;
+	raise_event(e, RTN_TDMA_EV_LISTEN_DONE);
+}
+
+/*
+ * After a stall of more than SKIP_AFTER cycles, jump to the cycle before the
+ * current one at once instead of walking every cycle missed (each walked
+ * cycle counts its slots as missed; the jump counts the cycles it skipped).
+ */
+#define SKIP_AFTER 1000
+
+static void skip_stalled_cycles(struct rtn_tdma *e, int64_t now)
+{
+	int64_t behind;
+
+	if (!e->grid_valid || e->cycle_ns <= 0 || e->begun)
+		return;
+	behind = (now - cycle_start(e, e->cur_no)) / e->cycle_ns;
+	if (behind <= SKIP_AFTER)
+		return;
+	behind -= 1;
+	if (behind > INT32_MAX / 2)
+		behind = INT32_MAX / 2;
+	e->base_start = cycle_start(e, e->cur_no + (uint32_t)behind);
+	e->base_no = e->cur_no + (uint32_t)behind;
+	e->cur_no = e->base_no;
+	e->st.cycles_skipped += (uint64_t)behind;
 }
 
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
@@ -880,6 +923,7 @@ void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 	stats_begin(e);
 	if (e->st.state == RTN_TDMA_ST_LISTEN && !e->grid_valid && now >= e->listen_until)
 		end_listen(e);
+	skip_stalled_cycles(e, now);
 	/* the bound only protects against a grid that jumped far ahead */
 	while (e->grid_valid && rtn_tdma_next_event(e) <= now && guard++ < 100000) {
 		if (!e->begun)
@@ -892,254 +936,6 @@ void rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 		}
 	}
 	stats_end(e);
-}
-
-/* ---- receiving ---------------------------------------------------------- */
-
-/* The k-th smallest of @p a[0..n) (Wirth's selection; reorders @p a). */
-static int64_t kth_smallest(int64_t *a, int n, int k)
-{
-	int l = 0, r = n - 1;
-
-	while (l < r) {
-		int64_t x = a[k];
-		int i = l, j = r;
-
-		do {
-			while (a[i] < x)
-				i++;
-			while (x < a[j])
-				j--;
-			if (i <= j) {
-				int64_t t = a[i];
-
-				a[i] = a[j];
-				a[j] = t;
-				i++;
-				j--;
-			}
-		} while (i <= j);
-		if (j < k)
-			l = i;
-		if (k < i)
-			r = j;
-	}
-	return a[k];
-}
-
-/*
- * The master-to-slave delay is the median of the rounds (the last
- * RTN_TDMA_CAL_KEEP of them), where RTnet takes the plain mean.  A round
- * can only come out too long (a stall between a stamp and the frame's
- * transmission, a reply delayed on a busy CPU), never too short, so one bad
- * round in a hundred moved the mean by microseconds and with it every slot
- * of this station; the median ignores it.
- */
-static void calibration_done(struct rtn_tdma *e)
-{
-	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done
-							  : RTN_TDMA_CAL_KEEP;
-
-	e->calibrated = 1;
-	e->st.master_delay_ns = 0;
-	if (n) {
-		int64_t hi = kth_smallest(e->cal_samples, n, n / 2);
-
-		/* an even count: the mean of the two middle rounds */
-		e->st.master_delay_ns = n & 1 ? hi
-					      : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
-	}
-	if (!is_master(e))
-		set_state(e, RTN_TDMA_ST_SYNCED);
-	else if (is_backup(e))
-		set_state(e, RTN_TDMA_ST_BACKUP_STANDBY);
-	else
-		set_state(e, RTN_TDMA_ST_MASTER);	/* restarted primary takes over */
-}
-
-/*
- * RTnet takes every Sync.  We take every Sync from the station we already
- * follow, but one from another sender only if it fits our grid: its
- * scheduled time within a tenth of a cycle of our own prediction and the
- * clock offset it implies within a tenth of a cycle of ours.  A backup
- * master passes (it sends the primary's grid); a stray or hostile Sync does
- * not move the clock.  After sync loss anything goes, to re-synchronise.
- */
-static int plausible_sync(const struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t tol, predicted, offset;
-
-	if (!memcmp(m->src, e->sync_src, 6) || e->st.state == RTN_TDMA_ST_SYNC_LOST ||
-	    !e->grid_valid || !e->cycle_ns)
-		return 1;
-	tol = e->cycle_ns / 10;
-	predicted = cycle_start(e, m->cycle_no) + e->st.clock_offset;
-	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
-	return llabs((int64_t)m->sched_xmit_stamp - predicted) <= tol &&
-	       llabs(offset - e->st.clock_offset) <= tol;
-}
-
-static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t offset, start;
-
-	if (sends_sync(e) && e->st.state == RTN_TDMA_ST_MASTER) {
-		/* another station sends Sync while we are the active master */
-		e->st.sync_foreign++;
-		return;
-	}
-	if (e->have_sync) {
-		int32_t d = (int32_t)(m->cycle_no - e->last_sync_no);
-
-		/* one Sync per cycle: a second one (another sender) or a stale one is ignored */
-		if (d <= 0 || !plausible_sync(e, m, rx)) {
-			e->st.sync_foreign++;
-			return;
-		}
-	}
-	if (e->st.state == RTN_TDMA_ST_LISTEN)
-		e->heard_sync = 1;
-	e->st.sync_rx++;
-	offset = (int64_t)m->xmit_stamp + e->st.master_delay_ns - rx;
-	start = (int64_t)m->sched_xmit_stamp - offset;
-
-	/* a slave learns the cycle length from two Syncs */
-	if (e->have_prev_sched && m->cycle_no != e->prev_sched_no) {
-		int64_t dn = (int32_t)(m->cycle_no - e->prev_sched_no);
-
-		if (dn > 0 && !e->cfg.cycle_ns)
-			e->cycle_ns = ((int64_t)m->sched_xmit_stamp - e->prev_sched) / dn;
-	}
-	e->prev_sched = (int64_t)m->sched_xmit_stamp;
-	e->prev_sched_no = m->cycle_no;
-	e->have_prev_sched = 1;
-	if (e->cfg.cycle_ns)
-		e->cycle_ns = e->cfg.cycle_ns;
-
-	e->st.clock_offset = offset;
-	memcpy(e->st.master_mac, m->src, 6);
-	memcpy(e->sync_src, m->src, 6);
-	e->last_sync_no = m->cycle_no;
-	e->have_sync = 1;
-	if (!e->cycle_ns)
-		return;	/* need a second Sync to know the cycle */
-
-	e->base_no = m->cycle_no;
-	e->base_start = start;
-	if (!e->grid_valid || (int32_t)(m->cycle_no - e->cur_no) > 0) {
-		/* first Sync, or we fell behind: jump to the master's cycle */
-		e->cur_no = m->cycle_no;
-		e->begun = 0;
-		e->in_slot = 0;
-	}
-	e->grid_valid = 1;
-
-	switch (e->st.state) {
-	case RTN_TDMA_ST_LISTEN:
-	case RTN_TDMA_ST_WAIT_SYNC:
-		if (e->calibrated)
-			calibration_done(e);
-		else
-			set_state(e, RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_SYNC_LOST:
-		set_state(e, e->calibrated ? RTN_TDMA_ST_SYNCED : RTN_TDMA_ST_CALIBRATING);
-		break;
-	case RTN_TDMA_ST_BACKUP_ACTIVE:
-		/* the primary is back: step back (calibrating first if never done) */
-		set_state(e, e->calibrated ? RTN_TDMA_ST_BACKUP_STANDBY : RTN_TDMA_ST_CALIBRATING);
-		break;
-	default:
-		break;
-	}
-}
-
-static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	uint32_t i, used = 0;
-	struct cal_reply *free_r = NULL;
-
-	e->st.cal_req_rx++;
-	if (!is_master(e) || !sends_sync(e))
-		return;
-	if ((int32_t)(m->reply_cycle - e->cur_no) <= 0 ||
-	    m->reply_slot_offset >= (uint64_t)e->cycle_ns) {
-		e->st.cal_rpl_late++;
-		return;
-	}
-	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
-		if (e->replies[i].used)
-			used++;
-		else if (!free_r)
-			free_r = &e->replies[i];
-	}
-	if (used >= e->cfg.max_cal_requests || !free_r) {
-		e->st.cal_overflow++;	/* RTnet: "Too many calibration requests pending!" */
-		return;
-	}
-	free_r->used = 1;
-	memcpy(free_r->dst, m->src, 6);
-	free_r->reply_cycle = m->reply_cycle;
-	free_r->offset = (int64_t)m->reply_slot_offset;
-	free_r->req_xmit = m->xmit_stamp;
-	free_r->rx_local = rx;
-}
-
-static void rx_rpl_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
-{
-	int64_t delay;
-
-	if (!e->req_outstanding || m->request_xmit_stamp != e->req_xmit || e->calibrated) {
-		e->st.cal_rpl_unexpected++;
-		return;
-	}
-	e->st.cal_rpl_rx++;
-	e->req_outstanding = 0;
-	delay = (rx - (int64_t)m->request_xmit_stamp) -
-		((int64_t)m->xmit_stamp - (int64_t)m->reception_stamp);
-	delay = (delay + 1) >> 1;
-	if (delay < 0)
-		delay = 0;
-	if (e->st.cal_rounds_done == 0 || delay < e->st.cal_min_ns)
-		e->st.cal_min_ns = delay;
-	if (e->st.cal_rounds_done == 0 || delay > e->st.cal_max_ns)
-		e->st.cal_max_ns = delay;
-	e->cal_samples[e->st.cal_rounds_done % RTN_TDMA_CAL_KEEP] = delay;
-	e->st.cal_rounds_done++;
-	if (e->st.cal_rounds_done >= e->cfg.cal_rounds)
-		calibration_done(e);
-}
-
-int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t rx_local)
-{
-	struct rtn_tdma_msg m;
-	int kind = rtn_tdma_decode(frame, len, &m);
-
-	if (kind == RTN_FRM_TUNNEL)
-		return 1;
-	stats_begin(e);
-	if (kind < 0) {
-		if (kind == RTN_FRM_FOREIGN_DISC)
-			e->st.rx_foreign_disc++;
-		else
-			e->st.rx_bad++;
-	} else if (!(m.dst[0] & 1) && memcmp(m.dst, e->mac, 6) != 0) {
-		/* unicast for another station (a flooding switch): not ours to judge */
-	} else if (e->st.state != RTN_TDMA_ST_DOWN) {
-		switch (kind) {
-		case TDMA_FRM_SYNC:
-			rx_sync(e, &m, rx_local);
-			break;
-		case TDMA_FRM_REQ_CAL:
-			rx_req_cal(e, &m, rx_local);
-			break;
-		case TDMA_FRM_RPL_CAL:
-			rx_rpl_cal(e, &m, rx_local);
-			break;
-		}
-	}
-	stats_end(e);
-	return kind < 0 ? kind : 0;
 }
 
 /* ---- statistics --------------------------------------------------------- */
@@ -1193,6 +989,8 @@ int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t
 		return 0;
 	if (!e->cfg.link_rate_mbps)
 		return INT64_MAX;
+	if (start < e->slot_start)
+		start = e->slot_start;		/* a chained window, run early */
 	return e->slot_end > start ? e->slot_end - start : 0;
 }
 

@@ -31,6 +31,7 @@
 
 #include <stdint.h>
 #include "rtn_hist.h"
+#include "rtn_tdma_fsm.h"
 
 #define RTN_TDMA_MAX_SLOTS	64	/* slot ids 0..63 (RTnet default 0..7) */
 #define RTN_TDMA_PRIOS		32	/* 0 = highest ... 31 = lowest, as RTnet */
@@ -40,22 +41,13 @@
 #define RTN_TDMA_MAX_CAL	256	/* calibration replies a master can hold */
 #define RTN_TDMA_CAL_KEEP	1024	/* calibration rounds kept for the median */
 #define RTN_TDMA_MIN_CYCLE_NS	100000LL	/* 100 us */
+#define RTN_TDMA_MAX_CYCLE_NS	1000000000LL	/* 1 s */
+#define RTN_TDMA_MAX_PERIOD	1024	/* largest slot period (-p x/y: y) */
 
 /* Roles */
 #define RTN_TDMA_ROLE_NONE	0	/* detached */
 #define RTN_TDMA_ROLE_MASTER	1	/* primary master (backup_offset_ns < 0) or backup */
 #define RTN_TDMA_ROLE_SLAVE	2
-
-/* States */
-#define RTN_TDMA_ST_DOWN		0
-#define RTN_TDMA_ST_LISTEN		1	/* master: 3 cycles listening for an active master */
-#define RTN_TDMA_ST_WAIT_SYNC		2	/* no Sync yet */
-#define RTN_TDMA_ST_CALIBRATING		3
-#define RTN_TDMA_ST_SYNCED		4	/* slave: synchronised and calibrated, sending */
-#define RTN_TDMA_ST_MASTER		5	/* primary master sending Sync */
-#define RTN_TDMA_ST_BACKUP_STANDBY	6
-#define RTN_TDMA_ST_BACKUP_ACTIVE	7
-#define RTN_TDMA_ST_SYNC_LOST		8	/* no Sync for sync_loss_cycles: silent */
 
 /* Slot lateness and sync error histograms start here (sync error is signed). */
 #define RTN_TDMA_SYNC_HIST_LO_NS	(-2000000LL)
@@ -67,6 +59,8 @@ struct rtn_tdma_slot_cfg {
 	uint32_t period;
 	uint32_t size;		/* payload bytes (RTnet -s); frames may be size + 14 long */
 	int32_t joint;		/* share this slot's queue, -1: none */
+	int64_t window_ns;	/* 0: RTnet's slot (one full frame + guard); else a transmit
+				 * window of this length, filled with as many frames as fit */
 };
 
 struct rtn_tdma_cfg {
@@ -113,7 +107,9 @@ struct rtn_tdma_stats {
 	uint64_t cycles;		/* cycle starts executed */
 	uint64_t sync_tx;
 	uint64_t sync_rx;
-	uint64_t sync_foreign;		/* Sync from another master while we are active */
+	uint64_t sync_foreign;		/* Sync from a station we do not follow, or while active */
+	uint64_t sync_implausible;	/* Sync outside the plausibility bounds: ignored */
+	uint64_t sync_relocks;		/* followed a master that restarted on a new grid */
 	uint64_t sync_lost_events;
 	uint64_t backup_takeovers;
 	uint64_t cal_req_tx;
@@ -123,6 +119,7 @@ struct rtn_tdma_stats {
 	uint64_t cal_rpl_unexpected;	/* replies to requests never sent */
 	uint64_t cal_overflow;		/* more pending requests than max_cal_requests */
 	uint64_t cal_rpl_late;		/* reply cycle already over */
+	uint64_t cal_implausible;	/* request or reply with impossible stamps or cycles */
 	uint64_t rx_bad;		/* malformed / wrong version / unknown TDMA frames */
 	uint64_t rx_foreign_disc;	/* RTmac frames of another discipline */
 	uint64_t frames_tx;
@@ -134,6 +131,7 @@ struct rtn_tdma_stats {
 	uint64_t late_starts;
 	uint64_t tx_errors;		/* port refused a frame */
 	uint64_t config_applied;
+	uint64_t cycles_skipped;	/* cycles jumped over at once after a very long stall */
 	struct rtn_tdma_slot_stats slot[RTN_TDMA_MAX_SLOTS];
 	struct rtn_hist slot_lateness;	/* first transmission minus scheduled slot start */
 	struct rtn_hist slot0_lateness;	/* the same for slot 0 only: RTnet's real-time slot */

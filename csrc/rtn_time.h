@@ -11,6 +11,7 @@
 #ifndef RTN_TIME_H
 #define RTN_TIME_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -40,7 +41,35 @@ static inline rtn_ns_t rtn_now(void)
 	return rtn_ts_to_ns(&ts);
 }
 
-/** Sleep until the absolute time @p deadline on RTN_CLOCK (EINTR-safe). */
+/*
+ * Saturating arithmetic for times that come from the wire or from memory
+ * another process can write: the result is clamped to the int64_t range
+ * instead of overflowing (undefined behaviour in C).
+ */
+static inline int64_t rtn_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static inline int64_t rtn_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/** |a - b| without overflow, as an unsigned distance. */
+static inline uint64_t rtn_dist(int64_t a, int64_t b)
+{
+	return a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+}
+
 /* Spin-loop hint: lets a hyperthread sibling (or the hypervisor) run meanwhile. */
 static inline void rtn_cpu_relax(void)
 {
@@ -51,11 +80,13 @@ static inline void rtn_cpu_relax(void)
 #endif
 }
 
+/** Sleep until the absolute time @p deadline on RTN_CLOCK (EINTR-safe). */
 static inline void rtn_sleep_until(rtn_ns_t deadline)
 {
-	struct timespec ts = rtn_ns_to_ts(deadline);
+	struct timespec ts = rtn_ns_to_ts(deadline < 0 ? 0 : deadline);
 
-	while (clock_nanosleep(RTN_CLOCK, TIMER_ABSTIME, &ts, NULL) != 0)
+	/* retry only on a signal: any other error would make this a spin */
+	while (clock_nanosleep(RTN_CLOCK, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
 }
 

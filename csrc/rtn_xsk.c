@@ -594,7 +594,7 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 	desc->options = 0;
 	now = rtn_now();
 	if (stamp_offset >= 0)
-		put_be64(data + stamp_offset, (uint64_t)(now + stamp_add));
+		put_be64(data + stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
 	if (x->defer_kick)
 		x->kick_pending = 1;

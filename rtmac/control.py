@@ -26,9 +26,9 @@ import re
 import socket
 
 from rtnet import paths
+from rtnet.control_protocol import MAX_REPLY
 from rtnet.errors import RtnetError
 
-MAX_REPLY = 1 << 20
 _IFNAME = re.compile(r"[^\s/:]{1,15}")
 
 
@@ -72,14 +72,14 @@ def send_request(dev: str, request: dict, timeout: float | None = 30.0,
             raise ControlError(exc.errno, f"{path}: {exc.strerror}") from None
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
-            data = b""
+            data = bytearray()
             while not data.endswith(b"\n"):
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
                 data += chunk
                 if len(data) > MAX_REPLY:
-                    raise ControlError(0, "reply from rtnetd too long")
+                    raise ControlError(0, f"reply from rtnetd longer than {MAX_REPLY} bytes")
         except socket.timeout:
             raise ControlError(110, "rtnetd did not reply in time") from None
         except OSError as exc:

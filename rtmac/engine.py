@@ -6,29 +6,40 @@ the engine's counters back into plain Python values.
 """
 from __future__ import annotations
 
+import enum
+
 from rtnet._lowlevel import ffi, lib
 from rtnet.hist import Histogram
 
 from .tdma_config import TdmaConfig, validate
 
-STATES = {
-    lib.RTN_TDMA_ST_DOWN: "down",
-    lib.RTN_TDMA_ST_LISTEN: "listening",
-    lib.RTN_TDMA_ST_WAIT_SYNC: "waiting for sync",
-    lib.RTN_TDMA_ST_CALIBRATING: "calibrating",
-    lib.RTN_TDMA_ST_SYNCED: "synchronised",
-    lib.RTN_TDMA_ST_MASTER: "active",
-    lib.RTN_TDMA_ST_BACKUP_STANDBY: "stand-by",
-    lib.RTN_TDMA_ST_BACKUP_ACTIVE: "active (backup)",
-    lib.RTN_TDMA_ST_SYNC_LOST: "sync lost",
-}
+class TdmaState(enum.StrEnum):
+    """The engine's states (csrc/rtn_tdma_fsm.h); each compares equal to its display name."""
+    DOWN = "down"
+    LISTEN = "listening"
+    WAIT_SYNC = "waiting for sync"
+    CALIBRATING = "calibrating"
+    SYNCED = "synchronised"
+    MASTER = "active"
+    BACKUP_STANDBY = "stand-by"
+    BACKUP_ACTIVE = "active (backup)"
+    SYNC_LOST = "sync lost"
+
+    @property
+    def code(self) -> int:
+        """The number the C engine uses (RTN_TDMA_ST_*)."""
+        return getattr(lib, f"RTN_TDMA_ST_{self.name}")
+
+
+STATES = {state.code: state for state in TdmaState}
 
 COUNTERS = (
-    "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_lost_events", "backup_takeovers",
+    "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_implausible", "sync_relocks",
+    "sync_lost_events", "backup_takeovers",
     "cal_req_tx", "cal_req_rx", "cal_rpl_tx", "cal_rpl_rx", "cal_rpl_unexpected",
-    "cal_overflow", "cal_rpl_late", "rx_bad", "rx_foreign_disc", "frames_tx", "bytes_tx",
-    "queue_drops", "too_big", "no_slot", "missed_slots", "late_starts", "tx_errors",
-    "config_applied",
+    "cal_overflow", "cal_rpl_late", "cal_implausible", "rx_bad", "rx_foreign_disc",
+    "frames_tx", "bytes_tx", "queue_drops", "too_big", "no_slot", "missed_slots",
+    "late_starts", "tx_errors", "config_applied", "cycles_skipped",
 )
 SLOT_COUNTERS = ("queue_depth", "occurrences", "frames", "bytes", "missed", "late_starts",
                  "deferred")
@@ -59,6 +70,7 @@ def to_c(config: TdmaConfig, *, listen_cycles: int = 3):
         cs.period = s.period
         cs.size = s.size
         cs.joint = -1 if s.joint is None else s.joint
+        cs.window_ns = s.window_us * 1000
     return c
 
 

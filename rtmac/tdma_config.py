@@ -30,16 +30,40 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
+from rtnet._lowlevel import lib
 from rtnet.errors import ConfigError
+from rtnet.messages import shown
 
-MIN_CYCLE_US = 100          # below this a 2-vCPU stock kernel cannot keep the slot grid
+# The C engine checks every configuration again (rtn_tdma_cfg_check() in
+# csrc/rtn_tdma.c) with the same rules; tests/unit/test_tdma_cross_check.py
+# holds the two together.  Limits that have a C constant are read from it.
+MIN_CYCLE_US = lib.RTN_TDMA_MIN_CYCLE_NS // 1000   # a 2-vCPU stock kernel keeps no finer grid
+MAX_SLOT_ID_LIMIT = lib.RTN_TDMA_MAX_SLOTS - 1     # the C engine's slot table
+MAX_CAL_REQUESTS = lib.RTN_TDMA_MAX_CAL            # calibration replies a master can hold
 MAX_CYCLE_US = 1_000_000    # RTnet shipped 5 ms; a 1 s cycle is the sane upper end
 MAX_OFFSET_US = MAX_CYCLE_US
-MAX_SLOT_ID_LIMIT = 63     # the C engine's slot table (RTN_TDMA_MAX_SLOTS - 1)
 MAX_PERIOD = 1024
 MIN_SLOT_SIZE = 60          # RTnet MIN_SLOT_SIZE
-MAX_MTU = 1500             # frame buffers hold 1536 bytes: no jumbo frames
+MAX_MTU = 1500             # Ethernet without jumbo frames (C frame buffers hold 1536 bytes)
+MAX_CAL_ROUNDS = 1_000_000
+MAX_LINK_RATE_MBPS = 400_000
+MAX_GUARD_NS = MAX_CYCLE_US * 1000
+MAX_SYNC_LOSS_CYCLES = 1_000_000
 DEFAULT_GUARD_NS = 50_000  # lateness a slot tolerates: ~p99.9 of a wake-up on a stock kernel
+
+# The allowed range of each whole-number setting of a TdmaConfig; the
+# configuration files and rtmac's command line check against the same table.
+# backup_offset_us is 1..cycle_us - 1 and cycle_us is optional for a slave.
+LIMITS = {
+    "cycle_us": (MIN_CYCLE_US, MAX_CYCLE_US),
+    "cal_rounds": (0, MAX_CAL_ROUNDS),
+    "max_slot_id": (0, MAX_SLOT_ID_LIMIT),
+    "max_cal_requests": (1, MAX_CAL_REQUESTS),
+    "link_rate_mbps": (0, MAX_LINK_RATE_MBPS),
+    "guard_ns": (0, MAX_GUARD_NS),
+    "mtu": (MIN_SLOT_SIZE, MAX_MTU),
+    "sync_loss_cycles": (1, MAX_SYNC_LOSS_CYCLES),
+}
 
 ETH_HLEN = 14
 ETH_ZLEN = 60               # minimum frame without FCS
@@ -64,7 +88,7 @@ def wire_time_ns(frame_len: int, link_rate_mbps: int) -> int:
     if link_rate_mbps == 0:
         return 0
     octets = PREAMBLE_SFD_LEN + max(frame_len, ETH_ZLEN) + ETH_FCS_LEN + IFG_LEN
-    return math.ceil(octets * 8 * 1000 / link_rate_mbps)
+    return -(-octets * 8 * 1000 // link_rate_mbps)     # rounded up in integers, as the C engine
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,7 @@ class Slot:
     period: int = 1
     size: int = 1500
     joint: int | None = None
+    window_us: int = 0      # beyond RTnet: a transmit window (0: one frame + guard, as RTnet)
 
     def active_in(self, cycle_no: int) -> bool:
         return cycle_no % self.period == self.phasing - 1
@@ -115,23 +140,38 @@ class TdmaConfig:
             d = dict(d)
             slots = {s["id"]: Slot(**s) for s in d.pop("slots", [])}
             return validate(cls(**d, slots=slots))
-        except (TypeError, KeyError) as exc:
-            raise ConfigError(f"bad TDMA configuration: {exc}") from None
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ConfigError(f"bad TDMA configuration: {shown(str(exc))}") from None
 
 
 def _check_int(name: str, value, lo: int | None = None, hi: int | None = None) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{name} must be an integer, got {value!r}")
+        raise ConfigError(f"{name} must be an integer, got {shown(value)}")
     if lo is not None and value < lo:
-        raise ConfigError(f"{name}: {value} below minimum {lo}")
+        raise ConfigError(f"{name}: {shown(value)} below minimum {lo}")
     if hi is not None and value > hi:
-        raise ConfigError(f"{name}: {value} above maximum {hi}")
+        raise ConfigError(f"{name}: {shown(value)} above maximum {hi}")
 
 
 def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
-    """``[start, end)`` in ns after the cycle start that the slot occupies."""
+    """``[start, end)`` in ns after the cycle start that the slot occupies: its window,
+    or RTnet's one full frame plus the guard."""
     start = slot.offset_us * 1000
+    if slot.window_us:
+        return start, start + slot.window_us * 1000
     return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
+
+
+def window_in_guard(config: TdmaConfig, a: Slot, b: Slot) -> bool:
+    """Whether window ``b`` starts inside the guard of RTnet slot ``a``, after its frame.
+
+    Allowed: both are this station's, the guard is only ``a``'s lateness allowance,
+    and the engine puts the window's frames on the wire after ``a``'s, each ending
+    inside the window, so a late frame of ``a`` delays the window, never another
+    station.  (The planner places a station's NRT window there.)
+    """
+    a_frame_end = a.offset_us * 1000 + wire_time_ns(a.size + ETH_HLEN, config.link_rate_mbps)
+    return bool(b.window_us) and not a.window_us and b.offset_us * 1000 >= a_frame_end
 
 
 def phases_meet(a: Slot, b: Slot) -> bool:
@@ -142,50 +182,49 @@ def phases_meet(a: Slot, b: Slot) -> bool:
 
 def _validate_globals(c: TdmaConfig) -> None:
     if c.role not in ROLES:
-        raise ConfigError(f"role must be 'master' or 'slave', got {c.role!r}")
+        raise ConfigError(f"role must be 'master' or 'slave', got {shown(c.role)}")
     if c.role == "master" or c.cycle_us is not None:
         if c.cycle_us is None:
             raise ConfigError("a master needs a cycle period")
         _check_int("cycle_us", c.cycle_us)
-        if not MIN_CYCLE_US <= c.cycle_us <= MAX_CYCLE_US:
-            raise ConfigError(f"cycle_us: {c.cycle_us} outside the supported range "
-                              f"{MIN_CYCLE_US}..{MAX_CYCLE_US}")
+        lo, hi = LIMITS["cycle_us"]
+        if not lo <= c.cycle_us <= hi:
+            raise ConfigError(f"cycle_us: {shown(c.cycle_us)} outside the supported range "
+                              f"{lo}..{hi}")
     if c.backup_offset_us is not None:
         if c.role != "master":
             raise ConfigError("a backup offset is only valid for a master")
         _check_int("backup_offset_us", c.backup_offset_us, 1)
         if c.backup_offset_us >= c.cycle_us:
-            raise ConfigError(f"backup_offset_us: {c.backup_offset_us} is not smaller "
+            raise ConfigError(f"backup_offset_us: {shown(c.backup_offset_us)} is not smaller "
                               f"than the cycle ({c.cycle_us} us)")
-    _check_int("cal_rounds", c.cal_rounds, 0, 1_000_000)
-    _check_int("max_slot_id", c.max_slot_id, 0, MAX_SLOT_ID_LIMIT)
-    _check_int("max_cal_requests", c.max_cal_requests, 1, 65535)
-    _check_int("link_rate_mbps", c.link_rate_mbps, 0, 400_000)
-    _check_int("guard_ns", c.guard_ns, 0, MAX_CYCLE_US * 1000)
-    _check_int("mtu", c.mtu, MIN_SLOT_SIZE, MAX_MTU)
-    _check_int("sync_loss_cycles", c.sync_loss_cycles, 1, 1_000_000)
+    for name, (lo, hi) in LIMITS.items():
+        if name != "cycle_us":
+            _check_int(name, getattr(c, name), lo, hi)
     if not isinstance(c.slots, dict):
         raise ConfigError(f"slots must be a dict of id -> Slot, got {type(c.slots).__name__}")
 
 
 def _validate_slot(c: TdmaConfig, key, s) -> None:
     if not isinstance(s, Slot):
-        raise ConfigError(f"slot {key!r} is not a Slot")
-    _check_int("slot id", s.id, 0)
+        raise ConfigError(f"slot {shown(key)} is not a Slot")
+    _check_int("slot id", s.id, 0, MAX_SLOT_ID_LIMIT)
     if key != s.id:
-        raise ConfigError(f"slot {s.id} stored under id {key!r}")
+        raise ConfigError(f"slot {s.id} stored under id {shown(key)}")
     if s.id > c.max_slot_id:
         raise ConfigError(f"slot {s.id}: id above max_slot_id {c.max_slot_id}")
     _check_int(f"slot {s.id}: offset_us", s.offset_us, 0, MAX_OFFSET_US)
     _check_int(f"slot {s.id}: period", s.period, 1, MAX_PERIOD)
     _check_int(f"slot {s.id}: phasing", s.phasing)
     if not 1 <= s.phasing <= s.period:
-        raise ConfigError(f"slot {s.id}: phasing {s.phasing}/{s.period} outside 1..{s.period}")
+        raise ConfigError(f"slot {s.id}: phasing {shown(s.phasing)}/{s.period} "
+                          f"outside 1..{s.period}")
     _check_int(f"slot {s.id}: size", s.size)
     if not MIN_SLOT_SIZE <= s.size <= c.mtu:
-        raise ConfigError(f"slot {s.id}: size {s.size} outside {MIN_SLOT_SIZE}..{c.mtu} (MTU)")
+        raise ConfigError(f"slot {s.id}: size {shown(s.size)} outside {MIN_SLOT_SIZE}..{c.mtu} "
+                          f"(MTU)")
     if s.joint is not None:
-        _check_int(f"slot {s.id}: joint", s.joint, 0)
+        _check_int(f"slot {s.id}: joint", s.joint, 0, MAX_SLOT_ID_LIMIT)
         primary = c.slots.get(s.joint)
         if s.joint == s.id:
             raise ConfigError(f"slot {s.id}: cannot be joint with itself")
@@ -197,12 +236,29 @@ def _validate_slot(c: TdmaConfig, key, s) -> None:
         if primary.size != s.size:
             raise ConfigError(f"slot {s.id}: size {s.size} differs from joint slot "
                               f"{s.joint} ({primary.size})")
+        if primary.joint is not None:
+            # a queue is shared with its owner, never passed on: RTnet and the C engine
+            raise ConfigError(f"slot {s.id}: joint slot {s.joint} is itself joint with "
+                              f"slot {primary.joint}")
+    _check_int(f"slot {s.id}: window_us", s.window_us, 0, MAX_OFFSET_US)
+    frame_ns = wire_time_ns(s.size + ETH_HLEN, c.link_rate_mbps)
+    if s.window_us and s.window_us * 1000 < frame_ns:
+        raise ConfigError(f"slot {s.id}: window {s.window_us} us is shorter than one "
+                          f"{s.size + ETH_HLEN}-byte frame ({frame_ns / 1000:g} us at "
+                          f"{c.link_rate_mbps} Mbit/s)")
     if c.cycle_us is not None:
         _, end = slot_extent_ns(c, s)
         if end > c.cycle_us * 1000:
-            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + a {s.size + ETH_HLEN}-byte "
-                              f"frame + guard ends at {end / 1000:g} us, past the "
-                              f"{c.cycle_us} us cycle")
+            what = (f"a {s.window_us} us window" if s.window_us else
+                    f"a {s.size + ETH_HLEN}-byte frame + guard")
+            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + {what} ends at "
+                              f"{end / 1000:g} us, past the {c.cycle_us} us cycle")
+
+
+def _by_key(item) -> tuple:
+    """Slots in id order, any key that is not an id (refused later) after them."""
+    key = item[0]
+    return (0, key, "") if isinstance(key, int) else (1, 0, shown(key))
 
 
 def validate(config: TdmaConfig) -> TdmaConfig:
@@ -210,7 +266,7 @@ def validate(config: TdmaConfig) -> TdmaConfig:
     if not isinstance(config, TdmaConfig):
         raise ConfigError(f"expected a TdmaConfig, got {type(config).__name__}")
     _validate_globals(config)
-    for key, s in sorted(config.slots.items(), key=lambda kv: str(kv[0])):
+    for key, s in sorted(config.slots.items(), key=_by_key):
         _validate_slot(config, key, s)
     ordered = sorted(config.slots.values(), key=lambda s: (s.offset_us, s.id))
     for i, a in enumerate(ordered):
@@ -219,7 +275,7 @@ def validate(config: TdmaConfig) -> TdmaConfig:
             b_start, b_end = slot_extent_ns(config, b)
             if b_start >= a_end:
                 break
-            if phases_meet(a, b):
+            if phases_meet(a, b) and not window_in_guard(config, a, b):
                 raise ConfigError(
                     f"slot {b.id} at {b.offset_us} us overlaps slot {a.id} "
                     f"({a.offset_us}..{a_end / 1000:g} us) in cycles where both are active")
@@ -263,5 +319,6 @@ def apply_request(config: TdmaConfig, request: dict) -> TdmaConfig:
                                      phasing=request.get("phasing", 1),
                                      period=request.get("period", 1),
                                      size=config.mtu if size == 0 else size,
-                                     joint=request.get("joint")))
-    raise ConfigError(f"not a slot request: {cmd!r}")
+                                     joint=request.get("joint"),
+                                     window_us=request.get("window_us", 0)))
+    raise ConfigError(f"not a slot request: {shown(cmd)}")

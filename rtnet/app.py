@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from . import paths
 from ._lowlevel import check, ffi, lib
 from .closeable import Closeable
+from .control_protocol import MAX_REPLY
 from .errors import ChannelError, ChannelFull, ConfigError
 
 MSG_MAX = 1536                       # whole frame, as RTN_CHAN_MSG_MAX
 OVERHEAD = lib.RTN_APP_OVERHEAD      # Ethernet header + application header
 MAX_DEPTH = 4096
-REPLY_MAX = 4096
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,22 @@ def _request_channel(path: str, request: dict) -> tuple[socket.socket, dict, lis
             raise ChannelError(exc.errno or errno.ECONNREFUSED,
                                f"no station daemon at {path} ({exc.strerror})") from None
         sock.sendall((json.dumps(request) + "\n").encode())
-        data = b""
+        data = bytearray()
         while b"\n" not in data:
-            chunk, got, _flags, _addr = socket.recv_fds(sock, REPLY_MAX, 4)
+            chunk, got, _flags, _addr = socket.recv_fds(sock, 65536, 4)
             fds.extend(got)
             if not chunk:
                 raise ChannelError(errno.ECONNRESET, f"{path}: daemon closed the connection")
             data += chunk
-            if len(data) > REPLY_MAX:
-                raise ChannelError(errno.EMSGSIZE, f"{path}: reply line too long")
-        reply = json.loads(data.split(b"\n", 1)[0])
+            if len(data) > MAX_REPLY:
+                raise ChannelError(errno.EMSGSIZE, f"{path}: reply line longer than "
+                                                   f"{MAX_REPLY} bytes")
+        try:
+            reply = json.loads(data.split(b"\n", 1)[0])
+        except ValueError:
+            reply = None
+        if not isinstance(reply, dict):
+            raise ChannelError(errno.EPROTO, f"{path}: malformed reply from the daemon")
         return sock, reply, fds
     except BaseException:
         for fd in fds:

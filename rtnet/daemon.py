@@ -15,16 +15,17 @@ Access control: the socket is mode 0600 (root only).  ``[control]
 status_group`` makes it 0660 with that group, so its members may send the
 read-only requests (status, tdma.show).  Every request that changes
 something or sends traffic (tdma.*, nomac.*, ping, capture, channel.open,
-shutdown) needs peer uid 0 or membership (primary or supplementary, read
-from SO_PEERCRED and /proc) of ``[control] group``.
+shutdown) needs peer uid 0 or membership (primary or supplementary, as the
+kernel recorded it at connect) of ``[control] group``.
 
 Protocol: newline-delimited JSON on a Unix stream socket; a connection may
 carry several requests, answered in order.  Each request is one object of
 at most 64 KiB with a ``"cmd"`` (``"dev"``, if given, must name this
 daemon's device).  Each reply is one line ``{"ok": true, ...}`` or
 ``{"ok": false, "error": "one-line message"}``; a bad request never ends
-the daemon, and a line that is too long or not UTF-8 JSON also ends the
-connection after the error reply.
+the daemon, and a line that is too long also ends the connection after the
+error reply.  Connections, time-outs and limits: rtnet.control_server;
+sizes shared with the clients: rtnet.control_protocol.
 
 - ``status`` -> ``{"status": {...}}``: Station.stats() made JSON-safe (each
   histogram becomes ``{"summary_us": {...}, "buckets_us": {"<us>": n}}``),
@@ -51,7 +52,8 @@ connection after the error reply.
   address is broadcast with the address inside; only the station owning it
   answers, and its MAC is used from then on.
 - ``capture``: count (1..10000), duration_ms (max 60000) -> ``{"frames": n,
-  "pcap_b64": "..."}``, a pcap (Ethernet, ns time stamps) of frames of the
+  "interface": "[netns/]ifname", "pcap_b64": "..."}``, a pcap (Ethernet, ns
+  time stamps, the first 2048 bytes of each frame) of frames of the
   real-time EtherTypes on the device, as seen by an AF_PACKET socket with
   kernel time stamps opened by the daemon in its namespace.
 - ``channel.open``: ethertype, slot, prio, max_size, depth (defaults from
@@ -72,13 +74,11 @@ import base64
 import errno
 import fcntl
 import grp
-import json
 import logging
 import mmap
 import os
 import queue
 import re
-import selectors
 import signal
 import socket
 import struct
@@ -92,21 +92,19 @@ from . import config as _config
 from . import netns as _netns
 from . import paths, procs
 from ._lowlevel import ffi, last_error, lib
+from .control_server import Command, ControlServer, RequestError, WithFds, group_policy
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .station import Station, mac_bytes
 
 log = logging.getLogger("rtnetd")
 
-MAX_REQUEST = 64 * 1024
-MAX_CONNECTIONS = 64
-READ_ONLY = {"status", "tdma.show"}
 ETH_P_ALL = 0x0003
 RTMAC_ETHERTYPES = (0x9021, 0x9022)
-
-
-class RequestError(Exception):
-    """A request is refused; the message goes back to the client as one line."""
+CAPTURE_MAX_FRAMES = 10_000
+CAPTURE_SNAPLEN = 2048     # bytes kept of each frame: a whole Ethernet frame, VLAN tag included
+PCAP_HEADER = struct.Struct("<IHHiIII")
+PCAP_RECORD = struct.Struct("<IIII")
 
 
 class StartError(Exception):
@@ -135,18 +133,6 @@ def json_safe(obj):
     return obj
 
 
-def peer_groups(pid: int, gid: int) -> set[int]:
-    groups = {gid}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Groups:"):
-                    groups.update(int(g) for g in line.split()[1:])
-    except OSError:
-        pass
-    return groups
-
-
 def mac_str(b: bytes) -> str:
     return ":".join(f"{x:02x}" for x in b)
 
@@ -160,12 +146,14 @@ def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
     return value
 
 
-def _pcap(frames: list[tuple[int, bytes]]) -> bytes:
-    out = [struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1)]  # ns time stamps
-    for ts_ns, data in frames:
-        out.append(struct.pack("<IIII", ts_ns // 10**9, ts_ns % 10**9, len(data), len(data)))
-        out.append(data)
-    return b"".join(out)
+def pcap_header(snaplen: int = CAPTURE_SNAPLEN) -> bytes:
+    """Classic pcap, ns time stamps (magic a1b23c4d), LINKTYPE_ETHERNET."""
+    return PCAP_HEADER.pack(0xA1B23C4D, 2, 4, 0, 0, snaplen, 1)
+
+
+def pcap_record(ts_ns: int, frame: bytes, snaplen: int = CAPTURE_SNAPLEN) -> bytes:
+    kept = frame[:snaplen]
+    return PCAP_RECORD.pack(ts_ns // 10**9, ts_ns % 10**9, len(kept), len(frame)) + kept
 
 
 def interface_ipv4(dev: str) -> set[str]:
@@ -371,12 +359,10 @@ class Daemon:
         self.station: Station | None = None
         self.echo: EchoService | None = None
         self.tap = None                        # vnic.tap.Tap while the VNIC is attached
-        self.listener: socket.socket | None = None
+        self.control: ControlServer | None = None
         self._pid_fd: int | None = None
         self._lock = threading.Lock()          # serialises changes (Python only)
         self._stop = threading.Event()
-        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._conns = set()
         self._started = time.monotonic()
         self._chan_ids: set[int] = set()
         self.admin_gid = self._gid(cfg.group, "control.group")
@@ -452,7 +438,11 @@ class Daemon:
         except (RtnetError, ConfigError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StartError(f"{self.dev}: {why}") from None
-        self.listener = self._listen()
+        try:
+            listener = self._listen()
+        except OSError as exc:
+            raise StartError(f"{self.sock_path}: {exc.strerror or exc}") from None
+        self.control = self.control_server(listener)
 
     def _listen(self) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -467,17 +457,16 @@ class Daemon:
         else:
             os.chmod(self.sock_path, 0o600)
         s.listen(16)
-        s.setblocking(False)
         return s
 
     def close(self) -> None:
-        if self.listener is not None:
+        if self.control is not None:
             try:
                 os.unlink(self.sock_path)
             except FileNotFoundError:
                 pass
-            self.listener.close()
-            self.listener = None
+            self.control.close()          # ends the connections; they release their channels
+            self.control = None
         if self.echo is not None:
             self.echo.close()
             self.echo = None
@@ -497,100 +486,40 @@ class Daemon:
 
     def request_stop(self, *_):
         self._stop.set()
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
+        if self.control is not None:
+            self.control.stop()
 
     def serve(self) -> None:
-        sel = selectors.DefaultSelector()
-        sel.register(self.listener, selectors.EVENT_READ)
-        sel.register(self._wake_r, selectors.EVENT_READ)
-        while not self._stop.is_set():
-            for key, _ in sel.select():
-                if key.fileobj is self.listener:
-                    self._accept()
-        sel.close()
+        if not self._stop.is_set():
+            self.control.serve()
 
-    def _accept(self) -> None:
-        try:
-            conn, _ = self.listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return
-        if len(self._conns) >= MAX_CONNECTIONS:
-            _send_line(conn, {"ok": False, "error": "too many control connections"})
-            conn.close()
-            return
-        conn.setblocking(True)
-        self._conns.add(conn)
-        threading.Thread(target=self._serve_conn, args=(conn,), daemon=True,
-                         name="rtnetd-client").start()
+    # -- the control socket --------------------------------------------------------------------
+    def control_server(self, listener: socket.socket) -> ControlServer:
+        """The control protocol on ``listener``, with this daemon's commands and groups."""
+        group = f" or group {self.cfg.group}" if self.cfg.group else ""
+        return ControlServer(listener, self._commands(), privileged=group_policy(self.admin_gid),
+                             who=f"root{group}", check_request=self._check_dev)
 
-    # -- one client connection -----------------------------------------------------------------
-    def _serve_conn(self, conn: socket.socket) -> None:
-        owned: set[int] = set()
-        try:
-            pid, uid, gid = struct.unpack("3i", conn.getsockopt(
-                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-            privileged = uid == 0 or (self.admin_gid is not None and
-                                      self.admin_gid in peer_groups(pid, gid))
-            buf = b""
-            while not self._stop.is_set():
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    if len(line) > MAX_REQUEST:
-                        _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
-                        return
-                    if line.strip():
-                        self._handle_line(conn, line, privileged, owned)
-                if len(buf) > MAX_REQUEST:
-                    _refuse_and_close(conn, f"request longer than {MAX_REQUEST} bytes")
-                    return
-        except OSError:
-            pass
-        finally:
-            for cid in owned:
-                self._close_channel(cid)
-            self._conns.discard(conn)
-            conn.close()
+    def _commands(self) -> dict[str, Command]:
+        read_only = {"status": self.h_status, "tdma.show": self.h_tdma_show}
+        changes = {
+            "tdma.master": self.h_tdma_master, "tdma.slave": self.h_tdma_slave,
+            "tdma.slot": self.h_tdma_slot, "tdma.remove_slot": self.h_tdma_slot,
+            "tdma.detach": self.h_tdma_detach, "nomac.attach": self.h_nomac_attach,
+            "nomac.detach": self.h_nomac_detach, "ping": self.h_ping,
+            "capture": self.h_capture, "channel.open": self.h_channel_open,
+            "channel.close": self.h_channel_close, "shutdown": self.h_shutdown,
+        }
+        return {**{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
+                **{cmd: Command(h) for cmd, h in changes.items()}}
 
-    def _handle_line(self, conn, line: bytes, privileged: bool, owned: set) -> None:
-        try:
-            try:
-                req = json.loads(line.decode())
-            except (UnicodeDecodeError, ValueError):
-                raise RequestError("request is not a JSON object") from None
-            if not isinstance(req, dict):
-                raise RequestError("request is not a JSON object")
-            cmd = req.get("cmd")
-            if not isinstance(cmd, str) or cmd not in HANDLERS:
-                raise RequestError(f"unknown command {cmd!r}")
-            dev = req.get("dev", self.dev)
-            if dev != self.dev:
-                raise RequestError(f"this daemon runs {self.dev}, not {dev!r}")
-            if cmd not in READ_ONLY and not privileged:
-                raise RequestError(f"{cmd}: permission denied (needs root"
-                                   f"{' or group ' + self.cfg.group if self.cfg.group else ''})")
-            if cmd == "channel.open":
-                self._channel_open(conn, req, owned)
-                return
-            reply = HANDLERS[cmd](self, req, conn=conn, owned=owned)
-        except RequestError as exc:
-            reply = {"ok": False, "error": str(exc)}
-        except (ConfigError, RtnetError, KeyError, TypeError, ValueError) as exc:
-            msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            if isinstance(exc, KeyError):
-                msg = f"missing field {exc}"
-            reply = {"ok": False, "error": msg.splitlines()[0] if msg else type(exc).__name__}
-        reply = {"ok": True, **reply} if "ok" not in reply else reply
-        _send_line(conn, reply)
+    def _check_dev(self, req: dict) -> None:
+        dev = req.get("dev", self.dev)
+        if dev != self.dev:
+            raise RequestError(f"this daemon runs {self.dev}, not {dev!r}")
 
     # -- request handlers -------------------------------------------------------------------
-    def h_status(self, req, **_):
+    def h_status(self, req, conn):
         with self._lock:
             stats = self.station.stats()
             tdma_cfg = self.station.tdma_config
@@ -604,7 +533,7 @@ class Daemon:
         stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
         return {"status": stats}
 
-    def h_tdma_show(self, req, **_):
+    def h_tdma_show(self, req, conn):
         with self._lock:
             cfg = self.station.tdma_config
             tdma = self.station.stats()["tdma"] if cfg else None
@@ -617,7 +546,7 @@ class Daemon:
             raise RequestError(f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
                                f"already attached (detach it first)")
 
-    def h_tdma_master(self, req, **_):
+    def h_tdma_master(self, req, conn):
         backup = req.get("backup_offset_us")
         cfg = TdmaConfig(role="master", cycle_us=req["cycle_us"],
                          backup_offset_us=backup or None,
@@ -630,7 +559,7 @@ class Daemon:
             self.station.attach_tdma(cfg)
         return {}
 
-    def h_tdma_slave(self, req, **_):
+    def h_tdma_slave(self, req, conn):
         cfg = TdmaConfig(role="slave", cal_rounds=req.get("cal_rounds", 100),
                          max_slot_id=req.get("max_slot_id", 7),
                          link_rate_mbps=self.cfg.link_rate_mbps)
@@ -639,7 +568,7 @@ class Daemon:
             self.station.attach_tdma(cfg)
         return {}
 
-    def h_tdma_slot(self, req, **_):
+    def h_tdma_slot(self, req, conn):
         with self._lock:
             cur = self.station.tdma_config
             if cur is None:
@@ -666,27 +595,27 @@ class Daemon:
                 raise RequestError("calibration did not finish in time")
             self._stop.wait(0.05)  # calibration runs in the RT thread; poll its counters
 
-    def h_tdma_detach(self, req, **_):
+    def h_tdma_detach(self, req, conn):
         with self._lock:
             if self.station.discipline != "tdma":
                 raise RequestError(f"{self.dev}: no TDMA attached")
             self.station.detach()
         return {}
 
-    def h_nomac_attach(self, req, **_):
+    def h_nomac_attach(self, req, conn):
         with self._lock:
             self._require_free()
             self.station.attach_nomac()
         return {}
 
-    def h_nomac_detach(self, req, **_):
+    def h_nomac_detach(self, req, conn):
         with self._lock:
             if self.station.discipline != "nomac":
                 raise RequestError(f"{self.dev}: no NoMAC attached")
             self.station.detach()
         return {}
 
-    def h_ping(self, req, conn, **_):
+    def h_ping(self, req, conn):
         dst = req.get("dst")
         if not isinstance(dst, str):
             raise RequestError("dst: a MAC or IPv4 address")
@@ -702,13 +631,14 @@ class Daemon:
         size = _int_arg(req, "size", 56, 0, 1500)
         timeout = _int_arg(req, "timeout_ms", 500, 1, 60_000)
         return self.echo.ping(dst, count, interval, size, timeout,
-                              emit=lambda ev: _send_line(conn, ev))
+                              emit=conn.send)
 
-    def h_capture(self, req, **_):
-        count = _int_arg(req, "count", 100, 1, 10_000)
+    def h_capture(self, req, conn):
+        count = _int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
         duration = _int_arg(req, "duration_ms", 10_000, 1, 60_000)
         types = set(RTMAC_ETHERTYPES) | set(self.cfg.steered_ethertypes())
-        frames = []
+        pcap = bytearray(pcap_header())
+        frames = 0
         so_timestampns = 35
         peer_ns, peer_if = veth_peer(self.dev)
         with _netns.entered(peer_ns):
@@ -717,7 +647,7 @@ class Daemon:
             s.setsockopt(socket.SOL_SOCKET, so_timestampns, 1)
             s.bind((peer_if, ETH_P_ALL))
             deadline = time.monotonic() + duration / 1000
-            while len(frames) < count:
+            while frames < count:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._stop.is_set():
                     break
@@ -733,11 +663,13 @@ class Daemon:
                     if level == socket.SOL_SOCKET and kind == so_timestampns:
                         sec, nsec = struct.unpack("qq", value[:16])
                         ts = sec * 10**9 + nsec
-                frames.append((ts, data))
-        return {"frames": len(frames), "interface": f"{peer_ns or ''}/{peer_if}".lstrip("/"),
-                "pcap_b64": base64.b64encode(_pcap(frames)).decode()}
+                pcap += pcap_record(ts, data)
+                frames += 1
+        # CAPTURE_MAX_FRAMES records of CAPTURE_SNAPLEN bytes fit in MAX_REPLY once in base64
+        return {"frames": frames, "interface": f"{peer_ns or ''}/{peer_if}".lstrip("/"),
+                "pcap_b64": base64.b64encode(pcap).decode()}
 
-    def _channel_open(self, conn, req, owned) -> None:
+    def h_channel_open(self, req, conn):
         et = req.get("ethertype")
         if isinstance(et, bool) or not isinstance(et, int):
             raise RequestError(f"ethertype: {et!r} is not an integer")
@@ -755,21 +687,20 @@ class Daemon:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
                                                            max_size=max_size, depth=depth)
             self._chan_ids.add(cid)
-        owned.add(cid)
+        # the channel belongs to the connection: closed when the client closes it or dies
+        conn.hold(cid, lambda: self._close_channel(cid))
         try:
             size = os.fstat(memfd).st_size
-            data = json.dumps({"ok": True, "channel": cid, "shm_size": size}).encode() + b"\n"
-            socket.send_fds(conn, [data], [memfd, kickfd])
-        finally:
+        except OSError:
             os.close(memfd)
             os.close(kickfd)
+            raise
+        return WithFds({"channel": cid, "shm_size": size}, (memfd, kickfd))
 
-    def h_channel_close(self, req, owned, **_):
+    def h_channel_close(self, req, conn):
         cid = req.get("channel")
-        if cid not in owned:
+        if isinstance(cid, bool) or not isinstance(cid, int) or not conn.let_go(cid):
             raise RequestError(f"channel {cid!r} is not open on this connection")
-        owned.discard(cid)
-        self._close_channel(cid)
         return {}
 
     def _close_channel(self, cid: int) -> None:
@@ -781,44 +712,9 @@ class Daemon:
                 except RtnetError as exc:
                     log.warning("closing channel %d: %s", cid, exc)
 
-    def h_shutdown(self, req, **_):
+    def h_shutdown(self, req, conn):
         self.request_stop()
         return {}
-
-
-HANDLERS = {
-    "status": Daemon.h_status, "tdma.show": Daemon.h_tdma_show,
-    "tdma.master": Daemon.h_tdma_master, "tdma.slave": Daemon.h_tdma_slave,
-    "tdma.slot": Daemon.h_tdma_slot, "tdma.remove_slot": Daemon.h_tdma_slot,
-    "tdma.detach": Daemon.h_tdma_detach, "nomac.attach": Daemon.h_nomac_attach,
-    "nomac.detach": Daemon.h_nomac_detach, "ping": Daemon.h_ping,
-    "capture": Daemon.h_capture, "channel.open": None, "channel.close": Daemon.h_channel_close,
-    "shutdown": Daemon.h_shutdown,
-}
-
-
-def _refuse_and_close(conn: socket.socket, error: str) -> None:
-    """Error reply, then read and drop what the client still sends (bounded), so that
-    closing with unread data does not reset the connection before it reads the reply."""
-    _send_line(conn, {"ok": False, "error": error})
-    try:
-        conn.shutdown(socket.SHUT_WR)
-        conn.settimeout(1.0)
-        dropped = 0
-        while dropped < 16 * MAX_REQUEST * 16:
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            dropped += len(chunk)
-    except OSError:
-        pass
-
-
-def _send_line(conn: socket.socket, obj: dict) -> None:
-    try:
-        conn.sendall(json.dumps(obj).encode() + b"\n")
-    except OSError:
-        pass  # the client went away; its connection thread ends on the next recv
 
 
 def main(argv=None) -> int:

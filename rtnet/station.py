@@ -172,7 +172,7 @@ class Station(Closeable):
         st = ffi.new("struct rtn_chan_stats *")
         check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
         return {k: getattr(st, k) for k in ("id", "ethertype", "slot", "tx_msgs", "tx_drops",
-                                            "rx_msgs", "rx_drops")}
+                                            "rx_msgs", "rx_drops", "ring_errors")}
 
     def attach_vnic(self, tap_fd: int, mode: str = "batched", slot: int = 1) -> None:
         if mode not in VNIC_MODES:

@@ -27,6 +27,7 @@ from . import netns as _netns
 from . import procs
 from . import paths
 from ._lowlevel import last_error, lib
+from .control_protocol import MAX_REPLY
 from .errors import RtnetError
 
 START_TIMEOUT = 60.0   # a loaded 2-vCPU machine imports slowly
@@ -62,9 +63,11 @@ def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 3
             sock.sendall(json.dumps({**req, "dev": dev}).encode() + b"\n")
             f = sock.makefile("rb")
             while True:
-                line = f.readline(1 << 24)
+                line = f.readline(MAX_REPLY + 1)
                 if not line:
                     _fail(f"{dev}: rtnetd closed the connection without replying")
+                if len(line) > MAX_REPLY:
+                    _fail(f"{dev}: reply from rtnetd longer than {MAX_REPLY} bytes")
                 try:
                     reply = json.loads(line)
                 except ValueError:

@@ -285,3 +285,116 @@ def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
     # a rogue Sync 10^15 ns in the future would move the clock by days: it never did
     assert all(abs(o - before["clock_offset_ns"]) < 1_000_000 for o in offsets)
     assert abs(after["clock_offset_ns"] - before["clock_offset_ns"]) < 1_000_000
+
+
+def probes_in_slots(cap, stations, configs):
+    """Per sender: (probes checked, probes whose transmit stamp lay inside the slot window)."""
+    offsets = {st.mac: cfg.slots[0].offset_us * 1000 for st, cfg in zip(stations, configs)}
+    window = wire_time_ns(1514, 100) + SLAVE.guard_ns
+    syncs, probes = {}, []
+    for c in cap.frames:
+        if c.data[12:14] == b"\x90\x21":
+            m = decode(c.data)
+            if m is not None and m.kind == FrameKind.SYNC and m.src == stations[0].mac:
+                syncs[m.cycle_no] = m.sched_xmit_stamp
+        elif c.data[12:14] == b"\x88\xb5":
+            probes.append(c)
+    grid = sorted(syncs.values())
+    result = {}
+    for c in probes:
+        src = ":".join(f"{b:02x}" for b in c.data[6:12])
+        tx = int.from_bytes(c.data[30:38], "big")
+        k = bisect.bisect_right(grid, tx) - 1
+        if k < 0 or src not in offsets:
+            continue
+        rel = tx - grid[k]
+        lo, hi = offsets[src], offsets[src] + window
+        n, inside = result.get(src, (0, 0))
+        result[src] = (n + 1, inside + (lo <= rel and rel + wire_time_ns(64, 100) <= hi + 20_000))
+    return result
+
+
+def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3):
+    """A rogue on the wire sends, with the master's MAC, the Syncs that crashed or
+    desynchronised a slave (stamps 2^63 ns ahead, a cycle number 2^31 - 1 ahead,
+    zero stamps), 40 of each, to every station, while every station sends a probe
+    frame in its slot in every cycle."""
+    import socket
+    from rtmac import frames
+    from rtnet import netns
+    lab, stations = lab3
+    m, b, s = stations
+    before = [st.stats()["tdma"] for st in stations]
+    with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
+        for st in stations:
+            st.set_probe(0, ethertype=0x88B5, length=64)
+        with netns.entered(lab.wire_netns), \
+                socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+            raw.bind(("rtbr0", 0))           # from the bridge: flooded to every station
+            for k in range(120):
+                cycle = m.stats()["tdma"]["cycle_no"]
+                now = m.local_now()          # the master's global time (its offset is 0)
+                stamp, n = [((1 << 63) + now, cycle + 1), (now, cycle + 0x7FFFFFFF),
+                            (0, cycle + 1)][k % 3]
+                raw.send(frames.encode_sync(src=m.mac, cycle_no=n & 0xFFFFFFFF,
+                                            xmit_stamp=stamp, sched_xmit_stamp=stamp))
+                time.sleep(0.002)            # pacing the rogue, about one per two cycles
+        end = m.stats()["tdma"]["cycle_no"]
+        wait_for(lambda: m.stats()["tdma"]["cycle_no"] >= end + 20, what="20 more cycles")
+        for st in stations:
+            st.set_probe(None)
+    after = [st.stats()["tdma"] for st in stations]
+    assert all(st.running for st in stations)
+    assert [a["state"] for a in after] == ["active", "stand-by", "synchronised"]
+    # the backup and the slave follow the master and count every forgery (and the
+    # real master's Syncs that a stall delayed beyond the bound, a few)
+    for i in (1, 2):
+        assert after[i]["sync_implausible"] - before[i]["sync_implausible"] >= 120
+        assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100   # the real master's
+        err = after[i]["sync_error"].since(before[i]["sync_error"]) if i == 2 else None
+        if err is not None:
+            assert err.count > 100 and err.overflow == 0 and err.underflow == 0
+            assert -100_000 < err.percentile_ns(0.1) and err.percentile_ns(99.9) < 100_000
+    assert after[0]["sync_foreign"] - before[0]["sync_foreign"] >= 120
+    # every station kept sending in its own slot through it all
+    checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE))
+    assert set(checked) == {st.mac for st in stations}
+    for n, inside in checked.values():
+        assert n >= 200 and inside >= n - 5
+
+
+def test_master_restart_without_backup_is_followed_again(lab3):
+    """The backup is stopped; the master's station is closed and opened again (a new
+    rtnetd: cycle numbers start again at 1) faster than the slave declares sync
+    loss.  The slave must follow the new grid within a few cycles, not after the new
+    master's cycle count passes the old one."""
+    lab, stations = lab3
+    m, b, s = stations
+    b.detach()
+    cfg = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=100_000,
+                     slots={0: Slot(0, 400)})
+    s.attach_tdma(cfg)                   # a slave that never gives its master up
+    wait_for(lambda: s.stats()["tdma"]["state"] == "synchronised", what="slave synchronised")
+    # far enough into the old grid that a count merely passing it would be seen
+    old_cycle = wait_for(lambda: (c := s.stats()["tdma"]["cycle_no"]) > 1000 and c,
+                         what="1000 cycles")
+    relocks = s.stats()["tdma"]["sync_relocks"]
+    st0 = lab.station(1)
+    m.close()
+    m2 = Station(st0.ifname, netns=st0.netns, rt=RtSettings(cpu=0, priority=80))
+    stations[0] = m2                     # the fixture closes it
+    m2.attach_tdma(MASTER)
+    m2.start()
+    wait_for(lambda: m2.stats()["tdma"]["state"] == "active", what="new master active")
+
+    def follows():
+        mc, sc = m2.stats()["tdma"]["cycle_no"], s.stats()["tdma"]["cycle_no"]
+        return mc if abs(sc - mc) <= 2 else None
+
+    new_cycle = wait_for(follows, what="the slave on the new master's grid")
+    st = s.stats()["tdma"]
+    assert st["state"] == "synchronised"
+    assert st["sync_relocks"] == relocks + 1
+    # three Syncs of the new grid are needed; polling and stalls add some more
+    assert new_cycle < 200 < old_cycle
+    print(f"slave on the new grid by the new master's cycle {new_cycle}")

@@ -287,3 +287,20 @@ def test_c_open_reports_refusal(run_dir):
         assert 'EtherType "x" bad' in ffi.string(lib.rtn_last_error()).decode()
     finally:
         d.stop()
+
+
+def test_a_broken_length_or_depth_from_the_shared_page_stays_inside_the_slot(mem):
+    """The application reads the station's page: a length beyond the slot, or a depth
+    changed after attach, never makes it read outside its own message slot."""
+    frame = (STATION_MAC + STATION_MAC + struct.pack("!H", ET)
+             + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0) + b"x" * 10)
+    m = mem.rx(0)
+    ffi.memmove(m.frame, frame, len(frame))
+    m.len = 0xFFFFFFFF
+    with Channel.attach(*mem.fds()) as ch:
+        mem.shm.depth = 1 << 30             # rewritten after attach: not used
+        mem.shm.rx.head = 1
+        msg = ch.recv(timeout=0)
+        assert len(msg.payload) == lib.RTN_CHAN_MSG_MAX - 14 - 24
+        assert msg.payload.startswith(b"x" * 10)
+        assert ch.stats()["depth"] == mem.depth

@@ -1,0 +1,41 @@
+"""User input inside error messages: always one printable line of bounded length.
+
+Errors quote what they refuse (a value from a file, a word of a command
+line), and that text may hold newlines, terminal escapes or a megabyte of
+digits.  Messages are built with :func:`shown` for each quoted value and
+passed through :func:`one_line` before they are printed.
+
+>>> shown("rteth0"), shown("a\\nb"), shown(10 ** 50)
+("'rteth0'", "'a\\\\nb'", 'a 51-digit number')
+>>> one_line("bad\\x1b[2J value")
+'bad\\\\x1b[2J value'
+"""
+from __future__ import annotations
+
+import reprlib
+
+MAX_SHOWN = 60       # characters of a quoted value
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = MAX_SHOWN
+_repr.maxlevel = 3
+
+
+def shown(value) -> str:
+    """A short one-line rendering of ``value`` for an error message."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) < 10 ** 18:
+            return str(value)
+        sign = "negative " if value < 0 else ""
+        if value.bit_length() < 14000:
+            return f"a {sign}{len(str(abs(value)))}-digit number"
+        # str() of a huge int is slow, and Python refuses it past 4300 digits
+        return f"a {sign}number of about {int(value.bit_length() * 0.30103)} digits"
+    return one_line(_repr.repr(value))
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that does not print written as an escape."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)

@@ -1,0 +1,232 @@
+"""Which Sync may move a station's clock: forged, broken and restarted masters.
+
+RTnet takes every Sync.  The engine here judges each one first
+(csrc/rtn_tdma_rx.c): a slave follows the master it synchronised to, a Sync
+outside the plausibility bounds is counted and ignored, a stray Sync from
+another station never moves the clock, and a master that restarted is
+followed again within a few cycles.  Everything runs on the simulator, where
+station 0's clock is the true time, so the master's global time is ``seg.now``.
+"""
+import random
+
+from rtmac import frames
+from rtmac.sim import Segment
+from rtmac.tdma_config import Slot, TdmaConfig
+
+CYCLE_NS = 1_000_000
+MASTER_MAC = "02:52:54:00:00:01"
+ROGUE_MAC = "02:99:99:99:99:99"
+# The largest clock step one Sync may cause at a 1 ms cycle: 5% of the cycle
+# plus 200 ppm of at most 100 cycles (see sync_tol() in csrc/rtn_tdma_rx.c).
+MAX_STEP_NS = 50_000 + 20_000
+
+
+def master():
+    return TdmaConfig(role="master", cycle_us=CYCLE_NS // 1000, slots={0: Slot(0, 0)})
+
+
+def slave(**kw):
+    return TdmaConfig(role="slave", slots={0: Slot(0, 400)}, cal_rounds=10, **kw)
+
+
+def synced_pair(**slave_kw):
+    seg = Segment(2, latency_ns=5000, wake_jitter_ns=5000)
+    seg.start(0, master())
+    seg.run_for(100_000)
+    seg.start(1, slave(**slave_kw))
+    seg.run_for(100 * CYCLE_NS)
+    assert seg.stats(1)["state"] == "synchronised"
+    return seg
+
+
+def master_grid(seg):
+    """(cycle_no, scheduled start) of the last Sync station 1 received from the master."""
+    for r in reversed(seg.received(1)):
+        f = frames.decode(r.head)
+        if f is not None and f.kind == frames.FrameKind.SYNC and f.src == MASTER_MAC:
+            return f.cycle_no, f.sched_xmit_stamp
+    raise AssertionError("no Sync from the master yet")
+
+
+def at_cycle_start(seg, after_ns=500):
+    """Run to just after the next cycle start: before the master's own Sync arrives."""
+    seg.run_for(CYCLE_NS - seg.now % CYCLE_NS + after_ns)
+
+
+def next_sync(seg, *, src=MASTER_MAC, cycles_ahead=0, shift_ns=0, **override):
+    """The master's Sync for the current cycle (+ cycles_ahead), as a forger would copy it.
+
+    Sent right at the cycle's scheduled start, so injected at_cycle_start() it implies
+    the true clock offset (within the calibrated delay).
+    """
+    n0, sched0 = master_grid(seg)
+    n = n0 + (seg.now - sched0) // CYCLE_NS + cycles_ahead
+    sched = sched0 + (n - n0) * CYCLE_NS + shift_ns
+    fields = {"cycle_no": n & 0xFFFFFFFF, "xmit_stamp": sched, "sched_xmit_stamp": sched}
+    fields.update(override)
+    return frames.encode_sync(src=src, **fields)
+
+
+def run_cycles(seg, n):
+    seg.run_for(n * CYCLE_NS)
+
+
+def test_the_simulated_master_grid_is_what_next_sync_forges():
+    seg = synced_pair()
+    # a perfect copy of the master's next Sync from the master's MAC is taken ...
+    at_cycle_start(seg)
+    before = seg.stats(1)
+    seg.inject(1, next_sync(seg))
+    after = seg.stats(1)
+    assert after["sync_rx"] == before["sync_rx"] + 1
+    assert after["sync_implausible"] == before["sync_implausible"]
+    # ... and moves the clock by no more than the bound (it is the true grid)
+    assert abs(after["clock_offset_ns"] - before["clock_offset_ns"]) < MAX_STEP_NS
+
+
+def test_sync_with_stamps_2_to_the_63_ahead_is_ignored_not_a_crash():
+    seg = synced_pair()
+    at_cycle_start(seg)
+    before = seg.stats(1)
+    for stamp in (seg.now + (1 << 63), (1 << 64) - 1, seg.now + (1 << 61)):
+        seg.inject(1, next_sync(seg, xmit_stamp=stamp, sched_xmit_stamp=stamp))
+    after = seg.stats(1)
+    assert after["sync_implausible"] == before["sync_implausible"] + 3
+    assert after["clock_offset_ns"] == before["clock_offset_ns"]
+    run_cycles(seg, 10)
+    st = seg.stats(1)
+    assert st["state"] == "synchronised"
+    assert st["sync_rx"] >= before["sync_rx"] + 9
+    assert st["sync_error"].overflow == 0 and st["sync_error"].underflow == 0
+
+
+def test_cycle_number_far_ahead_does_not_desynchronise_or_spin():
+    seg = synced_pair()
+    at_cycle_start(seg)
+    before = seg.stats(1)
+    seg.inject(1, next_sync(seg, cycle_no=(before["cycle_no"] + 0x7FFFFFFF) & 0xFFFFFFFF))
+    mid = seg.stats(1)
+    assert mid["sync_implausible"] == before["sync_implausible"] + 1
+    assert mid["clock_offset_ns"] == before["clock_offset_ns"]
+    w0 = seg.wakeups(1)
+    run_cycles(seg, 20)
+    st = seg.stats(1)
+    assert st["state"] == "synchronised"
+    assert st["sync_rx"] >= mid["sync_rx"] + 19        # the real master is still followed
+    assert st["cycle_ns"] == CYCLE_NS
+    assert seg.wakeups(1) - w0 < 20 * 10                # a few per cycle, not a spin
+    assert st["slots"][0]["frames"] == before["slots"][0]["frames"]  # (nothing queued)
+
+
+def test_zero_stamps_do_not_teach_a_negative_cycle():
+    # the slave learns its cycle from Syncs (no cycle configured)
+    seg = synced_pair()
+    before = seg.stats(1)
+    seg.inject(1, next_sync(seg, xmit_stamp=0, sched_xmit_stamp=0))
+    run_cycles(seg, 10)
+    st = seg.stats(1)
+    assert st["cycle_ns"] == CYCLE_NS
+    assert st["sync_implausible"] == before["sync_implausible"] + 1
+    assert st["state"] == "synchronised"
+
+
+def test_stray_sync_from_another_station_never_moves_the_clock():
+    seg = synced_pair()
+    at_cycle_start(seg)
+    before = seg.stats(1)
+    # on the grid, 30 us off, and far off: none of them is from the master we follow
+    for shift in (0, 30_000, 400_000):
+        seg.inject(1, next_sync(seg, src=ROGUE_MAC, shift_ns=shift))
+    after = seg.stats(1)
+    assert after["sync_foreign"] == before["sync_foreign"] + 3
+    assert after["clock_offset_ns"] == before["clock_offset_ns"]
+    assert after["sync_rx"] == before["sync_rx"]
+
+
+def test_a_step_beyond_the_bound_from_our_own_master_is_ignored():
+    seg = synced_pair()
+    at_cycle_start(seg)
+    before = seg.stats(1)
+    seg.inject(1, next_sync(seg, shift_ns=3 * MAX_STEP_NS))
+    after = seg.stats(1)
+    assert after["sync_implausible"] == before["sync_implausible"] + 1
+    assert after["clock_offset_ns"] == before["clock_offset_ns"]
+
+
+def test_random_syncs_move_the_clock_by_at_most_the_bound_and_never_unsettle_it():
+    seg = synced_pair()
+    rng = random.Random(10)
+    for _ in range(300):
+        at_cycle_start(seg, rng.randrange(3000))
+        st = seg.stats(1)
+        kind = rng.randrange(4)
+        if kind == 0:       # any bits at all
+            f = frames.encode_sync(src=rng.choice([MASTER_MAC, ROGUE_MAC]),
+                                   cycle_no=rng.getrandbits(32), xmit_stamp=rng.getrandbits(64),
+                                   sched_xmit_stamp=rng.getrandbits(64))
+        else:               # near the grid, from the master's MAC
+            f = next_sync(seg, cycles_ahead=rng.randrange(-3, 5),
+                          shift_ns=rng.choice([0, 1, -1]) * rng.randrange(2 * MAX_STEP_NS))
+        seg.inject(1, f)
+        assert abs(seg.stats(1)["clock_offset_ns"] - st["clock_offset_ns"]) <= MAX_STEP_NS
+    run_cycles(seg, 20)
+    st = seg.stats(1)
+    assert st["state"] == "synchronised"
+    # once the forger stops, the true grid is back to within the bound
+    assert abs(st["clock_offset_ns"]) < MAX_STEP_NS
+
+
+def restart_master(seg, silent_cycles):
+    seg.set_alive(0, False)
+    run_cycles(seg, silent_cycles)
+    seg.set_alive(0, True)
+    seg.start(0, master())           # a new rtnetd: cycle numbers start again at 1
+
+
+def test_master_restart_is_followed_within_10_cycles_without_a_backup():
+    seg = synced_pair()
+    old = seg.stats(1)
+    assert old["cycle_no"] > 50
+    restart_master(seg, silent_cycles=0)   # back before the slave declares sync loss
+    run_cycles(seg, 3 + 10)                # the master listens 3 cycles, then sends Sync
+    m, s = seg.stats(0), seg.stats(1)
+    assert m["state"] == "active" and m["cycle_no"] <= 12
+    assert s["cycle_no"] == m["cycle_no"]  # the slave is on the new master's grid
+    assert s["state"] == "synchronised"
+    assert s["sync_relocks"] == old["sync_relocks"] + 1
+
+
+def test_master_restart_after_sync_loss_is_followed_at_once():
+    seg = synced_pair()
+    old = seg.stats(1)
+    restart_master(seg, silent_cycles=20)
+    assert seg.stats(1)["state"] == "sync lost"
+    run_cycles(seg, 3 + 4)
+    m, s = seg.stats(0), seg.stats(1)
+    assert s["cycle_no"] == m["cycle_no"] and s["state"] == "synchronised"
+    assert s["sync_lost_events"] == old["sync_lost_events"] + 1
+
+
+def test_a_forger_cannot_relock_a_slave_while_its_master_is_alive():
+    seg = synced_pair()
+    before = seg.stats(1)
+    # a consistent foreign grid from the master's MAC, one Sync per cycle for 20 cycles
+    for k in range(20):
+        at_cycle_start(seg)
+        seg.inject(1, next_sync(seg, cycle_no=5 + k, shift_ns=300_000))
+    st = seg.stats(1)
+    assert st["sync_relocks"] == before["sync_relocks"]
+    assert st["sync_implausible"] >= before["sync_implausible"] + 20
+    assert abs(st["clock_offset_ns"] - before["clock_offset_ns"]) < MAX_STEP_NS
+
+
+def test_calibration_requests_for_far_cycles_cannot_fill_the_masters_table():
+    seg = synced_pair()
+    before = seg.stats(0)
+    for k in range(300):
+        seg.inject(0, frames.encode_req_cal(dst=MASTER_MAC, src=ROGUE_MAC, xmit_stamp=k,
+                                            reply_cycle=(before["cycle_no"] + 100_000 + k),
+                                            reply_slot_offset=500_000))
+    st = seg.stats(0)
+    assert st["cal_implausible"] == before["cal_implausible"] + 300
+    assert st["cal_overflow"] == before["cal_overflow"]
