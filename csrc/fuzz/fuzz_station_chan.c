@@ -64,12 +64,13 @@ static struct {
 	struct poke p;
 	int armed;
 	uint32_t taken[N_CHANS];
-	int (*take)(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m, void *arg);
+	int (*take)(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+		    uint32_t len, void *arg);
 	void *arg;
 } race;
 
 static int racing_take(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
-		       void *unused)
+		       uint32_t len, void *unused)
 {
 	int id = (int)(c - s->chans);
 
@@ -80,7 +81,7 @@ static int racing_take(struct rtn_station *s, const struct chan *c, const struct
 		apply_poke(&race.p);
 		race.armed = 0;
 	}
-	return race.take(s, c, m, race.arg);
+	return race.take(s, c, m, len, race.arg);
 }
 
 static void drain(int racing, const struct poke *p)

@@ -23,7 +23,7 @@
  *   decrease;
  * - every frame buffer is either free or in exactly one queue.
  */
-#include "../rtn_tdma.c"
+#include "../rtn_tdma_priv.h"
 #include "tdma_snapshot.h"
 
 /* every engine run the simulator makes goes through run_counted() */
@@ -39,8 +39,9 @@ static void run_counted(struct rtn_tdma *e, int64_t now);
 #define JITTER_NS	10000
 /* far above what the longest step needs (655 cycles of 100 us, a few jobs each) */
 #define WORK_MAX	200000
-/* simulated cycles per input: keeps one input well under a millisecond of work */
-#define CYCLES_MAX	40
+/* simulated cycles per input: enough to synchronise (listen, three calibration
+ * rounds) and then some; more only makes each input slower */
+#define CYCLES_MAX	24
 #define DATA_TYPE	0x88B5
 
 static struct rtn_sim *sim;
@@ -76,9 +77,10 @@ static void run_counted(struct rtn_tdma *e, int64_t now)
 
 /* ---- counters that may only grow ------------------------------------------ */
 
+/* the uint64_t counters from cycles up to the per-slot array */
 #define FIXED_COUNTERS \
-	((offsetof(struct rtn_tdma_stats, config_applied) - \
-	  offsetof(struct rtn_tdma_stats, cycles)) / sizeof(uint64_t) + 1)
+	((offsetof(struct rtn_tdma_stats, slot) - offsetof(struct rtn_tdma_stats, cycles)) / \
+	 sizeof(uint64_t))
 #define N_COUNTERS	(FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + 9)
 
 FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)

@@ -9,6 +9,7 @@
 #define RTN_FUZZ_INET_CHECK_H
 
 #include <stdint.h>
+#include "fuzz_input.h"
 
 #define INET_ETH_HLEN	14
 #define INET_P_IPV4	0x0800
@@ -25,7 +26,8 @@ static inline uint32_t inet_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static inline uint64_t inet_sum(uint64_t sum, const uint8_t *p, uint32_t len)
+/* the judge, not the judged: not traced, or every 64 KB packet costs 32k traced compares */
+FUZZ_UNTRACED static uint64_t inet_sum(uint64_t sum, const uint8_t *p, uint32_t len)
 {
 	uint32_t i;
 

@@ -5,8 +5,8 @@
  *        a clock, for the station fuzz targets.
  *
  * rtn_station.c is included whole, so its static RX dispatch and channel
- * functions can be called directly, and so is rtn_tdma.c (its engine state
- * is saved and restored between inputs).  What the station needs from the
+ * functions can be called directly; the TDMA engine's state is saved and
+ * restored between inputs (tdma_snapshot.h).  What the station needs from the
  * outside is replaced:
  * - rtn_xsk_*: a socket whose receive ring returns the frames the harness
  *   queued (each in a buffer of exactly its length, so a read past a frame
@@ -33,7 +33,6 @@ static int64_t fuzz_clock_ns;
 #define rtn_now() (fuzz_clock_ns)
 
 #include "../rtn_station.c"
-#include "../rtn_tdma.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
@@ -346,7 +345,7 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 		struct chan *c = &s->chans[i];
 
 		memcpy(c->shm, H.shm_saved[i], H.shm_size[i]);
-		c->tx_msgs = c->tx_drops = c->rx_msgs = c->rx_drops = 0;
+		c->tx_msgs = c->tx_drops = c->rx_msgs = c->rx_drops = c->ring_errors = 0;
 		s->live[i] = c;
 		c->shm->kick_wanted = s->disc == RTN_DISC_NOMAC;
 	}

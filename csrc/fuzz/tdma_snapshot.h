@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file tdma_snapshot.h
- * @brief Put a TDMA engine back into a saved state between fuzz inputs,
- *        for harnesses that include rtn_tdma.c.
+ * @brief Put a TDMA engine back into a saved state between fuzz inputs.
  *
  * Every input must start from the same engine state, or a crash found by
  * one input would not reproduce on its own.  Creating engines per input is
@@ -10,9 +9,8 @@
  * under AddressSanitizer), so a harness creates them once, saves each, and
  * restores it before every input: everything but the pool's frame bytes,
  * which are always written (enqueue) before they are read.  The snapshot
- * relies on the engine's internals (struct rtn_tdma, the free list's
- * order), which is why it lives next to the harnesses that include the
- * engine's source.
+ * relies on the engine's internals (struct rtn_tdma in rtn_tdma_priv.h,
+ * the free list's order), which is why it lives with the harnesses.
  */
 #ifndef RTN_FUZZ_TDMA_SNAPSHOT_H
 #define RTN_FUZZ_TDMA_SNAPSHOT_H
@@ -20,11 +18,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../rtn_tdma_priv.h"
 #include "fuzz_input.h"
-
-#ifndef RTN_TDMA_POOL
-#error "include ../rtn_tdma.c before tdma_snapshot.h"
-#endif
 
 /* A copy of @p e, which must hold no queued frames (every buffer free, as after rtn_tdma_start). */
 FUZZ_UNTRACED static struct rtn_tdma *tdma_snapshot_save(const struct rtn_tdma *e)
