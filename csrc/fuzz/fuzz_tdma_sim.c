@@ -7,11 +7,11 @@
  *
  * Input: a header choosing the configuration (cycle, guard, calibration
  * rounds, listen cycles, clock error, lazy cycle begin, whether the backup
- * runs), then records of (kind, station, time step in us, arguments).  A
+ * runs, the slave's second slot or transmit window), then records of (kind, station, time step in us, arguments).  A
  * record injects a raw frame, or a Sync / calibration request / reply whose
  * fields are offsets from what the station expects (so that the fuzzer
  * reaches "one cycle ahead" and "2^63 ns ahead" alike), queues a data frame,
- * silences or revives a station, changes a slot, or stalls a station's
+ * silences or revives a station, changes a slot (offset, size, window), or stalls a station's
  * frames; then the segment runs for the time step.
  *
  * Hangs: libFuzzer's -timeout, and an explicit bound on the engine runs per
@@ -143,10 +143,10 @@ FUZZ_UNTRACED static void check_pool(const struct rtn_tdma *e, uint32_t station)
 /* ---- configuration from the input header ----------------------------------- */
 
 static void slot(struct rtn_tdma_cfg *c, uint32_t id, int64_t offset, uint32_t size,
-		 uint32_t period, uint32_t phasing)
+		 uint32_t period, uint32_t phasing, int64_t window)
 {
 	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id, .offset_ns = offset,
-		.phasing = phasing, .period = period, .size = size, .joint = -1 };
+		.phasing = phasing, .period = period, .size = size, .joint = -1, .window_ns = window };
 }
 
 struct setup {
@@ -156,6 +156,27 @@ struct setup {
 	int backup_on;
 	int64_t start_gap_ns;
 };
+
+/*
+ * Station @p i's slots in a cycle of @p cycle ns: slot 0 at 0, 30% and 60%
+ * of it; the slave may have a second slot, either at 80% every other cycle
+ * or a transmit window right where its slot 0 ends (run with that slot).
+ */
+static void layout(struct rtn_tdma_cfg *c, uint32_t i, int64_t cycle, uint32_t size, uint8_t flags)
+{
+	c->n_slots = 0;
+	c->cycle_ns = i == 2 ? 0 : cycle;
+	if (i == 1)
+		c->backup_offset_ns = cycle / 10;
+	slot(c, 0, cycle * 3 * i / 10, size, 1, 1, 0);
+	if (i != 2 || !(flags & 0x20))
+		return;
+	if (flags & 0x80)
+		slot(c, 1, c->slots[0].offset_ns + rtn_wire_time_ns(size + ETH_HLEN_RTN, c->link_rate_mbps)
+			   + c->guard_ns, size, 1, 1, cycle / 5);
+	else
+		slot(c, 1, cycle * 8 / 10, size, 2, 1 + ((flags >> 6) & 1), 0);
+}
 
 static void make_configs(struct fuzz_in *in, struct setup *su)
 {
@@ -172,29 +193,17 @@ static void make_configs(struct fuzz_in *in, struct setup *su)
 		rtn_tdma_cfg_init(c, i == 2 ? RTN_TDMA_ROLE_SLAVE : RTN_TDMA_ROLE_MASTER);
 		c->guard_ns = 5000LL * (1 + b3 % 10);
 		c->listen_cycles = (cal >> 4) & 3;
-		c->cycle_ns = i == 2 ? 0 : cycle;
-		if (i == 1)
-			c->backup_offset_ns = cycle / 10;
 		c->cal_rounds = i == 0 ? 0 : i == 1 ? (cal & 3) : ((cal >> 2) & 3);
-		slot(c, 0, cycle * 3 * i / 10, size, 1, 1);
-		if (i == 2 && (flags & 0x20))
-			slot(c, 1, cycle * 8 / 10, size, 2, 1 + ((flags >> 6) & 1));
+		layout(c, i, cycle, size, flags);
+		/* a combination that does not fit the cycle falls back to a roomy one */
+		if (rtn_tdma_cfg_check(c)) {
+			c->guard_ns = 5000;
+			layout(c, i, 1000000, size, flags);
+		}
+		if (rtn_tdma_cfg_check(c))
+			fuzz_fail("harness built an invalid configuration for station %u: %s", i,
+				  rtn_last_error());
 	}
-	/* a combination that does not fit the cycle falls back to a roomy one */
-	for (i = 0; i < N_STATIONS; i++) {
-		if (rtn_tdma_cfg_check(&su->cfg[i]) == 0)
-			continue;
-		su->cfg[i].cycle_ns = i == 2 ? 0 : 1000000;
-		if (i == 1)
-			su->cfg[i].backup_offset_ns = 100000;
-		su->cfg[i].guard_ns = 5000;
-		su->cfg[i].slots[0].offset_ns = 300000 * i;
-		if (su->cfg[i].n_slots > 1)
-			su->cfg[i].slots[1].offset_ns = 800000;
-	}
-	for (i = 0; i < N_STATIONS; i++)
-		if (rtn_tdma_cfg_check(&su->cfg[i]))
-			fuzz_fail("harness built an invalid configuration for station %u", i);
 	su->backup_on = flags & 1;
 	for (i = 0; i < N_STATIONS; i++)
 		rtn_tdma_set_lazy_begin(sim->st[i].e, (flags >> (1 + i)) & 1);
@@ -296,6 +305,7 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 
 		c.slots[0].offset_ns = (int64_t)(fuzz_u16(in) % 1000) * 1000;
 		c.slots[0].size = 60 + fuzz_u8(in) * 5;
+		c.slots[c.n_slots - 1].window_ns = 2000LL * fuzz_u8(in);
 		rc = rtn_sim_set_config(sim, i, &c);
 		if (rc && rc != -EINVAL && rc != -EBUSY)
 			fuzz_fail("rtn_tdma_set_config returned %d", rc);

@@ -194,10 +194,11 @@ struct harness {
 
 static struct harness H;
 
-static void harness_slot(struct rtn_tdma_cfg *c, uint32_t id, int64_t offset, uint32_t size)
+static void harness_slot(struct rtn_tdma_cfg *c, uint32_t id, int64_t offset, uint32_t size,
+			 int64_t window)
 {
 	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id, .offset_ns = offset,
-		.phasing = 1, .period = 1, .size = size, .joint = -1 };
+		.phasing = 1, .period = 1, .size = size, .joint = -1, .window_ns = window };
 }
 
 /* Channel memory on the heap: same size and contents as the memfd the station made. */
@@ -230,19 +231,18 @@ static void station_setup(void)
 		fuzz_fail("cannot open the station: %s", rtn_last_error());
 	port.arg = H.s;
 
-	/* slave: slots 0 and 2 for the channels, 1 for the VNIC */
+	/* slave: RTnet slots, 0 and 2 for the channels, 1 for the VNIC */
 	rtn_tdma_cfg_init(&H.cfg[0], RTN_TDMA_ROLE_SLAVE);
 	H.cfg[0].cal_rounds = 0;
-	harness_slot(&H.cfg[0], 0, 200000, 1500);
-	harness_slot(&H.cfg[0], 1, 400000, 1500);
-	harness_slot(&H.cfg[0], 2, 700000, 200);
-	/* master: sends at once (no listening), the same slots */
+	harness_slot(&H.cfg[0], 0, 200000, 1500, 0);
+	harness_slot(&H.cfg[0], 1, 400000, 1500, 0);
+	harness_slot(&H.cfg[0], 2, 700000, 200, 0);
+	/* master: sends at once (no listening); the VNIC's slot is a transmit window */
 	rtn_tdma_cfg_init(&H.cfg[1], RTN_TDMA_ROLE_MASTER);
 	H.cfg[1].listen_cycles = 0;
-	H.cfg[1].n_slots = 0;
-	harness_slot(&H.cfg[1], 0, 100000, 1500);
-	harness_slot(&H.cfg[1], 1, 300000, 1500);
-	harness_slot(&H.cfg[1], 2, 700000, 200);
+	harness_slot(&H.cfg[1], 0, 100000, 1500, 0);
+	harness_slot(&H.cfg[1], 1, 300000, 1500, 300000);
+	harness_slot(&H.cfg[1], 2, 700000, 200, 0);
 	for (i = 0; i < 2; i++) {
 		if (rtn_tdma_create(o.mac, &port, &H.engine[i]) ||
 		    rtn_tdma_start(H.engine[i], &H.cfg[i], STATION_T0))
