@@ -58,9 +58,10 @@ verdict() {
         *Leak*) echo "leak: $(grep -m1 -E '^(Direct|Indirect) leak' "$log" || echo "$line")" ;;
         *out-of-memory*) echo "out of memory" ;;
         *invariant*) echo "invariant: ${line#*fuzz invariant broken: }" ;;
-        *runtime*) echo "ubsan: $(tidy <<<"$line")" ;;
-        *AddressSanitizer*) echo "asan: $(sed -n 's/.*ERROR: AddressSanitizer: \([^ ]*\).*/\1/p' "$log" | head -n 1)" \
-                                 "in $(first_frame "$log")" ;;
+        *runtime*) echo "ubsan: csrc/${line#fuzz/../}" ;;	# paths are relative to csrc/
+        *AddressSanitizer*)
+          echo "asan: $(sed -n 's/.*ERROR: AddressSanitizer: \([^ ]*\).*/\1/p' "$log" | head -n 1)" \
+               "in $(first_frame "$log")" ;;
         *) echo "crash: deadly signal" ;;
       esac
       return

@@ -23,6 +23,13 @@
 
 enum { OP_SEND, OP_POKE, OP_DRAIN, OP_RACE, OP_RUN, OP_RX, OP_CYCLE, OP_TAP, OP_KINDS };
 
+/*
+ * Simulated time per input: 32 of the master's 1 ms cycles.  Every slot
+ * drains the channels, so more cycles only make an input slower (an input
+ * of a few hundred runs of 65 ms each took most of a second).
+ */
+#define TIME_BUDGET_NS	(32 * 1000000LL)
+
 struct poke {
 	int chan;
 	uint32_t off, n;
@@ -135,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	station_reset(&m);
 	if (b0 & 0x10)
 		rtn_station_set_probe(H.s, 2, 0x88B7, 60 + fuzz_u8(&in));
-	while (fuzz_more(&in) && ops++ < 256) {
+	while (fuzz_more(&in) && ops++ < 256 && fuzz_clock_ns - STATION_T0 < TIME_BUDGET_NS) {
 		uint8_t op = fuzz_u8(&in) % OP_KINDS;
 		struct poke p;
 		size_t got;

@@ -7,12 +7,13 @@
  *
  * Input: a header choosing the configuration (cycle, guard, calibration
  * rounds, listen cycles, clock error, lazy cycle begin, whether the backup
- * runs, the slave's second slot or transmit window), then records of (kind, station, time step in us, arguments).  A
- * record injects a raw frame, or a Sync / calibration request / reply whose
- * fields are offsets from what the station expects (so that the fuzzer
- * reaches "one cycle ahead" and "2^63 ns ahead" alike), queues a data frame,
- * silences or revives a station, changes a slot (offset, size, window), or stalls a station's
- * frames; then the segment runs for the time step.
+ * runs, the slave's second slot or transmit window), then records of (kind,
+ * station, time step in us, arguments).  A record injects a raw frame, or a
+ * Sync / calibration request / reply whose fields are offsets from what the
+ * station expects (so that the fuzzer reaches "one cycle ahead" and "2^63 ns
+ * ahead" alike), queues a data frame, silences or revives a station, changes
+ * a slot (offset, size, window), or stalls a station's frames; then the
+ * segment runs for the time step.
  *
  * Hangs: libFuzzer's -timeout, and an explicit bound on the engine runs per
  * step.  Invariants, whatever the input:

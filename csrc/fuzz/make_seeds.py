@@ -152,7 +152,8 @@ def seeds_vnic_gso() -> dict[str, bytes]:
         "needs_csum_tcp": station + vnet(1, 0, 0, 0, 34, 16) + tcp4(b"c" * 200),
         "ecn_tso": station + vnet(1, 0x81, 66, MSS, 34, 16) + tcp4(b"e" * 4000, flags="PA"),
         "ip_options": station + vnet(1, 1, 0, 500, 38, 16)
-        + bytes(Ether(dst=SLAVE, src=MASTER) / IP(src=IP1, dst=IP2, id=9, options=b"\x01\x01\x01\x00")
+        + bytes(Ether(dst=SLAVE, src=MASTER)
+                / IP(src=IP1, dst=IP2, id=9, options=b"\x01\x01\x01\x00")
                 / TCP(sport=1, dport=2, seq=3, flags="FPA") / (b"o" * 1800)),
         # a single frame longer than the limit: refused by rtn_gso_begin, not by rtn_gso_next
         "single_too_big": u16(0) + vnet() + tcp4(b"b" * 400),
@@ -212,11 +213,13 @@ def seeds_station_rx() -> dict[str, bytes]:
 
 def seeds_station_chan() -> dict[str, bytes]:
     # mode: 1 NoMAC | 2 TX ring full | 4 VNIC | 8 vnet | 0x10 probe (then a length byte)
-    def send(chan, frame): return u8(0) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame
+    def send(chan, frame):
+        return u8(0) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame
     def poke(chan, where, data): return u8(1) + u8(chan) + u16(where) + u8(len(data)) + data
     def race(chan, where, data): return u8(3) + u8(chan) + u16(where) + u8(len(data)) + data
     def run(us): return u8(4) + u16(us)
-    def chan_rx(chan, frame): return u8(5) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame + u8(chan)
+    def chan_rx(chan, frame):   # then the application reads that channel
+        return u8(5) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame + u8(chan)
     def cycle(no): return u8(6) + u32(no)
     def tap(pkt): return u8(7) + u16(len(pkt)) + pkt
     drain = u8(2)
@@ -225,7 +228,8 @@ def seeds_station_chan() -> dict[str, bytes]:
     return {
         "tdma_slots": u8(0) + send(0, a0) + send(1, a1) + send(2, a0) + run(100) + run(400)
         + run(400) + run(1000) + cycle(3),
-        "nomac": u8(1) + send(0, a0) + send(0, a0) + drain + chan_rx(0, a0) + chan_rx(1, a1) + run(50),
+        "nomac": u8(1) + send(0, a0) + send(0, a0) + drain + chan_rx(0, a0) + chan_rx(1, a1)
+        + run(50),
         "tx_full": u8(2) + send(0, a0) + run(1200) + drain,
         "vnic_tdma": u8(4) + tap(tcp4(b"v" * 300)) + tap(arp()) + run(350) + run(1000),
         "vnic_tso": u8(4 | 8) + tap(super_packet(3000)) + run(350) + run(1000) + run(1000),
@@ -240,7 +244,8 @@ def seeds_station_chan() -> dict[str, bytes]:
 def seeds_app_chan() -> dict[str, bytes]:
     # size selector (0: exact), header writes before attach, then operations
     def op(kind, args=b""): return u8(kind) + args + u8(1)
-    def deliver(frame): return op(1, u16(len(frame)) + frame + u32(7) + u64(5_000_000) + u64(5_000_100))
+    def deliver(frame):
+        return op(1, u16(len(frame)) + frame + u32(7) + u64(5_000_000) + u64(5_000_100))
     publish = op(2, u32(12) + u64(2_000_000_000) + u64(1_000_000) + u64(1_000) + u64(1_999_999_000))
     send = op(3, u16(100) + u8(1))
     send_at = op(3, u16(10) + u8(0) + u64(123_456_789))
@@ -267,8 +272,10 @@ def seeds_app_reply() -> dict[str, bytes]:
     ok = '{"ok": true, "channel": 3, "shm_size": 25472}\n'
     return {
         "ok": reply(ok), "ok_split": reply(ok, part=2, split=3),
-        "refused": reply('{"ok": false, "error": "EtherType 0x0800 cannot carry a channel"}\n', fds=0),
-        "escapes": reply('{"ok": false, "error": "a \\"quoted\\" \\u00e9\\n\\\\ tab\\t end"}\n', fds=0),
+        "refused": reply('{"ok": false, "error": "EtherType 0x0800 cannot carry a channel"}\n',
+                         fds=0),
+        "escapes": reply('{"ok": false, "error": "a \\"quoted\\" \\u00e9\\n\\\\ tab\\t end"}\n',
+                         fds=0),
         "no_fds": reply(ok, fds=0), "three_fds": reply(ok, fds=3),
         "swapped_fds": reply(ok, kinds=0b1110), "small_memory": reply(ok, kinds=0b11),
         "no_newline": reply('{"ok": true, "channel": 1}'),
