@@ -189,6 +189,9 @@ int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t ma
 	if (type == RTN_VNET_GSO_NONE) {
 		if (vh.gso_type & RTN_VNET_GSO_ECN)
 			return -EINVAL;
+		/* refused here like an oversized segment, not left for rtn_gso_next to fail */
+		if (g->len > max_frame)
+			return -EMSGSIZE;
 		if (vh.flags & RTN_VNET_F_NEEDS_CSUM) {
 			uint32_t start = vh.csum_start, field = start + vh.csum_offset;
 			uint16_t c;

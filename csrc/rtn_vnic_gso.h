@@ -63,7 +63,8 @@ struct rtn_gso_seg {
  * be at most @p max_frame bytes.  Returns the number of frames it yields
  * (>= 1), or -EINVAL for a malformed packet (bad header, gso_size 0,
  * hdr_len beyond the frame, unknown gso_type) and -EMSGSIZE for segments
- * larger than @p max_frame: the caller counts and drops those.  No error
+ * (or a single frame) larger than @p max_frame: the caller counts and drops
+ * those.  No error
  * message is recorded: this runs per packet on the real-time thread.
  */
 int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t max_frame);

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file fuzz_station_rx.c
+ * @brief Fuzz target: the station's receive dispatch (receive_all, chan_rx,
+ *        vnic_rx in rtn_station.c): classify every received frame and hand
+ *        it to TDMA, an application channel, the probe counter or the VNIC,
+ *        then write what went to the VNIC to its TAP (merging TCP segments
+ *        when the TAP has a vnet header).
+ *
+ * Input: a mode byte (discipline: TDMA slave, TDMA master, NoMAC or none;
+ * VNIC on; vnet header; which EtherType the probe receiver counts), then
+ * frames: u16 (bits 0-10 length, bit 11 a bad descriptor, bit 15 ends an
+ * RX batch), i8 receive stamp offset (0: no stamp from the XDP program),
+ * the frame bytes.  Checked: every frame is counted once; what reaches an
+ * application ring is a whole message of its EtherType, never more than
+ * the ring holds; what reaches the TAP is a frame (or, with the vnet
+ * header, a packet that segments again).
+ */
+#include "station_harness.h"
+
+static const uint16_t probe_types[4] = { 0, 0x88B5, 0x88B7, 0x0800 };
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = fuzz_in_make(data, size);
+	uint8_t b0 = fuzz_u8(&in);
+	struct station_mode m = { .disc = b0 & 3, .vnic_live = (b0 >> 2) & 1, .vnet = (b0 >> 3) & 1,
+				  .probe_rx_type = probe_types[(b0 >> 4) & 3] };
+	uint32_t frames = 0, i;
+
+	station_reset(&m);
+	while (fuzz_more(&in) && frames < STUB_RX_MAX) {
+		uint16_t w = fuzz_u16(&in);
+		int8_t ts = (int8_t)fuzz_u8(&in);
+		size_t got;
+		const uint8_t *p = fuzz_span(&in, w & 0x7ff, &got);
+
+		stub_rx_add(w & 0x800 ? NULL : p, (uint32_t)got,
+			    ts ? fuzz_clock_ns + ts * 10000LL : 0, w >> 15);
+		frames++;
+	}
+	receive_all(H.s);
+	if (H.s->st.rx_frames != frames)
+		fuzz_fail("%u frames received, %llu counted", frames,
+			  (unsigned long long)H.s->st.rx_frames);
+	if (stub_xsk.rx_pos != stub_xsk.rx_n || stub_xsk.peeked)
+		fuzz_fail("receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
+	if (m.vnic_live) {
+		write_to_tap(H.s, VNIC_RING);
+		tap_drain_check(m.vnet);
+	}
+	for (i = 0; i < N_CHANS; i++)
+		app_drain((int)i, 1);
+	return 0;
+}

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Seed corpora for the fuzz targets in csrc/fuzz/, written into a directory.
+
+    python3 csrc/fuzz/make_seeds.py csrc/build/fuzz/seeds     (make -C csrc fuzz runs it)
+
+One sub-directory per target, one file per seed.  The frames are built with
+the project's scapy layers (rtmac/layers.py) and scapy's IP/TCP, with every
+address given, so the output is the same on every machine and every run.
+Each seed is a well-formed case a target must handle (the fuzzer mutates
+from there), in the input format its harness documents: harness integers
+are little-endian, frames are as on the wire.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
+
+from rtmac.layers import (RTmac, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame,
+                          tunnel)
+
+MASTER, BACKUP, STATION, SLAVE = ("02:52:54:00:00:01", "02:52:54:00:00:02",
+                                  "02:52:54:00:00:02", "02:52:54:00:00:03")
+BCAST = "ff:ff:ff:ff:ff:ff"
+IP1, IP2 = "198.19.0.1", "198.19.0.2"
+MSS = 1448
+TS_OPTS = [("NOP", None), ("NOP", None), ("Timestamp", (12345, 678))]
+APP_MAGIC = 0x52544E41   # "RTNA", struct rtn_app_hdr
+CHAN_TYPES = (0x88B5, 0x88B6)
+
+
+def u8(v): return struct.pack("<B", v & 0xFF)
+def u16(v): return struct.pack("<H", v & 0xFFFF)
+def u32(v): return struct.pack("<I", v & 0xFFFFFFFF)
+def u64(v): return struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
+
+
+# ---- frames ---------------------------------------------------------------------
+
+def sync(cycle_no=5, xmit=1_000_000, sched=990_000, src=MASTER) -> bytes:
+    return bytes(pad_frame(Ether(dst=BCAST, src=src) / RTmac()
+                           / TdmaSync(cycle_no=cycle_no, xmit_stamp=xmit, sched_xmit_stamp=sched)))
+
+
+def req_cal(dst=MASTER, src=SLAVE, xmit=2_000_000, reply_cycle=7, offset=400_000) -> bytes:
+    return bytes(pad_frame(Ether(dst=dst, src=src) / RTmac()
+                           / TdmaReqCal(xmit_stamp=xmit, reply_cycle=reply_cycle,
+                                        reply_slot_offset=offset)))
+
+
+def rpl_cal(dst=SLAVE, src=MASTER, req=2_000_000, rx=2_010_000, tx=2_400_000) -> bytes:
+    return bytes(pad_frame(Ether(dst=dst, src=src) / RTmac()
+                           / TdmaRplCal(request_xmit_stamp=req, reception_stamp=rx, xmit_stamp=tx)))
+
+
+def tcp4(payload: bytes, seq=1000, flags="A", ip_id=100, sport=40000) -> bytes:
+    return bytes(Ether(dst=SLAVE, src=MASTER) / IP(src=IP1, dst=IP2, id=ip_id, flags="DF")
+                 / TCP(sport=sport, dport=5001, seq=seq, ack=777, flags=flags, window=501,
+                       options=TS_OPTS) / payload)
+
+
+def tcp6(payload: bytes, seq=1000, flags="A") -> bytes:
+    return bytes(Ether(dst=SLAVE, src=MASTER) / IPv6(src="2001:db8::1", dst="2001:db8::2")
+                 / TCP(sport=40000, dport=5001, seq=seq, ack=777, flags=flags, window=501,
+                       options=TS_OPTS) / payload)
+
+
+def udp4(payload: bytes) -> bytes:
+    return bytes(Ether(dst=SLAVE, src=MASTER) / IP(src=IP1, dst=IP2, id=7)
+                 / UDP(sport=5353, dport=5353) / payload)
+
+
+def arp() -> bytes:
+    return bytes(Ether(dst=BCAST, src=MASTER) / ARP(psrc=IP1, pdst=IP2, hwsrc=MASTER))
+
+
+def tunnelled(inner: bytes, src=MASTER) -> bytes:
+    return bytes(tunnel(Ether(inner), src))
+
+
+def app_frame(ethertype=CHAN_TYPES[0], seq=1, payload=b"hello", dst=BCAST, src=MASTER) -> bytes:
+    hdr = struct.pack("!IIqq", APP_MAGIC, seq, 5_000_000, 5_000_100)
+    return bytes(Ether(dst=dst, src=src, type=ethertype) / Raw(hdr + payload))
+
+
+def flow(n: int, last_len: int | None = None, seq=1000, ip_id=100, push_last=True) -> list[bytes]:
+    """n segments of one TCP flow: full MSS, the last one last_len bytes (PSH)."""
+    out = []
+    for i in range(n):
+        last = i == n - 1
+        size = last_len if last and last_len is not None else MSS
+        out.append(tcp4(bytes((seq + i + k) & 0xFF for k in range(size)), seq=seq + i * MSS,
+                        flags="PA" if last and push_last else "A", ip_id=ip_id + i))
+    return out
+
+
+def vnet(flags=0, gso_type=0, hdr_len=0, gso_size=0, csum_start=0, csum_offset=0) -> bytes:
+    """struct virtio_net_hdr in host (little-endian) byte order, as the TAP gives it."""
+    return struct.pack("<BBHHHH", flags, gso_type, hdr_len, gso_size, csum_start, csum_offset)
+
+
+def super_packet(size: int, v6=False) -> bytes:
+    payload = bytes(k & 0xFF for k in range(size))
+    frame = tcp6(payload, flags="PA") if v6 else tcp4(payload, flags="PA")
+    hdr_len = 14 + (40 if v6 else 20) + 32
+    return vnet(1, 4 if v6 else 1, hdr_len, MSS, hdr_len - 32, 16) + frame
+
+
+# ---- per target -------------------------------------------------------------------
+
+def seeds_tdma_proto() -> dict[str, bytes]:
+    s = sync()
+    return {
+        "sync": s, "sync_unpadded": s[:42], "req_cal": req_cal(), "rpl_cal": rpl_cal(),
+        "sync_huge_stamps": sync(0xFFFFFFFF, 2**63 - 1, 2**63 + 5),
+        "tunnel": tunnelled(tcp4(b"x" * 20)),
+        "nomac": bytes(pad_frame(Ether(dst=BCAST, src=MASTER) / RTmac(type=0) / Raw(b"\0" * 8))),
+        "rtmac_v1": s[:16] + b"\x01" + s[17:],
+        "tdma_v1": s[:18] + b"\x01\x01" + s[20:],
+        "unknown_id": s[:20] + b"\x00\x42" + s[22:],
+        "truncated_body": s[:30],
+        "reserved_flags": s[:17] + b"\xfe" + s[18:],
+        "not_rtmac": arp(),
+    }
+
+
+def seeds_tunnel() -> dict[str, bytes]:
+    t = tunnelled(tcp4(b"payload" * 10))
+    return {
+        "tcp4": t, "udp4": tunnelled(udp4(b"q" * 30)), "tcp6": tunnelled(tcp6(b"six" * 7)),
+        "arp": tunnelled(arp()), "reserved_flags": t[:17] + b"\x81" + t[18:],
+        "header_only": t[:18], "sync_not_tunnel": sync(), "plain_ip": tcp4(b"linux frame"),
+    }
+
+
+def seeds_vnic_gso() -> dict[str, bytes]:
+    station = u16(0x8000)        # the station's limit, RTN_TDMA_FRAME_MAX
+    mtu = u16(1514 - 60)          # 60 + sel: 1514 bytes
+    udp = udp4(b"u" * 100)
+    return {
+        "tso4_8k": station + super_packet(8000),
+        "tso4_64k": station + super_packet(65000),
+        "tso6_6k": station + super_packet(6000, v6=True),
+        "tso4_mtu": mtu + super_packet(3000),
+        "single": station + vnet() + tcp4(b"one frame"),
+        "needs_csum_udp": station + vnet(1, 0, 0, 0, 34, 6) + udp,
+        "needs_csum_tcp": station + vnet(1, 0, 0, 0, 34, 16) + tcp4(b"c" * 200),
+        "ecn_tso": station + vnet(1, 0x81, 66, MSS, 34, 16) + tcp4(b"e" * 4000, flags="PA"),
+        "ip_options": station + vnet(1, 1, 0, 500, 38, 16)
+        + bytes(Ether(dst=SLAVE, src=MASTER)
+                / IP(src=IP1, dst=IP2, id=9, options=b"\x01\x01\x01\x00")
+                / TCP(sport=1, dport=2, seq=3, flags="FPA") / (b"o" * 1800)),
+        # a single frame longer than the limit: refused by rtn_gso_begin, not by rtn_gso_next
+        "single_too_big": u16(0) + vnet() + tcp4(b"b" * 400),
+        "gso_size_zero": station + vnet(0, 1, 66, 0) + tcp4(b"z" * 3000),
+    }
+
+
+def records(frames: list[bytes]) -> bytes:
+    return b"".join(u16(len(f)) + f for f in frames)
+
+
+def seeds_vnic_gro() -> dict[str, bytes]:
+    bad = bytearray(flow(1)[0])
+    bad[-1] ^= 0xFF          # payload changed: TCP checksum no longer valid
+    other = tcp4(b"y" * MSS, seq=5000, ip_id=1, sport=40001)
+    return {
+        "flow4": records(flow(4, 100)),
+        "flow_full_no_push": records(flow(3, push_last=False)),
+        "two_flows": records(flow(2, push_last=False) + [other] + flow(2, 10, seq=1000 + 2 * MSS)),
+        "bad_checksum": records(flow(2, push_last=False) + [bytes(bad)]),
+        "out_of_order": records([flow(3)[0], flow(3)[2], flow(3)[1]]),
+        "not_tcp": records([udp4(b"u" * 50), arp()] + flow(2, 5)),
+        "pure_ack": records([tcp4(b""), tcp4(b"")]),
+        "tcp6": records([tcp6(b"6" * MSS), tcp6(b"6" * 10, seq=1000 + MSS)]),
+        "many": records(flow(44, push_last=False)),
+    }
+
+
+def rx(frame: bytes | None, ts=0, end=False) -> bytes:
+    w = (len(frame) if frame is not None else 0) & 0x7FF
+    if frame is None:
+        w |= 0x800
+    if end:
+        w |= 0x8000
+    return u16(w) + u8(ts) + (frame or b"")
+
+
+def seeds_station_rx() -> dict[str, bytes]:
+    # mode: disc (0 slave, 1 master, 2 NoMAC, 3 none) | 4 VNIC | 8 vnet | probe type << 4
+    tcp_in = [tunnelled(f) for f in flow(4, 200)]
+    return {
+        "slave_sync": u8(0) + rx(sync(1)) + rx(sync(2, 2_000_000, 1_990_000), ts=1)
+        + rx(rpl_cal()) + rx(app_frame()),
+        "master_req_cal": u8(1) + rx(req_cal(dst=STATION)) + rx(sync(src=BACKUP), end=True)
+        + rx(sync(src="02:99:99:99:99:99")),
+        "vnic_plain": u8(2 | 4) + b"".join(rx(tunnelled(f)) for f in (arp(), udp4(b"d" * 40))),
+        "vnic_gro": u8(0 | 4 | 8) + b"".join(rx(f) for f in tcp_in) + rx(tunnelled(udp4(b"x"))),
+        "vnic_gro_nomac": u8(2 | 4 | 8) + b"".join(rx(f) for f in tcp_in),
+        "channels": u8(2) + rx(app_frame(CHAN_TYPES[0], 1)) + rx(app_frame(CHAN_TYPES[1], 2))
+        + rx(app_frame(CHAN_TYPES[0], 3, b"z" * 1400)) + rx(app_frame(CHAN_TYPES[0], 4))
+        + rx(app_frame(CHAN_TYPES[0], 5)) + rx(app_frame(CHAN_TYPES[0], 6)),
+        "probe": u8(3 | (1 << 4)) + rx(app_frame(CHAN_TYPES[0], 9), ts=5),
+        "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
+        + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),
+    }
+
+
+def seeds_station_chan() -> dict[str, bytes]:
+    # mode: 1 NoMAC | 2 TX ring full | 4 VNIC | 8 vnet | 0x10 probe (then a length byte)
+    def send(chan, frame):
+        return u8(0) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame
+    def poke(chan, where, data): return u8(1) + u8(chan) + u16(where) + u8(len(data)) + data
+    def race(chan, where, data): return u8(3) + u8(chan) + u16(where) + u8(len(data)) + data
+    def run(us): return u8(4) + u16(us)
+    def chan_rx(chan, frame):   # then the application reads that channel
+        return u8(5) + u8(chan) + u16(len(frame) - 14) + u8(len(frame)) + frame + u8(chan)
+    def cycle(no): return u8(6) + u32(no)
+    def tap(pkt): return u8(7) + u16(len(pkt)) + pkt
+    drain = u8(2)
+    a0, a1 = app_frame(CHAN_TYPES[0], 1, dst=SLAVE), app_frame(CHAN_TYPES[1], 2, dst=SLAVE)
+    tx0_len = 384       # sizeof(struct rtn_chan_shm): where TX message 0 and its len start
+    return {
+        "tdma_slots": u8(0) + send(0, a0) + send(1, a1) + send(2, a0) + run(100) + run(400)
+        + run(400) + run(1000) + cycle(3),
+        "nomac": u8(1) + send(0, a0) + send(0, a0) + drain + chan_rx(0, a0) + chan_rx(1, a1)
+        + run(50),
+        "tx_full": u8(2) + send(0, a0) + run(1200) + drain,
+        "vnic_tdma": u8(4) + tap(tcp4(b"v" * 300)) + tap(arp()) + run(350) + run(1000),
+        "vnic_tso": u8(4 | 8) + tap(super_packet(3000)) + run(350) + run(1000) + run(1000),
+        "vnic_nomac_tso": u8(1 | 4 | 8) + tap(super_packet(3000)) + run(10) + run(10),
+        "probe": u8(0x10) + u8(40) + run(800) + run(1000),
+        "poke_len": u8(1) + send(0, a0) + poke(0, tx0_len, u32(1600)) + drain,
+        "race_len": u8(1) + send(0, a0) + race(0, tx0_len, u32(1536)) + send(0, a0) + drain,
+        "poke_tail": u8(0) + send(0, a0) + poke(0, 0x8000 | 192, u32(0)) + run(200),
+    }
+
+
+def seeds_app_chan() -> dict[str, bytes]:
+    # size selector (0: exact), header writes before attach, then operations
+    def op(kind, args=b""): return u8(kind) + args + u8(1)
+    def deliver(frame):
+        return op(1, u16(len(frame)) + frame + u32(7) + u64(5_000_000) + u64(5_000_100))
+    publish = op(2, u32(12) + u64(2_000_000_000) + u64(1_000_000) + u64(1_000) + u64(1_999_999_000))
+    send = op(3, u16(100) + u8(1))
+    send_at = op(3, u16(10) + u8(0) + u64(123_456_789))
+    recv = op(4, u16(2048))
+    recv_small = op(4, u16(3))
+    info, wait, stats, sub = op(5), op(6), op(7), op(8, u8(4))
+    a = app_frame(dst=SLAVE)
+    return {
+        "roundtrip": u8(0) + u8(0) + send + send + deliver(a) + recv + recv + stats,
+        "cycles": u8(0) + u8(0) + wait + publish + wait + info + publish + info + send,
+        "recv_small": u8(0) + u8(0) + deliver(a) + recv_small + deliver(a[:20]) + recv,
+        "subscribe": u8(0) + u8(0) + deliver(a) + deliver(a) + deliver(a) + sub + send_at,
+        "short_memory": u8(1) + u8(0) + send,
+        "bad_magic": u8(0) + u8(1) + u16(0) + u8(3) + b"\0\0\0\0" + send,
+        "bad_depth": u8(0) + u8(1) + u16(8) + u8(3) + u32(3) + recv,
+        "large_memory": u8(3) + u8(0) + deliver(a) + recv,
+    }
+
+
+def seeds_app_reply() -> dict[str, bytes]:
+    # how: descriptors (0-5) | part carrying them << 4; descriptor kinds; split into parts
+    def reply(text: str, fds=2, part=0, kinds=0, split=0) -> bytes:
+        return u8(fds | part << 4) + u8(kinds) + u8(split) + text.encode()
+    ok = '{"ok": true, "channel": 3, "shm_size": 25472}\n'
+    return {
+        "ok": reply(ok), "ok_split": reply(ok, part=2, split=3),
+        "refused": reply('{"ok": false, "error": "EtherType 0x0800 cannot carry a channel"}\n',
+                         fds=0),
+        "escapes": reply('{"ok": false, "error": "a \\"quoted\\" \\u00e9\\n\\\\ tab\\t end"}\n',
+                         fds=0),
+        "no_fds": reply(ok, fds=0), "three_fds": reply(ok, fds=3),
+        "swapped_fds": reply(ok, kinds=0b1110), "small_memory": reply(ok, kinds=0b11),
+        "no_newline": reply('{"ok": true, "channel": 1}'),
+        "too_long": reply('{"ok": false, "error": "' + "x" * 1100 + '"}\n', fds=0),
+        "spaces": reply('{ "ok" :\ttrue , "channel" : -1 }\n'),
+        "ok_without_value": reply('{"ok"}\n', fds=1),
+    }
+
+
+def seeds_tdma_sim() -> dict[str, bytes]:
+    # header: cycle (100 us * (1 + b % 10)), flags (1 backup, 2/4/8 lazy begin per station,
+    # 0x10 drift, 0x20 second slave slot, 0x40 its phasing, 0x80 it is a transmit window right
+    # after slot 0), calibration rounds backup | slave << 2
+    # | listen cycles << 4, guard, clock errors, slot size, start gap (10 us units), seed
+    def header(cycle=9, flags=0x01, cal=0x05, guard=9, clk=0, size=40, gap=10, seed=1):
+        return bytes([cycle, flags, cal, guard, clk, size, gap, seed])
+
+    def rec(kind, who, step_us, args=b""):
+        return u8(kind) + u8(who) + u16(step_us) + args
+
+    def wait(step_us, n=1):   # REC_STALL of no frames: only time passes
+        return rec(7, 0, step_us, u8(0) + u8(0)) * n
+
+    def inj_sync(who, dcycle, dxmit, dsched, src=0, step=100):
+        return rec(1, who, step, u8(src) + u32(dcycle) + u64(dxmit) + u64(dsched))
+
+    def data(who, slot, prio, length, step=100):
+        return rec(4, who, step, u8(slot) + u8(prio) + u16(length))
+
+    return {
+        "quiet_backup": header() + wait(5000, 8),
+        "quiet_fast": header(cycle=0, flags=0x01 | 0x20 | 0x10, cal=0x3F, guard=0, clk=0x55)
+        + wait(500, 8),
+        "lazy": header(flags=0x01 | 0x0E) + wait(2000, 20),
+        "traffic": header() + wait(15000) + data(2, 0, 3, 200) + data(2, 0, 0, 60)
+        + data(1, 0, 31, 1500) + data(0, 1, 5, 100) + wait(2000, 5),
+        "failover": header() + wait(15000) + rec(5, 0, 5000) + wait(3000, 3) + rec(5, 0, 5000)
+        + wait(3000, 3),
+        "stray_sync": header() + wait(15000) + inj_sync(2, 1, 0, 0, src=2)
+        + inj_sync(2, 0, 50_000, 0, src=0) + inj_sync(1, 2, 0, 1000, src=1) + wait(3000, 3),
+        "calibration": header(cal=0x0F) + wait(3000)
+        + rec(2, 0, 100, u8(1) + u64(1_000_000) + u32(3) + u64(200_000))
+        + rec(3, 2, 100, u8(0) + u16(0) + u64(10_000) + u64(300_000)) + wait(3000, 5),
+        "slot_change": header() + wait(15000) + rec(6, 2, 3000, u16(500) + u8(10) + u8(0))
+        + rec(6, 0, 3000, u16(0) + u8(0) + u8(100)) + wait(3000, 4),
+        "window": header(flags=0x01 | 0x20 | 0x80) + wait(5000, 4) + data(2, 1, 0, 100)
+        + data(2, 1, 1, 200) + data(2, 1, 2, 300) + wait(2000, 4),
+        "stall": header() + wait(15000) + rec(7, 2, 5000, u8(3) + u8(200)) + wait(3000, 4),
+        "raw": header() + wait(15000) + rec(0, 2, 100, u16(60) + sync(3)) + rec(0, 1, 100, u16(18)
+                                                                              + sync()[:18]),
+    }
+
+
+TARGETS = {
+    "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
+    "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
+    "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,
+    "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim,
+}
+
+
+def write_all(out_dir: str) -> int:
+    count = 0
+    for target, make in TARGETS.items():
+        d = os.path.join(out_dir, target)
+        os.makedirs(d, exist_ok=True)
+        for old in os.listdir(d):
+            os.unlink(os.path.join(d, old))
+        for name, data in make().items():
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+            count += 1
+    return count
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: make_seeds.py OUTPUT_DIR", file=sys.stderr)
+        return 2
+    n = write_all(argv[1])
+    print(f"make_seeds: {n} seeds for {len(TARGETS)} targets in {argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
