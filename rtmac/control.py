@@ -1,9 +1,10 @@
-"""Client side of the station daemon's control socket.
+"""rtmac's requests to the station daemon, and the errors rtmac reports.
 
-Protocol: one Unix stream socket per device at
-``$RTNET_RUN_DIR/<netns>/<dev>.ctl`` (default ``/run/rtnet``; see rtnet.paths).  The client writes one JSON object and a newline
-(``{"cmd": "tdma.slot", "dev": "rteth0", ...}``) and reads one JSON line back:
-``{"ok": true, ...}`` or ``{"ok": false, "error": "one-line message"}``.
+Protocol: one Unix stream socket per device at ``$RTNET_RUN_DIR/<netns>/<dev>.ctl``
+(default ``/run/rtnet``; see rtnet.paths), spoken by rtnet.control_client.  The
+client writes one JSON object and a newline (``{"cmd": "tdma.slot", "dev":
+"rteth0", ...}``) and reads one JSON line back: ``{"ok": true, ...}`` or
+``{"ok": false, "error": "one-line message"}``.
 
 Requests built by ``rtmac`` (rtmac/cli.py), all with ``"dev"``:
 
@@ -21,12 +22,9 @@ Requests built by ``rtmac`` (rtmac/cli.py), all with ``"dev"``:
 """
 from __future__ import annotations
 
-import json
 import re
-import socket
 
-from rtnet import paths
-from rtnet.control_protocol import MAX_REPLY
+from rtnet import control_client, paths
 from rtnet.errors import RtnetError
 
 _IFNAME = re.compile(r"[^\s/:]{1,15}")
@@ -60,36 +58,10 @@ def send_request(dev: str, request: dict, timeout: float | None = 30.0,
     (slot commands block during calibration, like tdmacfg).  ``netns`` names
     the station's network namespace (default: the caller's).
     """
-    path = socket_path(dev, netns)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise NoDaemonError(2, "no rtnetd running on this device "
-                                   "(start it with rtnetctl up)") from None
-        except OSError as exc:
-            raise ControlError(exc.errno, f"{path}: {exc.strerror}") from None
-        try:
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            data = bytearray()
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-                if len(data) > MAX_REPLY:
-                    raise ControlError(0, f"reply from rtnetd longer than {MAX_REPLY} bytes")
-        except socket.timeout:
-            raise ControlError(110, "rtnetd did not reply in time") from None
-        except OSError as exc:
-            raise ControlError(exc.errno, f"control socket: {exc.strerror}") from None
     try:
-        reply = json.loads(data)
-    except ValueError:
-        raise ControlError(0, "malformed reply from rtnetd") from None
-    if not isinstance(reply, dict) or "ok" not in reply:
-        raise ControlError(0, "malformed reply from rtnetd")
-    if not reply["ok"]:
-        raise ControlError(0, str(reply.get("error", "request failed")))
-    return reply
+        return control_client.call(check_dev(dev), request, netns=netns, timeout=timeout)
+    except control_client.ControlClientError as exc:
+        if exc.no_daemon:
+            raise NoDaemonError(exc.errno, "no rtnetd running on this device "
+                                           "(start it with rtnetctl up)") from None
+        raise ControlError(exc.errno, exc.strerror) from None

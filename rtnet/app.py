@@ -15,16 +15,14 @@ and are re-exported here.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import socket
 import weakref
 from dataclasses import dataclass
 
-from . import paths
+from . import control_client
 from ._lowlevel import check, ffi, lib
 from .closeable import Closeable
-from .control_protocol import MAX_REPLY
 from .errors import ChannelError, ChannelFull, ConfigError
 
 MSG_MAX = 1536                       # whole frame, as RTN_CHAN_MSG_MAX
@@ -99,41 +97,6 @@ def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
         raise ConfigError(f"depth {depth}: a power of two up to {MAX_DEPTH}")
 
 
-def _request_channel(path: str, request: dict) -> tuple[socket.socket, dict, list[int]]:
-    """Send one control request and read the reply line with its descriptors."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    fds: list[int] = []
-    try:
-        try:
-            sock.connect(path)
-        except OSError as exc:
-            raise ChannelError(exc.errno or errno.ECONNREFUSED,
-                               f"no station daemon at {path} ({exc.strerror})") from None
-        sock.sendall((json.dumps(request) + "\n").encode())
-        data = bytearray()
-        while b"\n" not in data:
-            chunk, got, _flags, _addr = socket.recv_fds(sock, 65536, 4)
-            fds.extend(got)
-            if not chunk:
-                raise ChannelError(errno.ECONNRESET, f"{path}: daemon closed the connection")
-            data += chunk
-            if len(data) > MAX_REPLY:
-                raise ChannelError(errno.EMSGSIZE, f"{path}: reply line longer than "
-                                                   f"{MAX_REPLY} bytes")
-        try:
-            reply = json.loads(data.split(b"\n", 1)[0])
-        except ValueError:
-            reply = None
-        if not isinstance(reply, dict):
-            raise ChannelError(errno.EPROTO, f"{path}: malformed reply from the daemon")
-        return sock, reply, fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        sock.close()
-        raise
-
-
 class Channel(Closeable):
     """One application channel; use Channel.open() or Channel.attach()."""
 
@@ -155,14 +118,18 @@ class Channel(Closeable):
              slot: int = 0, prio: int = 15, max_size: int = 1514, depth: int = 256) -> "Channel":
         """Ask the station daemon on ``dev`` for a channel (kept while this object is open)."""
         _validate_open(ethertype, slot, prio, max_size, depth)
-        path = paths.control_socket(dev, netns)
-        sock, reply, fds = _request_channel(path, {
-            "cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
-            "max_size": max_size, "depth": depth})
+        request = {"cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
+                   "max_size": max_size, "depth": depth}
         try:
-            if not reply.get("ok"):
-                raise ChannelError(errno.EREMOTEIO,
-                                   f"{dev}: channel refused: {reply.get('error', 'no reason given')}")
+            sock, _reply, fds = control_client.call_keep(dev, request, netns=netns, max_fds=4)
+        except control_client.ControlClientError as exc:
+            if exc.refused:
+                raise ChannelError(exc.errno, f"{dev}: channel refused: {exc.strerror}") from None
+            if exc.filename:                # the C library words this one the same way
+                raise ChannelError(exc.errno, f"no station daemon at {exc.filename} "
+                                              f"({os.strerror(exc.errno)})") from None
+            raise ChannelError(exc.errno, f"{dev}: {exc.strerror}") from None
+        try:
             if len(fds) != 2:
                 raise ChannelError(errno.EPROTO, f"{dev}: daemon sent {len(fds)} descriptors, "
                                                  "expected 2 (memfd, kickfd)")

@@ -1,10 +1,10 @@
 """What both ends of rtnetd's control socket agree on: framing and size limits.
 
 Each request and each reply is one JSON object on one line (UTF-8, ending in
-a newline).  The server is rtnet.control_server; the clients are
-rtnet.stationctl (rtnetctl), rtmac.control (rtmac) and rtnet.app
-(channel.open).  They all take their limits from here, so a reply the
-server is willing to send is never one a client refuses to read.
+a newline).  The server is rtnet.control_server; the client is
+rtnet.control_client, used by rtnet.stationctl (rtnetctl), rtmac.control
+(rtmac) and rtnet.app (channel.open).  Both take their limits from here, so
+a reply the server is willing to send is never one the client refuses to read.
 """
 
 MAX_REQUEST = 64 * 1024

@@ -13,21 +13,18 @@ daemon may have left: socket, PID file and the XDP program on the device.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 from . import config as _config
+from . import control_client, paths, procs
 from . import netns as _netns
-from . import procs
-from . import paths
 from ._lowlevel import last_error, lib
-from .control_protocol import MAX_REPLY
 from .errors import RtnetError
 
 START_TIMEOUT = 60.0   # a loaded 2-vCPU machine imports slowly
@@ -38,7 +35,7 @@ class StationCtlError(RtnetError):
     """Starting, stopping or talking to a station daemon failed."""
 
 
-def _fail(message: str, err: int = 1):
+def _fail(message: str, err: int):
     raise StationCtlError(err, message)
 
 
@@ -47,44 +44,19 @@ def _fail(message: str, err: int = 1):
 def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 30.0,
             on_event=None) -> dict:
     """Send one request; lines without "ok" are events (ping) given to ``on_event``."""
-    path = paths.control_socket(dev, netns)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError):
+    try:
+        return control_client.call(dev, {**req, "dev": dev}, netns=netns, timeout=timeout,
+                                   on_event=on_event)
+    except control_client.ControlClientError as exc:
+        if exc.no_daemon:
             _fail(f"{dev}: no rtnetd running{' in ' + netns if netns else ''} "
-                  f"(start it with rtnetctl up)", 2)
-        except PermissionError:
-            _fail(f"{path}: permission denied (root or the status group needed)", 13)
-        except OSError as exc:
-            _fail(f"{path}: {exc.strerror or exc}", exc.errno or 5)
-        try:
-            sock.sendall(json.dumps({**req, "dev": dev}).encode() + b"\n")
-            f = sock.makefile("rb")
-            while True:
-                line = f.readline(MAX_REPLY + 1)
-                if not line:
-                    _fail(f"{dev}: rtnetd closed the connection without replying")
-                if len(line) > MAX_REPLY:
-                    _fail(f"{dev}: reply from rtnetd longer than {MAX_REPLY} bytes")
-                try:
-                    reply = json.loads(line)
-                except ValueError:
-                    _fail(f"{dev}: malformed reply from rtnetd")
-                if not isinstance(reply, dict):
-                    _fail(f"{dev}: malformed reply from rtnetd")
-                if "ok" in reply:
-                    break
-                if on_event:
-                    on_event(reply)
-        except socket.timeout:
-            _fail(f"{dev}: rtnetd did not reply in time", 110)
-        except OSError as exc:
-            _fail(f"{dev}: control socket: {exc.strerror or exc}", exc.errno or 5)
-    if not reply["ok"]:
-        _fail(f"{dev}: {reply.get('error', 'request failed')}")
-    return reply
+                  f"(start it with rtnetctl up)", exc.errno)
+        if exc.errno == errno.EACCES and exc.filename:
+            _fail(f"{exc.filename}: permission denied (root or the status group needed)",
+                  exc.errno)
+        if exc.filename:                    # could not connect: the message names the socket
+            _fail(exc.strerror, exc.errno)
+        _fail(f"{dev}: {exc.strerror}", exc.errno)
 
 
 # -- up / down ---------------------------------------------------------------------------------
@@ -136,14 +108,14 @@ def _last_daemon_line(log_path: str) -> str | None:
 def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
        timeout: float = START_TIMEOUT) -> dict:
     if netns is not None and not _netns.exists(netns):
-        _fail(f"network namespace {netns!r} does not exist", 2)
+        _fail(f"network namespace {netns!r} does not exist", errno.ENOENT)
     cfg = _config.load(config_path)       # ConfigError: nothing started
     dev = dev or cfg.device
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)
     pid = _read_pid(pid_path)
     if daemon_owns(pid_path) and (pid is None or procs.running(pid)):
-        _fail(f"{dev}: rtnetd already running (pid {pid})", 17)
+        _fail(f"{dev}: rtnetd already running (pid {pid})", errno.EEXIST)
     station_dir = os.path.dirname(sock_path)
     os.makedirs(station_dir, mode=0o755, exist_ok=True)
     log_path = os.path.join(station_dir, f"{dev}.log")
@@ -166,7 +138,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
         rc = proc.poll()
         if rc is not None:
             why = _last_daemon_line(log_path) or f"exited with status {rc}"
-            _fail(why if why.startswith(dev) or ":" in why else f"{dev}: {why}")
+            _fail(why if why.startswith(dev) or ":" in why else f"{dev}: {why}", errno.ESRCH)
         if os.path.exists(sock_path):
             try:
                 st = request(dev, {"cmd": "status"}, netns=netns, timeout=5.0)["status"]
@@ -175,7 +147,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
                 pass
         if time.monotonic() > deadline:
             proc.terminate()
-            _fail(f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})", 110)
+            _fail(f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})", errno.ETIMEDOUT)
         time.sleep(0.05)  # the daemon is a separate process: poll its socket
     return {"dev": dev, "pid": proc.pid, "netns": netns, "log": log_path,
             "discipline": st["discipline"], "socket": sock_path}
@@ -196,8 +168,8 @@ def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
         n = 0
     if n > 0:
         cleaned.append("XDP program")
-    elif n < 0 and n != -19:
-        _fail(last_error())
+    elif n < 0 and n != -errno.ENODEV:
+        _fail(last_error(), -n)
     return cleaned
 
 
