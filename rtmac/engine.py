@@ -10,6 +10,7 @@ import enum
 
 from rtnet._lowlevel import ffi, lib
 from rtnet.hist import Histogram
+from rtnet.mac import format_mac
 
 from .tdma_config import TdmaConfig, validate
 
@@ -87,7 +88,7 @@ def stats_from_c(st) -> dict:
             "rounds": st.cal_rounds, "done": st.cal_rounds_done,
             "delay_ns": st.master_delay_ns, "min_ns": st.cal_min_ns, "max_ns": st.cal_max_ns,
         },
-        "master_mac": ":".join(f"{b:02x}" for b in bytes(st.master_mac)),
+        "master_mac": format_mac(st.master_mac),
     }
     for name in COUNTERS:
         out[name] = getattr(st, name)

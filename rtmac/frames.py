@@ -15,6 +15,7 @@ import enum
 from dataclasses import dataclass
 
 from rtnet._lowlevel import check, ffi, lib
+from rtnet.mac import format_mac, parse_mac
 
 ETH_RTMAC = lib.ETH_RTMAC
 ETH_RTCFG = lib.ETH_RTCFG
@@ -76,26 +77,6 @@ class TdmaFrame:
     reception_stamp: int = 0
 
 
-def mac_bytes(mac: str | bytes) -> bytes:
-    """``"02:00:00:00:00:01"`` or 6 raw bytes -> 6 raw bytes."""
-    if isinstance(mac, (bytes, bytearray)):
-        if len(mac) != 6:
-            raise ValueError(f"MAC address must be 6 bytes, got {len(mac)}")
-        return bytes(mac)
-    parts = mac.split(":")
-    try:
-        raw = bytes(int(p, 16) for p in parts)
-    except ValueError:
-        raise ValueError(f"bad MAC address {mac!r}") from None
-    if len(parts) != 6 or any(len(p) not in (1, 2) for p in parts):
-        raise ValueError(f"bad MAC address {mac!r}")
-    return raw
-
-
-def mac_str(raw) -> str:
-    return ":".join(f"{b:02x}" for b in bytes(raw))
-
-
 def _u(value: int, bits: int, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < (1 << bits):
         raise ValueError(f"{name} must be an unsigned {bits}-bit integer, got {value!r}")
@@ -111,14 +92,14 @@ def _encoded(fn, *args) -> tuple[bytes, int]:
 
 def encode_sync_ex(src, cycle_no: int, xmit_stamp: int, sched_xmit_stamp: int) -> tuple[bytes, int]:
     """Sync frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_sync, mac_bytes(src), _u(cycle_no, 32, "cycle_no"),
+    return _encoded(lib.rtn_tdma_encode_sync, parse_mac(src), _u(cycle_no, 32, "cycle_no"),
                     _u(xmit_stamp, 64, "xmit_stamp"), _u(sched_xmit_stamp, 64, "sched_xmit_stamp"))
 
 
 def encode_req_cal_ex(dst, src, xmit_stamp: int, reply_cycle: int,
                       reply_slot_offset: int) -> tuple[bytes, int]:
     """Request Calibration frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_req_cal, mac_bytes(dst), mac_bytes(src),
+    return _encoded(lib.rtn_tdma_encode_req_cal, parse_mac(dst), parse_mac(src),
                     _u(xmit_stamp, 64, "xmit_stamp"), _u(reply_cycle, 32, "reply_cycle"),
                     _u(reply_slot_offset, 64, "reply_slot_offset"))
 
@@ -126,7 +107,7 @@ def encode_req_cal_ex(dst, src, xmit_stamp: int, reply_cycle: int,
 def encode_rpl_cal_ex(dst, src, request_xmit_stamp: int, reception_stamp: int,
                       xmit_stamp: int) -> tuple[bytes, int]:
     """Reply Calibration frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_rpl_cal, mac_bytes(dst), mac_bytes(src),
+    return _encoded(lib.rtn_tdma_encode_rpl_cal, parse_mac(dst), parse_mac(src),
                     _u(request_xmit_stamp, 64, "request_xmit_stamp"),
                     _u(reception_stamp, 64, "reception_stamp"), _u(xmit_stamp, 64, "xmit_stamp"))
 
@@ -153,7 +134,7 @@ def decode(frame: bytes) -> TdmaFrame:
     rc = lib.rtn_tdma_decode(frame, len(frame), msg)
     if rc < 0:
         raise FrameError(Reject(rc))
-    return TdmaFrame(kind=FrameKind(rc), dst=mac_str(msg.dst), src=mac_str(msg.src),
+    return TdmaFrame(kind=FrameKind(rc), dst=format_mac(msg.dst), src=format_mac(msg.src),
                      cycle_no=msg.cycle_no, xmit_stamp=msg.xmit_stamp,
                      sched_xmit_stamp=msg.sched_xmit_stamp, reply_cycle=msg.reply_cycle,
                      reply_slot_offset=msg.reply_slot_offset,
@@ -166,7 +147,7 @@ def tunnel_encapsulate(inner: bytes, station_mac) -> bytes:
     inner = bytes(inner)
     size = len(inner) + lib.RTMAC_HLEN
     out = ffi.new("uint8_t[]", size)
-    n = check(lib.rtn_rtmac_tunnel_encap(out, size, inner, len(inner), mac_bytes(station_mac)))
+    n = check(lib.rtn_rtmac_tunnel_encap(out, size, inner, len(inner), parse_mac(station_mac)))
     return bytes(ffi.buffer(out, n))
 
 

@@ -10,7 +10,8 @@ reads the RX ring; neither makes a system call unless ``recv`` has to wait.
 ...     info = ch.wait_cycle(timeout=0.1)
 
 The cyclic helpers (``publish_cyclic``, ``subscribe``) live in rtnet.cyclic
-and are re-exported here.
+and are re-exported here; rtnet.cyclic does not import this module (both take
+the message sizes from rtnet.app_limits).
 """
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ from dataclasses import dataclass
 
 from . import control_client
 from ._lowlevel import check, ffi, lib
+from .app_limits import MAX_DEPTH, MAX_PAYLOAD, MSG_MAX, OVERHEAD
 from .closeable import Closeable
+from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: F401 (re-exported)
 from .errors import ChannelError, ChannelFull, ConfigError
+from .mac import format_mac, parse_mac
 
-MSG_MAX = 1536                       # whole frame, as RTN_CHAN_MSG_MAX
-OVERHEAD = lib.RTN_APP_OVERHEAD      # Ethernet header + application header
-MAX_DEPTH = 4096
 
 
 @dataclass(frozen=True)
@@ -52,23 +53,6 @@ class WaitInfo:
     cycle_start_os_ns: int   # the same instant on this host's CLOCK_MONOTONIC
     clock_offset_ns: int
     cycle_ns: int
-
-
-def mac_to_bytes(mac) -> bytes:
-    if isinstance(mac, (bytes, bytearray)) and len(mac) == 6:
-        return bytes(mac)
-    if isinstance(mac, str):
-        try:
-            b = bytes(int(x, 16) for x in mac.split(":"))
-        except ValueError:
-            b = b""
-        if len(b) == 6:
-            return b
-    raise ConfigError(f"MAC address {mac!r}: use six hex bytes like 02:52:54:00:00:01")
-
-
-def mac_to_str(b) -> str:
-    return ":".join(f"{x:02x}" for x in bytes(b))
 
 
 def _timeout_ns(timeout) -> int:
@@ -158,10 +142,10 @@ class Channel(Closeable):
     def send(self, dst, payload: bytes = b"", sched_ns: int | None = None) -> int:
         """Queue ``payload`` for ``dst``; returns its sequence number."""
         ch = self._live()
-        dst_b = mac_to_bytes(dst)
+        dst_b = parse_mac(dst)
         payload = bytes(payload)
-        if len(payload) > MSG_MAX - OVERHEAD:
-            raise ConfigError(f"payload of {len(payload)} bytes: at most {MSG_MAX - OVERHEAD}")
+        if len(payload) > MAX_PAYLOAD:
+            raise ConfigError(f"payload of {len(payload)} bytes: at most {MAX_PAYLOAD}")
         sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
         rc = lib.rtn_app_send(ch, dst_b, payload, len(payload), sched, self._seq)
         if rc == -errno.ENOBUFS:
@@ -177,7 +161,7 @@ class Channel(Closeable):
             return None
         check(rc, ChannelError, "recv")
         i = self._info
-        return Message(mac_to_str(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
+        return Message(format_mac(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
                        bytes(ffi.buffer(self._buf, rc)), i.ethertype)
 
     # -- cycles --------------------------------------------------------------------------
@@ -211,7 +195,7 @@ class Channel(Closeable):
             "rx_received", "rx_drops", "tx_queued", "rx_queued", "rx_waiting",
             "cycle_waiting")}
         out["alive"] = bool(st.alive)
-        out["station_mac"] = mac_to_str(st.station_mac)
+        out["station_mac"] = format_mac(st.station_mac)
         return out
 
     @property
@@ -230,5 +214,3 @@ class Channel(Closeable):
             self._ctl.close()
             self._ctl = None
 
-
-from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: E402,F401

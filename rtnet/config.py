@@ -49,6 +49,7 @@ from rtmac.tdma_config import (LIMITS, MAX_CYCLE_US, MAX_OFFSET_US, MAX_PERIOD,
 
 from ._lowlevel import lib
 from .errors import ConfigError
+from .mac import CANONICAL_MAC, EXAMPLE_MAC
 from .messages import one_line, shown, shown_path
 from .names import interface_name_problem
 from .station import RtSettings
@@ -68,7 +69,6 @@ LINUX_ETHERTYPES = {
 }
 # The stack's own protocols, always real-time: not for applications.
 STACK_ETHERTYPES = {0x9021: "RTmac", 0x9022: "RTcfg"}
-_MAC = re.compile(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}")
 _GROUP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")
 
 
@@ -296,7 +296,8 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
                             re.compile(r"[A-Za-z0-9_.-]{1,32}"), "1-32 letters, digits, . _ -")
     cfg["device"] = ck.ifname("station.device", st.get("device", "rteth0"))
     if "mac" in st:
-        cfg["mac"] = ck.string("station.mac", st["mac"], _MAC, "a MAC like 02:52:54:00:00:01")
+        cfg["mac"] = ck.string("station.mac", st["mac"], CANONICAL_MAC,
+                               f"a MAC like {EXAMPLE_MAC}")
     cfg["xdp_mode"] = ck.choice("station.xdp_mode", st.get("xdp_mode", "auto"), XDP_MODES)
     ets = st.get("ethertypes", [])
     if not isinstance(ets, list):

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._lowlevel import check, ffi, lib
+from .app_limits import MAX_PAYLOAD
 from .errors import ChannelError, ConfigError
 from .hist import Histogram
+from .mac import parse_mac
 from .rtthread import fill_rt_opts
 
 SAMPLE_DTYPE = np.dtype([("seq", "<u4"), ("len", "<u4"), ("sched_ns", "<i8"),
@@ -58,9 +60,8 @@ class CyclicTask:
                  cycles: int = 0, standard: bool = False, interval_us: float | None = None,
                  cpu: int | None = None, priority: int = 80, allow_fallback: bool = False,
                  hold_dma_latency: bool = True, first_cycle_timeout: float = 2.0):
-        from .app import MSG_MAX, OVERHEAD, mac_to_bytes  # app imports this module
-        if not isinstance(payload_size, int) or not 0 <= payload_size <= MSG_MAX - OVERHEAD:
-            raise ConfigError(f"payload_size {payload_size!r}: 0..{MSG_MAX - OVERHEAD}")
+        if not isinstance(payload_size, int) or not 0 <= payload_size <= MAX_PAYLOAD:
+            raise ConfigError(f"payload_size {payload_size!r}: 0..{MAX_PAYLOAD}")
         if not isinstance(cycles, int) or cycles < 0:
             raise ConfigError(f"cycles {cycles!r}: an integer >= 0 (0: until stopped)")
         if offset_us < 0:
@@ -80,7 +81,7 @@ class CyclicTask:
         self._opts.interval_ns = int(interval_us * 1000) if interval_us else 0
         self._opts.first_cycle_timeout_ns = int(first_cycle_timeout * 1e9)
         self._pub = ffi.new("struct rtn_cyclic_pub *")
-        self._pub.dst = mac_to_bytes(dst)
+        self._pub.dst = parse_mac(dst)
         self._pub.payload_len = payload_size
         self._c = None
         self._final: CyclicStats | None = None

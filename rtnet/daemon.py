@@ -95,7 +95,8 @@ from ._lowlevel import ffi, last_error, lib
 from .control_server import Command, ControlServer, RequestError, WithFds, group_policy
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
-from .station import Station, mac_bytes
+from .mac import parse_mac as mac_bytes
+from .station import Station
 
 log = logging.getLogger("rtnetd")
 

@@ -12,18 +12,15 @@ import subprocess
 import numpy as np
 
 from .lab import Lab
+from .mac import parse_mac
 from .xsk import RawSocket
 
 DEMO_ETHERTYPE = 0x88B5  # IEEE local experimental EtherType 1
 MAGIC = b"RTNETXDP"
 
 
-def _mac_bytes(mac: str) -> bytes:
-    return bytes(int(x, 16) for x in mac.split(":"))
-
-
 def build_frame(dst: str, src: str, seq: int, size: int = 64) -> bytes:
-    hdr = _mac_bytes(dst) + _mac_bytes(src) + struct.pack("!H", DEMO_ETHERTYPE)
+    hdr = parse_mac(dst) + parse_mac(src) + struct.pack("!H", DEMO_ETHERTYPE)
     body = MAGIC + struct.pack("!I", seq)
     return (hdr + body).ljust(size, bytes([seq & 0xFF]))
 

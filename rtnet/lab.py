@@ -24,11 +24,13 @@ from pyroute2 import IPRoute, netns as pr_netns
 from . import netns, paths
 from . import procs as _procs
 from .errors import LabError
+from .mac import format_mac
 
 PREFIX = "rtn-"
 BRIDGE = "rtbr0"
 STATION_IF = "rteth0"
 MAX_STATIONS = 32
+LAB_MAC_PREFIX = bytes((0x02, 0x52, 0x54, 0x00, 0x00))   # locally administered; station N adds N
 RUN_DIR = os.environ.get("RTNET_RUN_DIR", "/run/rtnet")
 _NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
 
@@ -48,7 +50,7 @@ class Station:
 
     @property
     def mac(self) -> str:
-        return f"02:52:54:00:00:{self.index:02x}"
+        return format_mac(LAB_MAC_PREFIX + bytes([self.index]))
 
     @property
     def ip(self) -> str:

@@ -20,14 +20,11 @@ import numpy as np
 from . import pmqos
 from ._lowlevel import check, ffi, lib
 from .errors import RtnetError
+from .mac import parse_mac
 from .xsk import RawSocket
 
 UDP_HEADERS = 14 + 20 + 8   # Ethernet + IPv4 + UDP: UDP payloads give equal frame sizes
 SO_BUSY_POLL = 46
-
-
-def _mac(text: str) -> bytes:
-    return bytes.fromhex(text.replace(":", ""))
 
 
 def apply_scheduling(cpu: int | None, fifo: int) -> str:
@@ -81,7 +78,7 @@ def run(a) -> dict:
                 if a.role == "responder":
                     check(lib.rtn_pp_xsk_responder(x, total, idle_us, res))
                 else:
-                    tmpl = (_mac(a.peer_mac) + _mac(a.local_mac) + struct.pack("!H", a.ethertype))
+                    tmpl = (parse_mac(a.peer_mac) + parse_mac(a.local_mac) + struct.pack("!H", a.ethertype))
                     tmpl = tmpl.ljust(a.size, b"\xa5")
                     check(lib.rtn_pp_xsk_client(x, tmpl, len(tmpl), a.count, a.warmup,
                                                 timeout_us, ffi.from_buffer("int64_t[]", rtts),

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import logging
 import socket
@@ -22,6 +23,7 @@ from ._lowlevel import check, ffi, lib
 from .closeable import Closeable
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
+from .mac import format_mac, parse_mac
 from .rtthread import fill_rt_opts
 from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
 
@@ -41,16 +43,6 @@ class RtSettings:
     hold_dma_latency: bool = True
 
 
-def mac_bytes(mac: str) -> bytes:
-    try:
-        b = bytes(int(x, 16) for x in mac.split(":"))
-    except ValueError:
-        b = b""
-    if len(b) != 6:
-        raise ConfigError(f"MAC address {mac!r}: use six hex bytes like 02:52:54:00:00:01")
-    return b
-
-
 def interface_mac(ifname: str, netns: str | None) -> str:
     """MAC of ``ifname`` in ``netns`` (sysfs shows the mounting namespace, so ask the kernel)."""
     siocgifhwaddr = 0x8927
@@ -59,8 +51,8 @@ def interface_mac(ifname: str, netns: str | None) -> str:
             res = fcntl.ioctl(sock.fileno(), siocgifhwaddr,
                               struct.pack("256s", ifname.encode()[:15]))
         except OSError:
-            raise RtnetError(19, f"{ifname}: no such interface") from None
-    return ":".join(f"{b:02x}" for b in res[18:24])
+            raise RtnetError(errno.ENODEV, f"{ifname}: no such interface") from None
+    return format_mac(res[18:24])
 
 
 class Station(Closeable):
@@ -82,7 +74,7 @@ class Station(Closeable):
                                    frames=4096)
         fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
                      hold_dma_latency=rt.hold_dma_latency)
-        opts.mac = mac_bytes(self.mac)
+        opts.mac = parse_mac(self.mac)
         opts.clock_offset_ns = clock_offset_ns
         opts.drift_ppm = drift_ppm
         opts.link_rate_mbps = link_rate_mbps

@@ -16,6 +16,7 @@ from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet import labdemo, netns, paths, stationctl
 from rtnet.app import Channel
 from rtnet.lab import Lab
+from rtnet.mac import parse_mac
 from rtnet.station import RtSettings, Station
 from rtnet.wirecap import WireCapture
 from vnic.tap import Tap
@@ -181,7 +182,7 @@ def test_rt_frames_sharing_a_window_with_vnic_frames_are_not_delayed():
                 flood.wait()
             for tap in taps:
                 tap.close()
-    master = bytes.fromhex(s1.mac.replace(":", ""))
+    master = parse_mac(s1.mac)
     syncs = [decode(c.data) for c in cap.frames
              if c.data[6:12] == master and c.data[12:14] == b"\x90\x21" and not c.data[17] & 0x01]
     grid = sorted(f.sched_xmit_stamp for f in syncs if f is not None and f.kind == FrameKind.SYNC)

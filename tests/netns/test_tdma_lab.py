@@ -16,6 +16,7 @@ from rtmac.layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync
 from rtmac.tdma_config import Slot, TdmaConfig, set_slot, wire_time_ns
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.lab import Lab
+from rtnet.mac import format_mac
 from rtnet.station import RtSettings, Station
 from rtnet.wirecap import WireCapture
 
@@ -226,7 +227,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     inside_tx = inside_rx = before_grid = 0
     per_sender = {}
     for c in probes:
-        src = ":".join(f"{b:02x}" for b in c.data[6:12])
+        src = format_mac(c.data[6:12])
         tx = int.from_bytes(c.data[30:38], "big")
         k = bisect.bisect_right(grid, tx) - 1
         if k < 0:
@@ -302,7 +303,7 @@ def probes_in_slots(cap, stations, configs):
     grid = sorted(syncs.values())
     result = {}
     for c in probes:
-        src = ":".join(f"{b:02x}" for b in c.data[6:12])
+        src = format_mac(c.data[6:12])
         tx = int.from_bytes(c.data[30:38], "big")
         k = bisect.bisect_right(grid, tx) - 1
         if k < 0 or src not in offsets:

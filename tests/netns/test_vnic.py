@@ -13,6 +13,7 @@ from rtnet import netns
 from rtnet.errors import ConfigError
 from rtnet._core import lib
 from rtnet.lab import Lab
+from rtnet.mac import parse_mac
 from rtnet.wirecap import WireCapture
 from vnic.setup import plan, tdma_pair
 from vnic.tap import Tap, vnic_mtu_for
@@ -160,8 +161,8 @@ def raw_send(ns: str, frames) -> None:
 
 def test_malformed_tunnel_frames_are_counted(lab):
     with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, _taps):
-        dst = bytes.fromhex(lab.station(1).mac.replace(":", ""))
-        src = bytes.fromhex(lab.station(2).mac.replace(":", ""))
+        dst = parse_mac(lab.station(1).mac)
+        src = parse_mac(lab.station(2).mac)
         eth = dst + src + ETH_RTMAC.to_bytes(2, "big")
         bad = [
             eth + b"\x08\x00\x01\x01" + b"\0" * 46,   # RTmac version 1

@@ -11,6 +11,7 @@ from pyroute2 import IPRoute, netns as pr_netns
 from rtnet import netns
 from rtnet.errors import XskError
 from rtnet.lab import Lab
+from rtnet.mac import parse_mac
 from rtnet.xsk import RawSocket
 
 pytestmark = pytest.mark.netns
@@ -53,12 +54,8 @@ def xdp_attached(ns: str, ifname: str) -> int:
         return (xdp.get_attr("IFLA_XDP_ATTACHED") or 0) if xdp else 0
 
 
-def mac(text: str) -> bytes:
-    return bytes.fromhex(text.replace(":", ""))
-
-
 def frame(dst, src, ethertype: int, seq: int, size: int = 80) -> bytes:
-    hdr = mac(dst) + mac(src) + struct.pack("!HI", ethertype, seq)
+    hdr = parse_mac(dst) + parse_mac(src) + struct.pack("!HI", ethertype, seq)
     return hdr.ljust(size, bytes([seq & 0xFF]))
 
 

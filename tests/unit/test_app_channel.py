@@ -15,7 +15,8 @@ import threading
 import pytest
 
 from rtnet._lowlevel import ffi, lib
-from rtnet.app import Channel
+from rtnet.app import Channel, CyclicTask
+from rtnet.app_limits import MAX_PAYLOAD
 from rtnet.errors import ChannelError, ChannelFull, ConfigError
 
 ET = 0x88B5
@@ -159,6 +160,17 @@ def test_bad_arguments_fail_before_c():
                {"ethertype": ET, "prio": 32}, {"ethertype": ET, "max_size": 20}):
         with pytest.raises(ConfigError):
             Channel.open("rteth0", **kw)
+
+
+def test_cyclic_task_checks_its_arguments_before_c(mem):
+    """The publisher's payload limit is the channel's, and its destination a MAC."""
+    with Channel.attach(*mem.fds()) as ch:
+        task = CyclicTask(ch, "02:52:54:00:00:02", payload_size=MAX_PAYLOAD)
+        assert bytes(task._pub.dst) == b"\x02\x52\x54\x00\x00\x02"
+        with pytest.raises(ConfigError, match=f"0..{MAX_PAYLOAD}"):
+            CyclicTask(ch, "02:52:54:00:00:02", payload_size=MAX_PAYLOAD + 1)
+        with pytest.raises(ConfigError, match="MAC address"):
+            CyclicTask(ch, "02:52:54:00:00", payload_size=8)
 
 
 def test_attach_refuses_foreign_memory():

@@ -16,6 +16,7 @@ from rtmac.frames import FrameError, FrameKind, Reject
 from rtmac.layers import RTmac, TdmaHead, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame, tunnel
 from rtnet._lowlevel import check, ffi, lib
 from rtnet.errors import RtnetError
+from rtnet.mac import parse_mac
 
 MASTER = "02:00:00:00:00:01"
 SLAVE = "02:00:00:00:00:02"
@@ -324,7 +325,7 @@ def test_tunnel_encap_and_decap_should_work_in_place():
     buf = ffi.new("uint8_t[]", 4 + len(raw_inner))
     ffi.memmove(buf + 4, raw_inner, len(raw_inner))
     n = lib.rtn_rtmac_tunnel_encap(buf, len(raw_inner) + 4, buf + 4, len(raw_inner),
-                                   frames.mac_bytes(STATION))
+                                   parse_mac(STATION))
     assert bytes(ffi.buffer(buf, n)) == frames.tunnel_encapsulate(raw_inner, STATION)
     m = lib.rtn_rtmac_tunnel_decap(buf, n, buf, n)
     assert bytes(ffi.buffer(buf, m)) == raw_inner
