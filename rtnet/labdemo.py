@@ -19,6 +19,7 @@ The lab stays up for exploring (rtnetctl -n rtn-lab-s1 status, rtmac ...);
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import subprocess
 import threading
@@ -58,7 +59,7 @@ def station_toml(index: int, n: int, *, windows: bool = True) -> str:
     st = p.station(index)
     if not windows:
         if n > 7:
-            raise LabError(22, f"RTnet's slot layout of the demo holds 7 stations, not {n}")
+            raise LabError(errno.EINVAL, f"RTnet's slot layout of the demo holds 7 stations, not {n}")
         p = dataclasses.replace(p, cycle_us=1000, backup_offset_us=100)
         st = dataclasses.replace(st, rt=Slot(0, 100 * index, size=RT_SLOT_SIZE),
                                  window=Slot(1, 800, phasing=index, period=n,
@@ -140,9 +141,9 @@ def _vnic_frames(statuses) -> int:
 def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) -> dict:
     """Bring up the demo segment, show it for ``duration`` seconds, return the summary."""
     if not 2 <= stations <= MAX_DEMO_STATIONS:
-        raise LabError(22, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations")
+        raise LabError(errno.EINVAL, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations")
     if duration <= 0:
-        raise LabError(22, f"--duration {duration:g}: must be positive")
+        raise LabError(errno.EINVAL, f"--duration {duration:g}: must be positive")
     from .app import Channel
     from .cyclic import CyclicTask
 
@@ -169,7 +170,7 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
         if all(states[i] == want.get(i, "synchronised") for i in states):
             break
         if time.monotonic() > deadline:
-            raise LabError(110, f"stations did not synchronise: {states}")
+            raise LabError(errno.ETIMEDOUT, f"stations did not synchronise: {states}")
         time.sleep(0.1)  # the daemons are other processes: poll their state
     out("all stations synchronised and calibrated")
 

@@ -8,6 +8,7 @@ Python only starts, stops and reads it; the thread never calls into Python.
     ...     time.sleep(1)
     ...     print(rt.stats().summary_us())
 """
+import errno
 import os
 from dataclasses import dataclass
 
@@ -145,7 +146,7 @@ class RtThread:
         """Snapshot while running (never blocks the thread), or the final stats."""
         if self._rt is None:
             if self._final is None:
-                raise RtThreadError(0, "the RT thread was never started")
+                raise RtThreadError(errno.ESRCH, "the RT thread was never started")
             return self._final
         out = ffi.new("struct rtn_rt_stats *")
         lib.rtn_rt_read_stats(self._rt, out)

@@ -90,7 +90,7 @@ class Station(Closeable):
 
     def _live(self):
         if self._s is None:
-            raise RtnetError(9, f"{self.ifname}: station is closed")
+            raise RtnetError(errno.EBADF, f"{self.ifname}: station is closed")
         return self._s
 
     # -- life cycle ---------------------------------------------------------------

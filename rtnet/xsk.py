@@ -7,6 +7,7 @@ the real-time EtherTypes reach the socket; everything else goes on to the
 Linux stack.  Frames are plain ``bytes``; timestamps are int nanoseconds on
 CLOCK_MONOTONIC (csrc/rtn_time.h), taken in C next to the ring operation.
 """
+import errno
 import logging
 import math
 import os
@@ -107,7 +108,7 @@ class RawSocket(Closeable):
         self._x = None
         obj_path = bpf_object_path()
         if not os.path.exists(obj_path):
-            raise XskError(2, f"XDP object {obj_path} not found "
+            raise XskError(errno.ENOENT, f"XDP object {obj_path} not found "
                               "(build with: python3 setup.py build_ext --inplace)")
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
@@ -133,7 +134,7 @@ class RawSocket(Closeable):
 
     def _live(self):
         if self._x is None:
-            raise XskError(9, f"{self.ifname}: AF_XDP socket is closed")
+            raise XskError(errno.EBADF, f"{self.ifname}: AF_XDP socket is closed")
         return self._x
 
     def send(self, frame: bytes) -> int:

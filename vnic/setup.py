@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import time
 
 from rtmac.plan import plan as segment_plan
@@ -199,4 +200,4 @@ def wait_synced(stations, timeout: float) -> None:
         if states[0] == "active" and all(s == "synchronised" for s in states[1:]):
             return
         time.sleep(0.05)  # polling the engine's published state; there is no event for it
-    raise RtnetError(110, f"TDMA did not synchronise within {timeout:g} s: states {states}")
+    raise RtnetError(errno.ETIMEDOUT, f"TDMA did not synchronise within {timeout:g} s: states {states}")

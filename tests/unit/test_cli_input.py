@@ -11,6 +11,7 @@ handling runs.
 import argparse
 import contextlib
 import doctest
+import errno
 import importlib
 import io
 import os
@@ -45,13 +46,13 @@ def nothing_happens():
     returns 0.  The working directory is a scratch directory (capture -w, vnic --json).
     """
     def no_daemon(*_a, **_k):
-        raise stationctl.StationCtlError(2, "no rtnetd running (stand-in)")
+        raise stationctl.StationCtlError(errno.ENOENT, "no rtnetd running (stand-in)")
 
     def no_control(*_a, **_k):
-        raise control.NoDaemonError(2, "no rtnetd running (stand-in)")
+        raise control.NoDaemonError(errno.ENOENT, "no rtnetd running (stand-in)")
 
     def no_lab(*_a, **_k):
-        raise LabError(1, "lab disabled (stand-in)")
+        raise LabError(errno.EPERM, "lab disabled (stand-in)")
 
     calls = []
     with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as scratch:
