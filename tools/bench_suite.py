@@ -57,7 +57,7 @@ from rtnet.lab import Lab  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
 from vnic.tap import RTMAC_HLEN  # noqa: E402
-from vnic.setup import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
+from vnic.pair import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
 
 ET = 0x88B5
 CYCLE_US = 1000

@@ -510,7 +510,7 @@ def markdown(results: dict, report_path: str) -> str:
               "a fixed rate paced at the modelled 100 Mbit/s, the receiver counts them and their "
               "one-way latency (generator's scheduled time to the receiver's XDP timestamp); "
               "zero loss = every frame received and none dropped at the sender's FIFO. "
-              "VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/setup.py plan, NRT share "
+              "VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/pair.py plan, NRT share "
               f"{fmt(vn.get('nrt_capacity_mbps'), 1)} Mbit/s), datagram size = frame size - 46; "
               "latency is the ping round trip through the VNICs (both directions wait for NRT "
               "slots). * the 1518-byte frame does not fit the VNIC MTU (1496) and is sent as "

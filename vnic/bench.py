@@ -43,7 +43,7 @@ from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
-from .setup import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
+from .pair import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import RTMAC_HLEN
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")

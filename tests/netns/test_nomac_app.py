@@ -17,7 +17,7 @@ from conftest import require_tool
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
 from rtnet.lab import Lab
 from rtnet.station import RtSettings
-from vnic.setup import nomac_pair, vnic_address
+from vnic.pair import nomac_pair, vnic_address
 
 ET = 0x88B5
 PERIOD_NS = 1_000_000

@@ -15,7 +15,7 @@ from rtnet._core import lib
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
 from rtnet.wirecap import WireCapture
-from vnic.setup import plan, tdma_pair
+from vnic.pair import plan, tdma_pair
 from vnic.tap import Tap, vnic_mtu_for
 
 pytestmark = pytest.mark.netns

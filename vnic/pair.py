@@ -1,4 +1,5 @@
-"""Two lab stations under TDMA with a VNIC each: the slot plan and the wiring.
+"""The two-station pairs the benchmarks and tests use: TDMA (with a VNIC each) or NoMAC,
+the TDMA slot plan and the wiring.
 
 The plan (:func:`plan`) comes from the schedule planner (rtmac/plan.py): the
 master (station 1, the sender of the benchmarks) gets an NRT transmit window
