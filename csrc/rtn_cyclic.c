@@ -350,11 +350,6 @@ void rtn_cyclic_read_stats(const struct rtn_cyclic *c, struct rtn_cyclic_stats *
 	rtn_hist_read(&c->hist, &out->hist);
 }
 
-const struct rtn_hist *rtn_cyclic_hist(const struct rtn_cyclic *c)
-{
-	return &c->hist;
-}
-
 int rtn_cyclic_stop(struct rtn_cyclic *c, struct rtn_cyclic_stats *final)
 {
 	struct rtn_rt_stats rs;
@@ -385,18 +380,6 @@ int rtn_cyclic_stop(struct rtn_cyclic *c, struct rtn_cyclic_stats *final)
 	rc = c->rc;
 	free(c);
 	return rc;
-}
-
-int rtn_cyclic_run(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
-		   rtn_cyclic_fn fn, void *arg)
-{
-	struct rtn_cyclic *c;
-	int rc = rtn_cyclic_start(ch, o, fn, arg, &c);
-
-	if (rc < 0)
-		return rc;
-	rtn_cyclic_wait(c, -1);
-	return rtn_cyclic_stop(c, NULL);
 }
 
 /* ---- built-in publisher -------------------------------------------------------- */

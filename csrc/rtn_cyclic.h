@@ -89,14 +89,9 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 int rtn_cyclic_wait(struct rtn_cyclic *c, int64_t timeout_ns);
 
 void rtn_cyclic_read_stats(const struct rtn_cyclic *c, struct rtn_cyclic_stats *out);
-const struct rtn_hist *rtn_cyclic_hist(const struct rtn_cyclic *c);
 
 /** Stop and join the task, free @p c; returns the loop's result.  NULL is a no-op. */
 int rtn_cyclic_stop(struct rtn_cyclic *c, struct rtn_cyclic_stats *final);
-
-/** Start, wait until the task ends by itself, stop: for o->cycles > 0 or self-stopping fn. */
-int rtn_cyclic_run(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
-		   rtn_cyclic_fn fn, void *arg);
 
 /** On the task's thread: the scheduled wake-up of the current run, on the host clock. */
 int64_t rtn_cyclic_deadline(void);

@@ -177,9 +177,6 @@ class Station(Closeable):
         check(lib.rtn_station_vnic_attach(self._live(), tap_fd, VNIC_MODES[mode], slot),
               RtnetError, self.ifname)
 
-    def detach_vnic(self) -> None:
-        check(lib.rtn_station_vnic_detach(self._live()), RtnetError, self.ifname)
-
     def set_probe(self, slot: int | None, *, ethertype: int = 0x88B5, length: int = 64) -> None:
         """Benchmark traffic: one frame per occurrence of ``slot``, made on the RT thread (None: off)."""
         check(lib.rtn_station_set_probe(self._live(), -1 if slot is None else slot, ethertype,

@@ -85,13 +85,3 @@ class WireCapture:
     def __exit__(self, *exc) -> None:
         if not self._stop.is_set():
             self.stop()
-
-
-def write_pcap(path: str, frames: list[Captured]) -> None:
-    """Classic pcap with nanosecond timestamps (magic a1b23c4d), LINKTYPE_ETHERNET."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))
-        for c in frames:
-            sec, nsec = divmod(c.ts_ns, 1_000_000_000)
-            f.write(struct.pack("<IIII", sec, nsec, len(c.data), len(c.data)))
-            f.write(c.data)

@@ -30,7 +30,6 @@ import argparse
 import contextlib
 import datetime
 import json
-import math
 import os
 import re
 import shutil
@@ -79,10 +78,6 @@ WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes inclu
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def finite(x) -> float | None:
-    return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
 # ---- loads ------------------------------------------------------------------------------
