@@ -232,7 +232,7 @@ def _fail(dev: str | None, message: str, status: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["tdma", "plan"]:
-        from . import plan_cli      # plans for a segment: no station, no device
+        from . import plan_cli  # plans for a segment: no station, no device
         return plan_cli.main(argv[2:])
     try:
         request, args = parse_request(argv)

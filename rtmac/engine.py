@@ -14,6 +14,7 @@ from rtnet.mac import format_mac
 
 from .tdma_config import TdmaConfig, validate
 
+
 class TdmaState(enum.StrEnum):
     """The engine's states (csrc/rtn_tdma_fsm.h); each compares equal to its display name."""
     DOWN = "down"

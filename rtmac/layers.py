@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import struct
 
-from scapy.fields import (FlagsField, IntField, LongField, XByteField,
-                          XShortEnumField, XShortField)
+from scapy.fields import FlagsField, IntField, LongField, XByteField, XShortEnumField, XShortField
 from scapy.layers import inet, inet6, l2  # noqa: F401  (Ether type bindings)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Padding, Raw, bind_layers

@@ -30,7 +30,6 @@ from .errors import ChannelError, ChannelFull, ConfigError
 from .mac import format_mac, parse_mac
 
 
-
 @dataclass(frozen=True)
 class Message:
     """A received message; times are global time in ns (0 if the sender did not stamp)."""

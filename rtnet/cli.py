@@ -171,6 +171,7 @@ def cmd_ping(args) -> int:
 
 def cmd_capture(args) -> int:
     import base64
+
     from .stationctl import request
     req = {"cmd": "capture", "count": args.count, "duration_ms": max(1, round(args.time * 1000))}
     # Open the file first: one that cannot be written must not cost the capture.  Append
@@ -204,7 +205,7 @@ def cmd_version(args) -> int:
 
 
 def _stations(text: str) -> int:
-    from .lab import MAX_STATIONS      # imports pyroute2: only when the option is given
+    from .lab import MAX_STATIONS  # imports pyroute2: only when the option is given
     return integer("stations", 1, MAX_STATIONS)(text)
 
 

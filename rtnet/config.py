@@ -43,9 +43,20 @@ import sys
 import tomllib
 from dataclasses import dataclass, replace
 
-from rtmac.tdma_config import (LIMITS, MAX_CYCLE_US, MAX_OFFSET_US, MAX_PERIOD,
-                               MAX_SLOT_ID_LIMIT, MIN_CYCLE_US, MIN_SLOT_SIZE, MAX_MTU, Slot,
-                               TdmaConfig, effective_slot, validate)
+from rtmac.tdma_config import (
+    LIMITS,
+    MAX_CYCLE_US,
+    MAX_MTU,
+    MAX_OFFSET_US,
+    MAX_PERIOD,
+    MAX_SLOT_ID_LIMIT,
+    MIN_CYCLE_US,
+    MIN_SLOT_SIZE,
+    Slot,
+    TdmaConfig,
+    effective_slot,
+    validate,
+)
 
 from ._lowlevel import lib
 from .errors import ConfigError

@@ -86,11 +86,11 @@ def run_frame_demo(name="demo", stations=2, count=1000, keep=False, out=None) ->
                                if len(lat_us) else None),
             }
             result["receivers"].append(rec)
-            l = rec["latency_us"]
+            q = rec["latency_us"]
             say(f"station {st.index}: received {len(seqs)}/{count} frames, "
                 f"{'in order' if in_order else 'OUT OF ORDER'}"
-                + (f", one-way latency us min {l['min']:.1f} p50 {l['p50']:.1f} "
-                   f"p99 {l['p99']:.1f} max {l['max']:.1f}" if l else ""))
+                + (f", one-way latency us min {q['min']:.1f} p50 {q['p50']:.1f} "
+                   f"p99 {q['p99']:.1f} max {q['max']:.1f}" if q else ""))
         ping_out = ping.communicate(timeout=10)[0]
         lab.forget(ping)
         ping_ok = ping.returncode == 0

@@ -19,7 +19,8 @@ import signal
 import subprocess
 import time
 
-from pyroute2 import IPRoute, netns as pr_netns
+from pyroute2 import IPRoute
+from pyroute2 import netns as pr_netns
 
 from . import netns, paths
 from . import procs as _procs

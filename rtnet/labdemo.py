@@ -27,10 +27,11 @@ import time
 
 import numpy as np
 
+from rtmac.tdma_config import Slot
+
 from . import paths, stationctl
 from .errors import LabError
 from .lab import Lab
-from rtmac.tdma_config import Slot
 
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500

@@ -86,6 +86,7 @@ def _read_pid(path):
 
 def _record_with_lab(netns: str | None, pid: int) -> None:
     import re
+
     from .lab import Lab
     m = re.fullmatch(r"rtn-([a-z0-9]{1,10})-s\d+", netns or "")
     if not m:

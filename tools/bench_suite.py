@@ -47,16 +47,16 @@ sys.path.insert(0, HERE)
 import bench_suite_report as report  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
+
+from rtnet import netns  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
-from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
-                            stop_stress, sysinfo)
-from rtnet import netns  # noqa: E402
+from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
-from vnic.tap import RTMAC_HLEN  # noqa: E402
 from vnic.pair import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
+from vnic.tap import RTMAC_HLEN  # noqa: E402
 
 ET = 0x88B5
 CYCLE_US = 1000

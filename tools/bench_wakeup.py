@@ -25,9 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
-                            stop_stress, sysinfo)
 from rtnet.argtypes import integer  # noqa: E402
+from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.rtthread import PERIOD_MAX_US, PRIO_MAX, PRIO_MIN, RtThread  # noqa: E402
 
 TARGET_RATIO = 1.25

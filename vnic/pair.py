@@ -20,8 +20,14 @@ import errno
 import time
 
 from rtmac.plan import plan as segment_plan
-from rtmac.tdma_config import (DEFAULT_GUARD_NS, Slot, TdmaConfig, slot_extent_ns, validate,
-                               wire_time_ns)
+from rtmac.tdma_config import (
+    DEFAULT_GUARD_NS,
+    Slot,
+    TdmaConfig,
+    slot_extent_ns,
+    validate,
+    wire_time_ns,
+)
 from rtnet.errors import RtnetError
 from rtnet.station import RtSettings, Station
 

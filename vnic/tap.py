@@ -30,8 +30,14 @@ import struct
 
 from pyroute2 import IPRoute
 
-from rtmac.tdma_config import ETH_ZLEN, ETH_FCS_LEN, IFG_LEN, PREAMBLE_SFD_LEN, TdmaConfig, \
-    effective_slot
+from rtmac.tdma_config import (
+    ETH_FCS_LEN,
+    ETH_ZLEN,
+    IFG_LEN,
+    PREAMBLE_SFD_LEN,
+    TdmaConfig,
+    effective_slot,
+)
 from rtnet import netns as _netns
 from rtnet.closeable import Closeable
 from rtnet.errors import ConfigError, RtnetError

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import require_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

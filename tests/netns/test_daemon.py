@@ -52,6 +52,7 @@ status_group = "nogroup"
 def lab():
     import shutil
     import tempfile
+
     from rtnet.lab import Lab
     run = tempfile.mkdtemp(prefix="rtn-d1-run-")   # not under pytest's 0700 tmp
     os.chmod(run, 0o755)                 # the unprivileged peer must reach the socket

@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import require_tool
+
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
 from rtnet.lab import Lab
 from rtnet.station import RtSettings

@@ -252,6 +252,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
 def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
     """Malformed and foreign frames, sent into the slave's port from the wire namespace."""
     import socket
+
     from rtmac import frames
     from rtnet import netns
     lab, (m, _b, s) = lab3
@@ -321,6 +322,7 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     zero stamps), 40 of each, to every station, while every station sends a probe
     frame in its slot in every cycle."""
     import socket
+
     from rtmac import frames
     from rtnet import netns
     lab, stations = lab3

@@ -10,8 +10,8 @@ import pytest
 from pyroute2 import IPRoute
 
 from rtnet import netns
-from rtnet.errors import ConfigError
 from rtnet._core import lib
+from rtnet.errors import ConfigError
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
 from rtnet.wirecap import WireCapture

@@ -6,7 +6,8 @@ import struct
 import threading
 
 import pytest
-from pyroute2 import IPRoute, netns as pr_netns
+from pyroute2 import IPRoute
+from pyroute2 import netns as pr_netns
 
 from rtnet import netns
 from rtnet.errors import XskError

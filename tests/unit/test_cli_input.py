@@ -61,7 +61,7 @@ def nothing_happens():
         mp.setattr(control, "send_request", no_control)
         for name in ("up", "down", "status"):
             mp.setattr(lab.Lab, name, no_lab)
-        mp.setattr(lab, "all_labs", lambda: [])
+        mp.setattr(lab, "all_labs", list)
         mp.setattr(labdemo, "run", no_lab)
         mp.setattr(demo, "run_frame_demo", no_lab)
         mp.setattr(subprocess, "call", lambda *a, **k: calls.append(a) or 0)

@@ -13,14 +13,22 @@ import time
 from contextlib import contextmanager
 
 import pytest
+from conftest import skip_or_fail
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import skip_or_fail
 from rtnet import control_server as cs
 from rtnet.control_protocol import MAX_NESTING, MAX_REPLY, MAX_REQUEST
-from rtnet.control_server import (Command, ControlServer, Limits, RequestError, WithFds,
-                                  group_policy, nested_deeper_than, parse_request)
+from rtnet.control_server import (
+    Command,
+    ControlServer,
+    Limits,
+    RequestError,
+    WithFds,
+    group_policy,
+    nested_deeper_than,
+    parse_request,
+)
 
 WAIT = 10.0           # upper bound for anything the tests wait on; never reached when it works
 ADMIN_GID = 4242      # a group the test's peers are given or not

@@ -8,9 +8,8 @@ import threading
 
 import pytest
 
-from rtnet import paths
-
 from rtmac import cli, control
+from rtnet import paths
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,18 @@ from dataclasses import replace
 
 import pytest
 
-from rtmac.tdma_config import (ConfigError, Slot, TdmaConfig, apply_request, effective_slot,
-                               phases_meet, remove_slot, set_slot, validate, wire_time_ns)
+from rtmac.tdma_config import (
+    ConfigError,
+    Slot,
+    TdmaConfig,
+    apply_request,
+    effective_slot,
+    phases_meet,
+    remove_slot,
+    set_slot,
+    validate,
+    wire_time_ns,
+)
 
 MASTER = TdmaConfig(role="master", cycle_us=5000)
 

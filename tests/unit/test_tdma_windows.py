@@ -127,10 +127,11 @@ def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
     with pytest.raises(ConfigError, match=message):
         validate(cfg)
     seg = Segment(1)
-    from rtnet.errors import RtnetError
+    import dataclasses
+
     from rtmac.engine import to_c
     from rtnet._lowlevel import lib
-    import dataclasses
+    from rtnet.errors import RtnetError
     # the C engine's own check, bypassing the Python one
     raw = to_c(dataclasses.replace(cfg, slots={}))
     for i, s in enumerate(sorted(slots.values(), key=lambda s: s.id)):

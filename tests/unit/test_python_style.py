@@ -1,0 +1,19 @@
+"""The Python tree passes ruff with the rules pyproject.toml names ([tool.ruff])."""
+import os
+import subprocess
+import sys
+
+from conftest import skip_or_fail
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_ruff_finds_nothing():
+    probe = subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True,
+                           text=True)
+    if probe.returncode != 0:
+        skip_or_fail("ruff is not installed (pip install ruff, or the test extra)")
+    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                          "rtnet", "rtmac", "vnic", "tools", "tests"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
