@@ -17,7 +17,9 @@ for path in sorted(glob.glob(os.path.join(HERE, "*.cdef"))):
     with open(path) as f:
         ffibuilder.cdef(f.read())
 
-headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h")))
+# the public headers only: a module's *_priv.h is shared by its own .c files
+headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h"))
+                 if not p.endswith("_priv.h"))
 ffibuilder.set_source(
     "rtnet._core",
     "\n".join(f'#include "{h}"' for h in headers),
