@@ -554,9 +554,10 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
 		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
 	} else if (dn > 0) {
-		int64_t per = (wi->cycle_start_os - start) / dn;
+		/* cycle_start_os is the shared memory's, written by anyone: saturate */
+		int64_t per = rtn_sat_sub(wi->cycle_start_os, start) / dn;
 
-		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+		learnt = rtn_sat_add(per, RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
 		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
 				 __ATOMIC_RELAXED);
 	}
@@ -578,7 +579,8 @@ int64_t rtn_app_global_now(struct rtn_app_chan *ch)
 
 	if (rtn_app_cycle_info(ch, &wi) < 0)
 		return rtn_now();
-	return rtn_now() + (wi.cycle_start - wi.cycle_start_os);
+	/* both stamps come from shared memory the application can write: saturate */
+	return rtn_sat_add(rtn_now(), rtn_sat_sub(wi.cycle_start, wi.cycle_start_os));
 }
 
 int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,

@@ -596,7 +596,9 @@ static void chain_windows(struct rtn_tdma *e)
 		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
 							 slot_len_ns(&e->cfg, prev)) : -1;
 
-		if (s && s->window_ns > 0 && (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s)))
+		/* a window right after a Sync or backup job (prev NULL) follows no slot */
+		if (s && s->window_ns > 0 &&
+		    (gap >= 0 ? gap < 1000 : prev && window_in_guard(&e->cfg, prev, s)))
 			e->jobs[i].due = e->jobs[i - 1].due;
 	}
 }
