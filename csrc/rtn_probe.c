@@ -67,7 +67,9 @@ int rtn_probe_rx_take(struct rtn_station *s, uint16_t type, const uint8_t *frame
 		return 0;
 	s->probe_rx++;
 	s->probe_rx_bytes += len;
-	rtn_hist_add(&s->probe_lat, rx_global - (int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF));
+	/* the transmit stamp is the sender's word: saturate */
+	rtn_hist_add(&s->probe_lat,
+		     rtn_sat_sub(rx_global, (int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF)));
 	return 1;
 }
 
