@@ -75,6 +75,7 @@ int rtn_probe_rx_take(struct rtn_station *s, uint16_t type, const uint8_t *frame
 
 int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len)
 {
+	rtn_clear_error();
 	if (slot_id >= RTN_TDMA_MAX_SLOTS || (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
 		return rtn_set_error(-EINVAL, "probe: slot below %d and length 60..%d",
 				     RTN_TDMA_MAX_SLOTS, RTN_TDMA_FRAME_MAX);
@@ -95,6 +96,7 @@ uint64_t rtn_station_probe_sent(const struct rtn_station *s)
 int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
 			       uint64_t rate_pps, uint64_t count)
 {
+	rtn_clear_error();
 	if (s->disc != RTN_DISC_NOMAC && count)
 		return rtn_set_error(-EINVAL, "rate probe: attach NoMAC first (TDMA sends in slots)");
 	if (count && (len < 60 || len > RTN_TDMA_FRAME_MAX || rate_pps < 1 || rate_pps > 10000000))

@@ -473,6 +473,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	struct rtn_station *s;
 	int rc;
 
+	rtn_clear_error();
 	s = aligned_alloc(64, (sizeof(*s) + 63) & ~(size_t)63);
 	if (!s)
 		return rtn_set_error(-ENOMEM, "station: out of memory");
@@ -512,6 +513,7 @@ int rtn_station_start(struct rtn_station *s)
 {
 	int rc;
 
+	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
 	if (s->rt) {
 		pthread_mutex_unlock(&s->ctl_lock);
@@ -564,6 +566,7 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 {
 	int rc;
 
+	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
 	if (s->disc != RTN_DISC_TDMA || !s->tdma) {
 		rc = rtn_set_error(-ENOENT, "TDMA is not attached");
@@ -594,6 +597,7 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 
 int rtn_station_attach_nomac(struct rtn_station *s)
 {
+	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
 	rtn_station_post(s, CMD_ATTACH_NOMAC, 0);
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -602,6 +606,7 @@ int rtn_station_attach_nomac(struct rtn_station *s)
 
 int rtn_station_detach(struct rtn_station *s)
 {
+	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
 	rtn_station_post(s, CMD_DETACH, 0);
 	rtn_tdma_destroy(s->tdma);
@@ -612,6 +617,7 @@ int rtn_station_detach(struct rtn_station *s)
 
 int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *out)
 {
+	rtn_clear_error();
 	memset(out, 0, sizeof(*out));
 	if (!s->tdma)
 		return -ENOENT;
@@ -642,6 +648,7 @@ void rtn_station_rt_stats(const struct rtn_station *s, struct rtn_rt_stats *out)
 
 int rtn_station_xsk_stats(const struct rtn_station *s, struct rtn_xsk_stats *out)
 {
+	rtn_clear_error();
 	return rtn_xsk_stats(s->xsk, out);
 }
 

@@ -132,6 +132,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	uint64_t size;
 	int i, fd, rc = 0;
 
+	rtn_clear_error();
 	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > RTN_CHAN_MAX_DEPTH)
 		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to %d", o->depth,
 				     RTN_CHAN_MAX_DEPTH);
@@ -194,6 +195,7 @@ int rtn_station_chan_close(struct rtn_station *s, int id)
 {
 	struct chan *c;
 
+	rtn_clear_error();
 	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
 		return rtn_set_error(-ENOENT, "no channel %d", id);
 	pthread_mutex_lock(&s->ctl_lock);
@@ -212,6 +214,7 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 {
 	const struct chan *c;
 
+	rtn_clear_error();
 	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
 		return rtn_set_error(-ENOENT, "no channel %d", id);
 	c = &s->chans[id];

@@ -27,6 +27,7 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 {
+	rtn_clear_error();
 	/*
 	 * The rules of rtmac/tdma_config.py validate(), rule for rule, so that a
 	 * configuration the Python side accepted never fails here at start; the

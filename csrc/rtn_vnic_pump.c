@@ -405,6 +405,7 @@ int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_
 {
 	int rc = 0;
 
+	rtn_clear_error();
 	if (mode != RTN_VNIC_BATCHED && mode != RTN_VNIC_PER_PACKET)
 		return rtn_set_error(-EINVAL, "VNIC mode must be batched or per-packet");
 	if (slot >= RTN_TDMA_MAX_SLOTS)
@@ -471,6 +472,7 @@ out:
 
 int rtn_station_vnic_detach(struct rtn_station *s)
 {
+	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
 	rtn_station_post(s, CMD_VNIC_DETACH, 0);
 	rtn_vnic_release(s);
