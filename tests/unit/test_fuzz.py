@@ -64,8 +64,8 @@ def fuzz_run(tmp_path_factory):
     rows, lines = {}, res.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("target ")) + 1
     for line in lines[start:]:
-        if not line.strip():
-            break
+        if not line.strip() or line.startswith("fuzz:"):   # the table ends at a blank line or,
+            break                                           # when nothing was found, the verdict
         name, execs, _rate, corpus, result = line.split(None, 4)
         report = res.stdout.partition(f"\n--- {name} (")[2].partition("\n\n")[0]
         rows[name] = (int(execs or 0), int(corpus), result, report)
