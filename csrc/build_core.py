@@ -28,8 +28,9 @@ ffibuilder.set_source(
     include_dirs=[HERE],
     libraries=["xdp", "bpf", "elf", "z", "pthread"],
     define_macros=[("RTN_VERSION", f'"{VERSION}"'), ("_GNU_SOURCE", None)],
-    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        "-Werror=implicit-function-declaration", "-std=gnu11"],
+    # warnings are errors: the same flags as csrc/Makefile's, so no build hides one
+    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror",
+                        "-std=gnu11"],
 )
 
 if __name__ == "__main__":
