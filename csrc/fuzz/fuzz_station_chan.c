@@ -115,10 +115,7 @@ static void run_for(int64_t dt_ns)
 	if (s->disc == RTN_DISC_TDMA) {
 		rtn_tdma_run(s->tdma, rtn_station_local_now(s));
 	} else {
-		/* as station_body() does for NoMAC */
-		nomac_collect(s);
-		rtn_probe_generate(s, rtn_station_local_now(s));
-		nomac_flush(s, rtn_station_local_now(s));
+		rtn_disc_nomac_ops.run(s, 0);	/* what the RT loop runs under NoMAC */
 	}
 }
 
