@@ -34,6 +34,7 @@
 #define DEFAULT_RUN_DIR	"/run/rtnet"
 #define NETNS_DIR	"/var/run/netns"
 #define REPLY_MAX	1024
+#define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
 
 struct rtn_app_chan {
 	struct rtn_chan_shm *shm;
@@ -554,11 +555,18 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
 		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
 	} else if (dn > 0) {
-		int64_t per = (wi->cycle_start_os - start) / dn;
+		int64_t per = rtn_sat_sub(wi->cycle_start_os, start) / dn;
 
-		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
-		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
-				 __ATOMIC_RELAXED);
+		if (per <= 0 || per > LEARN_MAX_CYCLE_NS) {
+			/* the page's times make no cycle: start again from here */
+			__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+			__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+			learnt = 0;
+		} else {
+			learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+			__atomic_store_n(&ch->learnt_cycle_ns,
+					 dn >= LEARN_SPAN_CYCLES ? -learnt : learnt, __ATOMIC_RELAXED);
+		}
 	}
 	wi->cycle_ns = learnt;
 }
@@ -578,7 +586,8 @@ int64_t rtn_app_global_now(struct rtn_app_chan *ch)
 
 	if (rtn_app_cycle_info(ch, &wi) < 0)
 		return rtn_now();
-	return rtn_now() + (wi.cycle_start - wi.cycle_start_os);
+	/* the station's page says both: saturate rather than overflow on nonsense */
+	return rtn_sat_add(rtn_now(), rtn_sat_sub(wi.cycle_start, wi.cycle_start_os));
 }
 
 int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,

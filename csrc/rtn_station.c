@@ -69,6 +69,7 @@ struct chan {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
 	uint32_t depth;		/* messages per ring: ours, never read back from shm */
+	int cycles;		/* someone may wait on it for cycle starts */
 	uint64_t ring_errors;	/* the application broke its ring's indexes */
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
@@ -77,6 +78,8 @@ struct chan {
 
 struct rtn_station {
 	struct rtn_station_opts o;
+	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
+	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
@@ -628,6 +631,7 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 	}
 	f->len = n;
 	fr_commit(s->to_tap);
+	s->tunnel_rx_at = rtn_now();
 }
 
 static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
@@ -772,7 +776,7 @@ static void exec_cmd(struct rtn_station *s)
 		int listeners = 0;
 
 		for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
-			listeners |= s->live[i] != NULL;
+			listeners |= s->live[i] != NULL && s->live[i]->cycles;
 		rtn_tdma_set_lazy_begin(s->tdma, !listeners);
 	}
 	/* senders on a NoMAC station kick the RT thread; under TDMA the slot picks them up */
@@ -823,11 +827,23 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 
 static void vnic_write_direct(struct rtn_station *s, int64_t next_local);
 
+/*
+ * Whether a received frame wakes the thread.  Under TDMA with the batched
+ * VNIC it may do so once between two timer wake-ups while tunnelled traffic
+ * flows (a tunnel frame in the last RX_WAKE_HOLD_NS): that traffic then
+ * reaches Linux (and a reply can make the station's next window) within a
+ * cycle instead of at the next scheduled wake-up, and costs at most one
+ * wake-up per cycle however many frames a peer's window brought.  With no
+ * Linux traffic, nothing received wakes it (not even the Sync).
+ */
+#define RX_WAKE_HOLD_NS		20000000LL
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
 		return 1;
-	return !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED);
+	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
+		return 1;
+	return !s->rx_woke && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
 
 /*
@@ -891,6 +907,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				rtn_cpu_relax();
 			s->st.loops++;
 			s->st.spin_waits++;
+			s->rx_woke = 0;
 			goto work;
 		}
 		if (quiet_wait(s, next_local, next_os)) {
@@ -903,6 +920,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->st.loops++;
 			timer_woke(s, next_os, now);
 			woke_late = now - next_os;
+			s->rx_woke = 0;
 			goto work;
 		}
 		if (next_os != armed) {
@@ -913,8 +931,9 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		 * Receive stamps come from the XDP program, so under TDMA received
 		 * frames can wait for the next scheduled wake-up (a slot, the cycle
 		 * start) without losing accuracy.  With the batched VNIC that is what
-		 * keeps tunnelled traffic from waking the thread per packet; otherwise
-		 * (and while no Sync has placed the grid yet) every frame wakes it.
+		 * keeps tunnelled traffic from waking the thread per packet: one
+		 * received burst may wake it per cycle (rx_wakes); otherwise (and
+		 * while no Sync has placed the grid yet) every frame wakes it.
 		 */
 		p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->xsk),
 					   .events = rx_wakes(s, next_local) ? POLLIN : 0 };
@@ -943,6 +962,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
+			s->rx_woke = 0;
+		} else if (p[0].revents & POLLIN) {
+			s->rx_woke = 1;
+			s->st.rx_wakeups++;
 		}
 		if (p[2].revents & POLLIN) {
 			efd_drain(s->efd);
@@ -1419,7 +1442,8 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	memcpy(shm->station_mac, s->o.mac, 6);
 	shm->tx.size = shm->rx.size = o->depth;
 	shm->alive = 1;
-	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth, .ethertype = o->ethertype,
+	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
+				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
 				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
 	post(s, CMD_CHAN_ADD, i);
 	*memfd = fd;

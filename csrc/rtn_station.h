@@ -50,6 +50,9 @@ struct rtn_chan_opts {
 	uint32_t prio;		/* 0 highest .. 31 */
 	uint32_t max_size;	/* largest frame, Ethernet header included */
 	uint32_t depth;		/* messages per ring, power of two */
+	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
+				 * daemon's own services): it does not keep the engine
+				 * from starting cycles at their first job */
 };
 
 struct rtn_chan_stats {
@@ -85,6 +88,7 @@ struct rtn_station_stats {
 	uint64_t loops;			/* RT thread wake-ups, any cause */
 	uint64_t timer_wakeups;
 	uint64_t spin_waits;		/* short waits spun instead of slept */
+	uint64_t rx_wakeups;		/* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
 	/*
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's

@@ -4,12 +4,14 @@ Mirrors tdmacfg and nomaccfg (RTnet utils/net)::
 
     rtmac tdma <dev> master <cycle_us> [-b us] [-c rounds] [-i max_slot_id] [-m max_cal_requests]
     rtmac tdma <dev> slave [-c rounds] [-i max_slot_id]
-    rtmac tdma <dev> slot <id> [<offset_us> [-p x/y] [-s bytes] [-j id] [-l file] [-t ms]]
+    rtmac tdma <dev> slot <id> [<offset_us> [-p x/y] [-s bytes] [-j id] [-w us] [-l file] [-t ms]]
     rtmac tdma <dev> detach
     rtmac tdma <dev> show [-j]
     rtmac nomac <dev> attach|detach
+    rtmac tdma plan --stations N ...       (the schedule planner: rtmac/plan_cli.py)
 
-Each command becomes one request dict, checked here as far as possible and
+``-w`` is beyond tdmacfg: the slot becomes a transmit window of that many
+microseconds, filled with as many frames as fit.  Each command becomes one request dict, checked here as far as possible and
 sent to the station daemon (rtmac.control).  Exit status: 0 on success, 2
 when the command line is refused before anything is sent, 1 when the
 daemon refuses the request or cannot be reached.  Errors are one line,
@@ -19,15 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
+from rtnet.argtypes import integer, netns_name
 from rtnet.errors import ConfigError
+from rtnet.messages import bounded, one_line, shown
+from rtnet.names import interface_name_problem
 
 from . import control, tdma_config
-from .tdma_config import TdmaConfig
+from .tdma_config import LIMITS, MAX_CYCLE_US, MAX_OFFSET_US, MAX_SLOT_ID_LIMIT, TdmaConfig
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+MAX_CAL_TIMEOUT_MS = 3_600_000     # -t: an hour of calibration is far beyond any cycle
 
 
 class UsageError(Exception):
@@ -39,25 +46,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _uint(what: str, lo: int = 0, hi: int | None = None):
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid {what}: {text}") from None
-        if value < lo or (hi is not None and value > hi):
-            rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-            raise argparse.ArgumentTypeError(f"invalid {what}: {text} (allowed: {rng})")
-        return value
-    parse.__name__ = what  # argparse names the type in some messages
-    return parse
-
-
 def _phasing(text: str) -> tuple[int, int]:
-    try:
-        x, y = (int(p, 10) for p in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid phasing: {text} (expected x/y)") from None
+    m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text)     # ASCII digits, as few as needed
+    if not m:
+        raise argparse.ArgumentTypeError(f"invalid phasing: {one_line(text[:40])} (expected x/y)")
+    x, y = int(m.group(1)), int(m.group(2))
     if not 1 <= x <= y <= tdma_config.MAX_PERIOD:
         raise argparse.ArgumentTypeError(
             f"invalid phasing: {text} (need 1 <= x <= y <= {tdma_config.MAX_PERIOD})")
@@ -65,7 +58,7 @@ def _phasing(text: str) -> tuple[int, int]:
 
 
 def _size(text: str) -> int:
-    value = _uint("slot size", 0, tdma_config.MAX_MTU)(text)
+    value = integer("slot size", 0, tdma_config.MAX_MTU)(text)
     if 0 < value < tdma_config.MIN_SLOT_SIZE:
         raise argparse.ArgumentTypeError(
             f"invalid slot size: {text} (0 for the MTU, or {tdma_config.MIN_SLOT_SIZE}.."
@@ -101,7 +94,8 @@ def req_slave(a) -> dict:
 def req_slot(a) -> dict:
     if a.offset_us is None:
         given = [opt for opt, val in (("-p", a.phasing), ("-s", a.size), ("-j", a.joint),
-                                      ("-l", a.log_file), ("-t", a.cal_timeout_ms))
+                                      ("-w", a.window_us), ("-l", a.log_file),
+                                      ("-t", a.cal_timeout_ms))
                  if val is not None]
         if given:
             raise UsageError(f"{' '.join(given)} needs a slot offset")
@@ -109,9 +103,12 @@ def req_slot(a) -> dict:
     phasing, period = a.phasing or (1, 1)
     if a.joint is not None and a.joint == a.id:
         raise UsageError(f"slot {a.id} cannot be joint with itself")
-    return {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
-            "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
-            "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+    req = {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
+           "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
+           "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+    if a.window_us:
+        req["window_us"] = a.window_us     # only then: tdmacfg's requests stay as they were
+    return req
 
 
 def req_simple(cmd: str):
@@ -134,11 +131,15 @@ def _print_show(dev: str, reply: dict, as_json: bool) -> None:
     cycle = f"{cfg['cycle_us']} us" if cfg.get("cycle_us") else "from master"
     state = f", state {reply['state']}" if reply.get("state") else ""
     print(f"{dev}: TDMA {role}, cycle {cycle}{state}")
-    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}")
+    # the window column only when a slot has one: an RTnet schedule shows as tdmacfg's
+    windows = any(s.get("window_us") for s in cfg.get("slots", []))
+    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}"
+          + (f" {'window_us':>9}" if windows else ""))
     for s in cfg.get("slots", []):
         joint = "-" if s.get("joint") is None else str(s["joint"])
+        window = f" {s['window_us'] or '-':>9}" if windows else ""
         print(f"{s['id']:>4} {s['offset_us']:>10} {str(s['phasing']) + '/' + str(s['period']):>8}"
-              f" {s['size']:>6} {joint:>5}")
+              f" {s['size']:>6} {joint:>5}{window}")
 
 
 def _write_cal_log(path: str, reply: dict) -> None:
@@ -151,7 +152,8 @@ def _write_cal_log(path: str, reply: dict) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
-    p.add_argument("-n", "--netns", help="network namespace of the station (like ip -n)")
+    p.add_argument("-n", "--netns", type=netns_name,
+                   help="network namespace of the station (like ip -n)")
     disc = p.add_subparsers(dest="discipline", required=True, metavar="tdma|nomac")
 
     tdma = disc.add_parser("tdma", help="TDMA discipline (tdmacfg)")
@@ -159,29 +161,35 @@ def build_parser() -> argparse.ArgumentParser:
     cmds = tdma.add_subparsers(dest="command", required=True,
                                metavar="master|slave|slot|detach|show")
 
+    # the ranges of rtmac.tdma_config.LIMITS, which the daemon applies again
+    cal_rounds = integer("calibration rounds", *LIMITS["cal_rounds"])
+    max_slot_id = integer("max slot id", *LIMITS["max_slot_id"])
     m = cmds.add_parser("master", help="become (backup) master")
-    m.add_argument("cycle_us", type=_uint("cycle period", 1))
-    m.add_argument("-b", dest="backup_offset_us", type=_uint("backup offset"), default=0)
-    m.add_argument("-c", dest="cal_rounds", type=_uint("calibration rounds"), default=100)
-    m.add_argument("-i", dest="max_slot_id", type=_uint("max slot id"), default=7)
-    m.add_argument("-m", dest="max_cal_requests", type=_uint("max calibration requests", 1),
-                   default=64)
+    m.add_argument("cycle_us", type=integer("cycle period", *LIMITS["cycle_us"]))
+    m.add_argument("-b", dest="backup_offset_us", default=0,
+                   type=integer("backup offset", 0, MAX_CYCLE_US - 1))
+    m.add_argument("-c", dest="cal_rounds", type=cal_rounds, default=100)
+    m.add_argument("-i", dest="max_slot_id", type=max_slot_id, default=7)
+    m.add_argument("-m", dest="max_cal_requests", default=64,
+                   type=integer("max calibration requests", *LIMITS["max_cal_requests"]))
     m.set_defaults(build=req_master)
 
     s = cmds.add_parser("slave", help="become slave")
-    s.add_argument("-c", dest="cal_rounds", type=_uint("calibration rounds"), default=100)
-    s.add_argument("-i", dest="max_slot_id", type=_uint("max slot id"), default=7)
+    s.add_argument("-c", dest="cal_rounds", type=cal_rounds, default=100)
+    s.add_argument("-i", dest="max_slot_id", type=max_slot_id, default=7)
     s.set_defaults(build=req_slave)
 
     sl = cmds.add_parser("slot", help="add/replace a slot, or remove it (no offset)")
-    sl.add_argument("id", type=_uint("slot id", 0, tdma_config.MAX_SLOT_ID_LIMIT))
-    sl.add_argument("offset_us", nargs="?", type=_uint("slot offset", 0, tdma_config.MAX_OFFSET_US))
+    sl.add_argument("id", type=integer("slot id", 0, MAX_SLOT_ID_LIMIT))
+    sl.add_argument("offset_us", nargs="?", type=integer("slot offset", 0, MAX_OFFSET_US))
     sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
     sl.add_argument("-s", dest="size", type=_size)
-    sl.add_argument("-j", dest="joint", type=_uint("joint slot id", 0,
-                                                   tdma_config.MAX_SLOT_ID_LIMIT))
+    sl.add_argument("-j", dest="joint", type=integer("joint slot id", 0, MAX_SLOT_ID_LIMIT))
+    sl.add_argument("-w", dest="window_us", type=integer("window", 1, MAX_OFFSET_US),
+                    help="a transmit window of this many us (beyond tdmacfg)")
     sl.add_argument("-l", dest="log_file", metavar="file")
-    sl.add_argument("-t", dest="cal_timeout_ms", type=_uint("calibration timeout"))
+    sl.add_argument("-t", dest="cal_timeout_ms",
+                    type=integer("calibration timeout", 0, MAX_CAL_TIMEOUT_MS))
     sl.set_defaults(build=req_slot)
 
     d = cmds.add_parser("detach", help="detach TDMA")
@@ -202,27 +210,30 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_request(argv: list[str]) -> tuple[dict, argparse.Namespace]:
     """Command line -> (request dict, parsed arguments); UsageError if refused."""
     args = build_parser().parse_args(argv)
-    try:
-        control.check_dev(args.dev)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    problem = interface_name_problem(args.dev)
+    if problem:
+        raise UsageError(f"invalid device name {shown(args.dev)}: {problem}")
     return args.build(args), args
 
 
 def _guess_dev(argv: list[str]) -> str | None:
+    """The device an error is about, if the command line names one (for the message only)."""
     if len(argv) >= 2 and argv[0] in ("tdma", "nomac") and not argv[1].startswith("-"):
-        return argv[1]
+        return argv[1] if len(argv[1]) <= 40 else argv[1][:40] + "..."
     return None
 
 
 def _fail(dev: str | None, message: str, status: int) -> int:
     prefix = f"rtmac: {dev}: " if dev else "rtmac: "
-    print(prefix + message, file=sys.stderr)
+    print(bounded(one_line(prefix + message)), file=sys.stderr)
     return status
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["tdma", "plan"]:
+        from . import plan_cli      # plans for a segment: no station, no device
+        return plan_cli.main(argv[2:])
     try:
         request, args = parse_request(argv)
     except UsageError as exc:

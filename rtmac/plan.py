@@ -4,14 +4,18 @@ From the cycle, the modelled link rate, the stations and their RT slot sizes it
 lays out one cycle (``rtmac tdma plan``; also used by ``rtnetctl lab up`` and
 ``vnic bench``)::
 
-    0            the master's Sync, then its guard
-    sync_us      the backup master's Sync (when there is a backup), then its guard
-    then, for station 1, 2, ... N:
+    0            the master's Sync; station 1 (the master) follows right after the
+                 Sync frame, so that one wake-up sends the Sync, its RT frame and
+                 its window
+    for station 1, 2, ... N:
       RT slot 0  one frame of the station's RT size (RTnet's slot: frame + guard)
       window     slot 1, the station's NRT window, from the end of the RT frame
                  (inside the RT slot's guard, which only the station's own lateness
                  can use), so that one wake-up of the station serves both
       gap        gap_us before the next station's RT slot
+    after station 1's window and gap: the backup master's Sync (when there is a
+                 backup: its backup offset); station 2 is the backup, and its RT
+                 slot follows right after that Sync frame, like the master's
 
 The wire time left after the fixed part is divided among the stations' windows
 (equally, or by weights; some windows may be given a fixed length).  Every
@@ -110,13 +114,14 @@ class Plan:
         return "\n".join(out) + "\n"
 
     def toml(self, index: int) -> str:
-        """The station's [tdma] section of rtnet.toml."""
+        """The station's [link] and [tdma] sections of rtnet.toml."""
         st = self.station(index)
         head = {"master": f'role = "master"\ncycle_us = {self.cycle_us}',
                 "backup": f'role = "backup"\ncycle_us = {self.cycle_us}\n'
                           f"backup_offset_us = {self.backup_offset_us}",
                 "slave": 'role = "slave"'}[st.role]
-        out = [f"[tdma]\n{head}\nlink_rate_mbps = {self.link_rate_mbps}\nguard_ns = {self.guard_ns}"]
+        out = [f"[link]\nlink_rate_mbps = {self.link_rate_mbps}\n[tdma]\n{head}\n"
+               f"guard_ns = {self.guard_ns}"]
         for s in (st.rt, st.window):
             out.append(f"[[tdma.slot]]\nid = {s.id}\noffset_us = {s.offset_us}\nsize = {s.size}"
                        + (f"\nwindow_us = {s.window_us}" if s.window_us else ""))
@@ -140,7 +145,8 @@ class Plan:
         scale = self.cycle_us / width
         row = [" "] * width
         marks = {"sync": "S", "rt": "R", "nrt": "="}
-        for start, end, kind, _ in self.segments():
+        # the Sync drawn last: it is short and must not vanish under the slot after it
+        for start, end, kind, _ in sorted(self.segments(), key=lambda x: x[2] == "sync"):
             a, b = int(start / scale), max(int(start / scale) + 1, int(math.ceil(end / scale)))
             for i in range(a, min(b, width)):
                 row[i] = marks[kind]
@@ -200,13 +206,13 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
         raise ConfigError(f"windows_us names a station outside 1..{stations}")
     backup = backup and stations >= 2
 
-    sync_len = _us_up(wire_time_ns(SYNC_FRAME_LEN, link_rate_mbps) + guard_ns)
-    backup_offset = sync_len if backup else None
-    t0 = sync_len * (2 if backup else 1)
+    sync_frame = _us_up(wire_time_ns(SYNC_FRAME_LEN, link_rate_mbps))
+    backup_len = sync_frame if backup else 0
     rt_frame = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps)) for s in sizes]
     rt_len = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps) + guard_ns) for s in sizes]
     min_window = _us_up(wire_time_ns(nrt_size + ETH_HLEN, link_rate_mbps))
-    fixed = t0 + sum(rt_frame) + stations * gap_us + sum(windows_us.values())
+    fixed = (sync_frame + backup_len + sum(rt_frame) + stations * gap_us
+             + sum(windows_us.values()))
     free = cycle_us - fixed
     shared = [i for i in range(1, stations + 1) if i not in windows_us]
     total_w = sum(weights[i - 1] for i in shared)
@@ -221,17 +227,19 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
         if lengths[i] < need:
             raise ConfigError(
                 f"{stations} stations do not fit a {cycle_us} us cycle at {link_rate_mbps} "
-                f"Mbit/s: Sync {t0} us + RT frames {sum(rt_frame)} us + gaps "
-                f"{stations * gap_us} us leave station {i} a window of {lengths[i]} us, "
+                f"Mbit/s: Sync {sync_frame + backup_len} us + RT frames {sum(rt_frame)} us + "
+                f"gaps {stations * gap_us} us leave station {i} a window of {lengths[i]} us, "
                 f"less than one {nrt_size + ETH_HLEN}-byte frame plus the RT guard ({need} us); "
                 f"use a longer cycle or fewer stations")
-    out, t = [], t0
+    out, t, backup_offset = [], sync_frame, None
     for i in range(1, stations + 1):
         role = "master" if i == 1 else "backup" if (i == 2 and backup) else "slave"
         rt = Slot(0, t, size=sizes[i - 1])
         win = Slot(1, t + rt_frame[i - 1], size=nrt_size, window_us=lengths[i])
         out.append(StationPlan(i, role, rt, win))
         t = win.offset_us + win.window_us + gap_us
+        if i == 1 and backup:
+            backup_offset, t = t, t + backup_len
     if t - gap_us > cycle_us:
         raise ConfigError(f"the plan ends at {t - gap_us} us, past the {cycle_us} us cycle")
     p = Plan(cycle_us, link_rate_mbps, guard_ns, gap_us, backup_offset, nrt_size, tuple(out))

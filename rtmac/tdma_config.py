@@ -299,8 +299,8 @@ def set_slot(config: TdmaConfig, slot: Slot) -> TdmaConfig:
 
 def remove_slot(config: TdmaConfig, slot_id: int) -> TdmaConfig:
     """New configuration without slot ``slot_id``; ``config`` is untouched."""
-    if slot_id not in config.slots:
-        raise ConfigError(f"slot {slot_id} does not exist")
+    if not isinstance(slot_id, int) or slot_id not in config.slots:
+        raise ConfigError(f"slot {shown(slot_id)} does not exist")
     slots = {k: v for k, v in config.slots.items() if k != slot_id}
     return validate(replace(config, slots=slots))
 
@@ -308,14 +308,15 @@ def remove_slot(config: TdmaConfig, slot_id: int) -> TdmaConfig:
 def apply_request(config: TdmaConfig, request: dict) -> TdmaConfig:
     """Apply a ``tdma.slot`` or ``tdma.remove_slot`` request from the rtmac CLI.
 
-    A slot size of 0 means the device MTU, as with tdmacfg.
+    A slot size of 0 means the device MTU, as with tdmacfg.  The request comes from
+    a socket: a missing or mistyped value is refused by validate() like a wrong one.
     """
     cmd = request.get("cmd")
     if cmd == "tdma.remove_slot":
-        return remove_slot(config, request["id"])
+        return remove_slot(config, request.get("id"))
     if cmd == "tdma.slot":
         size = request.get("size", 0)
-        return set_slot(config, Slot(id=request["id"], offset_us=request["offset_us"],
+        return set_slot(config, Slot(id=request.get("id"), offset_us=request.get("offset_us"),
                                      phasing=request.get("phasing", 1),
                                      period=request.get("period", 1),
                                      size=config.mtu if size == 0 else size,

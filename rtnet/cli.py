@@ -4,13 +4,26 @@ Like iproute2: human-readable output by default, JSON with -j, one-line
 errors (``rtnetctl: <cause>``) and a non-zero exit status on any failure.
 """
 import argparse
+import contextlib
 import json
+import os
 import sys
 
 from . import __version__
+from .argtypes import OneLineParser, integer, interface_name, netns_name, number
 from .errors import ConfigError, RtnetError
+from .messages import bounded, one_line
 
 PROG = "rtnetctl"
+# The ranges rtnetd takes in ping and capture requests (rtnet/daemon.py), checked here first.
+PING_COUNT = (1, 100_000)
+PING_INTERVAL_MS = (1, 60_000)
+PING_SIZE = (0, 1500)
+PING_TIMEOUT_MS = (1, 60_000)
+CAPTURE_COUNT = (1, 10_000)
+CAPTURE_SECONDS = (0.001, 60.0)
+MAX_WAIT_S = 3600.0          # --timeout of up, --duration of lab up
+MAX_FRAMES = 1_000_000       # lab frames --count
 
 
 def _print_json(obj) -> None:
@@ -159,9 +172,23 @@ def cmd_ping(args) -> int:
 def cmd_capture(args) -> int:
     import base64
     from .stationctl import request
-    req = {"cmd": "capture", "count": args.count, "duration_ms": int(args.time * 1000)}
-    reply = request(args.dev, req, netns=args.netns, timeout=args.time + 10)
-    with open(args.write, "wb") as f:
+    req = {"cmd": "capture", "count": args.count, "duration_ms": max(1, round(args.time * 1000))}
+    # Open the file first: one that cannot be written must not cost the capture.  Append
+    # mode leaves an existing file as it is until the frames are there.
+    existed = os.path.exists(args.write)
+    try:
+        f = open(args.write, "ab")
+    except OSError as exc:
+        raise RtnetError(exc.errno, f"{args.write}: {exc.strerror}") from None
+    with f:
+        try:
+            reply = request(args.dev, req, netns=args.netns, timeout=args.time + 10)
+        except BaseException:
+            if not existed:
+                with contextlib.suppress(OSError):
+                    os.unlink(args.write)
+            raise
+        f.truncate(0)
         f.write(base64.b64decode(reply["pcap_b64"]))
     if args.json:
         _print_json({"frames": reply["frames"], "file": args.write})
@@ -176,28 +203,15 @@ def cmd_version(args) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line and exit status 2 without the usage text."""
-
-    def error(self, message):
-        print(f"{PROG}: {message}", file=sys.stderr)
-        raise SystemExit(2)
+def _stations(text: str) -> int:
+    from .lab import MAX_STATIONS      # imports pyroute2: only when the option is given
+    return integer("stations", 1, MAX_STATIONS)(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="rtnet-xdp station and lab control")
+    p = OneLineParser(prog=PROG, description="rtnet-xdp station and lab control")
     p.add_argument("-j", "--json", action="store_true", help="JSON output")
-    p.add_argument("-n", "--netns", default=None,
+    p.add_argument("-n", "--netns", default=None, type=netns_name,
                    help="network namespace of the station (like ip -n)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
@@ -212,8 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
         return sp
 
     sp = lab_cmd("up", cmd_lab_up, "bring up the demo segment (or, with --bare, only the lab)")
-    sp.add_argument("--stations", type=int, default=3, help="number of stations (default 3)")
-    sp.add_argument("--duration", type=float, default=5.0,
+    sp.add_argument("--stations", type=_stations, default=3, help="number of stations (default 3)")
+    sp.add_argument("--duration", type=number("duration", 0.1, MAX_WAIT_S), default=5.0,
                     help="seconds of live view before the summary (default 5)")
     sp.add_argument("--bare", action="store_true",
                     help="only the namespaces, veths and bridge: no daemons, no traffic")
@@ -221,15 +235,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")
     sp = lab_cmd("frames", cmd_lab_demo, "exchange raw real-time frames over AF_XDP between stations")
-    sp.add_argument("--stations", type=int, default=2)
-    sp.add_argument("--count", type=int, default=1000, help="frames to send (default 1000)")
+    sp.add_argument("--stations", type=_stations, default=2)
+    sp.add_argument("--count", type=integer("count", 1, MAX_FRAMES), default=1000,
+                    help="frames to send (default 1000)")
     sp.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
 
     def station_cmd(name, func, help_):
         sp = sub.add_parser(name, help=help_)
-        sp.add_argument("-n", "--netns", default=argparse.SUPPRESS,
+        sp.add_argument("-n", "--netns", default=argparse.SUPPRESS, type=netns_name,
                         help="network namespace of the station (like ip -n)")
-        sp.add_argument("--dev", default="rteth0", help="real-time device (default rteth0)")
+        sp.add_argument("--dev", default="rteth0", type=interface_name,
+                        help="real-time device (default rteth0)")
         sp.add_argument("-j", "--json", action="store_true", default=argparse.SUPPRESS)
         sp.set_defaults(func=func)
         return sp
@@ -237,24 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp = station_cmd("up", cmd_up, "start the station daemon (rtnetd) detached")
     sp.add_argument("-c", "--config", default="/etc/rtnet/rtnet.toml",
                     help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
-    sp.add_argument("--timeout", type=float, default=20.0,
+    sp.add_argument("--timeout", type=number("timeout", 0.1, MAX_WAIT_S), default=20.0,
                     help="seconds to wait for the daemon to answer (default 20)")
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")
     sp = station_cmd("ping", cmd_ping, "echo through the real-time slots (like rtping)")
     sp.add_argument("dst", help="the peer station's IPv4 address or MAC")
-    sp.add_argument("-c", dest="count", type=_positive, default=4, help="count (default 4)")
-    sp.add_argument("-i", dest="interval", type=_positive, default=1000,
-                    help="interval in ms (default 1000)")
-    sp.add_argument("-s", dest="size", type=int, default=56, help="payload bytes (default 56)")
-    sp.add_argument("-t", dest="timeout", type=_positive, default=500,
-                    help="reply timeout in ms (default 500)")
+    sp.add_argument("-c", dest="count", type=integer("count", *PING_COUNT), default=4,
+                    help="count (default 4)")
+    sp.add_argument("-i", dest="interval", type=integer("interval", *PING_INTERVAL_MS),
+                    default=1000, help="interval in ms (default 1000)")
+    sp.add_argument("-s", dest="size", type=integer("size", *PING_SIZE), default=56,
+                    help="payload bytes (default 56)")
+    sp.add_argument("-t", dest="timeout", type=integer("timeout", *PING_TIMEOUT_MS),
+                    default=500, help="reply timeout in ms (default 500)")
     sp = station_cmd("capture", cmd_capture, "record real-time frames into a pcap file")
     sp.add_argument("-w", dest="write", required=True, metavar="FILE", help="pcap file to write")
-    sp.add_argument("-c", dest="count", type=_positive, default=100,
+    sp.add_argument("-c", dest="count", type=integer("count", *CAPTURE_COUNT), default=100,
                     help="stop after this many frames (default 100)")
-    sp.add_argument("-t", dest="time", type=float, default=10.0,
+    sp.add_argument("-t", dest="time", type=number("time", *CAPTURE_SECONDS), default=10.0,
                     help="stop after this many seconds (default 10)")
 
     sp = sub.add_parser("version", help="show versions")
@@ -286,7 +304,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        print(f"{PROG}: {msg}", file=sys.stderr)
+        print(f"{PROG}: {bounded(one_line(msg))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

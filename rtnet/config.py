@@ -1,9 +1,11 @@
 """Station configuration: rtnet.toml, or RTnet's own rtnet.conf and tdma.conf.
 
-Everything is checked before anything is started; an error names the file,
-the key and the allowed range, e.g. ``rtnet.toml: tdma.cycle_us: 50 below
-minimum 100``.  :func:`load` picks the format from the file: ``*.toml`` is
-TOML, anything else is read as RTnet's shell-variable rtnet.conf.
+Everything is checked before anything is started; an error is one line
+that names the file, the key (or line) and the allowed range, e.g.
+``rtnet.toml: tdma.cycle_us: 50 below minimum 100``.  :func:`load` picks
+the format from the file: ``*.toml`` is TOML, anything else is read as
+RTnet's shell-variable rtnet.conf.  A file must be UTF-8 text (a UTF-8 byte
+order mark is skipped) of at most 1 MiB.
 
 rtnet.toml (see examples/rtnet.toml for a commented one)::
 
@@ -13,7 +15,8 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
     [clock]    offset_ns, drift_ppm            (lab clock model)
     [tdma]     role (master|backup|slave), cycle_us, backup_offset_us, cal_rounds,
                max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles
-    [[tdma.slot]]  id, offset_us, phasing "x/y", size, joint
+    [[tdma.slot]]  id, offset_us, phasing "x/y", size, joint, window_us (a transmit
+               window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
     [[channel]] ethertype, slot, prio, max_size
@@ -24,8 +27,9 @@ mode a master gets ``master TDMA_CYCLE`` and slot 0 at 0, and the k-th
 station of TDMA_SLAVES (k = 1, 2, ...) gets slot 0 at k * TDMA_OFFSET, which
 is what the master would hand it in its RTcfg stage-1 fragment.  With
 TDMA_CONFIG the extended-mode tdma.conf section whose ``ip`` (or ``mac``) is
-this station's is used.  A slave's cycle is learnt from the master's Sync
-frames.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0) and
+this station's is used; beyond RTnet, a ``window <slot id> <us>`` line in a
+section gives that slot a transmit window (RTnet's files never contain it).
+A slave's cycle is learnt from the master's Sync frames.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0) and
 TDMA_CAL_ROUNDS (default 100).
 """
 from __future__ import annotations
@@ -34,19 +38,36 @@ import ipaddress
 import os
 import re
 import shlex
+import stat
+import sys
 import tomllib
 from dataclasses import dataclass, replace
 
-from rtmac.tdma_config import (MAX_CYCLE_US, MAX_OFFSET_US, MAX_PERIOD, MAX_SLOT_ID_LIMIT,
-                               MIN_CYCLE_US, MIN_SLOT_SIZE, MAX_MTU, Slot, TdmaConfig, validate)
+from rtmac.tdma_config import (LIMITS, MAX_CYCLE_US, MAX_OFFSET_US, MAX_PERIOD,
+                               MAX_SLOT_ID_LIMIT, MIN_CYCLE_US, MIN_SLOT_SIZE, MAX_MTU, Slot,
+                               TdmaConfig, effective_slot, validate)
 
+from ._lowlevel import lib
 from .errors import ConfigError
+from .messages import one_line, shown, shown_path
+from .names import interface_name_problem
 from .station import RtSettings
 
 PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
 XDP_MODES = ("auto", "native", "skb")
 VNIC_MODES = ("batched", "per-packet")
-_IFNAME = re.compile(r"[^\s/:]{1,15}")
+MAX_FILE_BYTES = 1 << 20    # configuration files are a few hundred bytes
+MAX_VALUE_CHARS = 4096      # an rtnet.conf value after $VAR expansion
+MIN_ETHERTYPE = 0x0600      # below are 802.3 length fields, not EtherTypes
+# Steering one of these to the real-time path would take it away from Linux.
+LINUX_ETHERTYPES = {
+    0x0800: "IPv4", 0x0806: "ARP", 0x8035: "RARP", 0x8100: "802.1Q VLAN", 0x86DD: "IPv6",
+    0x8847: "MPLS", 0x8848: "MPLS multicast", 0x8863: "PPPoE discovery",
+    0x8864: "PPPoE session", 0x888E: "802.1X", 0x88A8: "802.1ad VLAN", 0x88CC: "LLDP",
+    0x88F7: "PTP", 0x9100: "VLAN double tag",
+}
+# The stack's own protocols, always real-time: not for applications.
+STACK_ETHERTYPES = {0x9021: "RTmac", 0x9022: "RTcfg"}
 _MAC = re.compile(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}")
 _GROUP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")
 
@@ -101,48 +122,110 @@ class StationConfig:
 
 # -- checking values ------------------------------------------------------------------
 
+def key_name(key) -> str:
+    """A key or word from a file as an error names it: as written if plain, else quoted."""
+    plain = isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_.:-]{1,40}", key)
+    return key if plain else shown(key)
+
+
+def read_text(path: str) -> str:
+    """The text of a configuration file, or ConfigError: one line naming the file."""
+    if not isinstance(path, str) or "\0" in path:
+        raise ConfigError(f"{shown(path)}: not a file name (NUL byte)")
+    name = shown_path(path)
+    try:
+        # O_NONBLOCK: a FIFO in place of the file must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"{name}: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{name}: is a directory")
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"{name}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{name}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, not a configuration")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(f"{name}: UTF-16 text; save it as UTF-8")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{name}: line {line}: not UTF-8 text "
+                          f"(byte {data[exc.start]:#04x})") from None
+
+
 class _Checker:
+    """The checks of one file: every refusal is one line naming the file and the key."""
+
     def __init__(self, source: str):
         self.source = source
 
     def fail(self, key: str, message: str):
-        raise ConfigError(f"{self.source}: {key}: {message}")
+        raise ConfigError(one_line(f"{self.source}: {key}: {message}"))
 
-    def integer(self, key, value, lo=None, hi=None):
+    def fail_file(self, message: str):
+        raise ConfigError(one_line(f"{self.source}: {message}"))
+
+    def integer(self, key, value, lo, hi):
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"{value!r} is not an integer")
-        if lo is not None and value < lo:
-            self.fail(key, f"{value} below minimum {lo}")
-        if hi is not None and value > hi:
-            self.fail(key, f"{value} above maximum {hi}")
+            self.fail(key, f"{shown(value)} is not an integer ({lo}..{hi})")
+        if value < lo:
+            self.fail(key, f"{shown(value)} below minimum {lo}")
+        if value > hi:
+            self.fail(key, f"{shown(value)} above maximum {hi}")
         return value
 
     def number(self, key, value, lo, hi):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"{value!r} is not a number")
-        if not lo <= value <= hi:
-            self.fail(key, f"{value} outside {lo}..{hi}")
+            self.fail(key, f"{shown(value)} is not a number ({lo}..{hi})")
+        if not lo <= value <= hi:      # also refuses nan
+            self.fail(key, f"{shown(value)} outside {lo}..{hi}")
         return float(value)
 
     def boolean(self, key, value):
         if not isinstance(value, bool):
-            self.fail(key, f"{value!r} is not true or false")
+            self.fail(key, f"{shown(value)} is not true or false")
         return value
 
     def choice(self, key, value, allowed):
-        if value not in allowed:
-            self.fail(key, f"{value!r} is not one of {', '.join(allowed)}")
+        if not isinstance(value, str) or value not in allowed:
+            self.fail(key, f"{shown(value)} is not one of {', '.join(allowed)}")
         return value
 
     def string(self, key, value, pattern: re.Pattern, what: str):
         if not isinstance(value, str) or not pattern.fullmatch(value):
-            self.fail(key, f"{value!r} is not {what}")
+            self.fail(key, f"{shown(value)} is not {what}")
+        return value
+
+    def ifname(self, key, value):
+        problem = interface_name_problem(value)
+        if problem:
+            self.fail(key, f"{shown(value)}: {problem} (the kernel takes 1..15 bytes, "
+                           "no '/', ':' or white space, not '.' or '..')")
         return value
 
     def ethertype(self, key, value):
-        value = self.integer(key, value, 0x0600, 0xFFFF)
-        if value in (0x9021, 0x9022):
-            self.fail(key, f"{value:#06x} is RTmac/RTcfg, always real-time")
+        allowed = f"allowed: {MIN_ETHERTYPE:#06x}..0xffff except the ones Linux or rtnet use"
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"{shown(value)} is not an integer ({allowed})")
+        if 0 <= value < MIN_ETHERTYPE:
+            self.fail(key, f"{value:#06x} is an 802.3 length, not an EtherType ({allowed})")
+        if not 0 <= value <= 0xFFFF:
+            self.fail(key, f"{shown(value)} outside {MIN_ETHERTYPE:#06x}..0xffff")
+        if value in LINUX_ETHERTYPES:
+            self.fail(key, f"{value:#06x} is {LINUX_ETHERTYPES[value]}, which Linux needs "
+                           f"({allowed})")
+        if value in STACK_ETHERTYPES:
+            self.fail(key, f"{value:#06x} is {STACK_ETHERTYPES[value]}, always real-time "
+                           f"({allowed})")
         return value
 
     def table(self, key, value):
@@ -153,8 +236,16 @@ class _Checker:
     def known(self, section: str, table: dict, allowed):
         for k in table:
             if k not in allowed:
-                self.fail(f"{section}.{k}" if section else k,
+                self.fail(f"{section}.{key_name(k)}" if section else key_name(k),
                           f"unknown key (allowed: {', '.join(sorted(allowed))})")
+
+    def slot_exists(self, key, tdma: TdmaConfig | None, slot_id: int):
+        """Traffic for a slot the schedule lacks would be dropped: refuse it here."""
+        if tdma is not None and effective_slot(tdma, slot_id) is None:
+            ids = ", ".join(map(str, sorted(tdma.slots))) or "none"
+            fallback = " (nor slot 0, which slot 1 falls back to)" if slot_id == 1 else ""
+            self.fail(key, f"slot {slot_id} is not in the TDMA schedule{fallback}; "
+                           f"configured slots: {ids}")
 
     def tdma(self, key, build):
         """Run the schedule-wide checks of rtmac.tdma_config.validate under ``key``."""
@@ -165,9 +256,10 @@ class _Checker:
 
 
 def parse_phasing(ck: _Checker, key: str, text) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+)/(\d+)", text) if isinstance(text, str) else None
+    # ASCII digits only (int() would take other scripts' digits), few enough to convert
+    m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text) if isinstance(text, str) else None
     if not m:
-        ck.fail(key, f"{text!r} is not x/y")
+        ck.fail(key, f"{shown(text)} is not x/y (1 <= x <= y <= {MAX_PERIOD})")
     x, y = int(m.group(1)), int(m.group(2))
     if not 1 <= x <= y <= MAX_PERIOD:
         ck.fail(key, f"{text} needs 1 <= x <= y <= {MAX_PERIOD}")
@@ -184,7 +276,17 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        ck.fail_file(str(exc))
+    except RecursionError:      # tomllib descends once per level of nesting
+        ck.fail_file("arrays or tables nested too deeply")
+    except ValueError as exc:   # int() refuses numbers of more than 4300 digits
+        limit = sys.get_int_max_str_digits()
+        long_number = re.search(r"[0-9a-fA-F_]{%d,}" % (limit + 1), text)
+        if long_number:
+            ck.fail(f"line {text.count(chr(10), 0, long_number.start()) + 1}",
+                    f"a number of {long_number.end() - long_number.start()} digits "
+                    f"(at most {limit})")
+        ck.fail_file(f"unreadable value: {str(exc).split(';')[0]}")
     ck.known("", doc, _SECTIONS)
     cfg = {}
 
@@ -192,8 +294,7 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     ck.known("station", st, {"name", "device", "mac", "xdp_mode", "ethertypes"})
     cfg["name"] = ck.string("station.name", st.get("name", "station"),
                             re.compile(r"[A-Za-z0-9_.-]{1,32}"), "1-32 letters, digits, . _ -")
-    cfg["device"] = ck.string("station.device", st.get("device", "rteth0"), _IFNAME,
-                              "an interface name (1-15 characters, no / : or spaces)")
+    cfg["device"] = ck.ifname("station.device", st.get("device", "rteth0"))
     if "mac" in st:
         cfg["mac"] = ck.string("station.mac", st["mac"], _MAC, "a MAC like 02:52:54:00:00:01")
     cfg["xdp_mode"] = ck.choice("station.xdp_mode", st.get("xdp_mode", "auto"), XDP_MODES)
@@ -201,8 +302,6 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     if not isinstance(ets, list):
         ck.fail("station.ethertypes", "must be a list of integers like [0x88B5]")
     cfg["ethertypes"] = tuple(ck.ethertype("station.ethertypes", e) for e in ets)
-    if len(set(cfg["ethertypes"])) > 6:
-        ck.fail("station.ethertypes", "at most 6 real-time EtherTypes")
 
     rt = ck.table("rt", doc.get("rt", {}))
     ck.known("rt", rt, {"cpu", "priority", "allow_fallback"})
@@ -215,7 +314,7 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     link = ck.table("link", doc.get("link", {}))
     ck.known("link", link, {"link_rate_mbps"})
     cfg["link_rate_mbps"] = ck.integer("link.link_rate_mbps", link.get("link_rate_mbps", 100),
-                                       0, 400_000)
+                                       *LIMITS["link_rate_mbps"])
 
     clock = ck.table("clock", doc.get("clock", {}))
     ck.known("clock", clock, {"offset_ns", "drift_ppm"})
@@ -241,13 +340,16 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
                 raise ValueError
             ipaddress.ip_interface(address)
         except ValueError:
-            ck.fail("vnic.address", f"{address!r} is not an address with prefix like 198.18.1.1/24")
+            ck.fail("vnic.address",
+                    f"{shown(address)} is not an address with prefix like 198.18.1.1/24")
     cfg["vnic"] = VnicConfig(
         enabled=ck.boolean("vnic.enabled", vn.get("enabled", bool(vn))),
-        name=ck.string("vnic.name", vn.get("name", "vnic0"), _IFNAME, "an interface name"),
+        name=ck.ifname("vnic.name", vn.get("name", "vnic0")),
         mode=ck.choice("vnic.mode", vn.get("mode", "batched"), VNIC_MODES),
         address=address,
         slot=ck.integer("vnic.slot", vn.get("slot", 1), 0, MAX_SLOT_ID_LIMIT))
+    if cfg["vnic"].enabled:
+        ck.slot_exists("vnic.slot", cfg.get("tdma"), cfg["vnic"].slot)
 
     chans = doc.get("channel", [])
     if not isinstance(chans, list):
@@ -261,11 +363,19 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
         et = ck.ethertype(f"{key}.ethertype", ch["ethertype"])
         if et == PING_ETHERTYPE:
             ck.fail(f"{key}.ethertype", f"{et:#06x} is the daemons' echo service")
+        slot = ck.integer(f"{key}.slot", ch.get("slot", 0), 0, MAX_SLOT_ID_LIMIT)
+        ck.slot_exists(f"{key}.slot", cfg.get("tdma"), slot)
         out.append(ChannelConfig(
-            ethertype=et, slot=ck.integer(f"{key}.slot", ch.get("slot", 0), 0, MAX_SLOT_ID_LIMIT),
+            ethertype=et, slot=slot,
             prio=ck.integer(f"{key}.prio", ch.get("prio", 15), 0, 31),
             max_size=ck.integer(f"{key}.max_size", ch.get("max_size", 1514), 14, 1514)))
     cfg["channels"] = tuple(out)
+    steered = StationConfig(ethertypes=cfg["ethertypes"], channels=cfg["channels"])
+    if len(steered.steered_ethertypes()) > lib.RTN_XSK_MAX_ETHERTYPES:
+        ck.fail("station.ethertypes", f"{len(steered.steered_ethertypes())} real-time "
+                f"EtherTypes with the [[channel]] ones and the echo service "
+                f"{PING_ETHERTYPE:#06x}; the XDP program steers at most "
+                f"{lib.RTN_XSK_MAX_ETHERTYPES}")
 
     ctl = ck.table("control", doc.get("control", {}))
     ck.known("control", ctl, {"group", "status_group"})
@@ -291,11 +401,9 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
                                             kw["cycle_us"] - 1)
     elif "backup_offset_us" in t:
         ck.fail("tdma.backup_offset_us", "only for role = \"backup\"")
-    for k, lo, hi in (("cal_rounds", 0, 1_000_000), ("max_slot_id", 0, MAX_SLOT_ID_LIMIT),
-                      ("max_cal_requests", 1, 65535), ("guard_ns", 0, MAX_CYCLE_US * 1000),
-                      ("sync_loss_cycles", 1, 1_000_000)):
+    for k in ("cal_rounds", "max_slot_id", "max_cal_requests", "guard_ns", "sync_loss_cycles"):
         if k in t:
-            kw[k] = ck.integer(f"tdma.{k}", t[k], lo, hi)
+            kw[k] = ck.integer(f"tdma.{k}", t[k], *LIMITS[k])
     slots = t.get("slot", [])
     if not isinstance(slots, list):
         ck.fail("tdma.slot", "use [[tdma.slot]] tables")
@@ -303,7 +411,8 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
     out = {}
     for i, s in enumerate(slots):
         key = f"tdma.slot[{i}]"
-        ck.known(key, ck.table(key, s), {"id", "offset_us", "phasing", "size", "joint"})
+        ck.known(key, ck.table(key, s), {"id", "offset_us", "phasing", "size", "joint",
+                                          "window_us"})
         for req in ("id", "offset_us"):
             if req not in s:
                 ck.fail(f"{key}.{req}", "missing")
@@ -318,7 +427,9 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
                         size=ck.integer(f"{key}.size", s.get("size", MAX_MTU), MIN_SLOT_SIZE,
                                         MAX_MTU),
                         joint=None if joint is None else ck.integer(f"{key}.joint", joint, 0,
-                                                                    max_id))
+                                                                    max_id),
+                        window_us=ck.integer(f"{key}.window_us", s.get("window_us", 0), 0,
+                                             MAX_OFFSET_US))
     return ck.tdma("tdma", lambda: TdmaConfig(**kw, slots=out))
 
 
@@ -333,10 +444,14 @@ _RTNET_USED = {"IPADDR", "NETMASK", "TDMA_MODE", "TDMA_SLAVES", "TDMA_CYCLE", "T
                "TDMA_CONFIG", "RTNET_DEV", "TDMA_CAL_ROUNDS"}
 
 
+_VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
 def parse_shell_vars(text: str, source: str) -> dict:
     """``NAME=value`` lines as ``rtnet start`` sources them (comments, quotes, ``$VAR``)."""
+    ck = _Checker(source)
     out = {}
-    for no, line in enumerate(text.splitlines(), 1):
+    for no, line in enumerate(text.split("\n"), 1):   # lines as the shell counts them
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -344,21 +459,28 @@ def parse_shell_vars(text: str, source: str) -> dict:
             line = line[7:].strip()
         m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", line)
         if not m:
-            raise ConfigError(f"{source}: line {no}: not NAME=value: {line[:40]!r}")
+            ck.fail(f"line {no}", f"not NAME=value: {shown(line)}")
         try:
             words = shlex.split(m.group(2), comments=True)
         except ValueError as exc:
-            raise ConfigError(f"{source}: line {no}: {exc}") from None
+            ck.fail(f"line {no}", str(exc))
         value = " ".join(words)
-        value = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda v: out.get(v.group(1), ""),
-                       value)
-        out[m.group(1)] = value
+        # Expanding A=$A$A line after line doubles the value each time: bound it first.
+        refs = list(_VAR_REF.finditer(value))
+        size = len(value) + sum(len(out.get(r.group(1), "")) - len(r.group(0)) for r in refs)
+        if size > MAX_VALUE_CHARS:
+            ck.fail(f"line {no}: {key_name(m.group(1))}", f"a value of {size} characters (after $ "
+                                                f"expansion), at most {MAX_VALUE_CHARS}")
+        out[m.group(1)] = _VAR_REF.sub(lambda v: out.get(v.group(1), ""), value)
     return out
 
 
 def _uint_var(ck, key, text, lo, hi) -> int:
-    if not re.fullmatch(r"\d+", text or ""):
-        ck.fail(key, f"{text!r} is not a whole number ({lo}..{hi})")
+    # ASCII digits only: int() would also take "\uff11\uff10" (fullwidth) or "1_0"
+    if not isinstance(text, str) or not re.fullmatch(r"[0-9]+", text):
+        ck.fail(key, f"{shown(text)} is not a whole number ({lo}..{hi})")
+    if len(text.lstrip("0")) > len(str(hi)):    # too long to be in range, or to convert
+        ck.fail(key, f"{shown(text)} above maximum {hi}")
     return ck.integer(key, int(text), lo, hi)
 
 
@@ -368,22 +490,23 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
     env = parse_shell_vars(text, source)
     for k in env:
         if k not in _RTNET_USED and k not in _RTNET_IGNORED:
-            ck.fail(k, "unknown rtnet.conf variable (see RTNET_REFERENCE.md 3.7)")
-    dev = ck.string("RTNET_DEV", env.get("RTNET_DEV", "rteth0"), _IFNAME, "an interface name")
+            ck.fail(key_name(k), "unknown rtnet.conf variable (see RTNET_REFERENCE.md 3.7)")
+    dev = ck.ifname("RTNET_DEV", env.get("RTNET_DEV", "rteth0"))
     ip = env.get("IPADDR", "10.0.0.1")
     try:
         ipaddress.IPv4Address(ip)
     except ValueError:
-        ck.fail("IPADDR", f"{ip!r} is not an IPv4 address")
-    cal = _uint_var(ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"), 0, 1_000_000)
+        ck.fail("IPADDR", f"{shown(ip)} is not an IPv4 address")
+    cal = _uint_var(ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"),
+                    *LIMITS["cal_rounds"])
     if env.get("TDMA_CONFIG"):
         path = env["TDMA_CONFIG"]
         if not os.path.isabs(path):
             path = os.path.join(os.path.dirname(source), path)
         try:
-            tdma_text = read_file(path) if read_file else open(path).read()
-        except OSError as exc:
-            ck.fail("TDMA_CONFIG", f"{path}: {exc.strerror}")
+            tdma_text = (read_file or read_text)(path)
+        except ConfigError as exc:
+            ck.fail("TDMA_CONFIG", str(exc))
         tdma = parse_tdma_conf(tdma_text, path, ip=ip, mac=mac, cal_rounds=cal)
     else:
         mode = ck.choice("TDMA_MODE", env.get("TDMA_MODE", "master"), ("master", "slave"))
@@ -409,17 +532,18 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
     """The extended-mode file: the section of this station (by ``ip`` or ``mac``)."""
     ck = _Checker(source)
     sections = []
-    for no, line in enumerate(text.splitlines(), 1):
+    for no, line in enumerate(text.split("\n"), 1):   # lines as an editor counts them
         words = line.split("#", 1)[0].split()
         if not words:
             continue
         if words[0] in ("master:", "backup-master:", "slave:") and len(words) == 1:
-            sections.append({"kind": words[0][:-1], "line": no, "slots": {}})
+            sections.append({"kind": words[0][:-1], "line": no, "slots": {}, "slot_lines": {},
+                             "windows": {}})
             continue
         if not sections:
-            ck.fail(f"line {no}", f"{words[0]!r} before master:, backup-master: or slave:")
+            ck.fail(f"line {no}", f"{shown(words[0])} before master:, backup-master: or slave:")
         sec = sections[-1]
-        key = f"line {no}: {words[0]}"
+        key = f"line {no}: {key_name(words[0])}"
         if words[0] in ("ip", "mac", "stage2") and len(words) == 2:
             sec[words[0]] = words[1]
         elif words[0] == "cycle" and len(words) == 2 and sec["kind"] == "master":
@@ -433,10 +557,20 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
             size = _uint_var(ck, key, words[4], 0, MAX_MTU) if len(words) > 4 else 0
             if 0 < size < MIN_SLOT_SIZE:
                 ck.fail(key, f"size {size} below minimum {MIN_SLOT_SIZE} (0 = MTU)")
+            if sid in sec["slots"]:
+                ck.fail(key, f"slot {sid} given twice in this {sec['kind']}: section "
+                             f"(first on line {sec['slot_lines'][sid]})")
+            sec["slot_lines"][sid] = no
             sec["slots"][sid] = Slot(sid, _uint_var(ck, key, words[2], 0, MAX_OFFSET_US),
                                      phasing, period, size or MAX_MTU,
                                      _uint_var(ck, key, words[5], 0, MAX_SLOT_ID_LIMIT)
                                      if len(words) > 5 else None)
+        elif words[0] == "window" and len(words) == 3:
+            # beyond RTnet: "window <slot id> <us>" gives a slot of this section a window
+            sid = _uint_var(ck, key, words[1], 0, MAX_SLOT_ID_LIMIT)
+            if sid in sec["windows"]:
+                ck.fail(key, f"a window for slot {sid} given twice in this section")
+            sec["windows"][sid] = (no, _uint_var(ck, key, words[2], 1, MAX_OFFSET_US))
         else:
             ck.fail(key, f"not valid in a {sec['kind']}: section")
     masters = [s for s in sections if s["kind"] == "master"]
@@ -448,6 +582,10 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
         ck.fail("ip", f"no section for this station (ip {ip}{', mac ' + mac if mac else ''})")
     sec = mine[0]
     cycle = masters[0]["cycle"]
+    for sid, (no, us) in sec["windows"].items():
+        if sid not in sec["slots"]:
+            ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
+        sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
     kw = {"cal_rounds": cal_rounds, "slots": sec["slots"]}
     if sec["kind"] == "master":
         kw.update(role="master", cycle_us=cycle)
@@ -462,11 +600,7 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
 
 def load(path: str, *, mac: str | None = None) -> StationConfig:
     """Read and check a configuration file (TOML by its .toml suffix, else rtnet.conf)."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror}") from None
+    text = read_text(path)
     if path.endswith(".toml"):
         return parse_toml(text, path)
     return parse_rtnet_conf(text, path, mac=mac)

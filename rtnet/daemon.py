@@ -218,6 +218,7 @@ class EchoService:
         self.own_ips = {socket.inet_aton(ip) for ip in own_ips}
         self.mac = bytes(int(x, 16) for x in station.mac.split(":"))
         self.cid, memfd, kickfd = station.open_channel(_config.PING_ETHERTYPE, slot=0, prio=15,
+                                                       cycles=False,
                                                        max_size=1514, depth=64)
         self.kickfd = kickfd
         size = os.fstat(memfd).st_size

@@ -1,14 +1,15 @@
 """The embedded default: `rtnetctl lab up` brings up a whole TDMA segment and shows it working.
 
 Station 1 is the primary master, station 2 the backup master, the others are
-slaves; each runs its own rtnetd.  The schedule (1 ms cycle):
+slaves; each runs its own rtnetd.  The schedule comes from the planner
+(rtmac/plan.py, ``rtmac tdma plan --stations N``): the master's Sync, then
+for every station its RT slot 0 (200 bytes) and right after it its NRT
+window (slot 1), the free wire time shared equally; the backup's Sync after
+the master's window.  The cycle is 1 ms, or the shortest multiple of 500 us
+that fits the stations (3 ms for 16).
 
-    0 us        Sync (master; the backup sends it 100 us later if the master is silent)
-    100 us + 100 us x (N - 1)   RT slot 0 of station N (200 bytes)
-    800 us      the shared NRT slot 1 (1500 bytes), station N in cycles n % S == N - 1
-
-Every station has vnic0 (198.19.0.N/24) carrying Linux traffic in the NRT
-slot.  A cyclic real-time publisher on the last station sends one message
+Every station has vnic0 (198.19.0.N/24) carrying Linux traffic in its NRT
+window.  A cyclic real-time publisher on the last station sends one message
 per cycle, 50 us before its RT slot, to a subscriber on station 1; the view
 shows the true end-to-end latency (scheduled send time to receipt by the
 subscriber), missed slots and VNIC traffic while it runs, then a summary.
@@ -17,6 +18,7 @@ The lab stays up for exploring (rtnetctl -n rtn-lab-s1 status, rtmac ...);
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import threading
@@ -27,23 +29,44 @@ import numpy as np
 from . import paths, stationctl
 from .errors import LabError
 from .lab import Lab
+from rtmac.tdma_config import Slot
 
-CYCLE_US = 1000
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500
-NRT_OFFSET_US = 800
 APP_ETHERTYPE = 0x88B5
-MAX_DEMO_STATIONS = 7   # RT slots at 100..700 us, the NRT slot at 800 us
+MAX_DEMO_STATIONS = 16
 
 
-def station_toml(index: int, n: int) -> str:
-    """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations."""
-    if index == 1:
-        role = 'role = "master"\ncycle_us = 1000'
-    elif index == 2:
-        role = 'role = "backup"\ncycle_us = 1000\nbackup_offset_us = 100'
-    else:
-        role = 'role = "slave"'
+def segment_plan(n: int):
+    """The demo segment's schedule for ``n`` stations (rtmac.plan)."""
+    from rtmac.plan import plan, shortest_cycle_us
+    kw = dict(rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE)
+    return plan(n, cycle_us=shortest_cycle_us(n, **kw), **kw)
+
+
+def station_toml(index: int, n: int, *, windows: bool = True) -> str:
+    """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations.
+
+    ``windows=False``: RTnet's slot model instead, the baseline the planned windows
+    are measured against (tools/bench_lab_vnic.py), as this demo ran before the
+    planner: a 1 ms cycle, the backup's Sync at 100 us, RT slot 0 of station N at
+    100 x N us, and one NRT slot 1 at 800 us (one full frame plus the guard)
+    shared by all stations, station N in cycles n % stations == N - 1, as RTnet's
+    tdma.conf examples share slot 1 (up to 7 stations).
+    """
+    p = segment_plan(n)
+    st = p.station(index)
+    if not windows:
+        if n > 7:
+            raise LabError(22, f"RTnet's slot layout of the demo holds 7 stations, not {n}")
+        p = dataclasses.replace(p, cycle_us=1000, backup_offset_us=100)
+        st = dataclasses.replace(st, rt=Slot(0, 100 * index, size=RT_SLOT_SIZE),
+                                 window=Slot(1, 800, phasing=index, period=n,
+                                             size=NRT_SLOT_SIZE))
+    role = {"master": f'role = "master"\ncycle_us = {p.cycle_us}',
+            "backup": f'role = "backup"\ncycle_us = {p.cycle_us}\n'
+                      f"backup_offset_us = {p.backup_offset_us}",
+            "slave": 'role = "slave"'}[st.role]
     return f"""# demo station {index} of {n}, written by rtnetctl lab up
 [station]
 name = "s{index}"
@@ -59,13 +82,14 @@ cal_rounds = 20
 sync_loss_cycles = 20
 [[tdma.slot]]
 id = 0
-offset_us = {100 * index}
-size = {RT_SLOT_SIZE}
+offset_us = {st.rt.offset_us}
+size = {st.rt.size}
 [[tdma.slot]]
 id = 1
-offset_us = {NRT_OFFSET_US}
-phasing = "{index}/{n}"
-size = {NRT_SLOT_SIZE}
+offset_us = {st.window.offset_us}
+size = {st.window.size}
+phasing = "{st.window.phasing}/{st.window.period}"
+{f"window_us = {st.window.window_us}" if st.window.window_us else ""}
 [vnic]
 enabled = true
 name = "vnic0"
@@ -122,9 +146,12 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
     from .app import Channel
     from .cyclic import CyclicTask
 
+    plan = segment_plan(stations)
     lab = Lab(name, stations).up()
     out(f"lab {lab.name}: {lab.n} stations, bridge {lab.wire_netns}/rtbr0, "
-        f"TDMA cycle {CYCLE_US} us, NRT slot shared at {NRT_OFFSET_US} us")
+        f"TDMA cycle {plan.cycle_us} us, an NRT window of {plan.station(1).window.window_us} us "
+        f"per station")
+    out(plan.drawing())
     for st in lab.stations:
         conf = os.path.join(paths.station_dir(st.netns), "rtnet.toml")
         os.makedirs(os.path.dirname(conf), exist_ok=True)
@@ -133,7 +160,7 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
         info = stationctl.up(conf, netns=st.netns)
         role = ("master", "backup master")[st.index - 1] if st.index <= 2 else "slave"
         out(f"  station {st.index} ({role}): rtnetd pid {info['pid']}, rteth0 {st.mac} "
-            f"{st.ip}, vnic0 198.19.0.{st.index}, slot 0 at {100 * st.index} us")
+            f"{st.ip}, vnic0 198.19.0.{st.index}, slot 0 at {plan.station(st.index).rt.offset_us} us")
     want = {1: "active", 2: "stand-by"}
     deadline = time.monotonic() + 20
     while True:
@@ -151,7 +178,8 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
     pub_ch = Channel.open(netns=pub_st.netns, ethertype=APP_ETHERTYPE)
     sub = _Subscriber(sub_ch)
     sub.start()
-    task = CyclicTask(pub_ch, sub_st.mac, payload_size=32, offset_us=100 * pub_st.index - 50,
+    task = CyclicTask(pub_ch, sub_st.mac, payload_size=32,
+                      offset_us=max(0, plan.station(pub_st.index).rt.offset_us - 50),
                       priority=70, allow_fallback=True)
     ping = lab.spawn(lab.stations[1], ["ping", "-q", "-i", "0.2", "-w", str(int(duration) + 1),
                                        "-s", "1200", f"198.19.0.{pub_st.index}"],
@@ -207,7 +235,7 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
         L = summary["latency_us"]
         out(f"  cyclic messages: {len(lat)} received, {lost} lost; end-to-end (scheduled send -> "
             f"subscriber) p50 {L['p50']:.1f} us, p99 {L['p99']:.1f} us, p99.9 {L['p99.9']:.1f} us, "
-            f"max {L['max']:.1f} us (cycle {CYCLE_US} us)")
+            f"max {L['max']:.1f} us (cycle {plan.cycle_us} us)")
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
     out(f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} status; "
         f"remove it with rtnetctl lab down{'' if name == 'lab' else ' --name ' + name}")

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rtmac.tdma_config import Slot, TdmaConfig  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
+from rtnet.argtypes import integer, number  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 from rtnet.station import RtSettings, Station  # noqa: E402
 
@@ -67,14 +68,16 @@ def run_chunk(cs, cm, dst, mode, n, offset_us, cpu):
     return samples, lateness, st
 
 
-def main() -> int:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seconds", type=float, default=10.0, help="per mode")
-    ap.add_argument("--chunks", type=int, default=4, help="interleaved chunks per mode")
-    ap.add_argument("--offset-us", type=int, default=300)
-    ap.add_argument("--cpu", type=int, default=None, help="pin the RT task")
+    ap.add_argument("--seconds", type=number("seconds", 0.1, 3600), default=10.0, help="per mode")
+    ap.add_argument("--chunks", type=integer("chunks", 1, 1000), default=4,
+                    help="interleaved chunks per mode")
+    ap.add_argument("--offset-us", type=integer("offset", 0, CYCLE_US - 1), default=300)
+    ap.add_argument("--cpu", type=integer("cpu", 0, (os.cpu_count() or 1) - 1), default=None,
+                    help="pin the RT task")
     ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.chunks = 2.0, 2
     per_chunk = max(1, int(args.seconds * 1e6 / CYCLE_US / args.chunks))

@@ -27,7 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from rtnet.argtypes import integer  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
+from rtnet.pingpong import UDP_HEADERS  # noqa: E402
 
 LAB_NAME = "rtnxbench"
 PCTS = (("min", 0), ("p50", 50), ("p99", 99), ("p99.9", 99.9), ("max", 100))
@@ -117,15 +119,18 @@ def print_table(res: dict, a) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--count", type=int, default=20000)
-    p.add_argument("--warmup", type=int, default=500)
-    p.add_argument("--size", type=int, default=64)
+    cpu = integer("cpu", 0, (os.cpu_count() or 1) - 1)
+    p.add_argument("--count", type=integer("count", 1, 10_000_000), default=20000)
+    p.add_argument("--warmup", type=integer("warmup", 0, 1_000_000), default=500)
+    # rtnet.pingpong's frame sizes: a UDP datagram with a 4-byte payload up to 1514 bytes
+    p.add_argument("--size", type=integer("size", UDP_HEADERS + 4, 1514), default=64)
     p.add_argument("--mode", default="auto", choices=("auto", "native", "skb"))
-    p.add_argument("--fifo", type=int, default=50, help="SCHED_FIFO priority (0: SCHED_OTHER)")
+    p.add_argument("--fifo", type=integer("priority", 0, 99), default=50,
+                   help="SCHED_FIFO priority (0: SCHED_OTHER)")
     p.add_argument("--no-pmqos", dest="pmqos", action="store_false")
     p.add_argument("--so-busy-poll", action="store_true")
-    p.add_argument("--client-cpu", type=int, default=0)
-    p.add_argument("--responder-cpu", type=int, default=1 if (os.cpu_count() or 1) > 1 else 0)
+    p.add_argument("--client-cpu", type=cpu, default=0)
+    p.add_argument("--responder-cpu", type=cpu, default=1 if (os.cpu_count() or 1) > 1 else 0)
     p.add_argument("--out", default=os.path.join(ROOT, "results", "bench_rtpath.json"))
     a = p.parse_args(argv)
     a.timeout_budget = 0.001  # seconds of wall time allowed per round trip on top of 60 s

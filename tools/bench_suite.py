@@ -49,6 +49,7 @@ import bench_suite_report as report  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
+from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
                             stop_stress, sysinfo)
 from rtnet import netns  # noqa: E402
@@ -375,7 +376,7 @@ def ping_rtt(lab, dst: str, payload: int, count: int) -> dict:
 def measure_rfc2544_vnic(args, lab, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
     p = plan(CYCLE_US, LINK_MBPS)
-    cap = p.capacity_mbps(p.master_nrt_slots)
+    cap = p.master_capacity_mbps
     out = results["rfc2544"]["vnic"] = {"nrt_capacity_mbps": cap, "sizes": {}}
     dst = vnic_address(2).split("/")[0]
     with tdma_pair(lab, p, mode="batched", rt=rt) as (_stations, taps):
@@ -418,20 +419,27 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="about 2 minutes (CI)")
-    ap.add_argument("--messages", type=int, default=10_000, help="per matrix cell")
-    ap.add_argument("--chunks", type=int, default=4,
+    ap.add_argument("--messages", type=integer("messages", 1, 10_000_000), default=10_000,
+                    help="per matrix cell")
+    ap.add_argument("--chunks", type=integer("chunks", 1, 1000), default=4,
                     help="interleaved chunks per cell (standard/RT alternate)")
     ap.add_argument("--loads", default=",".join(LOADS))
-    ap.add_argument("--lead-us", type=int, default=LEAD_US,
+    ap.add_argument("--lead-us", type=integer("lead", 0, CYCLE_US - 1), default=LEAD_US,
                     help="TDMA: the RT application wakes this long before its slot")
-    ap.add_argument("--ct-seconds", type=int, default=10, help="cyclictest per load")
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--trial-s", type=float, default=2.0, help="RFC 2544 trial length")
-    ap.add_argument("--resolution-pct", type=float, default=1.0,
+    ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,
+                    help="cyclictest per load")
+    # RFC 2544's frame sizes run from 64 to 1518 bytes (FCS included)
+    ap.add_argument("--sizes", type=integer_list("frame size", 64, 1518),
+                    default=list(SIZES))
+    ap.add_argument("--trial-s", type=number("trial length", 0.1, 600), default=2.0,
+                    help="RFC 2544 trial length")
+    ap.add_argument("--resolution-pct", type=number("resolution", 0.01, 100), default=1.0,
                     help="RFC 2544 search resolution, percent of line rate")
-    ap.add_argument("--max-trials", type=int, default=8, help="per frame size")
-    ap.add_argument("--ping-count", type=int, default=500)
-    ap.add_argument("--vnic-seconds", type=int, default=5, help="part d, per run")
+    ap.add_argument("--max-trials", type=integer("trials", 1, 100), default=8,
+                    help="per frame size")
+    ap.add_argument("--ping-count", type=integer("ping count", 1, 100_000), default=500)
+    ap.add_argument("--vnic-seconds", type=integer("seconds", 1, vnic_bench.MAX_SECONDS),
+                    default=5, help="part d, per run")
     ap.add_argument("--parts", default="a,c,d", help="a (with b), c, d")
     ap.add_argument("--lab", default="bs", help="lab name prefix")
     ap.add_argument("--from-json", metavar="PATH",
@@ -449,7 +457,6 @@ def parse_args(argv):
         args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
         args.ping_count, args.vnic_seconds = 20, 1
     args.loads = [x for x in args.loads.split(",") if x]
-    args.sizes = [int(x) for x in args.sizes.split(",") if x]
     args.parts = set(args.parts.split(","))
     if set(args.loads) - set(LOADS):
         ap.error(f"loads: choose from {', '.join(LOADS)}")

@@ -32,7 +32,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rtmac.tdma_config import Slot, TdmaConfig, wire_time_ns  # noqa: E402
+from rtmac.tdma_config import LIMITS, Slot, TdmaConfig, wire_time_ns  # noqa: E402
+from rtnet.argtypes import integer, integer_list  # noqa: E402
 from rtnet.benchkit import run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 from rtnet.station import RtSettings, Station  # noqa: E402
@@ -200,19 +201,20 @@ def search_cycle(args, cycle_us):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cycles", type=int, default=100_000, help="cycles per load (default 100000)")
-    p.add_argument("--cycle-us", type=int, default=1000)
+    cycle = LIMITS["cycle_us"]
+    p.add_argument("--cycles", type=integer("cycles", 1, 100_000_000), default=100_000,
+                   help="cycles per load (default 100000)")
+    p.add_argument("--cycle-us", type=integer("cycle", *cycle), default=1000)
     p.add_argument("--loads", default="idle,cpu")
-    p.add_argument("--search", default="1000,500,250",
+    p.add_argument("--search", type=integer_list("cycle", *cycle), default=[1000, 500, 250],
                    help="cycles (us) to try for the shortest cycle, '' to skip")
-    p.add_argument("--search-cycles", type=int, default=100_000)
+    p.add_argument("--search-cycles", type=integer("cycles", 1, 100_000_000), default=100_000)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--output", default="results/bench_tdma.json")
     args = p.parse_args(argv)
     if args.quick:
-        args.cycles, args.search_cycles, args.search = 5000, 5000, "500,250"
+        args.cycles, args.search_cycles, args.search = 5000, 5000, [500, 250]
     args.loads = [x for x in args.loads.split(",") if x]
-    args.search = [int(x) for x in args.search.split(",") if x]
     args.cyclictest = shutil.which("cyclictest")
     args.stress_ng = shutil.which("stress-ng")
     if not args.cyclictest or not args.stress_ng:

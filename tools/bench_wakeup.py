@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from rtnet.benchkit import (Accumulator, run_cyclictest, start_stress,  # noqa: E402
                             stop_stress, sysinfo)
-from rtnet.rtthread import RtThread  # noqa: E402
+from rtnet.argtypes import integer  # noqa: E402
+from rtnet.rtthread import PERIOD_MAX_US, PRIO_MAX, PRIO_MIN, RtThread  # noqa: E402
 
 TARGET_RATIO = 1.25
 LOADS = ("idle", "cpu")
@@ -72,15 +73,16 @@ def fmt_line(load, tool, s, prio, period_us):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--duration", type=int, default=30,
+    p.add_argument("--duration", type=integer("duration", 1, 86_400), default=30,
                    help="seconds per tool per load (default 30)")
-    p.add_argument("--chunk", type=int, default=5,
+    p.add_argument("--chunk", type=integer("chunk", 1, 3600), default=5,
                    help="seconds per interleaved run (default 5)")
     p.add_argument("--quick", action="store_true", help="4 s per tool per load, 2 s chunks")
-    p.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
+    p.add_argument("--cpu", type=integer("cpu", 0, max(os.sched_getaffinity(0))),
+                   default=max(os.sched_getaffinity(0)),
                    help="CPU for both tools (default: the highest allowed)")
-    p.add_argument("--priority", type=int, default=90)
-    p.add_argument("--period-us", type=int, default=1000)
+    p.add_argument("--priority", type=integer("priority", PRIO_MIN, PRIO_MAX), default=90)
+    p.add_argument("--period-us", type=integer("period", 1, PERIOD_MAX_US), default=1000)
     p.add_argument("--loads", default=",".join(LOADS), help="idle,cpu")
     p.add_argument("--allow-fallback", action="store_true",
                    help="let our thread run SCHED_OTHER if FIFO is refused")

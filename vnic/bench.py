@@ -4,11 +4,19 @@ Both stations are Station objects in this process, so the stack's threads
 are this process's threads other than the main Python thread (rtnet-rt and
 the rtnet-vnic-rd/-wr helpers of both stations): their CPU and context
 switches are read per thread from /proc/self/task, which nothing else
-shares.  iperf3 runs in separate processes in the station namespaces and is
-counted only in the whole-machine CPU, which is the figure compared with the
-kernel path.
+shares.  iperf3 runs in separate processes in the station namespaces.
 
-Whole-machine CPU is the scheduler's own run time of every task (the first
+The CPU figure compared with the kernel path is the lab's own: this process
+and every child it starts run in a cgroup v2 of their own (rtnet.cpuacct),
+and the ksoftirqd threads are added (they carry the softirq work the kernel
+defers; on a machine where only the lab sends traffic, that is the lab's).
+Anything else running on the machine is not counted.  Each mode's idle TDMA
+run is measured before and after its loaded runs; when the two differ by
+more than 20% the after run is repeated, and a run whose idle baselines
+still disagree is flagged.  The cost above idle is never printed negative:
+a loaded run cheaper than its idle baseline is flagged instead.
+
+Whole-machine CPU, kept as a second figure, is the scheduler's own run time of every task (the first
 field of /proc/PID/task/TID/schedstat, in ns), summed over the tasks alive at
 both ends of the window, plus tasks that started within it, plus the
 children that ended within it (RUSAGE_CHILDREN: iperf3 and its wrapper).
@@ -22,20 +30,30 @@ import json
 import os
 import resource
 import subprocess
+import tempfile
 import threading
 import time
 
 import numpy as np
 
+from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
+from rtnet.cpuacct import LabCpu
+from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
-from .setup import NRT_SLOT_SIZE, plan, tdma_pair
+from .setup import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import RTMAC_HLEN
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
+IDLE_AGREE = 0.20          # idle baselines before and after may differ by this much
+ACCT: LabCpu | None = None  # the lab's cgroup while run() measures
 TCP_IP_HLEN = 52   # IPv4 + TCP with the timestamp option Linux sends
+MAX_SECONDS = 600
+MIN_MTU = 68       # the smallest IPv4 link MTU (RFC 791)
+MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
+OFFLOAD = ("on", "off", "both")
 
 
 def task_cpu_ns() -> dict:
@@ -135,7 +153,8 @@ def rt_snapshot(stations) -> dict:
                     "miss_other": s["miss_other"],
                     "vnic_overruns": s["vnic_overruns"],
                     "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
-                    "vnic": dict(s["vnic"]), "timer_wakeups": s["timer_wakeups"]})
+                    "vnic": dict(s["vnic"]), "timer_wakeups": s["timer_wakeups"],
+                    "frames_tx": s["tdma"]["frames_tx"]})
     return out
 
 
@@ -158,6 +177,9 @@ def rt_impact(r0: list, r1: list) -> dict:
             "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
             "tx_dropped": sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"]
                               for a, b in zip(r0, r1)),
+            # per station: timer wake-ups and the frames each one sent
+            "wakeups_per_station": [b["timer_wakeups"] - a["timer_wakeups"] for a, b in zip(r0, r1)],
+            "frames_per_station": [b["frames_tx"] - a["frames_tx"] for a, b in zip(r0, r1)],
             **tap_io(r0, r1)}
 
 
@@ -180,17 +202,69 @@ def p99_us(bins: np.ndarray, lo_ns: int) -> float:
 
 def measure(fn, stations=None) -> dict:
     t0, b0, k0 = time.monotonic(), machine_snapshot(), stack_threads()
+    a0 = ACCT.sample() if ACCT else None
     r0 = rt_snapshot(stations) if stations else None
     res = fn()
     t1, b1, k1 = time.monotonic(), machine_snapshot(), stack_threads()
+    a1 = ACCT.sample() if ACCT else None
     res = dict(res)
     res.update(wall_s=t1 - t0, machine_cpu_s=machine_cpu_s(b0, b1), stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
                stack_csw=k1["csw"] - k0["csw"], stack_threads=k1["threads"])
+    if a0 is not None:
+        res.update(LabCpu.between(a0, a1), cpu_method=ACCT.method)
+    else:
+        res.update(lab_total_cpu_s=res["machine_cpu_s"], cpu_method="machine")
     if stations:
         res.update(rt_impact(r0, rt_snapshot(stations)))
+        res["wakeups_per_s"] = [w / res["wall_s"] for w in res["wakeups_per_station"]]
+        res["frames_per_wakeup"] = [f / w if w else None for f, w in
+                                    zip(res["frames_per_station"], res["wakeups_per_station"])]
     gb = res.get("bytes", 0) / 1e9
-    res["cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
+    res["cpu_s_per_gb"] = res["lab_total_cpu_s"] / gb if gb else None
+    res["machine_cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
     return res
+
+
+def idle_baseline(name: str, seconds: float, stations, log, before: dict | None = None) -> dict:
+    """An idle TDMA run; given the one from before the loaded runs, check they agree
+    (repeated once if not) and return both combined, flagged if they still differ."""
+    r = measure(idle(seconds), stations)
+    if before is None:
+        return r
+    rate = [x["lab_total_cpu_s"] / x["wall_s"] for x in (before, r)]
+    if abs(rate[0] - rate[1]) > IDLE_AGREE * max(rate):
+        log(f"{name:16s} idle baselines differ ({rate[0]:.3f} vs {rate[1]:.3f} CPU s/s): again")
+        r = measure(idle(seconds), stations)
+        rate[1] = r["lab_total_cpu_s"] / r["wall_s"]
+    out = dict(before)
+    out["idle_cpu_per_s"] = rate
+    out["idle_cpu_per_s_mean"] = (rate[0] + rate[1]) / 2
+    out["idle_disagree"] = abs(rate[0] - rate[1]) > IDLE_AGREE * max(rate)
+    if out["idle_disagree"]:
+        log(f"FLAG {name}: idle baselines before and after differ by more than "
+            f"{IDLE_AGREE:.0%} ({rate[0]:.3f} vs {rate[1]:.3f} CPU s/s): its above-idle "
+            f"figures are not trustworthy")
+    return out
+
+
+def derive(r: dict, base: dict, cap: float) -> None:
+    """A loaded run's figures relative to its mode's idle TDMA baseline."""
+    scale = r["wall_s"] / base["wall_s"]
+    extra = r["stack_csw"] - base["stack_csw"] * scale
+    r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
+    r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
+    r["idle_wake_p99_us"] = base["wake_p99_us"]
+    r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
+    r["idle_missed_slots"] = base["missed_slots"] * scale
+    r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
+    r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
+    # the VNIC's own cost: the lab's CPU above an idle TDMA run of the same length
+    idle_cpu = base.get("idle_cpu_per_s_mean", base["lab_total_cpu_s"] / base["wall_s"]) * r["wall_s"]
+    above = r["lab_total_cpu_s"] - idle_cpu
+    gb = r.get("bytes", 0) / 1e9
+    r["below_idle"] = above < 0
+    r["idle_disagree"] = bool(base.get("idle_disagree"))
+    r["marginal_cpu_s_per_gb"] = max(above, 0.0) / gb if gb else None
 
 
 def idle(seconds: float):
@@ -238,31 +312,90 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
         log(f"kernel   {proto} ({when}): {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
             f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
         both = [v for k, v in results["kernel_runs"].items() if k.startswith(proto + "/")]
-        cpu, nbytes = sum(v["machine_cpu_s"] for v in both), sum(v["bytes"] for v in both)
+        cpu, nbytes = sum(v["lab_total_cpu_s"] for v in both), sum(v["bytes"] for v in both)
         results["runs"][f"kernel/{proto}"] = {
-            **r, "machine_cpu_s": cpu / len(both), "bytes": nbytes / len(both),
+            **r, "lab_total_cpu_s": cpu / len(both), "bytes": nbytes / len(both),
+            "machine_cpu_s": sum(v["machine_cpu_s"] for v in both) / len(both),
             "goodput_mbps": sum(v["goodput_mbps"] for v in both) / len(both),
             "loss_pct": sum(v["loss_pct"] for v in both) / len(both),
             "cpu_s_per_gb": cpu / (nbytes / 1e9), "runs": len(both),
             "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both]}
 
 
+def _writable(path: str) -> str | None:
+    """Why ``path`` could not be written at the end of a run, or None.
+
+    Tried for real (directory created, a scratch file made and removed there):
+    permission bits say nothing for root, who still cannot write into /proc.
+    """
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(path) or "."
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"cannot write into {parent}: {exc.strerror}"
+    return None
+
+
+def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None,
+               lab_name: str, out_json: str, out_png: str, offload: str) -> SlotPlan:
+    """The slot plan for these arguments, or ConfigError (one line) before anything is built."""
+    def bad(what, why):
+        raise ConfigError(f"{what}: {why}")
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_SECONDS:
+        bad("--seconds", f"{seconds!r} outside 1..{MAX_SECONDS}")
+    if isinstance(link_rate_mbps, bool) or not isinstance(link_rate_mbps, int) \
+            or not 1 <= link_rate_mbps <= MAX_LINK_RATE_MBPS:
+        # the NRT capacity is the link rate's share: an unpaced link (0) has none to compare
+        bad("--link-rate", f"{link_rate_mbps!r} outside 1..{MAX_LINK_RATE_MBPS} Mbit/s")
+    if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)
+                            or not MIN_MTU <= mtu <= MAX_MTU):
+        bad("--mtu", f"{mtu!r} outside {MIN_MTU}..{MAX_MTU} (the NRT slot's limit)")
+    if offload not in OFFLOAD:
+        bad("--offload", f"{offload!r} is not one of {', '.join(OFFLOAD)}")
+    try:
+        Lab(lab_name, 2)           # checks the name, builds nothing
+    except LabError as exc:
+        bad("--lab", exc.strerror)
+    for opt, path in (("--json", out_json), ("--png", out_png)):
+        why = _writable(path)
+        if why:
+            bad(opt, f"{path}: {why}")
+    try:
+        p = plan(cycle_us, link_rate_mbps)
+    except ConfigError as exc:
+        bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s: {exc}")
+    if p.master_nrt_ns <= 0:
+        bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s leaves no NRT time for "
+                          "the master's VNIC")
+    return p
+
+
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int | None = None,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
         out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
     """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
-    (the runs without offload are named ``<mode>-nooff``)."""
-    mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
+    (the runs without offload are named ``<mode>-nooff``).  Every argument is checked
+    (check_args) before the lab is built."""
+    p = check_args(seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload)
+    mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
-    p = plan(cycle_us, link_rate_mbps)
-    cap = p.capacity_mbps(p.master_nrt_slots)
-    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master NRT slots "
-        f"{p.master_nrt_slots}/cycle -> NRT capacity {cap:.1f} Mbit/s (slave {p.slave_nrt_slots} slot, "
-        f"{p.capacity_mbps(1):.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, no busy polling")
+    cap = p.master_capacity_mbps
+    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
+        f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
+        f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
+        f"no busy polling")
     results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100,
                           "offload": offload},
                "runs": {}}
-    with Lab(lab_name, 2) as lab:
+    global ACCT
+    with LabCpu("rtn-vnic-bench") as acct, Lab(lab_name, 2) as lab:
+        ACCT = acct
+        results["config"]["cpu_method"] = acct.method
+        log(f"# CPU: the lab's own tasks ({acct.method}) plus ksoftirqd")
         kernel_path(lab, seconds, results, log, "before")
         for mode, tso in [(m, o) for m in ("batched", "per-packet") for o in variants]:
             name = mode if tso else f"{mode}-nooff"
@@ -287,26 +420,24 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                         f"{floor['per_segment_cpu_s_per_gb']:.1f} CPU s/GB = "
                         f"{floor['per_segment_cpu_s_per_gb'] / k:.1f}x the kernel path's TCP, "
                         f"before any packet is touched")
+                loaded = {}
                 for proto in ("tcp", "udp"):
                     log(f"{name:16s} {proto}: iperf3 {seconds} s through vnic0 ...")
-                    r = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations)
-                    scale = r["wall_s"] / base["wall_s"]
-                    extra = r["stack_csw"] - base["stack_csw"] * scale
-                    r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
-                    r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
-                    r["idle_wake_p99_us"] = base["wake_p99_us"]
-                    r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
-                    r["idle_missed_slots"] = base["missed_slots"] * scale
-                    r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
-                    r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
-                    # the VNIC's own cost: machine CPU above an idle TDMA run of the same length
-                    gb = r.get("bytes", 0) / 1e9
-                    r["marginal_cpu_s_per_gb"] = ((r["machine_cpu_s"] - base["machine_cpu_s"] * scale)
-                                                  / gb if gb else None)
+                    loaded[proto] = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds),
+                                            stations)
+                base = idle_baseline(name, seconds, stations, log, before=base)
+                results["runs"][f"{name}/idle"] = base
+                for proto, r in loaded.items():
+                    derive(r, base, cap)
                     results["runs"][f"{name}/{proto}"] = r
                     log(f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
-                        f"{r['csw_per_packet']:.3f} csw/pkt; RT slot lateness p99 "
+                        f"{r['csw_per_packet']:.3f} csw/pkt; lab CPU {r['cpu_s_per_gb']:.2f} s/GB "
+                        f"({r['marginal_cpu_s_per_gb']:.2f} above idle"
+                        f"{', FLAGGED: below idle' if r['below_idle'] else ''}); "
+                        f"wake-ups/s per station {' '.join(f'{w:.0f}' for w in r['wakeups_per_s'])}, "
+                        f"frames per wake-up {' '.join(f'{f:.2f}' for f in r['frames_per_wakeup'] if f is not None)}; "
+                        f"RT slot lateness p99 "
                         f"{r['rt_lateness_p99_us']:.0f} us (idle {base['rt_lateness_p99_us']:.0f}), "
                         f"RT slots missed {r['rt_slot_missed']} (idle {base['rt_slot_missed']}); "
                         f"all missed slots {r['missed_slots']} (idle {base['missed_slots']}): "
@@ -314,6 +445,7 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                         f"{r['miss_vnic']} after VNIC writes ran late, {r['miss_other']} other "
                         f"(idle {base['miss_other']}); VNIC writes past a deadline {r['vnic_overruns']}")
         kernel_path(lab, seconds, results, log, "after")
+        ACCT = None
     results["table"] = table(results)
     log(results["table"])
     os.makedirs(os.path.dirname(out_json) or ".", exist_ok=True)
@@ -325,9 +457,9 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
 
 
 def table(results: dict) -> str:
-    rows = ["path/proto            goodput  %cap  loss%  machCPU  CPUs/GB  xkernel  "
+    rows = ["path/proto            goodput  %cap  loss%   labCPU  CPUs/GB  xkernel  "
             "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  RTlate-p99(idle) us  "
-            "RTmissed(idle)  missed:late-wake/vnic/other  vnic-overruns"]
+            "RTmissed(idle)  missed:late-wake/vnic/other  vnic-overruns  frames/wake  flags"]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
@@ -342,15 +474,21 @@ def table(results: dict) -> str:
 
         def f(v, fmt):
             return format(v, fmt) if v is not None else "-"
+        per_wake = "/".join(format(x, ".2f") for x in r.get("frames_per_wakeup") or []
+                            if x is not None) or "-"
+        flags = " ".join(name for name, on in (("below-idle", r.get("below_idle")),
+                                               ("idle-disagree", r.get("idle_disagree")))
+                         if on) or "-"
         rows.append(
             f"{key:20s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
-            f"{r['loss_pct']:6.2f} {r['machine_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
+            f"{r['loss_pct']:6.2f} {r['lab_total_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
             f"{f(ratio, '8.2f')} {f(marg, '8.2f')} {f(mratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
             f"{f(r.get('segs_per_read'), '7.2f')} {f(r.get('segs_per_write'), '7.2f')} "
             f"{f(r.get('rt_lateness_p99_us'), '8.0f')}({f(r.get('idle_rt_lateness_p99_us'), '.0f')}) "
             f"{f(r.get('rt_slot_missed'), '10d')}({f(r.get('idle_rt_slot_missed'), '.0f')}) "
             f"{f(r.get('miss_late_wake'), '12d')}/{f(r.get('miss_vnic'), 'd')}/{f(r.get('miss_other'), 'd')} "
-            f"{f(r.get('vnic_overruns'), '8d')}")
+            f"{f(r.get('vnic_overruns'), '8d')}      "
+            f"{per_wake}  {flags}")
     return "\n".join(rows)
 
 
@@ -368,7 +506,7 @@ def chart(results: dict, path: str) -> None:
     ax[1].bar(x - 0.2, [runs[k]["cpu_s_per_gb"] or 0 for k in keys], 0.4, label="total")
     ax[1].bar(x + 0.2, [runs[k].get("marginal_cpu_s_per_gb") or 0 for k in keys], 0.4,
               label="above idle TDMA")
-    ax[1].set_title("machine CPU s per GB")
+    ax[1].set_title("lab CPU s per GB")
     ax[1].legend(fontsize=8)
     ax[2].bar(x, [runs[k].get("csw_per_packet") or 0 for k in keys])
     ax[2].set_title("context switches per packet (over idle)")

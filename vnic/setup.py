@@ -1,15 +1,15 @@
 """Two lab stations under TDMA with a VNIC each: the slot plan and the wiring.
 
-A slot's window is the wire time of one full ``size + 14`` byte frame plus
-the guard (the lateness it tolerates), so an NRT slot carries one full-size
-frame per occurrence (and small frames in what is left); a VNIC gets its
-capacity from several NRT slot occurrences per cycle: joint slots sharing
-the queue of NRT slot 1.
+The plan (:func:`plan`) comes from the schedule planner (rtmac/plan.py): the
+master (station 1, the sender of the benchmarks) gets an NRT transmit window
+of most of the cycle, the slave (the reverse direction: ACKs, replies) a
+window of one full frame.
 
-Plan for a cycle of ``cycle_us`` at ``link_rate_mbps`` (offsets in us):
-Sync at 0, the master's RT slot 0, the slave's RT slot 0, one NRT slot for
-the slave (the reverse direction: ACKs, replies), then as many NRT slots for
-the master as fit (slot 1 and joint slots 2, 3, ...).
+``windows=False`` plans RTnet's slot model instead, the baseline the windows
+are measured against: an NRT slot owns the wire time of one full ``size + 14``
+byte frame plus the guard, so it carries one full-size frame per occurrence;
+the master gets as many NRT slot occurrences per cycle as fit (slot 1 and
+joint slots 2, 3, ...), the slave one.
 """
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ import contextlib
 import dataclasses
 import time
 
-from rtmac.tdma_config import Slot, TdmaConfig, slot_extent_ns, validate, wire_time_ns
+from rtmac.plan import plan as segment_plan
+from rtmac.tdma_config import (DEFAULT_GUARD_NS, Slot, TdmaConfig, slot_extent_ns, validate,
+                               wire_time_ns)
 from rtnet.errors import RtnetError
 from rtnet.station import RtSettings, Station
 
@@ -38,23 +40,63 @@ class SlotPlan:
     slave: TdmaConfig
     cycle_us: int
     link_rate_mbps: int
-    master_nrt_slots: int
-    slave_nrt_slots: int
+    master_nrt_ns: int          # NRT wire time per cycle: the window, or the slots' frames
+    slave_nrt_ns: int
+    windows: bool
 
-    def capacity_mbps(self, nrt_slots: int) -> float:
-        """NRT capacity: the NRT slots' transmit windows' share of the cycle x link rate."""
-        window_ns = wire_time_ns(NRT_SLOT_SIZE + 14, self.link_rate_mbps)
-        return nrt_slots * window_ns / (self.cycle_us * 1000) * self.link_rate_mbps
+    @property
+    def master_capacity_mbps(self) -> float:
+        """The master's NRT share of the cycle x link rate."""
+        return self.master_nrt_ns / (self.cycle_us * 1000) * self.link_rate_mbps
+
+    @property
+    def slave_capacity_mbps(self) -> float:
+        return self.slave_nrt_ns / (self.cycle_us * 1000) * self.link_rate_mbps
+
+    @property
+    def master_tcp_capacity_mbps(self) -> float:
+        """TCP payload the master's NRT time carries: window x rate x 1448/1538."""
+        return self.master_capacity_mbps * 1448 / 1538
+
+    def describe(self) -> str:
+        if self.windows:
+            return (f"NRT window {self.master_nrt_ns / 1000:g} us/cycle "
+                    f"({self.master_nrt_ns / self.cycle_us / 10:.0f}%)")
+        n = self.master_nrt_ns // wire_time_ns(NRT_SLOT_SIZE + 14, self.link_rate_mbps)
+        return f"{n} NRT slots/cycle (RTnet's slot model)"
 
     def to_dict(self) -> dict:
         return {"cycle_us": self.cycle_us, "link_rate_mbps": self.link_rate_mbps,
-                "master_nrt_slots": self.master_nrt_slots, "slave_nrt_slots": self.slave_nrt_slots,
-                "master_nrt_capacity_mbps": round(self.capacity_mbps(self.master_nrt_slots), 2),
-                "slave_nrt_capacity_mbps": round(self.capacity_mbps(self.slave_nrt_slots), 2),
+                "windows": self.windows, "master_nrt_us": self.master_nrt_ns / 1000,
+                "slave_nrt_us": self.slave_nrt_ns / 1000,
+                "master_nrt_capacity_mbps": round(self.master_capacity_mbps, 2),
+                "slave_nrt_capacity_mbps": round(self.slave_capacity_mbps, 2),
+                "master_tcp_capacity_mbps": round(self.master_tcp_capacity_mbps, 2),
                 "master": self.master.to_dict(), "slave": self.slave.to_dict()}
 
 
-def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, max_master_nrt: int = 62) -> SlotPlan:
+def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, *, windows: bool = True,
+         max_master_nrt: int = 62) -> SlotPlan:
+    """The benchmark pair's schedule: NRT windows (default) or RTnet's NRT slots."""
+    if windows:
+        return _window_plan(cycle_us, link_rate_mbps)
+    return _slot_plan(cycle_us, link_rate_mbps, max_master_nrt)
+
+
+def _window_plan(cycle_us: int, link_rate_mbps: int) -> SlotPlan:
+    # the slave's window: one full frame, and at least its RT slot's guard it starts in
+    one_frame_us = -(-wire_time_ns(NRT_SLOT_SIZE + 14, link_rate_mbps) // 1000)
+    slave_us = max(one_frame_us, -(-DEFAULT_GUARD_NS // 1000))
+    p = segment_plan(2, cycle_us=cycle_us, link_rate_mbps=link_rate_mbps, backup=False,
+                     rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE, windows_us={2: slave_us})
+    master = validate(dataclasses.replace(p.tdma_config(1), max_slot_id=63, cal_rounds=10))
+    slave = validate(dataclasses.replace(p.tdma_config(2), max_slot_id=63, cal_rounds=10))
+    return SlotPlan(master, slave, cycle_us, link_rate_mbps,
+                    p.station(1).window.window_us * 1000, p.station(2).window.window_us * 1000,
+                    True)
+
+
+def _slot_plan(cycle_us: int, link_rate_mbps: int, max_master_nrt: int) -> SlotPlan:
     base = dict(cycle_us=cycle_us, link_rate_mbps=link_rate_mbps, max_slot_id=63, cal_rounds=10)
     probe = TdmaConfig(role="master", **base)
 
@@ -77,7 +119,9 @@ def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, max_master_nrt: int = 
         sid += 1
     master = validate(TdmaConfig(role="master", slots=m_slots, **base))
     slave = validate(TdmaConfig(role="slave", slots={0: s_rt, 1: s_nrt}, **base))
-    return SlotPlan(master, slave, cycle_us, link_rate_mbps, len(m_slots) - 1, 1)
+    frame_ns = wire_time_ns(NRT_SLOT_SIZE + 14, link_rate_mbps)
+    return SlotPlan(master, slave, cycle_us, link_rate_mbps, (len(m_slots) - 1) * frame_ns,
+                    frame_ns, False)
 
 
 @contextlib.contextmanager

@@ -63,9 +63,10 @@ def test_lab_down_after_a_crash_finds_leftovers_by_name():
 
 
 def test_bad_lab_arguments_get_one_line_errors(capsys):
-    assert cli.main(["lab", "up", "--bare", "--stations", "0", "--name", "lb"]) == 1
+    # a number out of range is refused while parsing (usage: 2), a bad name by the lab (1)
+    assert cli.main(["lab", "up", "--bare", "--stations", "0", "--name", "lb"]) == 2
     assert cli.main(["lab", "up", "--bare", "--name", "Bad_Name"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["rtnetctl: --stations 0: must be 1..32",
+    assert err == ["rtnetctl: argument --stations: invalid stations: 0 (allowed: 1..32)",
                    "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits"]
     assert "lb" not in all_labs()

@@ -34,7 +34,15 @@ def test_plans_validate_and_keep_stations_apart(n, kw):
         assert cfg.slots[1].window_us * 1000 >= wire_time_ns(1514, p.link_rate_mbps)
     last = max(end for _, end in spans.values())
     assert last <= p.cycle_us * 1000
-    assert p.station(1).rt.offset_us * 1000 >= wire_time_ns(60, p.link_rate_mbps) + p.guard_ns
+    # the master's RT slot right after its Sync; the backup's Sync clear of every slot
+    # but its own (station 2's RT slot follows the backup's Sync frame)
+    assert p.station(1).rt.offset_us * 1000 >= wire_time_ns(60, p.link_rate_mbps)
+    if p.backup_offset_us is not None:
+        b = (p.backup_offset_us * 1000,
+             p.backup_offset_us * 1000 + wire_time_ns(60, p.link_rate_mbps))
+        assert p.station(2).rt.offset_us * 1000 >= b[1]
+        for i, a in spans.items():
+            assert a[1] <= b[0] or b[1] <= a[0] or i == 2, (a, b)
     roles = [st.role for st in p.stations]
     assert roles[0] == "master" and set(roles[2:]) <= {"slave"}
 

@@ -253,3 +253,15 @@ def test_config_should_round_trip_through_dict():
     assert TdmaConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError):
         TdmaConfig.from_dict({"role": "master", "cycle_us": 5000, "bogus": 1})
+
+
+@pytest.mark.parametrize("request_", [
+    {"cmd": "tdma.slot"}, {"cmd": "tdma.slot", "id": 0}, {"cmd": "tdma.remove_slot"},
+    {"cmd": "tdma.remove_slot", "id": [1]}, {"cmd": "tdma.slot", "id": 0, "offset_us": 0,
+                                              "size": "1500"},
+    {"cmd": "tdma.slot", "id": 10 ** 5000, "offset_us": 0}, {"cmd": None},
+])
+def test_malformed_slot_requests_should_be_refused_with_one_line(request_):
+    with pytest.raises(ConfigError) as err:
+        apply_request(MASTER, request_)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 200
