@@ -72,6 +72,12 @@ def fuzz_run(tmp_path_factory):
     return rows, res.stdout
 
 
+def test_fuzz_targets_are_listed():
+    if shutil.which("make") is None:
+        skip_or_fail("make is not installed (run tools/setup-system.sh)")
+    assert len(TARGETS) >= 9, f"csrc/Makefile lists only {TARGETS} (make fuzz-targets)"
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_fuzz_target_finds_nothing(fuzz_run, target):
     rows, output = fuzz_run
