@@ -645,8 +645,9 @@ static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, 
 	    rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC) {
 		s->probe_rx++;
 		s->probe_rx_bytes += len;
-		rtn_hist_add(&s->probe_lat,
-			     rx_local + off - (int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF));
+		/* the transmit stamp is the sender's word: saturate, never overflow */
+		rtn_hist_add(&s->probe_lat, rtn_sat_sub(rtn_sat_add(rx_local, off),
+							(int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF)));
 		return;
 	}
 
@@ -668,7 +669,7 @@ static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, 
 			len = RTN_CHAN_MSG_MAX;
 		memcpy(m->frame, frame, len);
 		m->len = len;
-		m->rx_ns = rx_local + off;
+		m->rx_ns = rtn_sat_add(rx_local, off);
 		m->seq = 0;
 		m->sched_ns = m->tx_ns = 0;
 		if (len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&
