@@ -80,6 +80,9 @@ struct rtn_station {
 	struct rtn_station_opts o;
 	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
 	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
+	uint32_t tunnel_rx_n;	/* tunnel frames since the last timer wake-up */
+	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
+	int rx_light;		/* few enough for an RX wake-up to pay */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
@@ -632,6 +635,7 @@ static void vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 	f->len = n;
 	fr_commit(s->to_tap);
 	s->tunnel_rx_at = rtn_now();
+	s->tunnel_rx_n++;
 }
 
 static void chan_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
@@ -835,16 +839,31 @@ static void vnic_write_direct(struct rtn_station *s, int64_t next_local);
  * reaches Linux (and a reply can make the station's next window) within a
  * cycle instead of at the next scheduled wake-up, and costs at most one
  * wake-up per cycle however many frames a peer's window brought.  With no
- * Linux traffic, nothing received wakes it (not even the Sync).
+ * Linux traffic, nothing received wakes it (not even the Sync), and neither
+ * with bulk traffic (a running average of one tunnel frame or more per
+ * timer wake-up, as a TCP flow's ACKs): the next scheduled wake-up is near,
+ * and a wake-up per cycle would cost a context switch per handful of packets.
  */
 #define RX_WAKE_HOLD_NS		20000000LL
+
+/* A timer wake-up: the recent receive traffic decides the next RX wake-up. */
+static void rx_wake_rearm(struct rtn_station *s)
+{
+	uint32_t n = s->tunnel_rx_n < 4096 ? s->tunnel_rx_n : 4096;
+
+	/* average over about eight wake-ups, in sixteenths of a frame */
+	s->tunnel_rx_avg += ((int32_t)(n * 16) - (int32_t)s->tunnel_rx_avg) / 8;
+	s->rx_light = s->tunnel_rx_avg < 16;
+	s->tunnel_rx_n = 0;
+	s->rx_woke = 0;
+}
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (s->disc != RTN_DISC_TDMA || next_local == INT64_MAX)
 		return 1;
 	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
 		return 1;
-	return !s->rx_woke && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
+	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
 
 /*
@@ -908,7 +927,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				rtn_cpu_relax();
 			s->st.loops++;
 			s->st.spin_waits++;
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 			goto work;
 		}
 		if (quiet_wait(s, next_local, next_os)) {
@@ -921,7 +940,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->st.loops++;
 			timer_woke(s, next_os, now);
 			woke_late = now - next_os;
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 			goto work;
 		}
 		if (next_os != armed) {
@@ -963,7 +982,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 		} else if (p[0].revents & POLLIN) {
 			s->rx_woke = 1;
 			s->st.rx_wakeups++;
