@@ -34,6 +34,7 @@
 #define DEFAULT_RUN_DIR	"/run/rtnet"
 #define NETNS_DIR	"/var/run/netns"
 #define REPLY_MAX	1024
+#define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
 
 struct rtn_app_chan {
 	struct rtn_chan_shm *shm;
@@ -559,12 +560,18 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
 		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
 	} else if (dn > 0) {
-		/* cycle_start_os is the shared memory's, written by anyone: saturate */
 		int64_t per = rtn_sat_sub(wi->cycle_start_os, start) / dn;
 
-		learnt = rtn_sat_add(per, RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
-		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
-				 __ATOMIC_RELAXED);
+		if (per <= 0 || per > LEARN_MAX_CYCLE_NS) {
+			/* the page's times make no cycle: start again from here */
+			__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+			__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+			learnt = 0;
+		} else {
+			learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+			__atomic_store_n(&ch->learnt_cycle_ns,
+					 dn >= LEARN_SPAN_CYCLES ? -learnt : learnt, __ATOMIC_RELAXED);
+		}
 	}
 	wi->cycle_ns = learnt;
 }
@@ -585,7 +592,7 @@ int64_t rtn_app_global_now(struct rtn_app_chan *ch)
 
 	if (rtn_app_cycle_info(ch, &wi) < 0)
 		return rtn_now();
-	/* both stamps come from shared memory the application can write: saturate */
+	/* the station's page says both: saturate rather than overflow on nonsense */
 	return rtn_sat_add(rtn_now(), rtn_sat_sub(wi.cycle_start, wi.cycle_start_os));
 }
 

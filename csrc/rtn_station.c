@@ -325,16 +325,32 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
  * reaches Linux (and a reply can make the station's next window) within a
  * cycle instead of at the next scheduled wake-up, and costs at most one
  * wake-up per cycle however many frames a peer's window brought.  With no
- * Linux traffic, nothing received wakes it (not even the Sync).
+ * Linux traffic, nothing received wakes it (not even the Sync), and neither
+ * with bulk traffic (a running average of one tunnel frame or more per
+ * timer wake-up, as a TCP flow's ACKs): the next scheduled wake-up is near,
+ * and a wake-up per cycle would cost a context switch per handful of packets.
  */
 #define RX_WAKE_HOLD_NS		20000000LL
+
+/* A timer wake-up: the recent receive traffic decides the next RX wake-up. */
+static void rx_wake_rearm(struct rtn_station *s)
+{
+	uint32_t n = s->tunnel_rx_n < 4096 ? s->tunnel_rx_n : 4096;
+
+	/* average over about eight wake-ups, in sixteenths of a frame */
+	s->tunnel_rx_avg += ((int32_t)(n * 16) - (int32_t)s->tunnel_rx_avg) / 8;
+	s->rx_light = s->tunnel_rx_avg < 16;
+	s->tunnel_rx_n = 0;
+	s->rx_woke = 0;
+}
+
 static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (!disc_ops(s)->paced_rx || next_local == INT64_MAX)
 		return 1;
 	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
 		return 1;
-	return !s->rx_woke && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
+	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
 
 /*
@@ -391,7 +407,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				rtn_cpu_relax();
 			s->st.loops++;
 			s->st.spin_waits++;
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 			goto work;
 		}
 		if (quiet_wait(s, next_local, next_os)) {
@@ -404,7 +420,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->st.loops++;
 			timer_woke(s, next_os, now);
 			woke_late = now - next_os;
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 			goto work;
 		}
 		if (next_os != armed) {
@@ -440,7 +456,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
-			s->rx_woke = 0;
+			rx_wake_rearm(s);
 		} else if (p[0].revents & POLLIN) {
 			s->rx_woke = 1;
 			s->st.rx_wakeups++;

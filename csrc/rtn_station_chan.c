@@ -76,7 +76,7 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 			len = RTN_CHAN_MSG_MAX;
 		memcpy(m->frame, frame, len);
 		m->len = len;
-		m->rx_ns = rx_local + off;
+		m->rx_ns = rtn_sat_add(rx_local, off);
 		m->seq = 0;
 		m->sched_ns = m->tx_ns = 0;
 		if (len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&

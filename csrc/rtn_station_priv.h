@@ -77,6 +77,9 @@ struct rtn_station {
 	struct rtn_station_opts o;
 	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
 	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
+	uint32_t tunnel_rx_n;	/* tunnel frames since the last timer wake-up */
+	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
+	int rx_light;		/* few enough for an RX wake-up to pay */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */

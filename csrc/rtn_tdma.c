@@ -290,13 +290,12 @@ static void chain_windows(struct rtn_tdma *e)
 	for (i = 1; i < e->n_jobs; i++) {
 		const struct rtn_tdma_slot_cfg *prev = job_slot(e, &e->jobs[i - 1]);
 		const struct rtn_tdma_slot_cfg *s = job_slot(e, &e->jobs[i]);
+		int64_t gap;
 
-		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
-							 slot_len_ns(&e->cfg, prev)) : -1;
-
-		/* a window right after a Sync or backup job (prev NULL) follows no slot */
-		if (s && s->window_ns > 0 &&
-		    (gap >= 0 ? gap < 1000 : prev && window_in_guard(&e->cfg, prev, s)))
+		if (!s || !prev || s->window_ns <= 0)
+			continue;
+		gap = s->offset_ns - (prev->offset_ns + slot_len_ns(&e->cfg, prev));
+		if (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s))
 			e->jobs[i].due = e->jobs[i - 1].due;
 	}
 }

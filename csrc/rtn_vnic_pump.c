@@ -162,6 +162,7 @@ void rtn_vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 	f->len = n;
 	fr_commit(s->to_tap);
 	s->tunnel_rx_at = rtn_now();
+	s->tunnel_rx_n++;
 }
 
 /*

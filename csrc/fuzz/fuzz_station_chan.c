@@ -17,8 +17,10 @@
  * the station drains the TX rings (plainly or racing); time passes and the
  * discipline runs its slots (which drain the channels, the probe and the
  * VNIC's TAP); a frame is received for a channel; a cycle start is
- * published; a packet arrives on the TAP.  Besides the sanitizers, the
- * socket stub refuses any frame longer than an Ethernet frame.
+ * published; a packet arrives on the TAP.  Besides the sanitizers and
+ * libFuzzer's -timeout: no drain takes more messages from a channel than
+ * its ring holds, and the socket stub refuses any frame longer than an
+ * Ethernet frame.
  */
 #include "station_harness.h"
 

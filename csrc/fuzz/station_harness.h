@@ -333,6 +333,11 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->probe_rx = s->probe_rx_bytes = 0;
 	rtn_hist_init(&s->probe_lat, 0);
 
+	s->rx_woke = 0;
+	s->rx_light = 0;
+	s->tunnel_rx_n = 0;
+	s->tunnel_rx_avg = 0;
+	s->tunnel_rx_at = 0;
 	s->vnic_live = m->vnic_live;
 	s->vnic_mode = RTN_VNIC_BATCHED;
 	s->vnic_slot = 1;
