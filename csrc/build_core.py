@@ -17,7 +17,9 @@ for path in sorted(glob.glob(os.path.join(HERE, "*.cdef"))):
     with open(path) as f:
         ffibuilder.cdef(f.read())
 
-headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h")))
+# the public headers only: a module's *_priv.h is shared by its own .c files
+headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h"))
+                 if not p.endswith("_priv.h"))
 ffibuilder.set_source(
     "rtnet._core",
     "\n".join(f'#include "{h}"' for h in headers),
@@ -26,8 +28,9 @@ ffibuilder.set_source(
     include_dirs=[HERE],
     libraries=["xdp", "bpf", "elf", "z", "pthread"],
     define_macros=[("RTN_VERSION", f'"{VERSION}"'), ("_GNU_SOURCE", None)],
-    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        "-Werror=implicit-function-declaration", "-std=gnu11"],
+    # warnings are errors: the same flags as csrc/Makefile's, so no build hides one
+    extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror",
+                        "-std=gnu11"],
 )
 
 if __name__ == "__main__":

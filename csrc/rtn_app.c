@@ -34,6 +34,7 @@
 #define DEFAULT_RUN_DIR	"/run/rtnet"
 #define NETNS_DIR	"/var/run/netns"
 #define REPLY_MAX	1024
+#define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
 
 struct rtn_app_chan {
 	struct rtn_chan_shm *shm;
@@ -106,6 +107,7 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	struct stat st;
 	uint32_t depth;
 
+	rtn_clear_error();
 	if (fstat(memfd, &st) < 0)
 		return rtn_set_error(-errno, "channel memory fd %d: %s", memfd, strerror(errno));
 	if ((uint64_t)st.st_size < sizeof(*shm))
@@ -272,6 +274,7 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_o
 	int fd, rc, fds[4], nfds = 0, i;
 	const char *p;
 
+	rtn_clear_error();
 	if (!dev || !*dev || strchr(dev, '/'))
 		return rtn_set_error(-EINVAL, "device name %s is not valid", dev ? dev : "(null)");
 	if (netns)
@@ -351,6 +354,7 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 	struct rtn_msg *m;
 	uint8_t *f;
 
+	rtn_clear_error();
 	if (!alive(ch))
 		return rtn_set_error(-ENOTCONN, "the station closed the channel");
 	if (flen > shm->max_size || flen > RTN_CHAN_MSG_MAX)
@@ -432,6 +436,7 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	struct rtn_msg *m;
 	int rc = -EAGAIN;
 
+	rtn_clear_error();
 	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 	if (m)
 		return take(ch, m, buf, cap, info);	/* hot path: no system call */
@@ -476,6 +481,7 @@ int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint3
 	uint32_t got = 0;
 	uint8_t scratch[1];
 
+	rtn_clear_error();
 	while (got < n) {
 		int rc = rtn_app_recv(ch, scratch, 0, &info, idle_timeout_ns);
 
@@ -554,17 +560,25 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 		__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
 		__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
 	} else if (dn > 0) {
-		int64_t per = (wi->cycle_start_os - start) / dn;
+		int64_t per = rtn_sat_sub(wi->cycle_start_os, start) / dn;
 
-		learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
-		__atomic_store_n(&ch->learnt_cycle_ns, dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
-				 __ATOMIC_RELAXED);
+		if (per <= 0 || per > LEARN_MAX_CYCLE_NS) {
+			/* the page's times make no cycle: start again from here */
+			__atomic_store_n(&ch->learn_no, wi->cycle_no, __ATOMIC_RELAXED);
+			__atomic_store_n(&ch->learn_start_os, wi->cycle_start_os, __ATOMIC_RELAXED);
+			learnt = 0;
+		} else {
+			learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
+			__atomic_store_n(&ch->learnt_cycle_ns,
+					 dn >= LEARN_SPAN_CYCLES ? -learnt : learnt, __ATOMIC_RELAXED);
+		}
 	}
 	wi->cycle_ns = learnt;
 }
 
 int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 {
+	rtn_clear_error();
 	memset(wi, 0, sizeof(*wi));
 	if (snapshot_cycle(ch->shm, wi) == 0)
 		return -EAGAIN;
@@ -578,7 +592,8 @@ int64_t rtn_app_global_now(struct rtn_app_chan *ch)
 
 	if (rtn_app_cycle_info(ch, &wi) < 0)
 		return rtn_now();
-	return rtn_now() + (wi.cycle_start - wi.cycle_start_os);
+	/* the station's page says both: saturate rather than overflow on nonsense */
+	return rtn_sat_add(rtn_now(), rtn_sat_sub(wi.cycle_start, wi.cycle_start_os));
 }
 
 int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
@@ -589,6 +604,7 @@ int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
 	uint32_t start = __atomic_load_n(&shm->cycle_seq, __ATOMIC_ACQUIRE);
 	int rc = 0;
 
+	rtn_clear_error();
 	__atomic_fetch_add(&shm->cycle_waiting, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
 		uint32_t now_seq = __atomic_load_n(&shm->cycle_seq, __ATOMIC_SEQ_CST);

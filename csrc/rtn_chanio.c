@@ -13,6 +13,7 @@
 
 #include "rtn_chan.h"
 #include "rtn_chanio.h"
+#include "rtn_core.h"
 
 /* The ring depth, read once: a power of two up to RTN_CHAN_MAX_DEPTH, or 0. */
 static uint32_t depth_of(const struct rtn_chan_shm *c)
@@ -29,6 +30,7 @@ int rtn_chanio_send(struct rtn_chan_shm *c, const uint8_t *frame, uint32_t len,
 	uint64_t one = 1;
 	uint32_t depth = depth_of(c);
 
+	rtn_clear_error();
 	if (!depth)
 		return -EPROTO;
 	if (len > c->max_size || len > RTN_CHAN_MSG_MAX)
@@ -58,6 +60,7 @@ int rtn_chanio_recv(struct rtn_chan_shm *c, struct rtn_msg *out, int timeout_ms)
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
 	uint32_t depth = depth_of(c);
 
+	rtn_clear_error();
 	if (!depth)
 		return -EPROTO;
 	for (;;) {

@@ -19,6 +19,11 @@ const char *rtn_last_error(void)
 	return last_error;
 }
 
+void rtn_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
 int rtn_set_error(int err, const char *fmt, ...)
 {
 	va_list ap;

@@ -267,6 +267,7 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 	struct rtn_cyclic *c;
 	int rc;
 
+	rtn_clear_error();
 	if (!ch || !fn)
 		return rtn_set_error(-EINVAL, "cyclic task: channel and function are required");
 	if (o->mode != RTN_CYCLIC_MODE_RT && o->mode != RTN_CYCLIC_MODE_STANDARD)
@@ -308,6 +309,7 @@ int rtn_cyclic_wait(struct rtn_cyclic *c, int64_t timeout_ns)
 {
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
 
+	rtn_clear_error();
 	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
 		struct timespec ts;
 		int64_t left = POLL_SLICE_NS * 10;
@@ -355,6 +357,7 @@ int rtn_cyclic_stop(struct rtn_cyclic *c, struct rtn_cyclic_stats *final)
 	struct rtn_rt_stats rs;
 	int rc;
 
+	rtn_clear_error();
 	if (!c)
 		return 0;
 	if (c->rt) {
@@ -391,6 +394,7 @@ int rtn_cyclic_publisher(void *arg, const struct rtn_app_waitinfo *cycle, int64_
 	uint32_t seq;
 	int rc;
 
+	rtn_clear_error();
 	rc = rtn_app_send(p->ch, p->dst, zeros, p->payload_len, rtn_cyclic_deadline_global(),
 			  &seq);
 	if (rc == -ENOBUFS) {

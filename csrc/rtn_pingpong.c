@@ -46,6 +46,7 @@ int rtn_pp_xsk_client(struct rtn_xsk *x, const uint8_t *tmpl, uint32_t len, uint
 	uint32_t i;
 	int n, err;
 
+	rtn_clear_error();
 	if (len < PP_SEQ_OFF_ETH + 4 || len > PP_MAX_FRAME)
 		return rtn_set_error(-EINVAL, "ping frame length %u outside 18..%d", len,
 				     PP_MAX_FRAME);
@@ -90,6 +91,7 @@ int rtn_pp_xsk_responder(struct rtn_xsk *x, uint32_t count, int idle_us,
 	int64_t ts, last = rtn_now();
 	int n, err;
 
+	rtn_clear_error();
 	memset(res, 0, sizeof(*res));
 	while (res->sent < count) {
 		n = rtn_xsk_recv(x, frame, sizeof(frame), &ts, 0);
@@ -127,6 +129,7 @@ int rtn_pp_udp_client(int fd, uint32_t len, uint32_t count, uint32_t warmup, int
 	uint32_t i;
 	ssize_t n;
 
+	rtn_clear_error();
 	if (len < 4 || len > PP_MAX_FRAME)
 		return rtn_set_error(-EINVAL, "ping payload length %u outside 4..%d", len,
 				     PP_MAX_FRAME);
@@ -168,6 +171,7 @@ int rtn_pp_udp_responder(int fd, uint32_t count, int idle_us, struct rtn_pp_resu
 	int64_t last = rtn_now();
 	ssize_t n;
 
+	rtn_clear_error();
 	memset(res, 0, sizeof(*res));
 	while (res->sent < count) {
 		n = recv(fd, msg, sizeof(msg), MSG_DONTWAIT);

@@ -351,6 +351,7 @@ int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg,
 	size_t stack;
 	int err;
 
+	rtn_clear_error();
 	if (!o || !out) {
 		return rtn_set_error(-EINVAL, "rtn_rt_start: NULL options or result");
 	}
@@ -427,6 +428,7 @@ int rtn_rt_stop(struct rtn_rt *rt, struct rtn_rt_stats *final)
 {
 	int rc;
 
+	rtn_clear_error();
 	if (!rt) {
 		return 0;
 	}

@@ -66,308 +66,6 @@ static int slot_active(const struct rtn_tdma_slot_cfg *s, uint32_t cycle_no)
 	return s->period <= 1 || cycle_no % s->period == s->phasing - 1;
 }
 
-/* ---- configuration ------------------------------------------------------ */
-
-void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
-{
-	memset(c, 0, sizeof(*c));
-	c->role = role;
-	c->cycle_ns = role == RTN_TDMA_ROLE_MASTER ? 1000000 : 0;
-	c->backup_offset_ns = -1;
-	c->cal_rounds = 100;
-	c->max_slot_id = 7;
-	c->max_cal_requests = 64;
-	c->link_rate_mbps = 100;
-	c->guard_ns = 50000;
-	c->sync_loss_cycles = 5;
-	c->listen_cycles = 3;
-}
-
-/*
- * The wire time a slot owns from its offset.  RTnet's slot: one full frame
- * plus the guard, which is also the lateness it tolerates.  A window: its
- * length; every frame must end inside it, so a late start only leaves less
- * room, and no guard is needed at its end (the gap to the next station's
- * slot is the planner's business).
- */
-static int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
-{
-	if (s->window_ns > 0)
-		return s->window_ns;
-	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
-}
-
-/* Window @p b starts in the guard of RTnet slot @p a, after its frame (tdma_config.py). */
-static int window_in_guard(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *a,
-			   const struct rtn_tdma_slot_cfg *b)
-{
-	return b->window_ns > 0 && a->window_ns == 0 &&
-	       b->offset_ns >= a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN,
-							       c->link_rate_mbps);
-}
-
-int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
-{
-	/*
-	 * The rules of rtmac/tdma_config.py validate(), rule for rule, so that a
-	 * configuration the Python side accepted never fails here at start; the
-	 * limits without an RTN_TDMA_* constant mirror tdma_config's and
-	 * tests/unit/test_tdma_cross_check.py holds both sides together.
-	 */
-	const int64_t max_cycle_ns = 1000000000LL;	/* MAX_CYCLE_US: 1 s */
-	const int64_t max_offset_ns = 1000000000LL;	/* MAX_OFFSET_US */
-	const int64_t max_guard_ns = 1000000000LL;	/* MAX_GUARD_NS */
-	const uint32_t max_cal_rounds = 1000000;	/* MAX_CAL_ROUNDS */
-	const uint32_t max_link_rate = 400000;		/* MAX_LINK_RATE_MBPS */
-	const uint32_t max_sync_loss = 1000000;		/* MAX_SYNC_LOSS_CYCLES */
-	const uint32_t max_period = 1024;		/* MAX_PERIOD */
-	const uint32_t min_size = 60, max_size = 1500;	/* MIN_SLOT_SIZE, MAX_MTU */
-	uint32_t i, j;
-
-	if (c->role != RTN_TDMA_ROLE_MASTER && c->role != RTN_TDMA_ROLE_SLAVE)
-		return rtn_set_error(-EINVAL, "role must be master or slave");
-	if (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns == 0)
-		return rtn_set_error(-EINVAL, "a master needs a cycle period");
-	/* a slave may leave the cycle at 0: it learns it from the Sync frames */
-	if (c->cycle_ns != 0 && c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS)
-		return rtn_set_error(-EINVAL, "cycle %lld us is below the minimum of %lld us",
-				     (long long)c->cycle_ns / 1000, RTN_TDMA_MIN_CYCLE_NS / 1000);
-	if (c->cycle_ns > max_cycle_ns)
-		return rtn_set_error(-EINVAL, "cycle %lld us is above the maximum of %lld us",
-				     (long long)c->cycle_ns / 1000, (long long)max_cycle_ns / 1000);
-	if (c->backup_offset_ns != -1) {
-		if (c->role != RTN_TDMA_ROLE_MASTER)
-			return rtn_set_error(-EINVAL, "a backup offset is only valid for a master");
-		if (c->backup_offset_ns <= 0 || c->backup_offset_ns >= c->cycle_ns)
-			return rtn_set_error(-EINVAL, "backup offset %lld ns outside 1 ns..the cycle "
-					     "(-1: primary master)", (long long)c->backup_offset_ns);
-	}
-	if (c->cal_rounds > max_cal_rounds)
-		return rtn_set_error(-EINVAL, "calibration rounds %u above %u", c->cal_rounds,
-				     max_cal_rounds);
-	if (c->max_slot_id >= RTN_TDMA_MAX_SLOTS)
-		return rtn_set_error(-EINVAL, "max slot id %u above %d", c->max_slot_id,
-				     RTN_TDMA_MAX_SLOTS - 1);
-	if (c->max_cal_requests < 1 || c->max_cal_requests > RTN_TDMA_MAX_CAL)
-		return rtn_set_error(-EINVAL, "max calibration requests must be 1..%d",
-				     RTN_TDMA_MAX_CAL);
-	if (c->link_rate_mbps > max_link_rate)
-		return rtn_set_error(-EINVAL, "link rate %u Mbit/s above %u", c->link_rate_mbps,
-				     max_link_rate);
-	if (c->guard_ns < 0 || c->guard_ns > max_guard_ns)
-		return rtn_set_error(-EINVAL, "guard %lld ns outside 0..%lld", (long long)c->guard_ns,
-				     (long long)max_guard_ns);
-	if (c->sync_loss_cycles < 1 || c->sync_loss_cycles > max_sync_loss)
-		return rtn_set_error(-EINVAL, "sync loss cycles %u outside 1..%u",
-				     c->sync_loss_cycles, max_sync_loss);
-	if (c->n_slots > RTN_TDMA_MAX_SLOTS)
-		return rtn_set_error(-EINVAL, "too many slots");
-	for (i = 0; i < c->n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
-
-		if (s->id < 0 || (uint32_t)s->id > c->max_slot_id)
-			return rtn_set_error(-EINVAL, "slot %d: id outside 0..max slot id %u",
-					     s->id, c->max_slot_id);
-		if (s->offset_ns < 0 || s->offset_ns > max_offset_ns)
-			return rtn_set_error(-EINVAL, "slot %d: offset %lld ns outside 0..%lld",
-					     s->id, (long long)s->offset_ns, (long long)max_offset_ns);
-		if (s->period < 1 || s->period > max_period || s->phasing < 1 ||
-		    s->phasing > s->period)
-			return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u needs 1 <= x <= y <= %u",
-					     s->id, s->phasing, s->period, max_period);
-		if (s->size < min_size || s->size > max_size)
-			return rtn_set_error(-EINVAL, "slot %d: size %u outside %u..%u",
-					     s->id, s->size, min_size, max_size);
-		if (s->window_ns < 0 || s->window_ns > max_offset_ns)
-			return rtn_set_error(-EINVAL, "slot %d: window %lld ns outside 0..%lld",
-					     s->id, (long long)s->window_ns, (long long)max_offset_ns);
-		if (s->window_ns &&
-		    s->window_ns < rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps))
-			return rtn_set_error(-EINVAL, "slot %d: window %lld ns is shorter than one "
-					     "%u-byte frame (%lld ns)", s->id, (long long)s->window_ns,
-					     s->size + ETH_HLEN_RTN,
-					     (long long)rtn_wire_time_ns(s->size + ETH_HLEN_RTN,
-									 c->link_rate_mbps));
-		if (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns)
-			return rtn_set_error(-EINVAL, "slot %d: runs past the cycle end", s->id);
-		for (j = 0; j < i; j++)
-			if (c->slots[j].id == s->id)
-				return rtn_set_error(-EINVAL, "slot %d: configured twice", s->id);
-	}
-	for (i = 0; i < c->n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
-		int found = 0;
-
-		if (s->joint < 0)
-			continue;
-		if (s->joint == s->id)
-			return rtn_set_error(-EINVAL, "slot %d: cannot be joint with itself", s->id);
-		/* RTnet's check: the primary's id must be below max_slot_id */
-		if ((uint32_t)s->joint >= c->max_slot_id)
-			return rtn_set_error(-EINVAL, "slot %d: joint slot %d must be below max slot id %u",
-					     s->id, s->joint, c->max_slot_id);
-		for (j = 0; j < c->n_slots; j++) {
-			if (c->slots[j].id != s->joint)
-				continue;
-			found = 1;
-			if (c->slots[j].size != s->size)
-				return rtn_set_error(-EINVAL, "slot %d: joint slot %d has a different size",
-						     s->id, s->joint);
-			if (c->slots[j].joint >= 0)
-				return rtn_set_error(-EINVAL, "slot %d: joint slot %d is itself joint",
-						     s->id, s->joint);
-		}
-		if (!found)
-			return rtn_set_error(-EINVAL, "slot %d: joint slot %d does not exist",
-					     s->id, s->joint);
-	}
-	/* two slots overlap when their windows meet in a cycle where both are active */
-	for (i = 0; i < c->n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *a = &c->slots[i];
-		int64_t a_end = a->offset_ns + slot_len_ns(c, a);
-
-		for (j = i + 1; j < c->n_slots; j++) {
-			const struct rtn_tdma_slot_cfg *b = &c->slots[j];
-			int64_t b_end = b->offset_ns + slot_len_ns(c, b);
-			uint32_t g = a->period, r = b->period;
-
-			if (a->offset_ns >= b_end || b->offset_ns >= a_end)
-				continue;
-			if (window_in_guard(c, a, b) || window_in_guard(c, b, a))
-				continue;
-			while (r) {		/* gcd of the periods */
-				uint32_t t = g % r;
-
-				g = r;
-				r = t;
-			}
-			/* some cycle n has n % pa == xa - 1 and n % pb == xb - 1 (CRT) */
-			if ((a->phasing - 1) % g == (b->phasing - 1) % g)
-				return rtn_set_error(-EINVAL, "slot %d overlaps slot %d", b->id, a->id);
-		}
-	}
-	return 0;
-}
-
-/* Rebuild the id -> slot and id -> queue maps from e->cfg. */
-static void index_slots(struct rtn_tdma *e)
-{
-	uint32_t i;
-
-	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
-		e->slot_idx[i] = -1;
-		e->queue_of[i] = -1;
-	}
-	e->cal_slot = -1;
-	for (i = 0; i < e->cfg.n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[i];
-
-		e->slot_idx[s->id] = i;
-		e->queue_of[s->id] = s->joint >= 0 ? s->joint : s->id;
-		if (e->cal_slot < 0 || s->id < e->cal_slot)
-			e->cal_slot = s->id;
-	}
-	/* RTnet: slot 1 (the NRT slot) falls back to slot 0 */
-	if (e->queue_of[1] < 0 && e->queue_of[0] >= 0)
-		e->queue_of[1] = e->queue_of[0];
-	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
-		e->st.slot[i].id = e->slot_idx[i] >= 0 ? (int32_t)i : -1;
-}
-
-/* ---- buffers and queues ------------------------------------------------- */
-
-static void pool_init(struct rtn_tdma *e)
-{
-	uint32_t i, p;
-
-	for (i = 0; i < RTN_TDMA_POOL; i++)
-		e->pool[i].next = i + 1 < RTN_TDMA_POOL ? i + 1 : NIL;
-	e->free_head = 0;
-	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
-		for (p = 0; p < RTN_TDMA_PRIOS; p++)
-			e->q[i].head[p] = e->q[i].tail[p] = NIL;
-		e->q[i].nonempty = 0;
-		e->q[i].depth = 0;
-	}
-}
-
-static uint16_t q_peek(const struct queue *q)
-{
-	if (!q->nonempty)
-		return NIL;
-	return q->head[__builtin_ctz(q->nonempty)];
-}
-
-static void q_pop(struct rtn_tdma *e, struct queue *q)
-{
-	int p = __builtin_ctz(q->nonempty);
-	uint16_t b = q->head[p];
-
-	q->head[p] = e->pool[b].next;
-	if (q->head[p] == NIL) {
-		q->tail[p] = NIL;
-		q->nonempty &= ~(1u << p);
-	}
-	q->depth--;
-	e->pool[b].next = e->free_head;
-	e->free_head = b;
-}
-
-static void q_purge(struct rtn_tdma *e, struct queue *q)
-{
-	while (q->nonempty) {
-		q_pop(e, q);
-		e->st.queue_drops++;
-	}
-}
-
-int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
-		     const uint8_t *frame, uint32_t len, int32_t stamp_off)
-{
-	struct queue *q;
-	const struct rtn_tdma_slot_cfg *s;
-	uint16_t b;
-	int qi, si, rc = 0;
-
-	stats_begin(e);
-	if (slot_id >= RTN_TDMA_MAX_SLOTS || (qi = e->queue_of[slot_id]) < 0) {
-		e->st.no_slot++;
-		rc = -ENOENT;
-		goto out;
-	}
-	si = e->slot_idx[slot_id] >= 0 ? e->slot_idx[slot_id] : e->slot_idx[qi];
-	s = &e->cfg.slots[si];
-	if (len > s->size + ETH_HLEN_RTN || len > RTN_TDMA_FRAME_MAX || len < ETH_HLEN_RTN) {
-		e->st.too_big++;
-		rc = -EMSGSIZE;
-		goto out;
-	}
-	q = &e->q[qi];
-	if (prio >= RTN_TDMA_PRIOS)
-		prio = RTN_TDMA_PRIOS - 1;
-	if (q->depth >= RTN_TDMA_QUEUE_MAX || e->free_head == NIL) {
-		e->st.queue_drops++;
-		rc = -ENOBUFS;
-		goto out;
-	}
-	b = e->free_head;
-	e->free_head = e->pool[b].next;
-	memcpy(e->pool[b].data, frame, len);
-	e->pool[b].len = len;
-	e->pool[b].next = NIL;
-	e->pool[b].stamp_off = stamp_off >= 0 && stamp_off + 8 <= (int32_t)len ? stamp_off : -1;
-	if (q->tail[prio] == NIL)
-		q->head[prio] = b;
-	else
-		e->pool[q->tail[prio]].next = b;
-	q->tail[prio] = b;
-	q->nonempty |= 1u << prio;
-	q->depth++;
-out:
-	stats_end(e);
-	return rc;
-}
-
 /* ---- life cycle --------------------------------------------------------- */
 
 int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
@@ -382,11 +80,11 @@ int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
 		return rtn_set_error(-ENOMEM, "tdma: out of memory");
 	memcpy(e->mac, mac, 6);
 	e->port = *port;
-	pool_init(e);
+	rtn_tdma_pool_init(e);
 	rtn_hist_init(&e->st.slot_lateness, 0);
 	rtn_hist_init(&e->st.slot0_lateness, 0);
 	rtn_hist_init(&e->st.sync_error, RTN_TDMA_SYNC_HIST_LO_NS);
-	index_slots(e);
+	rtn_tdma_index_slots(e);
 	*out = e;
 	return 0;
 }
@@ -405,7 +103,7 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	stats_begin(e);
 	e->cfg = *c;
 	e->pending = 0;
-	index_slots(e);
+	rtn_tdma_index_slots(e);
 	e->st.role = c->role;
 	e->st.backup = c->role == RTN_TDMA_ROLE_MASTER && c->backup_offset_ns >= 0;
 	e->st.cal_rounds = c->cal_rounds;
@@ -463,7 +161,7 @@ static void apply_pending(struct rtn_tdma *e)
 		return;
 	memcpy(old_queue, e->queue_of, sizeof(old_queue));
 	e->cfg = e->staging;
-	index_slots(e);
+	rtn_tdma_index_slots(e);
 	/* frames of a queue that no slot uses any more cannot be sent: drop them */
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
 		int used = 0, j;
@@ -592,11 +290,12 @@ static void chain_windows(struct rtn_tdma *e)
 	for (i = 1; i < e->n_jobs; i++) {
 		const struct rtn_tdma_slot_cfg *prev = job_slot(e, &e->jobs[i - 1]);
 		const struct rtn_tdma_slot_cfg *s = job_slot(e, &e->jobs[i]);
+		int64_t gap;
 
-		int64_t gap = s && prev ? s->offset_ns - (prev->offset_ns +
-							 slot_len_ns(&e->cfg, prev)) : -1;
-
-		if (s && s->window_ns > 0 && (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s)))
+		if (!s || !prev || s->window_ns <= 0)
+			continue;
+		gap = s->offset_ns - (prev->offset_ns + slot_len_ns(&e->cfg, prev));
+		if (gap >= 0 ? gap < 1000 : window_in_guard(&e->cfg, prev, s))
 			e->jobs[i].due = e->jobs[i - 1].due;
 	}
 }
@@ -963,23 +662,6 @@ void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
 			out->slot[i].queue_depth = e->q[e->queue_of[i]].depth;
 }
 
-uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id)
-{
-	if (slot_id >= RTN_TDMA_MAX_SLOTS || e->queue_of[slot_id] < 0)
-		return 0;
-	return e->q[e->queue_of[slot_id]].depth;
-}
-
-uint32_t rtn_tdma_slot_size(const struct rtn_tdma *e, uint32_t slot_id)
-{
-	int si;
-
-	if (slot_id >= RTN_TDMA_MAX_SLOTS || e->queue_of[slot_id] < 0)
-		return 0;
-	si = e->slot_idx[slot_id] >= 0 ? e->slot_idx[slot_id] : e->slot_idx[e->queue_of[slot_id]];
-	return si >= 0 ? e->cfg.slots[si].size : 0;
-}
-
 int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
 	int64_t start = now > e->wire_free_at ? now : e->wire_free_at;
@@ -997,10 +679,4 @@ int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t
 int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e)
 {
 	return e->st.clock_offset;
-}
-
-int rtn_tdma_shares_queue(const struct rtn_tdma *e, uint32_t a, uint32_t b)
-{
-	return a < RTN_TDMA_MAX_SLOTS && b < RTN_TDMA_MAX_SLOTS && e->queue_of[a] >= 0 &&
-	       e->queue_of[a] == e->queue_of[b];
 }

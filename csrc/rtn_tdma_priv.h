@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file rtn_tdma_priv.h
- * @brief The TDMA engine's state, shared by its two halves: rtn_tdma.c (the
- *        cycle, the slots and sending) and rtn_tdma_rx.c (receiving: Sync
- *        acceptance and calibration).  Not part of the API.
+ * @brief The TDMA engine's state, shared by its parts: rtn_tdma.c (the
+ *        cycle, the slots and sending), rtn_tdma_rx.c (receiving: Sync
+ *        acceptance and calibration) and rtn_tdma_cfg.c (the configuration's
+ *        defaults and checks).  Not part of the API.
  */
 #ifndef RTN_TDMA_PRIV_H
 #define RTN_TDMA_PRIV_H
 
 #include <stdint.h>
 #include "rtn_tdma.h"
+#include "rtn_tdma_proto.h"
 
 #define NIL 0xFFFFu		/* end of a buffer list */
 
@@ -178,6 +180,70 @@ static inline void raise_event(struct rtn_tdma *e, int event)
 		e->st.backup_takeovers++;
 	e->st.state = s;
 }
+
+/* ---- slots (shared with rtn_tdma_cfg.c, which validates them) ---------- */
+
+/*
+ * The wire time a slot owns from its offset.  RTnet's slot: one full frame
+ * plus the guard, which is also the lateness it tolerates.  A window: its
+ * length; every frame must end inside it, so a late start only leaves less
+ * room, and no guard is needed at its end (the gap to the next station's
+ * slot is the planner's business).
+ */
+static inline int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
+{
+	if (s->window_ns > 0)
+		return s->window_ns;
+	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
+}
+
+/* Window @p b starts in the guard of RTnet slot @p a, after its frame (tdma_config.py). */
+static inline int window_in_guard(const struct rtn_tdma_cfg *c,
+				  const struct rtn_tdma_slot_cfg *a,
+				  const struct rtn_tdma_slot_cfg *b)
+{
+	return b->window_ns > 0 && a->window_ns == 0 &&
+	       b->offset_ns >= a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN,
+							       c->link_rate_mbps);
+}
+
+/* ---- queues: popped in rtn_tdma.c's slots, filled in rtn_tdma_queue.c ---- */
+
+static inline uint16_t q_peek(const struct queue *q)
+{
+	if (!q->nonempty)
+		return NIL;
+	return q->head[__builtin_ctz(q->nonempty)];
+}
+
+static inline void q_pop(struct rtn_tdma *e, struct queue *q)
+{
+	int p = __builtin_ctz(q->nonempty);
+	uint16_t b = q->head[p];
+
+	q->head[p] = e->pool[b].next;
+	if (q->head[p] == NIL) {
+		q->tail[p] = NIL;
+		q->nonempty &= ~(1u << p);
+	}
+	q->depth--;
+	e->pool[b].next = e->free_head;
+	e->free_head = b;
+}
+
+static inline void q_purge(struct rtn_tdma *e, struct queue *q)
+{
+	while (q->nonempty) {
+		q_pop(e, q);
+		e->st.queue_drops++;
+	}
+}
+
+/* rtn_tdma_queue.c */
+/** Rebuild the id -> slot and id -> queue maps from e->cfg. */
+void rtn_tdma_index_slots(struct rtn_tdma *e);
+/** Every buffer free, every queue empty. */
+void rtn_tdma_pool_init(struct rtn_tdma *e);
 
 /* rtn_tdma_rx.c */
 /** Forget what the receive side learnt about other grids (at attach). */

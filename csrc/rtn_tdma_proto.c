@@ -49,6 +49,7 @@ int rtn_tdma_encode_sync(uint8_t *buf, uint32_t size, const uint8_t *src,
 {
 	int len = tdma_frame_start(buf, size, broadcast, src, TDMA_FRM_SYNC, "sync");
 
+	rtn_clear_error();
 	if (len < 0) {
 		return len;
 	}
@@ -69,6 +70,7 @@ int rtn_tdma_encode_req_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
 	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_REQ_CAL,
 				   "calibration request");
 
+	rtn_clear_error();
 	if (len < 0) {
 		return len;
 	}
@@ -89,6 +91,7 @@ int rtn_tdma_encode_rpl_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
 	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_RPL_CAL,
 				   "calibration reply");
 
+	rtn_clear_error();
 	if (len < 0) {
 		return len;
 	}
@@ -139,6 +142,7 @@ int rtn_tdma_decode(const uint8_t *frame, uint32_t len, struct rtn_tdma_msg *out
 	uint16_t id;
 	int ret;
 
+	rtn_clear_error();
 	memset(out, 0, sizeof(*out));
 	ret = rtmac_check(frame, len, out);
 	if (ret < 0) {
@@ -226,6 +230,7 @@ int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner,
 {
 	uint32_t payload;
 
+	rtn_clear_error();
 	if (inner_len < ETH_HLEN_RTN) {
 		return rtn_set_error(-EINVAL, "inner frame of %u bytes has no Ethernet header",
 				     inner_len);
@@ -254,6 +259,7 @@ int rtn_rtmac_tunnel_decap(uint8_t *out, uint32_t size, const uint8_t *frame,
 	uint8_t eth[ETH_HLEN_RTN];
 	int ret;
 
+	rtn_clear_error();
 	memset(&hdr, 0, sizeof(hdr));
 	ret = rtmac_check(frame, len, &hdr);
 	if (ret == 0) {

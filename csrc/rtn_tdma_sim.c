@@ -110,6 +110,7 @@ int rtn_sim_create(uint32_t n, int64_t latency_ns, int64_t wake_jitter_ns,
 	struct rtn_sim *s;
 	uint32_t i;
 
+	rtn_clear_error();
 	if (n < 1 || n > RTN_SIM_MAX_STATIONS)
 		return rtn_set_error(-EINVAL, "sim: 1..%d stations", RTN_SIM_MAX_STATIONS);
 	s = calloc(1, sizeof(*s));
@@ -163,6 +164,7 @@ int rtn_sim_start(struct rtn_sim *s, uint32_t i, const struct rtn_tdma_cfg *cfg,
 {
 	struct sim_station *t;
 
+	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
 	t = &s->st[i];
@@ -175,6 +177,7 @@ int rtn_sim_start(struct rtn_sim *s, uint32_t i, const struct rtn_tdma_cfg *cfg,
 
 int rtn_sim_set_config(struct rtn_sim *s, uint32_t i, const struct rtn_tdma_cfg *cfg)
 {
+	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
 	return rtn_tdma_set_config(s->st[i].e, cfg);
@@ -208,6 +211,7 @@ uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i)
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len)
 {
+	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
 	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, -1);
@@ -330,6 +334,7 @@ void rtn_sim_clear_logs(struct rtn_sim *s)
 
 int rtn_sim_inject(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len)
 {
+	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
 	return rtn_tdma_rx(s->st[i].e, frame, len, to_local(&s->st[i], s->now));

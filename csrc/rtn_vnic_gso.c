@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include "rtn_core.h"
 #include "rtn_tdma_proto.h"
 #include "rtn_vnic_gso.h"
 
@@ -177,6 +178,7 @@ int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t ma
 	uint8_t type;
 	int hlen;
 
+	rtn_clear_error();
 	memset(g, 0, sizeof(*g));
 	if (len < RTN_VNET_HDR_LEN + ETH_HLEN_RTN)
 		return -EINVAL;
@@ -236,6 +238,7 @@ int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
 	uint8_t flags;
 	uint64_t sum;
 
+	rtn_clear_error();
 	if (g->index >= g->nseg)
 		return 0;
 	if (!g->gso) {
@@ -315,6 +318,7 @@ int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len)
 	struct l4_hdrs h;
 	int hlen;
 
+	rtn_clear_error();
 	g->nseg = 0;
 	g->open = 0;
 	if (len > g->cap - RTN_VNET_HDR_LEN)
@@ -341,6 +345,7 @@ int rtn_gro_append(struct rtn_gro *g, const uint8_t *f, uint32_t len)
 	uint32_t l4 = g->l4, payload;
 	struct l4_hdrs h;
 
+	rtn_clear_error();
 	if (!g->open || len <= g->hdr_len)
 		return 0;
 	payload = len - g->hdr_len;

@@ -30,6 +30,7 @@ int rtn_xdp_attached(const char *ifname)
 	unsigned int i, id;
 	int n = 0, err;
 
+	rtn_clear_error();
 	if (!ifindex)
 		return rtn_set_error(-ENODEV, "%s: no such interface", ifname);
 	for (i = 0; i < 2; i++) {
@@ -49,6 +50,7 @@ int rtn_xdp_detach(const char *ifname)
 	unsigned int i, id;
 	int n = 0, err;
 
+	rtn_clear_error();
 	if (!ifindex)
 		return rtn_set_error(-ENODEV, "%s: no such interface", ifname);
 	for (i = 0; i < 2; i++) {

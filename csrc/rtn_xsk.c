@@ -397,6 +397,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	struct rtn_xsk *x;
 	int err;
 
+	rtn_clear_error();
 	*out = NULL;
 	if (!o->ifname || !o->ifname[0] || strlen(o->ifname) >= IF_NAMESIZE)
 		return rtn_set_error(-EINVAL, "bad interface name");
@@ -511,6 +512,7 @@ int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 	uint32_t key;
 	int i;
 
+	rtn_clear_error();
 	*out = x->st;
 	if (!x->open || x->counters_fd < 0 || ncpu <= 0)
 		return 0;
@@ -568,6 +570,7 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 	uint8_t *data;
 	int64_t now;
 
+	rtn_clear_error();
 	if (!x->open)
 		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
 	if (len < 14 || len > x->frame_size)
@@ -626,6 +629,7 @@ void rtn_xsk_flush(struct rtn_xsk *x)
 
 int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts)
 {
+	rtn_clear_error();
 	return rtn_xsk_send_stamped(x, frame, len, -1, 0, tx_ts);
 }
 
@@ -663,6 +667,7 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 	uint32_t idx, n;
 	int ret;
 
+	rtn_clear_error();
 	if (!x->open)
 		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
 	if (x->peek_n)
@@ -744,6 +749,7 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 	const struct xdp_desc *d;
 	uint32_t idx, n, i;
 
+	rtn_clear_error();
 	if (!x->open)
 		return rtn_set_error(-EBADF, "AF_XDP socket is closed");
 	if (x->peek_n)

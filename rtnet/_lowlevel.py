@@ -32,9 +32,18 @@ def last_error() -> str:
 
 
 def check(rc: int, exc: type = RtnetError, what: str = "") -> int:
-    """Raise ``exc(errno, message)`` for a negative return code, else return it."""
+    """Raise ``exc(errno, message)`` for a negative return code, else return it.
+
+    The message is the one the failed call itself recorded: every C entry point
+    that can fail clears it first, and it is cleared again once read, so an
+    error without a message of its own gets its errno's name, never an earlier
+    error's.
+    """
     if rc < 0:
-        msg = last_error() or _errno.errorcode.get(-rc, str(-rc))
+        msg = last_error()
+        lib.rtn_clear_error()
+        if not msg:
+            msg = _errno.errorcode.get(-rc, str(-rc))
         if what:
             msg = f"{what}: {msg}"
         raise exc(-rc, msg)

@@ -36,7 +36,7 @@ fi
 
 # Source paths as the repository names them (the harnesses include ../rtn_*.c).
 tidy() {
-  sed 's|/[^ ()]*/csrc/|csrc/|g; s|csrc/fuzz/\.\./|csrc/|g; s|^fuzz/\.\./|csrc/|'
+  sed 's|/[^ ()]*/csrc/|csrc/|g; s|csrc/fuzz/\.\./|csrc/|g; s|fuzz/\.\./|csrc/|g'
 }
 
 # The innermost stack frame in our own sources: "function csrc/file.c:line".

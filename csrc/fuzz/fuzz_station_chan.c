@@ -2,8 +2,9 @@
 /**
  * @file fuzz_station_chan.c
  * @brief Fuzz target: the station's side of the application channels
- *        (drain_chans/take_tdma/take_nomac, chan_rx, port_on_cycle in
- *        rtn_station.c, the ring helpers in rtn_chan.h): what the RT thread
+ *        (rtn_chans_drain, rtn_chans_rx, rtn_chans_on_cycle in
+ *        rtn_station_chan.c; take_tdma in rtn_station.c, take_nomac in
+ *        rtn_nomac.c; the ring helpers in rtn_chan.h): what the RT thread
  *        reads from memory an application can write at any time.
  *
  * The channel memory is a buffer the input may overwrite anywhere between
@@ -16,8 +17,10 @@
  * the station drains the TX rings (plainly or racing); time passes and the
  * discipline runs its slots (which drain the channels, the probe and the
  * VNIC's TAP); a frame is received for a channel; a cycle start is
- * published; a packet arrives on the TAP.  Besides the sanitizers, the
- * socket stub refuses any frame longer than an Ethernet frame.
+ * published; a packet arrives on the TAP.  Besides the sanitizers and
+ * libFuzzer's -timeout: no drain takes more messages from a channel than
+ * its ring holds, and the socket stub refuses any frame longer than an
+ * Ethernet frame.
  */
 #include "station_harness.h"
 
@@ -101,7 +104,7 @@ static void drain(int racing, const struct poke *p)
 	memset(race.taken, 0, sizeof(race.taken));
 	if (racing)
 		race.p = *p;
-	drain_chans(s, racing_take, NULL);
+	rtn_chans_drain(s, racing_take, NULL);
 	if (s->disc == RTN_DISC_NOMAC)
 		nomac_flush(s, rtn_station_local_now(s));
 }
@@ -114,10 +117,7 @@ static void run_for(int64_t dt_ns)
 	if (s->disc == RTN_DISC_TDMA) {
 		rtn_tdma_run(s->tdma, rtn_station_local_now(s));
 	} else {
-		/* as station_body() does for NoMAC */
-		nomac_collect(s);
-		rate_generate(s, rtn_station_local_now(s));
-		nomac_flush(s, rtn_station_local_now(s));
+		rtn_disc_nomac_ops.run(s, 0);	/* what the RT loop runs under NoMAC */
 	}
 }
 
@@ -179,12 +179,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			frame_for(f, len, chan, body, got);
 			exact = fuzz_exact_copy(f, len);
-			chan_rx(H.s, chan_type_of[chan], exact, len, rtn_station_local_now(H.s));
+			rtn_chans_rx(H.s, chan_type_of[chan], exact, len, rtn_station_local_now(H.s));
 			free(exact);
 			break;
 		}
 		case OP_CYCLE:
-			port_on_cycle(H.s, fuzz_u32(&in), rtn_station_local_now(H.s));
+			rtn_chans_on_cycle(H.s, fuzz_u32(&in), rtn_station_local_now(H.s));
 			break;
 		case OP_TAP: {
 			const uint8_t *pkt = fuzz_span(&in, fuzz_u16(&in), &got);

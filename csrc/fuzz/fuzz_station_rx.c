@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /**
  * @file fuzz_station_rx.c
- * @brief Fuzz target: the station's receive dispatch (receive_all, chan_rx,
- *        vnic_rx in rtn_station.c): classify every received frame and hand
+ * @brief Fuzz target: the station's receive dispatch (receive_all in
+ *        rtn_station.c, rtn_chans_rx, rtn_vnic_rx): classify every received frame and hand
  *        it to TDMA, an application channel, the probe counter or the VNIC,
  *        then write what went to the VNIC to its TAP (merging TCP segments
  *        when the TAP has a vnet header).

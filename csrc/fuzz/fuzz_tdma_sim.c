@@ -7,7 +7,7 @@
  *
  * Input: a header choosing the configuration (cycle, guard, calibration
  * rounds, listen cycles, clock error, lazy cycle begin, whether the backup
- * runs, the slave's second slot or transmit window), then records of (kind,
+ * runs, transmit windows, the slave's second slot), then records of (kind,
  * station, time step in us, arguments).  A record injects a raw frame, or a
  * Sync / calibration request / reply whose fields are offsets from what the
  * station expects (so that the fuzzer reaches "one cycle ahead" and "2^63 ns
@@ -158,23 +158,35 @@ struct setup {
 	int64_t start_gap_ns;
 };
 
+/* A transmit window (slot 1) right where slot 0 ends: it runs with that slot. */
+static void window_after_slot0(struct rtn_tdma_cfg *c, int64_t len)
+{
+	const struct rtn_tdma_slot_cfg *s0 = &c->slots[0];
+
+	slot(c, 1, s0->offset_ns + rtn_wire_time_ns(s0->size + ETH_HLEN_RTN, c->link_rate_mbps) +
+		   c->guard_ns, s0->size, 1, 1, len);
+}
+
 /*
  * Station @p i's slots in a cycle of @p cycle ns: slot 0 at 0, 30% and 60%
- * of it; the slave may have a second slot, either at 80% every other cycle
- * or a transmit window right where its slot 0 ends (run with that slot).
+ * of it.  The primary may have a window after its slot 0 (as rtmac.plan
+ * lays a master out); the slave may have a second slot, at 80% every other
+ * cycle, or a window after its slot 0.
  */
-static void layout(struct rtn_tdma_cfg *c, uint32_t i, int64_t cycle, uint32_t size, uint8_t flags)
+static void layout(struct rtn_tdma_cfg *c, uint32_t i, int64_t cycle, uint32_t size,
+		   uint8_t flags, uint8_t cal)
 {
 	c->n_slots = 0;
 	c->cycle_ns = i == 2 ? 0 : cycle;
 	if (i == 1)
 		c->backup_offset_ns = cycle / 10;
 	slot(c, 0, cycle * 3 * i / 10, size, 1, 1, 0);
+	if (i == 0 && (cal & 0x40))
+		window_after_slot0(c, cycle / 10);
 	if (i != 2 || !(flags & 0x20))
 		return;
 	if (flags & 0x80)
-		slot(c, 1, c->slots[0].offset_ns + rtn_wire_time_ns(size + ETH_HLEN_RTN, c->link_rate_mbps)
-			   + c->guard_ns, size, 1, 1, cycle / 5);
+		window_after_slot0(c, cycle / 5);
 	else
 		slot(c, 1, cycle * 8 / 10, size, 2, 1 + ((flags >> 6) & 1), 0);
 }
@@ -195,11 +207,11 @@ static void make_configs(struct fuzz_in *in, struct setup *su)
 		c->guard_ns = 5000LL * (1 + b3 % 10);
 		c->listen_cycles = (cal >> 4) & 3;
 		c->cal_rounds = i == 0 ? 0 : i == 1 ? (cal & 3) : ((cal >> 2) & 3);
-		layout(c, i, cycle, size, flags);
+		layout(c, i, cycle, size, flags, cal);
 		/* a combination that does not fit the cycle falls back to a roomy one */
 		if (rtn_tdma_cfg_check(c)) {
 			c->guard_ns = 5000;
-			layout(c, i, 1000000, size, flags);
+			layout(c, i, 1000000, size, flags, cal);
 		}
 		if (rtn_tdma_cfg_check(c))
 			fuzz_fail("harness built an invalid configuration for station %u: %s", i,

@@ -288,8 +288,9 @@ def seeds_app_reply() -> dict[str, bytes]:
 def seeds_tdma_sim() -> dict[str, bytes]:
     # header: cycle (100 us * (1 + b % 10)), flags (1 backup, 2/4/8 lazy begin per station,
     # 0x10 drift, 0x20 second slave slot, 0x40 its phasing, 0x80 it is a transmit window right
-    # after slot 0), calibration rounds backup | slave << 2
-    # | listen cycles << 4, guard, clock errors, slot size, start gap (10 us units), seed
+    # after slot 0), calibration rounds backup | slave << 2 | listen cycles << 4 | 0x40 the
+    # primary has a window after its slot 0, guard, clock errors, slot size, start gap (10 us
+    # units), seed
     def header(cycle=9, flags=0x01, cal=0x05, guard=9, clk=0, size=40, gap=10, seed=1):
         return bytes([cycle, flags, cal, guard, clk, size, gap, seed])
 
@@ -321,8 +322,13 @@ def seeds_tdma_sim() -> dict[str, bytes]:
         + rec(3, 2, 100, u8(0) + u16(0) + u64(10_000) + u64(300_000)) + wait(3000, 5),
         "slot_change": header() + wait(15000) + rec(6, 2, 3000, u16(500) + u8(10) + u8(0))
         + rec(6, 0, 3000, u16(0) + u8(0) + u8(100)) + wait(3000, 4),
-        "window": header(flags=0x01 | 0x20 | 0x80) + wait(5000, 4) + data(2, 1, 0, 100)
-        + data(2, 1, 1, 200) + data(2, 1, 2, 300) + wait(2000, 4),
+        # a calibration request whose reply falls on the primary's window (at 61.04 us:
+        # slot 0 at 0, 100 + 14 bytes at 100 Mbit/s, a 50 us guard)
+        "req_cal_in_window": header(cal=0x45) + wait(5000, 3)
+        + rec(2, 0, 3000, u8(2) + u64(1_000_000) + u32(2) + u64(61_040)) + wait(5000, 3),
+        "window": header(flags=0x01 | 0x20 | 0x80, cal=0x45) + wait(5000, 4)
+        + data(2, 1, 0, 100) + data(2, 1, 1, 200) + data(2, 1, 2, 300) + data(0, 1, 0, 500)
+        + wait(2000, 4),
         "stall": header() + wait(15000) + rec(7, 2, 5000, u8(3) + u8(200)) + wait(3000, 4),
         "raw": header() + wait(15000) + rec(0, 2, 100, u16(60) + sync(3)) + rec(0, 1, 100, u16(18)
                                                                               + sync()[:18]),

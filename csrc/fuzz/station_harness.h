@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file station_harness.h
- * @brief The station (rtn_station.c) without AF_XDP, a real-time thread or
- *        a clock, for the station fuzz targets.
+ * @brief The station (rtn_station.c and the modules of rtn_station_priv.h)
+ *        without AF_XDP, a real-time thread or a clock, for the station fuzz
+ *        targets.
  *
- * rtn_station.c is included whole, so its static RX dispatch and channel
- * functions can be called directly; the TDMA engine's state is saved and
+ * The station's .c files are included whole, so their static RX dispatch,
+ * discipline and channel functions can be called directly; the TDMA engine's state is saved and
  * restored between inputs (tdma_snapshot.h).  What the station needs from the
  * outside is replaced:
  * - rtn_xsk_*: a socket whose receive ring returns the frames the harness
@@ -33,6 +34,10 @@ static int64_t fuzz_clock_ns;
 #define rtn_now() (fuzz_clock_ns)
 
 #include "../rtn_station.c"
+#include "../rtn_station_chan.c"
+#include "../rtn_nomac.c"
+#include "../rtn_vnic_pump.c"
+#include "../rtn_probe.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
@@ -221,9 +226,9 @@ static void move_chan_to_heap(int id, int memfd, int kickfd)
 static void station_setup(void)
 {
 	struct rtn_station_opts o = { .mac = STATION_MAC, .link_rate_mbps = 100 };
-	struct rtn_tdma_port port = { .send = port_send, .truth = port_truth,
+	struct rtn_tdma_port port = { .send = rtn_station_send, .truth = port_truth,
 				      .before_slot = port_before_slot,
-				      .on_cycle = port_on_cycle };
+				      .on_cycle = rtn_chans_on_cycle };
 	int i, sv[2];
 
 	fuzz_clock_ns = STATION_T0;
@@ -328,6 +333,11 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->probe_rx = s->probe_rx_bytes = 0;
 	rtn_hist_init(&s->probe_lat, 0);
 
+	s->rx_woke = 0;
+	s->rx_light = 0;
+	s->tunnel_rx_n = 0;
+	s->tunnel_rx_avg = 0;
+	s->tunnel_rx_at = 0;
 	s->vnic_live = m->vnic_live;
 	s->vnic_mode = RTN_VNIC_BATCHED;
 	s->vnic_slot = 1;

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_nomac.c
+ * @brief The NoMAC discipline: one FIFO, sent as soon as the modelled link
+ *        has room, shaped like the TDMA engine (next event, run, enqueue).
+ *
+ * The FIFO is the RT thread's: applications' messages (drained when their
+ * kick wakes the thread), the batched VNIC's frames, the per-packet VNIC's
+ * frames and the rate generator's (rtn_probe.c) all go through it.
+ */
+#include <errno.h>
+#include <string.h>
+#include "rtn_station_priv.h"
+
+/* The FIFO's next free frame, or NULL when it is full; rtn_nomac_commit() queues it. */
+struct frame_slot *rtn_nomac_slot(struct rtn_station *s)
+{
+	uint32_t h = s->nomac_head;
+
+	if (h - s->nomac_tail >= NOMAC_FIFO)
+		return NULL;
+	return &s->nomac_fifo[h % NOMAC_FIFO];
+}
+
+void rtn_nomac_commit(struct rtn_station *s)
+{
+	s->nomac_head++;
+}
+
+static int nomac_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+{
+	struct frame_slot *f = rtn_nomac_slot(s);
+
+	if (!f)
+		return -ENOBUFS;
+	memcpy(f->data, frame, len);
+	f->len = len;
+	rtn_nomac_commit(s);
+	return 0;
+}
+
+static int take_nomac(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+		      uint32_t len, void *unused)
+{
+	return nomac_enqueue(s, m->frame, len);
+}
+
+static void nomac_collect(struct rtn_station *s)
+{
+	rtn_chans_drain(s, take_nomac, NULL);
+	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
+		uint8_t inner[RTN_TDMA_FRAME_MAX];
+		struct frame_slot *f;
+
+		while ((f = rtn_nomac_slot(s)) && tap_usable(s)) {
+			int n = rtn_vnic_pull(s, inner, sizeof(inner));
+			int len;
+
+			if (!n)
+				break;
+			if (n < 0)
+				continue;
+			len = rtn_vnic_encap(s, inner, n, f->data, RTN_TDMA_FRAME_MAX);
+			if (len < 0) {
+				VSTAT_ADD(s, tx_dropped, 1);
+				continue;
+			}
+			f->len = len;
+			rtn_nomac_commit(s);
+		}
+	}
+}
+
+/* FIFO order, serialised at the link rate; returns the next deadline (local). */
+static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
+{
+	while (s->nomac_tail != s->nomac_head) {
+		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
+		int32_t off = -1;
+		int64_t tx;
+
+		/* the modelled wire may run up to PACE_AHEAD_NS ahead of the clock */
+		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
+			return s->wire_free_at - PACE_AHEAD_NS;
+		if (f->len >= RTN_APP_TX_OFF + 8 &&
+		    rtn_get_be32(f->data + ETH_HLEN_RTN) == RTN_APP_MAGIC)
+			off = RTN_APP_TX_OFF;
+		if (rtn_station_send(s, f->data, f->len, off, 0, &tx) < 0) {
+			s->st.nomac_drops++;
+		} else {
+			s->st.nomac_tx++;
+			s->wire_free_at = (tx > s->wire_free_at ? tx : s->wire_free_at) +
+					  rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
+		}
+		s->nomac_tail++;
+	}
+	return INT64_MAX;
+}
+
+/* What is due now goes out; the next deadline is the wire's or the rate generator's. */
+static int64_t nomac_next_event(struct rtn_station *s)
+{
+	int64_t now_local = rtn_station_local_now(s);
+	int64_t due = rtn_probe_generate(s, now_local);
+	int64_t next_local = nomac_flush(s, now_local);
+
+	return due < next_local ? due : next_local;
+}
+
+static void nomac_run(struct rtn_station *s, int64_t woke_late)
+{
+	nomac_collect(s);
+	rtn_probe_generate(s, local_of(s, rtn_now()));
+	nomac_flush(s, local_of(s, rtn_now()));
+}
+
+static int nomac_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)
+{
+	return rtmac_tunnel_only(frame, len);	/* discipline frames are not ours */
+}
+
+static int64_t nomac_rt_deadline(const struct rtn_station *s)
+{
+	return INT64_MAX;
+}
+
+/*
+ * Only while the FIFO has room: a full FIFO with a readable TAP would make
+ * poll() return at once and spin this SCHED_FIFO thread until the link frees
+ * a frame, starving everything below it on its CPU for as long as a flood
+ * lasts.
+ */
+static int nomac_watch_tap(const struct rtn_station *s)
+{
+	return s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED && tap_usable(s) &&
+	       s->nomac_head - s->nomac_tail < NOMAC_FIFO;
+}
+
+const struct rtn_disc_ops rtn_disc_nomac_ops = {
+	.next_event = nomac_next_event,
+	.run = nomac_run,
+	.enqueue = nomac_enqueue,
+	.rx_rtmac = nomac_rx_rtmac,
+	.rt_deadline = nomac_rt_deadline,
+	.watch_tap = nomac_watch_tap,
+	.kick_senders = 1,
+	.paced_rx = 0,
+};

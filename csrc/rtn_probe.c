@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_probe.c
+ * @brief Benchmark traffic made and measured by the station itself: the slot
+ *        probe (TDMA), the rate generator (RFC 2544 trials under NoMAC) and
+ *        the probe receiver (counts and one-way latency).
+ */
+#include <errno.h>
+#include <string.h>
+#include "rtn_core.h"
+#include "rtn_station_priv.h"
+
+/*
+ * Benchmark traffic made on the RT thread itself: one broadcast frame with an
+ * application header per occurrence of the probe slot, so slot timing can be
+ * measured with no application in the loop.
+ */
+static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global)
+{
+	memset(f, 0, s->probe_len);
+	memset(f, 0xff, 6);
+	memcpy(f + 6, s->o.mac, 6);
+	rtn_put_be16(f + 12, s->probe_type);
+	rtn_put_be32(f + 14, RTN_APP_MAGIC);
+	rtn_put_be32(f + 18, ++s->probe_seq);
+	rtn_put_be64(f + 22, (uint64_t)sched_global);
+}
+
+/* TDMA: a probe frame for this occurrence of its slot, unless one is still queued. */
+void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
+{
+	uint8_t f[RTN_TDMA_FRAME_MAX];
+
+	if (rtn_tdma_queue_depth(e, slot_id))
+		return;
+	build_probe(s, f, now + rtn_tdma_clock_offset(e));
+	if (rtn_tdma_enqueue(e, slot_id, 0, f, s->probe_len, RTN_APP_TX_OFF) == 0)
+		s->probe_sent++;
+}
+
+/* NoMAC rate generator: queue every frame that is due; returns the next due time. */
+int64_t rtn_probe_generate(struct rtn_station *s, int64_t now)
+{
+	while (s->rate_left && s->rate_next <= now) {
+		struct frame_slot *f = rtn_nomac_slot(s);
+
+		if (!f) {
+			s->st.nomac_drops++;	/* offered faster than the link drains */
+		} else {
+			build_probe(s, f->data, s->rate_next);
+			f->len = s->probe_len;
+			rtn_nomac_commit(s);
+		}
+		s->probe_sent++;
+		s->rate_left--;
+		s->rate_next += s->rate_interval_ns;
+	}
+	return s->rate_left ? s->rate_next : INT64_MAX;
+}
+
+/* A received probe frame (@p rx_global: its receive time on the global clock) is counted here. */
+int rtn_probe_rx_take(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
+		      int64_t rx_global)
+{
+	if (type != s->probe_rx_type || len < ETH_HLEN_RTN + RTN_APP_HDR_LEN ||
+	    rtn_get_be32(frame + ETH_HLEN_RTN) != RTN_APP_MAGIC)
+		return 0;
+	s->probe_rx++;
+	s->probe_rx_bytes += len;
+	/* the transmit stamp is the sender's word: saturate */
+	rtn_hist_add(&s->probe_lat,
+		     rtn_sat_sub(rx_global, (int64_t)rtn_get_be64(frame + RTN_APP_TX_OFF)));
+	return 1;
+}
+
+int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype, uint32_t len)
+{
+	rtn_clear_error();
+	if (slot_id >= RTN_TDMA_MAX_SLOTS || (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
+		return rtn_set_error(-EINVAL, "probe: slot below %d and length 60..%d",
+				     RTN_TDMA_MAX_SLOTS, RTN_TDMA_FRAME_MAX);
+	if (slot_id >= 0 && (ethertype < 0x0600 || ethertype == ETH_RTMAC || ethertype == ETH_RTCFG))
+		return rtn_set_error(-EINVAL, "probe: EtherType 0x%04x not allowed", ethertype);
+	/* plain stores: the RT thread reads them at a slot start; a torn update costs one frame */
+	s->probe_type = ethertype;
+	s->probe_len = len;
+	__atomic_store_n(&s->probe_slot, slot_id, __ATOMIC_RELEASE);
+	return 0;
+}
+
+uint64_t rtn_station_probe_sent(const struct rtn_station *s)
+{
+	return s->probe_sent;
+}
+
+int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
+			       uint64_t rate_pps, uint64_t count)
+{
+	rtn_clear_error();
+	if (s->disc != RTN_DISC_NOMAC && count)
+		return rtn_set_error(-EINVAL, "rate probe: attach NoMAC first (TDMA sends in slots)");
+	if (count && (len < 60 || len > RTN_TDMA_FRAME_MAX || rate_pps < 1 || rate_pps > 10000000))
+		return rtn_set_error(-EINVAL, "rate probe: length 60..%d and rate 1..10000000 frames/s",
+				     RTN_TDMA_FRAME_MAX);
+	s->probe_type = ethertype;
+	s->probe_len = len;
+	s->rate_interval_ns = count ? (int64_t)(1000000000ull / rate_pps) : 0;
+	s->rate_next = rtn_station_local_now(s);
+	__atomic_store_n(&s->rate_left, count, __ATOMIC_RELEASE);
+	efd_signal(s->efd);
+	return 0;
+}
+
+void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype)
+{
+	s->probe_rx_type = ethertype;
+}
+
+void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,
+			  uint64_t *generator_left)
+{
+	*frames = s->probe_rx;
+	*bytes = s->probe_rx_bytes;
+	*generator_left = __atomic_load_n(&s->rate_left, __ATOMIC_ACQUIRE);
+}
+
+const struct rtn_hist *rtn_station_probe_latency(const struct rtn_station *s)
+{
+	return &s->probe_lat;
+}

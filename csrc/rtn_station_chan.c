@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_station_chan.c
+ * @brief The station's side of the application channels (rtn_chan.h): open
+ *        and close them, drain their TX rings, deliver received frames to
+ *        their RX rings, publish cycle starts.  Everything read from the
+ *        shared memory is checked: an application may write it at any time.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "rtn_core.h"
+#include "rtn_station_priv.h"
+
+/*
+ * Hand every message waiting in the applications' TX rings to @p take.  A
+ * message longer than its channel allows, or refused by @p take, is dropped
+ * and counted against that channel only.
+ */
+void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg)
+{
+	uint32_t i, n;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		struct rtn_msg *m;
+
+		if (!c)
+			continue;
+		if (rtn_ring_cons_check(&c->shm->tx, c->depth))
+			c->ring_errors++;
+		/* at most one ring's worth per call, whatever the indexes say */
+		for (n = 0; n < c->depth &&
+			    (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
+		     n++) {
+			uint32_t len = rtn_msg_len(m);
+
+			if (len > c->max_size || take(s, c, m, len, arg) < 0)
+				c->tx_drops++;
+			else
+				c->tx_msgs++;
+			rtn_ring_cons_release(&c->shm->tx);
+		}
+	}
+}
+
+/* A received frame of a channel's EtherType (or the probe receiver's), to every such channel. */
+void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
+		  int64_t rx_local)
+{
+	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	uint32_t i;
+	int matched = 0;
+
+	if (rtn_probe_rx_take(s, type, frame, len, rx_local + off))
+		return;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		struct rtn_msg *m;
+
+		if (!c || c->ethertype != type)
+			continue;
+		matched = 1;
+		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
+		if (!m) {
+			/* the application stopped reading: its loss, nobody else's */
+			c->rx_drops++;
+			c->shm->rx.drops++;
+			continue;
+		}
+		if (len > RTN_CHAN_MSG_MAX)
+			len = RTN_CHAN_MSG_MAX;
+		memcpy(m->frame, frame, len);
+		m->len = len;
+		m->rx_ns = rtn_sat_add(rx_local, off);
+		m->seq = 0;
+		m->sched_ns = m->tx_ns = 0;
+		if (len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&
+		    rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC) {
+			m->seq = rtn_get_be32(frame + ETH_HLEN_RTN + 4);
+			m->sched_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 8);
+			m->tx_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 16);
+		}
+		rtn_ring_prod_commit(&c->shm->rx);
+		c->rx_msgs++;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
+		if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
+			futex_wake(&c->shm->rx.head);
+	}
+	if (!matched)
+		s->st.rx_other++;
+}
+
+/* The TDMA engine's on_cycle: publish each cycle start to the channels' readers. */
+void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
+{
+	struct rtn_station *s = arg;
+	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	int64_t cycle_ns = s->tdma_cfg.cycle_ns;
+	uint32_t i;
+
+	/* a slave is configured without a cycle: publish the one its grid follows */
+	if (!cycle_ns && s->tdma)
+		cycle_ns = rtn_tdma_cycle_start(s->tdma, cycle_no + 1) - start_local;
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct rtn_chan_shm *c = s->live[i] ? s->live[i]->shm : NULL;
+
+		if (!c)
+			continue;
+		c->cycle_no = cycle_no;
+		c->cycle_start_global = start_local + off;
+		c->clock_offset = off;
+		c->cycle_ns = cycle_ns;
+		c->cycle_start_os = os_of(s, start_local);
+		__atomic_store_n(&c->cycle_seq, c->cycle_seq + 1, __ATOMIC_RELEASE);
+		/* full fence: the store of cycle_seq must be visible before we read
+		 * cycle_waiting, or a reader going to sleep right now is missed */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))
+			futex_wake(&c->cycle_seq);
+	}
+}
+
+int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
+			  int *memfd, int *kickfd)
+{
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	int i, fd, rc = 0;
+
+	rtn_clear_error();
+	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > RTN_CHAN_MAX_DEPTH)
+		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to %d", o->depth,
+				     RTN_CHAN_MAX_DEPTH);
+	if (o->max_size < ETH_HLEN_RTN || o->max_size > RTN_CHAN_MSG_MAX)
+		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d",
+				     o->max_size, RTN_CHAN_MSG_MAX);
+	if (o->ethertype < 0x0600 || o->ethertype == ETH_RTMAC || o->ethertype == ETH_RTCFG)
+		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel", o->ethertype);
+	if (o->prio > 31)
+		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
+	pthread_mutex_lock(&s->ctl_lock);
+	for (i = 0; i < RTN_STATION_MAX_CHANS && s->chans[i].shm; i++)
+		;
+	if (i == RTN_STATION_MAX_CHANS) {
+		rc = rtn_set_error(-ENOSPC, "all %d channels are in use", RTN_STATION_MAX_CHANS);
+		goto out;
+	}
+	size = rtn_chan_shm_size(o->depth);
+	/*
+	 * Sealed at its size: the application gets this fd, and a shrunk file
+	 * would make the RT thread's next access to the mapping a SIGBUS.
+	 */
+	fd = memfd_create("rtnet-channel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		rc = rtn_set_error(-errno, "channel memory: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	shm = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (shm == MAP_FAILED) {
+		rc = rtn_set_error(-errno, "channel mmap: %s", strerror(errno));
+		close(fd);
+		goto out;
+	}
+	shm->magic = RTN_CHAN_MAGIC;
+	shm->version = RTN_CHAN_VERSION;
+	shm->depth = o->depth;
+	shm->ethertype = o->ethertype;
+	shm->slot = o->slot;
+	shm->prio = o->prio;
+	shm->max_size = o->max_size;
+	memcpy(shm->station_mac, s->o.mac, 6);
+	shm->tx.size = shm->rx.size = o->depth;
+	shm->alive = 1;
+	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
+				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
+				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
+	rtn_station_post(s, CMD_CHAN_ADD, i);
+	*memfd = fd;
+	*kickfd = dup(s->efd);
+	rc = i;
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_chan_close(struct rtn_station *s, int id)
+{
+	struct chan *c;
+
+	rtn_clear_error();
+	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
+		return rtn_set_error(-ENOENT, "no channel %d", id);
+	pthread_mutex_lock(&s->ctl_lock);
+	c = &s->chans[id];
+	rtn_station_post(s, CMD_CHAN_DEL, id);
+	c->shm->alive = 0;
+	futex_wake(&c->shm->rx.head);
+	futex_wake(&c->shm->cycle_seq);
+	munmap(c->shm, c->size);
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_stats *out)
+{
+	const struct chan *c;
+
+	rtn_clear_error();
+	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
+		return rtn_set_error(-ENOENT, "no channel %d", id);
+	c = &s->chans[id];
+	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
+					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
+					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops,
+					.ring_errors = c->ring_errors };
+	return 0;
+}
+
+/* At close: every channel's readers see it die. */
+void rtn_chans_close_all(struct rtn_station *s)
+{
+	int i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm)
+			rtn_station_chan_close(s, i);
+}

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_station_priv.h
+ * @brief The station's state and the small helpers its modules share:
+ *        rtn_station.c (open/close, mailbox, RT loop, RX dispatch, the TDMA
+ *        discipline's port), rtn_nomac.c (the NoMAC discipline),
+ *        rtn_station_chan.c (application channels), rtn_vnic_pump.c (the
+ *        VNIC's TAP I/O) and rtn_probe.c (benchmark probes, rate generator).
+ *        Not part of the API.
+ *
+ * Threads and who owns what:
+ * - the control thread (Python, serialised by s->ctl_lock) creates and frees
+ *   everything; it changes what the RT thread uses only through the mailbox
+ *   (executed by the RT thread between two wake-ups) or lock-free handovers
+ *   (rtn_tdma_set_config);
+ * - the RT thread owns the socket, the engine's queues and the NoMAC FIFO;
+ * - VNIC helper threads only touch their ring, their eventfd and the TAP.
+ */
+#ifndef RTN_STATION_PRIV_H
+#define RTN_STATION_PRIV_H
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "rtn_chan.h"
+#include "rtn_station.h"
+#include "rtn_tdma_proto.h"
+#include "rtn_time.h"
+#include "rtn_vnic_gso.h"
+
+#define RX_BATCH	64
+#define NOMAC_FIFO	256
+#define VNIC_RING	512	/* frames between the RT thread and a VNIC helper */
+#define VNIC_PRIO	31	/* RTnet: NRT traffic is the lowest priority */
+/*
+ * The link-rate model keeps a virtual wire: frames are handed to the kernel
+ * in bursts that may run this far ahead of the clock, which keeps the average
+ * rate at the link rate without one wake-up per frame.
+ */
+#define PACE_AHEAD_NS	30000
+/* batched VNIC: the RT thread writes to the TAP only with this much time to spare */
+#define VNIC_WRITE_SLACK_NS	100000
+#define VNIC_WRITE_COST_NS	10000	/* budget per TAP write (netif_rx included) */
+
+/* VNIC counters are bumped by the RT thread and the VNIC helper threads alike */
+#define VSTAT_ADD(s, field, n) __atomic_fetch_add(&(s)->st.vnic.field, (n), __ATOMIC_RELAXED)
+
+enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
+       CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH };
+
+struct frame_slot {
+	uint32_t len;
+	uint8_t data[RTN_TDMA_FRAME_MAX];
+};
+
+/* An SPSC ring of whole frames (VNIC <-> RT thread). */
+struct frame_ring {
+	uint32_t head __attribute__((aligned(64)));
+	uint32_t tail __attribute__((aligned(64)));
+	struct frame_slot slot[VNIC_RING];
+};
+
+struct chan {
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	uint32_t depth;		/* messages per ring: ours, never read back from shm */
+	int cycles;		/* someone may wait on it for cycle starts */
+	uint64_t ring_errors;	/* the application broke its ring's indexes */
+	uint16_t ethertype, slot;
+	uint32_t prio, max_size;
+	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
+};
+
+struct rtn_station {
+	struct rtn_station_opts o;
+	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
+	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
+	uint32_t tunnel_rx_n;	/* tunnel frames since the last timer wake-up */
+	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
+	int rx_light;		/* few enough for an RX wake-up to pay */
+	struct rtn_xsk *xsk;
+	struct rtn_rt *rt;
+	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
+	int tfd;		/* absolute timer for the discipline's next deadline */
+	int done_fd;		/* RT thread -> control: mailbox command done */
+	int64_t t0;		/* OS time the clock model starts from */
+	pthread_mutex_t ctl_lock;
+
+	/* mailbox */
+	int cmd;
+	void *cmd_arg;
+	int cmd_rc;
+
+	/* discipline: owned by the RT thread while it runs */
+	int disc;
+	struct rtn_tdma *tdma;
+	struct rtn_tdma_cfg tdma_cfg;	/* for (re)starts on the RT thread */
+
+	/* NoMAC */
+	struct frame_slot nomac_fifo[NOMAC_FIFO];
+	uint32_t nomac_head, nomac_tail;
+	int64_t wire_free_at;
+
+	struct chan chans[RTN_STATION_MAX_CHANS];
+	struct chan *live[RTN_STATION_MAX_CHANS];	/* as seen by the RT thread */
+
+	/* VNIC */
+	int tap_fd;
+	int vnic_mode;
+	uint32_t vnic_slot;
+	int vnic_live;			/* RT thread uses the VNIC */
+	struct frame_ring *to_tap;	/* RT -> writer thread */
+	struct frame_ring *from_tap;	/* reader thread -> RT (per-packet mode) */
+	int writer_efd, reader_stop_efd;
+	pthread_t writer, reader;
+	int writer_on, reader_on;
+	volatile int vnic_stop;
+	int tap_dead;			/* the TAP went away: stop touching it */
+	int vnic_overran;		/* the last TAP writes ran past a deadline */
+	/*
+	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
+	 * TAP writes are merged segments.  Each buffer has one user: gso_buf
+	 * the RT thread (batched), rd_buf the reader thread (per-packet),
+	 * gro_buf whoever writes to the TAP (RT thread or writer thread).
+	 */
+	int vnet;
+	uint8_t *gso_buf, *rd_buf, *gro_buf;
+	struct rtn_gso_seg gso;		/* the super-packet being sent, kept across slots */
+	struct rtn_gro gro;
+
+	/* probe: one frame per occurrence of a slot, generated on the RT thread */
+	int probe_slot;
+	uint16_t probe_type;
+	uint32_t probe_len, probe_seq;
+	uint64_t probe_sent;
+
+	/* rate generator (RFC 2544 trials under NoMAC): frames due every interval */
+	int64_t rate_interval_ns;
+	int64_t rate_next;		/* local time the next frame is due */
+	uint64_t rate_left;
+
+	/* probe receiver: counts and one-way latency of probe frames */
+	uint16_t probe_rx_type;
+	uint64_t probe_rx, probe_rx_bytes;
+	struct rtn_hist probe_lat;	/* receive stamp minus the sender's transmit stamp */
+
+	struct rtn_station_stats st;
+	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
+	uint8_t scratch[RTN_TDMA_FRAME_MAX + 8];
+};
+
+/* ---- disciplines ---------------------------------------------------------- */
+
+/*
+ * What the RT loop asks of the attached discipline (RTN_DISC_*).  The station
+ * core never branches on the discipline itself: it calls these.
+ */
+struct rtn_disc_ops {
+	/* local time of the next deadline (INT64_MAX: none); NoMAC also sends what is due */
+	int64_t (*next_event)(struct rtn_station *s);
+	/* the work of one wake-up, which came @p woke_late after the deadline it waited for */
+	void (*run)(struct rtn_station *s, int64_t woke_late);
+	/* queue a frame from the per-packet VNIC; < 0 when refused */
+	int (*enqueue)(struct rtn_station *s, const uint8_t *frame, uint32_t len);
+	/* a received RTmac frame: 1 a tunnel frame for the VNIC, 0 not ours, < 0 malformed */
+	int (*rx_rtmac)(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx);
+	/* the next real-time deadline that writes to the TAP must not delay (INT64_MAX: none) */
+	int64_t (*rt_deadline)(const struct rtn_station *s);
+	/* whether the RT thread polls the TAP itself (the batched VNIC's frames wait there) */
+	int (*watch_tap)(const struct rtn_station *s);
+	int kick_senders;	/* senders kick the RT thread: no slot picks their messages up */
+	int paced_rx;		/* received frames may wait for the next scheduled wake-up */
+};
+
+extern const struct rtn_disc_ops rtn_disc_none_ops, rtn_disc_tdma_ops, rtn_disc_nomac_ops;
+
+static inline const struct rtn_disc_ops *disc_ops(const struct rtn_station *s)
+{
+	switch (s->disc) {
+	case RTN_DISC_TDMA:
+		return &rtn_disc_tdma_ops;
+	case RTN_DISC_NOMAC:
+		return &rtn_disc_nomac_ops;
+	default:
+		return &rtn_disc_none_ops;
+	}
+}
+
+/* An RTmac frame without a discipline that reads it: only a tunnel frame is ours. */
+static inline int rtmac_tunnel_only(const uint8_t *frame, uint32_t len)
+{
+	return len >= 18 && (frame[17] & RTMAC_FLAG_TUNNEL) ? 1 : 0;
+}
+
+/* ---- clock model -------------------------------------------------------- */
+
+/*
+ * The lab's simulated clock: local = os + offset + drift * (os - t0).  Both
+ * directions saturate: a local time can be anything the engine computed from
+ * a frame (INT64_MAX for "nothing to do"), and a double beyond the int64_t
+ * range would be undefined behaviour when converted.
+ */
+static inline int64_t clamp_ns(double v)
+{
+	if (!(v > -9.2e18))	/* also NaN */
+		return v != v ? 0 : INT64_MIN;
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	return (int64_t)v;
+}
+
+static inline int64_t local_of(const struct rtn_station *s, int64_t os)
+{
+	return rtn_sat_add(rtn_sat_add(os, s->o.clock_offset_ns),
+			   clamp_ns((double)rtn_sat_sub(os, s->t0) * s->o.drift_ppm * 1e-6));
+}
+
+static inline int64_t os_of(const struct rtn_station *s, int64_t local)
+{
+	double since = (double)rtn_sat_sub(rtn_sat_sub(local, s->t0), s->o.clock_offset_ns);
+
+	return rtn_sat_add(s->t0, clamp_ns(since / (1.0 + s->o.drift_ppm * 1e-6)));
+}
+
+
+/* ---- ring helpers -------------------------------------------------------- */
+
+static inline struct frame_slot *fr_prod(struct frame_ring *r)
+{
+	if (r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= VNIC_RING)
+		return NULL;
+	return &r->slot[r->head % VNIC_RING];
+}
+
+static inline void fr_commit(struct frame_ring *r)
+{
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
+static inline struct frame_slot *fr_peek(struct frame_ring *r)
+{
+	if (r->tail == __atomic_load_n(&r->head, __ATOMIC_ACQUIRE))
+		return NULL;
+	return &r->slot[r->tail % VNIC_RING];
+}
+
+static inline void fr_release(struct frame_ring *r)
+{
+	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+}
+
+static inline void efd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* counter saturated: the reader is awake anyway */
+	}
+}
+
+static inline void efd_drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing pending */
+	}
+}
+
+static inline void futex_wake(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+}
+
+
+/*
+ * A read or write error other than EAGAIN/EINTR means the TAP is gone
+ * (EBADFD/EIO after the device was deleted).  Count it once and stop
+ * touching the fd: polling a dead TAP returns POLLERR at once, which
+ * would make the RT thread spin at real-time priority.
+ */
+static inline void tap_failed(struct rtn_station *s)
+{
+	if (!__atomic_exchange_n(&s->tap_dead, 1, __ATOMIC_ACQ_REL))
+		__atomic_fetch_add(&s->st.vnic.tap_errors, 1, __ATOMIC_RELAXED);
+}
+
+static inline int tap_usable(const struct rtn_station *s)
+{
+	return !__atomic_load_n(&s->tap_dead, __ATOMIC_ACQUIRE);
+}
+
+/* ---- between the modules -------------------------------------------------- */
+
+/* rtn_station.c: send with stamps in local time (the TDMA engine's port, and NoMAC) */
+int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
+		     int64_t stamp_add, int64_t *tx_local);
+/* rtn_station.c: run a CMD_* on the RT thread (directly when it is not running) and wait */
+int rtn_station_post(struct rtn_station *s, int cmd, uintptr_t arg);
+
+/* rtn_station_chan.c */
+typedef int (*rtn_chan_take_fn)(struct rtn_station *s, const struct chan *c,
+				const struct rtn_msg *m, uint32_t len, void *arg);
+void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg);
+void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
+		  int64_t rx_local);
+void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local);
+void rtn_chans_close_all(struct rtn_station *s);
+
+/* rtn_nomac.c */
+struct frame_slot *rtn_nomac_slot(struct rtn_station *s);
+void rtn_nomac_commit(struct rtn_station *s);
+
+/* rtn_vnic_pump.c */
+int rtn_vnic_encap(struct rtn_station *s, const uint8_t *inner, uint32_t len, uint8_t *out,
+		   uint32_t cap);
+int rtn_vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap);
+void rtn_vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id,
+		     uint32_t queue_slot, int64_t now);
+void rtn_vnic_take_from_reader(struct rtn_station *s);
+void rtn_vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len);
+void rtn_vnic_write_direct(struct rtn_station *s, int64_t next_local);
+void rtn_vnic_release(struct rtn_station *s);
+
+/* rtn_probe.c */
+void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now);
+int64_t rtn_probe_generate(struct rtn_station *s, int64_t now);
+int rtn_probe_rx_take(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
+		      int64_t rx_global);
+
+#endif
