@@ -275,7 +275,9 @@ def validate(config: TdmaConfig) -> TdmaConfig:
             b_start, b_end = slot_extent_ns(config, b)
             if b_start >= a_end:
                 break
-            if phases_meet(a, b) and not window_in_guard(config, a, b):
+            # either way round: two slots at one offset sort by id, not by kind
+            if phases_meet(a, b) and not (window_in_guard(config, a, b) or
+                                          window_in_guard(config, b, a)):
                 raise ConfigError(
                     f"slot {b.id} at {b.offset_us} us overlaps slot {a.id} "
                     f"({a.offset_us}..{a_end / 1000:g} us) in cycles where both are active")

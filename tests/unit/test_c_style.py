@@ -16,7 +16,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import skip_or_fail
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
