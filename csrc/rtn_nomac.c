@@ -49,22 +49,15 @@ static void nomac_collect(struct rtn_station *s)
 {
 	rtn_chans_drain(s, take_nomac, NULL);
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
-		uint8_t inner[RTN_TDMA_FRAME_MAX];
 		struct frame_slot *f;
 
 		while ((f = rtn_nomac_slot(s)) && tap_usable(s)) {
-			int n = rtn_vnic_pull(s, inner, sizeof(inner));
-			int len;
+			int len = rtn_vnic_next_frame(s, f->data, RTN_TDMA_FRAME_MAX);
 
-			if (!n)
+			if (!len)
 				break;
-			if (n < 0)
+			if (len < 0)
 				continue;
-			len = rtn_vnic_encap(s, inner, n, f->data, RTN_TDMA_FRAME_MAX);
-			if (len < 0) {
-				VSTAT_ADD(s, tx_dropped, 1);
-				continue;
-			}
 			f->len = len;
 			rtn_nomac_commit(s);
 		}

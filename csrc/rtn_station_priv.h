@@ -317,6 +317,7 @@ void rtn_nomac_commit(struct rtn_station *s);
 int rtn_vnic_encap(struct rtn_station *s, const uint8_t *inner, uint32_t len, uint8_t *out,
 		   uint32_t cap);
 int rtn_vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap);
+int rtn_vnic_next_frame(struct rtn_station *s, uint8_t *out, uint32_t cap);
 void rtn_vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id,
 		     uint32_t queue_slot, int64_t now);
 void rtn_vnic_take_from_reader(struct rtn_station *s);

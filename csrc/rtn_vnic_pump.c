@@ -87,6 +87,26 @@ int rtn_vnic_pull(struct rtn_station *s, uint8_t *inner, uint32_t cap)
 }
 
 /*
+ * The batched VNIC's next wire frame: the TAP's next packet (or segment of a
+ * super-packet), encapsulated into @p out.  Its length, 0 when the TAP has
+ * nothing, or -1 for a packet dropped (and counted).
+ */
+int rtn_vnic_next_frame(struct rtn_station *s, uint8_t *out, uint32_t cap)
+{
+	uint8_t inner[RTN_TDMA_FRAME_MAX];
+	int n = rtn_vnic_pull(s, inner, sizeof(inner)), len;
+
+	if (n <= 0)
+		return n;	/* a bad packet is counted by rtn_vnic_pull */
+	len = rtn_vnic_encap(s, inner, n, out, cap);
+	if (len < 0) {
+		VSTAT_ADD(s, tx_dropped, 1);
+		return -1;
+	}
+	return len;
+}
+
+/*
  * Batched VNIC: pull from the TAP into the queue of @p queue_slot, at the
  * lowest priority, until the wire-time budget of the running occurrence of
  * @p slot_id (that queue's slot, a joint one, or an RT slot) is used.  Frames already
@@ -101,19 +121,16 @@ void rtn_vnic_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id
 	int64_t budget = rtn_tdma_slot_budget(e, slot_id, now);
 	int64_t queued = 0;
 	uint32_t depth = rtn_tdma_queue_depth(e, queue_slot);
-	uint8_t inner[RTN_TDMA_FRAME_MAX];
 
 	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, s->tdma_cfg.link_rate_mbps);
 	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && tap_usable(s)) {
-		int n = rtn_vnic_pull(s, inner, sizeof(inner));
-		int len;
+		int len = rtn_vnic_next_frame(s, s->scratch, sizeof(s->scratch));
 
-		if (!n)
+		if (!len)
 			break;
-		if (n < 0)
+		if (len < 0)
 			continue;
-		len = rtn_vnic_encap(s, inner, n, s->scratch, sizeof(s->scratch));
-		if (len < 0 || rtn_tdma_enqueue(e, queue_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
+		if (rtn_tdma_enqueue(e, queue_slot, VNIC_PRIO, s->scratch, len, -1) < 0) {
 			VSTAT_ADD(s, tx_dropped, 1);
 			continue;
 		}
