@@ -322,6 +322,29 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
             "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both]}
 
 
+def kernel_mtu_path(lab, seconds: int, results: dict, log) -> None:
+    """A second baseline: the same veth + bridge path with TSO, GSO and GRO off on
+    rteth0, so that the wire carries MTU-sized frames as a TDMA segment does.
+
+    The plain kernel path moves 64 KB super-packets through veth and bridge as one
+    skb; the VNIC (like any real segment) puts every 1500-byte frame on the wire
+    on its own.  This run shows how much of the VNIC's cost is that alone.
+    """
+    def offloads(state: str) -> None:
+        for idx in (1, 2):
+            subprocess.run(netns.command(lab.station(idx).netns, [
+                "ethtool", "-K", "rteth0", "tso", state, "gso", state, "gro", state]),
+                capture_output=True, check=False)
+    log(f"kernel   tcp (MTU frames): iperf3 {seconds} s over veth+bridge, offloads off ...")
+    offloads("off")
+    try:
+        r = measure(lambda: run_iperf(lab, "tcp", "198.18.0.2", seconds))
+    finally:
+        offloads("on")
+    results["runs"]["kernel-mtu/tcp"] = r
+    log(f"kernel   tcp (MTU frames): {r['goodput_mbps']:.1f} Mbit/s, {r['cpu_s_per_gb']:.2f} CPU s/GB")
+
+
 def _writable(path: str) -> str | None:
     """Why ``path`` could not be written at the end of a run, or None.
 
@@ -445,6 +468,7 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                         f"{r['miss_vnic']} after VNIC writes ran late, {r['miss_other']} other "
                         f"(idle {base['miss_other']}); VNIC writes past a deadline {r['vnic_overruns']}")
         kernel_path(lab, seconds, results, log, "after")
+        kernel_mtu_path(lab, seconds, results, log)
         ACCT = None
     results["table"] = table(results)
     log(results["table"])
