@@ -115,13 +115,16 @@ def stack_threads() -> dict:
     return {"cpu_s": cpu, "csw": csw, "threads": n}
 
 
+OFFERED_MBPS = 100   # what iperf3 offers; run() sets it to the modelled link rate
+
+
 def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
     srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-1", "-B", dst_ip],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.3)  # iperf3 has no readiness signal; its client retries are not configurable
         cmd = netns.command(lab.station(1).netns, ["iperf3", "-c", dst_ip, "-t", str(seconds),
-                                                    "-b", "100M", "-J"])
+                                                    "-b", f"{OFFERED_MBPS}M", "-J"])
         if proto == "udp":
             cmd += ["-u", "-l", "1100"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
@@ -411,7 +414,10 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
         f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
         f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
         f"no busy polling")
-    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu, "offered_mbps": 100,
+    global OFFERED_MBPS
+    OFFERED_MBPS = link_rate_mbps     # the whole modelled link: the VNIC's share is the limit
+    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu,
+                          "offered_mbps": OFFERED_MBPS,
                           "offload": offload},
                "runs": {}}
     global ACCT
