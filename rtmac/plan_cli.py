@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rtnet.argtypes import integer
+from rtnet.argtypes import integer, integer_list
 from rtnet.errors import ConfigError
 from rtnet.messages import bounded, one_line
 
@@ -27,14 +27,6 @@ from .tdma_config import LIMITS, MAX_MTU, MIN_SLOT_SIZE
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise ConfigError(message)
-
-
-def _int_list(what: str, lo: int, hi: int):
-    one = integer(what, lo, hi)
-
-    def parse(text: str) -> list[int]:
-        return [one(part) for part in text.split(",")]
-    return parse
 
 
 def _window(text: str) -> tuple[int, int]:
@@ -50,14 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycle-us", type=integer("cycle", *LIMITS["cycle_us"]))
     p.add_argument("--link-rate", type=integer("link rate", 1, LIMITS["link_rate_mbps"][1]),
                    default=100)
-    p.add_argument("--rt-size", type=_int_list("RT slot size", MIN_SLOT_SIZE, MAX_MTU),
+    p.add_argument("--rt-size", type=integer_list("RT slot size", MIN_SLOT_SIZE, MAX_MTU),
                    default=[200])
     p.add_argument("--nrt-size", type=integer("NRT slot size", MIN_SLOT_SIZE, MAX_MTU),
                    default=MAX_MTU)
     p.add_argument("--no-backup", action="store_true", help="no backup master (station 2)")
     p.add_argument("--guard-ns", type=integer("guard", *LIMITS["guard_ns"]), default=50_000)
     p.add_argument("--gap-us", type=integer("gap", 0, 10_000), default=DEFAULT_GAP_US)
-    p.add_argument("--weights", type=_int_list("weight", 1, 1000))
+    p.add_argument("--weights", type=integer_list("weight", 1, 1000))
     p.add_argument("--window", type=_window, action="append", default=[],
                    help="fix station N's window to US microseconds")
     p.add_argument("--format", choices=("text", "tdma.conf", "toml"), default="text")
@@ -69,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     try:
         a = build_parser().parse_args(argv)
+        if not a.rt_size:
+            raise ConfigError("--rt-size: at least one RT slot size")
         sizes = a.rt_size if len(a.rt_size) > 1 else a.rt_size[0]
         kw = dict(link_rate_mbps=a.link_rate, rt_sizes=sizes, nrt_size=a.nrt_size,
                   backup=not a.no_backup, guard_ns=a.guard_ns, gap_us=a.gap_us,

@@ -50,6 +50,7 @@ sys.path.insert(0, REPO)
 
 from rtmac import frames  # noqa: E402
 from rtnet import labdemo, netns, paths, stationctl  # noqa: E402
+from rtnet.argtypes import integer, number  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 
 FAULTS = ("forge", "master", "pub", "sub")
@@ -429,24 +430,12 @@ def report(result: dict) -> None:
     print(f"soak: {'PASSED' if not result['failures'] else 'FAILED: ' + '; '.join(result['failures'])}")
 
 
-def positive(kind, lo, hi):
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}")
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{text} outside {lo}..{hi}")
-        return v
-    return parse
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--minutes", type=positive(float, 0.5, 24 * 60), default=30.0)
-    p.add_argument("--fault-interval", type=positive(float, 5, 3600), default=30.0,
+    p.add_argument("--minutes", type=number("minutes", 0.5, 24 * 60), default=30.0)
+    p.add_argument("--fault-interval", type=number("fault interval", 5, 3600), default=30.0,
                    help="seconds between two faults (default 30)")
-    p.add_argument("--cpu-load", type=positive(int, 0, 100), default=50,
+    p.add_argument("--cpu-load", type=integer("CPU load", 0, 100), default=50,
                    help="stress-ng load per CPU in percent (default 50)")
     p.add_argument("--json", default=os.path.join(REPO, "results", "soak.json"))
     a = p.parse_args(argv)
