@@ -99,7 +99,7 @@ static void tdma_run(struct rtn_station *s, int64_t woke_late)
 	 */
 	if (s->vnic_overran)
 		s->st.miss_vnic += missed;
-	else if (woke_late > s->tdma_cfg.guard_ns)
+	else if (woke_late > rtn_tdma_guard_ns(s->tdma))
 		s->st.miss_late_wake += missed;
 	else
 		s->st.miss_other += missed;
@@ -597,8 +597,8 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 		if (!rc) {
 			int i;
 
-			s->tdma_cfg.n_slots = cfg->n_slots;
-			memcpy(s->tdma_cfg.slots, cfg->slots, sizeof(cfg->slots));
+			/* what a restart of the RT thread attaches again */
+			s->tdma_cfg = *cfg;
 			/* applied at the next cycle start; wait at most a few cycles */
 			for (i = 0; i < 2000 && rtn_tdma_config_pending(s->tdma); i++)
 				usleep(1000);

@@ -136,8 +136,7 @@ int rtn_tdma_set_config(struct rtn_tdma *e, const struct rtn_tdma_cfg *c)
 
 	if (rc)
 		return rc;
-	if (c->role != e->cfg.role || c->backup_offset_ns != e->cfg.backup_offset_ns ||
-	    (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns != e->cfg.cycle_ns))
+	if (!rtn_tdma_cfg_live(&e->cfg, c))
 		return rtn_set_error(-EINVAL, "changing the role or the cycle needs a detach first");
 	if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
 		return rtn_set_error(-EBUSY, "a configuration change is still pending");
@@ -175,6 +174,8 @@ static void apply_pending(struct rtn_tdma *e)
 	}
 	if (!e->cfg.cycle_ns)
 		e->cfg.cycle_ns = e->cycle_ns;
+	/* a changed round count applies to the next calibration; the stats say so */
+	e->st.cal_rounds = e->cfg.cal_rounds;
 	e->st.config_applied++;
 	/* a station configured before its first slot calibrates now */
 	__atomic_store_n(&e->pending, 0, __ATOMIC_RELEASE);
@@ -679,4 +680,9 @@ int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t
 int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e)
 {
 	return e->st.clock_offset;
+}
+
+int64_t rtn_tdma_guard_ns(const struct rtn_tdma *e)
+{
+	return e->cfg.guard_ns;
 }

@@ -43,6 +43,17 @@
 #define RTN_TDMA_MIN_CYCLE_NS	100000LL	/* 100 us */
 #define RTN_TDMA_MAX_CYCLE_NS	1000000000LL	/* 1 s */
 #define RTN_TDMA_MAX_PERIOD	1024	/* largest slot period (-p x/y: y) */
+/*
+ * The limits of the other settings: rtn_tdma_cfg_check() enforces them and
+ * rtnet/options.py reads them through cffi, so each has one definition.
+ */
+#define RTN_TDMA_MAX_OFFSET_NS	1000000000	/* slot offset and window: up to 1 s */
+#define RTN_TDMA_MAX_GUARD_NS	1000000000	/* guard after a slot's frame */
+#define RTN_TDMA_MAX_CAL_ROUNDS	1000000
+#define RTN_TDMA_MAX_LINK_RATE_MBPS	400000	/* 400GBASE; 0 means unpaced */
+#define RTN_TDMA_MAX_SYNC_LOSS	1000000	/* cycles without Sync before going silent */
+#define RTN_TDMA_MIN_SLOT_SIZE	60	/* RTnet's MIN_SLOT_SIZE */
+#define RTN_TDMA_MAX_SLOT_SIZE	1500	/* Ethernet MTU without jumbo frames */
 
 /* Roles */
 #define RTN_TDMA_ROLE_NONE	0	/* detached */
@@ -167,6 +178,15 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role);
 /** Check @p c the way the Python validator does (last line of defence). */
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c);
 
+/**
+ * Whether a running engine configured with @p old can take @p new through
+ * rtn_tdma_set_config() (staged, applied at a cycle start, no recalibration):
+ * 1 if so, 0 if the change needs a detach and a new attach.  The one rule
+ * for what may change live: everything but the role, the backup offset and
+ * a master's cycle.
+ */
+int rtn_tdma_cfg_live(const struct rtn_tdma_cfg *old, const struct rtn_tdma_cfg *new_cfg);
+
 /** Wire time of a frame of @p len bytes (no FCS) at @p mbps: preamble, FCS, IFG, padding. */
 int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps);
 
@@ -233,6 +253,9 @@ int rtn_tdma_shares_queue(const struct rtn_tdma *e, uint32_t a, uint32_t b);
 
 /** Current clock offset (global = local + offset). */
 int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e);
+
+/** The guard of the configuration in force (RT thread; staged changes count once applied). */
+int64_t rtn_tdma_guard_ns(const struct rtn_tdma *e);
 
 /** Consistent snapshot of the counters and histograms (any thread). */
 void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out);

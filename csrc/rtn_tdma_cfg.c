@@ -30,18 +30,17 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 	rtn_clear_error();
 	/*
 	 * The rules of rtmac/tdma_config.py validate(), rule for rule, so that a
-	 * configuration the Python side accepted never fails here at start; the
-	 * limits without an RTN_TDMA_* constant mirror tdma_config's and
+	 * configuration the Python side accepted never fails here at start;
 	 * tests/unit/test_tdma_cross_check.py holds both sides together.
 	 */
-	const int64_t max_cycle_ns = 1000000000LL;	/* MAX_CYCLE_US: 1 s */
-	const int64_t max_offset_ns = 1000000000LL;	/* MAX_OFFSET_US */
-	const int64_t max_guard_ns = 1000000000LL;	/* MAX_GUARD_NS */
-	const uint32_t max_cal_rounds = 1000000;	/* MAX_CAL_ROUNDS */
-	const uint32_t max_link_rate = 400000;		/* MAX_LINK_RATE_MBPS */
-	const uint32_t max_sync_loss = 1000000;		/* MAX_SYNC_LOSS_CYCLES */
-	const uint32_t max_period = 1024;		/* MAX_PERIOD */
-	const uint32_t min_size = 60, max_size = 1500;	/* MIN_SLOT_SIZE, MAX_MTU */
+	const int64_t max_cycle_ns = RTN_TDMA_MAX_CYCLE_NS;
+	const int64_t max_offset_ns = RTN_TDMA_MAX_OFFSET_NS;
+	const int64_t max_guard_ns = RTN_TDMA_MAX_GUARD_NS;
+	const uint32_t max_cal_rounds = RTN_TDMA_MAX_CAL_ROUNDS;
+	const uint32_t max_link_rate = RTN_TDMA_MAX_LINK_RATE_MBPS;
+	const uint32_t max_sync_loss = RTN_TDMA_MAX_SYNC_LOSS;
+	const uint32_t max_period = RTN_TDMA_MAX_PERIOD;
+	const uint32_t min_size = RTN_TDMA_MIN_SLOT_SIZE, max_size = RTN_TDMA_MAX_SLOT_SIZE;
 	uint32_t i, j;
 
 	if (c->role != RTN_TDMA_ROLE_MASTER && c->role != RTN_TDMA_ROLE_SLAVE)
@@ -167,4 +166,12 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 		}
 	}
 	return 0;
+}
+
+int rtn_tdma_cfg_live(const struct rtn_tdma_cfg *old, const struct rtn_tdma_cfg *new_cfg)
+{
+	/* the grid: a master's cycle and its Sync position define every station's time */
+	if (new_cfg->role != old->role || new_cfg->backup_offset_ns != old->backup_offset_ns)
+		return 0;
+	return new_cfg->role != RTN_TDMA_ROLE_MASTER || new_cfg->cycle_ns == old->cycle_ns;
 }
