@@ -20,6 +20,7 @@
 #ifndef RTN_CHAN_H
 #define RTN_CHAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
@@ -29,6 +30,27 @@
 #define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
 #define RTN_APP_HDR_LEN		24
 #define RTN_APP_TX_OFF		(14 + 16)	/* frame offset of rtn_app_hdr.tx_ns */
+
+/**
+ * What a channel is opened with: by an application through the station
+ * daemon (rtn_app_open()) or by the daemon itself (rtn_station_chan_open()).
+ */
+struct rtn_chan_opts {
+	uint16_t ethertype;
+	uint16_t slot;		/* TDMA slot the channel sends in */
+	uint32_t prio;		/* 0 highest .. 31 */
+	uint32_t max_size;	/* largest frame, Ethernet header included */
+	uint32_t depth;		/* messages per ring, power of two */
+	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
+				 * daemon's own services): it does not keep the engine
+				 * from starting cycles at their first job */
+};
+
+/**
+ * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
+ * published; the EtherType is left 0, the caller's to choose.
+ */
+void rtn_chan_opts_init(struct rtn_chan_opts *o);
 
 /** Header of an application payload on the wire (big-endian). */
 struct rtn_app_hdr {
