@@ -5,8 +5,8 @@ import pytest
 
 import rtnet.options
 from rtmac import cli
-from rtmac.sim import Segment
 from rtmac.tdma_config import Slot, TdmaConfig, validate
+from rtmac.testing.sim import Segment
 from rtnet import config
 from rtnet._lowlevel import ffi, lib
 from rtnet.errors import ConfigError
