@@ -17,7 +17,7 @@ PACKAGES = ("rtnet", "rtmac", "vnic")
 UPPER = ("rtmac", "vnic")
 FOUNDATION = ("_lowlevel", "errors", "hist", "paths", "netns", "names", "messages", "argtypes",
               "mac", "app_limits", "control_protocol", "control_client", "closeable", "cpuacct",
-              "station", "xsk", "rtthread")
+              "station", "xsk", "rtthread", "sysfiles", "xdpfeatures")
 # Known exceptions, each with why it stays for now:
 KNOWN_UPWARD = {
     # Station.attach_tdma() takes rtmac's TdmaConfig, validates it and converts it with
