@@ -63,7 +63,7 @@ STOCK = {
     "/proc/self/limits": "Limit                     Soft Limit           Hard Limit           Units\n"
                          "Max locked memory         unlimited            unlimited            bytes\n"
                          "Max realtime priority     0                    0\n",
-    "/proc/self/cgroup": "0::/user.slice/session-1.scope\n",
+    "/proc/self/cgroup": "0::/user.slice/user-0.slice\n",
     "/proc/self/timerslack_ns": "50000",
     "/proc/irq/24/smp_affinity_list": "0-3",
     "/proc/irq/25/smp_affinity_list": "3",
