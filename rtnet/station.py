@@ -30,6 +30,7 @@ log = logging.getLogger("rtnet.station")
 
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
 VNIC_MODES = {"batched": lib.RTN_VNIC_BATCHED, "per-packet": lib.RTN_VNIC_PER_PACKET}
+UMEM_FRAMES = 4096    # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class Station(Closeable):
         opts = ffi.new("struct rtn_station_opts *")
         self._keep = fill_xsk_opts(opts.xsk, ifname, queue=queue,
                                    extra=validate_ethertypes(ethertypes), mode=xdp_mode,
-                                   frames=4096)
+                                   frames=UMEM_FRAMES)
         fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
                      hold_dma_latency=rt.hold_dma_latency)
         opts.mac = parse_mac(self.mac)

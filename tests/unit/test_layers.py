@@ -17,7 +17,7 @@ PACKAGES = ("rtnet", "rtmac", "vnic")
 UPPER = ("rtmac", "vnic")
 FOUNDATION = ("_lowlevel", "errors", "hist", "paths", "netns", "names", "messages", "argtypes",
               "mac", "app_limits", "control_protocol", "control_client", "closeable", "cpuacct",
-              "station", "xsk", "rtthread", "options", "tdma_stats")
+              "station", "xsk", "rtthread", "options", "tdma_stats", "sysfiles", "xdpfeatures")
 # Known exceptions, each with why it stays for now (none today).
 KNOWN_UPWARD: set = set()
 
