@@ -163,7 +163,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	snprintf(x->ifname, sizeof(x->ifname), "%s", o->ifname);
 	x->queue = o->queue;
 	x->frames = o->frames;
-	x->frame_size = XSK_UMEM__DEFAULT_FRAME_SIZE;
+	x->frame_size = RTN_XSK_FRAME_SIZE;
 	x->busy_poll = o->busy_poll;
 	x->fd = -1;
 	x->prog_fd = -1;

@@ -20,6 +20,7 @@
 #define RTN_XDP_MODE_SKB 2
 
 #define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
+#define RTN_XSK_FRAME_SIZE 4096    /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
 
 struct rtn_xsk;
 

@@ -94,6 +94,7 @@ from .echo import EchoService
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .mac import parse_mac as mac_bytes
+from .options import OPTIONS
 from .station import Station
 
 log = logging.getLogger("rtnetd")
@@ -130,6 +131,12 @@ def json_safe(obj):
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     return obj
+
+
+def _given(req: dict, names: tuple) -> dict:
+    """The TDMA settings a request gives, each checked by the option table's rule
+    (what it leaves out keeps TdmaConfig's default, which is the table's)."""
+    return {n: OPTIONS[f"tdma.{n}"].check(req[n]) for n in names if n in req}
 
 
 def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
@@ -424,20 +431,16 @@ class Daemon:
     def h_tdma_master(self, req, conn):
         backup = req.get("backup_offset_us")
         cfg = TdmaConfig(role="master", cycle_us=req["cycle_us"],
-                         backup_offset_us=backup or None,
-                         cal_rounds=req.get("cal_rounds", 100),
-                         max_slot_id=req.get("max_slot_id", 7),
-                         max_cal_requests=req.get("max_cal_requests", 64),
-                         link_rate_mbps=self.cfg.link_rate_mbps)
+                         backup_offset_us=backup or None, link_rate_mbps=self.cfg.link_rate_mbps,
+                         **_given(req, ("cal_rounds", "max_slot_id", "max_cal_requests")))
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)
         return {}
 
     def h_tdma_slave(self, req, conn):
-        cfg = TdmaConfig(role="slave", cal_rounds=req.get("cal_rounds", 100),
-                         max_slot_id=req.get("max_slot_id", 7),
-                         link_rate_mbps=self.cfg.link_rate_mbps)
+        cfg = TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
+                         **_given(req, ("cal_rounds", "max_slot_id")))
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)
