@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "rtn_app.h"
-#include "rtn_chan.h"
+#include "rtn_chan_inline.h"
 #include "rtn_core.h"
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 
 #define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
 #define DEFAULT_RUN_DIR	"/run/rtnet"
