@@ -42,6 +42,7 @@ struct rtn_app_chan_opts {
 
 /** What came with a received message; times in global time (ns). */
 struct rtn_app_msg_info {
+	uint8_t dst[6];		/* this station, or a broadcast or multicast address */
 	uint8_t src[6];
 	uint16_t ethertype;
 	uint32_t seq;
@@ -121,6 +122,15 @@ void rtn_app_close(struct rtn_app_chan *ch);
  */
 int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
 		 uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+
+/**
+ * Answer a received message: send @p payload to its sender carrying its
+ * sequence number, so that the sender can pair the answer with its request
+ * (as an ICMP echo reply does).  The channel's own numbering does not
+ * advance.  Returns what rtn_app_send() returns.
+ */
+int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
+		  const void *payload, uint32_t len);
 
 /**
  * Receive one message: copies up to @p cap payload bytes into @p buf.
