@@ -94,14 +94,10 @@ def run_segment(name: str, n: int, *, cycles: int, cycle_us: int | None = None,
                     s.set_probe(None)
             after = [s.stats()["tdma"] for s in stations]
             macs = [s.mac for s in stations]
-            # each frame as it entered the bridge from its sender's port (a broadcast is
-            # seen a second time on the bridge's own interface)
-            ports = {st.wire_port for st in lab.stations}
-            frames = [c for c in cap.frames if c.ifname in ports]
         finally:
             for s in stations:
                 s.close()
-    return _report(seg, macs, frames, before, after, cycles)
+    return _report(seg, macs, cap.frames, before, after, cycles)
 
 
 def _report(seg, macs, frames, before, after, cycles) -> dict:
