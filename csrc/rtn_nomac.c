@@ -45,9 +45,9 @@ static int take_nomac(struct rtn_station *s, const struct chan *c, const struct 
 	return nomac_enqueue(s, m->frame, len);
 }
 
-static void nomac_collect(struct rtn_station *s)
+static void nomac_collect(struct rtn_station *s, int64_t now_local)
 {
-	rtn_chans_drain(s, take_nomac, NULL);
+	rtn_chans_drain(s, take_nomac, NULL, now_local);	/* NoMAC: local time is global */
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
 		struct frame_slot *f;
 
@@ -102,7 +102,9 @@ static int64_t nomac_next_event(struct rtn_station *s)
 
 static void nomac_run(struct rtn_station *s, int64_t woke_late)
 {
-	nomac_collect(s);
+	int64_t now_local = local_of(s, rtn_now());
+
+	nomac_collect(s, now_local);
 	rtn_probe_generate(s, local_of(s, rtn_now()));
 	nomac_flush(s, local_of(s, rtn_now()));
 }
