@@ -1,7 +1,6 @@
 """A channel's shared memory as the station builds it, for tests without a station."""
 import mmap
 import os
-import struct
 
 from rtnet._lowlevel import ffi, lib
 
