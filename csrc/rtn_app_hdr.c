@@ -52,6 +52,16 @@ void rtn_app_hdr_put(uint8_t *frame, uint32_t seq, int64_t sched_ns, int64_t han
 	rtn_put_be64(frame + RTN_APP_PICKUP_OFF, 0);
 }
 
+int32_t rtn_app_hdr_tx_off(const uint8_t *frame, uint32_t len)
+{
+	uint32_t magic;
+
+	if (len < RTN_APP_TX_OFF + 8)
+		return -1;
+	magic = rtn_get_be32(frame + ETH_HLEN_RTN);
+	return magic == RTN_APP_MAGIC || magic == RTN_APP_MAGIC_X ? RTN_APP_TX_OFF : -1;
+}
+
 void rtn_app_hdr_stamp_pickup(uint8_t *frame, uint32_t len, int64_t pickup_ns)
 {
 	if (len >= RTN_APP_XOVERHEAD && rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC_X)

@@ -54,6 +54,9 @@ int rtn_app_hdr_parse(const uint8_t *frame, uint32_t len, struct rtn_app_stamps 
 /** Write an RTNX header (TX and pick-up stamps 0) into @p frame, whose room the caller checked. */
 void rtn_app_hdr_put(uint8_t *frame, uint32_t seq, int64_t sched_ns, int64_t handover_ns);
 
+/** Where the TX stamp goes in @p frame: RTN_APP_TX_OFF for either form, -1 for a raw frame. */
+int32_t rtn_app_hdr_tx_off(const uint8_t *frame, uint32_t len);
+
 /** The RT thread's pick-up stamp, into an RTNX header only (@p len: the frame's length). */
 void rtn_app_hdr_stamp_pickup(uint8_t *frame, uint32_t len, int64_t pickup_ns);
 

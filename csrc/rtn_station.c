@@ -57,9 +57,9 @@ static int64_t port_truth(void *arg, int64_t local)
 static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
 		     uint32_t len, void *engine)
 {
-	int32_t off = len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
-
-	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len, off);
+	/* only an application header has room for the TX stamp: a raw frame goes as it is */
+	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
+				rtn_app_hdr_tx_off(m->frame, len));
 }
 
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)

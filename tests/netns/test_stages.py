@@ -10,7 +10,7 @@ station's last published cycle) against its station's, and one station against t
 (TDMA synchronisation).
 """
 import pytest
-from test_app import ET, RT, chan, open_stations, wait_for
+from test_app import chan, open_stations, wait_for
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet import stages

@@ -214,3 +214,10 @@ def test_a_header_rewritten_to_lie_in_the_ring_is_counted_and_read_as_raw(mem):
         msg = ch.recv(timeout=0)
         assert len(msg.payload) == len(frame) - 14 and msg.payload.endswith(b"tail")
         assert ch.stats()["rx_bad_hdr"] == 1
+
+
+def test_the_tx_stamp_goes_into_either_header_form_and_never_into_a_raw_frame():
+    probe = ETH + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 2, 3)
+    for frame, off in ((ETH + xhdr(), lib.RTN_APP_TX_OFF), (probe, lib.RTN_APP_TX_OFF),
+                       (probe[:-1], -1), (ETH + b"\0" * 40, -1)):
+        assert lib.rtn_app_hdr_tx_off(frame, len(frame)) == off
