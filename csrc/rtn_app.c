@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "rtn_app.h"
+#include "rtn_app_hdr.h"
 #include "rtn_chan_inline.h"
 #include "rtn_core.h"
 #include "rtn_time_inline.h"
@@ -49,10 +50,12 @@ struct rtn_app_chan {
 	uint64_t tx_full;
 	uint64_t kicks;
 	uint64_t rx_received;
+	uint64_t rx_bad_hdr;
 	/* cycle length learnt from two publications, for slaves that publish 0 */
 	uint32_t learn_no;
 	int64_t learn_start_os;
 	int64_t learnt_cycle_ns;
+	struct rtn_stages stages;	/* of the received messages, the take included */
 };
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -61,23 +64,6 @@ static void put_be16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	put_be16(p, v >> 16);
-	put_be16(p + 2, v);
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	put_be32(p, v >> 32);
-	put_be32(p + 4, v);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static long futex_wait(uint32_t *addr, uint32_t val, int64_t rel_ns)
@@ -138,6 +124,7 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	ch->kickfd = kickfd;
 	ch->ctlfd = -1;
 	ch->channel = -1;
+	rtn_stages_init(&ch->stages);
 	*out = ch;
 	return 0;
 }
@@ -352,6 +339,7 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 	struct rtn_chan_shm *shm = ch->shm;
 	uint32_t flen = RTN_APP_OVERHEAD + len;
 	struct rtn_msg *m;
+	int64_t handover;
 	uint8_t *f;
 
 	rtn_clear_error();
@@ -368,22 +356,21 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 		__atomic_store_n(&shm->tx.drops, shm->tx.drops + 1, __ATOMIC_RELAXED);
 		return -ENOBUFS;
 	}
+	handover = rtn_app_global_now(ch);
 	if (sched_ns == RTN_APP_SCHED_NOW)
-		sched_ns = rtn_app_global_now(ch);
+		sched_ns = handover;
 	f = m->frame;
 	memcpy(f, dst, 6);
 	memcpy(f + 6, shm->station_mac, 6);
 	put_be16(f + 12, shm->ethertype);
-	put_be32(f + 14, RTN_APP_MAGIC);
-	put_be32(f + 18, seq);
-	put_be64(f + 22, (uint64_t)sched_ns);
-	put_be64(f + RTN_APP_TX_OFF, 0);
+	rtn_app_hdr_put(f, seq, sched_ns, handover);
 	if (len)
 		memcpy(f + RTN_APP_OVERHEAD, payload, len);
 	m->len = flen;
 	m->seq = seq;
 	m->sched_ns = sched_ns;
-	m->tx_ns = m->rx_ns = 0;
+	m->handover_ns = handover;
+	m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
 	rtn_ring_prod_commit(&shm->tx);
 	ch->tx_sent++;
 	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
@@ -417,29 +404,43 @@ int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
 
 /* ---- receive --------------------------------------------------------------------- */
 
+/*
+ * Take the oldest message: the stamps are the station's (it parsed the
+ * frame), the payload's start is the frame's own header, parsed again
+ * because the memory is shared (a lying one: the payload is the whole
+ * frame after the Ethernet header, and it is counted).
+ */
 static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t cap,
 		struct rtn_app_msg_info *info)
 {
-	uint32_t off = RTN_APP_ETH_HLEN, plen, n, len = rtn_msg_len(m);
+	struct rtn_app_stamps hdr;
+	uint32_t plen, n, len = rtn_msg_len(m);
+	int64_t t[RTN_STAMP_N] = { m->sched_ns, m->handover_ns, m->pickup_ns, m->tx_ns,
+				   m->rx_ns, m->rx_rt_ns, rtn_app_global_now(ch) };
 
 	if (len > RTN_CHAN_MSG_MAX)
 		len = RTN_CHAN_MSG_MAX;	/* a broken length: never read past the slot */
-	if (len >= RTN_APP_OVERHEAD && get_be32(m->frame + RTN_APP_ETH_HLEN) == RTN_APP_MAGIC)
-		off = RTN_APP_OVERHEAD;
-	plen = len > off ? len - off : 0;
+	if (rtn_app_hdr_parse(m->frame, len, &hdr) < 0)
+		ch->rx_bad_hdr++;
+	plen = len > hdr.hdr_len ? len - hdr.hdr_len : 0;
 	n = plen < cap ? plen : cap;
 	if (n)
-		memcpy(buf, m->frame + off, n);
+		memcpy(buf, m->frame + hdr.hdr_len, n);
 	if (info) {
 		memcpy(info->dst, m->frame, 6);
 		memcpy(info->src, m->frame + 6, 6);
 		info->ethertype = (uint16_t)(m->frame[12] << 8 | m->frame[13]);
 		info->seq = m->seq;
 		info->len = plen;
-		info->sched_ns = m->sched_ns;
-		info->tx_ns = m->tx_ns;
-		info->rx_ns = m->rx_ns;
+		info->sched_ns = t[RTN_STAMP_SCHED];
+		info->tx_ns = t[RTN_STAMP_TX];
+		info->rx_ns = t[RTN_STAMP_RX_XDP];
+		info->handover_ns = t[RTN_STAMP_HANDOVER];
+		info->pickup_ns = t[RTN_STAMP_PICKUP];
+		info->rx_rt_ns = t[RTN_STAMP_RX_RT];
+		info->take_ns = t[RTN_STAMP_TAKE];
 	}
+	rtn_stages_add(&ch->stages, m->seq, t);
 	rtn_ring_cons_release(&ch->shm->rx);
 	ch->rx_received++;
 	return n;
@@ -506,10 +507,11 @@ int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint3
 			break;
 		if (rc < 0)
 			return got ? (int)got : rc;
-		out[got++] = (struct rtn_app_sample){ .seq = info.seq, .len = info.len,
-						      .sched_ns = info.sched_ns,
-						      .tx_ns = info.tx_ns, .rx_ns = info.rx_ns,
-						      .app_ns = rtn_app_global_now(ch) };
+		out[got++] = (struct rtn_app_sample){
+			.seq = info.seq, .len = info.len, .sched_ns = info.sched_ns,
+			.tx_ns = info.tx_ns, .rx_ns = info.rx_ns, .app_ns = info.take_ns,
+			.handover_ns = info.handover_ns, .pickup_ns = info.pickup_ns,
+			.rx_rt_ns = info.rx_rt_ns };
 	}
 	return got;
 }
@@ -669,11 +671,25 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
 		.depth = ch->depth, .max_size = shm->max_size,
 		.alive = (int32_t)__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE),
 		.tx_sent = ch->tx_sent, .tx_full = ch->tx_full, .kicks = ch->kicks,
-		.rx_received = ch->rx_received,
+		.rx_received = ch->rx_received, .rx_bad_hdr = ch->rx_bad_hdr,
 		.rx_drops = __atomic_load_n(&shm->rx.drops, __ATOMIC_RELAXED),
 		.tx_queued = rtn_ring_count(&shm->tx), .rx_queued = rtn_ring_count(&shm->rx),
 		.rx_waiting = __atomic_load_n(&shm->rx.waiting, __ATOMIC_ACQUIRE),
 		.cycle_waiting = __atomic_load_n(&shm->cycle_waiting, __ATOMIC_ACQUIRE),
 	};
 	memcpy(out->station_mac, shm->station_mac, 6);
+}
+
+int rtn_app_set_stages(struct rtn_app_chan *ch, int64_t outlier_ns, int64_t deadline_ns)
+{
+	rtn_clear_error();
+	if (rtn_stages_set(&ch->stages, outlier_ns, deadline_ns))
+		return rtn_set_error(-EINVAL, "stage thresholds %lld and %lld ns: not negative",
+				     (long long)outlier_ns, (long long)deadline_ns);
+	return 0;
+}
+
+const struct rtn_stages *rtn_app_stages(const struct rtn_app_chan *ch)
+{
+	return &ch->stages;
 }

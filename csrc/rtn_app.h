@@ -26,9 +26,10 @@
 
 #include <stdint.h>
 #include "rtn_chan.h"
+#include "rtn_stages.h"
 
 #define RTN_APP_ETH_HLEN	14
-#define RTN_APP_OVERHEAD	38	/* Ethernet header + struct rtn_app_hdr */
+#define RTN_APP_OVERHEAD	58	/* Ethernet header + extended application header (rtn_app_hdr.h) */
 #define RTN_APP_SCHED_NOW	0	/* sched_ns: "now", in global time */
 
 struct rtn_app_chan;
@@ -42,7 +43,12 @@ struct rtn_app_msg_info {
 	uint32_t len;		/* payload length (may exceed what was copied) */
 	int64_t sched_ns;	/* when the sender meant to send */
 	int64_t tx_ns;		/* when the sender's station transmitted */
-	int64_t rx_ns;		/* when this station received */
+	int64_t rx_ns;		/* when this station received (its XDP stamp) */
+	/* the other stage stamps (rtn_app_hdr.h), 0 where the sender did not stamp */
+	int64_t handover_ns;	/* the sending application handed it over */
+	int64_t pickup_ns;	/* the sender's RT thread took it at its slot */
+	int64_t rx_rt_ns;	/* this station's RT thread took it from the socket */
+	int64_t take_ns;	/* this application took it from the ring */
 };
 
 /** One TDMA cycle, as RTnet's struct rtmac_waitinfo (RTMAC_RTIOC_WAITONCYCLE_EX). */
@@ -72,6 +78,7 @@ struct rtn_app_stats {
 	uint32_t rx_queued;	/* in the RX ring now */
 	uint32_t rx_waiting;	/* receivers asleep on the RX ring */
 	uint32_t cycle_waiting;	/* threads asleep waiting for a cycle */
+	uint64_t rx_bad_hdr;	/* received headers that lied about their length */
 };
 
 /** A received message reduced to its timestamps, for latency analysis. */
@@ -82,6 +89,9 @@ struct rtn_app_sample {
 	int64_t tx_ns;
 	int64_t rx_ns;		/* the station received the frame */
 	int64_t app_ns;		/* the application took it from the ring (global time) */
+	int64_t handover_ns;
+	int64_t pickup_ns;
+	int64_t rx_rt_ns;
 };
 
 /**
@@ -154,5 +164,13 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out);
  */
 int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint32_t n,
 		      int64_t idle_timeout_ns);
+
+/**
+ * Stage statistics of the messages received on this channel, every stamp
+ * through the take (rtn_stages.h); the channel's receiving thread writes
+ * them, any thread may read them.  0 keeps a threshold; -EINVAL if negative.
+ */
+int rtn_app_set_stages(struct rtn_app_chan *ch, int64_t outlier_ns, int64_t deadline_ns);
+const struct rtn_stages *rtn_app_stages(const struct rtn_app_chan *ch);
 
 #endif

@@ -14,8 +14,10 @@
  * measured from either end.
  *
  * On the wire an application message is an Ethernet frame of the channel's
- * EtherType whose payload starts with struct rtn_app_hdr; the sender's RT
- * thread writes tx_ns into it at the last moment before transmission.
+ * EtherType whose payload starts with struct rtn_app_hdr (extended with the
+ * sender's stage stamps, rtn_app_hdr.h); the sender's RT thread writes its
+ * pick-up stamp into it when it takes the message and tx_ns at the last
+ * moment before transmission.
  * The ring operations both sides use are in rtn_chan_inline.h.
  */
 #ifndef RTN_CHAN_H
@@ -24,7 +26,7 @@
 #include <stdint.h>
 
 #define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
-#define RTN_CHAN_VERSION	1
+#define RTN_CHAN_VERSION	2		/* 2: struct rtn_msg carries the stage stamps */
 #define RTN_CHAN_MSG_MAX	1536		/* whole Ethernet frame, no FCS */
 #define RTN_CHAN_MAX_DEPTH	4096		/* messages per ring, a power of two */
 #define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
@@ -60,13 +62,16 @@ struct rtn_app_hdr {
 	int64_t tx_ns;		/* written by the sender's RT thread at transmission */
 } __attribute__((packed));
 
-/** One message slot of a ring. */
+/** One message slot of a ring; the stamps of rtn_app_hdr.h, 0 where absent. */
 struct rtn_msg {
 	uint32_t len;		/* frame length */
 	uint32_t seq;
 	int64_t sched_ns;
 	int64_t tx_ns;
-	int64_t rx_ns;
+	int64_t rx_ns;		/* the receiver's XDP stamp (its RT thread's when there is none) */
+	int64_t handover_ns;	/* the sending application wrote it into its TX ring */
+	int64_t pickup_ns;	/* the sender's RT thread took it at its slot */
+	int64_t rx_rt_ns;	/* the receiver's RT thread took it from the socket */
 	uint8_t frame[RTN_CHAN_MSG_MAX];
 };
 

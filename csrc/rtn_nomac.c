@@ -45,9 +45,9 @@ static int take_nomac(struct rtn_station *s, const struct chan *c, const struct 
 	return nomac_enqueue(s, m->frame, len);
 }
 
-static void nomac_collect(struct rtn_station *s)
+static void nomac_collect(struct rtn_station *s, int64_t now_local)
 {
-	rtn_chans_drain(s, take_nomac, NULL);
+	rtn_chans_drain(s, take_nomac, NULL, now_local);	/* NoMAC: local time is global */
 	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
 		struct frame_slot *f;
 
@@ -69,16 +69,13 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 {
 	while (s->nomac_tail != s->nomac_head) {
 		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
-		int32_t off = -1;
 		int64_t tx;
 
 		/* the modelled wire may run up to PACE_AHEAD_NS ahead of the clock */
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
 			return s->wire_free_at - PACE_AHEAD_NS;
-		if (f->len >= RTN_APP_TX_OFF + 8 &&
-		    rtn_get_be32(f->data + ETH_HLEN_RTN) == RTN_APP_MAGIC)
-			off = RTN_APP_TX_OFF;
-		if (rtn_station_send(s, f->data, f->len, off, 0, &tx) < 0) {
+		if (rtn_station_send(s, f->data, f->len, rtn_app_hdr_tx_off(f->data, f->len), 0,
+				     &tx) < 0) {
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;
@@ -102,7 +99,9 @@ static int64_t nomac_next_event(struct rtn_station *s)
 
 static void nomac_run(struct rtn_station *s, int64_t woke_late)
 {
-	nomac_collect(s);
+	int64_t now_local = local_of(s, rtn_now());
+
+	nomac_collect(s, now_local);
 	rtn_probe_generate(s, local_of(s, rtn_now()));
 	nomac_flush(s, local_of(s, rtn_now()));
 }

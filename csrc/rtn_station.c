@@ -57,16 +57,16 @@ static int64_t port_truth(void *arg, int64_t local)
 static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
 		     uint32_t len, void *engine)
 {
-	int32_t off = len >= RTN_APP_TX_OFF + 8 ? RTN_APP_TX_OFF : -1;
-
-	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len, off);
+	/* only an application header has room for the TX stamp: a raw frame goes as it is */
+	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
+				rtn_app_hdr_tx_off(m->frame, len));
 }
 
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
 	struct rtn_station *s = arg;
 
-	rtn_chans_drain(s, take_tdma, e);
+	rtn_chans_drain(s, take_tdma, e, rtn_sat_add(now, rtn_tdma_clock_offset(e)));
 	if (s->probe_slot == (int)slot_id)
 		rtn_probe_refill(s, e, slot_id, now);
 	if (!s->vnic_live || s->vnic_mode != RTN_VNIC_BATCHED)
@@ -191,6 +191,8 @@ static void receive_all(struct rtn_station *s)
 	int n, i, queued_for_tap = 0;
 
 	while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
+		int64_t rt = local_of(s, rx_os);	/* the RT thread's own stamp */
+
 		for (i = 0; i < n; i++) {
 			/* the XDP program's stamp when there is one, else the poll time */
 			int64_t rx = local_of(s, fr[i].rx_ts ? fr[i].rx_ts : rx_os);
@@ -212,7 +214,7 @@ static void receive_all(struct rtn_station *s)
 					VSTAT_ADD(s, rx_bad, 1);
 				}
 			} else {
-				rtn_chans_rx(s, type, fr[i].data, fr[i].len, rx);
+				rtn_chans_rx(s, type, fr[i].data, fr[i].len, rx, rt);
 			}
 		}
 		rtn_xsk_rx_release(s->xsk);
@@ -501,6 +503,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	s->probe_slot = -1;
 	rtn_hist_init(&s->wake, 0);
 	rtn_hist_init(&s->probe_lat, 0);
+	rtn_stages_init(&s->stages);
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->tfd = timerfd_create(RTN_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);

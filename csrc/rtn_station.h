@@ -22,6 +22,7 @@
 #include "rtn_chan.h"
 #include "rtn_hist.h"
 #include "rtn_rt.h"
+#include "rtn_stages.h"
 #include "rtn_tdma.h"
 #include "rtn_xsk.h"
 
@@ -54,6 +55,7 @@ struct rtn_chan_stats {
 	uint64_t rx_msgs;
 	uint64_t rx_drops;	/* the application did not read in time */
 	uint64_t ring_errors;	/* the application wrote impossible ring indexes */
+	uint64_t rx_bad_hdr;	/* received application headers that lied (dropped) */
 };
 
 struct rtn_vnic_stats {
@@ -172,5 +174,13 @@ void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype);
 void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,
 			  uint64_t *generator_left);
 const struct rtn_hist *rtn_station_probe_latency(const struct rtn_station *s);
+
+/**
+ * Stage statistics of the application messages this station received
+ * (scheduled through the RT thread's stamp; the take is the receiving
+ * application's, rtn_app_stages()).  0 keeps a threshold.
+ */
+int rtn_station_set_stages(struct rtn_station *s, int64_t outlier_ns, int64_t deadline_ns);
+const struct rtn_stages *rtn_station_stages(const struct rtn_station *s);
 
 #endif

@@ -3,8 +3,11 @@
  * @file rtn_station_chan.c
  * @brief The station's side of the application channels (rtn_chan.h): open
  *        and close them, drain their TX rings, deliver received frames to
- *        their RX rings, publish cycle starts.  Everything read from the
- *        shared memory is checked: an application may write it at any time.
+ *        their RX rings, publish cycle starts; the stage stamps of the
+ *        messages passing through (the pick-up on the way out, the
+ *        receiver's RT thread on the way in) and the station's stage
+ *        statistics.  Everything read from the shared memory is checked:
+ *        an application may write it at any time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,15 +15,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "rtn_app_hdr.h"
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
 
 /*
- * Hand every message waiting in the applications' TX rings to @p take.  A
- * message longer than its channel allows, or refused by @p take, is dropped
- * and counted against that channel only.
+ * Hand every message waiting in the applications' TX rings to @p take,
+ * stamped as picked up at @p pickup_global.  A message longer than its
+ * channel allows, or refused by @p take, is dropped and counted against
+ * that channel only.
  */
-void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg)
+void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
+		     int64_t pickup_global)
 {
 	uint32_t i, n;
 
@@ -38,6 +44,9 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg)
 		     n++) {
 			uint32_t len = rtn_msg_len(m);
 
+			/* the slot is ours until released: the stamp goes into the frame itself */
+			if (len <= c->max_size)
+				rtn_app_hdr_stamp_pickup(m->frame, len, pickup_global);
 			if (len > c->max_size || take(s, c, m, len, arg) < 0)
 				c->tx_drops++;
 			else
@@ -47,17 +56,26 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg)
 	}
 }
 
-/* A received frame of a channel's EtherType (or the probe receiver's), to every such channel. */
+/*
+ * A received frame of a channel's EtherType (or the probe receiver's), to
+ * every such channel; @p rx_local is its XDP stamp, @p rt_local when the RT
+ * thread took it from the socket.  A frame whose application header lies
+ * about its length is counted and dropped: where its payload starts is
+ * unknown.
+ */
 void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
-		  int64_t rx_local)
+		  int64_t rx_local, int64_t rt_local)
 {
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	struct rtn_app_stamps st;
 	uint32_t i;
-	int matched = 0;
+	int matched = 0, hdr;
 
 	if (rtn_probe_rx_take(s, type, frame, len, rx_local + off))
 		return;
-
+	hdr = rtn_app_hdr_parse(frame, len, &st);
+	st.t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
+	st.t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct chan *c = s->live[i];
 		struct rtn_msg *m;
@@ -65,6 +83,10 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 		if (!c || c->ethertype != type)
 			continue;
 		matched = 1;
+		if (hdr < 0) {
+			c->rx_bad_hdr++;
+			continue;
+		}
 		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
 		if (!m) {
 			/* the application stopped reading: its loss, nobody else's */
@@ -76,15 +98,13 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 			len = RTN_CHAN_MSG_MAX;
 		memcpy(m->frame, frame, len);
 		m->len = len;
-		m->rx_ns = rtn_sat_add(rx_local, off);
-		m->seq = 0;
-		m->sched_ns = m->tx_ns = 0;
-		if (len >= ETH_HLEN_RTN + RTN_APP_HDR_LEN &&
-		    rtn_get_be32(frame + ETH_HLEN_RTN) == RTN_APP_MAGIC) {
-			m->seq = rtn_get_be32(frame + ETH_HLEN_RTN + 4);
-			m->sched_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 8);
-			m->tx_ns = (int64_t)rtn_get_be64(frame + ETH_HLEN_RTN + 16);
-		}
+		m->seq = st.seq;
+		m->sched_ns = st.t[RTN_STAMP_SCHED];
+		m->handover_ns = st.t[RTN_STAMP_HANDOVER];
+		m->pickup_ns = st.t[RTN_STAMP_PICKUP];
+		m->tx_ns = st.t[RTN_STAMP_TX];
+		m->rx_ns = st.t[RTN_STAMP_RX_XDP];
+		m->rx_rt_ns = st.t[RTN_STAMP_RX_RT];
 		rtn_ring_prod_commit(&c->shm->rx);
 		c->rx_msgs++;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
@@ -93,6 +113,8 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 	}
 	if (!matched)
 		s->st.rx_other++;
+	else if (hdr > 0)
+		rtn_stages_add(&s->stages, st.seq, st.t);	/* through the RT thread's stamp */
 }
 
 /* The TDMA engine's on_cycle: publish each cycle start to the channels' readers. */
@@ -221,8 +243,22 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
 					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
 					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops,
-					.ring_errors = c->ring_errors };
+					.ring_errors = c->ring_errors, .rx_bad_hdr = c->rx_bad_hdr };
 	return 0;
+}
+
+int rtn_station_set_stages(struct rtn_station *s, int64_t outlier_ns, int64_t deadline_ns)
+{
+	rtn_clear_error();
+	if (rtn_stages_set(&s->stages, outlier_ns, deadline_ns))
+		return rtn_set_error(-EINVAL, "stage thresholds %lld and %lld ns: not negative",
+				     (long long)outlier_ns, (long long)deadline_ns);
+	return 0;
+}
+
+const struct rtn_stages *rtn_station_stages(const struct rtn_station *s)
+{
+	return &s->stages;
 }
 
 /* At close: every channel's readers see it die. */

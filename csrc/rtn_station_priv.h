@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include "rtn_chan_inline.h"
 #include "rtn_hist_inline.h"
+#include "rtn_stages.h"
 #include "rtn_station.h"
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_time_inline.h"
@@ -69,6 +70,7 @@ struct chan {
 	uint32_t depth;		/* messages per ring: ours, never read back from shm */
 	int cycles;		/* someone may wait on it for cycle starts */
 	uint64_t ring_errors;	/* the application broke its ring's indexes */
+	uint64_t rx_bad_hdr;	/* received application headers that lied about their length */
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
@@ -149,6 +151,7 @@ struct rtn_station {
 
 	struct rtn_station_stats st;
 	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
+	struct rtn_stages stages;	/* received application messages, stage by stage */
 	uint8_t scratch[RTN_TDMA_FRAME_MAX + 8];
 };
 
@@ -304,9 +307,10 @@ int rtn_station_post(struct rtn_station *s, int cmd, uintptr_t arg);
 /* rtn_station_chan.c */
 typedef int (*rtn_chan_take_fn)(struct rtn_station *s, const struct chan *c,
 				const struct rtn_msg *m, uint32_t len, void *arg);
-void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg);
+void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
+		     int64_t pickup_global);
 void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
-		  int64_t rx_local);
+		  int64_t rx_local, int64_t rt_local);
 void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local);
 void rtn_chans_close_all(struct rtn_station *s);
 

@@ -21,7 +21,7 @@ import socket
 import weakref
 from dataclasses import dataclass
 
-from . import control_client
+from . import control_client, stages
 from ._lowlevel import check, ffi, lib
 from .app_limits import MAX_DEPTH, MAX_PAYLOAD, MSG_MAX, OVERHEAD
 from .closeable import Closeable
@@ -42,6 +42,12 @@ class Message:
     payload: bytes
     ethertype: int
     dst: str                 # where the frame was addressed: this station, broadcast, multicast
+    # the other stage stamps (rtnet.stages): hand-over by the sending application, pick-up
+    # by its RT thread, this station's RT thread, this application's take
+    handover_ns: int = 0
+    pickup_ns: int = 0
+    rx_rt_ns: int = 0
+    take_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,7 +187,8 @@ class Channel(Closeable):
         check(rc, ChannelError, "recv")
         i = self._info
         return Message(format_mac(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
-                       bytes(ffi.buffer(self._buf, rc)), i.ethertype, format_mac(i.dst))
+                       bytes(ffi.buffer(self._buf, rc)), i.ethertype, format_mac(i.dst),
+                       i.handover_ns, i.pickup_ns, i.rx_rt_ns, i.take_ns)
 
     # -- cycles --------------------------------------------------------------------------
     def wait_cycle(self, timeout: float | None = None) -> WaitInfo | None:
@@ -212,10 +219,26 @@ class Channel(Closeable):
         out = {k: getattr(st, k) for k in (
             "channel", "ethertype", "slot", "depth", "max_size", "tx_sent", "tx_full", "kicks",
             "rx_received", "rx_drops", "tx_queued", "rx_queued", "rx_waiting",
-            "cycle_waiting")}
+            "cycle_waiting", "rx_bad_hdr")}
         out["alive"] = bool(st.alive)
         out["station_mac"] = format_mac(st.station_mac)
         return out
+
+    def set_stages(self, outlier_us: float | None = None, deadline_us: float | None = None) -> None:
+        """Thresholds of the stage statistics of what this channel receives (None: keep)."""
+        ns = stages.check_thresholds(outlier_us, deadline_us)
+        check(lib.rtn_app_set_stages(self._live(), *ns), ChannelError, "set_stages")
+
+    def stages(self, late: int | None = None) -> dict:
+        """Stage statistics of the received messages, every stamp through the take."""
+        return stages.summary(self._stages_ptr(), late=late)
+
+    def late_reader(self, start_now: bool = False) -> stages.LateReader:
+        """The over-deadline records of this channel, each once (from now on, or all kept)."""
+        return stages.LateReader(self._stages_ptr(), start_now)
+
+    def _stages_ptr(self):
+        return ffi.cast("struct rtn_stages *", lib.rtn_app_stages(self._live()))
 
     @property
     def closed(self) -> bool:

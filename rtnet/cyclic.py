@@ -34,7 +34,8 @@ from .mac import parse_mac
 from .rtthread import fill_rt_opts
 
 SAMPLE_DTYPE = np.dtype([("seq", "<u4"), ("len", "<u4"), ("sched_ns", "<i8"),
-                         ("tx_ns", "<i8"), ("rx_ns", "<i8"), ("app_ns", "<i8")])
+                         ("tx_ns", "<i8"), ("rx_ns", "<i8"), ("app_ns", "<i8"),
+                         ("handover_ns", "<i8"), ("pickup_ns", "<i8"), ("rx_rt_ns", "<i8")])
 assert SAMPLE_DTYPE.itemsize == ffi.sizeof("struct rtn_app_sample")
 
 _POLICY = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED_OTHER"}
@@ -193,7 +194,8 @@ def publish_cyclic(channel, dst, count: int = 0, **kw) -> CyclicTask:
 def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
     """Receive up to ``count`` messages in C; stops after ``idle_timeout`` s without one.
 
-    Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns, app_ns.
+    Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns, app_ns and
+    the other stage stamps handover_ns, pickup_ns, rx_rt_ns (csrc/rtn_app_hdr.h).
     """
     if not isinstance(count, int) or count <= 0:
         raise ConfigError(f"count {count!r}: a positive integer")

@@ -36,7 +36,7 @@ from .station import Station
 
 ECHO_REQUEST, ECHO_REPLY = 1, 2
 ECHO = struct.Struct(">B3x4sqI")        # type, target IPv4, request tx_ns, ident
-APP_HDR = lib.RTN_APP_OVERHEAD - lib.RTN_APP_ETH_HLEN   # struct rtn_app_hdr, before ECHO
+APP_HDR = lib.RTN_APP_OVERHEAD - lib.RTN_APP_ETH_HLEN   # the application header, before ECHO
 BROADCAST = "ff:ff:ff:ff:ff:ff"
 NO_TARGET = b"\0" * 4
 

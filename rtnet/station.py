@@ -16,6 +16,7 @@ import struct
 from dataclasses import dataclass
 
 from . import netns as _netns
+from . import stages
 from ._lowlevel import check, ffi, lib
 from .closeable import Closeable
 from .errors import ConfigError, RtnetError
@@ -31,6 +32,7 @@ log = logging.getLogger("rtnet.station")
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
 VNIC_MODES = {"batched": lib.RTN_VNIC_BATCHED, "per-packet": lib.RTN_VNIC_PER_PACKET}
 UMEM_FRAMES = 4096    # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
+STATUS_LATE_RECORDS = 16   # the newest over-deadline records stats() shows
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,23 @@ class Station(Closeable):
         st = ffi.new("struct rtn_chan_stats *")
         check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
         return {k: getattr(st, k) for k in ("id", "ethertype", "slot", "tx_msgs", "tx_drops",
-                                            "rx_msgs", "rx_drops", "ring_errors")}
+                                            "rx_msgs", "rx_drops", "ring_errors", "rx_bad_hdr")}
+
+    def set_stages(self, outlier_us: float | None = None, deadline_us: float | None = None) -> None:
+        """Thresholds of the stage statistics of received application messages (None: keep)."""
+        check(lib.rtn_station_set_stages(self._live(),
+                                         *stages.check_thresholds(outlier_us, deadline_us)),
+              RtnetError, self.ifname)
+
+    def stages(self, late: int | None = None) -> dict:
+        """Stage statistics of received application messages, through this RT thread's stamp."""
+        return stages.summary(self._stages_ptr(), late=late)
+
+    def late_reader(self, start_now: bool = False) -> stages.LateReader:
+        return stages.LateReader(self._stages_ptr(), start_now)
+
+    def _stages_ptr(self):
+        return ffi.cast("struct rtn_stages *", lib.rtn_station_stages(self._live()))
 
     def attach_vnic(self, tap_fd: int, mode: str = "batched", slot: int = 1) -> None:
         if mode not in VNIC_MODES:
@@ -218,6 +236,7 @@ class Station(Closeable):
                 "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
                 "rx_bad", "tap_errors", "wakeups", "tap_reads", "tap_writes", "tx_bad")},
             "wakeup": Histogram.from_c(lib.rtn_station_wake_hist(s)),
+            "stages": self.stages(late=STATUS_LATE_RECORDS),
         }
         out["vnic"]["mode"] = {0: "off", 1: "batched", 2: "per-packet"}[st.vnic.mode]
         rts = ffi.new("struct rtn_rt_stats *")

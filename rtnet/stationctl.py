@@ -241,5 +241,28 @@ def format_status(s: dict) -> str:
     for c in s.get("channels", []):
         out.append(f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
                    f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
-                   f"(drops {c['rx_drops']})")
+                   f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
+    out.extend(format_stages(s.get("stages")))
     return "\n".join(out) + "\n"
+
+
+def format_stages(st: dict | None) -> list[str]:
+    """The stage breakdown of received application messages (the status's JSON form), one
+    line a stage, then the newest over-deadline messages with the stage that took the time."""
+    if not st or not st.get("messages"):
+        return []
+    out = [f"  received application messages by stage: {st['messages']} messages, "
+           f"{st['late']} over the {st['deadline_us']:g} us deadline "
+           f"(outlier: a stage over {st['outlier_us']:g} us)",
+           f"  {'stage':<46} {'count':>8} {'min':>8} {'avg':>8} {'p99':>8} {'max':>8} "
+           f"{'outliers':>8}"]
+    for name, g in st["stages"].items():
+        h = g["hist"]["summary_us"]
+        if not h["count"]:
+            continue
+        out.append(f"  {g['title']:<46} {h['count']:>8} {_us(h['min']):>8} {_us(h['avg']):>8} "
+                   f"{_us(h['p99']):>8} {_us(h['max']):>8} {g['outliers']:>8}")
+    for r in st.get("late_records", []):
+        out.append(f"  late: seq {r['seq']} {r['total_us']:.1f} us, {r['stage']} "
+                   f"+{r['excess_us']:.1f} us ({r['cause']})")
+    return out

@@ -53,6 +53,8 @@ from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: 
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
+from rtnet.stages import attribute_misses, stage_breakdown_us  # noqa: E402
+from rtnet.stall import StallDetector  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
 from vnic.pair import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
@@ -159,9 +161,11 @@ def cdf_points(lat_ns: np.ndarray, n: int = 400) -> list:
 
 
 def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_us=None):
-    """One chunk of ``n`` messages; behind the TDMA gate the RT application hands over for
-    its slot at ``slot_us`` with the fixed lead (``rt``) or the automatic one (``rt-auto``,
-    starting where the previous chunk's ended, as one long-running task would)."""
+    """One chunk of ``n`` messages: (samples, task stats, the chunk's over-deadline records).
+    Behind the TDMA gate the RT application hands over for its slot at ``slot_us`` with the
+    fixed lead (``rt``) or the automatic one (``rt-auto``, starting where the previous
+    chunk's ended, as one long-running task would)."""
+    late = ch_rx.late_reader(start_now=True)
     if app == "standard":
         task = publish_cyclic(ch_tx, dst, n, standard=True, interval_us=CYCLE_US)
     elif disc == "tdma":
@@ -177,7 +181,7 @@ def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_
         task.wait(timeout=5)
     finally:
         st = task.stop()
-    return samples, st
+    return samples, st, late.read()
 
 
 COUNTERS = ("nomac_tx", "nomac_drops", "timer_wakeups", "loops")
@@ -207,8 +211,12 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
     with cm as (stations, _taps):
         tx_st, rx_st = stations
         cid, *fds = tx_st.open_channel(ET, slot=0)
+        # every CPU watched for gaps while the matrix runs, so each miss can be matched to one
         with Channel.attach(*fds) as ch_tx, \
-                Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx:
+                Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx, \
+                StallDetector(range(os.cpu_count()), period_us=args.stall_period_us,
+                              threshold_us=args.stall_threshold_us) as stalls:
+            ch_rx.set_stages(deadline_us=CYCLE_US)
             for load in args.loads:
                 seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
                 log(f"# a/{disc}/{load}: starting load")
@@ -218,14 +226,17 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     apps = APPS_BY_DISC[disc]
                     got = {a: [] for a in apps}
                     stats = {a: [] for a in apps}
+                    late = {a: [] for a in apps}
                     wake = {a: Accumulator() for a in apps}
                     for i in range(args.chunks):
                         order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
                             learnt = stats[app][-1].lead_ns / 1000 if stats[app] else None
-                            samples, st = run_app_chunk(disc, app, ch_tx, ch_rx, lab.station(2).mac,
-                                                        per_chunk, slot_us, args.lead_us, learnt)
+                            samples, st, recs = run_app_chunk(disc, app, ch_tx, ch_rx,
+                                                              lab.station(2).mac, per_chunk,
+                                                              slot_us, args.lead_us, learnt)
                             got[app].append(samples)
+                            late[app].extend(recs)
                             stats[app].append(st)
                             h = st.histogram
                             wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
@@ -237,6 +248,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                                                  priority=STATION_PRIO, cpus=str(RT_CPU))
                 finally:
                     ld.stop()
+                gaps = stalls.gaps()
                 for app in apps:
                     samples = np.concatenate(got[app])
                     lat = latencies_ns(samples)
@@ -258,11 +270,20 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                             "late_handovers": int(sum(s.lead_late for s in stats[app])),
                             "stalls_beyond_half_cycle": int(sum(s.lead_beyond for s in stats[app])),
                             "need_max_us": max(s.lead_need_max_ns for s in stats[app]) / 1000}
+                    cell["stages_us"] = stage_breakdown_us(samples)
+                    att = attribute_misses(late[app], cell["lost"], gaps)
+                    cell["misses_by_cause"] = att["by_cause"]
+                    cell["miss_records"] = att["misses"]
                     results["matrix"][key] = cell
                     log(f"{key:<22} n={cell['received']:6d}/{sent:<6d} mean {cell['mean'] or 0:9.1f} "
                         f"p50 {cell['p50'] or 0:9.1f} p99 {cell['p99'] or 0:9.1f} "
                         f"p99.9 {cell['p999'] or 0:9.1f} max {cell['max'] or 0:9.1f} us, "
                         f"missed {cell['missed']}")
+                    if cell["misses_by_cause"]:
+                        log(f"{'':<22} misses by cause: " + ", ".join(
+                            f"{c} {v['misses']}" + (f" ({v['with_stall']} with a CPU stall)"
+                                                    if v["with_stall"] is not None else "")
+                            for c, v in cell["misses_by_cause"].items()))
                 w = after["wakeup"].since(before["wakeup"]).summary_us()
                 b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
                      "cyclictest_cmd": " ".join(ct_cmd),
@@ -285,6 +306,11 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 log(ct_line(f"{disc}/{load} cyclictest", b["cyclictest_us"]))
                 log(f"# {disc}/{load} sender per s: " + ", ".join(
                     f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
+            every = stalls.gaps()
+            results.setdefault("stalls", {})[disc] = {
+                "period_us": args.stall_period_us, "threshold_us": args.stall_threshold_us,
+                "gaps": len(every), "max_us": max((g.gap_ns for g in every), default=0) / 1000,
+                "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()}}
     results["matrix_config"] = {"slot0_us": slot_us,
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
 
@@ -435,6 +461,10 @@ def parse_args(argv):
     ap.add_argument("--chunks", type=integer("chunks", 1, 1000), default=4,
                     help="interleaved chunks per cell (standard/RT alternate)")
     ap.add_argument("--loads", default=",".join(LOADS))
+    ap.add_argument("--stall-period-us", type=integer("stall period", 10, 100_000), default=500,
+                    help="the stall detector's period per CPU during the matrix")
+    ap.add_argument("--stall-threshold-us", type=integer("stall threshold", 1, 100_000),
+                    default=100, help="a detector wake-up later than this is a CPU stall")
     ap.add_argument("--lead-us", type=integer("lead", 0, CYCLE_US - 1), default=LEAD_US,
                     help="TDMA: the RT application wakes this long before its slot")
     ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,

@@ -64,6 +64,50 @@ def matrix_table(results: dict, metric: str) -> str:
     return "\n".join(rows)
 
 
+STAGE_NAMES = {"app": "scheduled -> hand-over", "queue": "hand-over -> pick-up",
+               "slot": "pick-up -> TX", "wire": "TX -> receiver XDP", "rx_rt": "XDP -> receiver RT",
+               "take": "receiver RT -> take"}
+CAUSE_ORDER = ("application woke late", "RT thread woke late", "slot skipped", "frame dropped",
+               "receiver late", "wire", "unknown")
+
+
+def stage_table(results: dict, app: str, disc: str) -> str:
+    """Stage breakdown (p50 / p99 / max, us) of one column of the matrix, one row per load."""
+    mx = results["matrix"]
+    rows = ["| load | " + " | ".join(STAGE_NAMES.values()) + " |",
+            "|---|" + "---:|" * len(STAGE_NAMES)]
+    for load in LOADS:
+        st = mx.get(f"{app}/{disc}/{load}", {}).get("stages_us")
+        if not st:
+            continue
+        rows.append(f"| {LOAD_NAMES[load]} | " + " | ".join(
+            " / ".join(fmt(st[k][q], 0) for q in ("p50", "p99", "max")) if k in st else "-"
+            for k in STAGE_NAMES) + " |")
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
+def misses_table(results: dict) -> str:
+    """Every missed cycle of the matrix by cause, with how many a CPU stall overlapped."""
+    mx = results["matrix"]
+    rows = ["| cell | missed | " + " | ".join(CAUSE_ORDER) + " | automatic lead |",
+            "|---|---:|" + "---:|" * len(CAUSE_ORDER) + "---|"]
+    for key, cell in mx.items():
+        by = cell.get("misses_by_cause")
+        if by is None:
+            continue
+
+        def one(cause):
+            v = by.get(cause)
+            if not v:
+                return "0"
+            return (f"{v['misses']}" if v["with_stall"] is None
+                    else f"{v['misses']} ({v['with_stall']} stall)")
+        # the automatic hand-over lead's column is filled by its own measurement
+        rows.append(f"| {key} | {cell.get('missed', 0)} | "
+                    + " | ".join(one(c) for c in CAUSE_ORDER) + " | - |")
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
 def wakeup_table(results: dict) -> str:
     rows = ["| discipline / load | RT thread wake p50 / p99 / max | RT app wake p50 / p99 / max | "
             "standard app wake p50 / p99 / max | TDMA slot lateness p50 / p99 / max (missed) | "
@@ -497,6 +541,28 @@ def markdown(results: dict, report_path: str) -> str:
             L += [f"### {name} ({'count' if key == 'missed' else 'us'})", "",
                   matrix_table(results, key), ""]
         L += [fig("a", "CDF of true end-to-end latency per load"), ""]
+        stage_rows = [(a, d, stage_table(results, a, d)) for a, d in COLUMNS]
+        if any(t for _a, _d, t in stage_rows):
+            L += ["### Stage breakdown (p50 / p99 / max, us)", "",
+                  "Every message carries its stamps (csrc/rtn_app_hdr.h): scheduled, the "
+                  "application's hand-over, the sending RT thread's pick-up at its slot, the TX "
+                  "hand-over, the receiver's XDP stamp, its RT thread, the subscriber's take. The "
+                  "wire stage spans two stations' clocks (their synchronisation error is in it).", ""]
+            for a, d, t in stage_rows:
+                if t:
+                    L += [f"{COL_NAMES[(a, d)]}:", "", t, ""]
+        mt = misses_table(results)
+        if mt:
+            sp = results.get("stalls", {})
+            det = next(iter(sp.values()), {})
+            L += ["### Missed cycles by cause", "",
+                  "Each message over its deadline (one cycle) is put down to the stage furthest "
+                  "above its own running baseline (csrc/rtn_stages.c); lost messages are "
+                  "'frame dropped'. In brackets: how many of them a vCPU gap overlapped, as a "
+                  f"stall detector on every CPU saw it (SCHED_FIFO 99, {det.get('period_us', '?')} us "
+                  f"period, a wake-up over {det.get('threshold_us', '?')} us late is a gap; "
+                  + ", ".join(f"{d}: {v['gaps']} gaps, longest {fmt(v['max_us'], 0)} us"
+                              for d, v in sp.items()) + ").", "", mt, ""]
     if results["wakeup"]:
         L += ["## b. Wake-up latency and slot lateness next to cyclictest", "",
               "Per discipline and load, over the same phase as the matrix cells (us): the sending "

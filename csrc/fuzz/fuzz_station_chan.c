@@ -104,7 +104,7 @@ static void drain(int racing, const struct poke *p)
 	memset(race.taken, 0, sizeof(race.taken));
 	if (racing)
 		race.p = *p;
-	rtn_chans_drain(s, racing_take, NULL);
+	rtn_chans_drain(s, racing_take, NULL, rtn_station_local_now(s));
 	if (s->disc == RTN_DISC_NOMAC)
 		nomac_flush(s, rtn_station_local_now(s));
 }
@@ -179,7 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			frame_for(f, len, chan, body, got);
 			exact = fuzz_exact_copy(f, len);
-			rtn_chans_rx(H.s, chan_type_of[chan], exact, len, rtn_station_local_now(H.s));
+			rtn_chans_rx(H.s, chan_type_of[chan], exact, len, rtn_station_local_now(H.s),
+				     rtn_station_local_now(H.s));
 			free(exact);
 			break;
 		}

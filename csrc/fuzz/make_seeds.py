@@ -29,7 +29,9 @@ BCAST = "ff:ff:ff:ff:ff:ff"
 IP1, IP2 = "198.19.0.1", "198.19.0.2"
 MSS = 1448
 TS_OPTS = [("NOP", None), ("NOP", None), ("Timestamp", (12345, 678))]
-APP_MAGIC = 0x52544E41   # "RTNA", struct rtn_app_hdr
+APP_MAGIC = 0x52544E41   # "RTNA", struct rtn_app_hdr (the probes' form)
+APP_MAGIC_X = 0x52544E58  # "RTNX", with the sender's stage stamps (rtn_app_hdr.h)
+APP_XHDR_LEN = 44
 CHAN_TYPES = (0x88B5, 0x88B6)
 
 
@@ -334,11 +336,33 @@ def seeds_tdma_sim() -> dict[str, bytes]:
     }
 
 
+def app_frame_x(seq=1, payload=b"hello", hlen=APP_XHDR_LEN, dst=BCAST, src=MASTER) -> bytes:
+    hdr = struct.pack("!IIqqHHqq", APP_MAGIC_X, seq, 5_000_000, 5_000_300, hlen, 0, 5_000_050,
+                      5_000_250)
+    return bytes(Ether(dst=dst, src=src, type=CHAN_TYPES[0])) + hdr + payload
+
+
+def seeds_app_hdr() -> dict[str, bytes]:
+    def inp(frame: bytes, tail: bytes = b"") -> bytes:
+        return u16(len(frame)) + frame + (tail or u64(5_000_500) + u64(5_000_600)
+                                          + u64(5_000_700) + u64(5_000_800) + u8(0))
+    return {
+        "extended": inp(app_frame_x()),
+        "probe": inp(app_frame()),
+        "longer": inp(app_frame_x(hlen=APP_XHDR_LEN + 8, payload=b"\1" * 8 + b"x")),
+        "lying": inp(app_frame_x(hlen=0xFFFF)),
+        "short": inp(app_frame_x()[:14 + APP_XHDR_LEN - 1]),
+        "raw": inp(bytes(Ether(dst=BCAST, src=MASTER, type=CHAN_TYPES[0])) + b"plain"),
+        "thresholds": inp(app_frame_x(), u64(1) + u64(2) + u64(3) + u64(4) + u8(1) + u64(1000)
+                          + u64(1)),
+    }
+
+
 TARGETS = {
     "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,
-    "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim,
+    "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim, "app_hdr": seeds_app_hdr,
 }
 
 

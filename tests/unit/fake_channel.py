@@ -1,7 +1,6 @@
 """A channel's shared memory as the station builds it, for tests without a station."""
 import mmap
 import os
-import struct
 
 from rtnet._lowlevel import ffi, lib
 
@@ -33,14 +32,19 @@ class FakeChannelMemory:
     def rx(self, i):
         return self.msgs[self.depth + i]
 
-    def deliver(self, frame: bytes, rx_ns: int = 0) -> None:
-        """Commit ``frame`` to the RX ring as rtn_chans_rx() does: the header's fields, if the
-        frame carries struct rtn_app_hdr, in the message."""
+    def deliver(self, frame: bytes, rx_ns: int = 0, rx_rt_ns: int = 0) -> None:
+        """Commit ``frame`` to the RX ring as rtn_chans_rx() does: the stamps of its
+        application header, if it has one, in the message (parsed by the station's parser)."""
         m = self.rx(self.shm.rx.head % self.depth)
+        st = ffi.new("struct rtn_app_stamps *")
+        assert lib.rtn_app_hdr_parse(frame, len(frame), st) >= 0, "a lying header is dropped"
         ffi.memmove(m.frame, frame, len(frame))
-        m.len, m.rx_ns, m.seq, m.sched_ns, m.tx_ns = len(frame), rx_ns, 0, 0, 0
-        if len(frame) >= 38 and struct.unpack_from("!I", frame, 14)[0] == lib.RTN_APP_MAGIC:
-            m.seq, m.sched_ns, m.tx_ns = struct.unpack_from("!Iqq", frame, 18)
+        m.len, m.seq = len(frame), st.seq
+        m.sched_ns, m.handover_ns, m.pickup_ns, m.tx_ns = (st.t[lib.RTN_STAMP_SCHED],
+                                                           st.t[lib.RTN_STAMP_HANDOVER],
+                                                           st.t[lib.RTN_STAMP_PICKUP],
+                                                           st.t[lib.RTN_STAMP_TX])
+        m.rx_ns, m.rx_rt_ns = rx_ns, rx_rt_ns
         self.shm.rx.head += 1
 
     def sent(self, i: int) -> bytes:

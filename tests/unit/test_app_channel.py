@@ -10,6 +10,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 import pytest
 from fake_channel import ET, STATION_MAC, FakeChannelMemory
@@ -37,13 +38,17 @@ def test_send_builds_the_frame_in_the_tx_ring(mem):
         assert mem.shm.tx.head == 2
         m = mem.tx(0)
         frame = bytes(ffi.buffer(m.frame, m.len))
-        assert m.len == 14 + 24 + 3
+        assert m.len == lib.RTN_APP_OVERHEAD + 3 == 14 + lib.RTN_APP_XHDR_LEN + 3
         assert frame[:6] == bytes.fromhex("025254000002") and frame[6:12] == STATION_MAC
-        magic, seq, sched, tx = struct.unpack("!IIqq", frame[14:38])
+        magic, seq, sched, tx, hlen, _, handover, pickup = struct.unpack("!IIqqHHqq", frame[14:58])
         assert struct.unpack("!H", frame[12:14])[0] == ET
-        assert (magic, seq, sched, tx) == (lib.RTN_APP_MAGIC, 0, 123456789, 0)
-        assert frame[38:] == b"abc" and m.seq == 0 and m.sched_ns == 123456789
-        assert mem.tx(1).seq == 1 and mem.tx(1).len == 38
+        assert (magic, seq, sched, tx, hlen, pickup) == \
+            (lib.RTN_APP_MAGIC_X, 0, 123456789, 0, lib.RTN_APP_XHDR_LEN, 0)
+        # the hand-over stamp is the send call's global time (the fake publishes no cycle:
+        # CLOCK_MONOTONIC), the same in the header and in the message
+        assert 0 < handover <= time.monotonic_ns() and m.handover_ns == handover
+        assert frame[58:] == b"abc" and m.seq == 0 and m.sched_ns == 123456789
+        assert mem.tx(1).seq == 1 and mem.tx(1).len == lib.RTN_APP_OVERHEAD
 
 
 def test_full_tx_ring_refuses_and_counts(mem):
@@ -63,9 +68,9 @@ def test_too_big_payload_is_refused(mem):
     small = FakeChannelMemory(max_size=100)
     try:
         with Channel.attach(*small.fds()) as ch:
-            ch.send(DST, bytes(100 - 38))
+            ch.send(DST, bytes(100 - lib.RTN_APP_OVERHEAD))
             with pytest.raises(ChannelError) as e:
-                ch.send(DST, bytes(100 - 37))
+                ch.send(DST, bytes(100 - lib.RTN_APP_OVERHEAD + 1))
             assert e.value.errno == errno.EMSGSIZE
     finally:
         small.close()
@@ -98,8 +103,8 @@ def test_reply_goes_to_the_sender_with_its_sequence_number(mem):
         ch.reply(msg, b"answer")
         frame = mem.sent(0)
         assert frame[:6] == bytes.fromhex("025254000009") and frame[6:12] == STATION_MAC
-        assert struct.unpack_from("!II", frame, 14) == (lib.RTN_APP_MAGIC, 41)
-        assert frame[38:] == b"answer" and mem.tx(0).seq == 41
+        assert struct.unpack_from("!II", frame, 14) == (lib.RTN_APP_MAGIC_X, 41)
+        assert frame[lib.RTN_APP_OVERHEAD:] == b"answer" and mem.tx(0).seq == 41
         assert ch.send(DST, b"own") == 0            # the channel's numbering did not move
         assert ch.stats()["tx_sent"] == 2
 

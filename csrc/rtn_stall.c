@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_stall.c
+ * @brief The stall detector (rtn_stall.h), on the RT thread of rtn_rt.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "rtn_core.h"
+#include "rtn_rt.h"
+#include "rtn_stall.h"
+#include "rtn_time_inline.h"
+
+struct detector {
+	struct rtn_stall *owner;
+	struct rtn_rt *rt;
+	int cpu;
+	uint64_t gaps; /* records made */
+	struct rtn_stall_rec rec[RTN_STALL_RECS];
+};
+
+struct rtn_stall {
+	struct rtn_stall_opts o;
+	int n;
+	struct detector d[];
+};
+
+void rtn_stall_opts_init(struct rtn_stall_opts *o)
+{
+	*o = (struct rtn_stall_opts){ .period_ns = RTN_STALL_PERIOD_DEFAULT_NS,
+				      .threshold_ns = RTN_STALL_THRESHOLD_DEFAULT_NS,
+				      .priority = RTN_RT_PRIO_MAX };
+}
+
+static void record(struct detector *d, int64_t due, int64_t woke)
+{
+	struct rtn_stall_rec *r = &d->rec[d->gaps % RTN_STALL_RECS];
+
+	__atomic_store_n(&r->no, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	r->cpu = d->cpu;
+	r->due_ns = due;
+	r->woke_ns = woke;
+	__atomic_store_n(&r->no, d->gaps + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->gaps, d->gaps + 1, __ATOMIC_RELEASE);
+}
+
+/* As the wake-up probe of rtn_rt.c, and every wake-up past the threshold is a gap. */
+static int detect(struct rtn_rt *rt, void *arg)
+{
+	struct detector *d = arg;
+	int64_t period = d->owner->o.period_ns, thr = d->owner->o.threshold_ns;
+	int64_t next = rtn_now() + period;
+
+	while (!rtn_rt_should_stop(rt)) {
+		int64_t now = rtn_rt_wait_until(rt, next);
+
+		if (now - next > thr)
+			record(d, next, now);
+		next += period;
+		if (next <= now)
+			next += ((now - next) / period + 1) * period;
+	}
+	return 0;
+}
+
+int rtn_stall_start(const struct rtn_stall_opts *o, const int *cpus, int n, struct rtn_stall **out)
+{
+	struct rtn_stall *st;
+	int i, rc;
+
+	rtn_clear_error();
+	if (n < 1 || n > RTN_STALL_MAX_CPUS)
+		return rtn_set_error(-EINVAL, "stall detector: 1..%d CPUs, not %d",
+				     RTN_STALL_MAX_CPUS, n);
+	if (o->period_ns < 10000 || o->period_ns > RTN_RT_PERIOD_MAX_NS || o->threshold_ns < 1)
+		return rtn_set_error(-EINVAL,
+				     "stall detector: period %lld ns (10 us..10 s), "
+				     "threshold %lld ns (> 0)",
+				     (long long)o->period_ns, (long long)o->threshold_ns);
+	st = calloc(1, sizeof(*st) + (size_t)n * sizeof(st->d[0]));
+	if (!st)
+		return rtn_set_error(-ENOMEM, "stall detector: out of memory");
+	st->o = *o;
+	for (i = 0; i < n; i++) {
+		struct rtn_rt_opts ro;
+
+		rtn_rt_opts_init(&ro);
+		ro.cpu = cpus[i];
+		ro.priority = o->priority;
+		ro.period_ns = o->period_ns;
+		ro.allow_fallback = o->allow_fallback;
+		ro.hold_dma_latency = 0; /* measure the CPU as the workload finds it */
+		st->d[i].owner = st;
+		st->d[i].cpu = cpus[i];
+		rc = rtn_rt_start(&ro, detect, &st->d[i], &st->d[i].rt);
+		if (rc) {
+			st->n = i;
+			rtn_stall_stop(st);
+			return rc; /* rtn_rt_start said why */
+		}
+		st->n = i + 1;
+	}
+	*out = st;
+	return 0;
+}
+
+int rtn_stall_read(const struct rtn_stall *st, int idx, uint64_t first, struct rtn_stall_rec *out,
+		   uint32_t n, uint64_t *next)
+{
+	const struct detector *d;
+	uint64_t gaps, i;
+	uint32_t got = 0;
+
+	if (idx < 0 || idx >= st->n)
+		return -EINVAL;
+	d = &st->d[idx];
+	gaps = __atomic_load_n(&d->gaps, __ATOMIC_ACQUIRE);
+	if (gaps > RTN_STALL_RECS && first < gaps - RTN_STALL_RECS)
+		first = gaps - RTN_STALL_RECS;
+	for (i = first; i < gaps && got < n; i++) {
+		const struct rtn_stall_rec *r = &d->rec[i % RTN_STALL_RECS];
+
+		if (__atomic_load_n(&r->no, __ATOMIC_ACQUIRE) != i + 1)
+			continue;
+		memcpy(&out[got], r, sizeof(*r));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->no, __ATOMIC_RELAXED) == i + 1)
+			got++;
+	}
+	*next = i;
+	return (int)got;
+}
+
+int rtn_stall_hist(const struct rtn_stall *st, int idx, uint64_t *wakeups, struct rtn_hist *out)
+{
+	struct rtn_rt_stats s;
+
+	if (idx < 0 || idx >= st->n)
+		return -EINVAL;
+	rtn_rt_read_stats(st->d[idx].rt, &s);
+	*wakeups = s.wakeups;
+	*out = s.hist;
+	return 0;
+}
+
+void rtn_stall_stop(struct rtn_stall *st)
+{
+	int i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->n; i++)
+		rtn_rt_stop(st->d[i].rt, NULL);
+	free(st);
+}

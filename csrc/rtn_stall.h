@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_stall.h
+ * @brief The stall detector: one SCHED_FIFO thread per CPU that sleeps a
+ *        short period and records every wake-up later than a threshold,
+ *        so that a gap of the (virtual) CPU is shown where it happened
+ *        instead of being inferred from a cyclictest maximum.
+ *
+ * At the highest priority nothing on the CPU can delay the thread but the
+ * kernel and whatever runs the CPU itself (on a VM: the hypervisor), so
+ * its lateness is the CPU's unavailability.  A gap at least one period
+ * long always covers a wake-up and is recorded; a shorter one only when
+ * it covers one (with probability gap / period).  Cost: one timer wake-up
+ * per period and CPU (cyclictest's), e.g. 2000 a second at 500 us.
+ */
+#ifndef RTN_STALL_H
+#define RTN_STALL_H
+
+#include <stdint.h>
+#include "rtn_hist.h"
+
+#define RTN_STALL_MAX_CPUS 64
+#define RTN_STALL_RECS 4096 /* per CPU, the newest */
+#define RTN_STALL_PERIOD_DEFAULT_NS 500000LL
+#define RTN_STALL_THRESHOLD_DEFAULT_NS 100000LL
+
+/** One gap: the thread was due at @p due_ns and ran at @p woke_ns (CLOCK_MONOTONIC). */
+struct rtn_stall_rec {
+	uint64_t no; /* record number + 1, 0 while being written */
+	int32_t cpu;
+	int32_t pad;
+	int64_t due_ns;
+	int64_t woke_ns;
+};
+
+struct rtn_stall_opts {
+	int64_t period_ns;
+	int64_t threshold_ns; /* wake-ups later than this are recorded */
+	int priority;	      /* SCHED_FIFO 1..99 */
+	int allow_fallback;   /* run SCHED_OTHER where FIFO is refused (then the gaps mean less) */
+};
+
+struct rtn_stall;
+
+/** Defaults: 500 us period, 100 us threshold, priority 99, no fallback. */
+void rtn_stall_opts_init(struct rtn_stall_opts *o);
+
+/** Start one detector thread on each of the @p n CPUs in @p cpus. */
+int rtn_stall_start(const struct rtn_stall_opts *o, const int *cpus, int n, struct rtn_stall **out);
+
+/**
+ * Copy the gaps of detector @p idx (its index in @p cpus) numbered @p first
+ * onwards into @p out, at most @p n; overwritten ones are skipped.
+ * @return the number copied; *next: the number to pass next time; -EINVAL
+ *         for an index out of range.
+ */
+int rtn_stall_read(const struct rtn_stall *st, int idx, uint64_t first, struct rtn_stall_rec *out,
+		   uint32_t n, uint64_t *next);
+
+/** Wake-ups of detector @p idx and their lateness (a snapshot); -EINVAL out of range. */
+int rtn_stall_hist(const struct rtn_stall *st, int idx, uint64_t *wakeups, struct rtn_hist *out);
+
+/** Stop and join every thread, free @p st.  Accepts NULL. */
+void rtn_stall_stop(struct rtn_stall *st);
+
+#endif

@@ -1,0 +1,84 @@
+"""The stall detector (csrc/rtn_stall.h): a SCHED_FIFO thread per CPU that records every
+wake-up later than a threshold, so a gap of the (virtual) CPU is shown where it happened.
+
+>>> with StallDetector([0, 1]) as det:             # doctest: +SKIP
+...     run_the_benchmark()
+...     gaps = det.gaps()                          # [Stall(cpu, due_ns, woke_ns), ...]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._lowlevel import check, ffi, lib
+from .closeable import Closeable
+from .errors import RtThreadError
+from .hist import Histogram
+
+
+@dataclass(frozen=True)
+class Stall:
+    """The detector on ``cpu`` was due at ``due_ns`` and ran at ``woke_ns`` (CLOCK_MONOTONIC)."""
+
+    cpu: int
+    due_ns: int
+    woke_ns: int
+
+    @property
+    def gap_ns(self) -> int:
+        return self.woke_ns - self.due_ns
+
+    def overlaps(self, start_ns: int, end_ns: int) -> bool:
+        return self.due_ns < end_ns and start_ns < self.woke_ns
+
+
+class StallDetector(Closeable):
+    """One detector thread per CPU in ``cpus`` until closed; gaps are read incrementally."""
+
+    BATCH = 512
+
+    def __init__(self, cpus, *, period_us: float = lib.RTN_STALL_PERIOD_DEFAULT_NS / 1000,
+                 threshold_us: float = lib.RTN_STALL_THRESHOLD_DEFAULT_NS / 1000,
+                 priority: int = 99, allow_fallback: bool = False):
+        self.cpus = [int(c) for c in cpus]
+        o = ffi.new("struct rtn_stall_opts *")
+        lib.rtn_stall_opts_init(o)
+        o.period_ns, o.threshold_ns = int(period_us * 1000), int(threshold_us * 1000)
+        o.priority, o.allow_fallback = priority, int(allow_fallback)
+        out = ffi.new("struct rtn_stall **")
+        check(lib.rtn_stall_start(o, ffi.new("int[]", self.cpus), len(self.cpus), out),
+              RtThreadError, "stall detector")
+        self._st = out[0]
+        self._next = [0] * len(self.cpus)
+        self._buf = ffi.new("struct rtn_stall_rec[]", self.BATCH)
+        self._nxt = ffi.new("uint64_t *")
+        self._gaps: list[Stall] = []
+
+    def gaps(self) -> list[Stall]:
+        """Every gap recorded so far (oldest first per CPU; the newest RTN_STALL_RECS each)."""
+        if self._st is not None:
+            for i in range(len(self.cpus)):
+                while True:
+                    got = lib.rtn_stall_read(self._st, i, self._next[i], self._buf, self.BATCH,
+                                             self._nxt)
+                    if got < 0:
+                        break
+                    self._gaps.extend(Stall(r.cpu, r.due_ns, r.woke_ns) for r in self._buf[0:got])
+                    if self._nxt[0] == self._next[i]:
+                        break
+                    self._next[i] = self._nxt[0]
+        return list(self._gaps)
+
+    def wakeups(self) -> dict:
+        """Per CPU: wake-ups so far and their lateness histogram."""
+        out = {}
+        n, h = ffi.new("uint64_t *"), ffi.new("struct rtn_hist *")
+        for i, cpu in enumerate(self.cpus):
+            if self._st is not None and lib.rtn_stall_hist(self._st, i, n, h) == 0:
+                out[cpu] = {"wakeups": int(n[0]), "lateness": Histogram.from_c(h)}
+        return out
+
+    def close(self) -> None:
+        if self._st is not None:
+            self.gaps()
+            lib.rtn_stall_stop(self._st)
+            self._st = None
