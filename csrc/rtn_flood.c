@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include "rtn_core.h"
 #include "rtn_flood.h"
-#include "rtn_tdma_proto.h"	/* rtn_get_be16 */
+#include "rtn_tdma_proto.h" /* rtn_get_be16 */
 #include "rtn_time.h"
 #include "rtn_xsk_priv.h"
 
@@ -34,7 +34,8 @@ int rtn_flood_tx(struct rtn_xsk *x, const uint8_t *frame, uint32_t len, uint32_t
 		return rtn_set_error(-EBADF, "flood: AF_XDP socket is closed");
 	if (len < 14 || len > r.frame_size || batch < 1 || batch > RTN_FLOOD_BATCH_MAX ||
 	    duration_ns <= 0)
-		return rtn_set_error(-EINVAL, "flood: frame 14..%u bytes, batch 1..%d, duration > 0",
+		return rtn_set_error(-EINVAL,
+				     "flood: frame 14..%u bytes, batch 1..%d, duration > 0",
 				     r.frame_size, RTN_FLOOD_BATCH_MAX);
 	/* the TX half of the UMEM holds the frame once; descriptors cycle through it */
 	n_tx = r.frames / 2;

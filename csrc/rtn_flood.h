@@ -17,14 +17,14 @@
 #include <stdint.h>
 #include "rtn_xsk.h"
 
-#define RTN_FLOOD_BATCH_MAX	256
+#define RTN_FLOOD_BATCH_MAX 256
 
 struct rtn_flood_result {
-	uint64_t frames;	/* TX: completed by the kernel; RX: received of the EtherType */
-	uint64_t other;		/* RX: frames of other EtherTypes */
-	uint64_t kicks;		/* sendto() / recvfrom() calls */
-	int64_t first_ns;	/* TX: first submit; RX: first frame counted */
-	int64_t last_ns;	/* TX: last completion; RX: last frame counted */
+	uint64_t frames;  /* TX: completed by the kernel; RX: received of the EtherType */
+	uint64_t other;	  /* RX: frames of other EtherTypes */
+	uint64_t kicks;	  /* sendto() / recvfrom() calls */
+	int64_t first_ns; /* TX: first submit; RX: first frame counted */
+	int64_t last_ns;  /* TX: last completion; RX: last frame counted */
 };
 
 /**
