@@ -25,7 +25,8 @@ BENCHMARKS.md at the repository root with its figures in docs/figures/.
 CPU plan on this 2-vCPU machine: CPU 1 is reserved for real-time work (both
 stations' RT threads, the RT application, the subscriber, cyclictest);
 the CPU load is stress-ng on CPU 0 only.  Standard applications are not
-pinned and run SCHED_OTHER.
+pinned and run SCHED_OTHER.  RFC 2544 on the RT path (no load runs then) puts
+the receiving station on CPU 0, like the receiver of its ceiling.
 """
 from __future__ import annotations
 
@@ -78,7 +79,10 @@ APPS = ("standard", "rt")
 SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 LINK_MBPS = 100
 RT_LINK_RATES = (100, 1000)   # RFC 2544 on the RT path: the lab's link, and gigabit
-FLOOD_CPUS = (0, 1)           # the raw AF_XDP ceiling: sender, receiver (SCHED_FIFO needs two)
+# RFC 2544 on the RT path: the sender on the reserved CPU, the receiving station (the tester's
+# other port) on the other one, like the raw AF_XDP ceiling's ends (SCHED_FIFO spinning needs
+# two CPUs); on one vCPU the two RT threads measure their contention, not the path
+RFC_TX_CPU, RFC_RX_CPU = RT_CPU, 0
 PARTS = ("a", "c", "c-rt", "c-vnic", "d")
 WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes include the FCS
 
@@ -329,16 +333,17 @@ def measure_xdp_ceiling(args, lab, results: dict) -> None:
     """The raw AF_XDP flood per frame size: what the lab path carries without the stack."""
     out = results["rfc2544"]["xdp_flood"] = {}
     for frame in args.sizes:
-        r = out[str(frame)] = bench_xdp_flood.flood(lab, frame, args.flood_s, tx_cpu=FLOOD_CPUS[0],
-                                                    rx_cpu=FLOOD_CPUS[1], priority=STATION_PRIO)
+        r = out[str(frame)] = bench_xdp_flood.flood(lab, frame, args.flood_s, tx_cpu=RFC_TX_CPU,
+                                                    rx_cpu=RFC_RX_CPU, priority=STATION_PRIO)
         log(f"c/ceiling {frame:5d} B: {bench_xdp_flood.describe(r)}")
 
 
 def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
-    rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
+    rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
+    rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     out = results["rfc2544"][rt_path_key(link_mbps)] = {}
-    with nomac_pair(lab, mode=None, rt=rt, ethertypes=[ET], link_rate_mbps=link_mbps) as \
-            (stations, _):
+    with nomac_pair(lab, mode=None, rt=rt, rt2=rt2, ethertypes=[ET], link_rate_mbps=link_mbps) \
+            as (stations, _):
         tx, rx = stations
         rx.count_probes(ET)
         for frame in args.sizes:
@@ -532,7 +537,7 @@ def main(argv=None) -> int:
                      "chunks": args.chunks, "trial_s": args.trial_s,
                      "resolution_pct": args.resolution_pct, "max_trials": args.max_trials,
                      "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
-                     "flood_cpus": list(FLOOD_CPUS)}},
+                     "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
     os.makedirs(args.out_dir, exist_ok=True)
     log(f"# bench_suite {'(quick) ' if args.quick else ''}parts {','.join(sorted(args.parts))}: "
