@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "rtn_app.h"
-#include "rtn_chan.h"
+#include "rtn_chan_inline.h"
 #include "rtn_core.h"
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 
 #define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
 #define DEFAULT_RUN_DIR	"/run/rtnet"
@@ -54,11 +54,6 @@ struct rtn_app_chan {
 	int64_t learn_start_os;
 	int64_t learnt_cycle_ns;
 };
-
-void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o)
-{
-	*o = (struct rtn_app_chan_opts){ .slot = 0, .prio = 15, .max_size = 1514, .depth = 256 };
-}
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -265,7 +260,7 @@ static int read_reply(int fd, char *line, size_t cap, int *fds, int *nfds)
 	return -EMSGSIZE;
 }
 
-int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
 		 struct rtn_app_chan **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -277,6 +272,10 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_o
 	rtn_clear_error();
 	if (!dev || !*dev || strchr(dev, '/'))
 		return rtn_set_error(-EINVAL, "device name %s is not valid", dev ? dev : "(null)");
+	/* the control protocol has no such request: an application's channel publishes cycles */
+	if (o->no_cycles)
+		return rtn_set_error(-EINVAL, "%s: no_cycles is for the station daemon's own channels",
+				     dev);
 	if (netns)
 		snprintf(ns, sizeof(ns), "%s", netns);
 	else
@@ -346,8 +345,9 @@ void rtn_app_close(struct rtn_app_chan *ch)
 
 /* ---- send ------------------------------------------------------------------------ */
 
-int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
-		 uint32_t len, int64_t sched_ns, uint32_t *seq_out)
+/* Build one message in the TX ring and commit it; the numbering is the caller's. */
+static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
+		   uint32_t len, int64_t sched_ns, uint32_t seq)
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	uint32_t flen = RTN_APP_OVERHEAD + len;
@@ -375,19 +375,16 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 	memcpy(f + 6, shm->station_mac, 6);
 	put_be16(f + 12, shm->ethertype);
 	put_be32(f + 14, RTN_APP_MAGIC);
-	put_be32(f + 18, ch->next_seq);
+	put_be32(f + 18, seq);
 	put_be64(f + 22, (uint64_t)sched_ns);
 	put_be64(f + RTN_APP_TX_OFF, 0);
 	if (len)
 		memcpy(f + RTN_APP_OVERHEAD, payload, len);
 	m->len = flen;
-	m->seq = ch->next_seq;
+	m->seq = seq;
 	m->sched_ns = sched_ns;
 	m->tx_ns = m->rx_ns = 0;
 	rtn_ring_prod_commit(&shm->tx);
-	if (seq_out)
-		*seq_out = ch->next_seq;
-	ch->next_seq++;
 	ch->tx_sent++;
 	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
 		uint64_t one = 1;
@@ -397,6 +394,25 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 			ch->kicks++;
 	}
 	return 0;
+}
+
+int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
+		 uint32_t len, int64_t sched_ns, uint32_t *seq_out)
+{
+	int rc = put_msg(ch, dst, payload, len, sched_ns, ch->next_seq);
+
+	if (rc)
+		return rc;
+	if (seq_out)
+		*seq_out = ch->next_seq;
+	ch->next_seq++;
+	return 0;
+}
+
+int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
+		  const void *payload, uint32_t len)
+{
+	return put_msg(ch, to->src, payload, len, RTN_APP_SCHED_NOW, to->seq);
 }
 
 /* ---- receive --------------------------------------------------------------------- */
@@ -415,6 +431,7 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 	if (n)
 		memcpy(buf, m->frame + off, n);
 	if (info) {
+		memcpy(info->dst, m->frame, 6);
 		memcpy(info->src, m->frame + 6, 6);
 		info->ethertype = (uint16_t)(m->frame[12] << 8 | m->frame[13]);
 		info->seq = m->seq;

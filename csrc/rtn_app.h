@@ -25,6 +25,7 @@
 #define RTN_APP_H
 
 #include <stdint.h>
+#include "rtn_chan.h"
 
 #define RTN_APP_ETH_HLEN	14
 #define RTN_APP_OVERHEAD	38	/* Ethernet header + struct rtn_app_hdr */
@@ -32,16 +33,9 @@
 
 struct rtn_app_chan;
 
-struct rtn_app_chan_opts {
-	uint16_t ethertype;
-	uint16_t slot;		/* TDMA slot the channel sends in */
-	uint32_t prio;		/* 0 highest .. 31 */
-	uint32_t max_size;	/* largest frame, Ethernet header included */
-	uint32_t depth;		/* messages per ring, power of two */
-};
-
 /** What came with a received message; times in global time (ns). */
 struct rtn_app_msg_info {
+	uint8_t dst[6];		/* this station, or a broadcast or multicast address */
 	uint8_t src[6];
 	uint16_t ethertype;
 	uint32_t seq;
@@ -90,16 +84,14 @@ struct rtn_app_sample {
 	int64_t app_ns;		/* the application took it from the ring (global time) */
 };
 
-/** Defaults: slot 0, priority 15, 1514-byte frames, 256 messages (EtherType left 0). */
-void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o);
-
 /**
  * Ask the station daemon on @p dev for a channel over its control socket
  * ($RTNET_RUN_DIR or /run/rtnet, then @p netns or the caller's namespace
  * name, then "<dev>.ctl").  The connection stays open for the channel's
- * life: the daemon reclaims the channel when it closes.
+ * life: the daemon reclaims the channel when it closes.  @p o comes from
+ * rtn_chan_opts_init(); no_cycles is for the daemon's own channels (-EINVAL).
  */
-int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
 		 struct rtn_app_chan **out);
 
 /**
@@ -121,6 +113,15 @@ void rtn_app_close(struct rtn_app_chan *ch);
  */
 int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
 		 uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+
+/**
+ * Answer a received message: send @p payload to its sender carrying its
+ * sequence number, so that the sender can pair the answer with its request
+ * (as an ICMP echo reply does).  The channel's own numbering does not
+ * advance.  Returns what rtn_app_send() returns.
+ */
+int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
+		  const void *payload, uint32_t len);
 
 /**
  * Receive one message: copies up to @p cap payload bytes into @p buf.

@@ -15,7 +15,8 @@
 #include "rtn_chan.h"
 #include "rtn_core.h"
 #include "rtn_cyclic.h"
-#include "rtn_time.h"
+#include "rtn_hist_inline.h"
+#include "rtn_time_inline.h"
 
 #define FIRST_CYCLE_TIMEOUT_NS	(2 * RTN_NS_PER_SEC)
 #define POLL_SLICE_NS		(10 * 1000 * 1000LL)	/* re-check stop while waiting */

@@ -8,11 +8,42 @@
 #include <sys/socket.h>
 #include "rtn_core.h"
 #include "rtn_flood.h"
-#include "rtn_tdma_proto.h" /* rtn_get_be16 */
-#include "rtn_time.h"
+#include "rtn_tdma_proto_inline.h" /* rtn_get_be16 */
+#include "rtn_time_inline.h"
 #include "rtn_xsk_priv.h"
 
-static uint32_t reap(struct rtn_xsk_rings *r)
+/*
+ * The socket's rings and UMEM, driven here instead of by rtn_xsk.c.  Its
+ * layout holds: frames [0, frames/2) are the fill ring's (all handed to it
+ * at open), frames [frames/2, frames) are TX frames.
+ */
+struct rings {
+	struct xsk_ring_prod *fill, *tx;
+	struct xsk_ring_cons *comp, *rx;
+	uint8_t *area;
+	uint64_t area_size;
+	uint32_t frame_size, frames;
+	int fd, copy_mode;
+};
+
+static int take_rings(struct rtn_xsk *x, struct rings *r)
+{
+	if (!x->open)
+		return -EBADF;
+	*r = (struct rings){ .fill = &x->fill,
+			     .tx = &x->tx,
+			     .comp = &x->comp,
+			     .rx = &x->rx,
+			     .area = x->area,
+			     .area_size = x->area_size,
+			     .frame_size = x->frame_size,
+			     .frames = x->frames,
+			     .fd = x->fd,
+			     .copy_mode = x->copy_mode };
+	return 0;
+}
+
+static uint32_t reap(struct rings *r)
 {
 	uint32_t idx, n = xsk_ring_cons__peek(r->comp, r->frames / 2, &idx);
 
@@ -24,13 +55,13 @@ static uint32_t reap(struct rtn_xsk_rings *r)
 int rtn_flood_tx(struct rtn_xsk *x, const uint8_t *frame, uint32_t len, uint32_t batch,
 		 int64_t duration_ns, struct rtn_flood_result *out)
 {
-	struct rtn_xsk_rings r;
+	struct rings r;
 	uint32_t n_tx, next = 0, in_flight = 0, i, idx;
 	int64_t end;
 
 	rtn_clear_error();
 	memset(out, 0, sizeof(*out));
-	if (rtn_xsk_rings(x, &r))
+	if (take_rings(x, &r))
 		return rtn_set_error(-EBADF, "flood: AF_XDP socket is closed");
 	if (len < 14 || len > r.frame_size || batch < 1 || batch > RTN_FLOOD_BATCH_MAX ||
 	    duration_ns <= 0)
@@ -81,12 +112,12 @@ int rtn_flood_tx(struct rtn_xsk *x, const uint8_t *frame, uint32_t len, uint32_t
 int rtn_flood_rx(struct rtn_xsk *x, uint16_t ethertype, int64_t idle_ns, int64_t max_ns,
 		 struct rtn_flood_result *out)
 {
-	struct rtn_xsk_rings r;
+	struct rings r;
 	int64_t start, now, last = 0;
 
 	rtn_clear_error();
 	memset(out, 0, sizeof(*out));
-	if (rtn_xsk_rings(x, &r))
+	if (take_rings(x, &r))
 		return rtn_set_error(-EBADF, "flood: AF_XDP socket is closed");
 	if (idle_ns <= 0 || max_ns <= 0)
 		return rtn_set_error(-EINVAL, "flood: idle and max times must be > 0");

@@ -9,7 +9,7 @@
  * completion ring; rtn_flood_rx() busy-polls the RX ring (recvfrom() when it
  * is empty, which also drives NAPI busy polling) and counts the frames of one
  * EtherType.  Both spin: run each on its own thread, and only on sockets
- * nobody else uses (they take the rings over, see rtn_xsk_priv.h).
+ * nobody else uses (they take the rings over).
  */
 #ifndef RTN_FLOOD_H
 #define RTN_FLOOD_H

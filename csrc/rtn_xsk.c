@@ -1,290 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file rtn_xsk.c
- * @brief AF_XDP socket of the real-time path (see rtn_xsk.h).
+ * @brief AF_XDP socket of the real-time path: UMEM, socket, rings, frames.
  *
  * UMEM layout: the first half of the frames feeds the fill ring (RX), the
  * second half is a stack of free TX frames that the completion ring refills.
  * An RX frame goes straight back to the fill ring once it is consumed, so
- * neither direction ever allocates.
+ * neither direction ever allocates.  The XDP program in front of the socket
+ * and its maps are rtn_xsk_prog.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <poll.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/statfs.h>
 #include <unistd.h>
-#include <linux/if_link.h>
 #include <linux/if_xdp.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-#include <xdp/xsk.h>
 
 #include "rtn_core.h"
-#include "rtn_time.h"
-#include "rtn_xsk.h"
+#include "rtn_time_inline.h"
 #include "rtn_xsk_priv.h"
 
-#ifndef BPF_FS_MAGIC
-#define BPF_FS_MAGIC 0xcafe4a11
-#endif
 #ifndef SO_PREFER_BUSY_POLL
 #define SO_PREFER_BUSY_POLL 69
 #endif
 #ifndef SO_BUSY_POLL_BUDGET
 #define SO_BUSY_POLL_BUDGET 70
 #endif
-
-#define ETHERTYPE_RTMAC 0x9021
-#define ETHERTYPE_RTCFG 0x9022
-
-struct rtn_xsk {
-	char ifname[IF_NAMESIZE];
-	int ifindex;
-	uint32_t queue;
-	int netns_fd;              /* namespace the socket lives in, for detach */
-	int open;
-
-	struct bpf_object *obj;
-	int prog_fd;
-	uint32_t xdp_flags;        /* mode flag used at attach (for detach) */
-	int attached;
-	int mode;
-	char fallback_reason[160];
-	int counters_fd;
-	char pin_path[256];        /* pinned rt_ethertypes, removed on close */
-
-	void *area;
-	size_t area_size;
-	int defer_kick;		/* submit now, kick once in rtn_xsk_flush() */
-	int kick_pending;
-	uint32_t frame_size;
-	uint32_t frames;
-	struct xsk_umem *umem;
-	struct xsk_socket *xsk;
-	int fd;
-	struct xsk_ring_prod fill;
-	struct xsk_ring_cons comp;
-	struct xsk_ring_cons rx;
-	struct xsk_ring_prod tx;
-	int copy_mode;
-	int busy_poll;
-
-	uint64_t *tx_free;         /* stack of free TX frame addresses */
-	uint32_t n_tx_free;
-
-	uint32_t peek_idx;         /* RX ring index of an outstanding peek */
-	uint32_t peek_n;
-
-	struct rtn_xsk_stats st;
-};
-
-/* Keep libbpf's last warning so an error message can name the kernel's cause. */
-static __thread char libbpf_last[200];
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_WARN) {
-		vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
-		libbpf_last[strcspn(libbpf_last, "\n")] = '\0';
-	}
-	return 0;
-}
-
-/* ---- XDP program ---- */
-
-static int describe_attached(struct rtn_xsk *x, char *buf, size_t len)
-{
-	struct bpf_prog_info info;
-	uint32_t info_len = sizeof(info);
-	uint32_t id = 0;
-	int fd;
-
-	if (bpf_xdp_query_id(x->ifindex, 0, &id) || !id)
-		return 0;
-	memset(&info, 0, sizeof(info));
-	fd = bpf_prog_get_fd_by_id(id);
-	if (fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &info_len))
-		snprintf(buf, len, "'%s' (id %u)", info.name, id);
-	else
-		snprintf(buf, len, "id %u", id);
-	if (fd >= 0)
-		close(fd);
-	return 1;
-}
-
-static int attached_error(struct rtn_xsk *x)
-{
-	char who[64] = "";
-
-	describe_attached(x, who, sizeof(who));
-	return rtn_set_error(-EBUSY, "%s: XDP program %s is already attached "
-			     "(another rtnet socket or XDP tool owns the interface)",
-			     x->ifname, who[0] ? who : "(unknown)");
-}
-
-static int try_attach(struct rtn_xsk *x, uint32_t mode_flag)
-{
-	int err;
-
-	libbpf_last[0] = '\0';
-	err = bpf_xdp_attach(x->ifindex, x->prog_fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode_flag,
-			     NULL);
-	if (!err) {
-		x->xdp_flags = mode_flag;
-		x->attached = 1;
-		x->mode = mode_flag == XDP_FLAGS_DRV_MODE ? RTN_XDP_MODE_NATIVE : RTN_XDP_MODE_SKB;
-	}
-	return err;
-}
-
-static int attach_prog(struct rtn_xsk *x, int mode)
-{
-	char native_why[120];
-	int err, err2;
-	uint32_t id = 0;
-
-	/* Name an existing program before trying: the kernel only says EBUSY. */
-	if (!bpf_xdp_query_id(x->ifindex, 0, &id) && id)
-		return attached_error(x);
-
-	if (mode == RTN_XDP_MODE_SKB) {
-		err = try_attach(x, XDP_FLAGS_SKB_MODE);
-		if (err == -EBUSY || err == -EEXIST)
-			return attached_error(x);
-		if (err == -EPERM)
-			return rtn_set_error(err, "%s: attaching XDP needs CAP_NET_ADMIN (run as root)",
-					     x->ifname);
-		if (err)
-			return rtn_set_error(err, "%s: SKB-mode XDP attach failed: %s",
-					     x->ifname, strerror(-err));
-		return 0;
-	}
-
-	err = try_attach(x, XDP_FLAGS_DRV_MODE);
-	if (!err)
-		return 0;
-	if (err == -EBUSY || err == -EEXIST)
-		return attached_error(x);
-	if (err == -EPERM)
-		return rtn_set_error(err, "%s: attaching XDP needs CAP_NET_ADMIN (run as root)",
-				     x->ifname);
-	snprintf(native_why, sizeof(native_why), "native XDP attach failed: %s%s%s",
-		 strerror(-err), libbpf_last[0] ? "; " : "", libbpf_last);
-	if (mode == RTN_XDP_MODE_NATIVE)
-		return rtn_set_error(err, "%s: driver has no native XDP support (%s)",
-				     x->ifname, native_why);
-
-	err2 = try_attach(x, XDP_FLAGS_SKB_MODE);
-	if (err2 == -EBUSY || err2 == -EEXIST)
-		return attached_error(x);
-	if (err2)
-		return rtn_set_error(err2, "%s: no XDP support: %s; SKB-mode attach failed: %s",
-				     x->ifname, native_why, strerror(-err2));
-	snprintf(x->fallback_reason, sizeof(x->fallback_reason), "%s", native_why);
-	return 0;
-}
-
-static void detach_prog(struct rtn_xsk *x)
-{
-	struct bpf_xdp_attach_opts opts = { .sz = sizeof(opts) };
-	int home = -1;
-
-	if (!x->attached)
-		return;
-	/*
-	 * ifindex only means something in the socket's namespace, and close()
-	 * may run on a thread that lives elsewhere: go there and come back.
-	 */
-	if (x->netns_fd >= 0) {
-		home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (home >= 0 && setns(x->netns_fd, CLONE_NEWNET)) {
-			close(home);
-			home = -1;
-		}
-	}
-	/* Only remove our own program, never one attached after us. */
-	opts.old_prog_fd = x->prog_fd;
-	bpf_xdp_detach(x->ifindex, x->xdp_flags, &opts);
-	if (home >= 0) {
-		setns(home, CLONE_NEWNET);
-		close(home);
-	}
-	x->attached = 0;
-}
-
-static int load_prog(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
-{
-	struct bpf_program *prog;
-	struct bpf_map *types, *pinned;
-	struct statfs sfs;
-	uint16_t key;
-	uint8_t one = 1;
-	uint32_t i;
-	int err, fd;
-
-	if (!o->bpf_obj_path || access(o->bpf_obj_path, R_OK))
-		return rtn_set_error(-ENOENT, "XDP object %s not found (build with setup.py build_ext)",
-				     o->bpf_obj_path ? o->bpf_obj_path : "(none)");
-	if (o->pin_dir && (statfs(o->pin_dir, &sfs) || sfs.f_type != BPF_FS_MAGIC))
-		return rtn_set_error(-ENOENT, "bpffs is not mounted at %s "
-				     "(mount -t bpf bpf /sys/fs/bpf)", o->pin_dir);
-
-	libbpf_set_print(libbpf_quiet);
-	libbpf_last[0] = '\0';
-	x->obj = bpf_object__open_file(o->bpf_obj_path, NULL);
-	if (!x->obj) {
-		err = -errno;
-		x->obj = NULL;
-		return rtn_set_error(err, "cannot open XDP object %s: %s",
-				     o->bpf_obj_path, strerror(-err));
-	}
-	err = bpf_object__load(x->obj);
-	if (err) {
-		if (err == -EPERM)
-			return rtn_set_error(err, "loading the XDP program needs CAP_BPF and "
-					     "CAP_NET_ADMIN (run as root)");
-		return rtn_set_error(err, "loading XDP object %s failed: %s%s%s", o->bpf_obj_path,
-				     strerror(-err), libbpf_last[0] ? "; " : "", libbpf_last);
-	}
-	prog = bpf_object__find_program_by_name(x->obj, "xdp_rtnet");
-	types = bpf_object__find_map_by_name(x->obj, "rt_ethertypes");
-	if (!prog || !types || !bpf_object__find_map_by_name(x->obj, "xsks_map"))
-		return rtn_set_error(-EINVAL, "%s is not an rtnet XDP object", o->bpf_obj_path);
-	x->prog_fd = bpf_program__fd(prog);
-	x->counters_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_counters");
-
-	fd = bpf_map__fd(types);
-	key = ETHERTYPE_RTMAC;
-	err = bpf_map_update_elem(fd, &key, &one, BPF_ANY);
-	key = ETHERTYPE_RTCFG;
-	err = err ? err : bpf_map_update_elem(fd, &key, &one, BPF_ANY);
-	for (i = 0; !err && i < o->n_ethertypes; i++)
-		err = bpf_map_update_elem(fd, &o->ethertypes[i], &one, BPF_ANY);
-	if (err)
-		return rtn_set_error(-errno, "filling rt_ethertypes failed: %s", strerror(errno));
-
-	if (o->pin_dir) {
-		snprintf(x->pin_path, sizeof(x->pin_path), "%s/rtn_ethertypes_%s",
-			 o->pin_dir, x->ifname);
-		pinned = types;
-		err = bpf_map__pin(pinned, x->pin_path);
-		if (err) {
-			rtn_set_error(err, "pinning rt_ethertypes at %s failed: %s",
-				      x->pin_path, strerror(-err));
-			x->pin_path[0] = '\0';
-			return err;
-		}
-	}
-	return 0;
-}
 
 /* ---- UMEM and socket ---- */
 
@@ -317,17 +62,19 @@ static int socket_error(struct rtn_xsk *x, int err, int zerocopy)
 				     x->ifname, x->queue);
 	case -EOPNOTSUPP:
 		if (zerocopy)
-			return rtn_set_error(err, "%s: driver has no AF_XDP zero-copy support "
-					     "(veth never has; use copy mode)", x->ifname);
+			return rtn_set_error(err,
+					     "%s: driver has no AF_XDP zero-copy support "
+					     "(veth never has; use copy mode)",
+					     x->ifname);
 		/* fall through */
 	default:
-		return rtn_set_error(err, "%s: AF_XDP socket on queue %u failed: %s",
-				     x->ifname, x->queue, strerror(-err));
+		return rtn_set_error(err, "%s: AF_XDP socket on queue %u failed: %s", x->ifname,
+				     x->queue, strerror(-err));
 	}
 }
 
 #ifndef XDP_MAX_TX_SKB_BUDGET
-#define XDP_MAX_TX_SKB_BUDGET 9	/* Linux 6.17 */
+#define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17 */
 #endif
 
 /*
@@ -368,14 +115,15 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		.xdp_flags = x->xdp_flags,
 		.bind_flags = XDP_USE_NEED_WAKEUP | (o->zerocopy ? XDP_ZEROCOPY : XDP_COPY),
 	};
-	int map_fd, err;
+	int err;
 
 	x->area_size = (size_t)x->frames * x->frame_size;
 	x->area = mmap(NULL, x->area_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (x->area == MAP_FAILED) {
 		x->area = NULL;
-		return rtn_set_error(-errno, "UMEM of %zu bytes: %s", x->area_size, strerror(errno));
+		return rtn_set_error(-errno, "UMEM of %zu bytes: %s", x->area_size,
+				     strerror(errno));
 	}
 	x->tx_free = calloc(x->frames / 2, sizeof(*x->tx_free));
 	if (!x->tx_free)
@@ -402,15 +150,13 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 	if (err)
 		return err;
 
-	map_fd = bpf_object__find_map_fd_by_name(x->obj, "xsks_map");
-	if (bpf_map_update_elem(map_fd, &x->queue, &x->fd, BPF_ANY))
-		return rtn_set_error(-errno, "%s: xsks_map[%u]: %s", x->ifname, x->queue,
-				     strerror(errno));
+	err = rtn_xsk_prog_add_socket(x);
+	if (err)
+		return err;
 	if (x->busy_poll)
 		set_busy_poll(x);
 	return 0;
 }
-
 int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 {
 	struct rtn_xsk *x;
@@ -424,7 +170,8 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 		return rtn_set_error(-EINVAL, "frames must be a power of two >= 64, not %u",
 				     o->frames);
 	if (o->n_ethertypes > RTN_XSK_MAX_ETHERTYPES)
-		return rtn_set_error(-EINVAL, "at most %d extra EtherTypes", RTN_XSK_MAX_ETHERTYPES);
+		return rtn_set_error(-EINVAL, "at most %d extra EtherTypes",
+				     RTN_XSK_MAX_ETHERTYPES);
 	if (o->mode < RTN_XDP_MODE_AUTO || o->mode > RTN_XDP_MODE_SKB)
 		return rtn_set_error(-EINVAL, "bad XDP mode %d", o->mode);
 
@@ -434,7 +181,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	snprintf(x->ifname, sizeof(x->ifname), "%s", o->ifname);
 	x->queue = o->queue;
 	x->frames = o->frames;
-	x->frame_size = XSK_UMEM__DEFAULT_FRAME_SIZE;
+	x->frame_size = RTN_XSK_FRAME_SIZE;
 	x->busy_poll = o->busy_poll;
 	x->fd = -1;
 	x->prog_fd = -1;
@@ -447,10 +194,10 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 		err = rtn_set_error(-ENODEV, "%s: no such interface", o->ifname);
 		goto fail;
 	}
-	err = load_prog(x, o);
+	err = rtn_xsk_prog_load(x, o);
 	if (err)
 		goto fail;
-	err = attach_prog(x, o->mode);
+	err = rtn_xsk_prog_attach(x, o->mode);
 	if (err)
 		goto fail;
 	err = create_socket(x, o);
@@ -476,15 +223,7 @@ void rtn_xsk_close(struct rtn_xsk *x)
 	if (x->umem)
 		xsk_umem__delete(x->umem);
 	x->umem = NULL;
-	detach_prog(x);
-	if (x->pin_path[0])
-		unlink(x->pin_path);
-	x->pin_path[0] = '\0';
-	if (x->obj)
-		bpf_object__close(x->obj);
-	x->obj = NULL;
-	x->prog_fd = -1;
-	x->counters_fd = -1;
+	rtn_xsk_prog_release(x);
 	if (x->area)
 		munmap(x->area, x->area_size);
 	x->area = NULL;
@@ -523,30 +262,12 @@ uint32_t rtn_xsk_frame_size(const struct rtn_xsk *x)
 {
 	return x->frame_size;
 }
-
 int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t vals[ncpu > 0 ? ncpu : 1];
-	uint32_t key;
-	int i;
-
 	rtn_clear_error();
 	*out = x->st;
-	if (!x->open || x->counters_fd < 0 || ncpu <= 0)
-		return 0;
-	for (key = 0; key < 2; key++) {
-		uint64_t sum = 0;
-
-		if (bpf_map_lookup_elem(x->counters_fd, &key, vals))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			sum += vals[i];
-		if (key == 0)
-			out->xdp_redirected = sum;
-		else
-			out->xdp_passed = sum;
-	}
+	if (x->open)
+		rtn_xsk_prog_counters(x, out);
 	return 0;
 }
 
@@ -607,8 +328,8 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	}
 }
 
-int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
-			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts)
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+			 int64_t stamp_add, int64_t *tx_ts)
 {
 	struct xdp_desc *desc;
 	uint64_t addr;
@@ -709,8 +430,7 @@ static inline int desc_ok(struct rtn_xsk *x, const struct xdp_desc *d)
 {
 	uint64_t a = xsk_umem__add_offset_to_addr(d->addr);
 
-	return a < x->area_size && d->len <= x->frame_size &&
-	       a + d->len <= x->area_size;
+	return a < x->area_size && d->len <= x->frame_size && a + d->len <= x->area_size;
 }
 
 static inline void wake_rx(struct rtn_xsk *x)
@@ -803,8 +523,7 @@ static int rx_meta_ok(const struct rtn_xsk *x, const struct xdp_desc *d)
 	return in_chunk >= sizeof(struct rx_meta);
 }
 
-int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
-		    int64_t *rx_ts)
+int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max, int64_t *rx_ts)
 {
 	const struct xdp_desc *d;
 	uint32_t idx, n, i;
@@ -859,15 +578,4 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 	refill_batch(x, x->peek_idx, x->peek_n);
 	xsk_ring_cons__release(&x->rx, x->peek_n);
 	x->peek_n = 0;
-}
-
-int rtn_xsk_rings(struct rtn_xsk *x, struct rtn_xsk_rings *out)
-{
-	if (!x->open)
-		return -EBADF;
-	*out = (struct rtn_xsk_rings){ .fill = &x->fill, .tx = &x->tx, .comp = &x->comp,
-				       .rx = &x->rx, .area = x->area, .area_size = x->area_size,
-				       .frame_size = x->frame_size, .frames = x->frames,
-				       .fd = x->fd, .copy_mode = x->copy_mode };
-	return 0;
 }

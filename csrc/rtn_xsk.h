@@ -8,7 +8,7 @@
  * socket with libxdp's xsk API (its own program load inhibited) and enters
  * the socket in xsks_map[queue].  The frame functions below do every ring
  * operation in C, allocate nothing and take the timestamps themselves, so
- * the caller only sees whole frames and nanosecond times (rtn_time.h).
+ * the caller only sees whole frames and nanosecond times (rtn_time_inline.h).
  */
 #ifndef RTN_XSK_H
 #define RTN_XSK_H
@@ -20,6 +20,7 @@
 #define RTN_XDP_MODE_SKB 2
 
 #define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
+#define RTN_XSK_FRAME_SIZE 4096    /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
 
 struct rtn_xsk;
 

@@ -1,30 +1,77 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file rtn_xsk_priv.h
- * @brief The rings of an open AF_XDP socket, for code that drives them
- *        itself (rtn_flood.c).  Not part of the API.
- *
- * The UMEM layout is rtn_xsk.c's: frames [0, frames/2) belong to the fill
- * ring and the RX ring, frames [frames/2, frames) to TX.  Whoever takes the
- * rings over must not mix that with the rtn_xsk_send/recv functions.
+ * @brief The AF_XDP socket's state, shared by its parts: rtn_xsk.c (UMEM,
+ *        socket, rings and the frame functions) and rtn_xsk_prog.c (the XDP
+ *        program and its maps).  Not part of the API.
  */
 #ifndef RTN_XSK_PRIV_H
 #define RTN_XSK_PRIV_H
 
+#include <net/if.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <xdp/xsk.h>
+
 #include "rtn_xsk.h"
 
-struct rtn_xsk_rings {
-	struct xsk_ring_prod *fill, *tx;
-	struct xsk_ring_cons *comp, *rx;
-	uint8_t *area;
-	uint64_t area_size;
-	uint32_t frame_size, frames;
-	int fd, copy_mode;
+struct bpf_object;
+
+struct rtn_xsk {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint32_t queue;
+	int netns_fd; /* namespace the socket lives in, for detach */
+	int open;
+
+	struct bpf_object *obj;
+	int prog_fd;
+	uint32_t xdp_flags; /* mode flag used at attach (for detach) */
+	int attached;
+	int mode;
+	char fallback_reason[160];
+	int counters_fd;
+	char pin_path[256]; /* pinned rt_ethertypes, removed on close */
+
+	void *area;
+	size_t area_size;
+	int defer_kick; /* submit now, kick once in rtn_xsk_flush() */
+	int kick_pending;
+	uint32_t frame_size;
+	uint32_t frames;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	int fd;
+	struct xsk_ring_prod fill;
+	struct xsk_ring_cons comp;
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod tx;
+	int copy_mode;
+	int busy_poll;
+
+	uint64_t *tx_free; /* stack of free TX frame addresses */
+	uint32_t n_tx_free;
+
+	uint32_t peek_idx; /* RX ring index of an outstanding peek */
+	uint32_t peek_n;
+
+	struct rtn_xsk_stats st;
 };
 
-/* 0, or -EBADF when the socket is closed. */
-int rtn_xsk_rings(struct rtn_xsk *x, struct rtn_xsk_rings *out);
+/*
+ * rtn_xsk_prog.c.  Each returns 0 or a negative errno with rtn_set_error()
+ * called; each undo step knows whether its step happened.
+ */
+
+/** Open and load the XDP object, fill rt_ethertypes and pin it if asked. */
+int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o);
+/** Attach the loaded program in @p mode (RTN_XDP_MODE_*); AUTO falls back to SKB. */
+int rtn_xsk_prog_attach(struct rtn_xsk *x, int mode);
+/** Enter the socket (x->fd) in xsks_map[x->queue], so the program steers to it. */
+int rtn_xsk_prog_add_socket(struct rtn_xsk *x);
+/** Detach our program, unpin rt_ethertypes and close the object. */
+void rtn_xsk_prog_release(struct rtn_xsk *x);
+/** Add the program's per-CPU counters (rt_counters) to @p out. */
+void rtn_xsk_prog_counters(const struct rtn_xsk *x, struct rtn_xsk_stats *out);
 
 #endif

@@ -28,9 +28,10 @@ from rtnet.argtypes import integer, netns_name
 from rtnet.errors import ConfigError
 from rtnet.messages import bounded, one_line, shown
 from rtnet.names import interface_name_problem
+from rtnet.options import OPTIONS
 
 from . import control, tdma_config
-from .tdma_config import LIMITS, MAX_CYCLE_US, MAX_OFFSET_US, MAX_SLOT_ID_LIMIT, TdmaConfig
+from .tdma_config import TdmaConfig
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -75,20 +76,28 @@ def _validated_globals(**kwargs) -> None:
         raise UsageError(str(exc)) from None
 
 
+# tdmacfg's options of "master" and "slave": flag -> option table key
+TDMA_MASTER_FLAGS = {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id",
+                     "-m": "tdma.max_cal_requests"}
+TDMA_SLAVE_FLAGS = {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
+
+
+def _settings(a, flags: dict) -> dict:
+    return {OPTIONS[key].name: getattr(a, OPTIONS[key].name) for key in flags.values()}
+
+
 def req_master(a) -> dict:
     backup = a.backup_offset_us or None  # -b 0 means primary master, as in tdmacfg
-    _validated_globals(role="master", cycle_us=a.cycle_us, backup_offset_us=backup,
-                       cal_rounds=a.cal_rounds, max_slot_id=a.max_slot_id,
-                       max_cal_requests=a.max_cal_requests)
+    settings = _settings(a, TDMA_MASTER_FLAGS)
+    _validated_globals(role="master", cycle_us=a.cycle_us, backup_offset_us=backup, **settings)
     return {"cmd": "tdma.master", "dev": a.dev, "cycle_us": a.cycle_us,
-            "backup_offset_us": backup, "cal_rounds": a.cal_rounds,
-            "max_slot_id": a.max_slot_id, "max_cal_requests": a.max_cal_requests}
+            "backup_offset_us": backup, **settings}
 
 
 def req_slave(a) -> dict:
-    _validated_globals(role="slave", cal_rounds=a.cal_rounds, max_slot_id=a.max_slot_id)
-    return {"cmd": "tdma.slave", "dev": a.dev, "cal_rounds": a.cal_rounds,
-            "max_slot_id": a.max_slot_id}
+    settings = _settings(a, TDMA_SLAVE_FLAGS)
+    _validated_globals(role="slave", **settings)
+    return {"cmd": "tdma.slave", "dev": a.dev, **settings}
 
 
 def req_slot(a) -> dict:
@@ -161,31 +170,32 @@ def build_parser() -> argparse.ArgumentParser:
     cmds = tdma.add_subparsers(dest="command", required=True,
                                metavar="master|slave|slot|detach|show")
 
-    # the ranges of rtmac.tdma_config.LIMITS, which the daemon applies again
-    cal_rounds = integer("calibration rounds", *LIMITS["cal_rounds"])
-    max_slot_id = integer("max slot id", *LIMITS["max_slot_id"])
+    # types, ranges, defaults and help from the option table (rtnet.options), which
+    # the configuration files and the daemon use too
     m = cmds.add_parser("master", help="become (backup) master")
-    m.add_argument("cycle_us", type=integer("cycle period", *LIMITS["cycle_us"]))
-    m.add_argument("-b", dest="backup_offset_us", default=0,
-                   type=integer("backup offset", 0, MAX_CYCLE_US - 1))
-    m.add_argument("-c", dest="cal_rounds", type=cal_rounds, default=100)
-    m.add_argument("-i", dest="max_slot_id", type=max_slot_id, default=7)
-    m.add_argument("-m", dest="max_cal_requests", default=64,
-                   type=integer("max calibration requests", *LIMITS["max_cal_requests"]))
+    m.add_argument("cycle_us", type=OPTIONS["tdma.cycle_us"].argtype("cycle period"),
+                   help=OPTIONS["tdma.cycle_us"].help)
+    backup = OPTIONS["tdma.backup_offset_us"]
+    m.add_argument("-b", dest="backup_offset_us", default=0,       # 0: primary, as tdmacfg
+                   type=integer("backup offset", 0, backup.hi), help=backup.help)
+    for flag, key in TDMA_MASTER_FLAGS.items():
+        OPTIONS[key].add_to(m, flag)
     m.set_defaults(build=req_master)
 
     s = cmds.add_parser("slave", help="become slave")
-    s.add_argument("-c", dest="cal_rounds", type=cal_rounds, default=100)
-    s.add_argument("-i", dest="max_slot_id", type=max_slot_id, default=7)
+    for flag, key in TDMA_SLAVE_FLAGS.items():
+        OPTIONS[key].add_to(s, flag)
     s.set_defaults(build=req_slave)
 
     sl = cmds.add_parser("slot", help="add/replace a slot, or remove it (no offset)")
-    sl.add_argument("id", type=integer("slot id", 0, MAX_SLOT_ID_LIMIT))
-    sl.add_argument("offset_us", nargs="?", type=integer("slot offset", 0, MAX_OFFSET_US))
+    sl.add_argument("id", type=OPTIONS["tdma.slot.id"].argtype("slot id"))
+    sl.add_argument("offset_us", nargs="?",
+                    type=OPTIONS["tdma.slot.offset_us"].argtype("slot offset"))
     sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
     sl.add_argument("-s", dest="size", type=_size)
-    sl.add_argument("-j", dest="joint", type=integer("joint slot id", 0, MAX_SLOT_ID_LIMIT))
-    sl.add_argument("-w", dest="window_us", type=integer("window", 1, MAX_OFFSET_US),
+    sl.add_argument("-j", dest="joint", type=OPTIONS["tdma.slot.joint"].argtype("joint slot id"))
+    sl.add_argument("-w", dest="window_us",
+                    type=integer("window", 1, OPTIONS["tdma.slot.window_us"].hi),
                     help="a transmit window of this many us (beyond tdmacfg)")
     sl.add_argument("-l", dest="log_file", metavar="file")
     sl.add_argument("-t", dest="cal_timeout_ms",

@@ -30,40 +30,31 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from rtnet._lowlevel import lib
+from rtnet._lowlevel import ffi, lib
 from rtnet.errors import ConfigError
 from rtnet.messages import shown
+from rtnet.options import OPTIONS
 
 # The C engine checks every configuration again (rtn_tdma_cfg_check() in
-# csrc/rtn_tdma.c) with the same rules; tests/unit/test_tdma_cross_check.py
-# holds the two together.  Limits that have a C constant are read from it.
-MIN_CYCLE_US = lib.RTN_TDMA_MIN_CYCLE_NS // 1000   # a 2-vCPU stock kernel keeps no finer grid
-MAX_SLOT_ID_LIMIT = lib.RTN_TDMA_MAX_SLOTS - 1     # the C engine's slot table
-MAX_CAL_REQUESTS = lib.RTN_TDMA_MAX_CAL            # calibration replies a master can hold
-MAX_CYCLE_US = 1_000_000    # RTnet shipped 5 ms; a 1 s cycle is the sane upper end
-MAX_OFFSET_US = MAX_CYCLE_US
-MAX_PERIOD = 1024
-MIN_SLOT_SIZE = 60          # RTnet MIN_SLOT_SIZE
-MAX_MTU = 1500             # Ethernet without jumbo frames (C frame buffers hold 1536 bytes)
-MAX_CAL_ROUNDS = 1_000_000
-MAX_LINK_RATE_MBPS = 400_000
-MAX_GUARD_NS = MAX_CYCLE_US * 1000
-MAX_SYNC_LOSS_CYCLES = 1_000_000
-DEFAULT_GUARD_NS = 50_000  # lateness a slot tolerates: ~p99.9 of a wake-up on a stock kernel
+# csrc/rtn_tdma_cfg.c) with the same rules; tests/unit/test_tdma_cross_check.py
+# holds the two together.  Ranges and defaults come from rtnet.options, which
+# reads the C constants.
+MIN_CYCLE_US, MAX_CYCLE_US = OPTIONS["tdma.cycle_us"].limits
+MAX_SLOT_ID_LIMIT = OPTIONS["tdma.max_slot_id"].hi          # the C engine's slot table
+MAX_CAL_REQUESTS = OPTIONS["tdma.max_cal_requests"].hi      # calibration replies a master can hold
+MAX_OFFSET_US = OPTIONS["tdma.slot.offset_us"].hi
+MAX_PERIOD = OPTIONS["tdma.slot.period"].hi
+MIN_SLOT_SIZE, MAX_MTU = OPTIONS["tdma.slot.size"].limits   # RTnet's MIN_SLOT_SIZE; no jumbo frames
+MAX_LINK_RATE_MBPS = OPTIONS["link.link_rate_mbps"].hi
+DEFAULT_GUARD_NS = OPTIONS["tdma.guard_ns"].default
 
-# The allowed range of each whole-number setting of a TdmaConfig; the
-# configuration files and rtmac's command line check against the same table.
-# backup_offset_us is 1..cycle_us - 1 and cycle_us is optional for a slave.
-LIMITS = {
-    "cycle_us": (MIN_CYCLE_US, MAX_CYCLE_US),
-    "cal_rounds": (0, MAX_CAL_ROUNDS),
-    "max_slot_id": (0, MAX_SLOT_ID_LIMIT),
-    "max_cal_requests": (1, MAX_CAL_REQUESTS),
-    "link_rate_mbps": (0, MAX_LINK_RATE_MBPS),
-    "guard_ns": (0, MAX_GUARD_NS),
-    "mtu": (MIN_SLOT_SIZE, MAX_MTU),
-    "sync_loss_cycles": (1, MAX_SYNC_LOSS_CYCLES),
-}
+# The allowed range of each whole-number setting of a TdmaConfig (the option
+# table's); backup_offset_us is 1..cycle_us - 1 and cycle_us is optional for a slave.
+_GLOBAL_KEYS = {"cycle_us": "tdma.cycle_us", "cal_rounds": "tdma.cal_rounds",
+                "max_slot_id": "tdma.max_slot_id", "max_cal_requests": "tdma.max_cal_requests",
+                "link_rate_mbps": "link.link_rate_mbps", "guard_ns": "tdma.guard_ns",
+                "mtu": "tdma.mtu", "sync_loss_cycles": "tdma.sync_loss_cycles"}
+LIMITS = {name: OPTIONS[key].limits for name, key in _GLOBAL_KEYS.items()}
 
 ETH_HLEN = 14
 ETH_ZLEN = 60               # minimum frame without FCS
@@ -119,14 +110,49 @@ class TdmaConfig:
     role: str
     cycle_us: int | None = None
     backup_offset_us: int | None = None
-    cal_rounds: int = 100
-    max_slot_id: int = 7
-    max_cal_requests: int = 64
+    cal_rounds: int = OPTIONS["tdma.cal_rounds"].default
+    max_slot_id: int = OPTIONS["tdma.max_slot_id"].default
+    max_cal_requests: int = OPTIONS["tdma.max_cal_requests"].default
     slots: dict = field(default_factory=dict)
-    link_rate_mbps: int = 100
+    link_rate_mbps: int = OPTIONS["link.link_rate_mbps"].default
     guard_ns: int = DEFAULT_GUARD_NS
-    mtu: int = 1500
-    sync_loss_cycles: int = 5   # beyond RTnet: cycles without Sync before a slave goes silent
+    mtu: int = OPTIONS["tdma.mtu"].default
+    # beyond RTnet: cycles without Sync before a slave goes silent
+    sync_loss_cycles: int = OPTIONS["tdma.sync_loss_cycles"].default
+
+    def to_c(self, *, listen_cycles: int = 3):
+        """This configuration as a ``struct rtn_tdma_cfg *`` for the C engine (validate first)."""
+        c = ffi.new("struct rtn_tdma_cfg *")
+        role = lib.RTN_TDMA_ROLE_MASTER if self.role == "master" else lib.RTN_TDMA_ROLE_SLAVE
+        lib.rtn_tdma_cfg_init(c, role)
+        c.cycle_ns = (self.cycle_us or 0) * 1000
+        c.backup_offset_ns = -1 if self.backup_offset_us is None else self.backup_offset_us * 1000
+        c.cal_rounds = self.cal_rounds
+        c.max_slot_id = self.max_slot_id
+        c.max_cal_requests = self.max_cal_requests
+        c.link_rate_mbps = self.link_rate_mbps
+        c.guard_ns = self.guard_ns
+        c.sync_loss_cycles = self.sync_loss_cycles
+        c.listen_cycles = listen_cycles
+        slots = sorted(self.slots.values(), key=lambda s: s.id)
+        c.n_slots = len(slots)
+        for i, s in enumerate(slots):
+            cs = c.slots[i]
+            cs.id = s.id
+            cs.offset_ns = s.offset_us * 1000
+            cs.phasing = s.phasing
+            cs.period = s.period
+            cs.size = s.size
+            cs.joint = -1 if s.joint is None else s.joint
+            cs.window_ns = s.window_us * 1000
+        return c
+
+    def validated(self, learned_cycle_us: int | None = None) -> "TdmaConfig":
+        """This configuration if valid (ConfigError if not); a slave without a cycle is
+        also checked against the cycle it learned from the Sync frames, if given."""
+        if self.role == "slave" and self.cycle_us is None and learned_cycle_us:
+            validate(replace(self, cycle_us=learned_cycle_us))
+        return validate(self)
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -41,6 +41,7 @@ class Message:
     rx_ns: int
     payload: bytes
     ethertype: int
+    dst: str                 # where the frame was addressed: this station, broadcast, multicast
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,20 @@ def _timeout_ns(timeout) -> int:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
         raise ConfigError(f"timeout {timeout!r}: seconds >= 0, or None to wait forever")
     return int(timeout * 1e9)
+
+
+def _checked_payload(payload) -> bytes:
+    payload = bytes(payload)
+    if len(payload) > MAX_PAYLOAD:
+        raise ConfigError(f"payload of {len(payload)} bytes: at most {MAX_PAYLOAD}")
+    return payload
+
+
+def _check_sent(rc: int, what: str) -> None:
+    """A full TX ring is ChannelFull (the caller may retry), anything else ChannelError."""
+    if rc == -errno.ENOBUFS:
+        raise ChannelFull(errno.ENOBUFS, "channel TX ring full")
+    check(rc, ChannelError, what)
 
 
 def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
@@ -90,6 +105,7 @@ class Channel(Closeable):
         self._info = ffi.new("struct rtn_app_msg_info *")
         self._wi = ffi.new("struct rtn_app_waitinfo *")
         self._seq = ffi.new("uint32_t *")
+        self._to = ffi.new("struct rtn_app_msg_info *")
         self._tasks: weakref.WeakSet = weakref.WeakSet()
         st = self.stats()
         self.ethertype = st["ethertype"]
@@ -142,15 +158,19 @@ class Channel(Closeable):
         """Queue ``payload`` for ``dst``; returns its sequence number."""
         ch = self._live()
         dst_b = parse_mac(dst)
-        payload = bytes(payload)
-        if len(payload) > MAX_PAYLOAD:
-            raise ConfigError(f"payload of {len(payload)} bytes: at most {MAX_PAYLOAD}")
+        payload = _checked_payload(payload)
         sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
-        rc = lib.rtn_app_send(ch, dst_b, payload, len(payload), sched, self._seq)
-        if rc == -errno.ENOBUFS:
-            raise ChannelFull(errno.ENOBUFS, "channel TX ring full")
-        check(rc, ChannelError, "send")
+        _check_sent(lib.rtn_app_send(ch, dst_b, payload, len(payload), sched, self._seq), "send")
         return self._seq[0]
+
+    def reply(self, msg: Message, payload: bytes = b"") -> None:
+        """Send ``payload`` back to the sender of ``msg`` with ``msg``'s sequence number, so the
+        sender can pair it with its request; the channel's own numbering does not advance."""
+        ch = self._live()
+        self._to.src = parse_mac(msg.src)
+        self._to.seq = msg.seq
+        payload = _checked_payload(payload)
+        _check_sent(lib.rtn_app_reply(ch, self._to, payload, len(payload)), "reply")
 
     def recv(self, timeout: float | None = None) -> Message | None:
         """Next message, waiting up to ``timeout`` seconds (None: forever, 0: poll)."""
@@ -161,7 +181,7 @@ class Channel(Closeable):
         check(rc, ChannelError, "recv")
         i = self._info
         return Message(format_mac(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
-                       bytes(ffi.buffer(self._buf, rc)), i.ethertype)
+                       bytes(ffi.buffer(self._buf, rc)), i.ethertype, format_mac(i.dst))
 
     # -- cycles --------------------------------------------------------------------------
     def wait_cycle(self, timeout: float | None = None) -> WaitInfo | None:

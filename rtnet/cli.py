@@ -198,6 +198,25 @@ def cmd_capture(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from .preflight import check_machine, failed, format_change, format_table, target_for
+    if args.netns:
+        raise ConfigError("check reads this namespace's devices and /sys: run it inside the "
+                          "namespace instead (ip netns exec NAME rtnetctl check)")
+    if args.unthrottle and not args.apply:
+        raise ConfigError("--unthrottle only goes with --apply")
+    results = check_machine(target_for(args.dev, args.config), apply=args.apply,
+                            unthrottle=args.unthrottle)
+    if args.json:
+        _print_json([r.to_json() for r in results])
+    else:
+        for r in results:
+            for change in r.applied:
+                print(format_change(r.name, change))
+        sys.stdout.write(format_table(results))
+    return 1 if failed(results) else 0
+
+
 def cmd_version(args) -> int:
     from ._lowlevel import core_version
     print(f"rtnetctl {__version__} (C core {core_version()})")
@@ -275,6 +294,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="stop after this many frames (default 100)")
     sp.add_argument("-t", dest="time", type=number("time", *CAPTURE_SECONDS), default=10.0,
                     help="stop after this many seconds (default 10)")
+
+    sp = sub.add_parser("check", help="preflight: what decides real-time timing on this machine")
+    sp.add_argument("dev", nargs="?", default=None, type=interface_name,
+                    help="real-time device (default: the configuration's, else rteth0)")
+    sp.add_argument("-c", "--config", default=None,
+                    help="rtnet.toml or rtnet.conf of the station (rt.cpu, rt.priority, device)")
+    sp.add_argument("-j", "--json", action="store_true", default=argparse.SUPPRESS)
+    sp.add_argument("--apply", action="store_true",
+                    help="make the fixable settings (each write printed, old -> new)")
+    sp.add_argument("--unthrottle", action="store_true",
+                    help="with --apply, also lift RT throttling (sched_rt_runtime_us -1)")
+    sp.set_defaults(func=cmd_check)
 
     sp = sub.add_parser("version", help="show versions")
     sp.set_defaults(func=cmd_version)

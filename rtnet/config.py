@@ -58,6 +58,7 @@ from rtmac.tdma_config import (
     validate,
 )
 
+from . import options
 from ._lowlevel import lib
 from .errors import ConfigError
 from .mac import CANONICAL_MAC, EXAMPLE_MAC
@@ -89,15 +90,15 @@ class VnicConfig:
     name: str = "vnic0"
     mode: str = "batched"
     address: str | None = None     # CIDR
-    slot: int = 1
+    slot: int = options.OPTIONS["vnic.slot"].default
 
 
 @dataclass(frozen=True)
 class ChannelConfig:
     ethertype: int
-    slot: int = 0
-    prio: int = 15
-    max_size: int = 1514
+    slot: int = options.OPTIONS["channel.slot"].default
+    prio: int = options.OPTIONS["channel.prio"].default
+    max_size: int = options.OPTIONS["channel.max_size"].default
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,9 @@ class StationConfig:
     xdp_mode: str = "auto"
     ethertypes: tuple = ()
     rt: RtSettings = RtSettings()
-    link_rate_mbps: int = 100
-    clock_offset_ns: int = 0
-    drift_ppm: float = 0.0
+    link_rate_mbps: int = options.OPTIONS["link.link_rate_mbps"].default
+    clock_offset_ns: int = options.OPTIONS["clock.offset_ns"].default
+    drift_ppm: float = options.OPTIONS["clock.drift_ppm"].default
     discipline: str = "none"        # tdma | nomac | none
     tdma: TdmaConfig | None = None
     vnic: VnicConfig = VnicConfig()
@@ -193,6 +194,28 @@ class _Checker:
         if value > hi:
             self.fail(key, f"{shown(value)} above maximum {hi}")
         return value
+
+    def option(self, option, value, key=None):
+        """``value`` checked by the option table's rule (rtnet.options), named ``key``."""
+        try:
+            return option.check(value, key)
+        except ConfigError as exc:
+            raise ConfigError(one_line(f"{self.source}: {exc}")) from None
+
+    def section(self, name: str, table: dict, extra: set = frozenset(),
+                where: str | None = None) -> dict:
+        """The numeric keys of section ``name`` checked against the option table,
+        defaults filled in; other keys must be in ``extra`` (the caller checks
+        those).  ``where`` names the table in messages (``channel[2]``)."""
+        where = where or name
+        self.known(where, table, options.toml_keys(name) | set(extra))
+        out = {}
+        for opt in options.section(name):
+            if opt.toml and opt.name in table:
+                out[opt.name] = self.option(opt, table[opt.name], f"{where}.{opt.name}")
+            elif opt.toml and opt.default is not None:
+                out[opt.name] = opt.default
+        return out
 
     def number(self, key, value, lo, hi):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -316,23 +339,11 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     cfg["ethertypes"] = tuple(ck.ethertype("station.ethertypes", e) for e in ets)
 
     rt = ck.table("rt", doc.get("rt", {}))
-    ck.known("rt", rt, {"cpu", "priority", "allow_fallback"})
-    cpus = os.cpu_count() or 1
-    cfg["rt"] = RtSettings(
-        cpu=ck.integer("rt.cpu", rt["cpu"], 0, cpus - 1) if "cpu" in rt else None,
-        priority=ck.integer("rt.priority", rt.get("priority", 90), 1, 99),
-        allow_fallback=ck.boolean("rt.allow_fallback", rt.get("allow_fallback", False)))
-
+    cfg["rt"] = RtSettings(**ck.section("rt", rt))
     link = ck.table("link", doc.get("link", {}))
-    ck.known("link", link, {"link_rate_mbps"})
-    cfg["link_rate_mbps"] = ck.integer("link.link_rate_mbps", link.get("link_rate_mbps", 100),
-                                       *LIMITS["link_rate_mbps"])
-
-    clock = ck.table("clock", doc.get("clock", {}))
-    ck.known("clock", clock, {"offset_ns", "drift_ppm"})
-    cfg["clock_offset_ns"] = ck.integer("clock.offset_ns", clock.get("offset_ns", 0),
-                                        -10**12 + 1, 10**12 - 1)
-    cfg["drift_ppm"] = ck.number("clock.drift_ppm", clock.get("drift_ppm", 0.0), -1000, 1000)
+    cfg["link_rate_mbps"] = ck.section("link", link)["link_rate_mbps"]
+    clock = ck.section("clock", ck.table("clock", doc.get("clock", {})))
+    cfg["clock_offset_ns"], cfg["drift_ppm"] = clock["offset_ns"], clock["drift_ppm"]
 
     if "tdma" in doc and "nomac" in doc:
         ck.fail("tdma", "[tdma] and [nomac] exclude each other")
@@ -344,7 +355,7 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
         cfg["discipline"] = "nomac"
 
     vn = ck.table("vnic", doc.get("vnic", {}))
-    ck.known("vnic", vn, {"enabled", "name", "mode", "address", "slot"})
+    vnic_slot = ck.section("vnic", vn, {"enabled", "name", "mode", "address"})["slot"]
     address = vn.get("address")
     if address is not None:
         try:
@@ -359,7 +370,7 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
         name=ck.ifname("vnic.name", vn.get("name", "vnic0")),
         mode=ck.choice("vnic.mode", vn.get("mode", "batched"), VNIC_MODES),
         address=address,
-        slot=ck.integer("vnic.slot", vn.get("slot", 1), 0, MAX_SLOT_ID_LIMIT))
+        slot=vnic_slot)
     if cfg["vnic"].enabled:
         ck.slot_exists("vnic.slot", cfg.get("tdma"), cfg["vnic"].slot)
 
@@ -369,18 +380,14 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     out = []
     for i, ch in enumerate(chans):
         key = f"channel[{i}]"
-        ck.known(key, ck.table(key, ch), {"ethertype", "slot", "prio", "max_size"})
+        values = ck.section("channel", ck.table(key, ch), {"ethertype"}, key)
         if "ethertype" not in ch:
             ck.fail(f"{key}.ethertype", "missing")
         et = ck.ethertype(f"{key}.ethertype", ch["ethertype"])
         if et == PING_ETHERTYPE:
             ck.fail(f"{key}.ethertype", f"{et:#06x} is the daemons' echo service")
-        slot = ck.integer(f"{key}.slot", ch.get("slot", 0), 0, MAX_SLOT_ID_LIMIT)
-        ck.slot_exists(f"{key}.slot", cfg.get("tdma"), slot)
-        out.append(ChannelConfig(
-            ethertype=et, slot=slot,
-            prio=ck.integer(f"{key}.prio", ch.get("prio", 15), 0, 31),
-            max_size=ck.integer(f"{key}.max_size", ch.get("max_size", 1514), 14, 1514)))
+        ck.slot_exists(f"{key}.slot", cfg.get("tdma"), values["slot"])
+        out.append(ChannelConfig(ethertype=et, **values))
     cfg["channels"] = tuple(out)
     steered = StationConfig(ethertypes=cfg["ethertypes"], channels=cfg["channels"])
     if len(steered.steered_ethertypes()) > lib.RTN_XSK_MAX_ETHERTYPES:
@@ -398,50 +405,39 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
 
 
 def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
-    ck.known("tdma", t, {"role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
-                         "max_cal_requests", "guard_ns", "sync_loss_cycles", "slot"})
+    kw = ck.section("tdma", t, {"role", "slot"})
     role = ck.choice("tdma.role", t.get("role", "master"), ("master", "backup", "slave"))
-    kw = {"role": "slave" if role == "slave" else "master", "link_rate_mbps": link_rate}
-    if role != "slave" or "cycle_us" in t:
-        if "cycle_us" not in t:
-            ck.fail("tdma.cycle_us", f"a {role} needs it ({MIN_CYCLE_US}..{MAX_CYCLE_US})")
-        kw["cycle_us"] = ck.integer("tdma.cycle_us", t["cycle_us"], MIN_CYCLE_US, MAX_CYCLE_US)
+    if role != "slave" and "cycle_us" not in kw:
+        ck.fail("tdma.cycle_us", f"a {role} needs it ({MIN_CYCLE_US}..{MAX_CYCLE_US})")
     if role == "backup":
-        if "backup_offset_us" not in t:
+        if "backup_offset_us" not in kw:
             ck.fail("tdma.backup_offset_us", "a backup master needs it")
         kw["backup_offset_us"] = ck.integer("tdma.backup_offset_us", t["backup_offset_us"], 1,
                                             kw["cycle_us"] - 1)
-    elif "backup_offset_us" in t:
+    elif "backup_offset_us" in kw:
         ck.fail("tdma.backup_offset_us", "only for role = \"backup\"")
-    for k in ("cal_rounds", "max_slot_id", "max_cal_requests", "guard_ns", "sync_loss_cycles"):
-        if k in t:
-            kw[k] = ck.integer(f"tdma.{k}", t[k], *LIMITS[k])
+    kw.update(role="slave" if role == "slave" else "master", link_rate_mbps=link_rate)
     slots = t.get("slot", [])
     if not isinstance(slots, list):
         ck.fail("tdma.slot", "use [[tdma.slot]] tables")
-    max_id = kw.get("max_slot_id", 7)
+    max_id = kw["max_slot_id"]
     out = {}
     for i, s in enumerate(slots):
         key = f"tdma.slot[{i}]"
-        ck.known(key, ck.table(key, s), {"id", "offset_us", "phasing", "size", "joint",
-                                          "window_us"})
+        ck.known(key, ck.table(key, s), options.toml_keys("tdma.slot") | {"phasing"})
         for req in ("id", "offset_us"):
             if req not in s:
                 ck.fail(f"{key}.{req}", "missing")
-        sid = ck.integer(f"{key}.id", s["id"], 0, max_id)
-        if sid in out:
-            ck.fail(f"{key}.id", f"slot {sid} given twice")
-        phasing, period = parse_phasing(ck, f"{key}.phasing", s.get("phasing", "1/1"))
-        joint = s.get("joint")
-        out[sid] = Slot(id=sid, offset_us=ck.integer(f"{key}.offset_us", s["offset_us"], 0,
-                                                     MAX_OFFSET_US),
-                        phasing=phasing, period=period,
-                        size=ck.integer(f"{key}.size", s.get("size", MAX_MTU), MIN_SLOT_SIZE,
-                                        MAX_MTU),
-                        joint=None if joint is None else ck.integer(f"{key}.joint", joint, 0,
-                                                                    max_id),
-                        window_us=ck.integer(f"{key}.window_us", s.get("window_us", 0), 0,
-                                             MAX_OFFSET_US))
+        sl = {opt.name: ck.option(opt, s[opt.name], f"{key}.{opt.name}")
+              for opt in options.section("tdma.slot") if opt.name in s}
+        # ids beyond max_slot_id are refused here, with the key, as RTnet's tdmacfg does
+        for k in ("id", "joint"):
+            if k in sl:
+                ck.integer(f"{key}.{k}", sl[k], 0, max_id)
+        if sl["id"] in out:
+            ck.fail(f"{key}.id", f"slot {sl['id']} given twice")
+        sl["phasing"], sl["period"] = parse_phasing(ck, f"{key}.phasing", s.get("phasing", "1/1"))
+        out[sl["id"]] = Slot(**sl)
     return ck.tdma("tdma", lambda: TdmaConfig(**kw, slots=out))
 
 

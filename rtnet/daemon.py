@@ -40,7 +40,7 @@ sizes shared with the clients: rtnet.control_protocol.
   RTnet).  ``tdma.slot`` with ``cal_results`` waits (``cal_timeout_ms``,
   default 10 s) until calibration is done and replies ``"cal_results":
   [delay_ns]`` (the median delay; the engine keeps it with min/max, not every round).
-- ``ping``: dst (MAC, or IPv4 address of the peer's device), count,
+- ``ping`` (rtnet.echo): dst (MAC, or IPv4 address of the peer's device), count,
   interval_ms, size (payload bytes, 44..1500), timeout_ms.  Echo requests go
   through this station's slot 0 on EtherType 0x88B6, the peer daemon's
   echo service answers through its own slot 0.  One line per reply
@@ -71,13 +71,10 @@ from __future__ import annotations
 
 import argparse
 import base64
-import errno
 import fcntl
 import grp
 import logging
-import mmap
 import os
-import queue
 import re
 import signal
 import socket
@@ -91,11 +88,13 @@ from rtmac.tdma_config import TdmaConfig, apply_request
 from . import config as _config
 from . import netns as _netns
 from . import paths, procs
-from ._lowlevel import ffi, last_error, lib
+from ._lowlevel import last_error, lib
 from .control_server import Command, ControlServer, RequestError, WithFds, group_policy
+from .echo import EchoService
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .mac import parse_mac as mac_bytes
+from .options import OPTIONS
 from .station import Station
 
 log = logging.getLogger("rtnetd")
@@ -134,8 +133,10 @@ def json_safe(obj):
     return obj
 
 
-def mac_str(b: bytes) -> str:
-    return ":".join(f"{x:02x}" for x in b)
+def _given(req: dict, names: tuple) -> dict:
+    """The TDMA settings a request gives, each checked by the option table's rule
+    (what it leaves out keeps TdmaConfig's default, which is the table's)."""
+    return {n: OPTIONS[f"tdma.{n}"].check(req[n]) for n in names if n in req}
 
 
 def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
@@ -200,127 +201,6 @@ def veth_peer(dev: str) -> tuple[str | None, str]:
         except OSError:
             continue
     return None, dev
-
-
-# -- echo service (rtnetctl ping) --------------------------------------------------------------
-
-ECHO_REQUEST, ECHO_REPLY = 1, 2
-_APP = struct.Struct(">IIqq")          # rtn_app_hdr: magic, seq, sched_ns, tx_ns
-_ECHO = struct.Struct(">B3x4sqI")      # type, target IPv4, request tx_ns, ident
-ECHO_HDR = 14 + _APP.size + _ECHO.size
-BROADCAST = b"\xff" * 6
-
-
-class EchoService:
-    """A channel on PING_ETHERTYPE: answers echo requests, hands replies to waiting pings."""
-
-    def __init__(self, station: Station, own_ips: set[str]):
-        self.station = station
-        self.own_ips = {socket.inet_aton(ip) for ip in own_ips}
-        self.mac = bytes(int(x, 16) for x in station.mac.split(":"))
-        self.cid, memfd, kickfd = station.open_channel(_config.PING_ETHERTYPE, slot=0, prio=15,
-                                                       cycles=False,
-                                                       max_size=1514, depth=64)
-        self.kickfd = kickfd
-        size = os.fstat(memfd).st_size
-        self._map = mmap.mmap(memfd, size)
-        os.close(memfd)
-        self.shm = ffi.cast("struct rtn_chan_shm *", ffi.from_buffer(self._map))
-        self._msg = ffi.new("struct rtn_msg *")
-        self._waiters: dict[int, queue.Queue] = {}
-        self._lock = threading.Lock()
-        self._ident = os.getpid() << 8
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, name="rtnetd-echo", daemon=True)
-        self._thread.start()
-
-    def send(self, frame: bytes, seq: int) -> None:
-        rc = lib.rtn_chanio_send(self.shm, frame, len(frame), seq, 0, self.kickfd)
-        if rc < 0:
-            raise RequestError("echo channel full" if rc == -errno.ENOBUFS else
-                               f"echo channel: {os.strerror(-rc)}")
-
-    def _run(self) -> None:
-        m = self._msg
-        while not self._stop:
-            rc = lib.rtn_chanio_recv(self.shm, m, 200)
-            if rc <= 0:
-                if rc < 0:
-                    return
-                continue
-            frame = bytes(ffi.buffer(m.frame, m.len))
-            if len(frame) < ECHO_HDR:
-                continue
-            kind, target, orig_tx, ident = _ECHO.unpack_from(frame, 14 + _APP.size)
-            if kind == ECHO_REQUEST:
-                if frame[0:6] == BROADCAST and target not in self.own_ips:
-                    continue
-                reply = bytearray(frame)
-                reply[0:6], reply[6:12] = frame[6:12], self.mac
-                _ECHO.pack_into(reply, 14 + _APP.size, ECHO_REPLY, target, m.tx_ns, ident)
-                try:
-                    self.send(bytes(reply), m.seq)
-                except RequestError:
-                    pass   # full ring: the requester sees a timeout, as with a lost frame
-            elif kind == ECHO_REPLY:
-                with self._lock:
-                    q = self._waiters.get(ident)
-                if q is not None:
-                    q.put((m.seq, mac_str(frame[6:12]), m.rx_ns - orig_tx))
-
-    def ping(self, dst: str, count: int, interval_ms: int, size: int, timeout_ms: int, emit):
-        if ":" in dst:
-            dst_mac, target = bytes(int(x, 16) for x in dst.split(":")), b"\0" * 4
-        else:
-            dst_mac, target = BROADCAST, socket.inet_aton(dst)
-        with self._lock:
-            self._ident += 1
-            ident = self._ident & 0xFFFFFFFF
-            q = self._waiters[ident] = queue.Queue()
-        rtts = []
-        try:
-            for seq in range(1, count + 1):
-                t0 = time.monotonic()
-                frame = bytearray(max(ECHO_HDR, 14 + size))
-                frame[0:6], frame[6:12] = dst_mac, self.mac
-                frame[12:14] = _config.PING_ETHERTYPE.to_bytes(2, "big")
-                _APP.pack_into(frame, 14, lib.RTN_APP_MAGIC, seq, 0, 0)
-                _ECHO.pack_into(frame, 14 + _APP.size, ECHO_REQUEST, target, 0, ident)
-                self.send(bytes(frame), seq)
-                deadline = t0 + timeout_ms / 1000
-                got = None
-                while got is None:
-                    try:
-                        r = q.get(timeout=max(0.0, deadline - time.monotonic()))
-                    except queue.Empty:
-                        break
-                    if r[0] == seq:
-                        got = r
-                if got is None:
-                    emit({"event": "timeout", "seq": seq})
-                else:
-                    rtt_us = got[2] / 1000
-                    rtts.append(rtt_us)
-                    if dst_mac == BROADCAST:
-                        dst_mac = bytes(int(x, 16) for x in got[1].split(":"))
-                    emit({"event": "reply", "seq": seq, "from": got[1], "rtt_us": rtt_us})
-                if seq < count:
-                    time.sleep(max(0.0, t0 + interval_ms / 1000 - time.monotonic()))
-        finally:
-            with self._lock:
-                del self._waiters[ident]
-        return {"sent": count, "received": len(rtts), "rtts_us": rtts,
-                "worst_us": max(rtts) if rtts else None}
-
-    def close(self) -> None:
-        self._stop = True
-        self._thread.join(timeout=2)
-        self.shm = None
-        try:
-            self._map.close()
-        except BufferError:
-            pass
-        os.close(self.kickfd)
 
 
 # -- TAP for the VNIC ------------------------------------------------------------------------
@@ -551,20 +431,16 @@ class Daemon:
     def h_tdma_master(self, req, conn):
         backup = req.get("backup_offset_us")
         cfg = TdmaConfig(role="master", cycle_us=req["cycle_us"],
-                         backup_offset_us=backup or None,
-                         cal_rounds=req.get("cal_rounds", 100),
-                         max_slot_id=req.get("max_slot_id", 7),
-                         max_cal_requests=req.get("max_cal_requests", 64),
-                         link_rate_mbps=self.cfg.link_rate_mbps)
+                         backup_offset_us=backup or None, link_rate_mbps=self.cfg.link_rate_mbps,
+                         **_given(req, ("cal_rounds", "max_slot_id", "max_cal_requests")))
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)
         return {}
 
     def h_tdma_slave(self, req, conn):
-        cfg = TdmaConfig(role="slave", cal_rounds=req.get("cal_rounds", 100),
-                         max_slot_id=req.get("max_slot_id", 7),
-                         link_rate_mbps=self.cfg.link_rate_mbps)
+        cfg = TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
+                         **_given(req, ("cal_rounds", "max_slot_id")))
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)

@@ -13,10 +13,7 @@ import fcntl
 import logging
 import socket
 import struct
-from dataclasses import dataclass, replace
-
-from rtmac.engine import stats_from_c, to_c
-from rtmac.tdma_config import TdmaConfig, validate
+from dataclasses import dataclass
 
 from . import netns as _netns
 from ._lowlevel import check, ffi, lib
@@ -24,22 +21,25 @@ from .closeable import Closeable
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .mac import format_mac, parse_mac
+from .options import OPTIONS
 from .rtthread import fill_rt_opts
+from .tdma_stats import stats_from_c
 from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
 
 log = logging.getLogger("rtnet.station")
 
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
 VNIC_MODES = {"batched": lib.RTN_VNIC_BATCHED, "per-packet": lib.RTN_VNIC_PER_PACKET}
+UMEM_FRAMES = 4096    # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
 
 
 @dataclass(frozen=True)
 class RtSettings:
     """Real-time thread settings (cpu None: not pinned)."""
 
-    cpu: int | None = None
-    priority: int = 90
-    allow_fallback: bool = False
+    cpu: int | None = OPTIONS["rt.cpu"].default
+    priority: int = OPTIONS["rt.priority"].default
+    allow_fallback: bool = OPTIONS["rt.allow_fallback"].default
     hold_dma_latency: bool = True
 
 
@@ -71,7 +71,7 @@ class Station(Closeable):
         opts = ffi.new("struct rtn_station_opts *")
         self._keep = fill_xsk_opts(opts.xsk, ifname, queue=queue,
                                    extra=validate_ethertypes(ethertypes), mode=xdp_mode,
-                                   frames=4096)
+                                   frames=UMEM_FRAMES)
         fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
                      hold_dma_latency=rt.hold_dma_latency)
         opts.mac = parse_mac(self.mac)
@@ -82,7 +82,7 @@ class Station(Closeable):
         with _netns.entered(netns):
             check(lib.rtn_station_open(opts, out), RtnetError, ifname)
         self._s = out[0]
-        self.tdma_config: TdmaConfig | None = None
+        self.tdma_config = None     # the TdmaConfig attached last
         self.xdp_mode = MODE_NAMES[lib.rtn_station_xdp_mode(self._s)]
         self.xdp_fallback = ffi.string(lib.rtn_station_xdp_fallback(self._s)).decode() or None
         if self.xdp_fallback:
@@ -112,24 +112,19 @@ class Station(Closeable):
             self._s = None
 
     # -- disciplines ------------------------------------------------------------------
-    def attach_tdma(self, config: TdmaConfig) -> None:
-        """Attach TDMA, or change a running TDMA without restarting it when only slots change."""
+    def attach_tdma(self, config) -> None:
+        """Attach TDMA with ``config`` (an rtmac.tdma_config.TdmaConfig, which validates
+        and converts itself), or hand the change to the running engine when it can stage
+        it without a restart (rtn_tdma_cfg_live(): all but the role and the grid)."""
         s = self._live()
-        old = self.tdma_config
-        if config.role == "slave" and config.cycle_us is None and old is not None:
-            # a slave learns the cycle from Sync: check the slots against what it learned
-            learned = self.stats()["tdma"]["cycle_ns"] if self.discipline == "tdma" else 0
-            if learned:
-                validate(replace(config, cycle_us=learned // 1000))
-        config = validate(config)
-        same_frame = old is not None and all(
-            getattr(old, k) == getattr(config, k)
-            for k in ("role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
-                      "max_cal_requests", "link_rate_mbps", "guard_ns", "sync_loss_cycles"))
-        if same_frame and self.discipline == "tdma":
-            check(lib.rtn_station_tdma_update(s, to_c(config)), RtnetError, self.ifname)
+        running = self.discipline == "tdma" and self.tdma_config is not None
+        learned = self.stats()["tdma"]["cycle_ns"] // 1000 if running else 0
+        config = config.validated(learned_cycle_us=learned or None)
+        new = config.to_c()
+        if running and lib.rtn_tdma_cfg_live(self.tdma_config.to_c(), new):
+            check(lib.rtn_station_tdma_update(s, new), RtnetError, self.ifname)
         else:
-            check(lib.rtn_station_attach_tdma(s, to_c(config)), RtnetError, self.ifname)
+            check(lib.rtn_station_attach_tdma(s, new), RtnetError, self.ifname)
         self.tdma_config = config
 
     def attach_nomac(self) -> None:
@@ -155,6 +150,7 @@ class Station(Closeable):
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
         start each cycle at its first job (one wake-up a cycle less for a slave)."""
         o = ffi.new("struct rtn_chan_opts *")
+        lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
         o.no_cycles = not cycles
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")

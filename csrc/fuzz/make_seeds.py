@@ -4,7 +4,7 @@
     python3 csrc/fuzz/make_seeds.py csrc/build/fuzz/seeds     (make -C csrc fuzz runs it)
 
 One sub-directory per target, one file per seed.  The frames are built with
-the project's scapy layers (rtmac/layers.py) and scapy's IP/TCP, with every
+the project's scapy layers (rtmac/testing/scapy_layers.py) and scapy's IP/TCP, with every
 address given, so the output is the same on every machine and every run.
 Each seed is a well-formed case a target must handle (the fuzzer mutates
 from there), in the input format its harness documents: harness integers
@@ -21,8 +21,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from rtmac.layers import (RTmac, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame,
-                          tunnel)
+from rtmac.testing.scapy_layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame, tunnel
 
 MASTER, BACKUP, STATION, SLAVE = ("02:52:54:00:00:01", "02:52:54:00:00:02",
                                   "02:52:54:00:00:02", "02:52:54:00:00:03")

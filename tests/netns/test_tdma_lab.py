@@ -12,8 +12,8 @@ import time
 import pytest
 
 from rtmac.frames import FrameKind, decode
-from rtmac.layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync
 from rtmac.tdma_config import Slot, TdmaConfig, set_slot, wire_time_ns
+from rtmac.testing.scapy_layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.lab import Lab
 from rtnet.mac import format_mac

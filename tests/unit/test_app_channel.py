@@ -6,56 +6,20 @@ protocol can be checked byte for byte without root.
 """
 import errno
 import json
-import mmap
 import os
 import socket
 import struct
 import threading
 
 import pytest
+from fake_channel import ET, STATION_MAC, FakeChannelMemory
 
 from rtnet._lowlevel import ffi, lib
 from rtnet.app import Channel, CyclicTask
 from rtnet.app_limits import MAX_PAYLOAD
 from rtnet.errors import ChannelError, ChannelFull, ConfigError
 
-ET = 0x88B5
-STATION_MAC = bytes.fromhex("025254000001")
 DST = "02:52:54:00:00:02"
-
-
-class FakeChannelMemory:
-    """struct rtn_chan_shm in a memfd, initialised like rtn_station_chan_open()."""
-
-    def __init__(self, depth=4, max_size=1514):
-        self.depth = depth
-        size = ffi.sizeof("struct rtn_chan_shm") + 2 * depth * ffi.sizeof("struct rtn_msg")
-        self.fd = os.memfd_create("test-channel")
-        os.ftruncate(self.fd, size)
-        self.map = mmap.mmap(self.fd, size)
-        self.shm = ffi.from_buffer("struct rtn_chan_shm *", self.map)
-        s = self.shm
-        s.magic, s.version, s.depth = lib.RTN_CHAN_MAGIC, lib.RTN_CHAN_VERSION, depth
-        s.ethertype, s.max_size, s.alive = ET, max_size, 1
-        s.station_mac = STATION_MAC
-        s.tx.size = s.rx.size = depth
-        self.msgs = ffi.cast("struct rtn_msg *", ffi.cast("char *", self.shm)
-                             + ffi.sizeof("struct rtn_chan_shm"))
-
-    def tx(self, i):
-        return self.msgs[i]
-
-    def rx(self, i):
-        return self.msgs[self.depth + i]
-
-    def fds(self):
-        """A fresh (memfd, kickfd) pair for Channel.attach, which takes them over."""
-        return os.dup(self.fd), os.eventfd(0, os.EFD_NONBLOCK)
-
-    def close(self):
-        del self.shm, self.msgs
-        self.map.close()
-        os.close(self.fd)
 
 
 @pytest.fixture
@@ -119,8 +83,25 @@ def test_recv_parses_what_the_station_wrote(mem):
         msg = ch.recv(timeout=0)
         assert (msg.src, msg.seq, msg.sched_ns, msg.tx_ns, msg.rx_ns, msg.payload) == \
             ("02:52:54:00:00:09", 7, 100, 200, 300, b"payload")
+        assert msg.dst == "01:00:00:54:52:02"
         assert mem.shm.rx.tail == 1 and ch.stats()["rx_received"] == 1
         assert ch.recv(timeout=0.01) is None and ch.stats()["rx_waiting"] == 0
+
+
+def test_reply_goes_to_the_sender_with_its_sequence_number(mem):
+    request = (STATION_MAC + bytes.fromhex("025254000009") + struct.pack("!H", ET)
+               + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 41, 0, 0) + b"question")
+    mem.deliver(request)
+    with Channel.attach(*mem.fds()) as ch:
+        msg = ch.recv(timeout=0)
+        assert msg.dst == "02:52:54:00:00:01"
+        ch.reply(msg, b"answer")
+        frame = mem.sent(0)
+        assert frame[:6] == bytes.fromhex("025254000009") and frame[6:12] == STATION_MAC
+        assert struct.unpack_from("!II", frame, 14) == (lib.RTN_APP_MAGIC, 41)
+        assert frame[38:] == b"answer" and mem.tx(0).seq == 41
+        assert ch.send(DST, b"own") == 0            # the channel's numbering did not move
+        assert ch.stats()["tx_sent"] == 2
 
 
 def test_station_gone_gives_enotconn(mem):
@@ -264,8 +245,8 @@ def test_open_without_daemon_names_the_socket(run_dir):
 
 
 def c_open(netns, **kw):
-    o = ffi.new("struct rtn_app_chan_opts *")
-    lib.rtn_app_chan_opts_init(o)
+    o = ffi.new("struct rtn_chan_opts *")
+    lib.rtn_chan_opts_init(o)
     o.ethertype = ET
     for k, v in kw.items():
         setattr(o, k, v)
@@ -289,6 +270,13 @@ def test_c_open_speaks_the_same_protocol(run_dir, mem):
         assert d.closed.wait(2)
     finally:
         d.stop()
+
+
+def test_c_open_refuses_no_cycles_before_asking_the_daemon(run_dir):
+    """no_cycles is an option of the daemon's own channels: the protocol cannot carry it."""
+    rc, _ = c_open(b"nsx", no_cycles=1)
+    assert rc == -errno.EINVAL
+    assert "no_cycles" in ffi.string(lib.rtn_last_error()).decode()
 
 
 def test_c_open_reports_refusal(run_dir):

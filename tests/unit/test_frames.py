@@ -13,7 +13,15 @@ from scapy.packet import Padding, Raw
 
 from rtmac import frames
 from rtmac.frames import FrameError, FrameKind, Reject
-from rtmac.layers import RTmac, TdmaHead, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame, tunnel
+from rtmac.testing.scapy_layers import (
+    RTmac,
+    TdmaHead,
+    TdmaReqCal,
+    TdmaRplCal,
+    TdmaSync,
+    pad_frame,
+    tunnel,
+)
 from rtnet._lowlevel import check, ffi, lib
 from rtnet.errors import RtnetError
 from rtnet.mac import parse_mac

@@ -17,6 +17,7 @@ from rtmac import tdma_config as tc
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet._lowlevel import ffi, last_error, lib
 from rtnet.errors import ConfigError
+from rtnet.options import OPTIONS
 
 SETTINGS = settings(max_examples=600, deadline=None, database=None)
 C_ROLES = {"master": lib.RTN_TDMA_ROLE_MASTER, "slave": lib.RTN_TDMA_ROLE_SLAVE}
@@ -77,7 +78,7 @@ def schedules(draw):
         backup = draw(st.integers(-2, max(cycle or 0, 1000) + 2))
     max_slot_id = usually(draw, st.integers(4, 12), 0, tc.MAX_SLOT_ID_LIMIT)
     link = usually(draw, st.sampled_from([0, 100, 100, 1000]), 0, tc.MAX_LINK_RATE_MBPS)
-    guard = usually(draw, st.sampled_from([0, 2000, 50_000]), 0, tc.MAX_GUARD_NS)
+    guard = usually(draw, st.sampled_from([0, 2000, 50_000]), 0, OPTIONS["tdma.guard_ns"].hi)
     # Slots one after another with gaps that are sometimes too short: then
     # phasing decides whether they overlap.  Joint slots mostly name an
     # existing slot of the same size.
@@ -97,11 +98,11 @@ def schedules(draw):
         offset += usually(draw, st.integers(0, 400), 0, tc.MAX_OFFSET_US)
     return TdmaConfig(
         role=role, cycle_us=cycle, backup_offset_us=backup,
-        cal_rounds=usually(draw, st.sampled_from([0, 10, 100]), 0, tc.MAX_CAL_ROUNDS),
+        cal_rounds=usually(draw, st.sampled_from([0, 10, 100]), 0, OPTIONS["tdma.cal_rounds"].hi),
         max_slot_id=max_slot_id,
         max_cal_requests=usually(draw, st.sampled_from([1, 64]), 1, tc.MAX_CAL_REQUESTS),
         slots=slots, link_rate_mbps=link, guard_ns=guard,
-        sync_loss_cycles=usually(draw, st.sampled_from([1, 5]), 1, tc.MAX_SYNC_LOSS_CYCLES))
+        sync_loss_cycles=usually(draw, st.sampled_from([1, 5]), 1, OPTIONS["tdma.sync_loss_cycles"].hi))
 
 
 def representable(cfg: TdmaConfig) -> bool:

@@ -10,8 +10,8 @@ import struct
 import pytest
 
 from rtmac.frames import FrameKind, decode
-from rtmac.sim import Segment
 from rtmac.tdma_config import Slot, TdmaConfig, wire_time_ns
+from rtmac.testing.sim import Segment
 
 CYCLE_US = 1000
 LATENCY_NS = 5000

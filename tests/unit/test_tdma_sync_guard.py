@@ -10,8 +10,8 @@ station 0's clock is the true time, so the master's global time is ``seg.now``.
 import random
 
 from rtmac import frames
-from rtmac.sim import Segment
 from rtmac.tdma_config import Slot, TdmaConfig
+from rtmac.testing.sim import Segment
 
 CYCLE_NS = 1_000_000
 MASTER_MAC = "02:52:54:00:00:01"

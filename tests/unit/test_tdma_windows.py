@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from rtmac.sim import Segment
 from rtmac.tdma_config import Slot, TdmaConfig, validate, wire_time_ns
+from rtmac.testing.sim import Segment
 from rtnet.errors import ConfigError
 
 CYCLE_NS = 1_000_000

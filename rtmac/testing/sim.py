@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rtmac.engine import stats_from_c, to_c
+from rtmac.tdma_config import TdmaConfig
 from rtnet._lowlevel import check, ffi, lib
-
-from .engine import stats_from_c, to_c
-from .tdma_config import TdmaConfig
 
 
 @dataclass(frozen=True)

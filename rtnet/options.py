@@ -1,0 +1,200 @@
+"""Every numeric setting of a station and of its TDMA discipline, once.
+
+One row per setting: its key (the rtnet.toml ``section.name``), type, default,
+range, unit, whether it may change on a running station, and the help text.
+The configuration model (rtnet.config, rtmac.tdma_config), the TOML keys,
+rtmac's options and rtnetd's defaults all read this table, so a range or a
+default is written in one place and an out-of-range value is refused by one
+rule with one message naming the option and its range.
+
+Where the C core enforces a limit or gives a default, the value comes from it
+through cffi (the RTN_TDMA_* constants and rtn_tdma_cfg_init()), so Python and
+``rtn_tdma_cfg_check()`` cannot disagree.  Which TDMA settings may change on a
+running engine is decided by ``rtn_tdma_cfg_live()``; the ``live`` column says
+the same thing for the reader, and tests/unit/test_options.py holds the two
+together.
+
+>>> OPTIONS["tdma.max_cal_requests"].check(300)
+Traceback (most recent call last):
+  ...
+rtnet.errors.ConfigError: tdma.max_cal_requests: 300 above maximum 256
+>>> OPTIONS["tdma.guard_ns"].live, OPTIONS["tdma.cycle_us"].live
+(True, False)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from dataclasses import dataclass
+
+from ._lowlevel import ffi, lib
+from .argtypes import integer, number
+from .errors import ConfigError
+from .messages import shown
+
+
+def _c_tdma_defaults():
+    c = ffi.new("struct rtn_tdma_cfg *")
+    lib.rtn_tdma_cfg_init(c, lib.RTN_TDMA_ROLE_MASTER)
+    return c
+
+
+_C = _c_tdma_defaults()
+
+
+def _num(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+_US = 1000
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting; ``lo``/``hi`` are inclusive (None: unbounded or not numeric)."""
+
+    key: str                    # section.name as in rtnet.toml
+    kind: type                  # int, float or bool
+    default: object             # None: required where it applies, or "not set"
+    lo: int | float | None
+    hi: int | float | None
+    unit: str
+    live: bool                  # may change on a running station without a restart
+    help: str
+    toml: bool = True           # False: set by the stack (from the device), not by a file
+    label: str = ""             # what a command-line error calls it (default: its name)
+
+    @property
+    def section(self) -> str:
+        return self.key.rsplit(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.rsplit(".", 1)[1]
+
+    @property
+    def limits(self) -> tuple:
+        return self.lo, self.hi
+
+    def check(self, value, key: str | None = None):
+        """``value`` if it is of this option's type and in range, else ConfigError
+        naming ``key`` (default: the option's own key) and the range."""
+        key = key or self.key
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{key}: {shown(value)} is not true or false")
+            return value
+        numeric = (int,) if self.kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, numeric) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            what = "an integer" if self.kind is int else "a number"
+            raise ConfigError(f"{key}: {shown(value)} is not {what} ({self.range_text()})")
+        if self.lo is not None and value < self.lo:
+            raise ConfigError(f"{key}: {shown(value)} below minimum {_num(self.lo)}")
+        if self.hi is not None and value > self.hi:
+            raise ConfigError(f"{key}: {shown(value)} above maximum {_num(self.hi)}")
+        return value
+
+    def range_text(self) -> str:
+        return f"{_num(self.lo)}..{_num(self.hi)}"
+
+    def argtype(self, what: str | None = None):
+        """An argparse ``type`` for this option (whole or decimal number in range)."""
+        what = what or self.label or self.name.replace("_", " ")
+        make = integer if self.kind is int else number
+        return make(what, self.lo, self.hi)
+
+    def add_to(self, parser: argparse.ArgumentParser, *flags: str, **kw) -> None:
+        """Add this option to ``parser`` under ``flags`` with its type, default and help."""
+        kw.setdefault("dest", self.name)
+        kw.setdefault("default", self.default)
+        unit = f", {self.unit}" if self.unit else ""
+        kw.setdefault("help", f"{self.help} ({self.range_text()}{unit}; default "
+                              f"{self.default})")
+        parser.add_argument(*flags, type=self.argtype(), **kw)
+
+
+_ROWS = (
+    # the real-time thread
+    Option("rt.cpu", int, None, 0, (os.cpu_count() or 1) - 1, "", False,
+           "CPU the real-time thread is pinned to (none: not pinned)"),
+    Option("rt.priority", int, 90, 1, 99, "", False, "SCHED_FIFO priority of the real-time thread"),
+    Option("rt.allow_fallback", bool, False, None, None, "", False,
+           "run on SCHED_OTHER when SCHED_FIFO is refused"),
+    # the wire and the lab's clock model
+    Option("link.link_rate_mbps", int, _C.link_rate_mbps, 0, lib.RTN_TDMA_MAX_LINK_RATE_MBPS,
+           "Mbit/s", True, "modelled link rate that paces frames and sizes slots (0: unpaced)"),
+    Option("clock.offset_ns", int, 0, -10**12 + 1, 10**12 - 1, "ns", False,
+           "lab clock model: offset of the station's clock"),
+    Option("clock.drift_ppm", float, 0.0, -1000, 1000, "ppm", False,
+           "lab clock model: drift of the station's clock"),
+    # TDMA: the grid (changing it needs a detach)
+    Option("tdma.cycle_us", int, None, lib.RTN_TDMA_MIN_CYCLE_NS // _US,
+           lib.RTN_TDMA_MAX_CYCLE_NS // _US, "us", False,
+           "cycle period (a master needs it; a slave learns it from Sync)"),
+    Option("tdma.backup_offset_us", int, None, 1, lib.RTN_TDMA_MAX_CYCLE_NS // _US - 1, "us",
+           False, "backup master: its Sync this long after the cycle start (below the cycle)"),
+    # TDMA: staged by a running engine at a cycle start (rtn_tdma_cfg_live)
+    Option("tdma.cal_rounds", int, _C.cal_rounds, 0, lib.RTN_TDMA_MAX_CAL_ROUNDS, "rounds", True,
+           "calibration rounds (0: none)", label="calibration rounds"),
+    Option("tdma.max_slot_id", int, _C.max_slot_id, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True,
+           "highest slot id", label="max slot id"),
+    Option("tdma.max_cal_requests", int, _C.max_cal_requests, 1, lib.RTN_TDMA_MAX_CAL,
+           "requests", True, "calibration requests a master holds at once",
+           label="max calibration requests"),
+    Option("tdma.guard_ns", int, _C.guard_ns, 0, lib.RTN_TDMA_MAX_GUARD_NS, "ns", True,
+           "guard after a slot's frame: the lateness a slot tolerates"),
+    Option("tdma.sync_loss_cycles", int, _C.sync_loss_cycles, 1, lib.RTN_TDMA_MAX_SYNC_LOSS,
+           "cycles", True, "cycles without Sync before a slave stops sending"),
+    Option("tdma.mtu", int, lib.RTN_TDMA_MAX_SLOT_SIZE, lib.RTN_TDMA_MIN_SLOT_SIZE,
+           lib.RTN_TDMA_MAX_SLOT_SIZE, "bytes", True,
+           "the device MTU slot sizes are checked against", toml=False),
+    # one TDMA slot ([[tdma.slot]], rtmac tdma <dev> slot)
+    Option("tdma.slot.id", int, None, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True, "slot id"),
+    Option("tdma.slot.offset_us", int, None, 0, lib.RTN_TDMA_MAX_OFFSET_NS // _US, "us", True,
+           "slot offset after the cycle start"),
+    Option("tdma.slot.period", int, 1, 1, lib.RTN_TDMA_MAX_PERIOD, "cycles", True,
+           "slot period (the y of phasing \"x/y\", which files and rtmac give)", toml=False),
+    Option("tdma.slot.size", int, lib.RTN_TDMA_MAX_SLOT_SIZE, lib.RTN_TDMA_MIN_SLOT_SIZE,
+           lib.RTN_TDMA_MAX_SLOT_SIZE, "bytes", True, "slot payload size (frames up to size + 14)"),
+    Option("tdma.slot.joint", int, None, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True,
+           "slot whose queue this slot shares"),
+    Option("tdma.slot.window_us", int, 0, 0, lib.RTN_TDMA_MAX_OFFSET_NS // _US, "us", True,
+           "transmit window (0: RTnet's one frame plus the guard)"),
+    # what rides on the slots
+    Option("vnic.slot", int, 1, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
+           "TDMA slot the VNIC sends in"),
+    Option("channel.slot", int, 0, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
+           "TDMA slot the channel sends in"),
+    Option("channel.prio", int, 15, 0, lib.RTN_TDMA_PRIOS - 1, "", False,
+           "queue priority of the channel's frames (0: highest)"),
+    Option("channel.max_size", int, 1514, 14, 1514, "bytes", False,
+           "largest frame, Ethernet header included"),
+)
+
+OPTIONS: dict[str, Option] = {o.key: o for o in _ROWS}
+
+
+def section(name: str) -> list[Option]:
+    """The options of one rtnet.toml section (``tdma``, ``tdma.slot``, ...)."""
+    return [o for o in _ROWS if o.section == name]
+
+
+def toml_keys(name: str) -> set[str]:
+    """The keys a file may give in section ``name`` (besides ones that are not numbers)."""
+    return {o.name for o in section(name) if o.toml}
+
+
+def defaults(name: str) -> dict:
+    """``name -> default`` of the options of a section that have one."""
+    return {o.name: o.default for o in section(name) if o.default is not None}
+
+
+def table_text() -> str:
+    """The table as ``rtnetctl options`` prints it."""
+    lines = [f"{'option':24} {'type':5} {'default':>9} {'range':>22} {'unit':8} {'live':4}  help"]
+    for o in _ROWS:
+        rng = "" if o.kind is bool else o.range_text()
+        dflt = "-" if o.default is None else str(o.default).lower()
+        lines.append(f"{o.key:24} {o.kind.__name__:5} {dflt:>9} {rng:>22} {o.unit:8} "
+                     f"{'yes' if o.live else 'no':4}  {o.help}")
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""The option table (rtnet.options) against the places it feeds and the C core it reads."""
+import doctest
+
+import pytest
+
+import rtnet.options
+from rtmac import cli
+from rtmac.tdma_config import Slot, TdmaConfig, validate
+from rtmac.testing.sim import Segment
+from rtnet import config
+from rtnet._lowlevel import ffi, lib
+from rtnet.errors import ConfigError
+from rtnet.options import OPTIONS
+
+# option key -> (field of struct rtn_tdma_cfg, factor from the option's unit to the field's)
+C_FIELDS = {
+    "tdma.cycle_us": ("cycle_ns", 1000), "tdma.backup_offset_us": ("backup_offset_ns", 1000),
+    "tdma.cal_rounds": ("cal_rounds", 1), "tdma.max_slot_id": ("max_slot_id", 1),
+    "tdma.max_cal_requests": ("max_cal_requests", 1), "tdma.guard_ns": ("guard_ns", 1),
+    "tdma.sync_loss_cycles": ("sync_loss_cycles", 1),
+    "link.link_rate_mbps": ("link_rate_mbps", 1),
+}
+
+
+def c_cfg(**fields):
+    c = ffi.new("struct rtn_tdma_cfg *")
+    lib.rtn_tdma_cfg_init(c, lib.RTN_TDMA_ROLE_MASTER)
+    c.backup_offset_ns = 100_000     # a backup master, so that its offset can change too
+    for k, v in fields.items():
+        setattr(c, k, v)
+    return c
+
+
+def test_doctests():
+    assert doctest.testmod(rtnet.options).failed == 0
+
+
+def test_defaults_are_the_c_engines():
+    c = c_cfg()
+    py = TdmaConfig(role="master", cycle_us=1000)
+    for key, (field, factor) in C_FIELDS.items():
+        if OPTIONS[key].default is not None:
+            assert OPTIONS[key].default * factor == getattr(c, field), key
+            assert getattr(py, OPTIONS[key].name) == OPTIONS[key].default
+
+
+@pytest.mark.parametrize("key", sorted(C_FIELDS))
+def test_live_column_is_the_c_rule(key):
+    field, factor = C_FIELDS[key]
+    old = c_cfg()
+    new = c_cfg(**{field: getattr(old, field) + factor})
+    assert bool(lib.rtn_tdma_cfg_live(old, new)) == OPTIONS[key].live
+
+
+def test_role_change_is_never_live():
+    assert not lib.rtn_tdma_cfg_live(c_cfg(), c_cfg(role=lib.RTN_TDMA_ROLE_SLAVE))
+
+
+@pytest.mark.parametrize("key", sorted(k for k in C_FIELDS if k not in
+                                       ("tdma.cycle_us", "tdma.backup_offset_us")))
+def test_both_validators_take_the_maximum_and_refuse_one_more(key):
+    opt = OPTIONS[key]
+    field, factor = C_FIELDS[key]
+    base = TdmaConfig(role="master", cycle_us=1000)
+    for value, ok in ((opt.hi, True), (opt.hi + 1, False), (opt.lo, True)):
+        c = c_cfg(backup_offset_ns=-1, **{field: value * factor})
+        assert (lib.rtn_tdma_cfg_check(c) == 0) == ok, (key, value)
+        if ok:
+            validate(base.__class__(**{**base.__dict__, opt.name: value}))
+        else:
+            with pytest.raises(ConfigError, match=f"{opt.name}.*above maximum {opt.hi}"):
+                validate(base.__class__(**{**base.__dict__, opt.name: value}))
+
+
+@pytest.mark.parametrize("opt", [o for o in OPTIONS.values()
+                                 if o.toml and o.section == "tdma" and o.kind is int
+                                 and o.name not in ("backup_offset_us", "cycle_us")], ids=lambda o: o.key)
+def test_every_tdma_key_of_the_table_is_a_toml_key_with_its_range(opt):
+    text = f"[tdma]\nrole = 'master'\ncycle_us = 1000\n{opt.name} = {opt.hi}\n"
+    assert getattr(config.parse_toml(text, "rtnet.toml").tdma, opt.name) == opt.hi
+    text = f"[tdma]\nrole = 'master'\ncycle_us = 1000\n{opt.name} = {opt.hi + 1}\n"
+    with pytest.raises(ConfigError, match=rf"^rtnet\.toml: tdma\.{opt.name}: {opt.hi + 1} "
+                                          rf"above maximum {opt.hi}$"):
+        config.parse_toml(text, "rtnet.toml")
+
+
+def test_rtmac_options_take_type_default_and_range_from_the_table():
+    req = cli.parse_request(["tdma", "rteth0", "master", "1000"])[0]
+    for name in ("cal_rounds", "max_slot_id", "max_cal_requests"):
+        assert req[name] == OPTIONS[f"tdma.{name}"].default
+    hi = OPTIONS["tdma.max_cal_requests"].hi
+    with pytest.raises(cli.UsageError, match=rf"invalid max calibration requests: {hi + 1} "
+                                             rf"\(allowed: 1..{hi}\)"):
+        cli.parse_request(["tdma", "rteth0", "master", "1000", "-m", str(hi + 1)])
+
+
+def test_a_guard_change_is_staged_by_the_running_engine_without_recalibration():
+    seg = Segment(2, latency_ns=5000)
+    seg.start(0, TdmaConfig(role="master", cycle_us=1000, slots={0: Slot(0, 0)}))
+    cfg = TdmaConfig(role="slave", cal_rounds=20, slots={0: Slot(0, 400)})
+    seg.start(1, cfg)
+    seg.run_for(200 * 1000 * 1000)
+    before = seg.stats(1)
+    assert before["state"] == "synchronised" and before["calibration"]["done"] == 20
+    seg.set_config(1, TdmaConfig(**{**cfg.__dict__, "guard_ns": 20_000, "cal_rounds": 30}))
+    seg.run_for(5 * 1000 * 1000)
+    after = seg.stats(1)
+    assert after["config_applied"] == before["config_applied"] + 1
+    assert after["state"] == "synchronised"
+    assert after["calibration"]["done"] == 20 and after["calibration"]["rounds"] == 30
+
+
+def test_table_text_lists_every_option():
+    text = rtnet.options.table_text()
+    assert all(key in text for key in OPTIONS)
