@@ -64,16 +64,19 @@ static void nomac_collect(struct rtn_station *s, int64_t now_local)
 	}
 }
 
-/* FIFO order, serialised at the link rate; returns the next deadline (local). */
+/*
+ * FIFO order, serialised at the link rate: what starts on the virtual wire
+ * within PACE_AHEAD_NS goes to the kernel now.  Returns when the wire will
+ * have drained to PACE_REFILL_NS (local), INT64_MAX when the FIFO is empty.
+ */
 static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 {
 	while (s->nomac_tail != s->nomac_head) {
 		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
 		int64_t tx;
 
-		/* the modelled wire may run up to PACE_AHEAD_NS ahead of the clock */
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
-			return s->wire_free_at - PACE_AHEAD_NS;
+			return s->wire_free_at - PACE_REFILL_NS;
 		if (rtn_station_send(s, f->data, f->len, rtn_app_hdr_tx_off(f->data, f->len), 0,
 				     &tx) < 0) {
 			s->st.nomac_drops++;
@@ -87,14 +90,43 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 	return INT64_MAX;
 }
 
-/* What is due now goes out; the next deadline is the wire's or the rate generator's. */
+/*
+ * Everything that may go now: the FIFO onto the wire, the rate generator's
+ * frames up to the horizon into the FIFO.  A batch larger than the FIFO
+ * (1 Gbit/s) alternates the two until the generator reaches the horizon or
+ * the wire is full.  Returns the next deadline (local): the wire drained to
+ * PACE_REFILL_NS, or the generator's next frame PACE_REFILL_NS before the
+ * horizon passes it.
+ */
+static int64_t nomac_pump(struct rtn_station *s, int64_t now_local)
+{
+	int64_t horizon = now_local + PACE_AHEAD_NS, due, wire;
+
+	wire = nomac_flush(s, now_local);
+	for (;;) {
+		uint32_t tail = s->nomac_tail;
+
+		due = rtn_probe_generate(s, now_local, horizon);
+		if (due > horizon)
+			break;		/* else it waits for room in the FIFO */
+		wire = nomac_flush(s, now_local);
+		if (s->nomac_tail == tail)
+			break;		/* and the wire is full too: the wire's deadline */
+	}
+	wire = nomac_flush(s, now_local);
+	if (due <= horizon || due == INT64_MAX)
+		return wire;
+	due -= PACE_REFILL_NS;
+	return due < wire ? due : wire;
+}
+
+/* What is due now goes out (kicked: the thread may sleep next); the next deadline. */
 static int64_t nomac_next_event(struct rtn_station *s)
 {
-	int64_t now_local = rtn_station_local_now(s);
-	int64_t due = rtn_probe_generate(s, now_local);
-	int64_t next_local = nomac_flush(s, now_local);
+	int64_t next = nomac_pump(s, rtn_station_local_now(s));
 
-	return due < next_local ? due : next_local;
+	rtn_xsk_flush(s->xsk);
+	return next;
 }
 
 static void nomac_run(struct rtn_station *s, int64_t woke_late)
@@ -102,8 +134,7 @@ static void nomac_run(struct rtn_station *s, int64_t woke_late)
 	int64_t now_local = local_of(s, rtn_now());
 
 	nomac_collect(s, now_local);
-	rtn_probe_generate(s, local_of(s, rtn_now()));
-	nomac_flush(s, local_of(s, rtn_now()));
+	nomac_pump(s, local_of(s, rtn_now()));
 }
 
 static int nomac_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)

@@ -38,14 +38,21 @@ void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_i
 		s->probe_sent++;
 }
 
-/* NoMAC rate generator: queue every frame that is due; returns the next due time. */
-int64_t rtn_probe_generate(struct rtn_station *s, int64_t now)
+/*
+ * NoMAC rate generator: queue every frame due up to @p horizon (local), so
+ * one wake-up makes a batch (see PACE_AHEAD_NS).  A frame already due that
+ * finds the FIFO full is dropped (offered faster than the link drains); one
+ * not due yet waits for room.  Returns the time the next frame is due.
+ */
+int64_t rtn_probe_generate(struct rtn_station *s, int64_t now, int64_t horizon)
 {
-	while (s->rate_left && s->rate_next <= now) {
+	while (s->rate_left && s->rate_next <= horizon) {
 		struct frame_slot *f = rtn_nomac_slot(s);
 
 		if (!f) {
-			s->st.nomac_drops++;	/* offered faster than the link drains */
+			if (s->rate_next > now)
+				break;
+			s->st.nomac_drops++;
 		} else {
 			build_probe(s, f->data, s->rate_next);
 			f->len = s->probe_len;

@@ -36,6 +36,10 @@
 #define RTN_VNIC_BATCHED	1	/* drained by the RT thread in the NRT slot */
 #define RTN_VNIC_PER_PACKET	2	/* a reader thread wakes the RT thread per packet */
 
+/* NoMAC's link model hands frames over this far ahead of their wire time (rtn_station_priv.h) */
+#define RTN_NOMAC_PACE_AHEAD_NS		1000000
+#define RTN_NOMAC_PACE_REFILL_NS	500000
+
 struct rtn_station_opts {
 	struct rtn_xsk_opts xsk;
 	struct rtn_rt_opts rt;

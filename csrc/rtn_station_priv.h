@@ -37,11 +37,20 @@
 #define VNIC_RING	512	/* frames between the RT thread and a VNIC helper */
 #define VNIC_PRIO	31	/* RTnet: NRT traffic is the lowest priority */
 /*
- * The link-rate model keeps a virtual wire: frames are handed to the kernel
- * in bursts that may run this far ahead of the clock, which keeps the average
- * rate at the link rate without one wake-up per frame.
+ * NoMAC's link-rate model keeps a virtual wire: each frame has a start time
+ * on it, and none starts before the previous one ends at the link rate.
+ * Frames are handed to the kernel in batches that may run up to
+ * PACE_AHEAD_NS ahead of the clock (the frames a NIC's TX ring would hold);
+ * the thread then sleeps until only PACE_REFILL_NS of wire time is left
+ * queued and tops it up again.  The average rate stays the link rate, and a
+ * wake-up and a kick serve PACE_AHEAD_NS - PACE_REFILL_NS of wire time
+ * (~74 64-byte frames at 100 Mbit/s, ~740 at 1 Gbit/s) instead of a frame
+ * each.  PACE_REFILL_NS is what a wake-up (or a stall of the thread) may be
+ * late before the modelled wire idles; the rate generator (rtn_probe.c)
+ * makes its frames up to the same horizon, so it batches the same way.
  */
-#define PACE_AHEAD_NS	30000
+#define PACE_AHEAD_NS	RTN_NOMAC_PACE_AHEAD_NS
+#define PACE_REFILL_NS	RTN_NOMAC_PACE_REFILL_NS
 /* batched VNIC: the RT thread writes to the TAP only with this much time to spare */
 #define VNIC_WRITE_SLACK_NS	100000
 #define VNIC_WRITE_COST_NS	10000	/* budget per TAP write (netif_rx included) */
@@ -332,7 +341,7 @@ void rtn_vnic_release(struct rtn_station *s);
 
 /* rtn_probe.c */
 void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now);
-int64_t rtn_probe_generate(struct rtn_station *s, int64_t now);
+int64_t rtn_probe_generate(struct rtn_station *s, int64_t now, int64_t horizon);
 int rtn_probe_rx_take(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
 		      int64_t rx_global);
 

@@ -73,6 +73,22 @@ static int socket_error(struct rtn_xsk *x, int err, int zerocopy)
 	}
 }
 
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17 */
+#endif
+
+/*
+ * Copy mode: let one sendto() take the whole TX ring instead of the kernel's
+ * default 32 frames.  Best effort: older kernels lack the option, and
+ * kick_tx() then calls again.
+ */
+static void raise_tx_budget(struct rtn_xsk *x)
+{
+	int budget = (int)(x->frames / 2);
+
+	setsockopt(x->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget));
+}
+
 static void set_busy_poll(struct rtn_xsk *x)
 {
 	int one = 1, usecs = 20, budget = 64;
@@ -127,6 +143,8 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 	}
 	x->fd = xsk_socket__fd(x->xsk);
 	x->copy_mode = !o->zerocopy;
+	if (x->copy_mode)
+		raise_tx_budget(x);
 
 	err = fill_ring_init(x);
 	if (err)
@@ -266,11 +284,38 @@ static inline void reap_completions(struct rtn_xsk *x)
 		xsk_ring_cons__release(&x->comp, n);
 }
 
-static inline void kick_tx(struct rtn_xsk *x)
+/* Descriptors submitted to the TX ring that the kernel has not taken yet. */
+static inline uint32_t tx_unconsumed(const struct rtn_xsk *x)
 {
-	/* Copy mode transmits only inside the syscall, whatever the flag says. */
-	if (x->copy_mode || xsk_ring_prod__needs_wakeup(&x->tx))
-		sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+	return *x->tx.producer - __atomic_load_n(x->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Copy mode transmits only inside the syscall, whatever the flag says, and
+ * at most the kernel's per-call budget (32 frames unless XDP_MAX_TX_SKB_BUDGET
+ * raised it) before it answers EAGAIN: call again while that happens and the
+ * kernel keeps taking descriptors, so a whole batch leaves in this kick
+ * instead of 32 frames per wake-up.  A kernel that takes nothing (the device
+ * is busy) ends the loop; the next kick retries.
+ */
+static void kick_tx(struct rtn_xsk *x)
+{
+	uint32_t left;
+
+	if (!x->copy_mode && !xsk_ring_prod__needs_wakeup(&x->tx))
+		return;
+	left = tx_unconsumed(x);
+	do {
+		uint32_t before = left;
+
+		x->st.tx_kicks++;
+		if (sendto(x->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0 ||
+		    (errno != EAGAIN && errno != EBUSY))
+			return;
+		left = tx_unconsumed(x);
+		if (left >= before)
+			return;
+	} while (left && x->copy_mode);
 }
 
 static inline void put_be64(uint8_t *p, uint64_t v)
@@ -365,6 +410,20 @@ static inline void refill(struct rtn_xsk *x, uint64_t addr)
 	}
 	*xsk_ring_prod__fill_addr(&x->fill, idx) = xsk_umem__extract_addr(addr);
 	xsk_ring_prod__submit(&x->fill, 1);
+}
+
+/* The @p n RX descriptors from @p rx_idx on back to the fill ring, in one submit. */
+static void refill_batch(struct rtn_xsk *x, uint32_t rx_idx, uint32_t n)
+{
+	uint32_t idx, got, i;
+
+	got = xsk_ring_prod__reserve(&x->fill, n, &idx);
+	for (i = 0; i < got; i++)
+		*xsk_ring_prod__fill_addr(&x->fill, idx + i) =
+			xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&x->rx, rx_idx + i)->addr);
+	if (got)
+		xsk_ring_prod__submit(&x->fill, got);
+	x->st.fill_fail += n - got;
 }
 
 static inline int desc_ok(struct rtn_xsk *x, const struct xdp_desc *d)
@@ -514,12 +573,9 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 
 void rtn_xsk_rx_release(struct rtn_xsk *x)
 {
-	uint32_t i;
-
 	if (!x->peek_n)
 		return;
-	for (i = 0; i < x->peek_n; i++)
-		refill(x, xsk_ring_cons__rx_desc(&x->rx, x->peek_idx + i)->addr);
+	refill_batch(x, x->peek_idx, x->peek_n);
 	xsk_ring_cons__release(&x->rx, x->peek_n);
 	x->peek_n = 0;
 }

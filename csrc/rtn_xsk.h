@@ -43,6 +43,7 @@ struct rtn_xsk_stats {
 	uint64_t tx_frames;
 	uint64_t tx_bytes;
 	uint64_t tx_ring_full;      /* sends refused with -EAGAIN */
+	uint64_t tx_kicks;          /* sendto() calls that handed queued frames to the kernel */
 	uint64_t rx_empty_polls;    /* RX ring checks that found nothing */
 	uint64_t fill_fail;         /* frames that could not go back to the fill ring */
 	uint64_t invalid_desc;      /* descriptors outside the UMEM or too long */

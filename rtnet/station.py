@@ -249,7 +249,7 @@ class Station(Closeable):
         out["tdma"] = stats_from_c(td) if lib.rtn_station_tdma_stats(s, td) == 0 else None
         xs = ffi.new("struct rtn_xsk_stats *")
         lib.rtn_station_xsk_stats(s, xs)
-        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "rx_kernel_ts", "tx_frames", "tx_ring_full",
+        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "rx_kernel_ts", "tx_frames", "tx_ring_full", "tx_kicks",
                                                   "fill_fail", "invalid_desc", "truncated")}
         return out
 

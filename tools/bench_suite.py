@@ -8,8 +8,11 @@ a. Determinism matrix (seeds/000): {standard, RT application} x {no gate
 b. Wake-up latency of the RT thread and the RT application, TDMA slot
    lateness, next to cyclictest under the same load in the same run.
 c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
-   per frame size, on the real-time path (NoMAC, the RT thread's generator)
-   and through the VNIC (TDMA, iperf3 UDP; ping for latency).
+   per frame size, on the real-time path (NoMAC, the RT thread's generator;
+   modelled at 100 and 1000 Mbit/s, --link-rates) next to the path's ceiling
+   in the same run (a raw AF_XDP flood, tools/bench_xdp_flood.py), and
+   through the VNIC (TDMA, iperf3 UDP; ping for latency).  --parts c-rt or
+   c-vnic runs one half.
 d. VNIC CPU and context-switch cost at 100 Mbit/s next to the kernel path
    (seeds/003), by vnic/bench.py.
 
@@ -22,7 +25,8 @@ BENCHMARKS.md at the repository root with its figures in docs/figures/.
 CPU plan on this 2-vCPU machine: CPU 1 is reserved for real-time work (both
 stations' RT threads, the RT application, the subscriber, cyclictest);
 the CPU load is stress-ng on CPU 0 only.  Standard applications are not
-pinned and run SCHED_OTHER.
+pinned and run SCHED_OTHER.  RFC 2544 on the RT path (no load runs then) puts
+the receiving station on CPU 0, like the receiver of its ceiling.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import bench_suite_report as report  # noqa: E402
+import bench_xdp_flood  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
 
@@ -77,6 +82,12 @@ APPS = ("standard", "rt")
 APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto")}
 SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 LINK_MBPS = 100
+RT_LINK_RATES = (100, 1000)   # RFC 2544 on the RT path: the lab's link, and gigabit
+# RFC 2544 on the RT path: the sender on the reserved CPU, the receiving station (the tester's
+# other port) on the other one, like the raw AF_XDP ceiling's ends (SCHED_FIFO spinning needs
+# two CPUs); on one vCPU the two RT threads measure their contention, not the path
+RFC_TX_CPU, RFC_RX_CPU = RT_CPU, 0
+PARTS = ("a", "c", "c-rt", "c-vnic", "d")
 WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes include the FCS
 
 
@@ -317,8 +328,8 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
 
 # ---- c: RFC 2544 ------------------------------------------------------------------------
 
-def line_rate_fps(frame: int) -> float:
-    return LINK_MBPS * 1e6 / ((frame + WIRE_OVERHEAD) * 8)
+def line_rate_fps(frame: int, link_mbps: int = LINK_MBPS) -> float:
+    return link_mbps * 1e6 / ((frame + WIRE_OVERHEAD) * 8)
 
 
 def binary_search(trial, hi: float, resolution: float, max_trials: int):
@@ -355,14 +366,30 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
                                           "hist": hist}
 
 
-def measure_rfc2544_rt(args, lab, results: dict) -> None:
-    rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
-    out = results["rfc2544"]["rt_path"] = {}
-    with nomac_pair(lab, mode=None, rt=rt, ethertypes=[ET]) as (stations, _):
+def rt_path_key(link_mbps: int) -> str:
+    """Where the RT path's results at ``link_mbps`` go in results["rfc2544"]."""
+    return "rt_path" if link_mbps == LINK_MBPS else f"rt_path_{link_mbps}"
+
+
+def measure_xdp_ceiling(args, lab, results: dict) -> None:
+    """The raw AF_XDP flood per frame size: what the lab path carries without the stack."""
+    out = results["rfc2544"]["xdp_flood"] = {}
+    for frame in args.sizes:
+        r = out[str(frame)] = bench_xdp_flood.flood(lab, frame, args.flood_s, tx_cpu=RFC_TX_CPU,
+                                                    rx_cpu=RFC_RX_CPU, priority=STATION_PRIO)
+        log(f"c/ceiling {frame:5d} B: {bench_xdp_flood.describe(r)}")
+
+
+def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
+    rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
+    rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
+    out = results["rfc2544"][rt_path_key(link_mbps)] = {}
+    with nomac_pair(lab, mode=None, rt=rt, rt2=rt2, ethertypes=[ET], link_rate_mbps=link_mbps) \
+            as (stations, _):
         tx, rx = stations
         rx.count_probes(ET)
         for frame in args.sizes:
-            full = line_rate_fps(frame)
+            full = line_rate_fps(frame, link_mbps)
 
             def trial(pct):
                 ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s)
@@ -371,14 +398,20 @@ def measure_rfc2544_rt(args, lab, results: dict) -> None:
             last = {}
             best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials)
             pct = best[0] if best else 0.0
+            fps = full * pct / 100
             lat = last[pct].summary_us() if best else {}
-            out[str(frame)] = {"throughput_pct": pct, "fps": full * pct / 100,
-                               "mbps": full * pct / 100 * frame * 8 / 1e6,
-                               "line_rate_fps": full, "latency_us": lat, "trials": tried}
-            log(f"c/rt-path {frame:5d} B: zero-loss {pct:6.2f}% of {LINK_MBPS} Mbit/s "
-                f"({full * pct / 100:9.0f} fps), latency p50 {lat.get('p50', 0):.1f} "
-                f"p99 {lat.get('p99', 0):.1f} p99.9 {lat.get('p99.9', 0):.1f} us "
-                f"({len(tried)} trials)")
+            r = out[str(frame)] = {"throughput_pct": pct, "fps": fps, "mbps": fps * frame * 8 / 1e6,
+                                   "link_mbps": link_mbps, "line_rate_fps": full,
+                                   "latency_us": lat, "trials": tried}
+            ceiling = results["rfc2544"].get("xdp_flood", {}).get(str(frame), {}).get("rx_fps")
+            if ceiling:
+                r["pct_of_xdp_ceiling"] = 100 * fps / ceiling
+            log(f"c/rt-path {frame:5d} B: zero-loss {pct:6.2f}% of {link_mbps} Mbit/s "
+                f"({fps:9.0f} fps"
+                + (f", {r['pct_of_xdp_ceiling']:5.1f}% of the raw AF_XDP ceiling {ceiling:.0f}"
+                   if ceiling else "")
+                + f"), latency p50 {lat.get('p50', 0):.1f} p99 {lat.get('p99', 0):.1f} "
+                f"p99.9 {lat.get('p99.9', 0):.1f} us ({len(tried)} trials)")
 
 
 def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
@@ -478,10 +511,17 @@ def parse_args(argv):
                     help="RFC 2544 search resolution, percent of line rate")
     ap.add_argument("--max-trials", type=integer("trials", 1, 100), default=8,
                     help="per frame size")
+    ap.add_argument("--flood-s", type=number("flood length", 0.1, 600), default=2.0,
+                    help="raw AF_XDP flood per frame size (the RT path's ceiling)")
     ap.add_argument("--ping-count", type=integer("ping count", 1, 100_000), default=500)
     ap.add_argument("--vnic-seconds", type=integer("seconds", 1, vnic_bench.MAX_SECONDS),
                     default=5, help="part d, per run")
-    ap.add_argument("--parts", default="a,c,d", help="a (with b), c, d")
+    ap.add_argument("--parts", default="a,c,d",
+                    help="a (with b), c (= c-rt and c-vnic: RFC 2544 on the RT path, through "
+                         "the VNIC), d")
+    ap.add_argument("--link-rates", type=integer_list("link rate", 10, 100_000),
+                    default=list(RT_LINK_RATES),
+                    help="RFC 2544 on the RT path: modelled link rates (Mbit/s)")
     ap.add_argument("--lab", default="bs", help="lab name prefix")
     ap.add_argument("--from-json", metavar="PATH",
                     help="measure nothing: redo the figures and the report from a results file")
@@ -496,9 +536,14 @@ def parse_args(argv):
     if args.quick:
         args.messages, args.chunks, args.ct_seconds = 1000, 2, 1
         args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
+        args.flood_s = 0.3
         args.ping_count, args.vnic_seconds = 20, 1
     args.loads = [x for x in args.loads.split(",") if x]
     args.parts = set(args.parts.split(","))
+    if args.parts - set(PARTS):
+        ap.error(f"parts: choose from {', '.join(PARTS)}")
+    if "c" in args.parts:
+        args.parts |= {"c-rt", "c-vnic"}
     if set(args.loads) - set(LOADS):
         ap.error(f"loads: choose from {', '.join(LOADS)}")
     if args.report is None:
@@ -536,7 +581,9 @@ def main(argv=None) -> int:
                      "link_rate_mbps": LINK_MBPS, "flood": f"iperf3 UDP {FLOOD_MBPS} Mbit/s, "
                      f"{FLOOD_LEN} B datagrams", "messages_per_cell": args.messages,
                      "chunks": args.chunks, "trial_s": args.trial_s,
-                     "resolution_pct": args.resolution_pct, "max_trials": args.max_trials}},
+                     "resolution_pct": args.resolution_pct, "max_trials": args.max_trials,
+                     "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
+                     "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
     os.makedirs(args.out_dir, exist_ok=True)
     log(f"# bench_suite {'(quick) ' if args.quick else ''}parts {','.join(sorted(args.parts))}: "
@@ -545,13 +592,16 @@ def main(argv=None) -> int:
     if lab.exists():
         lab.down()
     try:
-        if "a" in args.parts or "c" in args.parts:
+        if args.parts & {"a", "c-rt", "c-vnic"}:
             with lab:
                 if "a" in args.parts:
                     for disc in DISCIPLINES:
                         measure_discipline(args, lab, disc, results)
-                if "c" in args.parts:
-                    measure_rfc2544_rt(args, lab, results)
+                if "c-rt" in args.parts:
+                    measure_xdp_ceiling(args, lab, results)
+                    for mbps in args.link_rates:
+                        measure_rfc2544_rt(args, lab, results, mbps)
+                if "c-vnic" in args.parts:
                     measure_rfc2544_vnic(args, lab, results)
         if "d" in args.parts:
             log("# d: VNIC cost (vnic/bench.py)")

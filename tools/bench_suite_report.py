@@ -129,16 +129,21 @@ def wakeup_table(results: dict) -> str:
 
 def rfc_table(results: dict) -> str:
     rt = results["rfc2544"].get("rt_path", {})
+    gig = results["rfc2544"].get("rt_path_1000", {})
+    ceil = results["rfc2544"].get("xdp_flood", {})
     vn = results["rfc2544"].get("vnic", {}).get("sizes", {})
-    rows = ["| frame (B) | RT path zero-loss (% of 100 Mbit/s) | RT path fps | RT one-way latency "
+    rows = ["| frame (B) | RT path zero-loss (% of 100 Mbit/s) | RT path fps | RT path fps at "
+            "1000 Mbit/s modelled | raw AF_XDP ceiling fps | RT one-way latency "
             "p50 / p99 / p99.9 / max (us) | VNIC zero-loss (Mbit/s) | VNIC % of NRT share | "
-            "VNIC ping RTT p50 / p99 / max (us) |", "|---:|---:|---:|---|---:|---:|---|"]
-    for size in sorted({int(k) for k in list(rt) + list(vn)}):
+            "VNIC ping RTT p50 / p99 / max (us) |", "|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    for size in sorted({int(k) for k in list(rt) + list(vn) + list(gig)}):
         r, v = rt.get(str(size), {}), vn.get(str(size), {})
+        g, c = gig.get(str(size), {}), ceil.get(str(size), {})
         lat, rtt = r.get("latency_us", {}), v.get("rtt_us", {})
         star = "*" if v and v.get("frame") != size else ""
         rows.append(
             f"| {size}{star} | {fmt(r.get('throughput_pct'), 1)} | {fmt(r.get('fps'), 0)} | "
+            f"{fmt(g.get('fps'), 0)} | {fmt(c.get('rx_fps'), 0)} | "
             f"{fmt(lat.get('p50'), 0)} / {fmt(lat.get('p99'), 0)} / {fmt(lat.get('p99.9'), 0)} / "
             f"{fmt(lat.get('max'), 0)} | {fmt(v.get('mbps'), 1)} | "
             f"{fmt(v.get('pct_of_nrt_capacity'), 0)} | {fmt(rtt.get('p50'), 0)} / "

@@ -171,16 +171,17 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
 @contextlib.contextmanager
 def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
                rt: RtSettings = RtSettings(priority=80), ethertypes=(),
-               link_rate_mbps: int = 100, offload: bool = True):
+               link_rate_mbps: int = 100, offload: bool = True, rt2: RtSettings | None = None):
     """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
-    modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps)."""
+    modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps).
+    ``rt2``: station 2's RT thread settings when they differ from ``rt``."""
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(1000, link_rate_mbps)
     with contextlib.ExitStack() as stack:
         stations, taps = [], []
-        for idx in (1, 2):
+        for idx, settings in ((1, rt), (2, rt2 or rt)):
             ls = lab.station(idx)
-            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt,
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings,
                                              ethertypes=ethertypes,
                                              link_rate_mbps=link_rate_mbps))
             st.attach_nomac()

@@ -60,8 +60,11 @@ def test_quick_suite_writes_complete_results(tmp_path):
             if disc == "tdma":
                 assert b["slot_lateness_us"]["count"] > 0
     rt, vn = res["rfc2544"]["rt_path"], res["rfc2544"]["vnic"]["sizes"]
+    gig, ceiling = res["rfc2544"]["rt_path_1000"], res["rfc2544"]["xdp_flood"]
     for size in SIZES:
         assert 0 <= rt[size]["throughput_pct"] <= 100 and rt[size]["trials"]
+        assert 0 <= gig[size]["throughput_pct"] <= 100 and gig[size]["link_mbps"] == 1000
+        assert ceiling[size]["received"] > 0 and ceiling[size]["rx_fps"] > 0
         assert 0 <= vn[size]["throughput_pct_of_search_hi"] <= 100 and vn[size]["trials"]
         assert vn[size]["rtt_us"]["count"] > 0
     runs = res["vnic_cost"]["runs"]
