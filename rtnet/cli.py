@@ -34,7 +34,7 @@ def _print_json(obj) -> None:
 # -- lab ----------------------------------------------------------------------
 def cmd_lab_up(args) -> int:
     from .lab import Lab
-    if not args.bare:
+    if not args.bare and not args.redundant:
         from . import labdemo
         try:
             summary = labdemo.run(args.name, args.stations, args.duration,
@@ -45,13 +45,19 @@ def cmd_lab_up(args) -> int:
         if args.json:
             _print_json(summary)
         return 0
-    lab = Lab(args.name, args.stations).up()
+    lab = Lab(args.name, args.stations, redundant=args.redundant).up()
     if args.json:
         _print_json(lab.status())
     else:
-        print(f"lab {lab.name}: {lab.n} stations on bridge {lab.wire_netns}/rtbr0 (bare)")
+        wires = f"bridge {lab.wire_netns}/rtbr0"
+        if lab.redundant:
+            wires = f"bridges {lab.wire_netns}/rtbr0 (wire A) and {lab.wire_b_netns}/rtbr0 (wire B)"
+        print(f"lab {lab.name}: {lab.n} stations on {wires} (bare)")
         for st in lab.stations:
-            print(f"  station {st.index}: netns {st.netns}  {st.ifname} {st.mac} {st.ip}/{st.prefixlen}")
+            ports = f"{st.ifname} {st.mac} {st.ip}/{st.prefixlen}"
+            if lab.redundant:
+                ports += f", rteth1 {st.mac} {st.ip_b}/{st.prefixlen}"
+            print(f"  station {st.index}: netns {st.netns}  {ports}")
     return 0
 
 
@@ -88,6 +94,10 @@ def cmd_lab_status(args) -> int:
             print(f"lab {s['name']}: does not exist")
             continue
         print(f"lab {s['name']}: namespaces {' '.join(s['namespaces'])}")
+        for w in s["wires"]:
+            ports = " ".join(f"{p['ifname']}:{p['state']}" for p in w["ports"])
+            print(f"  wire {w['wire'].upper()} {w['netns']}/{w['bridge']}: "
+                  f"{w.get('error') or ports or 'no ports'}")
         for st in s["stations"]:
             for link in st["links"]:
                 xdp = " xdp" if link["xdp"] else ""
@@ -251,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds of live view before the summary (default 5)")
     sp.add_argument("--bare", action="store_true",
                     help="only the namespaces, veths and bridge: no daemons, no traffic")
+    sp.add_argument("--redundant", action="store_true",
+                    help="two independent wires, every station with rteth0 on wire A and rteth1 "
+                         "on wire B (for IEEE 802.1CB); builds the lab only, as --bare does")
     sp = lab_cmd("down", cmd_lab_down, "remove the lab and everything it started")
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")

@@ -7,6 +7,17 @@ are deterministic: station N has 02:52:54:00:00:NN and 198.18.0.N/24 (the
 RFC 2544 benchmarking range).  Everything is found again by name, so
 ``Lab(name).down()`` also cleans up after a crash.
 
+A redundant lab (``Lab(name, n, redundant=True)``, ``rtnetctl lab up
+--redundant``) adds a second, independent wire for IEEE 802.1CB frame
+replication: the namespace ``rtn-<lab>-wireb`` with its own ``rtbr0``, and in
+every station ``rteth1``, whose peer ``s<N>`` is a port of that bridge.
+rteth1 carries 198.18.1.N/24 (198.19.0.N is the lab demo's vnic0) and the
+same MAC as rteth0, as PRP's doubly attached nodes do: a station is one
+sender on both wires, so the source MAC (the TDMA slot owner, the stream a
+receiver eliminates duplicates of) means the same whichever wire a copy
+came over, and no table maps one port's address to the other's.  The two
+bridges never meet, so the shared MAC is never seen twice on one segment.
+
 Processes the lab starts in its stations are recorded by PID in
 /run/rtnet/lab-<name>/ and only those are stopped by ``down()``.
 """
@@ -30,6 +41,8 @@ from .mac import format_mac
 PREFIX = "rtn-"
 BRIDGE = "rtbr0"
 STATION_IF = "rteth0"
+STATION_IF_B = "rteth1"      # a redundant lab's second port, on wire B
+WIRES = ("a", "b")           # a redundant lab's wires; a plain lab has only A
 MAX_STATIONS = 32
 LAB_MAC_PREFIX = bytes((0x02, 0x52, 0x54, 0x00, 0x00))   # locally administered; station N adds N
 RUN_DIR = os.environ.get("RTNET_RUN_DIR", "/run/rtnet")
@@ -58,6 +71,11 @@ class Station:
         return f"198.18.0.{self.index}"
 
     @property
+    def ip_b(self) -> str:
+        """The address of rteth1 in a redundant lab."""
+        return f"198.18.1.{self.index}"
+
+    @property
     def prefixlen(self) -> int:
         return 24
 
@@ -83,18 +101,29 @@ def _quiet_ipv6() -> None:
 class Lab:
     """A lab of ``stations`` stations on one bridge.  Use as a context manager or up()/down()."""
 
-    def __init__(self, name: str = "lab", stations: int = 3):
+    def __init__(self, name: str = "lab", stations: int = 3, redundant: bool = False):
         if not _NAME_RE.match(name):
             raise LabError(errno.EINVAL, f"lab name {name!r}: use 1-10 lower-case letters or digits")
         if not 1 <= stations <= MAX_STATIONS:
             raise LabError(errno.EINVAL, f"--stations {stations}: must be 1..{MAX_STATIONS}")
         self.name = name
         self.n = stations
+        self.redundant = redundant
 
     # -- names -------------------------------------------------------------
     @property
     def wire_netns(self) -> str:
         return f"{PREFIX}{self.name}-wire"
+
+    @property
+    def wire_b_netns(self) -> str:
+        return f"{PREFIX}{self.name}-wireb"
+
+    def wire(self, which: str) -> str:
+        """The namespace of wire ``a`` or (in a redundant lab) ``b``."""
+        if which not in (WIRES if self.redundant else WIRES[:1]):
+            raise LabError(errno.EINVAL, f"lab {self.name!r} has no wire {which!r}")
+        return self.wire_netns if which == "a" else self.wire_b_netns
 
     @property
     def stations(self) -> list[Station]:
@@ -133,29 +162,29 @@ class Lab:
         return self
 
     def _build(self) -> None:
-        pr_netns.create(self.wire_netns)
-        with netns.entered(self.wire_netns):
-            _quiet_ipv6()
-        with IPRoute(netns=self.wire_netns) as ipr:
-            ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-            ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=0, br_forward_delay=0)
-            br = ipr.link_lookup(ifname=BRIDGE)[0]
-            ipr.link("set", index=br, state="up")
+        wires = [(self.wire_netns, STATION_IF, "ip")]
+        if self.redundant:
+            wires.append((self.wire_b_netns, STATION_IF_B, "ip_b"))
+        for wire_ns, _, _ in wires:
+            _build_wire(wire_ns)
         for st in self.stations:
             pr_netns.create(st.netns)
             with netns.entered(st.netns):
                 _quiet_ipv6()
-            with IPRoute(netns=self.wire_netns) as ipr:
-                ipr.link("add", ifname=st.wire_port, kind="veth",
-                         peer={"ifname": STATION_IF, "net_ns_fd": st.netns})
-                port = ipr.link_lookup(ifname=st.wire_port)[0]
-                ipr.link("set", index=port, master=br, state="up")
             with IPRoute(netns=st.netns) as ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-                dev = ipr.link_lookup(ifname=STATION_IF)[0]
-                ipr.link("set", index=dev, address=st.mac, mtu=1500)
-                ipr.addr("add", index=dev, address=st.ip, prefixlen=st.prefixlen)
-                ipr.link("set", index=dev, state="up")
+            for wire_ns, ifname, ip in wires:
+                _attach(st, wire_ns, ifname, getattr(st, ip))
+
+    def set_wire_port(self, station: Station, wire: str, up: bool) -> None:
+        """Cut (``up=False``) or mend the bridge port of ``station`` on ``wire`` ("a" or "b"):
+        the station's own interface stays up, as when a cable is pulled at the switch."""
+        with IPRoute(netns=self.wire(wire)) as ipr:
+            found = ipr.link_lookup(ifname=station.wire_port)
+            if not found:
+                raise LabError(errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port "
+                                             f"{station.wire_port}")
+            ipr.link("set", index=found[0], state="up" if up else "down")
 
     def down(self) -> list[str]:
         """Stop the lab's processes and remove its namespaces; returns what was removed."""
@@ -246,7 +275,9 @@ class Lab:
     # -- status ------------------------------------------------------------
     def status(self) -> dict:
         spaces = self.existing_namespaces()
-        out = {"name": self.name, "exists": bool(spaces), "namespaces": spaces, "stations": []}
+        out = {"name": self.name, "exists": bool(spaces), "namespaces": spaces, "stations": [],
+               "wires": [_wire_status(which, ns) for which, ns in
+                         zip(WIRES, (self.wire_netns, self.wire_b_netns)) if ns in spaces]}
         for ns in spaces:
             m = re.match(rf"^{PREFIX}{self.name}-s(\d+)$", ns)
             if not m:
@@ -255,6 +286,48 @@ class Lab:
         out["stations"].sort(key=lambda s: s["index"])
         out["processes"] = [{"pid": p, "netns": n} for p, n in self.recorded_processes()]
         return out
+
+
+def _build_wire(wire_ns: str) -> None:
+    """A wire: a namespace holding the bridge the stations' ports join."""
+    pr_netns.create(wire_ns)
+    with netns.entered(wire_ns):
+        _quiet_ipv6()
+    with IPRoute(netns=wire_ns) as ipr:
+        ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
+        ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=0, br_forward_delay=0)
+        ipr.link("set", index=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
+
+
+def _attach(st: Station, wire_ns: str, ifname: str, ip: str) -> None:
+    """Connect ``st`` to the wire in ``wire_ns`` by a veth: ``ifname`` in the station (with
+    the station's MAC and ``ip``), ``s<N>`` as a port of the wire's bridge."""
+    with IPRoute(netns=wire_ns) as ipr:
+        ipr.link("add", ifname=st.wire_port, kind="veth",
+                 peer={"ifname": ifname, "net_ns_fd": st.netns})
+        port = ipr.link_lookup(ifname=st.wire_port)[0]
+        ipr.link("set", index=port, master=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
+    with IPRoute(netns=st.netns) as ipr:
+        dev = ipr.link_lookup(ifname=ifname)[0]
+        ipr.link("set", index=dev, address=st.mac, mtu=1500)
+        ipr.addr("add", index=dev, address=ip, prefixlen=st.prefixlen)
+        ipr.link("set", index=dev, state="up")
+
+
+def _wire_status(which: str, ns: str) -> dict:
+    """A wire's bridge and its ports (one per station), each with its state."""
+    out = {"wire": which, "netns": ns, "bridge": BRIDGE, "ports": []}
+    try:
+        with IPRoute(netns=ns) as ipr:
+            for link in ipr.get_links():
+                name = link.get_attr("IFLA_IFNAME")
+                if name not in ("lo", BRIDGE):
+                    out["ports"].append({"ifname": name,
+                                         "state": link.get_attr("IFLA_OPERSTATE")})
+    except OSError as exc:
+        out["error"] = str(exc)
+    out["ports"].sort(key=lambda p: (len(p["ifname"]), p["ifname"]))
+    return out
 
 
 def _clean_station_dir(path: str) -> None:
@@ -281,7 +354,7 @@ def all_labs() -> list[str]:
     """Names of every lab with at least one namespace left (crash leftovers included)."""
     names = set()
     for ns in pr_netns.listnetns():
-        m = re.match(rf"^{PREFIX}([a-z0-9]+)-(wire|s\d+)$", ns)
+        m = re.match(rf"^{PREFIX}([a-z0-9]+)-(wire|wireb|s\d+)$", ns)
         if m:
             names.add(m.group(1))
     return sorted(names)

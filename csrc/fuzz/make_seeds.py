@@ -22,6 +22,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from rtmac.testing.scapy_layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync, pad_frame, tunnel
+from rtmac.testing.scapy_rtag import RTag
 
 MASTER, BACKUP, STATION, SLAVE = ("02:52:54:00:00:01", "02:52:54:00:00:02",
                                   "02:52:54:00:00:02", "02:52:54:00:00:03")
@@ -358,11 +359,36 @@ def seeds_app_hdr() -> dict[str, bytes]:
     }
 
 
+def seeds_frer() -> dict[str, bytes]:
+    def header(hist=6, reset_ms=10, take_no_seq=0): return u16(hist) + u16(reset_ms) + u8(take_no_seq)
+    def wire(port, frame, step=10): return u8(port) + u16(step) + u8(len(frame)) + frame
+    def tagged(port, seq, step=10, size=46): return u8(2 | port) + u16(step) + u16(seq) + u8(size)
+    def untagged(port, step=10): return u8(4 | port) + u16(step) + u8(30)
+    def tick(step): return u8(6) + u16(step)
+
+    def rtag_sync(seq, cycle_no):
+        return bytes(Ether(dst=BCAST, src=MASTER) / RTag(seq=seq) / RTmac()
+                     / TdmaSync(cycle_no=cycle_no, xmit_stamp=1000, sched_xmit_stamp=900))
+
+    both = b"".join(tagged(0, s) + tagged(1, s, 0) for s in range(8))
+    return {
+        "two_ports": header() + both,
+        "wire_frames": header() + b"".join(wire(p, rtag_sync(s, s)) for s in range(4) for p in (0, 1)),
+        "loss_reorder": header(8) + b"".join(tagged(0, s) for s in (0, 1, 3, 2, 6, 5, 9)),
+        "wrap": header(4) + b"".join(tagged(s & 1, s) for s in (65533, 65534, 65535, 0, 1)),
+        "rogue_reset": header(4, 5) + tagged(0, 10) + tagged(0, 5000) + tick(60) + tagged(1, 5000),
+        "tagless": header(4, 0, 1) + untagged(0) + tagged(1, 3) + untagged(1),
+        "short_tag": header() + wire(0, rtag_sync(1, 1)[:19]) + wire(1, rtag_sync(1, 1)[:13]),
+        "clock_back": header(4, 1) + tagged(0, 1) + u8(0x82) + u16(500) + u16(2) + u8(20),
+    }
+
+
 TARGETS = {
     "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,
     "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim, "app_hdr": seeds_app_hdr,
+    "frer": seeds_frer,
 }
 
 
