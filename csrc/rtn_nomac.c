@@ -78,7 +78,7 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 		if (f->len >= RTN_APP_TX_OFF + 8 &&
 		    rtn_get_be32(f->data + ETH_HLEN_RTN) == RTN_APP_MAGIC)
 			off = RTN_APP_TX_OFF;
-		if (rtn_station_send(s, f->data, f->len, off, 0, &tx) < 0) {
+		if (rtn_station_send(s, f->data, f->len, off, 0, 0, &tx) < 0) {
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;

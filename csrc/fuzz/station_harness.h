@@ -38,6 +38,7 @@ static int64_t fuzz_clock_ns;
 #include "../rtn_nomac.c"
 #include "../rtn_vnic_pump.c"
 #include "../rtn_probe.c"
+#include "../rtn_capture.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
