@@ -13,7 +13,6 @@ from rtnet._lowlevel import check, ffi, lib
 from rtnet.capture import CapturedFrame, to_pcapng
 from rtnet.errors import RtnetError
 
-
 # -- the ring -------------------------------------------------------------------------------
 
 @pytest.fixture
