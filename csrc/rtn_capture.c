@@ -89,7 +89,8 @@ int rtn_capture_put(struct rtn_capture *c, const struct rtn_cap_hdr *h, const ui
 	*e = *h;
 	e->orig_len = len;
 	e->cap_len = kept;
-	memcpy(data, frame, kept);
+	if (kept)
+		memcpy(data, frame, kept);
 	if (stamp_off >= 0 && (uint32_t)stamp_off + 8 <= kept)
 		rtn_put_be64(data + stamp_off, stamp);
 	__atomic_store_n(&c->frames, c->frames + 1, __ATOMIC_RELAXED);
