@@ -191,8 +191,12 @@ def cmd_capture(args) -> int:
                 with contextlib.suppress(OSError):
                     os.unlink(args.write)
             raise
-        f.truncate(0)
-        f.write(base64.b64decode(reply["pcapng_b64"]))
+        try:
+            f.truncate(0)
+            f.write(base64.b64decode(reply["pcapng_b64"]))
+            f.flush()
+        except OSError as exc:   # e.g. the disk filled up meanwhile
+            raise RtnetError(exc.errno, f"{args.write}: {exc.strerror}") from None
     if args.json:
         _print_json({"frames": reply["frames"], "dropped": reply["dropped"], "file": args.write})
     else:

@@ -188,3 +188,37 @@ def test_a_capture_should_be_time_stamped_in_realtime_with_the_stack_stamps_in_t
 def test_a_time_stamp_before_the_epoch_should_be_refused():
     with pytest.raises(ValueError, match="before the epoch"):
         pcapng.enhanced_packet(-1, b"x" * 14)
+
+
+# -- rtnetctl capture's file ------------------------------------------------------------------
+
+def _fake_daemon(monkeypatch, frames: list[CapturedFrame]):
+    import base64
+
+    from rtnet import stationctl
+    data = to_pcapng(frames, realtime_minus_monotonic=0, snaplen=2048)
+
+    def request(dev, req, **kw):
+        assert req["cmd"] == "capture" and req["depth"] == 1024
+        return {"ok": True, "frames": len(frames), "dropped": 3,
+                "pcapng_b64": base64.b64encode(data).decode()}
+    monkeypatch.setattr(stationctl, "request", request)
+
+
+def test_rtnetctl_capture_should_write_the_daemons_pcapng_and_say_what_was_dropped(
+        monkeypatch, tmp_path, capsys):
+    from rtnet import cli
+    frame = _sync_frame()
+    _fake_daemon(monkeypatch, [CapturedFrame(True, frame, len(frame), 1, 10**18, 1, False)])
+    path = tmp_path / "out.pcapng"
+    assert cli.main(["capture", "-w", str(path), "-c", "1"]) == 0
+    assert capsys.readouterr().out == f"1 frames written to {path} (3 dropped: capture ring full)\n"
+    assert tshark_fields(path, "frame.time_epoch") == [["1000000000.000000000"]]
+
+
+def test_rtnetctl_capture_into_a_full_disk_should_end_with_one_line(monkeypatch, capsys):
+    from rtnet import cli
+    _fake_daemon(monkeypatch, [])
+    assert cli.main(["capture", "-w", "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("rtnetctl: /dev/full: ")
