@@ -216,7 +216,7 @@ def test_rtnetctl_capture_should_write_the_daemons_pcapng_and_say_what_was_dropp
     assert tshark_fields(path, "frame.time_epoch") == [["1000000000.000000000"]]
 
 
-def test_rtnetctl_capture_into_a_full_disk_should_end_with_one_line(monkeypatch, capsys):
+def test_rtnetctl_capture_into_a_file_that_fails_to_be_written_should_end_with_one_line(monkeypatch, capsys):
     from rtnet import cli
     _fake_daemon(monkeypatch, [])
     assert cli.main(["capture", "-w", "/dev/full"]) == 1
