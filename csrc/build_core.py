@@ -1,28 +1,134 @@
 """cffi build script for rtnet._core, the C core of rtnet-xdp.
 
-Every csrc/*.c file is compiled into one private extension module.  The
-Python-visible API is the concatenation of csrc/*.cdef (one per C module,
-kept next to its header), so adding a module never means editing this file.
+Every csrc/*.c file (but the XDP program, *.bpf.c) is compiled into one
+private extension module.  The Python-visible API is the public headers
+themselves, so there is no second copy of the declarations to drift from
+the C: adding a module never means editing this file.
+
+Public headers are csrc/rtn_*.h except *_priv.h (a module's state, shared by
+its own .c files) and *_inline.h (static inline helpers of the data path,
+for C callers).  Other names are not for cffi: rtnet_app.h only gathers the
+application headers for C programs, and rt_sched_posix.h holds rtn_rt.c's
+static scheduling backend.
+
+cdef_source() prepares a public header for ffibuilder.cdef(), which reads
+C declarations but no preprocessor beyond integer #defines:
+
+- the include guard and the #include lines are dropped; the headers go to
+  cdef() in #include order, so a type is declared before its users;
+- ``__attribute__((...))`` is dropped, and a struct whose definition
+  carried one (packed, aligned) is declared partial (``...;`` before its
+  closing brace): cffi then takes its size and field offsets from the
+  compiler, which sees the real header through set_source(), instead of
+  computing a natural layout of its own;
+- everything else is passed as it is: comments (cffi skips them), the
+  declarations, and ``#define NAME <integer literal>`` constants (decimal,
+  hex or octal, an optional sign and u/l suffixes; no expressions).
+
+So a public header holds only what cffi reads: prototypes, structs, enums,
+typedefs and integer #defines.  Static inline functions, function-like
+macros, _Static_assert and #define expressions belong in a *_priv.h or
+*_inline.h.  tests/unit/test_cdef.py runs this on every public header.
 """
 import glob
 import os
+import re
 
-from cffi import FFI
+from cffi import FFI, CDefError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VERSION = "0.1.0"  # keep equal to pyproject.toml; checked at import
 
-ffibuilder = FFI()
-for path in sorted(glob.glob(os.path.join(HERE, "*.cdef"))):
-    with open(path) as f:
-        ffibuilder.cdef(f.read())
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_ATTRIBUTE = re.compile(r"\s*__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
+_STRUCT = re.compile(r"\bstruct\s+\w+\s*\{")
 
-# the public headers only: a module's *_priv.h is shared by its own .c files
-headers = sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h"))
-                 if not p.endswith("_priv.h"))
+
+def _names() -> list[str]:
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h"))
+                  if not p.endswith(("_priv.h", "_inline.h")))
+
+
+def dependencies(name: str) -> list[str]:
+    """The public headers ``name`` includes, directly or not, each after its own."""
+    public, order = set(_names()), []
+
+    def visit(h: str, path: tuple) -> None:
+        if h in path:
+            raise CDefError(f"csrc/{h}: #include loop {' -> '.join(path + (h,))}")
+        with open(os.path.join(HERE, h)) as f:
+            for dep in _INCLUDE.findall(f.read()):
+                if dep in public and dep not in order:
+                    visit(dep, path + (h,))
+        if h not in order and h != name:
+            order.append(h)
+
+    visit(name, ())
+    return order
+
+
+def public_headers() -> list[str]:
+    """The public headers' file names, each after the public headers it includes."""
+    order: list[str] = []
+    for name in _names():
+        for h in dependencies(name) + [name]:
+            if h not in order:
+                order.append(h)
+    return order
+
+
+def _partial_where_attributed(text: str) -> str:
+    """Append ``...;`` to each struct definition that carries an __attribute__."""
+    out, pos = [], 0
+    for m in _STRUCT.finditer(text):
+        if m.start() < pos:
+            continue                       # a struct inside one already handled
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        close = i - 1                      # the closing brace
+        end = text.find(";", close)
+        if "__attribute__" in text[m.end():end]:
+            out.append(text[pos:close] + "\t...;\n")
+            pos = close
+    return "".join(out) + text[pos:]
+
+
+def cdef_source(name: str) -> str:
+    """Public header ``name`` prepared for ffibuilder.cdef() (see the module docstring)."""
+    with open(os.path.join(HERE, name)) as f:
+        return prepare(f.read())
+
+
+def prepare(header: str) -> str:
+    """The text of a header, prepared for ffibuilder.cdef() (see the module docstring)."""
+    lines = header.split("\n")
+    guard = next((ln.split()[1] for ln in lines if ln.startswith("#ifndef ")), None)
+    keep = []
+    for ln in lines:
+        if guard and re.match(rf"#\s*(ifndef|define)\s+{guard}\s*$", ln):
+            continue
+        if re.match(r"\s*#\s*include\b", ln):
+            continue
+        keep.append(ln)
+    if guard:                              # the guard's #endif is the last one
+        last = max(i for i, ln in enumerate(keep) if ln.startswith("#endif"))
+        del keep[last]
+    text = "\n".join(keep)
+    return _ATTRIBUTE.sub("", _partial_where_attributed(text))
+
+
+ffibuilder = FFI()
+for header in public_headers():
+    try:
+        ffibuilder.cdef(cdef_source(header))
+    except CDefError as exc:
+        raise CDefError(f"csrc/{header} is not a declaration cffi can read: {exc}") from None
+
 ffibuilder.set_source(
     "rtnet._core",
-    "\n".join(f'#include "{h}"' for h in headers),
+    "\n".join(f'#include "{h}"' for h in public_headers()),
     sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "*.c"))
                    if not p.endswith(".bpf.c")),
     include_dirs=[HERE],

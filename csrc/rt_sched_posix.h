@@ -9,8 +9,9 @@
  * attaches to the core with evl_attach_self() and sleeps with
  * evl_sleep_until()) would replace this one file and nothing else.
  *
- * Not named rtn_*.h on purpose: the cffi build includes every rtn_*.h into
- * the extension source, and these static functions belong to rtn_rt.c only.
+ * Not named rtn_*.h on purpose: those are the public headers, which the cffi
+ * build reads as declarations (csrc/build_core.py), and these static
+ * functions belong to rtn_rt.c only.
  */
 #ifndef RT_SCHED_POSIX_H
 #define RT_SCHED_POSIX_H
@@ -18,7 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 
 /**
  * Switch the calling thread to SCHED_FIFO at @p priority.

@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "rtn_app.h"
-#include "rtn_chan.h"
+#include "rtn_chan_inline.h"
 #include "rtn_core.h"
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 
 #define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
 #define DEFAULT_RUN_DIR	"/run/rtnet"
@@ -54,11 +54,6 @@ struct rtn_app_chan {
 	int64_t learn_start_os;
 	int64_t learnt_cycle_ns;
 };
-
-void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o)
-{
-	*o = (struct rtn_app_chan_opts){ .slot = 0, .prio = 15, .max_size = 1514, .depth = 256 };
-}
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -265,7 +260,7 @@ static int read_reply(int fd, char *line, size_t cap, int *fds, int *nfds)
 	return -EMSGSIZE;
 }
 
-int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
 		 struct rtn_app_chan **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -277,6 +272,10 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_o
 	rtn_clear_error();
 	if (!dev || !*dev || strchr(dev, '/'))
 		return rtn_set_error(-EINVAL, "device name %s is not valid", dev ? dev : "(null)");
+	/* the control protocol has no such request: an application's channel publishes cycles */
+	if (o->no_cycles)
+		return rtn_set_error(-EINVAL, "%s: no_cycles is for the station daemon's own channels",
+				     dev);
 	if (netns)
 		snprintf(ns, sizeof(ns), "%s", netns);
 	else

@@ -25,20 +25,13 @@
 #define RTN_APP_H
 
 #include <stdint.h>
+#include "rtn_chan.h"
 
 #define RTN_APP_ETH_HLEN	14
 #define RTN_APP_OVERHEAD	38	/* Ethernet header + struct rtn_app_hdr */
 #define RTN_APP_SCHED_NOW	0	/* sched_ns: "now", in global time */
 
 struct rtn_app_chan;
-
-struct rtn_app_chan_opts {
-	uint16_t ethertype;
-	uint16_t slot;		/* TDMA slot the channel sends in */
-	uint32_t prio;		/* 0 highest .. 31 */
-	uint32_t max_size;	/* largest frame, Ethernet header included */
-	uint32_t depth;		/* messages per ring, power of two */
-};
 
 /** What came with a received message; times in global time (ns). */
 struct rtn_app_msg_info {
@@ -91,16 +84,14 @@ struct rtn_app_sample {
 	int64_t app_ns;		/* the application took it from the ring (global time) */
 };
 
-/** Defaults: slot 0, priority 15, 1514-byte frames, 256 messages (EtherType left 0). */
-void rtn_app_chan_opts_init(struct rtn_app_chan_opts *o);
-
 /**
  * Ask the station daemon on @p dev for a channel over its control socket
  * ($RTNET_RUN_DIR or /run/rtnet, then @p netns or the caller's namespace
  * name, then "<dev>.ctl").  The connection stays open for the channel's
- * life: the daemon reclaims the channel when it closes.
+ * life: the daemon reclaims the channel when it closes.  @p o comes from
+ * rtn_chan_opts_init(); no_cycles is for the daemon's own channels (-EINVAL).
  */
-int rtn_app_open(const char *dev, const char *netns, const struct rtn_app_chan_opts *o,
+int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
 		 struct rtn_app_chan **out);
 
 /**

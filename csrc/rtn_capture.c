@@ -11,7 +11,7 @@
 #include "rtn_capture.h"
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 
 struct rtn_capture {
 	/* written by the producer (the RT thread) */

@@ -16,6 +16,7 @@
  * On the wire an application message is an Ethernet frame of the channel's
  * EtherType whose payload starts with struct rtn_app_hdr; the sender's RT
  * thread writes tx_ns into it at the last moment before transmission.
+ * The ring operations both sides use are in rtn_chan_inline.h.
  */
 #ifndef RTN_CHAN_H
 #define RTN_CHAN_H
@@ -28,7 +29,28 @@
 #define RTN_CHAN_MAX_DEPTH	4096		/* messages per ring, a power of two */
 #define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
 #define RTN_APP_HDR_LEN		24
-#define RTN_APP_TX_OFF		(14 + 16)	/* frame offset of rtn_app_hdr.tx_ns */
+#define RTN_APP_TX_OFF		30		/* frame offset of rtn_app_hdr.tx_ns: 14 + 16 */
+
+/**
+ * What a channel is opened with: by an application through the station
+ * daemon (rtn_app_open()) or by the daemon itself (rtn_station_chan_open()).
+ */
+struct rtn_chan_opts {
+	uint16_t ethertype;
+	uint16_t slot;		/* TDMA slot the channel sends in */
+	uint32_t prio;		/* 0 highest .. 31 */
+	uint32_t max_size;	/* largest frame, Ethernet header included */
+	uint32_t depth;		/* messages per ring, power of two */
+	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
+				 * daemon's own services): it does not keep the engine
+				 * from starting cycles at their first job */
+};
+
+/**
+ * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
+ * published; the EtherType is left 0, the caller's to choose.
+ */
+void rtn_chan_opts_init(struct rtn_chan_opts *o);
 
 /** Header of an application payload on the wire (big-endian). */
 struct rtn_app_hdr {
@@ -80,99 +102,5 @@ struct rtn_chan_shm {
 	struct rtn_ring rx;
 	/* followed by depth TX messages, then depth RX messages */
 };
-
-static inline uint64_t rtn_chan_shm_size(uint32_t depth)
-{
-	return sizeof(struct rtn_chan_shm) + 2ull * depth * sizeof(struct rtn_msg);
-}
-
-static inline struct rtn_msg *rtn_chan_tx_msgs(struct rtn_chan_shm *c)
-{
-	return (struct rtn_msg *)(c + 1);
-}
-
-/* RX messages follow the @p depth TX messages; depth from the caller's own memory. */
-static inline struct rtn_msg *rtn_chan_rx_msgs(struct rtn_chan_shm *c, uint32_t depth)
-{
-	return rtn_chan_tx_msgs(c) + depth;
-}
-
-/* ---- SPSC ring operations (both sides) --------------------------------- */
-/*
- * The other side of a ring can write anything into the shared page.  So
- * every operation takes the ring's depth from the caller's own memory (fixed
- * when the channel was opened, never read back from the page), indexes only
- * through depth - 1, and treats indexes that claim more than depth messages
- * as a broken ring: the producer sees it full, the consumer resynchronises
- * (rtn_ring_cons_check).  A message's length is read once (rtn_msg_len).
- */
-
-/** Slot to fill, or NULL if full (the producer then counts a drop). */
-static inline struct rtn_msg *rtn_ring_prod_slot(struct rtn_ring *r, struct rtn_msg *msgs,
-						 uint32_t depth)
-{
-	uint32_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
-	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-
-	if (head - tail >= depth)
-		return NULL;
-	return &msgs[head & (depth - 1)];
-}
-
-static inline void rtn_ring_prod_commit(struct rtn_ring *r)
-{
-	__atomic_store_n(&r->head, __atomic_load_n(&r->head, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELEASE);
-}
-
-/**
- * Consumer side: 0 when the ring's indexes are possible, else -1 after
- * dropping everything the producer claims (tail = head).
- */
-static inline int rtn_ring_cons_check(struct rtn_ring *r, uint32_t depth)
-{
-	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
-	uint32_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-
-	if (head - tail <= depth)
-		return 0;
-	__atomic_store_n(&r->tail, head, __ATOMIC_RELEASE);
-	return -1;
-}
-
-/** Oldest message, or NULL if empty. */
-static inline struct rtn_msg *rtn_ring_cons_peek(struct rtn_ring *r, struct rtn_msg *msgs,
-						 uint32_t depth)
-{
-	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
-	uint32_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-
-	if (head == tail)
-		return NULL;
-	return &msgs[tail & (depth - 1)];
-}
-
-static inline void rtn_ring_cons_release(struct rtn_ring *r)
-{
-	__atomic_store_n(&r->tail, __atomic_load_n(&r->tail, __ATOMIC_RELAXED) + 1,
-			 __ATOMIC_RELEASE);
-}
-
-static inline uint32_t rtn_ring_count(const struct rtn_ring *r)
-{
-	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) -
-	       __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-}
-
-/**
- * A message's frame length, read once (the peer may change it meanwhile);
- * RTN_CHAN_MSG_MAX + 1 when it claims more than a message slot holds.
- */
-static inline uint32_t rtn_msg_len(const struct rtn_msg *m)
-{
-	uint32_t len = __atomic_load_n(&m->len, __ATOMIC_RELAXED);
-
-	return len <= RTN_CHAN_MSG_MAX ? len : RTN_CHAN_MSG_MAX + 1;
-}
 
 #endif

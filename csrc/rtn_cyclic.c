@@ -15,7 +15,8 @@
 #include "rtn_chan.h"
 #include "rtn_core.h"
 #include "rtn_cyclic.h"
-#include "rtn_time.h"
+#include "rtn_hist_inline.h"
+#include "rtn_time_inline.h"
 
 #define FIRST_CYCLE_TIMEOUT_NS	(2 * RTN_NS_PER_SEC)
 #define POLL_SLICE_NS		(10 * 1000 * 1000LL)	/* re-check stop while waiting */
@@ -34,6 +35,7 @@ struct rtn_cyclic {
 	uint64_t runs;
 	uint64_t missed;
 	int64_t interval_ns;
+	struct rtn_lead lead;		/* handover mode: the lead, written by the task's thread */
 	struct rtn_hist hist;
 };
 
@@ -45,6 +47,7 @@ void rtn_cyclic_opts_init(struct rtn_cyclic_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->mode = RTN_CYCLIC_MODE_RT;
+	o->handover_ns = -1;
 	rtn_rt_opts_init(&o->rt);
 }
 
@@ -108,12 +111,25 @@ static int run_once(struct rtn_cyclic *c, const struct rtn_app_waitinfo *wi, int
 	tls_deadline = deadline;
 	tls_global_shift = wi->cycle_start - wi->cycle_start_os;
 	rc = c->fn(c->arg, wi, woke);
+	if (c->o.handover_ns >= 0)
+		rtn_lead_add(&c->lead, rtn_now() - deadline);	/* wake-up lateness + the run */
 	__atomic_store_n(&c->runs, c->runs + 1, __ATOMIC_RELEASE);
 	if (rc < 0) {
 		c->rc = rc;
 		return 1;
 	}
 	return rc > 0 || (c->o.cycles && c->runs >= c->o.cycles);
+}
+
+/*
+ * Where in cycle n the task wakes: offset_ns, or the lead in force before the
+ * hand-over deadline (possibly in cycle n - 1, which the arithmetic allows).
+ */
+static int64_t wake_offset(const struct rtn_cyclic *c)
+{
+	if (c->o.handover_ns < 0)
+		return c->o.offset_ns;
+	return c->o.handover_ns - __atomic_load_n(&c->lead.lead_ns, __ATOMIC_RELAXED);
 }
 
 /*
@@ -132,9 +148,20 @@ static int rt_body(struct rtn_rt *rt, void *arg)
 	if (rc < 0 || stopping(c))
 		return rc;
 	c->interval_ns = pub.cycle_ns;
+	if (c->o.handover_ns >= 0) {
+		if (c->o.handover_ns >= pub.cycle_ns || c->o.lead_ns >= pub.cycle_ns)
+			return rtn_set_error(-ERANGE, "cyclic task: hand-over at %lld us with a "
+					     "lead of %lld us does not fit the %lld us cycle",
+					     (long long)c->o.handover_ns / 1000,
+					     (long long)c->o.lead_ns / 1000,
+					     (long long)pub.cycle_ns / 1000);
+		/* an automatic lead starts at a quarter of the cycle, at most half of it */
+		rtn_lead_init(&c->lead, c->o.lead_start_ns ? c->o.lead_start_ns : pub.cycle_ns / 4,
+			      pub.cycle_ns / 2, c->o.lead_ns);
+	}
 	/* first run: the earliest cycle whose deadline is still ahead */
 	n = pub.cycle_no;
-	if (pub.cycle_start_os + c->o.offset_ns <= rtn_now())
+	if (pub.cycle_start_os + wake_offset(c) <= rtn_now())
 		n++;
 	while (!stopping(c)) {
 		int64_t d, deadline, woke, now;
@@ -142,7 +169,7 @@ static int rt_body(struct rtn_rt *rt, void *arg)
 		if (rtn_app_cycle_info(c->ch, &pub) < 0 || pub.cycle_ns <= 0)
 			return rtn_set_error(-EPROTO, "cycle information disappeared");
 		d = (int32_t)(n - pub.cycle_no);
-		deadline = pub.cycle_start_os + d * pub.cycle_ns + c->o.offset_ns;
+		deadline = pub.cycle_start_os + d * pub.cycle_ns + wake_offset(c);
 		now = rtn_now();
 		if (deadline + pub.cycle_ns <= now) {
 			/* stalled for a cycle or more: skip, do not fire back to back */
@@ -272,9 +299,13 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 		return rtn_set_error(-EINVAL, "cyclic task: channel and function are required");
 	if (o->mode != RTN_CYCLIC_MODE_RT && o->mode != RTN_CYCLIC_MODE_STANDARD)
 		return rtn_set_error(-EINVAL, "cyclic task: unknown mode %d", o->mode);
-	if (o->offset_ns < 0 || o->interval_ns < 0 || o->first_cycle_timeout_ns < 0)
-		return rtn_set_error(-EINVAL, "cyclic task: offset, interval and timeout must "
-				     "not be negative");
+	if (o->offset_ns < 0 || o->interval_ns < 0 || o->first_cycle_timeout_ns < 0 ||
+	    o->lead_ns < 0 || o->lead_start_ns < 0 || o->handover_ns < -1)
+		return rtn_set_error(-EINVAL, "cyclic task: offset, interval, timeout and lead "
+				     "must not be negative");
+	if (o->handover_ns >= 0 && (o->mode != RTN_CYCLIC_MODE_RT || o->interval_ns))
+		return rtn_set_error(-EINVAL, "cyclic task: a hand-over deadline needs the "
+				     "real-time mode on the TDMA cycle");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return rtn_set_error(-ENOMEM, "cyclic task: out of memory");
@@ -349,6 +380,16 @@ void rtn_cyclic_read_stats(const struct rtn_cyclic *c, struct rtn_cyclic_stats *
 	out->runs = __atomic_load_n(&c->runs, __ATOMIC_ACQUIRE);
 	out->missed = __atomic_load_n(&c->missed, __ATOMIC_RELAXED);
 	out->interval_ns = c->interval_ns;
+	out->handover_ns = c->o.handover_ns;
+	if (c->o.handover_ns >= 0) {
+		/* plain reads of counters the task's thread writes: each is one aligned word */
+		out->lead_ns = __atomic_load_n(&c->lead.lead_ns, __ATOMIC_RELAXED);
+		out->lead_need_max_ns = __atomic_load_n(&c->lead.need_max_ns, __ATOMIC_RELAXED);
+		out->lead_auto = c->lead.fixed_ns == 0;
+		out->lead_updates = __atomic_load_n(&c->lead.updates, __ATOMIC_RELAXED);
+		out->lead_late = __atomic_load_n(&c->lead.late, __ATOMIC_RELAXED);
+		out->lead_beyond = __atomic_load_n(&c->lead.beyond, __ATOMIC_RELAXED);
+	}
 	rtn_hist_read(&c->hist, &out->hist);
 }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "rtn_app.h"
 #include "rtn_hist.h"
+#include "rtn_lead.h"
 #include "rtn_rt.h"
 
 #define RTN_CYCLIC_MODE_RT		0
@@ -39,6 +40,15 @@ struct rtn_cyclic_opts {
 				 * absolute grid of this period, for NoMAC) */
 	int64_t first_cycle_timeout_ns;	/* wait for the first published cycle; 0: 2 s */
 	struct rtn_rt_opts rt;		/* real-time mode: CPU, priority, PM QoS, fallback */
+	/*
+	 * Real-time mode on the TDMA cycle: hand over by this time after the cycle
+	 * start (the slot the message goes in) instead of waking at offset_ns; the
+	 * task wakes lead_ns before it.  -1: not used (offset_ns as above).
+	 */
+	int64_t handover_ns;
+	int64_t lead_ns;		/* with handover_ns: > 0 fixed; 0 automatic (rtn_lead.h) */
+	int64_t lead_start_ns;		/* automatic: where it starts; 0: a quarter of the cycle
+				 * (a task that restarts may give the lead it had learnt) */
 };
 
 /**
@@ -60,6 +70,14 @@ struct rtn_cyclic_stats {
 	uint64_t runs;			/* calls of the task function */
 	uint64_t missed;		/* deadlines skipped after a stall of a cycle or more */
 	int64_t interval_ns;		/* the period actually used */
+	int64_t handover_ns;		/* -1: the task wakes at offset_ns */
+	int64_t lead_ns;		/* the hand-over lead in force */
+	int64_t lead_need_max_ns;	/* the longest a run needed from wake-up to hand-over */
+	int32_t lead_auto;		/* 1: the lead adapts; 0: fixed by the user */
+	int32_t pad;
+	uint64_t lead_updates;
+	uint64_t lead_late;		/* hand-overs after the lead in force had run out */
+	uint64_t lead_beyond;		/* needs above half a cycle: stalls no lead covers */
 	struct rtn_hist hist;		/* lateness of each wake-up, ns */
 };
 
@@ -78,7 +96,10 @@ struct rtn_cyclic_pub {
 
 struct rtn_cyclic;
 
-/** Defaults: offset 0, run until stopped, real-time mode with rtn_rt_opts_init(). */
+/**
+ * Defaults: offset 0, run until stopped, real-time mode with rtn_rt_opts_init(),
+ * no hand-over deadline (handover_ns -1), automatic lead once one is set.
+ */
 void rtn_cyclic_opts_init(struct rtn_cyclic_opts *o);
 
 /** Start the task on its own thread; returns once the thread's settings are applied. */

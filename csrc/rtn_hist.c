@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "rtn_hist.h"
+#include <string.h>
+#include "rtn_hist_inline.h"
 
 void rtn_hist_init(struct rtn_hist *h, int64_t lo_ns)
 {

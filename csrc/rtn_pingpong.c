@@ -8,8 +8,9 @@
 #include <sys/socket.h>
 
 #include "rtn_core.h"
+#include "rtn_hist_inline.h"
 #include "rtn_pingpong.h"
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 
 #define PP_MAX_FRAME 2048
 #define PP_SEQ_OFF_ETH 14

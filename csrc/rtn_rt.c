@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "rtn_core.h"
+#include "rtn_hist_inline.h"
 #include "rtn_rt.h"
 #include "rt_sched_posix.h"
 

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 #include "rtn_capture.h"
+#include "rtn_chan.h"
 #include "rtn_hist.h"
 #include "rtn_rt.h"
 #include "rtn_tdma.h"
@@ -43,17 +44,6 @@ struct rtn_station_opts {
 	int64_t clock_offset_ns;	/* simulated clock error (lab) */
 	double drift_ppm;
 	uint32_t link_rate_mbps;	/* NoMAC pacing (TDMA has its own in its config) */
-};
-
-struct rtn_chan_opts {
-	uint16_t ethertype;
-	uint16_t slot;		/* TDMA slot the channel sends in */
-	uint32_t prio;		/* 0 highest .. 31 */
-	uint32_t max_size;	/* largest frame, Ethernet header included */
-	uint32_t depth;		/* messages per ring, power of two */
-	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
-				 * daemon's own services): it does not keep the engine
-				 * from starting cycles at their first job */
 };
 
 struct rtn_chan_stats {

@@ -25,10 +25,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "rtn_capture.h"
-#include "rtn_chan.h"
+#include "rtn_chan_inline.h"
+#include "rtn_hist_inline.h"
 #include "rtn_station.h"
-#include "rtn_tdma_proto.h"
-#include "rtn_time.h"
+#include "rtn_tdma_proto_inline.h"
+#include "rtn_time_inline.h"
 #include "rtn_vnic_gso.h"
 
 #define RX_BATCH	64

@@ -24,7 +24,7 @@
 #include "rtn_tdma.h"
 #include "rtn_tdma_fsm.h"
 #include "rtn_tdma_priv.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 
 #define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
 #define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */

@@ -61,7 +61,7 @@
 #define RTN_TDMA_ROLE_SLAVE	2
 
 /* Slot lateness and sync error histograms start here (sync error is signed). */
-#define RTN_TDMA_SYNC_HIST_LO_NS	(-2000000LL)
+#define RTN_TDMA_SYNC_HIST_LO_NS	-2000000LL
 
 struct rtn_tdma_slot_cfg {
 	int32_t id;		/* -1: unused entry */

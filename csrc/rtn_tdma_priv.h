@@ -10,8 +10,9 @@
 #define RTN_TDMA_PRIV_H
 
 #include <stdint.h>
+#include "rtn_hist_inline.h"
 #include "rtn_tdma.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 
 #define NIL 0xFFFFu		/* end of a buffer list */
 

@@ -9,7 +9,13 @@
 #include <errno.h>
 #include <string.h>
 #include "rtn_core.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
+
+/* the wire layouts rtn_tdma_proto.h describes, as the specification sizes them */
+_Static_assert(sizeof(struct rtmac_hdr) == RTMAC_HLEN, "rtmac_hdr");
+_Static_assert(sizeof(struct tdma_frm_sync) == TDMA_SYNC_LEN, "sync");
+_Static_assert(sizeof(struct tdma_frm_req_cal) == TDMA_REQ_CAL_LEN, "req_cal");
+_Static_assert(sizeof(struct tdma_frm_rpl_cal) == TDMA_RPL_CAL_LEN, "rpl_cal");
 
 #define RTMAC_OFF	ETH_HLEN_RTN
 #define TDMA_OFF	(ETH_HLEN_RTN + RTMAC_HLEN)

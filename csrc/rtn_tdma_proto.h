@@ -6,8 +6,9 @@
  * Normative sources: RTnet doc/RTmac.spec, doc/TDMA.spec (rev 2.1a) and
  * stack/include/rtmac/{rtmac_proto.h,tdma/tdma_proto.h}.  Every multi-byte
  * field is big-endian on the wire.  The structs below describe the wire
- * layout and are only ever accessed through the byte helpers, so that
- * unaligned frame buffers are fine on every architecture.
+ * layout and are only ever accessed through the byte helpers
+ * (rtn_tdma_proto_inline.h), so that unaligned frame buffers are fine on
+ * every architecture; rtn_tdma_proto.c checks their sizes.
  *
  * Encoders and the decoder never allocate, lock or print: they run on the
  * real-time path.  The decoder returns an ::rtn_frm_result reject code
@@ -85,11 +86,6 @@ struct tdma_frm_rpl_cal {
 	uint64_t xmit_stamp;		/* master local clock at reply TX, ns */
 } __attribute__((packed));
 
-_Static_assert(sizeof(struct rtmac_hdr) == RTMAC_HLEN, "rtmac_hdr");
-_Static_assert(sizeof(struct tdma_frm_sync) == TDMA_SYNC_LEN, "sync");
-_Static_assert(sizeof(struct tdma_frm_req_cal) == TDMA_REQ_CAL_LEN, "req_cal");
-_Static_assert(sizeof(struct tdma_frm_rpl_cal) == TDMA_RPL_CAL_LEN, "rpl_cal");
-
 /**
  * Results of rtn_tdma_decode() and rtn_rtmac_tunnel_decap().  A frame
  * kind (the TDMA id, >= 0) on success, otherwise one reject reason each.
@@ -124,54 +120,6 @@ struct rtn_tdma_msg {
 	uint64_t request_xmit_stamp;	/* rpl_cal */
 	uint64_t reception_stamp;	/* rpl_cal */
 };
-
-static inline void rtn_put_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static inline void rtn_put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
-static inline void rtn_put_be64(uint8_t *p, uint64_t v)
-{
-	rtn_put_be32(p, v >> 32);
-	rtn_put_be32(p + 4, v);
-}
-
-static inline uint16_t rtn_get_be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t rtn_get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t rtn_get_be64(const uint8_t *p)
-{
-	return (uint64_t)rtn_get_be32(p) << 32 | rtn_get_be32(p + 4);
-}
-
-/**
- * Stamp an encoded frame at the last moment before it is posted to the TX
- * ring, as RTnet drivers do with rtskb->xmit_stamp.
- * @param frame	frame built by an rtn_tdma_encode_*() function
- * @param off	the xmit offset that encoder returned
- * @param ns	time to write (global for Sync, local for calibration)
- */
-static inline void rtn_tdma_stamp(uint8_t *frame, uint32_t off, uint64_t ns)
-{
-	rtn_put_be64(frame + off, ns);
-}
 
 /**
  * Build a Sync frame (broadcast) into @p buf.

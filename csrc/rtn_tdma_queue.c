@@ -9,7 +9,7 @@
 #include <string.h>
 #include "rtn_tdma.h"
 #include "rtn_tdma_priv.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 
 /* Rebuild the id -> slot and id -> queue maps from e->cfg. */
 void rtn_tdma_index_slots(struct rtn_tdma *e)

@@ -29,7 +29,7 @@
 #include "rtn_core.h"
 #include "rtn_tdma_fsm.h"
 #include "rtn_tdma_priv.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 
 #define SYNC_STAMP_MAX		(INT64_MAX / 4)	/* ~36 years of ns; later is forged */
 #define SYNC_TOL_MIN_NS		20000		/* a Sync may move the clock by at least */

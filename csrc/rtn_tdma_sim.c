@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rtn_core.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 #include "rtn_tdma_sim.h"
 
 #define MAX_FLIGHT 4096

@@ -17,8 +17,10 @@
 #include <errno.h>
 #include <string.h>
 #include "rtn_core.h"
-#include "rtn_tdma_proto.h"
+#include "rtn_tdma_proto_inline.h"
 #include "rtn_vnic_gso.h"
+
+_Static_assert(RTN_GSO_BUF == RTN_VNET_HDR_LEN + RTN_GSO_MAX + 256, "RTN_GSO_BUF");
 
 #define ETH_P_IPV4	0x0800
 #define ETH_P_IPV6	0x86DD

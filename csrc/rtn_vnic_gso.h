@@ -28,9 +28,13 @@
 #define RTN_VNET_GSO_TCPV6		4
 #define RTN_VNET_GSO_ECN		0x80
 
-/* largest super-packet a TAP read returns (the tun driver's GSO limit), plus headers */
+/*
+ * Largest super-packet a TAP read returns (the tun driver's GSO limit), and
+ * the buffer for one: virtio header + RTN_GSO_MAX + 256 bytes of headers
+ * (rtn_vnic_gso.c checks the sum).
+ */
 #define RTN_GSO_MAX			65536
-#define RTN_GSO_BUF			(RTN_VNET_HDR_LEN + RTN_GSO_MAX + 256)
+#define RTN_GSO_BUF			65802
 
 /*
  * Fields in host byte order: the tun driver uses the legacy (native)

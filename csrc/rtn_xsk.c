@@ -21,7 +21,7 @@
 #include <linux/if_xdp.h>
 
 #include "rtn_core.h"
-#include "rtn_time.h"
+#include "rtn_time_inline.h"
 #include "rtn_xsk_priv.h"
 
 #ifndef SO_PREFER_BUSY_POLL

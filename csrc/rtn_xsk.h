@@ -8,7 +8,7 @@
  * socket with libxdp's xsk API (its own program load inhibited) and enters
  * the socket in xsks_map[queue].  The frame functions below do every ring
  * operation in C, allocate nothing and take the timestamps themselves, so
- * the caller only sees whole frames and nanosecond times (rtn_time.h).
+ * the caller only sees whole frames and nanosecond times (rtn_time_inline.h).
  */
 #ifndef RTN_XSK_H
 #define RTN_XSK_H

@@ -41,7 +41,7 @@ static void usage(const char *me)
 int main(int argc, char **argv)
 {
 	const char *dev = "rteth0", *netns = NULL;
-	struct rtn_app_chan_opts co;
+	struct rtn_chan_opts co;
 	struct rtn_cyclic_opts o;
 	struct rtn_cyclic_stats st;
 	struct rtn_cyclic_pub pub;
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 	struct rtn_cyclic *task;
 	int opt, rc;
 
-	rtn_app_chan_opts_init(&co);
+	rtn_chan_opts_init(&co);
 	co.ethertype = 0x88b5;
 	rtn_cyclic_opts_init(&o);
 	o.cycles = 1000;

@@ -11,6 +11,13 @@ start, ignoring the cycle.  ``interval_us`` without ``standard`` runs the
 real-time task on its own absolute grid of that period (whole multiples of
 it on the shared clock, plus ``offset_us``): a real-time task where no TDMA
 cycle is published, e.g. under NoMAC.
+
+``handover_us`` instead of ``offset_us`` says when in the cycle the message
+must be handed over (the sending slot); the task then wakes ``lead_us``
+before it.  Without ``lead_us`` the lead is automatic (csrc/rtn_lead.h):
+it starts at a quarter of the cycle and follows p99.9 of what the task's
+own runs needed from wake-up to hand-over, plus 20 us, rising at once and
+falling slowly; CyclicStats reports the lead in force.
 """
 from __future__ import annotations
 
@@ -45,6 +52,13 @@ class CyclicStats:
     runs: int
     missed: int
     interval_ns: int
+    handover_ns: int | None  # None: the task wakes at its offset
+    lead_ns: int             # the hand-over lead in force
+    lead_auto: bool
+    lead_updates: int
+    lead_late: int           # hand-overs after the lead in force had run out
+    lead_beyond: int         # runs that needed more than half a cycle: stalls
+    lead_need_max_ns: int
     sent: int
     refused: int             # TX ring full
     histogram: Histogram     # lateness of each wake-up
@@ -59,7 +73,9 @@ class CyclicTask:
     def __init__(self, channel, dst, *, payload_size: int = 0, offset_us: float = 0,
                  cycles: int = 0, standard: bool = False, interval_us: float | None = None,
                  cpu: int | None = None, priority: int = 80, allow_fallback: bool = False,
-                 hold_dma_latency: bool = True, first_cycle_timeout: float = 2.0):
+                 hold_dma_latency: bool = True, first_cycle_timeout: float = 2.0,
+                 handover_us: float | None = None, lead_us: float | None = None,
+                 lead_start_us: float | None = None):
         if not isinstance(payload_size, int) or not 0 <= payload_size <= MAX_PAYLOAD:
             raise ConfigError(f"payload_size {payload_size!r}: 0..{MAX_PAYLOAD}")
         if not isinstance(cycles, int) or cycles < 0:
@@ -70,6 +86,7 @@ class CyclicTask:
             raise ConfigError(f"interval_us {interval_us}: must be positive")
         if first_cycle_timeout <= 0:
             raise ConfigError(f"first_cycle_timeout {first_cycle_timeout}: must be positive")
+        _check_handover(channel, handover_us, lead_us, standard or interval_us is not None)
         self.channel = channel
         self._opts = ffi.new("struct rtn_cyclic_opts *")
         lib.rtn_cyclic_opts_init(self._opts)
@@ -80,6 +97,10 @@ class CyclicTask:
         self._opts.mode = lib.RTN_CYCLIC_MODE_STANDARD if standard else lib.RTN_CYCLIC_MODE_RT
         self._opts.interval_ns = int(interval_us * 1000) if interval_us else 0
         self._opts.first_cycle_timeout_ns = int(first_cycle_timeout * 1e9)
+        if handover_us is not None:
+            self._opts.handover_ns = int(handover_us * 1000)
+            self._opts.lead_ns = int(lead_us * 1000) if lead_us else 0
+            self._opts.lead_start_ns = int(lead_start_us * 1000) if lead_start_us else 0
         self._pub = ffi.new("struct rtn_cyclic_pub *")
         self._pub.dst = parse_mac(dst)
         self._pub.payload_len = payload_size
@@ -110,7 +131,8 @@ class CyclicTask:
             "standard" if st.mode == lib.RTN_CYCLIC_MODE_STANDARD else "rt",
             _POLICY.get(st.policy, "SCHED_OTHER"), st.priority, None if st.cpu < 0 else st.cpu,
             bool(st.memory_locked), bool(st.running), st.rc, st.runs, st.missed, st.interval_ns,
-            self._pub.sent, self._pub.refused, Histogram.from_c(ffi.addressof(st, "hist")))
+            None if st.handover_ns < 0 else st.handover_ns, st.lead_ns, bool(st.lead_auto),
+            st.lead_updates, st.lead_late, st.lead_beyond, st.lead_need_max_ns, self._pub.sent, self._pub.refused, Histogram.from_c(ffi.addressof(st, "hist")))
 
     def stats(self) -> CyclicStats:
         if self._c is None:
@@ -141,6 +163,26 @@ class CyclicTask:
     def __exit__(self, *exc) -> None:
         if self._c is not None:
             self.stop()
+
+
+def _check_handover(channel, handover_us, lead_us, own_grid: bool) -> None:
+    """A hand-over deadline and lead that cannot be met are refused here, in one line,
+    before the task's thread starts (the C loop refuses them too, with -ERANGE)."""
+    if handover_us is None:
+        if lead_us is not None:
+            raise ConfigError("lead_us needs handover_us (the slot to hand over for)")
+        return
+    if own_grid:
+        raise ConfigError("handover_us needs the real-time task on the TDMA cycle "
+                          "(not standard=True or interval_us)")
+    if handover_us < 0 or (lead_us is not None and lead_us <= 0):
+        raise ConfigError(f"handover_us {handover_us} must not be negative and lead_us "
+                          f"{lead_us} must be positive (None: automatic)")
+    info = channel.cycle_info()
+    cycle_us = info.cycle_ns / 1000 if info is not None and info.cycle_ns > 0 else None
+    if cycle_us is not None and (handover_us >= cycle_us or (lead_us or 0) >= cycle_us):
+        raise ConfigError(f"a lead of {lead_us} us before a hand-over at {handover_us} us "
+                          f"cannot be met in the {cycle_us:g} us cycle")
 
 
 def publish_cyclic(channel, dst, count: int = 0, **kw) -> CyclicTask:

@@ -151,6 +151,7 @@ class Station(Closeable):
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
         start each cycle at its first job (one wake-up a cycle less for a slave)."""
         o = ffi.new("struct rtn_chan_opts *")
+        lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
         o.no_cycles = not cycles
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")

@@ -2,7 +2,9 @@
 
 An AF_PACKET socket bound to every interface of a namespace (the lab's wire
 namespace sees each station's frames arrive on its bridge port) records
-frames with SO_TIMESTAMPNS.  Kernel timestamps are CLOCK_REALTIME; they are
+frames with SO_TIMESTAMPNS.  A frame counts once, as it entered the bridge from
+its sender's port: the bridge's own interface, which sees every broadcast a
+second time, is left out.  Kernel timestamps are CLOCK_REALTIME; they are
 converted to CLOCK_MONOTONIC, the clock the stations schedule on, with the
 offset between the two clocks read when the capture starts.
 """
@@ -15,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from . import netns as _netns
+from .lab import BRIDGE
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
@@ -60,7 +63,7 @@ class WireCapture:
                 continue
             except OSError:
                 break
-            if addr[2] == PACKET_OUTGOING:
+            if addr[2] == PACKET_OUTGOING or addr[0] == BRIDGE:
                 continue
             if self.ethertypes and (len(data) < 14 or
                                     struct.unpack("!H", data[12:14])[0] not in self.ethertypes):

@@ -5,7 +5,7 @@ attaches it to the interface (native XDP, falling back to SKB mode when the
 driver has none), and binds an AF_XDP socket to one queue.  Only frames of
 the real-time EtherTypes reach the socket; everything else goes on to the
 Linux stack.  Frames are plain ``bytes``; timestamps are int nanoseconds on
-CLOCK_MONOTONIC (csrc/rtn_time.h), taken in C next to the ring operation.
+CLOCK_MONOTONIC (csrc/rtn_time_inline.h), taken in C next to the ring operation.
 """
 import errno
 import logging

@@ -71,6 +71,8 @@ FLOOD_LEN = 1200
 LOADS = ("idle", "cpu", "net", "both")
 DISCIPLINES = ("nomac", "tdma")
 APPS = ("standard", "rt")
+# the RT application behind the gate also with the automatic hand-over lead (rtn_lead.h)
+APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto")}
 SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 LINK_MBPS = 100
 WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes include the FCS
@@ -156,11 +158,16 @@ def cdf_points(lat_ns: np.ndarray, n: int = 400) -> list:
     return [round(float(x), 2) for x in np.percentile(lat_ns / 1000, np.linspace(0, 100, n))]
 
 
-def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, offset_us):
+def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_us=None):
+    """One chunk of ``n`` messages; behind the TDMA gate the RT application hands over for
+    its slot at ``slot_us`` with the fixed lead (``rt``) or the automatic one (``rt-auto``,
+    starting where the previous chunk's ended, as one long-running task would)."""
     if app == "standard":
         task = publish_cyclic(ch_tx, dst, n, standard=True, interval_us=CYCLE_US)
     elif disc == "tdma":
-        task = publish_cyclic(ch_tx, dst, n, offset_us=offset_us, cpu=RT_CPU, priority=APP_PRIO)
+        lead = {"lead_us": lead_us} if app == "rt" else {"lead_start_us": lead_start_us}
+        task = publish_cyclic(ch_tx, dst, n, handover_us=slot_us, cpu=RT_CPU, priority=APP_PRIO,
+                              **lead)
     else:
         task = publish_cyclic(ch_tx, dst, n, offset_us=0, interval_us=CYCLE_US, cpu=RT_CPU,
                               priority=APP_PRIO)
@@ -194,7 +201,6 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
     p = plan(CYCLE_US, LINK_MBPS)
     slot_us = p.master.slots[0].offset_us
-    offset_us = (slot_us - args.lead_us) % CYCLE_US
     per_chunk = max(1, args.messages // args.chunks)
     cm = (tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET]) if disc == "tdma"
           else nomac_pair(lab, mode="batched", rt=rt, ethertypes=[ET]))
@@ -209,14 +215,16 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 ld = Load(lab, load, seconds)
                 try:
                     before = station_snapshot(tx_st, cid)
-                    got = {a: [] for a in APPS}
-                    stats = {a: [] for a in APPS}
-                    wake = {a: Accumulator() for a in APPS}
+                    apps = APPS_BY_DISC[disc]
+                    got = {a: [] for a in apps}
+                    stats = {a: [] for a in apps}
+                    wake = {a: Accumulator() for a in apps}
                     for i in range(args.chunks):
-                        order = APPS if i % 2 == 0 else APPS[::-1]
+                        order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
+                            learnt = stats[app][-1].lead_ns / 1000 if stats[app] else None
                             samples, st = run_app_chunk(disc, app, ch_tx, ch_rx, lab.station(2).mac,
-                                                        per_chunk, offset_us)
+                                                        per_chunk, slot_us, args.lead_us, learnt)
                             got[app].append(samples)
                             stats[app].append(st)
                             h = st.histogram
@@ -229,7 +237,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                                                  priority=STATION_PRIO, cpus=str(RT_CPU))
                 finally:
                     ld.stop()
-                for app in APPS:
+                for app in apps:
                     samples = np.concatenate(got[app])
                     lat = latencies_ns(samples)
                     sent = sum(s.sent for s in stats[app])
@@ -242,6 +250,14 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                         for k, v in lat.items() if k != "sched_to_app" and len(v)}
                     cell["cdf_us"] = cdf_points(lat["sched_to_app"].astype(np.int64))
                     cell["app_wakeup_us"] = acc_summary(wake[app], "ours")
+                    if stats[app][-1].handover_ns is not None:
+                        cell["lead"] = {
+                            "auto": stats[app][-1].lead_auto,
+                            "final_us": stats[app][-1].lead_ns / 1000,
+                            "per_chunk_us": [s.lead_ns / 1000 for s in stats[app]],
+                            "late_handovers": int(sum(s.lead_late for s in stats[app])),
+                            "stalls_beyond_half_cycle": int(sum(s.lead_beyond for s in stats[app])),
+                            "need_max_us": max(s.lead_need_max_ns for s in stats[app]) / 1000}
                     results["matrix"][key] = cell
                     log(f"{key:<22} n={cell['received']:6d}/{sent:<6d} mean {cell['mean'] or 0:9.1f} "
                         f"p50 {cell['p50'] or 0:9.1f} p99 {cell['p99'] or 0:9.1f} "
@@ -269,7 +285,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 log(ct_line(f"{disc}/{load} cyclictest", b["cyclictest_us"]))
                 log(f"# {disc}/{load} sender per s: " + ", ".join(
                     f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
-    results["matrix_config"] = {"offset_us_tdma": offset_us, "slot0_us": slot_us,
+    results["matrix_config"] = {"slot0_us": slot_us,
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
 
 

@@ -12,9 +12,11 @@ RT_CMDLINE = {"isolcpus", "nohz_full", "rcu_nocbs", "idle", "processor", "intel_
               "cpuidle_haltpoll", "haltpoll", "threadirqs", "preempt", "nosmt", "mitigations",
               "irqaffinity", "skew_tick", "tsc", "clocksource", "nohz"}
 LOAD_NAMES = {"idle": "idle", "cpu": "CPU load", "net": "network flood", "both": "CPU + network"}
-COLUMNS = (("standard", "nomac"), ("standard", "tdma"), ("rt", "nomac"), ("rt", "tdma"))
+COLUMNS = (("standard", "nomac"), ("standard", "tdma"), ("rt", "nomac"), ("rt", "tdma"),
+           ("rt-auto", "tdma"))
 COL_NAMES = {("standard", "nomac"): "standard, no gate", ("standard", "tdma"): "standard, TDMA",
-             ("rt", "nomac"): "RT, no gate", ("rt", "tdma"): "RT, TDMA"}
+             ("rt", "nomac"): "RT, no gate", ("rt", "tdma"): "RT, TDMA",
+             ("rt-auto", "tdma"): "RT, TDMA, automatic lead"}
 METRICS = (("mean", "mean"), ("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"),
            ("missed", "missed cycles"))
 
@@ -155,7 +157,8 @@ def figures(results: dict, outdir: str) -> dict:
         from matplotlib.ticker import LogLocator, NullFormatter
         fig, axes = plt.subplots(1, len(loads), figsize=(3.2 * len(loads), 3.2), sharey=True,
                                  sharex=True, squeeze=False)
-        colours = dict(zip(COLUMNS, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
+        colours = dict(zip(COLUMNS, ("tab:blue", "tab:orange", "tab:green", "tab:red",
+                                     "tab:purple")))
         for ax, load in zip(axes[0], loads):
             empty = []
             for a, d in COLUMNS:

@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int pool[4];	/* channel memfd, eventfd, /dev/null, too small a memfd */
 	struct fuzz_in in = fuzz_in_make(data, size);
 	uint8_t how = fuzz_u8(&in), kinds = fuzz_u8(&in), split = fuzz_u8(&in);
-	struct rtn_app_chan_opts o;
+	struct rtn_chan_opts o;
 	struct rtn_app_chan *ch = NULL;
 	int rc, before;
 	uint32_t i;
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	plan.len = in.left;
 
 	before = lowest_free_fd();
-	rtn_app_chan_opts_init(&o);
+	rtn_chan_opts_init(&o);
 	o.ethertype = APP_ETHERTYPE;
 	rtn_set_error(0, "%s", "");
 	rc = rtn_app_open("rteth0", "fuzz", &o, &ch);

@@ -28,7 +28,7 @@
 #define RTN_FUZZ_STATION_HARNESS_H
 
 #include <sys/socket.h>
-#include "../rtn_time.h"
+#include "../rtn_time_inline.h"
 
 static int64_t fuzz_clock_ns;
 #define rtn_now() (fuzz_clock_ns)

@@ -13,7 +13,7 @@ import pytest
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
-from rtnet.errors import ChannelError
+from rtnet.errors import ChannelError, ConfigError
 from rtnet.lab import Lab
 from rtnet.station import RtSettings, Station
 
@@ -197,6 +197,34 @@ def test_cyclic_publisher_anchored_to_the_cycle(pair):
     assert (np.abs(phase - offset_ns) < 50_000).all(), phase[:10]
     lat = latencies_ns(samples)
     assert (lat["sched_to_rx"] < LOOSE_NS).all()
+
+
+def test_automatic_lead_wakes_before_the_slot_and_adapts(pair):
+    """The task hands over for the slave's slot; the lead starts at a quarter of the cycle
+    and moves with what the runs needed (a quiet VM pulls it down, stalls push it up):
+    every deadline sits the lead in force before the slot."""
+    lab, cm, cs = pair
+    n = 3 * 1024 + 100          # three updates of the automatic lead
+    task = publish_cyclic(cs, lab.station(1).mac, n, handover_us=SLAVE_SLOT_NS // 1000,
+                          payload_size=16)
+    samples = subscribe(cm, n, idle_timeout=2.0)
+    assert task.wait(timeout=10)
+    st = task.stop()
+    assert st.runs == n and st.rc == 0 and len(samples) == n
+    assert st.lead_auto and st.lead_updates == 3
+    assert 10_000 <= st.lead_ns <= CYCLE_NS // 2
+    grid = cm.cycle_info()
+    lead = (SLAVE_SLOT_NS - (samples["sched_ns"] - grid.cycle_start_ns)) % CYCLE_NS
+    # before the slot by a lead between the minimum and half a cycle (sync error: some us)
+    assert ((lead >= 10_000 - 50_000) & (lead <= CYCLE_NS // 2 + 50_000)).all(), lead[:10]
+    assert (samples["sched_ns"] <= samples["tx_ns"]).all()
+
+
+def test_a_lead_that_cannot_be_met_is_one_clear_error(pair):
+    lab, cm, cs = pair
+    with pytest.raises(ConfigError, match=r"^a lead of 1500 us before a hand-over at 500 us "
+                                          r"cannot be met in the 1000 us cycle$"):
+        publish_cyclic(cs, lab.station(1).mac, 10, handover_us=500, lead_us=1500)
 
 
 def test_standard_mode_runs_unaligned_on_sched_other(pair):

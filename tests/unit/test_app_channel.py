@@ -245,8 +245,8 @@ def test_open_without_daemon_names_the_socket(run_dir):
 
 
 def c_open(netns, **kw):
-    o = ffi.new("struct rtn_app_chan_opts *")
-    lib.rtn_app_chan_opts_init(o)
+    o = ffi.new("struct rtn_chan_opts *")
+    lib.rtn_chan_opts_init(o)
     o.ethertype = ET
     for k, v in kw.items():
         setattr(o, k, v)
@@ -270,6 +270,13 @@ def test_c_open_speaks_the_same_protocol(run_dir, mem):
         assert d.closed.wait(2)
     finally:
         d.stop()
+
+
+def test_c_open_refuses_no_cycles_before_asking_the_daemon(run_dir):
+    """no_cycles is an option of the daemon's own channels: the protocol cannot carry it."""
+    rc, _ = c_open(b"nsx", no_cycles=1)
+    assert rc == -errno.EINVAL
+    assert "no_cycles" in ffi.string(lib.rtn_last_error()).decode()
 
 
 def test_c_open_reports_refusal(run_dir):

@@ -28,7 +28,7 @@ NOT_YET_FORMATTED = {
     "rtn_vnic_gso.c", "rtn_vnic_pump.c", "rtn_xdp_detach.c", "xdp_rtnet.bpf.c",
     "rtn_app.h", "rtn_chan.h", "rtn_cyclic.h", "rtn_hist.h", "rtn_pingpong.h",
     "rtn_rt.h", "rtn_station.h", "rtn_station_priv.h", "rtn_tdma.h", "rtn_tdma_fsm.h",
-    "rtn_tdma_priv.h", "rtn_tdma_proto.h", "rtn_tdma_sim.h", "rtn_time.h", "rtn_vnic_gso.h",
+    "rtn_tdma_priv.h", "rtn_tdma_proto.h", "rtn_tdma_sim.h", "rtn_vnic_gso.h",
     "rtn_xsk.h",
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
- * @file rtn_time.h
+ * @file rtn_time_inline.h
  * @brief One time type: signed 64-bit nanoseconds on CLOCK_MONOTONIC.
  *
  * Every station in the lab shares the host's CLOCK_MONOTONIC, which is what
@@ -8,8 +8,8 @@
  * another.  Wakeups are absolute: the next deadline is always the previous
  * deadline plus the period, never "now + period".
  */
-#ifndef RTN_TIME_H
-#define RTN_TIME_H
+#ifndef RTN_TIME_INLINE_H
+#define RTN_TIME_INLINE_H
 
 #include <errno.h>
 #include <stdint.h>
@@ -28,8 +28,7 @@ static inline rtn_ns_t rtn_ts_to_ns(const struct timespec *ts)
 
 static inline struct timespec rtn_ns_to_ts(rtn_ns_t ns)
 {
-	struct timespec ts = { .tv_sec = ns / RTN_NS_PER_SEC,
-			       .tv_nsec = ns % RTN_NS_PER_SEC };
+	struct timespec ts = { .tv_sec = ns / RTN_NS_PER_SEC, .tv_nsec = ns % RTN_NS_PER_SEC };
 	return ts;
 }
 
