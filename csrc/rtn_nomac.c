@@ -77,7 +77,7 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
 			return s->wire_free_at - PACE_REFILL_NS;
-		if (rtn_station_send(s, f->data, f->len, rtn_app_hdr_tx_off(f->data, f->len), 0,
+		if (rtn_station_send(s, f->data, f->len, rtn_app_hdr_tx_off(f->data, f->len), 0, 0,
 				     &tx) < 0) {
 			s->st.nomac_drops++;
 		} else {

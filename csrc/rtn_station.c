@@ -33,7 +33,7 @@ int64_t rtn_station_local_now(const struct rtn_station *s)
  * time, converted from the socket's OS time.
  */
 int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t *tx_local)
+		     int64_t stamp_add, int64_t sched, int64_t *tx_local)
 {
 	struct rtn_station *s = arg;
 	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
@@ -42,6 +42,9 @@ int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off, rtn_sat_add(stamp_add, delta), &tx);
 	if (rc < 0)
 		return rc;
+	if (s->cap)	/* with the stamp the socket wrote into the frame */
+		rtn_capture_tx(s, frame, len, stamp_off,
+			       (uint64_t)rtn_sat_add(tx, rtn_sat_add(stamp_add, delta)), sched, tx);
 	*tx_local = tx + delta;
 	return 0;
 }
@@ -195,10 +198,12 @@ static void receive_all(struct rtn_station *s)
 
 		for (i = 0; i < n; i++) {
 			/* the XDP program's stamp when there is one, else the poll time */
-			int64_t rx = local_of(s, fr[i].rx_ts ? fr[i].rx_ts : rx_os);
+			int64_t rx_at = fr[i].rx_ts ? fr[i].rx_ts : rx_os, rx = local_of(s, rx_at);
 			uint16_t type;
 
 			s->st.rx_frames++;
+			if (s->cap)
+				rtn_capture_rx(s, fr[i].data, fr[i].len, rx_at, fr[i].kernel_ts);
 			if (fr[i].len < ETH_HLEN_RTN)
 				continue;
 			type = rtn_get_be16(fr[i].data + 12);
@@ -260,6 +265,9 @@ static void exec_cmd(struct rtn_station *s)
 		break;
 	case CMD_VNIC_DETACH:
 		s->vnic_live = 0;
+		break;
+	case CMD_CAPTURE:
+		s->cap = (struct rtn_capture *)arg;
 		break;
 	}
 	/*
@@ -687,6 +695,7 @@ void rtn_station_close(struct rtn_station *s)
 	if (!s)
 		return;
 	stop_rt(s);
+	rtn_capture_destroy(s->cap);
 	rtn_chans_close_all(s);
 	rtn_vnic_release(s);
 	rtn_tdma_destroy(s->tdma);

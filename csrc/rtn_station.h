@@ -19,6 +19,7 @@
 #define RTN_STATION_H
 
 #include <stdint.h>
+#include "rtn_capture.h"
 #include "rtn_chan.h"
 #include "rtn_hist.h"
 #include "rtn_rt.h"
@@ -102,6 +103,8 @@ struct rtn_station_stats {
 	uint64_t rx_other;		/* frames of no known EtherType */
 	uint64_t nomac_tx;
 	uint64_t nomac_drops;
+	uint64_t capture_frames;	/* frames mirrored into the capture ring */
+	uint64_t capture_drops;		/* frames the capture ring had no room for */
 	int64_t clock_offset_ns;
 	double drift_ppm;
 	struct rtn_vnic_stats vnic;
@@ -155,6 +158,17 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
  */
 int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot);
 int rtn_station_vnic_detach(struct rtn_station *s);
+
+/**
+ * Capture inside the stack (rtn_capture.h): from now on the RT thread
+ * mirrors each frame it sends or receives into a ring of @p depth entries
+ * keeping @p snaplen bytes each.  One capture at a time (-EBUSY).
+ */
+int rtn_station_capture_start(struct rtn_station *s, uint32_t snaplen, uint32_t depth);
+/** Switch it off; the ring is freed once the RT thread has let go of it. */
+int rtn_station_capture_stop(struct rtn_station *s);
+/** Move up to @p max of the oldest records into @p out: how many, or -ENOENT when off. */
+int rtn_station_capture_read(struct rtn_station *s, struct rtn_cap_rec *out, uint32_t max);
 
 /** Local (simulated) clock of the station, and the conversion from OS time. */
 int64_t rtn_station_local_now(const struct rtn_station *s);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "rtn_capture.h"
 #include "rtn_chan_inline.h"
 #include "rtn_hist_inline.h"
 #include "rtn_stages.h"
@@ -59,7 +60,7 @@
 #define VSTAT_ADD(s, field, n) __atomic_fetch_add(&(s)->st.vnic.field, (n), __ATOMIC_RELAXED)
 
 enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
-       CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH };
+       CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH, CMD_CAPTURE };
 
 struct frame_slot {
 	uint32_t len;
@@ -157,6 +158,9 @@ struct rtn_station {
 	uint16_t probe_rx_type;
 	uint64_t probe_rx, probe_rx_bytes;
 	struct rtn_hist probe_lat;	/* receive stamp minus the sender's transmit stamp */
+
+	/* capture ring: set by CMD_CAPTURE (the RT thread's view), NULL when off */
+	struct rtn_capture *cap;
 
 	struct rtn_station_stats st;
 	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
@@ -307,9 +311,12 @@ static inline int tap_usable(const struct rtn_station *s)
 
 /* ---- between the modules -------------------------------------------------- */
 
-/* rtn_station.c: send with stamps in local time (the TDMA engine's port, and NoMAC) */
+/*
+ * rtn_station.c: send with stamps in local time (the TDMA engine's port, and
+ * NoMAC); @p sched: the local time the frame was scheduled for, 0 unknown
+ */
 int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t *tx_local);
+		     int64_t stamp_add, int64_t sched, int64_t *tx_local);
 /* rtn_station.c: run a CMD_* on the RT thread (directly when it is not running) and wait */
 int rtn_station_post(struct rtn_station *s, int cmd, uintptr_t arg);
 
@@ -338,6 +345,12 @@ void rtn_vnic_take_from_reader(struct rtn_station *s);
 void rtn_vnic_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len);
 void rtn_vnic_write_direct(struct rtn_station *s, int64_t next_local);
 void rtn_vnic_release(struct rtn_station *s);
+
+/* rtn_capture.c: mirror a frame into the capture ring (only while s->cap is set) */
+void rtn_capture_tx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int32_t stamp_off,
+		    uint64_t stamp, int64_t sched_local, int64_t tx_os);
+void rtn_capture_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_os,
+		    int xdp_stamp);
 
 /* rtn_probe.c */
 void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now);

@@ -189,9 +189,9 @@ static void apply_pending(struct rtn_tdma *e)
  * over ahead of their wire time, which starts at the window's start).
  */
 static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t model_start, int64_t *tx)
+		     int64_t stamp_add, int64_t sched, int64_t model_start, int64_t *tx)
 {
-	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, tx);
+	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, sched, tx);
 	int64_t start = e->wire_free_at;
 
 	if (rc < 0) {
@@ -207,9 +207,9 @@ static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t s
 }
 
 static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		int64_t stamp_add, int64_t *tx)
+		int64_t stamp_add, int64_t sched, int64_t *tx)
 {
-	return xmit_from(e, frame, len, stamp_off, stamp_add, 0, tx);
+	return xmit_from(e, frame, len, stamp_off, stamp_add, sched, 0, tx);
 }
 
 static void send_sync(struct rtn_tdma *e, uint32_t n)
@@ -221,7 +221,7 @@ static void send_sync(struct rtn_tdma *e, uint32_t n)
 
 	len = rtn_tdma_encode_sync(f, sizeof(f), e->mac, n, 0,
 				   (uint64_t)(cycle_start(e, n) + e->st.clock_offset), &off);
-	if (len > 0 && xmit(e, f, len, off, e->st.clock_offset, &tx) == 0)
+	if (len > 0 && xmit(e, f, len, off, e->st.clock_offset, cycle_start(e, n), &tx) == 0)
 		e->st.sync_tx++;
 }
 
@@ -234,7 +234,7 @@ static void send_req_cal(struct rtn_tdma *e, const struct rtn_tdma_slot_cfg *s)
 
 	len = rtn_tdma_encode_req_cal(f, sizeof(f), e->st.master_mac, e->mac, 0,
 				      reply_cycle, (uint64_t)s->offset_ns, &off);
-	if (len <= 0 || xmit(e, f, len, off, 0, &tx))
+	if (len <= 0 || xmit(e, f, len, off, 0, e->slot_start, &tx))
 		return;
 	e->st.cal_req_tx++;
 	e->req_outstanding = 1;
@@ -251,7 +251,7 @@ static void send_rpl_cal(struct rtn_tdma *e, struct cal_reply *r)
 
 	len = rtn_tdma_encode_rpl_cal(f, sizeof(f), r->dst, e->mac, r->req_xmit,
 				      (uint64_t)r->rx_local, 0, &off);
-	if (len > 0 && xmit(e, f, len, off, 0, &tx) == 0)
+	if (len > 0 && xmit(e, f, len, off, 0, cycle_start(e, e->cur_no) + r->offset, &tx) == 0)
 		e->st.cal_rpl_tx++;
 	r->used = 0;
 }
@@ -449,7 +449,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			}
 		}
 		if (xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			      e->st.clock_offset, t, &tx))
+			      e->st.clock_offset, e->slot_start, t, &tx))
 			return 1;
 		if (e->sent_in_occ++ == 0) {
 			/* handed over early for a window: it was on time */

@@ -69,7 +69,7 @@ static int64_t to_true(const struct sim_station *t, int64_t local)
 }
 
 static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		    int64_t stamp_add, int64_t *tx_local)
+		    int64_t stamp_add, int64_t sched, int64_t *tx_local)
 {
 	struct sim_station *t = arg;
 	struct rtn_sim *s = t->sim;

@@ -63,6 +63,18 @@ def integer(what: str, lo: int, hi: int):
     return _named(parse, what)
 
 
+def power_of_two(what: str, lo: int, hi: int):
+    """Type for a power of two in ``lo..hi`` (ring depths)."""
+    whole = integer(what, lo, hi)
+
+    def parse(text: str) -> int:
+        value = whole(text)
+        if value & (value - 1):
+            raise argparse.ArgumentTypeError(f"invalid {what}: {value} is not a power of two")
+        return value
+    return _named(parse, what)
+
+
 def number(what: str, lo: float, hi: float):
     """Type for a finite decimal number in ``lo..hi``."""
     def parse(text: str) -> float:

@@ -10,7 +10,7 @@ import os
 import sys
 
 from . import __version__
-from .argtypes import OneLineParser, integer, interface_name, netns_name, number
+from .argtypes import OneLineParser, integer, interface_name, netns_name, number, power_of_two
 from .errors import ConfigError, RtnetError
 from .messages import bounded, one_line
 
@@ -22,6 +22,7 @@ PING_SIZE = (0, 1500)
 PING_TIMEOUT_MS = (1, 60_000)
 CAPTURE_COUNT = (1, 10_000)
 CAPTURE_SECONDS = (0.001, 60.0)
+CAPTURE_RING = (2, 4096)
 MAX_WAIT_S = 3600.0          # --timeout of up, --duration of lab up
 MAX_FRAMES = 1_000_000       # lab frames --count
 
@@ -183,7 +184,8 @@ def cmd_capture(args) -> int:
     import base64
 
     from .stationctl import request
-    req = {"cmd": "capture", "count": args.count, "duration_ms": max(1, round(args.time * 1000))}
+    req = {"cmd": "capture", "count": args.count, "duration_ms": max(1, round(args.time * 1000)),
+           "depth": args.ring}
     # Open the file first: one that cannot be written must not cost the capture.  Append
     # mode leaves an existing file as it is until the frames are there.
     existed = os.path.exists(args.write)
@@ -199,12 +201,17 @@ def cmd_capture(args) -> int:
                 with contextlib.suppress(OSError):
                     os.unlink(args.write)
             raise
-        f.truncate(0)
-        f.write(base64.b64decode(reply["pcap_b64"]))
+        try:
+            f.truncate(0)
+            f.write(base64.b64decode(reply["pcapng_b64"]))
+            f.flush()
+        except OSError as exc:   # e.g. the disk filled up meanwhile
+            raise RtnetError(exc.errno, f"{args.write}: {exc.strerror}") from None
     if args.json:
-        _print_json({"frames": reply["frames"], "file": args.write})
+        _print_json({"frames": reply["frames"], "dropped": reply["dropped"], "file": args.write})
     else:
-        print(f"{reply['frames']} frames written to {args.write}")
+        dropped = f" ({reply['dropped']} dropped: capture ring full)" if reply["dropped"] else ""
+        print(f"{reply['frames']} frames written to {args.write}{dropped}")
     return 0
 
 
@@ -301,12 +308,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="payload bytes (default 56)")
     sp.add_argument("-t", dest="timeout", type=integer("timeout", *PING_TIMEOUT_MS),
                     default=500, help="reply timeout in ms (default 500)")
-    sp = station_cmd("capture", cmd_capture, "record real-time frames into a pcap file")
-    sp.add_argument("-w", dest="write", required=True, metavar="FILE", help="pcap file to write")
+    sp = station_cmd("capture", cmd_capture,
+                     "record what the real-time thread sends and receives into a pcapng file")
+    sp.add_argument("-w", dest="write", required=True, metavar="FILE",
+                    help="pcapng file to write")
     sp.add_argument("-c", dest="count", type=integer("count", *CAPTURE_COUNT), default=100,
                     help="stop after this many frames (default 100)")
     sp.add_argument("-t", dest="time", type=number("time", *CAPTURE_SECONDS), default=10.0,
                     help="stop after this many seconds (default 10)")
+    sp.add_argument("-B", dest="ring", type=power_of_two("ring", *CAPTURE_RING), default=1024,
+                    metavar="FRAMES", help="capture ring entries, a power of two (default 1024); "
+                    "the real-time thread drops and counts what does not fit")
 
     sp = sub.add_parser("check", help="preflight: what decides real-time timing on this machine")
     sp.add_argument("dev", nargs="?", default=None, type=interface_name,

@@ -51,11 +51,14 @@ sizes shared with the clients: rtnet.control_protocol.
   received the reply (both RT-thread time stamps).  A request to an IPv4
   address is broadcast with the address inside; only the station owning it
   answers, and its MAC is used from then on.
-- ``capture``: count (1..10000), duration_ms (max 60000) -> ``{"frames": n,
-  "interface": "[netns/]ifname", "pcap_b64": "..."}``, a pcap (Ethernet, ns
-  time stamps, the first 2048 bytes of each frame) of frames of the
-  real-time EtherTypes on the device, as seen by an AF_PACKET socket with
-  kernel time stamps opened by the daemon in its namespace.
+- ``capture``: count (1..10000), duration_ms (max 60000), depth (capture ring
+  entries, a power of two, 2..4096, default 1024) -> ``{"frames": n,
+  "dropped": d, "pcapng_b64": "..."}``: the frames the station's RT thread
+  sent and received while it ran, mirrored by that thread into a capture
+  ring it never waits on (rtnet.capture), as pcapng (rtnet.pcapng: the
+  first 2048 bytes of each frame, ns CLOCK_REALTIME time stamps of the
+  stack's own stamps, direction per packet, the stack stamps in the
+  comment).  ``dropped``: frames the ring had no room for.
 - ``channel.open``: ethertype, slot, prio, max_size, depth (defaults from
   the matching ``[[channel]]``; the EtherType must be configured as
   real-time, in station.ethertypes or a ``[[channel]]``) ->
@@ -75,7 +78,6 @@ import fcntl
 import grp
 import logging
 import os
-import re
 import signal
 import socket
 import struct
@@ -86,9 +88,9 @@ import time
 from rtmac.tdma_config import TdmaConfig, apply_request
 
 from . import config as _config
-from . import netns as _netns
 from . import paths, procs
 from ._lowlevel import last_error, lib
+from .capture import to_pcapng
 from .control_server import Command, ControlServer, RequestError, WithFds, group_policy
 from .echo import EchoService
 from .errors import ConfigError, RtnetError
@@ -99,12 +101,11 @@ from .station import Station
 
 log = logging.getLogger("rtnetd")
 
-ETH_P_ALL = 0x0003
-RTMAC_ETHERTYPES = (0x9021, 0x9022)
 CAPTURE_MAX_FRAMES = 10_000
 CAPTURE_SNAPLEN = 2048     # bytes kept of each frame: a whole Ethernet frame, VLAN tag included
-PCAP_HEADER = struct.Struct("<IHHiIII")
-PCAP_RECORD = struct.Struct("<IIII")
+CAPTURE_DEPTH = 1024       # capture ring entries: ~40 ms of a saturated 100 Mbit/s link
+CAPTURE_MAX_DEPTH = 4096
+CAPTURE_POLL_S = 0.005     # how often the ring is emptied while capturing
 
 
 class StartError(Exception):
@@ -148,16 +149,6 @@ def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
     return value
 
 
-def pcap_header(snaplen: int = CAPTURE_SNAPLEN) -> bytes:
-    """Classic pcap, ns time stamps (magic a1b23c4d), LINKTYPE_ETHERNET."""
-    return PCAP_HEADER.pack(0xA1B23C4D, 2, 4, 0, 0, snaplen, 1)
-
-
-def pcap_record(ts_ns: int, frame: bytes, snaplen: int = CAPTURE_SNAPLEN) -> bytes:
-    kept = frame[:snaplen]
-    return PCAP_RECORD.pack(ts_ns // 10**9, ts_ns % 10**9, len(kept), len(frame)) + kept
-
-
 def interface_ipv4(dev: str) -> set[str]:
     siocgifaddr = 0x8915
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -166,41 +157,6 @@ def interface_ipv4(dev: str) -> set[str]:
         except OSError:
             return set()
     return {socket.inet_ntoa(res[20:24])}
-
-
-def veth_peer(dev: str) -> tuple[str | None, str]:
-    """Where to capture what ``dev``'s real-time path sends and receives.
-
-    With an XDP program on ``dev``, AF_PACKET on ``dev`` itself sees neither
-    the frames redirected to the AF_XDP socket nor those the socket sends.
-    The other end of a veth sees both, so on a veth (the lab) the capture
-    runs there: (namespace name or None, interface).  Other devices: ``dev``.
-    """
-    from pyroute2 import IPRoute
-    with IPRoute() as ipr:
-        links = ipr.link("get", ifname=dev)
-        link = links[0]
-        info = link.get_attr("IFLA_LINKINFO")
-        kind = info.get_attr("IFLA_INFO_KIND") if info else None
-        peer_index = link.get_attr("IFLA_LINK")
-        my_index = link["index"]
-        has_nsid = link.get_attr("IFLA_LINK_NETNSID") is not None
-    if kind != "veth" or not peer_index:
-        return None, dev
-    candidates = sorted(os.listdir(_netns.NETNS_RUN_DIR)) if has_nsid else []
-    # interface indexes repeat across namespaces: look in our own lab's wire first
-    m = re.match(r"^rtn-([a-z0-9]+)-s\d+$", paths.current_netns_name())
-    if m and f"rtn-{m.group(1)}-wire" in candidates:
-        candidates = [f"rtn-{m.group(1)}-wire"]
-    for ns in ([None] if not has_nsid else []) + candidates:
-        try:
-            with IPRoute(netns=ns) if ns else IPRoute() as ipr:
-                for peer in ipr.get_links():
-                    if peer["index"] == peer_index and peer.get_attr("IFLA_LINK") == my_index:
-                        return ns, peer.get_attr("IFLA_IFNAME")
-        except OSError:
-            continue
-    return None, dev
 
 
 # -- TAP for the VNIC ------------------------------------------------------------------------
@@ -514,38 +470,29 @@ class Daemon:
     def h_capture(self, req, conn):
         count = _int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
         duration = _int_arg(req, "duration_ms", 10_000, 1, 60_000)
-        types = set(RTMAC_ETHERTYPES) | set(self.cfg.steered_ethertypes())
-        pcap = bytearray(pcap_header())
-        frames = 0
-        so_timestampns = 35
-        peer_ns, peer_if = veth_peer(self.dev)
-        with _netns.entered(peer_ns):
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        with s:
-            s.setsockopt(socket.SOL_SOCKET, so_timestampns, 1)
-            s.bind((peer_if, ETH_P_ALL))
+        depth = _int_arg(req, "depth", CAPTURE_DEPTH, 2, CAPTURE_MAX_DEPTH)
+        if depth & (depth - 1):
+            raise RequestError(f"depth: {depth} is not a power of two")
+        frames = []
+        drops_before = self.station.stats()["capture"]["drops"]
+        # the RT thread fills the ring; this thread empties it and never holds it up
+        self.station.capture_start(snaplen=CAPTURE_SNAPLEN, depth=depth)
+        realtime_minus_monotonic = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+        try:
             deadline = time.monotonic() + duration / 1000
-            while frames < count:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
+            while len(frames) < count and not self._stop.is_set():
+                frames += self.station.capture_read(min(256, count - len(frames)))
+                if len(frames) >= count or time.monotonic() >= deadline:
                     break
-                s.settimeout(min(left, 0.2))
-                try:
-                    data, anc, _flags, _addr = s.recvmsg(65535, 64)
-                except socket.timeout:
-                    continue
-                if len(data) < 14 or int.from_bytes(data[12:14], "big") not in types:
-                    continue
-                ts = time.clock_gettime_ns(time.CLOCK_REALTIME)
-                for level, kind, value in anc:
-                    if level == socket.SOL_SOCKET and kind == so_timestampns:
-                        sec, nsec = struct.unpack("qq", value[:16])
-                        ts = sec * 10**9 + nsec
-                pcap += pcap_record(ts, data)
-                frames += 1
+                self._stop.wait(CAPTURE_POLL_S)
+        finally:
+            self.station.capture_stop()
+        dropped = self.station.stats()["capture"]["drops"] - drops_before
         # CAPTURE_MAX_FRAMES records of CAPTURE_SNAPLEN bytes fit in MAX_REPLY once in base64
-        return {"frames": frames, "interface": f"{peer_ns or ''}/{peer_if}".lstrip("/"),
-                "pcap_b64": base64.b64encode(pcap).decode()}
+        data = to_pcapng(frames, realtime_minus_monotonic=realtime_minus_monotonic,
+                         snaplen=CAPTURE_SNAPLEN, ifname=self.dev)
+        return {"frames": len(frames), "dropped": dropped,
+                "pcapng_b64": base64.b64encode(data).decode()}
 
     def h_channel_open(self, req, conn):
         et = req.get("ethertype")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from . import netns as _netns
 from . import stages
 from ._lowlevel import check, ffi, lib
+from .capture import CapturedFrame
 from .closeable import Closeable
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
@@ -214,6 +215,25 @@ class Station(Closeable):
                 "sent": lib.rtn_station_probe_sent(s),
                 "latency": Histogram.from_c(lib.rtn_station_probe_latency(s))}
 
+    # -- capture inside the stack (rtnet.capture) ---------------------------------------
+    def capture_start(self, *, snaplen: int = 2048, depth: int = 1024) -> None:
+        """From now on the RT thread mirrors what it sends and receives into a ring of
+        ``depth`` (a power of two) entries of ``snaplen`` bytes; a full ring drops the
+        frame and counts it (stats()["capture"]).  One capture at a time."""
+        check(lib.rtn_station_capture_start(self._live(), snaplen, depth), RtnetError,
+              self.ifname)
+
+    def capture_read(self, max_frames: int = 256) -> list[CapturedFrame]:
+        """The oldest frames of the running capture, at most ``max_frames``."""
+        recs = ffi.new("struct rtn_cap_rec[]", max_frames)
+        n = check(lib.rtn_station_capture_read(self._live(), recs, max_frames), RtnetError,
+                  self.ifname)
+        return [CapturedFrame.from_c(recs[i]) for i in range(n)]
+
+    def capture_stop(self) -> None:
+        """Switch the capture off (what was not read is gone).  Idempotent."""
+        lib.rtn_station_capture_stop(self._live())
+
     # -- status ------------------------------------------------------------------------
     def local_now(self) -> int:
         return lib.rtn_station_local_now(self._live())
@@ -231,6 +251,7 @@ class Station(Closeable):
             "spin_waits": st.spin_waits, "rx_wakeups": st.rx_wakeups, "miss_late_wake": st.miss_late_wake, "miss_vnic": st.miss_vnic, "miss_other": st.miss_other,
             "vnic_overruns": st.vnic_overruns, "rx_frames": st.rx_frames,
             "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "capture": {"frames": st.capture_frames, "drops": st.capture_drops},
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
             "vnic": {k: getattr(st.vnic, k) for k in (
                 "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",

@@ -20,6 +20,23 @@
 
 static const uint16_t probe_types[4] = { 0, 0x88B5, 0x88B7, 0x0800 };
 
+/* Every received frame is in the capture, in order, as long and with the bytes it had. */
+FUZZ_UNTRACED static void capture_check(uint32_t frames)
+{
+	static struct rtn_cap_rec rec[STUB_RX_MAX];
+	int n = rtn_capture_read(H.cap, rec, STUB_RX_MAX);
+
+	if (n != (int)frames)
+		fuzz_fail("%u frames received, %d captured", frames, n);
+	for (int i = 0; i < n; i++) {
+		const struct rtn_xsk_frame *f = &stub_xsk.rx[i];
+
+		if (rec[i].h.dir != RTN_CAP_RX || rec[i].h.orig_len != f->len ||
+		    rec[i].h.cap_len != f->len || (f->len && memcmp(rec[i].data, f->data, f->len)))
+			fuzz_fail("capture record %d differs from the frame received", i);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = fuzz_in_make(data, size);
@@ -29,6 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t frames = 0, i;
 
 	station_reset(&m);
+	/* capture on (the RT thread's view of it) for inputs with bit 6 */
+	H.s->cap = b0 & 0x40 ? H.cap : NULL;
 	while (fuzz_more(&in) && frames < STUB_RX_MAX) {
 		uint16_t w = fuzz_u16(&in);
 		int8_t ts = (int8_t)fuzz_u8(&in);
@@ -45,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  (unsigned long long)H.s->st.rx_frames);
 	if (stub_xsk.rx_pos != stub_xsk.rx_n || stub_xsk.peeked)
 		fuzz_fail("receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
+	if (H.s->cap)
+		capture_check(frames);
 	if (m.vnic_live) {
 		write_to_tap(H.s, VNIC_RING);
 		tap_drain_check(m.vnet);

@@ -38,6 +38,7 @@ static int64_t fuzz_clock_ns;
 #include "../rtn_nomac.c"
 #include "../rtn_vnic_pump.c"
 #include "../rtn_probe.c"
+#include "../rtn_capture.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
@@ -189,6 +190,7 @@ static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 
 struct harness {
 	struct rtn_station *s;
+	struct rtn_capture *cap;		/* room for every frame of one input */
 	struct rtn_tdma *engine[2];		/* slave, master */
 	struct rtn_tdma *engine_saved[2];
 	struct rtn_tdma_cfg cfg[2];
@@ -254,6 +256,9 @@ static void station_setup(void)
 			fuzz_fail("cannot start a TDMA engine: %s", rtn_last_error());
 		H.engine_saved[i] = tdma_snapshot_save(H.engine[i]);
 	}
+
+	if (rtn_capture_create(RTN_CAP_SNAP_MAX, STUB_RX_MAX, &H.cap))
+		fuzz_fail("cannot create the capture ring: %s", rtn_last_error());
 
 	for (i = 0; i < N_CHANS; i++) {
 		int memfd, kickfd, id = rtn_station_chan_open(H.s, &chan_opts[i], &memfd, &kickfd);

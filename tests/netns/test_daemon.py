@@ -220,23 +220,117 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     rc, out, _ = ctl(capsys, "ping", "-n", m, "198.18.0.77", "-c", "1", "-t", "100")
     assert rc == 1 and "0 received" in out
 
-    # capture: the RT path's frames as pcap
-    pcap = tmp_path / "c.pcap"
+    # capture: the RT path's frames as pcapng
+    pcap = tmp_path / "c.pcapng"
     rc, out, err = ctl(capsys, "capture", "-n", s, "-w", str(pcap), "-c", "10", "-t", "5")
     assert rc == 0 and out.startswith("10 frames"), err
-    data = pcap.read_bytes()
-    assert struct.unpack_from("<I", data)[0] == 0xA1B23C4D
-    types = set()
-    off = 24
-    while off < len(data):
-        _, _, incl, _ = struct.unpack_from("<IIII", data, off)
-        types.add(int.from_bytes(data[off + 16 + 12:off + 16 + 14], "big"))
-        off += 16 + incl
+    from scapy.utils import rdpcap
+    frames = rdpcap(str(pcap))
+    assert len(frames) == 10
+    types = {int.from_bytes(bytes(f)[12:14], "big") for f in frames}
     assert 0x9021 in types
     tshark = subprocess.run(["tshark", "-r", str(pcap)], capture_output=True, text=True) \
         if os.path.exists("/usr/bin/tshark") else None
     if tshark is not None:
         assert tshark.returncode == 0 and "TDMA" in tshark.stdout
+
+
+CAPTURE_FIELDS = ("frame.time_epoch", "frame.packet_flags_direction", "eth.type", "tdma.id",
+                  "tdma.sync.xmit_stamp", "tdma.sync.sched_xmit", "frame.comment",
+                  "_ws.malformed", "_ws.expert.severity")
+OUTBOUND, INBOUND = "0x00000002", "0x00000001"
+PI_WARN = 0x00600000    # Wireshark's expert severities: comment < chat < note < warn < error
+
+
+def decoded(tmp_path, name: str, reply: dict) -> list[dict]:
+    """The capture reply's pcapng, as tshark's dissectors (RTmac/TDMA included) read it."""
+    import base64
+    path = tmp_path / name
+    path.write_bytes(base64.b64decode(reply["pcapng_b64"]))
+    res = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-E", "aggregator=,",
+                          *[a for f in CAPTURE_FIELDS for a in ("-e", f)]],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    return [dict(zip(CAPTURE_FIELDS, line.split("\t"))) for line in res.stdout.splitlines()]
+
+
+def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_ways(
+        capsys, stations, conf, tmp_path):
+    import threading
+
+    from rtnet import stationctl
+    if not os.path.exists("/usr/bin/tshark"):
+        pytest.skip("tshark is not installed")
+    m, s = stations[0].netns, stations[1].netns
+    assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
+    assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
+    wait_state(capsys, s, "synchronised")
+    before = {ns: status(capsys, ns)["capture"]["frames"] for ns in (m, s)}
+    replies = {}
+
+    def capture(ns):
+        replies[ns] = stationctl.request("rteth0", {"cmd": "capture", "count": 10_000,
+                                                   "duration_ms": 2000}, netns=ns, timeout=20)
+
+    threads = [threading.Thread(target=capture, args=(ns,)) for ns in (m, s)]
+    for th in threads:
+        th.start()
+    # both rings are on once their counters move (the master's Sync goes out every cycle)
+    for ns in (m, s):
+        deadline = time.monotonic() + 5
+        while status(capsys, ns)["capture"]["frames"] == before[ns]:
+            assert time.monotonic() < deadline, f"{ns}: capture did not start"
+            time.sleep(0.01)  # the capture starts in the daemon's process
+    rc, out, err = ctl(capsys, "ping", "-n", m, stations[1].mac, "-c", "3", "-i", "20")
+    assert rc == 0 and out.count("time=") == 3, err
+    for th in threads:
+        th.join(30)
+    now = time.time()
+    for ns, sent_sync in ((m, True), (s, False)):
+        reply = replies[ns]
+        assert reply["dropped"] == 0 and reply["frames"] > 100
+        rows = decoded(tmp_path, f"{ns}.pcapng", reply)
+        assert len(rows) == reply["frames"]
+        # nothing malformed, no dissector warning (the packet comment is an expert comment)
+        assert all(r["_ws.malformed"] == "" for r in rows)
+        assert all(int(sev) < PI_WARN for r in rows
+                   for sev in r["_ws.expert.severity"].split(",") if sev)
+        assert all(abs(float(r["frame.time_epoch"]) - now) < 60 for r in rows)
+        syncs = [r for r in rows if r["eth.type"] == "0x9021" and r["tdma.id"] == "0x0000"]
+        echo = {(r["frame.packet_flags_direction"]) for r in rows if r["eth.type"] == "0x88b6"}
+        assert len(syncs) > 100
+        assert echo == {OUTBOUND, INBOUND}          # request and reply, one each way
+        want = OUTBOUND if sent_sync else INBOUND
+        assert {r["frame.packet_flags_direction"] for r in syncs} == {want}
+        for r in syncs:
+            if sent_sync:
+                # the stack's own stamps are the Sync's: hand-over = its transmission stamp,
+                # scheduled time = its scheduled transmission time
+                assert r["frame.comment"] == (f"rtnet tx handover={r['tdma.sync.xmit_stamp']} "
+                                              f"sched={r['tdma.sync.sched_xmit']}")
+            else:
+                assert r["frame.comment"].startswith("rtnet rx xdp=")
+    st = status(capsys, m)
+    assert st["capture"]["drops"] == 0
+
+
+def test_capture_into_a_tiny_ring_should_count_drops_and_leave_tdma_alone(
+        capsys, stations, conf, tmp_path):
+    m, s = stations[0].netns, stations[1].netns
+    assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
+    assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
+    wait_state(capsys, s, "synchronised")
+    path = tmp_path / "tiny.pcapng"
+    # a Sync every millisecond, the ring emptied every few: two entries cannot keep up
+    rc, out, err = ctl(capsys, "capture", "-n", m, "-w", str(path), "-c", "10000", "-t", "0.5",
+                       "-B", "2", "-j")
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["dropped"] > 0 and 0 < res["frames"] <= 10000
+    assert status(capsys, m)["capture"]["drops"] == res["dropped"]
+    from scapy.utils import rdpcap
+    assert len(rdpcap(str(path))) == res["frames"]
+    assert status(capsys, s)["tdma"]["state"] == "synchronised"
 
 
 def _as_nobody(ns, request: dict) -> str:

@@ -548,14 +548,17 @@ def test_fuzz_every_complete_line_gets_exactly_one_well_formed_reply(serve):
 
 def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, monkeypatch):
     from rtnet import daemon, stationctl
-    frame = bytes(range(256)) * 8 + b"tail beyond the snap length"
-    pcap = bytearray(daemon.pcap_header())
-    for n in range(daemon.CAPTURE_MAX_FRAMES):
-        pcap += daemon.pcap_record(n * 1000, frame)
+    from rtnet.capture import CapturedFrame, to_pcapng
+    frame = bytes(range(256)) * 8
+    # the longest comment a record can carry: both stamps of a sent frame at their widest
+    widest = CapturedFrame(outbound=True, data=frame, orig_len=9000, stamp_ns=-2**63,
+                           os_ns=0, sched_ns=-2**63, xdp_stamp=False)
+    pcap = to_pcapng([widest] * daemon.CAPTURE_MAX_FRAMES, realtime_minus_monotonic=10**18,
+                     snaplen=daemon.CAPTURE_SNAPLEN)
 
     def capture(req, conn):
-        return {"frames": daemon.CAPTURE_MAX_FRAMES, "interface": "rtn-lab-wire/veth-s1",
-                "pcap_b64": base64.b64encode(pcap).decode()}
+        return {"frames": daemon.CAPTURE_MAX_FRAMES, "dropped": 0,
+                "pcapng_b64": base64.b64encode(pcap).decode()}
 
     monkeypatch.setenv("RTNET_RUN_DIR", sock_dir)
     os.makedirs(os.path.join(sock_dir, "nsx"))
@@ -572,8 +575,8 @@ def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, mon
         server.close()
         thread.join(WAIT)
     assert reply["frames"] == daemon.CAPTURE_MAX_FRAMES
-    got = base64.b64decode(reply["pcap_b64"])
-    assert len(got) == len(pcap) and got[-2048:] == frame[:2048]
+    got = base64.b64decode(reply["pcapng_b64"])
+    assert len(got) == len(pcap) and frame in got[-2200:]
     assert len(json.dumps(reply)) + 1 <= MAX_REPLY
 
 
