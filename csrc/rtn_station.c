@@ -5,8 +5,8 @@
  *        command mailbox, the RT loop and the receive dispatch.
  *
  * Who owns what between the threads is in rtn_station_priv.h.  The modules
- * around this one: rtn_nomac.c (the NoMAC discipline; TDMA is the engine of
- * rtn_tdma.c, wired up here through its port), rtn_station_chan.c
+ * around this one: rtn_nomac.c (the NoMAC discipline), rtn_station_tdma.c
+ * (the TDMA engine of rtn_tdma.c wired to the station), rtn_station_chan.c
  * (application channels), rtn_vnic_pump.c (the VNIC) and rtn_probe.c
  * (benchmark probes and the rate generator).
  */
@@ -49,106 +49,11 @@ int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	return 0;
 }
 
-static int64_t port_truth(void *arg, int64_t local)
-{
-	/* lab truth: global time is the host's CLOCK_MONOTONIC (master without error) */
-	return os_of(arg, local);
-}
-
-/* ---- the TDMA discipline: the engine's port and the RT loop's operations ---- */
-
-static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
-		     uint32_t len, void *engine)
-{
-	/* only an application header has room for the TX stamp: a raw frame goes as it is */
-	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
-				rtn_app_hdr_tx_off(m->frame, len));
-}
-
-static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
-{
-	struct rtn_station *s = arg;
-
-	rtn_chans_drain(s, take_tdma, e, rtn_sat_add(now, rtn_tdma_clock_offset(e)));
-	if (s->probe_slot == (int)slot_id)
-		rtn_probe_refill(s, e, slot_id, now);
-	if (!s->vnic_live || s->vnic_mode != RTN_VNIC_BATCHED)
-		return;
-	if (rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
-		rtn_vnic_refill(s, e, slot_id, s->vnic_slot, now);
-	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, s->vnic_slot))
-		/* what the RT frames leave of this occurrence: VNIC frames fit it */
-		rtn_vnic_refill(s, e, slot_id, slot_id, now);
-}
-
-static int64_t tdma_next_event(struct rtn_station *s)
-{
-	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
-}
-
-static void tdma_run(struct rtn_station *s, int64_t woke_late)
-{
-	uint64_t missed;
-
-	if (!s->tdma)
-		return;
-	missed = rtn_tdma_missed(s->tdma);
-	rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
-	missed = rtn_tdma_missed(s->tdma) - missed;
-	/*
-	 * Why: VNIC writes of the previous round ran past this
-	 * deadline; the wake-up came later than the slot tolerates
-	 * (the thread could not run); or anything else.
-	 */
-	if (s->vnic_overran)
-		s->st.miss_vnic += missed;
-	else if (woke_late > rtn_tdma_guard_ns(s->tdma))
-		s->st.miss_late_wake += missed;
-	else
-		s->st.miss_other += missed;
-	s->vnic_overran = 0;
-}
-
-static int tdma_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t len)
-{
-	if (!s->tdma)
-		return -ENOENT;
-	return rtn_tdma_enqueue(s->tdma, s->vnic_slot, VNIC_PRIO, frame, len, -1);
-}
-
-static int tdma_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)
-{
-	if (!s->tdma)
-		return rtmac_tunnel_only(frame, len);
-	return rtn_tdma_rx(s->tdma, frame, len, rx);
-}
-
-static int64_t tdma_rt_deadline(const struct rtn_station *s)
-{
-	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
-}
-
-/* The batched VNIC's TAP is read in the slots (port_before_slot), never polled. */
+/* The TAP of a station without a discipline is not read. */
 static int never(const struct rtn_station *s)
 {
 	return 0;
 }
-
-const struct rtn_disc_ops rtn_disc_tdma_ops = {
-	.next_event = tdma_next_event,
-	.run = tdma_run,
-	.enqueue = tdma_enqueue,
-	.rx_rtmac = tdma_rx_rtmac,
-	.rt_deadline = tdma_rt_deadline,
-	.watch_tap = never,
-	.kick_senders = 0,	/* under TDMA the slot picks their messages up */
-	/*
-	 * Receive stamps come from the XDP program, so received frames can
-	 * wait for the next scheduled wake-up (a slot, the cycle start)
-	 * without losing accuracy (see rx_wakes).
-	 */
-	.paced_rx = 1,
-};
 
 /* ---- no discipline: nothing is sent, tunnel frames still reach the VNIC ------ */
 
@@ -275,13 +180,11 @@ static void exec_cmd(struct rtn_station *s)
 	 * without any, the engine starts each cycle at its first job, which saves a
 	 * slave one wake-up per cycle.
 	 */
-	if (s->tdma) {
-		int listeners = 0;
-
-		for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
-			listeners |= s->live[i] != NULL && s->live[i]->cycles;
-		rtn_tdma_set_lazy_begin(s->tdma, !listeners);
-	}
+	s->app_chans = 0;
+	for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		s->app_chans += s->live[i] != NULL && s->live[i]->cycles;
+	if (s->tdma)
+		rtn_tdma_set_lazy_begin(s->tdma, !s->app_chans);
 	/* senders kick the RT thread unless a slot picks their messages up (NoMAC) */
 	for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
 		if (s->chans[i].shm)
@@ -329,8 +232,10 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 }
 
 /*
- * Whether a received frame wakes the thread.  Under TDMA with the batched
- * VNIC it may do so once between two timer wake-ups while tunnelled traffic
+ * Whether a received frame wakes the thread.  Always while an application
+ * channel is open: its messages go up when they arrive, not at the next
+ * scheduled wake-up (which may be most of a cycle away).  Otherwise, under
+ * TDMA with the batched VNIC, it may do so once between two timer wake-ups while tunnelled traffic
  * flows (a tunnel frame in the last RX_WAKE_HOLD_NS): that traffic then
  * reaches Linux (and a reply can make the station's next window) within a
  * cycle instead of at the next scheduled wake-up, and costs at most one
@@ -358,7 +263,8 @@ static int rx_wakes(const struct rtn_station *s, int64_t next_local)
 {
 	if (!disc_ops(s)->paced_rx || next_local == INT64_MAX)
 		return 1;
-	if (!(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
+	/* an application waits for its messages: they go up at once, not at the next slot */
+	if (s->app_chans || !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
 		return 1;
 	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
@@ -565,9 +471,7 @@ static void stop_rt(struct rtn_station *s)
 
 int rtn_station_attach_tdma(struct rtn_station *s, const struct rtn_tdma_cfg *cfg)
 {
-	struct rtn_tdma_port port = { .send = rtn_station_send, .truth = port_truth,
-				      .before_slot = port_before_slot,
-				      .on_cycle = rtn_chans_on_cycle, .arg = s };
+	struct rtn_tdma_port port = rtn_station_tdma_port(s);
 	struct rtn_tdma *e = NULL, *old;
 	int rc = rtn_tdma_cfg_check(cfg);
 

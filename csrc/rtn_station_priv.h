@@ -93,6 +93,8 @@ struct rtn_station {
 	uint32_t tunnel_rx_n;	/* tunnel frames since the last timer wake-up */
 	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
 	int rx_light;		/* few enough for an RX wake-up to pay */
+	int app_chans;		/* application channels open (not the daemon's own): what
+				 * arrives for them wakes the thread (rx_wakes) */
 	struct rtn_xsk *xsk;
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
@@ -192,6 +194,9 @@ struct rtn_disc_ops {
 };
 
 extern const struct rtn_disc_ops rtn_disc_none_ops, rtn_disc_tdma_ops, rtn_disc_nomac_ops;
+
+/* The TDMA engine's port for station @p s (rtn_station_tdma.c). */
+struct rtn_tdma_port rtn_station_tdma_port(struct rtn_station *s);
 
 static inline const struct rtn_disc_ops *disc_ops(const struct rtn_station *s)
 {
