@@ -35,6 +35,7 @@ static int64_t fuzz_clock_ns;
 
 #include "../rtn_station.c"
 #include "../rtn_station_chan.c"
+#include "../rtn_station_tdma.c"
 #include "../rtn_nomac.c"
 #include "../rtn_vnic_pump.c"
 #include "../rtn_probe.c"
@@ -228,15 +229,13 @@ static void move_chan_to_heap(int id, int memfd, int kickfd)
 static void station_setup(void)
 {
 	struct rtn_station_opts o = { .mac = STATION_MAC, .link_rate_mbps = 100 };
-	struct rtn_tdma_port port = { .send = rtn_station_send, .truth = port_truth,
-				      .before_slot = port_before_slot,
-				      .on_cycle = rtn_chans_on_cycle };
+	struct rtn_tdma_port port;
 	int i, sv[2];
 
 	fuzz_clock_ns = STATION_T0;
 	if (rtn_station_open(&o, &H.s))
 		fuzz_fail("cannot open the station: %s", rtn_last_error());
-	port.arg = H.s;
+	port = rtn_station_tdma_port(H.s);
 
 	/* slave: RTnet slots, 0 and 2 for the channels, 1 for the VNIC */
 	rtn_tdma_cfg_init(&H.cfg[0], RTN_TDMA_ROLE_SLAVE);
