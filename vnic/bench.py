@@ -367,8 +367,10 @@ def _writable(path: str) -> str | None:
 
 
 def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None,
-               lab_name: str, out_json: str, out_png: str, offload: str) -> SlotPlan:
-    """The slot plan for these arguments, or ConfigError (one line) before anything is built."""
+               lab_name: str, out_json: str, out_png: str, offload: str,
+               windows: bool = True) -> SlotPlan:
+    """The slot plan for these arguments, or ConfigError (one line) before anything is built.
+    ``windows`` False: RTnet's NRT slots (one frame per occurrence) instead of NRT windows."""
     def bad(what, why):
         raise ConfigError(f"{what}: {why}")
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_SECONDS:
@@ -391,7 +393,7 @@ def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None
         if why:
             bad(opt, f"{path}: {why}")
     try:
-        p = plan(cycle_us, link_rate_mbps)
+        p = plan(cycle_us, link_rate_mbps, windows=windows)
     except ConfigError as exc:
         bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s: {exc}")
     if p.master_nrt_ns <= 0:
@@ -402,11 +404,13 @@ def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None
 
 def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int | None = None,
         lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
-        out_png: str = "results/vnic_bench.png", log=print, offload: str = "on") -> dict:
+        out_png: str = "results/vnic_bench.png", log=print, offload: str = "on",
+        windows: bool = True) -> dict:
     """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
     (the runs without offload are named ``<mode>-nooff``).  Every argument is checked
     (check_args) before the lab is built."""
-    p = check_args(seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload)
+    p = check_args(seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload,
+                   windows)
     mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     cap = p.master_capacity_mbps

@@ -34,6 +34,8 @@ def build_parser() -> OneLineParser:
                    help="TAP with TSO/checksum offload (on), without (off), or both runs")
     b.add_argument("--no-offload", dest="offload", action="store_const", const="off",
                    help="same as --offload off")
+    b.add_argument("--slots", choices=("windows", "rtnet"), default="windows",
+                   help="NRT windows (default), or RTnet's NRT slots of one frame each")
     return ap
 
 
@@ -47,12 +49,13 @@ def main(argv=None) -> int:
     bench_args = (args.seconds, args.cycle_us, args.link_rate, args.mtu, args.lab, args.json,
                   args.png, args.offload)
     try:
-        bench.check_args(*bench_args)
+        bench.check_args(*bench_args, windows=args.slots == "windows")
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
     try:
-        bench.run(*bench_args[:7], log=lambda s: print(s, flush=True), offload=args.offload)
+        bench.run(*bench_args[:7], log=lambda s: print(s, flush=True), offload=args.offload,
+                  windows=args.slots == "windows")
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"vnic: {bounded(one_line(msg))}", file=sys.stderr)
