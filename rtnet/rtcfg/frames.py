@@ -295,6 +295,11 @@ def frame_name(frame: Frame) -> str:
     return _DECODERS[frame_id(frame)][0]
 
 
+def mac_of(raw: bytes) -> str:
+    """The MAC text of six header bytes."""
+    return format_mac(raw)
+
+
 def ether_frame(dst: str, src: str, body: bytes) -> bytes:
     """A whole Ethernet frame carrying ``body``, zero-padded to 60 bytes as a NIC sends it."""
     frame = parse_mac(dst) + parse_mac(src) + struct.pack("!H", ETH_RTCFG) + body
