@@ -15,9 +15,22 @@ dissects as ``Padding`` after the fixed frames.
 """
 from __future__ import annotations
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, ConditionalField,
-                          FieldLenField, FlagsField, IntField, IPField, MACField, ShortField,
-                          StrFixedLenField, StrLenField, XStrField)
+from scapy.fields import (
+    BitEnumField,
+    BitField,
+    ByteEnumField,
+    ByteField,
+    ConditionalField,
+    FieldLenField,
+    FlagsField,
+    IntField,
+    IPField,
+    MACField,
+    ShortField,
+    StrFixedLenField,
+    StrLenField,
+    XStrField,
+)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
