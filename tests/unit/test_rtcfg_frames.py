@@ -1,5 +1,6 @@
 """RTcfg frames (rtnet/rtcfg/frames.py) against byte strings written from RTcfg.spec's
 layouts, the scapy layer, and Wireshark's own RTcfg dissector."""
+import doctest
 import os
 import shutil
 import struct
@@ -107,3 +108,8 @@ def test_wireshark_decodes_every_frame_type_without_complaint(tmp_path):
                  "Ack Length: 2695938256", "Client Hardware Address: 02:52:54:00:00:09",
                  "Server Ready: 1", "Client Ready: 1"):
         assert line in res.stdout, line
+
+
+def test_the_doctests():
+    assert doctest.testmod(fr).failed == 0
+    assert doctest.testmod(sr).failed == 0
