@@ -1,5 +1,7 @@
 """Exception hierarchy: one base class, errno always attached."""
 
+import errno
+
 
 class RtnetError(OSError):
     """Base for all rtnet errors; ``.errno`` carries the C error when there is one."""
@@ -27,3 +29,13 @@ class ChannelError(RtnetError):
 
 class ChannelFull(ChannelError):
     """The channel's TX ring is full: the station has not sent the queued messages yet."""
+
+
+class RtcfgError(RtnetError):
+    """An RTcfg frame, payload or request refused; the message is one line naming what."""
+
+    def __init__(self, message: str):
+        super().__init__(errno.EPROTO, message)
+
+    def __str__(self) -> str:
+        return self.strerror

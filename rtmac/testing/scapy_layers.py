@@ -13,7 +13,7 @@ a NIC appends to reach 60 bytes dissect as scapy's ``Padding`` layer and
 ``bytes(Ether(raw)) == raw`` holds for padded and unpadded frames.
 
 Not covered: TDMA v1 (RTmac version 1, type 0x9031, removed in RTnet
-0.9.0) and RTcfg (EtherType 0x9022).
+0.9.0).  RTcfg (EtherType 0x9022) has its own layers in scapy_rtcfg.
 
 >>> raw = bytes(pad_frame(Ether(src="02:00:00:00:00:01", dst="ff:ff:ff:ff:ff:ff")
 ...                        / RTmac() / TdmaSync(cycle_no=5)))
