@@ -132,6 +132,9 @@ ffibuilder.set_source(
     sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "*.c"))
                    if not p.endswith(".bpf.c")),
     include_dirs=[HERE],
+    # a changed header rebuilds the module: build_ext compares only these and the sources
+    # with the built module, so without them an edit to a header left a stale module
+    depends=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "*.h"))),
     libraries=["xdp", "bpf", "elf", "z", "pthread"],
     define_macros=[("RTN_VERSION", f'"{VERSION}"'), ("_GNU_SOURCE", None)],
     # warnings are errors: the same flags as csrc/Makefile's, so no build hides one

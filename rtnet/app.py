@@ -28,6 +28,7 @@ from .closeable import Closeable
 from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: F401 (re-exported)
 from .errors import ChannelError, ChannelFull, ConfigError
 from .mac import format_mac, parse_mac
+from .options import OPTIONS
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,10 @@ class Channel(Closeable):
 
     @classmethod
     def open(cls, dev: str = "rteth0", *, netns: str | None = None, ethertype: int,
-             slot: int = 0, prio: int = 15, max_size: int = 1514, depth: int = 256) -> "Channel":
+             slot: int = OPTIONS["channel.slot"].default,
+             prio: int = OPTIONS["channel.prio"].default,
+             max_size: int = OPTIONS["channel.max_size"].default,
+             depth: int = OPTIONS["channel.depth"].default) -> "Channel":
         """Ask the station daemon on ``dev`` for a channel (kept while this object is open)."""
         _validate_open(ethertype, slot, prio, max_size, depth)
         request = {"cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,

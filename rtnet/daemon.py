@@ -504,10 +504,11 @@ class Daemon:
             raise RequestError(f"ethertype {et:#06x} is not real-time on {self.dev} "
                                "(add a [[channel]] or station.ethertypes entry)")
         base = next((c for c in self.cfg.channels if c.ethertype == et), None)
-        slot = _int_arg(req, "slot", base.slot if base else 0, 0, 63)
-        prio = _int_arg(req, "prio", base.prio if base else 15, 0, 31)
-        max_size = _int_arg(req, "max_size", base.max_size if base else 1514, 14, 1536)
-        depth = _int_arg(req, "depth", 256, 1, 4096)
+        dflt = {k: OPTIONS[f"channel.{k}"].default for k in ("slot", "prio", "max_size", "depth")}
+        slot = _int_arg(req, "slot", base.slot if base else dflt["slot"], 0, 63)
+        prio = _int_arg(req, "prio", base.prio if base else dflt["prio"], 0, 31)
+        max_size = _int_arg(req, "max_size", base.max_size if base else dflt["max_size"], 14, 1536)
+        depth = _int_arg(req, "depth", dflt["depth"], 1, 4096)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
                                                            max_size=max_size, depth=depth)

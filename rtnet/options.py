@@ -43,6 +43,15 @@ def _c_tdma_defaults():
 _C = _c_tdma_defaults()
 
 
+def _c_chan_defaults():
+    c = ffi.new("struct rtn_chan_opts *")
+    lib.rtn_chan_opts_init(c)
+    return c
+
+
+_CH = _c_chan_defaults()
+
+
 def _num(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 _US = 1000
@@ -163,12 +172,16 @@ _ROWS = (
     # what rides on the slots
     Option("vnic.slot", int, 1, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot the VNIC sends in"),
-    Option("channel.slot", int, 0, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
+    # a channel's defaults are the C core's (rtn_chan_opts_init), for files, rtnetd and
+    # the application API alike
+    Option("channel.slot", int, _CH.slot, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot the channel sends in"),
-    Option("channel.prio", int, 15, 0, lib.RTN_TDMA_PRIOS - 1, "", False,
+    Option("channel.prio", int, _CH.prio, 0, lib.RTN_TDMA_PRIOS - 1, "", False,
            "queue priority of the channel's frames (0: highest)"),
-    Option("channel.max_size", int, 1514, 14, 1514, "bytes", False,
+    Option("channel.max_size", int, _CH.max_size, 14, 1514, "bytes", False,
            "largest frame, Ethernet header included"),
+    Option("channel.depth", int, _CH.depth, 1, lib.RTN_CHAN_MAX_DEPTH, "messages", False,
+           "messages per ring, a power of two", toml=False),
 )
 
 OPTIONS: dict[str, Option] = {o.key: o for o in _ROWS}

@@ -145,8 +145,10 @@ class Station(Closeable):
         return DISCIPLINES.get(st.discipline, "none")
 
     # -- channels and VNIC -----------------------------------------------------------
-    def open_channel(self, ethertype: int, *, slot: int = 0, prio: int = 15,
-                     max_size: int = 1514, depth: int = 256,
+    def open_channel(self, ethertype: int, *, slot: int = OPTIONS["channel.slot"].default,
+                     prio: int = OPTIONS["channel.prio"].default,
+                     max_size: int = OPTIONS["channel.max_size"].default,
+                     depth: int = OPTIONS["channel.depth"].default,
                      cycles: bool = True) -> tuple[int, int, int]:
         """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds.
 

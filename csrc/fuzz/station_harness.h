@@ -45,7 +45,7 @@ static int64_t fuzz_clock_ns;
 
 #define STATION_T0		(1000 * RTN_NS_PER_SEC)
 #define STATION_MAC		{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x02 }
-#define XSK_FRAME_SIZE		4096	/* XSK_UMEM__DEFAULT_FRAME_SIZE */
+#define XSK_FRAME_SIZE		RTN_XSK_FRAME_SIZE /* the station's UMEM frames */
 #define STUB_RX_MAX		512
 #define N_CHANS			3
 
