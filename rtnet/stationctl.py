@@ -242,6 +242,10 @@ def format_status(s: dict) -> str:
         out.append(f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
                    f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
                    f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
+    cap = s.get("capture")
+    if cap:
+        out.append(f"  capture: {cap['frames']} frames recorded, {cap['drops']} dropped "
+                   f"(ring full)")
     out.extend(format_stages(s.get("stages")))
     return "\n".join(out) + "\n"
 
