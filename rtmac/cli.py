@@ -25,9 +25,9 @@ import re
 import sys
 
 from rtnet.argtypes import integer, netns_name
+from rtnet.devcmd import RaisingParser, UsageError, fail, parse_device_request
 from rtnet.errors import ConfigError
-from rtnet.messages import bounded, one_line, shown
-from rtnet.names import interface_name_problem
+from rtnet.messages import one_line
 from rtnet.options import OPTIONS
 
 from . import control, tdma_config
@@ -36,15 +36,6 @@ from .tdma_config import TdmaConfig
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 MAX_CAL_TIMEOUT_MS = 3_600_000     # -t: an hour of calibration is far beyond any cycle
-
-
-class UsageError(Exception):
-    """The command line is wrong; nothing was sent."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
 
 
 def _phasing(text: str) -> tuple[int, int]:
@@ -160,7 +151,7 @@ def _write_cal_log(path: str, reply: dict) -> None:
 # --- parser --------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
+    p = RaisingParser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
     p.add_argument("-n", "--netns", type=netns_name,
                    help="network namespace of the station (like ip -n)")
     disc = p.add_subparsers(dest="discipline", required=True, metavar="tdma|nomac")
@@ -219,11 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_request(argv: list[str]) -> tuple[dict, argparse.Namespace]:
     """Command line -> (request dict, parsed arguments); UsageError if refused."""
-    args = build_parser().parse_args(argv)
-    problem = interface_name_problem(args.dev)
-    if problem:
-        raise UsageError(f"invalid device name {shown(args.dev)}: {problem}")
-    return args.build(args), args
+    return parse_device_request(build_parser(), argv)
 
 
 def _guess_dev(argv: list[str]) -> str | None:
@@ -234,9 +221,7 @@ def _guess_dev(argv: list[str]) -> str | None:
 
 
 def _fail(dev: str | None, message: str, status: int) -> int:
-    prefix = f"rtmac: {dev}: " if dev else "rtmac: "
-    print(bounded(one_line(prefix + message)), file=sys.stderr)
-    return status
+    return fail("rtmac", dev, message, status)
 
 
 def main(argv: list[str] | None = None) -> int:

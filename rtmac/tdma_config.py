@@ -123,7 +123,9 @@ class TdmaConfig:
     def to_c(self, *, listen_cycles: int = 3):
         """This configuration as a ``struct rtn_tdma_cfg *`` for the C engine (validate first)."""
         c = ffi.new("struct rtn_tdma_cfg *")
-        role = lib.RTN_TDMA_ROLE_MASTER if self.role == "master" else lib.RTN_TDMA_ROLE_SLAVE
+        # no check here (validate() does it): a role the engine lacks is its "none"
+        role = {"master": lib.RTN_TDMA_ROLE_MASTER,
+                "slave": lib.RTN_TDMA_ROLE_SLAVE}.get(self.role, lib.RTN_TDMA_ROLE_NONE)
         lib.rtn_tdma_cfg_init(c, role)
         c.cycle_ns = (self.cycle_us or 0) * 1000
         c.backup_offset_ns = -1 if self.backup_offset_us is None else self.backup_offset_us * 1000

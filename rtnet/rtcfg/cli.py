@@ -27,9 +27,9 @@ import sys
 
 from rtmac import control
 from rtnet.argtypes import integer, netns_name
+from rtnet.devcmd import RaisingParser, UsageError, fail, parse_device_request
 from rtnet.errors import RtcfgError
-from rtnet.messages import bounded, one_line, shown, shown_path
-from rtnet.names import interface_name_problem
+from rtnet.messages import shown, shown_path
 
 from . import frames, payload, step
 
@@ -39,15 +39,6 @@ MAX_TIMEOUT_MS = 24 * 3_600_000
 MAX_STATIONS = 255
 UNSUPPORTED = "rtnetd does not support rtcfg yet"
 COMMANDS = ("server", "add", "del", "wait", "client", "announce", "ready", "detach")
-
-
-class UsageError(Exception):
-    """The command line is wrong; nothing was sent."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
 
 
 def _read_stage(path: str, which: str, limit: int, dev: str) -> str:
@@ -155,13 +146,13 @@ def _config_out(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="rtcfg", description="RTcfg configuration service (RTnet's rtcfg syntax).",
+    p = RaisingParser(prog="rtcfg", description="RTcfg configuration service (RTnet's rtcfg syntax).",
                 allow_abbrev=False)
     p.add_argument("-n", "--netns", type=netns_name,
                    help="network namespace of the station (like ip -n)")
     p.add_argument("dev")
     cmds = p.add_subparsers(dest="command", required=True, metavar="|".join(COMMANDS),
-                            parser_class=_Parser)
+                            parser_class=RaisingParser)
 
     def sub(name, build, **kw):
         # -h is server's heartbeat, as in rtcfg.c: help is --help only
@@ -208,11 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_request(argv: list[str]) -> tuple[dict, argparse.Namespace]:
     """Command line -> (request dict, parsed arguments); UsageError if refused."""
-    args = build_parser().parse_args(argv)
-    problem = interface_name_problem(args.dev)
-    if problem:
-        raise UsageError(f"invalid device name {shown(args.dev)}: {problem}")
-    return args.build(args), args
+    return parse_device_request(build_parser(), argv)
 
 
 def _guess_dev(argv: list[str]) -> str | None:
@@ -223,9 +210,7 @@ def _guess_dev(argv: list[str]) -> str | None:
 
 
 def _fail(dev: str | None, message: str, status: int) -> int:
-    prefix = f"rtcfg: {dev}: " if dev else "rtcfg: "
-    print(bounded(one_line(prefix + message)), file=sys.stderr)
-    return status
+    return fail("rtcfg", dev, message, status)
 
 
 def _write_config(args, reply: dict) -> None:

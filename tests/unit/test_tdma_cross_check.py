@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rtmac import tdma_config as tc
 from rtmac.tdma_config import Slot, TdmaConfig
-from rtnet._lowlevel import ffi, last_error, lib
+from rtnet._lowlevel import last_error, lib
 from rtnet.errors import ConfigError
 from rtnet.options import OPTIONS
 
@@ -25,24 +25,7 @@ C_ROLES = {"master": lib.RTN_TDMA_ROLE_MASTER, "slave": lib.RTN_TDMA_ROLE_SLAVE}
 
 def c_struct(cfg: TdmaConfig):
     """``cfg`` as the C engine sees it, without any check (rtmac.engine.to_c validates first)."""
-    c = ffi.new("struct rtn_tdma_cfg *")
-    lib.rtn_tdma_cfg_init(c, C_ROLES.get(cfg.role, lib.RTN_TDMA_ROLE_NONE))
-    c.cycle_ns = (cfg.cycle_us or 0) * 1000
-    c.backup_offset_ns = -1 if cfg.backup_offset_us is None else cfg.backup_offset_us * 1000
-    c.cal_rounds = cfg.cal_rounds
-    c.max_slot_id = cfg.max_slot_id
-    c.max_cal_requests = cfg.max_cal_requests
-    c.link_rate_mbps = cfg.link_rate_mbps
-    c.guard_ns = cfg.guard_ns
-    c.sync_loss_cycles = cfg.sync_loss_cycles
-    slots = sorted(cfg.slots.values(), key=lambda s: s.id)
-    c.n_slots = len(slots)
-    for cs, s in zip(c.slots, slots):
-        cs.id, cs.offset_ns, cs.phasing, cs.period, cs.size = (
-            s.id, s.offset_us * 1000, s.phasing, s.period, s.size)
-        cs.joint = -1 if s.joint is None else s.joint
-        cs.window_ns = s.window_us * 1000
-    return c
+    return cfg.to_c()
 
 
 def verdicts(cfg: TdmaConfig) -> tuple[str | None, str | None]:
