@@ -135,20 +135,21 @@ def _slot_plan(cycle_us: int, link_rate_mbps: int, max_master_nrt: int) -> SlotP
 @contextlib.contextmanager
 def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: int | None = None,
               rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0,
-              ethertypes=(), offload: bool = True):
+              ethertypes=(), offload: bool = True, rt2: RtSettings | None = None):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
     Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4);
     ``ethertypes`` are steered to the stations as well (application channels);
-    ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap).
+    ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap);
+    ``rt2``: station 2's RT thread settings when they differ from ``rt``.
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
     with contextlib.ExitStack() as stack:
         stations, taps = [], []
-        for idx, cfg in ((1, slot_plan.master), (2, slot_plan.slave)):
+        for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
             ls = lab.station(idx)
-            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt,
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings,
                                              ethertypes=ethertypes))
             st.attach_tdma(cfg)
             stations.append(st)
