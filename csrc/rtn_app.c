@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "rtn_app.h"
 #include "rtn_app_hdr.h"
+#include "rtn_app_priv.h"
 #include "rtn_chan_inline.h"
 #include "rtn_core.h"
 #include "rtn_time_inline.h"
@@ -36,27 +37,6 @@
 #define NETNS_DIR	"/var/run/netns"
 #define REPLY_MAX	1024
 #define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
-
-struct rtn_app_chan {
-	struct rtn_chan_shm *shm;
-	uint64_t size;
-	uint32_t depth;		/* checked at attach; never read back from the shared page */
-	int memfd;
-	int kickfd;
-	int ctlfd;		/* control connection, -1 when attached */
-	int32_t channel;
-	uint32_t next_seq;
-	uint64_t tx_sent;
-	uint64_t tx_full;
-	uint64_t kicks;
-	uint64_t rx_received;
-	uint64_t rx_bad_hdr;
-	/* cycle length learnt from two publications, for slaves that publish 0 */
-	uint32_t learn_no;
-	int64_t learn_start_os;
-	int64_t learnt_cycle_ns;
-	struct rtn_stages stages;	/* of the received messages, the take included */
-};
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -332,6 +312,40 @@ void rtn_app_close(struct rtn_app_chan *ch)
 
 /* ---- send ------------------------------------------------------------------------ */
 
+struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	struct rtn_msg *m;
+
+	if (!alive(ch)) {
+		*rc = rtn_set_error(-ENOTCONN, "the station closed the channel");
+		return NULL;
+	}
+	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth);
+	if (!m) {
+		/* the RT thread has not run the slot yet: refuse rather than block */
+		ch->tx_full++;
+		__atomic_store_n(&shm->tx.drops, shm->tx.drops + 1, __ATOMIC_RELAXED);
+		*rc = -ENOBUFS;
+	}
+	return m;
+}
+
+void rtn_app_tx_commit(struct rtn_app_chan *ch)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+
+	rtn_ring_prod_commit(&shm->tx);
+	ch->tx_sent++;
+	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
+		uint64_t one = 1;
+
+		/* NoMAC has no slot timer: without this the frame waits for any other wake-up */
+		if (write(ch->kickfd, &one, sizeof(one)) == sizeof(one))
+			ch->kicks++;
+	}
+}
+
 /* Build one message in the TX ring and commit it; the numbering is the caller's. */
 static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
 		   uint32_t len, int64_t sched_ns, uint32_t seq)
@@ -341,21 +355,16 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 	struct rtn_msg *m;
 	int64_t handover;
 	uint8_t *f;
+	int rc = 0;
 
 	rtn_clear_error();
-	if (!alive(ch))
-		return rtn_set_error(-ENOTCONN, "the station closed the channel");
-	if (flen > shm->max_size || flen > RTN_CHAN_MSG_MAX)
+	if (alive(ch) && (flen > shm->max_size || flen > RTN_CHAN_MSG_MAX))
 		return rtn_set_error(-EMSGSIZE, "payload of %u bytes: the channel carries at most %u",
 				     len, (shm->max_size < RTN_CHAN_MSG_MAX ? shm->max_size :
 					   RTN_CHAN_MSG_MAX) - RTN_APP_OVERHEAD);
-	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth);
-	if (!m) {
-		/* the RT thread has not run the slot yet: refuse rather than block */
-		ch->tx_full++;
-		__atomic_store_n(&shm->tx.drops, shm->tx.drops + 1, __ATOMIC_RELAXED);
-		return -ENOBUFS;
-	}
+	m = rtn_app_tx_slot(ch, &rc);
+	if (!m)
+		return rc;
 	handover = rtn_app_global_now(ch);
 	if (sched_ns == RTN_APP_SCHED_NOW)
 		sched_ns = handover;
@@ -371,15 +380,7 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 	m->sched_ns = sched_ns;
 	m->handover_ns = handover;
 	m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
-	rtn_ring_prod_commit(&shm->tx);
-	ch->tx_sent++;
-	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
-		uint64_t one = 1;
-
-		/* NoMAC has no slot timer: without this the frame waits for any other wake-up */
-		if (write(ch->kickfd, &one, sizeof(one)) == sizeof(one))
-			ch->kicks++;
-	}
+	rtn_app_tx_commit(ch);
 	return 0;
 }
 

@@ -125,6 +125,17 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 		 uint32_t len, int64_t sched_ns, uint32_t *seq_out);
 
 /**
+ * Queue a whole Ethernet frame @p frame of @p len bytes, as the caller built
+ * it (no application header, so the station stamps nothing into it).  Its
+ * source MAC is the caller's to set.
+ * @return 0; -EINVAL if it is shorter than an Ethernet header, longer than
+ *         the channel's max_size, of another EtherType than the channel's or
+ *         starts like an application header (the station would stamp it);
+ *         -ENOBUFS if the TX ring is full (counted), -ENOTCONN.
+ */
+int rtn_app_send_raw(struct rtn_app_chan *ch, const void *frame, uint32_t len);
+
+/**
  * Answer a received message: send @p payload to its sender carrying its
  * sequence number, so that the sender can pair the answer with its request
  * (as an ICMP echo reply does).  The channel's own numbering does not
@@ -136,6 +147,8 @@ int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
 /**
  * Receive one message: copies up to @p cap payload bytes into @p buf.
  * @param timeout_ns  0: do not wait; < 0: wait forever.
+ * A frame without an application header (rtn_app_send_raw()) gives the
+ * bytes after its Ethernet header, with seq and the sender's stamps 0.
  * @return bytes copied (info->len has the full length), -EAGAIN if nothing
  *         arrived in time, -ENOTCONN once the station went away.
  */

@@ -161,7 +161,9 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	if (o->max_size < ETH_HLEN_RTN || o->max_size > RTN_CHAN_MSG_MAX)
 		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d",
 				     o->max_size, RTN_CHAN_MSG_MAX);
-	if (o->ethertype < 0x0600 || o->ethertype == ETH_RTMAC || o->ethertype == ETH_RTCFG)
+	/* RTcfg is served by the daemon itself (its channels have no_cycles): never an app's */
+	if (o->ethertype < 0x0600 || o->ethertype == ETH_RTMAC ||
+	    (o->ethertype == ETH_RTCFG && !o->no_cycles))
 		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel", o->ethertype);
 	if (o->prio > 31)
 		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);

@@ -173,6 +173,14 @@ class Channel(Closeable):
         _check_sent(lib.rtn_app_send(ch, dst_b, payload, len(payload), sched, self._seq), "send")
         return self._seq[0]
 
+    def send_raw(self, frame: bytes) -> None:
+        """Queue a whole Ethernet frame as built by the caller (no application header: the
+        daemon's own protocols); its EtherType must be the channel's.  A raw frame received
+        comes back from recv() as a Message whose payload follows the Ethernet header."""
+        ch = self._live()
+        frame = bytes(frame)
+        _check_sent(lib.rtn_app_send_raw(ch, frame, len(frame)), "send_raw")
+
     def reply(self, msg: Message, payload: bytes = b"") -> None:
         """Send ``payload`` back to the sender of ``msg`` with ``msg``'s sequence number, so the
         sender can pair it with its request; the channel's own numbering does not advance."""

@@ -205,6 +205,16 @@ def parse_request(line: bytes, max_nesting: int = MAX_NESTING) -> dict:
     return req
 
 
+def int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
+    """A request's integer ``key`` (``default`` when absent) within lo..hi, or RequestError."""
+    value = req.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RequestError(f"{key}: {value!r} is not an integer")
+    if not lo <= value <= hi:
+        raise RequestError(f"{key}: {value} outside {lo}..{hi}")
+    return value
+
+
 def error_reply(message: str) -> dict:
     line = next((ln for ln in message.splitlines() if ln.strip()), "request failed")
     return {"ok": False, "error": line[:MAX_ERROR]}

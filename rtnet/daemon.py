@@ -68,6 +68,13 @@ sizes shared with the clients: rtnet.control_protocol.
   The channel belongs to the connection: when the client closes it (or
   dies) the daemon closes the channel.  ``channel.close`` (channel) closes
   one of the connection's channels earlier.
+- ``rtcfg.server``, ``rtcfg.add``, ``rtcfg.del``, ``rtcfg.wait``,
+  ``rtcfg.client``, ``rtcfg.announce``, ``rtcfg.ready``, ``rtcfg.detach``: as
+  sent by rtcfg (rtnet.rtcfg.cli), served by rtnet.rtcfg.service on the
+  daemon's own 0x9022 channel (applications cannot open one).  The blocking
+  ones wait in their connection's thread only.  A client's payload is checked
+  whole (rtnet.rtcfg.apply) and applied through the ``tdma.*`` handlers
+  above; ``status`` carries the server's or client's state under ``"rtcfg"``.
 - ``shutdown``: replies, then stops the daemon like SIGTERM.
 """
 from __future__ import annotations
@@ -76,6 +83,7 @@ import argparse
 import base64
 import fcntl
 import grp
+import ipaddress
 import logging
 import os
 import signal
@@ -85,18 +93,21 @@ import sys
 import threading
 import time
 
-from rtmac.tdma_config import TdmaConfig, apply_request
+from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 
 from . import config as _config
 from . import paths, procs
 from ._lowlevel import last_error, lib
 from .capture import to_pcapng
-from .control_server import Command, ControlServer, RequestError, WithFds, group_policy
+from .control_server import Command, ControlServer, RequestError, WithFds, group_policy, int_arg
 from .echo import EchoService
-from .errors import ConfigError, RtnetError
+from .errors import ConfigError, RtcfgError, RtnetError
 from .hist import Histogram
 from .mac import parse_mac as mac_bytes
 from .options import OPTIONS
+from .rtcfg import apply as rtcfg_apply
+from .rtcfg import payload as rtcfg_payload
+from .rtcfg.service import RtcfgService
 from .station import Station
 
 log = logging.getLogger("rtnetd")
@@ -138,15 +149,6 @@ def _given(req: dict, names: tuple) -> dict:
     """The TDMA settings a request gives, each checked by the option table's rule
     (what it leaves out keeps TdmaConfig's default, which is the table's)."""
     return {n: OPTIONS[f"tdma.{n}"].check(req[n]) for n in names if n in req}
-
-
-def _int_arg(req: dict, key: str, default, lo: int, hi: int) -> int:
-    value = req.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise RequestError(f"{key}: {value!r} is not an integer")
-    if not lo <= value <= hi:
-        raise RequestError(f"{key}: {value} outside {lo}..{hi}")
-    return value
 
 
 def interface_ipv4(dev: str) -> set[str]:
@@ -196,13 +198,19 @@ class Daemon:
         self.pid_path = paths.pid_file(self.dev)
         self.station: Station | None = None
         self.echo: EchoService | None = None
+        self.ips: set[str] = set()             # the station's IPv4 addresses (echo, RTcfg)
         self.tap = None                        # vnic.tap.Tap while the VNIC is attached
         self.control: ControlServer | None = None
         self._pid_fd: int | None = None
-        self._lock = threading.Lock()          # serialises changes (Python only)
+        # serialises changes (Python only); re-entrant: an RTcfg payload is checked and
+        # applied under it, through the same handlers as the requests
+        self._lock = threading.RLock()
         self._stop = threading.Event()
         self._started = time.monotonic()
         self._chan_ids: set[int] = set()
+        self._rtcfg_ip: str | None = None      # the IP of the RTcfg payload being applied
+        self.rtcfg = RtcfgService(lambda: self.station, self.dev, self._rtcfg_apply,
+                                  self._own_ip, self._nrt_mtu, self._stop)
         self.admin_gid = self._gid(cfg.group, "control.group")
         self.status_gid = self._gid(cfg.status_group, "control.status_group")
 
@@ -270,8 +278,8 @@ class Daemon:
             if cfg.vnic.enabled:
                 self.tap = open_vnic(cfg, st.mac)
                 st.attach_vnic(self.tap.fd, cfg.vnic.mode, cfg.vnic.slot)
-            ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
-            self.echo = EchoService(st, ips)
+            self.ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
+            self.echo = EchoService(st, self.ips)
             self._chan_ids.add(self.echo.cid)
         except (RtnetError, ConfigError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -305,6 +313,7 @@ class Daemon:
                 pass
             self.control.close()          # ends the connections; they release their channels
             self.control = None
+        self.rtcfg.close()                     # before the station: it holds a channel
         if self.echo is not None:
             self.echo.close()
             self.echo = None
@@ -347,6 +356,7 @@ class Daemon:
             "nomac.detach": self.h_nomac_detach, "ping": self.h_ping,
             "capture": self.h_capture, "channel.open": self.h_channel_open,
             "channel.close": self.h_channel_close, "shutdown": self.h_shutdown,
+            **self.rtcfg.handlers(),
         }
         return {**{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
                 **{cmd: Command(h) for cmd, h in changes.items()}}
@@ -369,6 +379,7 @@ class Daemon:
                            "uptime_s": round(time.monotonic() - self._started, 3),
                            "channels": len(self._chan_ids)}
         stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
+        stats["rtcfg"] = self.rtcfg.status()    # outside self._lock: RTcfg applies under it
         return {"status": stats}
 
     def h_tdma_show(self, req, conn):
@@ -384,19 +395,26 @@ class Daemon:
             raise RequestError(f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
                                f"already attached (detach it first)")
 
-    def h_tdma_master(self, req, conn):
+    def _master_config(self, req) -> TdmaConfig:
         backup = req.get("backup_offset_us")
-        cfg = TdmaConfig(role="master", cycle_us=req["cycle_us"],
-                         backup_offset_us=backup or None, link_rate_mbps=self.cfg.link_rate_mbps,
-                         **_given(req, ("cal_rounds", "max_slot_id", "max_cal_requests")))
+        return TdmaConfig(role="master", cycle_us=req["cycle_us"],
+                          backup_offset_us=backup or None,
+                          link_rate_mbps=self.cfg.link_rate_mbps,
+                          **_given(req, ("cal_rounds", "max_slot_id", "max_cal_requests")))
+
+    def _slave_config(self, req) -> TdmaConfig:
+        return TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
+                          **_given(req, ("cal_rounds", "max_slot_id")))
+
+    def h_tdma_master(self, req, conn):
+        cfg = self._master_config(req)
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)
         return {}
 
     def h_tdma_slave(self, req, conn):
-        cfg = TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
-                         **_given(req, ("cal_rounds", "max_slot_id")))
+        cfg = self._slave_config(req)
         with self._lock:
             self._require_free()
             self.station.attach_tdma(cfg)
@@ -460,17 +478,17 @@ class Daemon:
                 socket.inet_aton(dst)
         except (OSError, ValueError, ConfigError):
             raise RequestError(f"dst: {dst!r} is not a MAC or IPv4 address") from None
-        count = _int_arg(req, "count", 4, 1, 100_000)
-        interval = _int_arg(req, "interval_ms", 1000, 1, 60_000)
-        size = _int_arg(req, "size", 56, 0, 1500)
-        timeout = _int_arg(req, "timeout_ms", 500, 1, 60_000)
+        count = int_arg(req, "count", 4, 1, 100_000)
+        interval = int_arg(req, "interval_ms", 1000, 1, 60_000)
+        size = int_arg(req, "size", 56, 0, 1500)
+        timeout = int_arg(req, "timeout_ms", 500, 1, 60_000)
         return self.echo.ping(dst, count, interval, size, timeout,
                               emit=conn.send)
 
     def h_capture(self, req, conn):
-        count = _int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
-        duration = _int_arg(req, "duration_ms", 10_000, 1, 60_000)
-        depth = _int_arg(req, "depth", CAPTURE_DEPTH, 2, CAPTURE_MAX_DEPTH)
+        count = int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
+        duration = int_arg(req, "duration_ms", 10_000, 1, 60_000)
+        depth = int_arg(req, "depth", CAPTURE_DEPTH, 2, CAPTURE_MAX_DEPTH)
         if depth & (depth - 1):
             raise RequestError(f"depth: {depth} is not a power of two")
         frames = []
@@ -500,15 +518,18 @@ class Daemon:
             raise RequestError(f"ethertype: {et!r} is not an integer")
         if et == _config.PING_ETHERTYPE:
             raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
+        if et in _config.STACK_ETHERTYPES:
+            raise RequestError(f"ethertype {et:#06x} is {_config.STACK_ETHERTYPES[et]}, "
+                               "served by the daemon itself")
         if et not in self.cfg.steered_ethertypes():
             raise RequestError(f"ethertype {et:#06x} is not real-time on {self.dev} "
                                "(add a [[channel]] or station.ethertypes entry)")
         base = next((c for c in self.cfg.channels if c.ethertype == et), None)
         dflt = {k: OPTIONS[f"channel.{k}"].default for k in ("slot", "prio", "max_size", "depth")}
-        slot = _int_arg(req, "slot", base.slot if base else dflt["slot"], 0, 63)
-        prio = _int_arg(req, "prio", base.prio if base else dflt["prio"], 0, 31)
-        max_size = _int_arg(req, "max_size", base.max_size if base else dflt["max_size"], 14, 1536)
-        depth = _int_arg(req, "depth", dflt["depth"], 1, 4096)
+        slot = int_arg(req, "slot", base.slot if base else dflt["slot"], 0, 63)
+        prio = int_arg(req, "prio", base.prio if base else dflt["prio"], 0, 31)
+        max_size = int_arg(req, "max_size", base.max_size if base else dflt["max_size"], 14, 1536)
+        depth = int_arg(req, "depth", dflt["depth"], 1, 4096)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
                                                            max_size=max_size, depth=depth)
@@ -537,6 +558,49 @@ class Daemon:
                     self.station.close_channel(cid)
                 except RtnetError as exc:
                     log.warning("closing channel %d: %s", cid, exc)
+
+    # -- RTcfg: what a client's payload may do (rtnet.rtcfg.apply) --------------------------
+    def _own_ip(self) -> str | None:
+        return min(self.ips) if self.ips else None
+
+    def _nrt_mtu(self) -> int:
+        """The MTU of the slot RTcfg frames travel in: slot 1, else 0, under TDMA."""
+        cfg = self.station.tdma_config
+        slot = effective_slot(cfg, 1) if cfg is not None else None
+        return min(slot.size, 1500) if slot is not None else 1500
+
+    def _rtcfg_apply(self, stage: int, requests: list, info: dict) -> None:
+        """A client's stage-1 or stage-2 payload: checked whole, then applied (RtcfgError)."""
+        handlers = {"tdma.master": self.h_tdma_master, "tdma.slave": self.h_tdma_slave,
+                    "tdma.slot": self.h_tdma_slot, "tdma.remove_slot": self.h_tdma_slot,
+                    "tdma.detach": self.h_tdma_detach, "vnic.address": self._vnic_address,
+                    "vnic.up": self._vnic_up, "station.ip": self._station_ip}
+        with self._lock:
+            view = rtcfg_apply.StationView(
+                self.station.discipline, self.station.tdma_config, self.tap is not None,
+                info.get("ip"), self._master_config, self._slave_config)
+            rtcfg_apply.check(requests, view)
+            self._rtcfg_ip = info.get("ip")     # station.ip may change it on the way
+            try:
+                rtcfg_apply.run(requests, {c: (lambda r, h=h: h(r, None))
+                                           for c, h in handlers.items()})
+            except (RequestError, RtnetError, ConfigError, OSError) as exc:
+                # checked as a whole above: only the system can refuse here
+                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise RtcfgError(f"applying: {message}") from None
+
+    def _vnic_address(self, req, conn=None):
+        self.tap.set_address(req["cidr"])
+
+    def _vnic_up(self, req, conn=None):
+        ip = ipaddress.IPv4Address(self._rtcfg_ip)     # RTnet's ifconfig vnic0 up $IPADDR
+        self.tap.set_address(f"{ip}/{rtcfg_payload.classful_prefix(ip)}")
+
+    def _station_ip(self, req, conn=None):
+        self.ips.add(req["ip"])
+        self._rtcfg_ip = req["ip"]
+        if self.echo is not None:
+            self.echo.own_ips.add(socket.inet_aton(req["ip"]))
 
     def h_shutdown(self, req, conn):
         self.request_stop()

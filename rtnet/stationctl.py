@@ -242,12 +242,36 @@ def format_status(s: dict) -> str:
         out.append(f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
                    f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
                    f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
+    out.extend(format_rtcfg(s.get("rtcfg")))
     cap = s.get("capture")
     if cap:
         out.append(f"  capture: {cap['frames']} frames recorded, {cap['drops']} dropped "
                    f"(ring full)")
     out.extend(format_stages(s.get("stages")))
     return "\n".join(out) + "\n"
+
+
+def format_rtcfg(r: dict | None) -> list[str]:
+    """RTcfg in a few lines: the role and state, the stations seen (a server: alive and dead)."""
+    if not r:
+        return []
+    c = r.get("counters", {})
+    counts = (f"frames rx {c.get('rx', 0)} tx {c.get('tx', 0)}, refused {c.get('refused', 0)}"
+              f" (heartbeats of dead stations {c.get('dead_heartbeats', 0)})")
+    stations = r.get("stations", [])
+    if r.get("role") == "server":
+        alive = sum(st["state"] == "ready" for st in stations)
+        dead = sum(st["state"] == "dead" for st in stations)
+        out = [f"  rtcfg server{' (ready)' if r.get('ready') else ''}: {len(stations)} stations, "
+               f"{alive} alive, {dead} dead; {counts}"]
+        out += [f"    {st.get('ip') or st.get('mac')}"
+                f"{' ' + st['mac'] if st.get('ip') and st.get('mac') else ''}: {st['state']} "
+                f"(invited {st.get('invited', 0)}, dead {st.get('dead', 0)} times)"
+                for st in stations]
+        return out
+    ready = sum(bool(st.get("ready")) for st in stations)
+    return [f"  rtcfg client {r.get('state')}, server {r.get('server') or '-'}, ip "
+            f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"]
 
 
 def format_stages(st: dict | None) -> list[str]:

@@ -26,6 +26,7 @@ import errno
 import fcntl
 import math
 import os
+import socket
 import struct
 
 from pyroute2 import IPRoute
@@ -151,6 +152,16 @@ class Tap(Closeable):
         except BaseException:
             self.close()
             raise
+
+    def set_address(self, address: str) -> None:
+        """Make ``address`` (IPv4 CIDR) the device's only IPv4 address."""
+        ip, plen = _parse_cidr(address)
+        with IPRoute(netns=self.netns) as ipr:
+            for old in ipr.get_addr(family=socket.AF_INET, index=self.ifindex):
+                ipr.addr("del", index=self.ifindex, address=old.get_attr("IFA_ADDRESS"),
+                         prefixlen=old["prefixlen"])
+            ipr.addr("add", index=self.ifindex, address=ip, prefixlen=plen)
+        self.address = address
 
     def close(self) -> None:
         """Remove the device, also when a station still holds a duplicate of the fd.  Idempotent."""

@@ -3,8 +3,8 @@
  * @file fuzz_app_chan.c
  * @brief Fuzz target: what the application library reads from a channel's
  *        shared memory (rtn_app_attach, send, recv, cycle waits, stats,
- *        subscribe in rtn_app.c), with the memory written by a hostile or
- *        broken station.
+ *        subscribe in rtn_app.c, raw sends in rtn_app_raw.c), with the
+ *        memory written by a hostile or broken station.
  *
  * Input: the size of the memory (right, one byte short, shorter than a
  * header, twice as large), up to four writes into the header before
@@ -30,7 +30,7 @@ static int64_t fuzz_clock_ns = 1000 * RTN_NS_PER_SEC;
 #include "app_harness.h"
 
 enum { OP_POKE, OP_DELIVER, OP_PUBLISH, OP_SEND, OP_RECV, OP_CYCLE_INFO, OP_WAIT_CYCLE,
-       OP_STATS, OP_SUBSCRIBE, OP_KINDS };
+       OP_STATS, OP_SUBSCRIBE, OP_SEND_RAW, OP_KINDS };
 
 #define MAX_PAYLOAD	(RTN_CHAN_MSG_MAX - RTN_APP_ETH_HLEN)
 
@@ -112,6 +112,23 @@ static void operate(struct rtn_app_chan *ch, struct fuzz_in *in, uint8_t op)
 		free(payload);
 		if (rc && rc != -ENOBUFS && rc != -EMSGSIZE && rc != -ENOTCONN)
 			fuzz_fail("rtn_app_send returned %d", rc);
+		break;
+	}
+	case OP_SEND_RAW: {
+		uint32_t len = fuzz_u16(in) % (RTN_CHAN_MSG_MAX + 8);
+		uint8_t *frame = calloc(1, len ? len : 1);
+		size_t got;
+		const uint8_t *p = fuzz_span(in, len < 64 ? len : 64, &got);
+
+		memcpy(frame, p, got);
+		if (len >= RTN_APP_ETH_HLEN && fuzz_u8(in) & 1) {	/* mostly the right type */
+			frame[12] = ch->shm->ethertype >> 8;
+			frame[13] = ch->shm->ethertype & 0xff;
+		}
+		rc = rtn_app_send_raw(ch, frame, len);
+		free(frame);
+		if (rc && rc != -ENOBUFS && rc != -EINVAL && rc != -ENOTCONN)
+			fuzz_fail("rtn_app_send_raw returned %d", rc);
 		break;
 	}
 	case OP_RECV: {

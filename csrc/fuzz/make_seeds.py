@@ -254,6 +254,7 @@ def seeds_app_chan() -> dict[str, bytes]:
     recv = op(4, u16(2048))
     recv_small = op(4, u16(3))
     info, wait, stats, sub = op(5), op(6), op(7), op(8, u8(4))
+    raw = op(9, u16(60) + bytes(60) + u8(1))   # 60 bytes, the channel's EtherType put in
     a = app_frame(dst=SLAVE)
     return {
         "roundtrip": u8(0) + u8(0) + send + send + deliver(a) + recv + recv + stats,
@@ -264,6 +265,7 @@ def seeds_app_chan() -> dict[str, bytes]:
         "bad_magic": u8(0) + u8(1) + u16(0) + u8(3) + b"\0\0\0\0" + send,
         "bad_depth": u8(0) + u8(1) + u16(8) + u8(3) + u32(3) + recv,
         "large_memory": u8(3) + u8(0) + deliver(a) + recv,
+        "send_raw": u8(0) + u8(0) + raw + raw + send + stats,
     }
 
 

@@ -90,6 +90,7 @@ class Client:
     stations: dict = field(default_factory=dict)    # MAC -> _Station (the server included)
     by_ip: bool = False
     burstrate: int = DEFAULT_BURSTRATE
+    server_burstrate: int = DEFAULT_BURSTRATE      # from its Stage 1 frame
     next_heartbeat: int = 0
 
     def __post_init__(self):
@@ -103,10 +104,14 @@ class Client:
             raise RtcfgError(f"client: already {self.state.value}")
         return self._move(ClientState.WAIT_STAGE_1, Step())
 
-    def announce(self, now: int) -> Step:
-        """``rtcfg announce``: broadcast the New Announcement."""
+    def announce(self, now: int, config: ClientConfig | None = None) -> Step:
+        """``rtcfg announce``: broadcast the New Announcement; ``config`` carries the command's
+        burstrate and ready flag (the burstrate is at most the server's)."""
         if self.state != ClientState.STAGE_1:
             raise RtcfgError(f"announce: needs stage 1 first (state {self.state.value})")
+        if config is not None:
+            self.config = config
+            self.burstrate = min(config.burstrate, self.server_burstrate)
         step = Step()
         step.send(fr.BROADCAST, fr.AnnounceNew(self._own_ip(), self._flags(), self.burstrate))
         return self._move(ClientState.ANNOUNCED, step)
@@ -185,6 +190,7 @@ class Client:
         self.apply(1, requests, {"server_mac": src, "server_ip": frame.server_ip, "ip": ip})
         self.ip, self.by_ip = ip, frame.client_ip is not None
         self.server_mac, self.server_ip, self.stage1_data = src, frame.server_ip, frame.cfg_data
+        self.server_burstrate = frame.burstrate
         self.burstrate = min(self.config.burstrate, frame.burstrate)
         self._move(ClientState.STAGE_1, step)
 

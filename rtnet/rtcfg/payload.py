@@ -47,7 +47,7 @@ _OWN_ADDRESS = "$IPADDR"
 _OWN_NETMASK = "$NETMASK_OPT"
 
 
-def _classful_prefix(ip: ipaddress.IPv4Address) -> int:
+def classful_prefix(ip: ipaddress.IPv4Address) -> int:
     """ifconfig's default netmask for an address given without one."""
     first = ip.packed[0]
     return 8 if first < 128 else 16 if first < 192 else 24
@@ -103,7 +103,7 @@ def _ifconfig(words: list[str], dev: str) -> dict:
         return {"cmd": "vnic.up", "dev": dev}
     ip = _ipv4(rest[0])
     if len(rest) == 1:
-        prefix = _classful_prefix(ip)
+        prefix = classful_prefix(ip)
     elif len(rest) == 3 and rest[1] == "netmask":
         try:
             prefix = ipaddress.IPv4Network(f"0.0.0.0/{rest[2]}").prefixlen

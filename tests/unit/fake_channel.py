@@ -11,7 +11,7 @@ STATION_MAC = bytes.fromhex("025254000001")
 class FakeChannelMemory:
     """struct rtn_chan_shm in a memfd, initialised like rtn_station_chan_open()."""
 
-    def __init__(self, depth=4, max_size=1514):
+    def __init__(self, depth=4, max_size=1514, ethertype=ET, mac=STATION_MAC):
         self.depth = depth
         size = ffi.sizeof("struct rtn_chan_shm") + 2 * depth * ffi.sizeof("struct rtn_msg")
         self.fd = os.memfd_create("test-channel")
@@ -20,8 +20,8 @@ class FakeChannelMemory:
         self.shm = ffi.from_buffer("struct rtn_chan_shm *", self.map)
         s = self.shm
         s.magic, s.version, s.depth = lib.RTN_CHAN_MAGIC, lib.RTN_CHAN_VERSION, depth
-        s.ethertype, s.max_size, s.alive = ET, max_size, 1
-        s.station_mac = STATION_MAC
+        s.ethertype, s.max_size, s.alive = ethertype, max_size, 1
+        s.station_mac = mac
         s.tx.size = s.rx.size = depth
         self.msgs = ffi.cast("struct rtn_msg *", ffi.cast("char *", self.shm)
                              + ffi.sizeof("struct rtn_chan_shm"))

@@ -76,6 +76,54 @@ def test_too_big_payload_is_refused(mem):
         small.close()
 
 
+def _raw(ethertype=ET, body=b"rtcfg-like body", dst=DST):
+    return bytes.fromhex(dst.replace(":", "")) + STATION_MAC + struct.pack("!H", ethertype) + body
+
+
+def test_send_raw_puts_the_callers_frame_in_the_tx_ring_unchanged(mem):
+    frame = _raw(body=bytes(46))                # an RTcfg frame padded to 60 bytes
+    with Channel.attach(*mem.fds()) as ch:
+        ch.send_raw(frame)
+        assert mem.shm.tx.head == 1 and mem.sent(0) == frame
+        assert mem.tx(0).seq == 0 and ch.stats()["tx_sent"] == 1
+
+
+@pytest.mark.parametrize("frame,why", [
+    (b"", "0 bytes"),
+    (_raw()[:13], "13 bytes"),
+    (_raw(ethertype=0x9022), "EtherType 0x9022 on a channel of 0x88b5"),
+    (_raw(body=bytes(1514 - 14 + 1)), "1515 bytes"),
+    (_raw(body=struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0)), "like an application header"),
+])
+def test_send_raw_refuses_what_the_channel_cannot_carry(mem, frame, why):
+    with Channel.attach(*mem.fds()) as ch:
+        with pytest.raises(ChannelError) as e:
+            ch.send_raw(frame)
+        assert e.value.errno == errno.EINVAL and why in str(e.value)
+        assert mem.shm.tx.head == 0 and ch.stats()["tx_sent"] == 0
+
+
+def test_send_raw_refusals_of_a_full_ring_and_a_closed_station(mem):
+    with Channel.attach(*mem.fds()) as ch:
+        for _ in range(mem.depth):
+            ch.send_raw(_raw())
+        with pytest.raises(ChannelFull):
+            ch.send_raw(_raw())
+        assert ch.stats()["tx_full"] == 1
+        mem.shm.alive = 0
+        with pytest.raises(ChannelError) as e:
+            ch.send_raw(_raw())
+        assert e.value.errno == errno.ENOTCONN
+
+
+def test_a_raw_frame_received_gives_the_bytes_after_the_ethernet_header(mem):
+    mem.deliver(_raw(body=b"\x07" + bytes(45), dst="ff:ff:ff:ff:ff:ff"))
+    with Channel.attach(*mem.fds()) as ch:
+        msg = ch.recv(timeout=0)
+        assert msg.payload == b"\x07" + bytes(45) and msg.seq == 0 and msg.tx_ns == 0
+        assert msg.dst == "ff:ff:ff:ff:ff:ff" and ch.stats()["rx_bad_hdr"] == 0
+
+
 def test_recv_parses_what_the_station_wrote(mem):
     frame = (STATION_MAC[::-1] + bytes.fromhex("025254000009") + struct.pack("!H", ET)
              + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 7, 100, 200) + b"payload")

@@ -614,7 +614,8 @@ def test_daemon_commands_should_be_the_protocol_with_two_read_only(daemon_server
     assert set(server.commands) == {
         "status", "tdma.show", "tdma.master", "tdma.slave", "tdma.slot", "tdma.remove_slot",
         "tdma.detach", "nomac.attach", "nomac.detach", "ping", "capture", "channel.open",
-        "channel.close", "shutdown"}
+        "channel.close", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
+        "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach"}
     assert {c for c, cmd in server.commands.items() if cmd.read_only} == {"status", "tdma.show"}
 
 
@@ -627,6 +628,9 @@ def test_daemon_requests_refused_before_the_station_should_get_their_errors(daem
         b'{"cmd": "channel.open", "ethertype": 2048}',
         b'{"cmd": "ping", "dst": 5}',
         b'{"cmd": "capture", "count": 10001}',
+        b'{"cmd": "channel.open", "ethertype": 36898}',
+        b'{"cmd": "rtcfg.add", "address": "10.0.0.2"}',
+        b'{"cmd": "rtcfg.server", "period_ms": 0}',
     ]) + b"\n")
     assert [r["error"] for r in replies] == [
         "this daemon runs rteth0, not 'eth7'",
@@ -636,6 +640,9 @@ def test_daemon_requests_refused_before_the_station_should_get_their_errors(daem
         "entry)",
         "dst: a MAC or IPv4 address",
         "count: 10001 outside 1..10000",
+        "ethertype 0x9022 is RTcfg, served by the daemon itself",
+        "no RTcfg server (run rtcfg server first)",
+        "period_ms: 0 outside 1..3600000",
     ]
 
 

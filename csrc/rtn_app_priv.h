@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_app_priv.h
+ * @brief The application side of a channel (rtn_app.h) as its own .c files
+ *        share it: the channel's state and the two halves of a send.
+ */
+#ifndef RTN_APP_PRIV_H
+#define RTN_APP_PRIV_H
+
+#include <stdint.h>
+#include "rtn_chan.h"
+#include "rtn_stages.h"
+
+struct rtn_app_chan {
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	uint32_t depth; /* checked at attach; never read back from the shared page */
+	int memfd;
+	int kickfd;
+	int ctlfd; /* control connection, -1 when attached */
+	int32_t channel;
+	uint32_t next_seq;
+	uint64_t tx_sent;
+	uint64_t tx_full;
+	uint64_t kicks;
+	uint64_t rx_received;
+	uint64_t rx_bad_hdr;
+	/* cycle length learnt from two publications, for slaves that publish 0 */
+	uint32_t learn_no;
+	int64_t learn_start_os;
+	int64_t learnt_cycle_ns;
+	struct rtn_stages stages; /* of the received messages, the take included */
+};
+
+/**
+ * The next free TX ring slot, or NULL with the error in *@p rc: -ENOTCONN
+ * once the station went away, -ENOBUFS (counted) when the ring is full.
+ */
+struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc);
+
+/** Commit the slot rtn_app_tx_slot() gave, and kick a NoMAC station that wants it. */
+void rtn_app_tx_commit(struct rtn_app_chan *ch);
+
+#endif
