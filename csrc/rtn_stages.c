@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include "rtn_hist_inline.h"
+#include "rtn_recring_inline.h"
 #include "rtn_stages.h"
 
 /* the baseline: a moving average over about this many on-time messages */
@@ -61,15 +62,14 @@ static void record_late(struct rtn_stages *st, uint32_t seq, int64_t sched, int6
 			blamed = k;
 		}
 	}
-	__atomic_store_n(&r->no, 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	rtn_recring_begin(&r->no);
 	r->seq = seq;
 	r->stage = blamed;
 	r->sched_ns = sched;
 	r->total_ns = total;
 	r->excess_ns = worst;
 	memcpy(r->stage_ns, d, sizeof(r->stage_ns));
-	__atomic_store_n(&r->no, st->late + 1, __ATOMIC_RELEASE);
+	rtn_recring_commit(&r->no, st->late);
 	__atomic_store_n(&st->late, st->late + 1, __ATOMIC_RELEASE);
 }
 
@@ -109,21 +109,6 @@ void rtn_stages_add(struct rtn_stages *st, uint32_t seq, const int64_t t[RTN_STA
 uint32_t rtn_stages_late_read(const struct rtn_stages *st, uint64_t first,
 			      struct rtn_stage_late *out, uint32_t n, uint64_t *next)
 {
-	uint64_t late = __atomic_load_n(&st->late, __ATOMIC_ACQUIRE), i;
-	uint32_t got = 0;
-
-	if (late > RTN_STAGES_LATE_MAX && first < late - RTN_STAGES_LATE_MAX)
-		first = late - RTN_STAGES_LATE_MAX; /* older ones were overwritten */
-	for (i = first; i < late && got < n; i++) {
-		const struct rtn_stage_late *r = &st->rec[i % RTN_STAGES_LATE_MAX];
-
-		if (__atomic_load_n(&r->no, __ATOMIC_ACQUIRE) != i + 1)
-			continue;
-		memcpy(&out[got], r, sizeof(*r));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&r->no, __ATOMIC_RELAXED) == i + 1)
-			got++;
-	}
-	*next = i;
-	return got;
+	return rtn_recring_read(st->rec, sizeof(st->rec[0]), RTN_STAGES_LATE_MAX,
+				__atomic_load_n(&st->late, __ATOMIC_ACQUIRE), first, out, n, next);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_rt.h"
+#include "rtn_recring_inline.h"
 #include "rtn_stall.h"
 #include "rtn_time_inline.h"
 
@@ -36,12 +37,11 @@ static void record(struct detector *d, int64_t due, int64_t woke)
 {
 	struct rtn_stall_rec *r = &d->rec[d->gaps % RTN_STALL_RECS];
 
-	__atomic_store_n(&r->no, 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	rtn_recring_begin(&r->no);
 	r->cpu = d->cpu;
 	r->due_ns = due;
 	r->woke_ns = woke;
-	__atomic_store_n(&r->no, d->gaps + 1, __ATOMIC_RELEASE);
+	rtn_recring_commit(&r->no, d->gaps);
 	__atomic_store_n(&d->gaps, d->gaps + 1, __ATOMIC_RELEASE);
 }
 
@@ -109,27 +109,13 @@ int rtn_stall_read(const struct rtn_stall *st, int idx, uint64_t first, struct r
 		   uint32_t n, uint64_t *next)
 {
 	const struct detector *d;
-	uint64_t gaps, i;
-	uint32_t got = 0;
 
 	if (idx < 0 || idx >= st->n)
 		return -EINVAL;
 	d = &st->d[idx];
-	gaps = __atomic_load_n(&d->gaps, __ATOMIC_ACQUIRE);
-	if (gaps > RTN_STALL_RECS && first < gaps - RTN_STALL_RECS)
-		first = gaps - RTN_STALL_RECS;
-	for (i = first; i < gaps && got < n; i++) {
-		const struct rtn_stall_rec *r = &d->rec[i % RTN_STALL_RECS];
-
-		if (__atomic_load_n(&r->no, __ATOMIC_ACQUIRE) != i + 1)
-			continue;
-		memcpy(&out[got], r, sizeof(*r));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&r->no, __ATOMIC_RELAXED) == i + 1)
-			got++;
-	}
-	*next = i;
-	return (int)got;
+	return (int)rtn_recring_read(d->rec, sizeof(d->rec[0]), RTN_STALL_RECS,
+				     __atomic_load_n(&d->gaps, __ATOMIC_ACQUIRE), first, out, n,
+				     next);
 }
 
 int rtn_stall_hist(const struct rtn_stall *st, int idx, uint64_t *wakeups, struct rtn_hist *out)
