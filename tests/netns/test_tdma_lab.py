@@ -353,10 +353,14 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     after = [st.stats()["tdma"] for st in stations]
     assert all(st.running for st in stations)
     assert [a["state"] for a in after] == ["active", "stand-by", "synchronised"]
-    # the backup and the slave follow the master and count every forgery (and the
-    # real master's Syncs that a stall delayed beyond the bound, a few)
+    # the backup and the slave follow the master and count the forgeries (and the
+    # real master's Syncs that a stall delayed beyond the bound, a few).  Not all 120
+    # without fail: a hypervisor stall can overflow a veth queue, and a station whose
+    # sync a stall lost takes the next sane Sync from its master's MAC, which is what
+    # a restarted master looks like (a CI run counted 119); the clock checks below
+    # are what shows that no forgery moved a clock.
     for i in (1, 2):
-        assert after[i]["sync_implausible"] - before[i]["sync_implausible"] >= 120
+        assert after[i]["sync_implausible"] - before[i]["sync_implausible"] >= 114
         assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100   # the real master's
         err = after[i]["sync_error"].since(before[i]["sync_error"]) if i == 2 else None
         if err is not None:
