@@ -104,6 +104,8 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	ch->kickfd = kickfd;
 	ch->ctlfd = -1;
 	ch->channel = -1;
+	ch->udp_port = __atomic_load_n(&shm->udp.port, __ATOMIC_RELAXED);
+	ch->udp_flags = __atomic_load_n(&shm->udp.flags, __ATOMIC_RELAXED);
 	rtn_stages_init(&ch->stages);
 	*out = ch;
 	return 0;
@@ -232,7 +234,7 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *base = getenv("RTNET_RUN_DIR");
-	char ns[256], req[256], line[REPLY_MAX], err[256];
+	char ns[256], req[320], line[REPLY_MAX], err[256];
 	int fd, rc, fds[4], nfds = 0, i;
 	const char *p;
 
@@ -259,10 +261,17 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 		return rtn_set_error(rc, "%s: no station daemon at %s (%s)", dev, sa.sun_path,
 				     strerror(-rc));
 	}
-	snprintf(req, sizeof(req),
-		 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, \"prio\": %u, "
-		 "\"max_size\": %u, \"depth\": %u}\n",
-		 o->ethertype, o->slot, o->prio, o->max_size, o->depth);
+	if (o->udp_port)	/* a UDP socket (the daemon knows its EtherType) */
+		snprintf(req, sizeof(req),
+			 "{\"cmd\": \"channel.open\", \"udp_port\": %u, \"stamped\": %s, "
+			 "\"slot\": %u, \"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
+			 o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false",
+			 o->slot, o->prio, o->max_size, o->depth);
+	else
+		snprintf(req, sizeof(req),
+			 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, "
+			 "\"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
+			 o->ethertype, o->slot, o->prio, o->max_size, o->depth);
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
 		rc = -errno;
 		close(fd);
@@ -412,7 +421,7 @@ int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
  * frame after the Ethernet header, and it is counted).
  */
 static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t cap,
-		struct rtn_app_msg_info *info)
+		struct rtn_app_msg_info *info, struct rtn_app_udp_info *udp)
 {
 	struct rtn_app_stamps hdr;
 	uint32_t plen, n, len = rtn_msg_len(m);
@@ -421,7 +430,8 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 
 	if (len > RTN_CHAN_MSG_MAX)
 		len = RTN_CHAN_MSG_MAX;	/* a broken length: never read past the slot */
-	if (rtn_app_hdr_parse(m->frame, len, &hdr) < 0)
+	if ((ch->udp_port ? rtn_app_udp_payload(ch, m->frame, len, &hdr, udp) :
+			    rtn_app_hdr_parse(m->frame, len, &hdr)) < 0)
 		ch->rx_bad_hdr++;
 	plen = len > hdr.hdr_len ? len - hdr.hdr_len : 0;
 	n = plen < cap ? plen : cap;
@@ -447,8 +457,8 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 	return n;
 }
 
-int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
-		 struct rtn_app_msg_info *info, int64_t timeout_ns)
+static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		    struct rtn_app_msg_info *info, struct rtn_app_udp_info *udp, int64_t timeout_ns)
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
@@ -458,7 +468,7 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	rtn_clear_error();
 	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 	if (m)
-		return take(ch, m, buf, cap, info);	/* hot path: no system call */
+		return take(ch, m, buf, cap, info, udp);	/* hot path: no system call */
 	if (!alive(ch))
 		return rtn_set_error(-ENOTCONN, "the station closed the channel");
 	if (timeout_ns == 0)
@@ -470,7 +480,7 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 
 		m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 		if (m) {
-			rc = take(ch, m, buf, cap, info);
+			rc = take(ch, m, buf, cap, info, udp);
 			break;
 		}
 		if (!alive(ch)) {
@@ -491,6 +501,23 @@ int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	}
 	__atomic_fetch_sub(&shm->rx.waiting, 1, __ATOMIC_SEQ_CST);
 	return rc;
+}
+
+int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		 struct rtn_app_msg_info *info, int64_t timeout_ns)
+{
+	return recv_msg(ch, buf, cap, info, NULL, timeout_ns);
+}
+
+int rtn_app_recvfrom(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		     struct rtn_app_msg_info *info, struct rtn_app_udp_info *from,
+		     int64_t timeout_ns)
+{
+	if (from)
+		memset(from, 0, sizeof(*from));
+	if (!ch->udp_port)
+		return rtn_set_error(-EINVAL, "recvfrom: the channel is not a UDP socket");
+	return recv_msg(ch, buf, cap, info, from, timeout_ns);
 }
 
 int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint32_t n,
@@ -673,6 +700,8 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
 		.alive = (int32_t)__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE),
 		.tx_sent = ch->tx_sent, .tx_full = ch->tx_full, .kicks = ch->kicks,
 		.rx_received = ch->rx_received, .rx_bad_hdr = ch->rx_bad_hdr,
+		.udp_port = ch->udp_port, .udp_flags = ch->udp_flags,
+		.tx_unreachable = ch->tx_unreachable,
 		.rx_drops = __atomic_load_n(&shm->rx.drops, __ATOMIC_RELAXED),
 		.tx_queued = rtn_ring_count(&shm->tx), .rx_queued = rtn_ring_count(&shm->rx),
 		.rx_waiting = __atomic_load_n(&shm->rx.waiting, __ATOMIC_ACQUIRE),

@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include "rtn_chan.h"
+#include "rtn_ipv4.h"
 #include "rtn_stages.h"
 
 #define RTN_APP_ETH_HLEN	14
@@ -79,6 +80,17 @@ struct rtn_app_stats {
 	uint32_t rx_waiting;	/* receivers asleep on the RX ring */
 	uint32_t cycle_waiting;	/* threads asleep waiting for a cycle */
 	uint64_t rx_bad_hdr;	/* received headers that lied about their length */
+	uint16_t udp_port;	/* a UDP socket's port, 0 for an EtherType channel */
+	uint16_t udp_flags;	/* RTN_UDP_F_* */
+	uint64_t tx_unreachable;	/* sendto() refused: no neighbour entry (-EHOSTUNREACH) */
+};
+
+/** Who sent a received UDP datagram (host order). */
+struct rtn_app_udp_info {
+	uint32_t src_ip;
+	uint16_t src_port;
+	uint16_t dst_port;
+	uint32_t dst_ip;	/* this station, or the broadcast */
 };
 
 /** A received message reduced to its timestamps, for latency analysis. */
@@ -103,6 +115,37 @@ struct rtn_app_sample {
  */
 int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
 		 struct rtn_app_chan **out);
+
+/**
+ * UDP sockets (RFC 768 over IPv4, rtn_ipv4.h).  A UDP socket is a channel
+ * opened with o->udp_port set (the port it is bound to; o->ethertype is
+ * then RTN_ETH_P_IPV4 and may be left 0) and optionally
+ * o->udp_flags = RTN_UDP_F_STAMPED: its datagrams start with the RTNX
+ * header of rtn_app_hdr.h, so the sender's stage stamps travel with them,
+ * and a datagram received with one gives them in the message info.  Both
+ * ends must be stamped sockets: to a plain UDP peer the header is data.
+ * On the wire an unstamped socket's payload is the application's data only.
+ *
+ * rtn_app_sendto() builds Ethernet, IPv4 and UDP headers and both checksums
+ * in the TX ring slot; the destination MAC comes from the station's
+ * neighbour table (rtroute) in the channel's page, without a system call.
+ * @return 0 and the sequence number in *seq_out (may be NULL);
+ *         -EHOSTUNREACH without a neighbour entry for @p dst_ip (counted),
+ *         -EMSGSIZE for more than the channel's max_size allows (no
+ *         fragmentation), -EINVAL on a channel that is not a UDP socket or
+ *         for port 0, -ENOBUFS (TX ring full), -ENOTCONN.
+ */
+int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port,
+		   const void *payload, uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+
+/**
+ * rtn_app_recv() on a UDP socket, with the datagram's sender in *@p from
+ * (may be NULL).  The stamps in *@p info: rx_ns, rx_rt_ns and take_ns
+ * always, the sender's (sched, hand-over, pick-up, tx) from a stamped one.
+ */
+int rtn_app_recvfrom(struct rtn_app_chan *ch, void *buf, uint32_t cap,
+		     struct rtn_app_msg_info *info, struct rtn_app_udp_info *from,
+		     int64_t timeout_ns);
 
 /**
  * Use a channel whose file descriptors the caller obtained itself.  On

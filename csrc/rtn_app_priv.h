@@ -8,6 +8,8 @@
 #define RTN_APP_PRIV_H
 
 #include <stdint.h>
+#include "rtn_app.h"
+#include "rtn_app_hdr.h"
 #include "rtn_chan.h"
 #include "rtn_stages.h"
 
@@ -25,6 +27,9 @@ struct rtn_app_chan {
 	uint64_t kicks;
 	uint64_t rx_received;
 	uint64_t rx_bad_hdr;
+	/* a UDP socket (rtn_app_udp.c): its port and flags, read once at attach */
+	uint16_t udp_port, udp_flags;
+	uint64_t tx_unreachable; /* sendto() found no neighbour (-EHOSTUNREACH) */
 	/* cycle length learnt from two publications, for slaves that publish 0 */
 	uint32_t learn_no;
 	int64_t learn_start_os;
@@ -37,6 +42,15 @@ struct rtn_app_chan {
  * once the station went away, -ENOBUFS (counted) when the ring is full.
  */
 struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc);
+
+/**
+ * Where a received UDP datagram's payload starts in @p frame (@p len bytes
+ * of shared memory, so checked again), its sender in *@p udp (may be NULL),
+ * and the RTNX header's seq in *@p hdr of a stamped socket.  -1 for a
+ * frame that is no sound datagram (the caller counts it).
+ */
+int rtn_app_udp_payload(const struct rtn_app_chan *ch, const uint8_t *frame, uint32_t len,
+			struct rtn_app_stamps *hdr, struct rtn_app_udp_info *udp);
 
 /** Commit the slot rtn_app_tx_slot() gave, and kick a NoMAC station that wants it. */
 void rtn_app_tx_commit(struct rtn_app_chan *ch);

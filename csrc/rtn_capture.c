@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rtn_capture.h"
+#include "rtn_ipv4_inline.h"
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
 #include "rtn_tdma_proto_inline.h"
@@ -92,7 +93,7 @@ int rtn_capture_put(struct rtn_capture *c, const struct rtn_cap_hdr *h, const ui
 	if (kept)
 		memcpy(data, frame, kept);
 	if (stamp_off >= 0 && (uint32_t)stamp_off + 8 <= kept)
-		rtn_put_be64(data + stamp_off, stamp);
+		rtn_stamp_put(data, kept, stamp_off, stamp); /* as the socket wrote it */
 	__atomic_store_n(&c->frames, c->frames + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->head, head + 1, __ATOMIC_RELEASE);
 	return 0;

@@ -24,9 +24,11 @@
 #define RTN_CHAN_H
 
 #include <stdint.h>
+#include "rtn_neigh.h"
 
 #define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
-#define RTN_CHAN_VERSION	2		/* 2: struct rtn_msg carries the stage stamps */
+#define RTN_CHAN_VERSION	3		/* 2: struct rtn_msg carries the stage stamps;
+					 * 3: struct rtn_chan_udp after the rings */
 #define RTN_CHAN_MSG_MAX	1536		/* whole Ethernet frame, no FCS */
 #define RTN_CHAN_MAX_DEPTH	4096		/* messages per ring, a power of two */
 #define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
@@ -46,7 +48,12 @@ struct rtn_chan_opts {
 	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
 				 * daemon's own services): it does not keep the engine
 				 * from starting cycles at their first job */
+	/* IPv4/UDP (rtn_ipv4.h): a UDP socket is a channel bound to a port */
+	uint16_t udp_port;	/* 0: an EtherType channel; else the EtherType is IPv4 */
+	uint16_t udp_flags;	/* RTN_UDP_F_* */
 };
+
+#define RTN_UDP_F_STAMPED	1	/* datagrams carry the RTNX header (both ends opt in) */
 
 /**
  * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
@@ -83,6 +90,14 @@ struct rtn_ring {
 	uint64_t drops;		/* producer found the ring full */
 };
 
+/** What a UDP channel's sender needs, written by the station. */
+struct rtn_chan_udp {
+	uint32_t ip;			/* the station's real-time IPv4 address, host order; 0 none */
+	uint16_t port;			/* the bound port, 0 for an EtherType channel */
+	uint16_t flags;			/* RTN_UDP_F_* */
+	struct rtn_neigh_table neigh;	/* rtn_neigh.h */
+};
+
 struct rtn_chan_shm {
 	uint32_t magic;
 	uint32_t version;
@@ -105,6 +120,7 @@ struct rtn_chan_shm {
 	uint32_t kick_wanted;		/* NoMAC: write the kick eventfd after sending */
 	struct rtn_ring tx;
 	struct rtn_ring rx;
+	struct rtn_chan_udp udp;
 	/* followed by depth TX messages, then depth RX messages */
 };
 

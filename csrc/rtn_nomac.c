@@ -19,6 +19,8 @@ struct frame_slot *rtn_nomac_slot(struct rtn_station *s)
 
 	if (h - s->nomac_tail >= NOMAC_FIFO)
 		return NULL;
+	/* every writer takes its slot here: the stamp offset is the frame's unless it says */
+	s->nomac_fifo[h % NOMAC_FIFO].stamp_off = STAMP_OFF_OF_FRAME;
 	return &s->nomac_fifo[h % NOMAC_FIFO];
 }
 
@@ -42,7 +44,15 @@ static int nomac_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t l
 static int take_nomac(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
 		      uint32_t len, void *unused)
 {
-	return nomac_enqueue(s, m->frame, len);
+	struct frame_slot *f = rtn_nomac_slot(s);
+
+	if (!f)
+		return -ENOBUFS;
+	memcpy(f->data, m->frame, len);
+	f->len = len;
+	f->stamp_off = rtn_chan_tx_off(c, m->frame, len);	/* a UDP socket's: by its channel */
+	rtn_nomac_commit(s);
+	return 0;
 }
 
 static void nomac_collect(struct rtn_station *s, int64_t now_local)
@@ -77,8 +87,10 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
 			return s->wire_free_at - PACE_REFILL_NS;
-		if (rtn_station_send(s, f->data, f->len, rtn_app_hdr_tx_off(f->data, f->len), 0, 0,
-				     &tx) < 0) {
+		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
+				      rtn_app_hdr_tx_off(f->data, f->len) : f->stamp_off;
+
+		if (rtn_station_send(s, f->data, f->len, off, 0, 0, &tx) < 0) {
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;

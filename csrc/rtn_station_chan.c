@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "rtn_app_hdr.h"
 #include "rtn_core.h"
+#include "rtn_ipv4.h"
 #include "rtn_station_priv.h"
 
 /*
@@ -46,8 +47,9 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 
 			/* the slot is ours until released: the stamp goes into the frame itself */
 			if (len <= c->max_size)
-				rtn_app_hdr_stamp_pickup(m->frame, len, pickup_global);
-			if (len > c->max_size || take(s, c, m, len, arg) < 0)
+				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
+			if (len > c->max_size || !rtn_chan_tx_ok(s, c, m->frame, len) ||
+			    take(s, c, m, len, arg) < 0)
 				c->tx_drops++;
 			else
 				c->tx_msgs++;
@@ -56,12 +58,42 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 	}
 }
 
+void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame, uint32_t len,
+		      const struct rtn_app_stamps *st)
+{
+	struct rtn_msg *m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth),
+					       c->depth);
+
+	if (!m) {
+		/* the application stopped reading: its loss, nobody else's */
+		c->rx_drops++;
+		c->shm->rx.drops++;
+		return;
+	}
+	if (len > RTN_CHAN_MSG_MAX)
+		len = RTN_CHAN_MSG_MAX;
+	memcpy(m->frame, frame, len);
+	m->len = len;
+	m->seq = st->seq;
+	m->sched_ns = st->t[RTN_STAMP_SCHED];
+	m->handover_ns = st->t[RTN_STAMP_HANDOVER];
+	m->pickup_ns = st->t[RTN_STAMP_PICKUP];
+	m->tx_ns = st->t[RTN_STAMP_TX];
+	m->rx_ns = st->t[RTN_STAMP_RX_XDP];
+	m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
+	rtn_ring_prod_commit(&c->shm->rx);
+	c->rx_msgs++;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
+	if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
+		futex_wake(&c->shm->rx.head);
+}
+
 /*
  * A received frame of a channel's EtherType (or the probe receiver's), to
  * every such channel; @p rx_local is its XDP stamp, @p rt_local when the RT
  * thread took it from the socket.  A frame whose application header lies
  * about its length is counted and dropped: where its payload starts is
- * unknown.
+ * unknown.  IPv4 goes to the UDP sockets and ICMP echo (rtn_station_ip.c).
  */
 void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
 		  int64_t rx_local, int64_t rt_local)
@@ -73,12 +105,15 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 
 	if (rtn_probe_rx_take(s, type, frame, len, rx_local + off))
 		return;
+	if (type == RTN_ETH_P_IPV4) {
+		rtn_ip_rx(s, frame, len, rx_local, rt_local);
+		return;
+	}
 	hdr = rtn_app_hdr_parse(frame, len, &st);
 	st.t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
 	st.t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct chan *c = s->live[i];
-		struct rtn_msg *m;
 
 		if (!c || c->ethertype != type)
 			continue;
@@ -87,29 +122,7 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 			c->rx_bad_hdr++;
 			continue;
 		}
-		m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
-		if (!m) {
-			/* the application stopped reading: its loss, nobody else's */
-			c->rx_drops++;
-			c->shm->rx.drops++;
-			continue;
-		}
-		if (len > RTN_CHAN_MSG_MAX)
-			len = RTN_CHAN_MSG_MAX;
-		memcpy(m->frame, frame, len);
-		m->len = len;
-		m->seq = st.seq;
-		m->sched_ns = st.t[RTN_STAMP_SCHED];
-		m->handover_ns = st.t[RTN_STAMP_HANDOVER];
-		m->pickup_ns = st.t[RTN_STAMP_PICKUP];
-		m->tx_ns = st.t[RTN_STAMP_TX];
-		m->rx_ns = st.t[RTN_STAMP_RX_XDP];
-		m->rx_rt_ns = st.t[RTN_STAMP_RX_RT];
-		rtn_ring_prod_commit(&c->shm->rx);
-		c->rx_msgs++;
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
-		if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
-			futex_wake(&c->shm->rx.head);
+		rtn_chan_deliver(s, c, frame, len, &st);
 	}
 	if (!matched)
 		s->st.rx_other++;
@@ -167,6 +180,11 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel", o->ethertype);
 	if (o->prio > 31)
 		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
+	/* IPv4 is a UDP socket's (or the daemon's ping channel's), whole frames of it nobody's */
+	if (o->udp_port ? o->ethertype != RTN_ETH_P_IPV4 || (o->udp_flags & ~RTN_UDP_F_STAMPED) :
+			  o->ethertype == RTN_ETH_P_IPV4 && (!o->no_cycles || o->udp_flags))
+		return rtn_set_error(-EINVAL, "an IPv4 channel is a UDP socket (EtherType 0x0800 "
+				     "with a port, flags %u)", RTN_UDP_F_STAMPED);
 	pthread_mutex_lock(&s->ctl_lock);
 	for (i = 0; i < RTN_STATION_MAX_CHANS && s->chans[i].shm; i++)
 		;
@@ -205,7 +223,15 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	shm->alive = 1;
 	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
 				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
-				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
+				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size,
+				     .udp_port = o->udp_port, .udp_flags = o->udp_flags };
+	rc = rtn_ip_chan_open(s, &s->chans[i]);
+	if (rc < 0) {
+		munmap(shm, size);
+		close(fd);
+		memset(&s->chans[i], 0, sizeof(s->chans[i]));
+		goto out;
+	}
 	rtn_station_post(s, CMD_CHAN_ADD, i);
 	*memfd = fd;
 	*kickfd = dup(s->efd);
@@ -225,6 +251,7 @@ int rtn_station_chan_close(struct rtn_station *s, int id)
 	pthread_mutex_lock(&s->ctl_lock);
 	c = &s->chans[id];
 	rtn_station_post(s, CMD_CHAN_DEL, id);
+	rtn_ip_chan_close(s, c);
 	c->shm->alive = 0;
 	futex_wake(&c->shm->rx.head);
 	futex_wake(&c->shm->cycle_seq);

@@ -24,11 +24,13 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "rtn_app_hdr.h"
 #include "rtn_capture.h"
 #include "rtn_chan_inline.h"
 #include "rtn_hist_inline.h"
 #include "rtn_stages.h"
 #include "rtn_station.h"
+#include "rtn_station_ip.h"
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_time_inline.h"
 #include "rtn_vnic_gso.h"
@@ -62,8 +64,11 @@
 enum { CMD_NONE, CMD_ATTACH_TDMA, CMD_ATTACH_NOMAC, CMD_DETACH, CMD_CHAN_ADD,
        CMD_CHAN_DEL, CMD_VNIC_ATTACH, CMD_VNIC_DETACH, CMD_CAPTURE };
 
+#define STAMP_OFF_OF_FRAME	(-2)	/* frame_slot.stamp_off: rtn_app_hdr_tx_off() decides */
+
 struct frame_slot {
 	uint32_t len;
+	int32_t stamp_off;	/* NoMAC FIFO: where the TX stamp goes (-1 none) */
 	uint8_t data[RTN_TDMA_FRAME_MAX];
 };
 
@@ -84,6 +89,18 @@ struct chan {
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
+	uint16_t udp_port, udp_flags;	/* a UDP socket's (rtn_station_ip.c); 0: not one */
+};
+
+/* The station's IPv4 (rtn_station_ip.c): set by the control thread, read by the RT thread. */
+struct station_ipv4 {
+	uint32_t addr;			/* host order, 0 none: atomic */
+	uint32_t icmp_slot, icmp_prio;	/* atomic */
+	uint16_t next_id;		/* IP identification of the echo replies (RT thread) */
+	uint32_t n_neigh;
+	struct rtn_neigh neigh[RTN_NEIGH_MAX];
+	struct rtn_ip_stats st;		/* RT thread */
+	uint8_t reply[RTN_CHAN_MSG_MAX];	/* an echo reply being built (RT thread) */
 };
 
 struct rtn_station {
@@ -117,6 +134,8 @@ struct rtn_station {
 	struct frame_slot nomac_fifo[NOMAC_FIFO];
 	uint32_t nomac_head, nomac_tail;
 	int64_t wire_free_at;
+
+	struct station_ipv4 ip;
 
 	struct chan chans[RTN_STATION_MAX_CHANS];
 	struct chan *live[RTN_STATION_MAX_CHANS];	/* as seen by the RT thread */
@@ -334,6 +353,20 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 		  int64_t rx_local, int64_t rt_local);
 void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local);
 void rtn_chans_close_all(struct rtn_station *s);
+/* a received frame with its stamps into @p c's RX ring (counted there when it is full) */
+void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame, uint32_t len,
+		      const struct rtn_app_stamps *st);
+
+/* rtn_station_ip.c: a received IPv4 frame (RT thread); what a channel's TX frame may be */
+void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
+	       int64_t rt_local);
+int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame,
+		   uint32_t len);
+int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
+void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
+/* at open and close of a UDP channel: the XDP port map and the channel's page */
+int rtn_ip_chan_open(struct rtn_station *s, struct chan *c);
+void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);
 
 /* rtn_nomac.c */
 struct frame_slot *rtn_nomac_slot(struct rtn_station *s);

@@ -21,7 +21,7 @@ static int take_tdma(struct rtn_station *s, const struct chan *c, const struct r
 {
 	/* only an application header has room for the TX stamp: a raw frame goes as it is */
 	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
-				rtn_app_hdr_tx_off(m->frame, len));
+				rtn_chan_tx_off(c, m->frame, len));
 }
 
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)

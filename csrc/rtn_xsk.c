@@ -22,6 +22,7 @@
 
 #include "rtn_core.h"
 #include "rtn_time_inline.h"
+#include "rtn_ipv4_inline.h"
 #include "rtn_xsk_priv.h"
 
 #ifndef SO_PREFER_BUSY_POLL
@@ -363,8 +364,8 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int
 	desc->len = len;
 	desc->options = 0;
 	now = rtn_now();
-	if (stamp_offset >= 0)
-		put_be64(data + stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
+	if (stamp_offset >= 0) /* into a UDP datagram: its checksum follows (RFC 1624) */
+		rtn_stamp_put(data, len, stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
 	if (x->defer_kick)
 		x->kick_pending = 1;

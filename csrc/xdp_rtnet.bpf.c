@@ -8,11 +8,15 @@
  * on to the Linux stack.  libxdp's default program redirects every frame of
  * the queue, which would cut the station off from Linux networking.
  *
+ * IPv4 goes to the socket only where it is real-time (steer_ipv4()).
+ *
  * If no socket is bound to the queue, bpf_redirect_map() falls back to
  * XDP_PASS, so a half-set-up station still talks IP.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -38,6 +42,76 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } rt_counters SEC(".maps");
+
+/* ---- IPv4 on the real-time path (rtn_xsk_ip.c fills these) ---- */
+/* UDP ports (host order) a real-time socket is bound to */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u16);
+	__type(value, __u8);
+} rt_udp_ports SEC(".maps");
+
+/* ICMP echo identifiers (host order) of the station's pings in progress */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u16);
+	__type(value, __u8);
+} rt_icmp_ids SEC(".maps");
+
+/* index 0: the station's real-time address (host order), 0 for none */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} rt_ipv4 SEC(".maps");
+
+/*
+ * Whether an IPv4 frame is real-time: UDP to a bound port at the station's
+ * address or the limited broadcast, an ICMP echo request to the station's
+ * address, or the echo reply of a ping in progress.  Only what a real-time
+ * socket asked for is taken from Linux (ARP, TCP, other ICMP and the rest
+ * of UDP stay its own).  Headers are read only as far as the decision
+ * needs; the station checks the rest (lengths, checksums, options,
+ * fragments) and counts what is wrong.  A fragment past the first has no
+ * transport header to decide on: Linux's.
+ */
+static __always_inline int steer_ipv4(void *data, void *data_end)
+{
+	struct iphdr *ip = data + sizeof(struct ethhdr);
+	__u32 key = 0, *own, dst, ihl;
+	__u8 *l4;
+	__u16 port;
+
+	if ((void *)(ip + 1) > data_end || ip->version != 4)
+		return 0;
+	own = bpf_map_lookup_elem(&rt_ipv4, &key);
+	if (!own || !*own)
+		return 0;
+	if (bpf_ntohs(ip->frag_off) & 0x1fff)
+		return 0;
+	ihl = ip->ihl * 4;	/* 0..60: a bounded variable offset the verifier accepts */
+	if (ihl < sizeof(*ip))
+		return 0;
+	l4 = (__u8 *)ip + ihl;
+	if ((void *)(l4 + 8) > data_end)
+		return 0;
+	dst = bpf_ntohl(ip->daddr);
+	if (ip->protocol == IPPROTO_UDP) {
+		if (dst != *own && dst != 0xffffffff)
+			return 0;
+		port = (__u16)(l4[2] << 8 | l4[3]);
+		return bpf_map_lookup_elem(&rt_udp_ports, &port) != 0;
+	}
+	if (ip->protocol != IPPROTO_ICMP || dst != *own || l4[1] != 0)
+		return 0;
+	if (l4[0] == 8)		/* echo request: the RT thread answers */
+		return 1;
+	port = (__u16)(l4[4] << 8 | l4[5]);
+	return l4[0] == 0 && bpf_map_lookup_elem(&rt_icmp_ids, &port) != 0;
+}
 
 static __always_inline void count(__u32 idx)
 {
@@ -86,7 +160,8 @@ int xdp_rtnet(struct xdp_md *ctx)
 	if ((void *)(eth + 1) > data_end)
 		goto pass;
 	proto = bpf_ntohs(eth->h_proto);
-	if (!bpf_map_lookup_elem(&rt_ethertypes, &proto))
+	if (proto == ETH_P_IP ? !steer_ipv4(data, data_end) :
+				!bpf_map_lookup_elem(&rt_ethertypes, &proto))
 		goto pass;
 	count(0);
 	stamp(ctx);

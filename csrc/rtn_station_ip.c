@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_station_ip.c
+ * @brief The station's real-time IPv4 (rtn_station_ip.h): its address and
+ *        neighbour table (control thread), UDP delivery by destination port
+ *        and ICMP echo (RT thread), and what a UDP socket may send.
+ *
+ * A UDP socket is an application channel bound to a port (rtn_chan_opts
+ * udp_port).  The application library builds the whole frame in its TX
+ * ring slot (rtn_app_udp.c); the station checks it is the socket's own
+ * datagram before it goes, and writes the RT thread's stamps into a
+ * stamped one with the UDP checksum kept right (rtn_stamp_put()).  The
+ * station's daemon has one more IPv4 channel, without a port: the echo
+ * replies of its pings (rtnet/rtping.py) arrive there.
+ */
+#include <errno.h>
+#include <string.h>
+#include "rtn_core.h"
+#include "rtn_ipv4_inline.h"
+#include "rtn_station_priv.h"
+#include "rtn_xsk_ip.h"
+
+static int ip_unicast(uint32_t ip)
+{
+	return ip && ip != RTN_IP_BROADCAST && (ip >> 28) != 0xe; /* 224/4: multicast */
+}
+
+/* ---- control thread ------------------------------------------------------------ */
+
+int rtn_station_set_ipv4(struct rtn_station *s, uint32_t ip, uint32_t icmp_slot, uint32_t icmp_prio)
+{
+	int i, rc;
+
+	rtn_clear_error();
+	if (ip && !ip_unicast(ip))
+		return rtn_set_error(-EINVAL, "%u.%u.%u.%u cannot be the station's address",
+				     ip >> 24, ip >> 16 & 255, ip >> 8 & 255, ip & 255);
+	if (icmp_slot >= RTN_TDMA_MAX_SLOTS || icmp_prio >= RTN_TDMA_PRIOS)
+		return rtn_set_error(-EINVAL,
+				     "echo replies in slot %u at priority %u: outside "
+				     "0..%d and 0..%d",
+				     icmp_slot, icmp_prio, RTN_TDMA_MAX_SLOTS - 1,
+				     RTN_TDMA_PRIOS - 1);
+	pthread_mutex_lock(&s->ctl_lock);
+	rc = rtn_xsk_ipv4(s->xsk, ip);
+	if (rc == 0) {
+		__atomic_store_n(&s->ip.icmp_slot, icmp_slot, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->ip.icmp_prio, icmp_prio, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->ip.addr, ip, __ATOMIC_RELEASE);
+		for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+			if (s->chans[i].shm && s->chans[i].udp_port)
+				__atomic_store_n(&s->chans[i].shm->udp.ip, ip, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+int rtn_station_neigh_set(struct rtn_station *s, const struct rtn_neigh *e, uint32_t n)
+{
+	uint32_t i, j;
+
+	rtn_clear_error();
+	if (n > RTN_NEIGH_MAX)
+		return rtn_set_error(-EINVAL, "%u neighbours: at most %d", n, RTN_NEIGH_MAX);
+	for (i = 0; i < n; i++) {
+		if (!ip_unicast(e[i].ip))
+			return rtn_set_error(-EINVAL, "neighbour %u: not a unicast address", i);
+		if (e[i].mac[0] & 1)
+			return rtn_set_error(-EINVAL, "neighbour %u: a multicast MAC", i);
+		for (j = 0; j < i; j++)
+			if (e[j].ip == e[i].ip)
+				return rtn_set_error(-EINVAL, "neighbour %u: address given twice",
+						     i);
+	}
+	pthread_mutex_lock(&s->ctl_lock);
+	memcpy(s->ip.neigh, e, n * sizeof(*e));
+	s->ip.n_neigh = n;
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm && s->chans[i].udp_port)
+			rtn_neigh_publish(&s->chans[i].shm->udp.neigh, e, n);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int rtn_station_icmp_id(struct rtn_station *s, uint16_t id, int on)
+{
+	int rc;
+
+	rtn_clear_error();
+	pthread_mutex_lock(&s->ctl_lock);
+	rc = rtn_xsk_icmp_id(s->xsk, id, on);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out)
+{
+	memcpy(out, &s->ip.st, sizeof(*out)); /* counters of the RT thread: a snapshot */
+}
+
+/* Under ctl_lock, from rtn_station_chan_open(): the page gets the address and the table. */
+int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
+{
+	int i, rc;
+
+	if (!c->udp_port)
+		return 0;
+	if (!__atomic_load_n(&s->ip.addr, __ATOMIC_ACQUIRE))
+		return rtn_set_error(-EADDRNOTAVAIL, "UDP port %u: the station has no IPv4 address",
+				     c->udp_port);
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm && &s->chans[i] != c && s->chans[i].udp_port == c->udp_port)
+			return rtn_set_error(-EADDRINUSE, "UDP port %u is bound already",
+					     c->udp_port);
+	rc = rtn_xsk_udp_port(s->xsk, c->udp_port, 1);
+	if (rc < 0)
+		return rc;
+	c->shm->udp.ip = s->ip.addr;
+	c->shm->udp.port = c->udp_port;
+	c->shm->udp.flags = c->udp_flags;
+	rtn_neigh_publish(&c->shm->udp.neigh, s->ip.neigh, s->ip.n_neigh);
+	return 0;
+}
+
+void rtn_ip_chan_close(struct rtn_station *s, struct chan *c)
+{
+	if (c->udp_port)
+		rtn_xsk_udp_port(s->xsk, c->udp_port, 0);
+}
+
+/* ---- what a channel's frame may be, and its stamps (RT thread) --------------------- */
+
+/* An IPv4/UDP frame from a stamped socket with an RTNX header: where the stamps go. */
+static int stamped_udp(const struct chan *c, const uint8_t *frame, uint32_t len)
+{
+	return c->udp_port && (c->udp_flags & RTN_UDP_F_STAMPED) && len >= RTN_UDP_XOVERHEAD &&
+	       rtn_get_be32(frame + RTN_UDP_HLEN) == RTN_APP_MAGIC_X;
+}
+
+/*
+ * A UDP socket sends its own datagrams only: IPv4 without options, UDP from
+ * its port and the station's address.  The daemon's ping channel (IPv4, no
+ * port) sends echo requests it built itself; an EtherType channel anything
+ * of its EtherType (as before).  A refused frame is counted.
+ */
+int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len)
+{
+	if (!c->udp_port)
+		return 1;
+	if (len >= RTN_UDP_HLEN && rtn_get_be16(frame + 12) == RTN_ETH_P_IPV4 &&
+	    frame[RTN_IP_OFF] == 0x45 && frame[RTN_IP_OFF + 9] == RTN_IPPROTO_UDP &&
+	    rtn_get_be16(frame + RTN_L4_OFF) == c->udp_port &&
+	    rtn_get_be32(frame + RTN_IP_OFF + 12) == __atomic_load_n(&s->ip.addr, __ATOMIC_RELAXED))
+		return 1;
+	s->ip.st.tx_refused++;
+	return 0;
+}
+
+int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len)
+{
+	if (c->udp_port)
+		return stamped_udp(c, frame, len) ? RTN_UDP_TX_OFF : -1;
+	if (c->ethertype == RTN_ETH_P_IPV4)
+		return -1; /* the ping channel's echo requests: nothing to stamp */
+	return rtn_app_hdr_tx_off(frame, len);
+}
+
+void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t)
+{
+	if (c->udp_port) {
+		if (stamped_udp(c, frame, len))
+			rtn_stamp_put(frame, len, RTN_UDP_PICKUP_OFF, (uint64_t)t);
+	} else if (c->ethertype != RTN_ETH_P_IPV4) {
+		rtn_app_hdr_stamp_pickup(frame, len, t);
+	}
+}
+
+/* ---- receiving (RT thread) ------------------------------------------------------- */
+
+static struct chan *udp_chan(struct rtn_station *s, uint16_t port)
+{
+	uint32_t i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->live[i] && s->live[i]->udp_port == port)
+			return s->live[i];
+	return NULL;
+}
+
+static struct chan *ping_chan(struct rtn_station *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->live[i] && !s->live[i]->udp_port && s->live[i]->ethertype == RTN_ETH_P_IPV4)
+			return s->live[i];
+	return NULL;
+}
+
+/* An echo reply leaves in the station's slot: TDMA's queue, or NoMAC's FIFO. */
+static int queue_reply(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+{
+	struct frame_slot *f;
+
+	if (s->disc == RTN_DISC_TDMA && s->tdma)
+		return rtn_tdma_enqueue(s->tdma,
+					__atomic_load_n(&s->ip.icmp_slot, __ATOMIC_RELAXED),
+					__atomic_load_n(&s->ip.icmp_prio, __ATOMIC_RELAXED), frame,
+					len, -1);
+	if (s->disc != RTN_DISC_NOMAC || !(f = rtn_nomac_slot(s)))
+		return -ENOBUFS;
+	memcpy(f->data, frame, len);
+	f->len = len;
+	rtn_nomac_commit(s);
+	return 0;
+}
+
+static void answer_echo(struct rtn_station *s, const uint8_t *frame, const struct rtn_ip_pkt *p)
+{
+	uint32_t n =
+		rtn_icmp_echo_answer(frame, p, s->ip.reply, sizeof(s->ip.reply), s->ip.next_id++);
+
+	s->ip.st.rx_echo_request++;
+	if (n && queue_reply(s, s->ip.reply, n) == 0)
+		s->ip.st.tx_echo_reply++;
+	else
+		s->ip.st.echo_reply_drops++;
+}
+
+void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
+	       int64_t rt_local)
+{
+	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
+	uint32_t own = __atomic_load_n(&s->ip.addr, __ATOMIC_ACQUIRE);
+	struct rtn_app_stamps st;
+	struct rtn_ip_pkt p;
+	struct chan *c = NULL;
+	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
+
+	if (v > 0 && (!own || !ip_unicast(p.src) ||
+		      (p.dst != own && !(v == RTN_IP_UDP && p.dst == RTN_IP_BROADCAST))))
+		v = -RTN_IPBAD_NOT_OURS;
+	if (v == RTN_IP_UDP && !(c = udp_chan(s, p.dport)))
+		v = -RTN_IPBAD_NO_PORT;
+	if (v == RTN_IP_ECHO_REPLY && !(c = ping_chan(s)))
+		v = -RTN_IPBAD_NO_PORT;
+	if (v == RTN_IP_UDP && (c->udp_flags & RTN_UDP_F_STAMPED)) {
+		/* the RTNX header's offsets are the EtherType frame's, shifted by IP and UDP */
+		hdr = rtn_app_hdr_parse(frame + RTN_UDP_APP_SHIFT,
+					(uint32_t)p.data_off + p.data_len - RTN_UDP_APP_SHIFT, &st);
+		if (hdr < 0)
+			v = -RTN_IPBAD_STAMP_HDR;
+	} else {
+		memset(&st, 0, sizeof(st));
+		st.seq = v == RTN_IP_ECHO_REPLY ? p.dport : 0; /* the echo's sequence number */
+	}
+	if (v < 0) {
+		s->ip.st.bad[-v]++;
+		return;
+	}
+	if (v == RTN_IP_ECHO_REQUEST) {
+		answer_echo(s, frame, &p);
+		return;
+	}
+	st.t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
+	st.t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
+	/* what the ring keeps is the datagram: Ethernet padding stays behind */
+	rtn_chan_deliver(s, c, frame, (uint32_t)p.data_off + p.data_len, &st);
+	if (v == RTN_IP_UDP)
+		s->ip.st.rx_udp++;
+	else
+		s->ip.st.rx_echo_reply++;
+	if (hdr > 0)
+		rtn_stages_add(&s->stages, st.seq, st.t);
+}
