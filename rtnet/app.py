@@ -129,6 +129,11 @@ class Channel(Closeable):
         _validate_open(ethertype, slot, prio, max_size, depth)
         request = {"cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
                    "max_size": max_size, "depth": depth}
+        return cls._open_request(dev, request, netns)
+
+    @classmethod
+    def _open_request(cls, dev: str, request: dict, netns: str | None) -> "Channel":
+        """Send a channel.open ``request`` to the daemon on ``dev``; the channel it gives."""
         try:
             sock, _reply, fds = control_client.call_keep(dev, request, netns=netns, max_fds=4)
         except control_client.ControlClientError as exc:
@@ -268,3 +273,142 @@ class Channel(Closeable):
             self._ctl.close()
             self._ctl = None
 
+
+
+# -- UDP sockets ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Datagram:
+    """What UdpSocket.recvfrom() returns: the data, the peer and the stamps (global time, ns;
+    the sender's sched/handover/pickup/tx only when both sockets are stamped, else 0)."""
+
+    data: bytes
+    peer: tuple[str, int]
+    seq: int
+    sched_ns: int
+    tx_ns: int
+    rx_ns: int
+    handover_ns: int = 0
+    pickup_ns: int = 0
+    rx_rt_ns: int = 0
+    take_ns: int = 0
+    dst: tuple[str, int] = ("", 0)   # where it was sent: this station or the broadcast
+
+    def __iter__(self):              # data, (ip, port), stamps = sock.recvfrom()
+        return iter((self.data, self.peer, self))
+
+
+def _ip_int(ip) -> int:
+    try:
+        return int.from_bytes(socket.inet_aton(ip), "big") if isinstance(ip, str) else -1
+    except OSError:
+        return -1
+
+
+def _ip_text(v: int) -> str:
+    return socket.inet_ntoa(v.to_bytes(4, "big"))
+
+
+class UdpSocket(Closeable):
+    """A real-time UDP/IPv4 socket: a channel of the station daemon on ``dev`` bound to a
+    port, sending in TDMA ``slot``.  ``stamped=True`` (both ends) carries the RTNX header
+    at the start of each datagram, so recvfrom() has the sender's stamps too; without it
+    the datagram is the data alone and any UDP peer can talk to the socket.
+
+    >>> with UdpSocket("rteth0", slot=0) as s:                     # doctest: +SKIP
+    ...     s.bind(5000)
+    ...     s.sendto(b"hi", ("10.0.0.2", 5000))
+    ...     data, (ip, port), stamps = s.recvfrom(timeout=1.0)
+    """
+
+    def __init__(self, dev: str = "rteth0", *, netns: str | None = None, stamped: bool = False,
+                 slot: int = OPTIONS["channel.slot"].default,
+                 prio: int = OPTIONS["channel.prio"].default,
+                 max_size: int = OPTIONS["channel.max_size"].default,
+                 depth: int = OPTIONS["channel.depth"].default):
+        _validate_open(lib.RTN_ETH_P_IPV4, slot, prio, max_size, depth)
+        self.dev, self.netns, self.stamped = dev, netns, bool(stamped)
+        self._opts = {"slot": slot, "prio": prio, "max_size": max_size, "depth": depth}
+        self._chan: Channel | None = None
+        self._closed = False
+        self.port: int | None = None
+        self._seq = ffi.new("uint32_t *")
+        self._from = ffi.new("struct rtn_app_udp_info *")
+
+    def bind(self, port: int) -> None:
+        """Bind to ``port`` (1..65535): the station takes UDP to it from Linux from now on."""
+        if self._closed:
+            raise ChannelError(errno.EBADF, "socket is closed")
+        if self._chan is not None:
+            raise ChannelError(errno.EINVAL, f"already bound to port {self.port}")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 0xFFFF:
+            raise ConfigError(f"UDP port {port!r}: must be 1..65535")
+        request = {"cmd": "channel.open", "udp_port": port, "stamped": self.stamped,
+                   **self._opts}
+        self._chan = Channel._open_request(self.dev, request, self.netns)
+        self.port = port
+
+    def _live(self) -> Channel:
+        if self._chan is None:
+            raise ChannelError(errno.EBADF if self._closed else errno.ENOTCONN,
+                               "socket is closed" if self._closed else "socket is not bound")
+        return self._chan
+
+    def sendto(self, data: bytes, addr: tuple[str, int], sched_ns: int | None = None) -> int:
+        """Queue ``data`` for ``addr`` = (IPv4, port) in the socket's slot; returns its
+        sequence number.  OSError EHOSTUNREACH without a neighbour entry (rtroute add),
+        EMSGSIZE for more than one frame holds (no fragmentation)."""
+        ch = self._live()
+        try:
+            ip, port = addr
+        except (TypeError, ValueError):
+            raise ConfigError(f"address {addr!r}: expected (ip, port)") from None
+        dst = _ip_int(ip)
+        if dst < 0:
+            raise ConfigError(f"address {ip!r} is not an IPv4 address")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 0xFFFF:
+            raise ConfigError(f"UDP port {port!r}: must be 1..65535")
+        data = bytes(data)
+        if len(data) > MSG_MAX:
+            raise ChannelError(errno.EMSGSIZE, f"datagram of {len(data)} bytes: too large")
+        sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
+        _check_sent(lib.rtn_app_sendto(ch._live(), dst, port, data, len(data), sched,
+                                       self._seq), "sendto")
+        return self._seq[0]
+
+    def recvfrom(self, timeout: float | None = None) -> Datagram | None:
+        """The next datagram, waiting up to ``timeout`` seconds (None: forever, 0: poll)."""
+        ch = self._live()
+        rc = lib.rtn_app_recvfrom(ch._live(), ch._buf, MSG_MAX, ch._info, self._from,
+                                  _timeout_ns(timeout))
+        if rc == -errno.EAGAIN:
+            return None
+        check(rc, ChannelError, "recvfrom")
+        i, f = ch._info, self._from
+        return Datagram(bytes(ffi.buffer(ch._buf, rc)), (_ip_text(f.src_ip), f.src_port),
+                        i.seq, i.sched_ns, i.tx_ns, i.rx_ns, i.handover_ns, i.pickup_ns,
+                        i.rx_rt_ns, i.take_ns, (_ip_text(f.dst_ip), f.dst_port))
+
+    def stats(self) -> dict:
+        st = self._live().stats()
+        c = ffi.new("struct rtn_app_stats *")
+        lib.rtn_app_stats(self._live()._live(), c)
+        st["tx_unreachable"] = c.tx_unreachable
+        return st
+
+    def global_now(self) -> int:
+        return self._live().global_now()
+
+    def wait_cycle(self, timeout: float | None = None) -> WaitInfo | None:
+        return self._live().wait_cycle(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Unbind (the port goes back to Linux) and release the channel.  Idempotent."""
+        self._closed = True
+        if self._chan is not None:
+            self._chan.close()
+            self._chan = None

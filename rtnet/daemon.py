@@ -67,7 +67,14 @@ sizes shared with the clients: rtnet.control_protocol.
   (map ``shm_size`` bytes, layout csrc/rtn_chan.h) and the kick eventfd.
   The channel belongs to the connection: when the client closes it (or
   dies) the daemon closes the channel.  ``channel.close`` (channel) closes
-  one of the connection's channels earlier.
+  one of the connection's channels earlier.  With ``udp_port`` (and
+  ``stamped``) instead of an EtherType: a real-time UDP socket bound to that
+  port (rtnet.app.UdpSocket; the station needs its IPv4 address).
+- ``route.list``, ``route.get``, ``route.add``, ``route.del``, ``route.set``:
+  the neighbour table, as sent by rtroute (rtnet.ipv4_service); ``ping`` to an
+  IPv4 address is ICMP echo (RTnet's rtping) unless ``echo`` asks for the
+  echo service above; ``status`` has the address, the table and the IPv4
+  counters under ``"ipv4"``.
 - ``rtcfg.server``, ``rtcfg.add``, ``rtcfg.del``, ``rtcfg.wait``,
   ``rtcfg.client``, ``rtcfg.announce``, ``rtcfg.ready``, ``rtcfg.detach``: as
   sent by rtcfg (rtnet.rtcfg.cli), served by rtnet.rtcfg.service on the
@@ -103,6 +110,7 @@ from .control_server import Command, ControlServer, RequestError, WithFds, group
 from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
 from .hist import Histogram
+from .ipv4_service import Ipv4Service
 from .mac import parse_mac as mac_bytes
 from .options import OPTIONS
 from .rtcfg import apply as rtcfg_apply
@@ -209,6 +217,7 @@ class Daemon:
         self._started = time.monotonic()
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None      # the IP of the RTcfg payload being applied
+        self.ipv4 = Ipv4Service(lambda: self.station, self._lock)
         self.rtcfg = RtcfgService(lambda: self.station, self.dev, self._rtcfg_apply,
                                   self._own_ip, self._nrt_mtu, self._stop)
         self.admin_gid = self._gid(cfg.group, "control.group")
@@ -281,6 +290,7 @@ class Daemon:
             self.ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
             self.echo = EchoService(st, self.ips)
             self._chan_ids.add(self.echo.cid)
+            self._chan_ids.update(self.ipv4.start(cfg.ip))
         except (RtnetError, ConfigError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StartError(f"{self.dev}: {why}") from None
@@ -314,6 +324,7 @@ class Daemon:
             self.control.close()          # ends the connections; they release their channels
             self.control = None
         self.rtcfg.close()                     # before the station: it holds a channel
+        self.ipv4.close()                      # so does rtping
         if self.echo is not None:
             self.echo.close()
             self.echo = None
@@ -348,7 +359,8 @@ class Daemon:
                              who=f"root{group}", check_request=self._check_dev)
 
     def _commands(self) -> dict[str, Command]:
-        read_only = {"status": self.h_status, "tdma.show": self.h_tdma_show}
+        ip_read, ip_changes = self.ipv4.handlers()
+        read_only = {"status": self.h_status, "tdma.show": self.h_tdma_show, **ip_read}
         changes = {
             "tdma.master": self.h_tdma_master, "tdma.slave": self.h_tdma_slave,
             "tdma.slot": self.h_tdma_slot, "tdma.remove_slot": self.h_tdma_slot,
@@ -356,7 +368,7 @@ class Daemon:
             "nomac.detach": self.h_nomac_detach, "ping": self.h_ping,
             "capture": self.h_capture, "channel.open": self.h_channel_open,
             "channel.close": self.h_channel_close, "shutdown": self.h_shutdown,
-            **self.rtcfg.handlers(),
+            **self.rtcfg.handlers(), **ip_changes,
         }
         return {**{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
                 **{cmd: Command(h) for cmd, h in changes.items()}}
@@ -380,6 +392,7 @@ class Daemon:
                            "channels": len(self._chan_ids)}
         stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
         stats["rtcfg"] = self.rtcfg.status()    # outside self._lock: RTcfg applies under it
+        stats["ipv4"] = self.ipv4.status()
         return {"status": stats}
 
     def h_tdma_show(self, req, conn):
@@ -482,6 +495,11 @@ class Daemon:
         interval = int_arg(req, "interval_ms", 1000, 1, 60_000)
         size = int_arg(req, "size", 56, 0, 1500)
         timeout = int_arg(req, "timeout_ms", 500, 1, 60_000)
+        if ":" not in dst and not req.get("echo", False):
+            # RTnet's rtping: ICMP echo, size counts the echo data (at most 1472 bytes)
+            if size > 1472:
+                raise RequestError(f"size: {size} outside 0..1472")
+            return self.ipv4.ping(dst, count, interval, size, timeout, emit=conn.send)
         return self.echo.ping(dst, count, interval, size, timeout,
                               emit=conn.send)
 
@@ -516,6 +534,8 @@ class Daemon:
         et = req.get("ethertype")
         if isinstance(et, bool) or not isinstance(et, int):
             raise RequestError(f"ethertype: {et!r} is not an integer")
+        if "udp_port" in req:
+            return self._open_udp_channel(req, conn)
         if et == _config.PING_ETHERTYPE:
             raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
         if et in _config.STACK_ETHERTYPES:
@@ -534,6 +554,27 @@ class Daemon:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
                                                            max_size=max_size, depth=depth)
             self._chan_ids.add(cid)
+        return self._hand_over(cid, memfd, kickfd, conn)
+
+    def _open_udp_channel(self, req, conn):
+        """A UDP socket: a channel bound to ``udp_port`` (``stamped``: RTNX in its datagrams)."""
+        port = int_arg(req, "udp_port", 0, 1, 0xFFFF)
+        stamped = req.get("stamped", False)
+        if not isinstance(stamped, bool):
+            raise RequestError(f"stamped: {stamped!r} is not true or false")
+        dflt = {k: OPTIONS[f"channel.{k}"].default for k in ("slot", "prio", "max_size", "depth")}
+        slot = int_arg(req, "slot", dflt["slot"], 0, 63)
+        prio = int_arg(req, "prio", dflt["prio"], 0, 31)
+        max_size = int_arg(req, "max_size", dflt["max_size"], 14, 1536)
+        depth = int_arg(req, "depth", dflt["depth"], 1, 4096)
+        with self._lock:
+            cid, memfd, kickfd = self.station.open_channel(
+                lib.RTN_ETH_P_IPV4, slot=slot, prio=prio, max_size=max_size, depth=depth,
+                udp_port=port, stamped=stamped)
+            self._chan_ids.add(cid)
+        return self._hand_over(cid, memfd, kickfd, conn)
+
+    def _hand_over(self, cid, memfd, kickfd, conn):
         # the channel belongs to the connection: closed when the client closes it or dies
         conn.hold(cid, lambda: self._close_channel(cid))
         try:
@@ -599,6 +640,7 @@ class Daemon:
     def _station_ip(self, req, conn=None):
         self.ips.add(req["ip"])
         self._rtcfg_ip = req["ip"]
+        self.ipv4.set_address(req["ip"])          # RTcfg's address is the real-time one
         if self.echo is not None:
             self.echo.own_ips.add(socket.inet_aton(req["ip"]))
 

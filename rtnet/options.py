@@ -172,6 +172,9 @@ _ROWS = (
     # what rides on the slots
     Option("vnic.slot", int, 1, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot the VNIC sends in"),
+    # real-time IPv4 (rtnet.ipv4_service): the echo replies the RT thread sends and rtping
+    Option("ip.icmp_slot", int, 0, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
+           "TDMA slot ICMP echo replies and rtping's requests leave in", toml=False),
     # a channel's defaults are the C core's (rtn_chan_opts_init), for files, rtnetd and
     # the application API alike
     Option("channel.slot", int, _CH.slot, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,

@@ -149,19 +149,55 @@ class Station(Closeable):
                      prio: int = OPTIONS["channel.prio"].default,
                      max_size: int = OPTIONS["channel.max_size"].default,
                      depth: int = OPTIONS["channel.depth"].default,
-                     cycles: bool = True) -> tuple[int, int, int]:
+                     cycles: bool = True, udp_port: int = 0,
+                     stamped: bool = False) -> tuple[int, int, int]:
         """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds.
 
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
-        start each cycle at its first job (one wake-up a cycle less for a slave)."""
+        start each cycle at its first job (one wake-up a cycle less for a slave).
+        ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),
+        ``stamped`` with the RTNX header in its datagrams (rtn_app.h)."""
         o = ffi.new("struct rtn_chan_opts *")
         lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
         o.no_cycles = not cycles
+        o.udp_port = udp_port
+        o.udp_flags = lib.RTN_UDP_F_STAMPED if stamped else 0
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")
         cid = check(lib.rtn_station_chan_open(self._live(), o, memfd, kickfd), RtnetError,
                     self.ifname)
         return cid, memfd[0], kickfd[0]
+
+    # -- real-time IPv4 (csrc/rtn_station_ip.c) ----------------------------------------------
+    def set_ipv4(self, ip: str | None, *, icmp_slot: int = 0, icmp_prio: int = 0) -> None:
+        """The station's real-time IPv4 address (None: none), from which the XDP program
+        steers, UDP sockets send and echo requests are answered (in ``icmp_slot``)."""
+        addr = struct.unpack(">I", socket.inet_aton(ip))[0] if ip else 0
+        check(lib.rtn_station_set_ipv4(self._live(), addr, icmp_slot, icmp_prio), RtnetError,
+              self.ifname)
+
+    def set_neighbours(self, table: dict[str, str]) -> None:
+        """Replace the neighbour table ({IPv4: MAC}) that UDP sockets read, all at once."""
+        entries = ffi.new("struct rtn_neigh[]", max(1, len(table)))
+        for i, (ip, mac) in enumerate(sorted(table.items())):
+            entries[i].ip = struct.unpack(">I", socket.inet_aton(ip))[0]
+            entries[i].mac = parse_mac(mac)
+        check(lib.rtn_station_neigh_set(self._live(), entries, len(table)), RtnetError,
+              self.ifname)
+
+    def steer_echo_replies(self, ident: int, on: bool) -> None:
+        """Take the ICMP echo replies of identifier ``ident`` from Linux (a ping of ours)."""
+        check(lib.rtn_station_icmp_id(self._live(), ident, int(on)), RtnetError, self.ifname)
+
+    def ip_stats(self) -> dict:
+        """The IPv4 counters; ``bad`` by reason (rtnet.ipv4.BAD_REASONS)."""
+        from .ipv4 import BAD_REASONS
+        st = ffi.new("struct rtn_ip_stats *")
+        lib.rtn_station_ip_stats(self._live(), st)
+        out = {k: getattr(st, k) for k in ("rx_udp", "rx_echo_request", "rx_echo_reply",
+                                           "tx_echo_reply", "echo_reply_drops", "tx_refused")}
+        out["bad"] = {name: st.bad[n] for n, name in BAD_REASONS.items()}
+        return out
 
     def close_channel(self, cid: int) -> None:
         check(lib.rtn_station_chan_close(self._live(), cid), RtnetError, self.ifname)

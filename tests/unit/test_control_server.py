@@ -609,14 +609,16 @@ def daemon_server(sock_dir):
     thread.join(WAIT)
 
 
-def test_daemon_commands_should_be_the_protocol_with_two_read_only(daemon_server):
+def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_server):
     _, server = daemon_server
     assert set(server.commands) == {
         "status", "tdma.show", "tdma.master", "tdma.slave", "tdma.slot", "tdma.remove_slot",
         "tdma.detach", "nomac.attach", "nomac.detach", "ping", "capture", "channel.open",
         "channel.close", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
-        "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach"}
-    assert {c for c, cmd in server.commands.items() if cmd.read_only} == {"status", "tdma.show"}
+        "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach",
+        "route.list", "route.get", "route.add", "route.del", "route.set"}
+    assert {c for c, cmd in server.commands.items() if cmd.read_only} == {
+        "status", "tdma.show", "route.list", "route.get"}
 
 
 def test_daemon_requests_refused_before_the_station_should_get_their_errors(daemon_server):

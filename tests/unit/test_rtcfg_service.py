@@ -315,6 +315,10 @@ class TdmaStation:
 
     def __init__(self, config):
         self.tdma_config, self.attached = config, []
+        self.ipv4 = None
+
+    def set_ipv4(self, ip, *, icmp_slot=0):
+        self.ipv4 = ip
 
     @property
     def discipline(self):
@@ -361,6 +365,8 @@ def test_a_payload_with_one_bad_request_applies_nothing(daemon, text, message):
 def test_station_ip_is_taken_by_the_daemon(daemon):
     daemon._rtcfg_apply(1, payload.parse(b"ip 10.0.0.7\n", "rteth0"), {"ip": None})
     assert daemon.ips == {"10.0.0.7"} and daemon._own_ip() == "10.0.0.7"
+    # the real-time address too: the XDP program, echo and UDP sockets use it
+    assert daemon.station.ipv4 == "10.0.0.7" and daemon.ipv4.address == "10.0.0.7"
 
 
 def test_applications_cannot_open_the_rtcfg_ethertype(daemon):

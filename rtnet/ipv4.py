@@ -1,0 +1,67 @@
+"""Names for the real-time IPv4 path's C constants (csrc/rtn_ipv4.h) and address checks.
+
+``BAD_REASONS`` maps each RTN_IPBAD_* reason to the name ``rtnetctl status`` and
+the tests use, taken from the header itself so a new reason cannot be missed.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from ._lowlevel import lib
+from .errors import ConfigError
+from .messages import shown
+
+
+def _reasons() -> dict[int, str]:
+    out = {}
+    for name in dir(lib):
+        if name.startswith("RTN_IPBAD_") and name != "RTN_IPBAD_N":
+            out[getattr(lib, name)] = name[len("RTN_IPBAD_"):].lower()
+    return dict(sorted(out.items()))
+
+
+BAD_REASONS = _reasons()
+ETH_P_IPV4 = lib.RTN_ETH_P_IPV4
+UDP_HLEN = lib.RTN_UDP_HLEN                 # Ethernet + IPv4 + UDP headers
+UDP_XOVERHEAD = lib.RTN_UDP_XOVERHEAD       # the same and a stamped socket's RTNX header
+UDP_MAX_PAYLOAD = lib.RTN_UDP_MAX_PAYLOAD
+
+
+def unicast_ipv4(text, what: str = "address") -> str:
+    """``text`` as a dotted IPv4 unicast address (not 0.0.0.0, broadcast or multicast)."""
+    try:
+        ip = ipaddress.IPv4Address(text)
+    except (ValueError, TypeError):
+        raise ConfigError(f"{what} {shown(text)} is not an IPv4 address") from None
+    if ip.is_multicast or ip.is_unspecified or int(ip) == 0xFFFFFFFF:
+        raise ConfigError(f"{what} {ip} is not a unicast address")
+    return str(ip)
+
+
+def ip_int(ip: str) -> int:
+    return int(ipaddress.IPv4Address(ip))
+
+
+def ip_text(v: int) -> str:
+    return str(ipaddress.IPv4Address(v))
+
+
+def echo_frame(dst_mac: bytes, src_mac: bytes, src_ip: str, dst_ip: str, ident: int, seq: int,
+               data: bytes, *, reply: bool = False, ip_id: int = 0) -> bytes:
+    """An ICMP echo request (or reply) frame, built by the C core (rtn_icmp_echo_finish)."""
+    from ._lowlevel import ffi
+    if len(data) > UDP_MAX_PAYLOAD:
+        raise ConfigError(f"echo data of {len(data)} bytes: at most {UDP_MAX_PAYLOAD}")
+    buf = ffi.new("uint8_t[]", lib.RTN_ICMP_HLEN + len(data))
+    ffi.memmove(buf + lib.RTN_ICMP_HLEN, data, len(data))
+    n = lib.rtn_icmp_echo_finish(buf, dst_mac, src_mac, ip_int(src_ip), ip_int(dst_ip),
+                                 lib.RTN_ICMP_ECHO_REPLY if reply else lib.RTN_ICMP_ECHO_REQUEST,
+                                 ident, seq, ip_id, len(data))
+    return bytes(ffi.buffer(buf, n))
+
+
+def parse(frame: bytes):
+    """rtn_ip_parse() of a whole frame: (verdict > 0 or -reason, struct rtn_ip_pkt)."""
+    from ._lowlevel import ffi
+    pkt = ffi.new("struct rtn_ip_pkt *")
+    return lib.rtn_ip_parse(frame, len(frame), pkt), pkt
