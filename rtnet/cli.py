@@ -154,7 +154,7 @@ def cmd_status(args) -> int:
 def cmd_ping(args) -> int:
     from .stationctl import request
     req = {"cmd": "ping", "dst": args.dst, "count": args.count, "interval_ms": args.interval,
-           "size": args.size, "timeout_ms": args.timeout}
+           "size": args.size, "timeout_ms": args.timeout, "echo": args.echo}
     events = []
 
     def show(ev):
@@ -298,14 +298,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")
-    sp = station_cmd("ping", cmd_ping, "echo through the real-time slots (like rtping)")
-    sp.add_argument("dst", help="the peer station's IPv4 address or MAC")
+    sp = station_cmd("ping", cmd_ping, "ICMP echo through the real-time slots (RTnet's rtping); "
+                     "to a MAC, or with --echo, the daemon's echo service")
+    sp.add_argument("dst", help="the peer station's IPv4 address (ICMP, needs a route: "
+                                "rtroute add) or MAC (echo service)")
+    sp.add_argument("--echo", action="store_true",
+                    help="the echo service on its own EtherType instead of ICMP")
     sp.add_argument("-c", dest="count", type=integer("count", *PING_COUNT), default=4,
                     help="count (default 4)")
     sp.add_argument("-i", dest="interval", type=integer("interval", *PING_INTERVAL_MS),
                     default=1000, help="interval in ms (default 1000)")
     sp.add_argument("-s", dest="size", type=integer("size", *PING_SIZE), default=56,
-                    help="payload bytes (default 56)")
+                    help="ICMP echo data bytes, at most 1472 (default 56); with the echo "
+                         "service, bytes after the Ethernet header")
     sp.add_argument("-t", dest="timeout", type=integer("timeout", *PING_TIMEOUT_MS),
                     default=500, help="reply timeout in ms (default 500)")
     sp = station_cmd("capture", cmd_capture,

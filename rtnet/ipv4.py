@@ -65,3 +65,19 @@ def parse(frame: bytes):
     from ._lowlevel import ffi
     pkt = ffi.new("struct rtn_ip_pkt *")
     return lib.rtn_ip_parse(frame, len(frame), pkt), pkt
+
+
+def format_status(st: dict | None) -> list[str]:
+    """The ``ipv4`` part of rtnetd's status in a few lines (rtnetctl status)."""
+    if not st:
+        return []
+    bad = {k: v for k, v in st.get("bad", {}).items() if v}
+    out = [f"  ipv4 {st.get('address') or '(no address)'}: udp rx {st.get('rx_udp', 0)}, "
+           f"echo requests {st.get('rx_echo_request', 0)} (replies {st.get('tx_echo_reply', 0)}, "
+           f"dropped {st.get('echo_reply_drops', 0)}), echo replies {st.get('rx_echo_reply', 0)}, "
+           f"tx refused {st.get('tx_refused', 0)}"]
+    if bad:
+        out.append("    refused: " + ", ".join(f"{k} {v}" for k, v in bad.items()))
+    for n in st.get("neighbours", []):
+        out.append(f"    route {n['ip']:<15} {n['mac']}")
+    return out

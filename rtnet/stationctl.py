@@ -22,7 +22,7 @@ import sys
 import time
 
 from . import config as _config
-from . import control_client, paths, procs
+from . import control_client, ipv4, paths, procs
 from . import netns as _netns
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
@@ -243,6 +243,7 @@ def format_status(s: dict) -> str:
                    f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
                    f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
     out.extend(format_rtcfg(s.get("rtcfg")))
+    out.extend(ipv4.format_status(s.get("ipv4")))
     cap = s.get("capture")
     if cap:
         out.append(f"  capture: {cap['frames']} frames recorded, {cap['drops']} dropped "
