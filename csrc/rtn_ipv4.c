@@ -18,6 +18,14 @@ uint16_t rtn_inet_csum(const uint8_t *p, uint32_t len)
 	return rtn_csum_fold(rtn_csum_add(0, p, len));
 }
 
+int rtn_udp_stamp(uint8_t *frame, uint32_t len, uint32_t off, uint64_t v)
+{
+	if (off > len || len - off < 8)
+		return -1;
+	rtn_stamp_put(frame, len, off, v);
+	return 0;
+}
+
 /* The checks of one UDP datagram at @p u, @p n bytes of IP payload. */
 static int parse_udp(const uint8_t *frame, const uint8_t *u, uint32_t n, struct rtn_ip_pkt *out)
 {

@@ -110,6 +110,14 @@ int rtn_ip_parse(const uint8_t *frame, uint32_t len, struct rtn_ip_pkt *out);
 uint16_t rtn_inet_csum(const uint8_t *p, uint32_t len);
 
 /**
+ * Write the big-endian stamp @p v at @p off of @p frame (@p len bytes,
+ * off + 8 <= len), keeping a UDP datagram's checksum right (RFC 1624):
+ * rtn_stamp_put() of rtn_ipv4_inline.h, for callers outside the data path.
+ * @return 0, or -1 (nothing written) when the stamp does not fit.
+ */
+int rtn_udp_stamp(uint8_t *frame, uint32_t len, uint32_t off, uint64_t v);
+
+/**
  * Write Ethernet, IPv4 and UDP headers in front of the @p plen payload
  * bytes already at @p frame + RTN_UDP_HLEN, with both checksums.
  * @return the frame's length.

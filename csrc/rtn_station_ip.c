@@ -264,8 +264,8 @@ void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_
 	}
 	st.t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
 	st.t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
-	/* what the ring keeps is the datagram: Ethernet padding stays behind */
-	rtn_chan_deliver(s, c, frame, (uint32_t)p.data_off + p.data_len, &st);
+	/* what the ring keeps is the IP datagram: Ethernet padding stays behind */
+	rtn_chan_deliver(s, c, frame, RTN_IP_OFF + (uint32_t)p.ip_len, &st);
 	if (v == RTN_IP_UDP)
 		s->ip.st.rx_udp++;
 	else

@@ -121,7 +121,8 @@ class StationConfig:
     channels: tuple = ()
     group: str | None = None         # may change things, besides root
     status_group: str | None = None  # may read status / tdma.show
-    ip: str | None = None            # from rtnet.conf IPADDR (informational)
+    ip: str | None = None            # real-time IPv4 address: IPADDR or station.ip
+                                     # (rtnet.ipv4_service; RTcfg stage 1 may replace it)
 
     def steered_ethertypes(self) -> tuple:
         """EtherTypes the XDP program hands to the real-time path (besides RTmac/RTcfg)."""
@@ -325,13 +326,15 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     cfg = {}
 
     st = ck.table("station", doc.get("station", {}))
-    ck.known("station", st, {"name", "device", "mac", "xdp_mode", "ethertypes"})
+    ck.known("station", st, {"name", "device", "mac", "xdp_mode", "ethertypes", "ip"})
     cfg["name"] = ck.string("station.name", st.get("name", "station"),
                             re.compile(r"[A-Za-z0-9_.-]{1,32}"), "1-32 letters, digits, . _ -")
     cfg["device"] = ck.ifname("station.device", st.get("device", "rteth0"))
     if "mac" in st:
         cfg["mac"] = ck.string("station.mac", st["mac"], CANONICAL_MAC,
                                f"a MAC like {EXAMPLE_MAC}")
+    if "ip" in st:      # the real-time IPv4 address, as rtnet.conf's IPADDR
+        cfg["ip"] = _station_ip(ck, st["ip"])
     cfg["xdp_mode"] = ck.choice("station.xdp_mode", st.get("xdp_mode", "auto"), XDP_MODES)
     ets = st.get("ethertypes", [])
     if not isinstance(ets, list):
@@ -533,6 +536,16 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
                 role="slave", cal_rounds=cal, slots={0: Slot(0, k * offset)}))
     return StationConfig(source=source, name=ip, device=dev, mac=mac, discipline="tdma",
                          tdma=tdma, ip=ip)
+
+
+def _station_ip(ck, value) -> str:
+    try:
+        ip = ipaddress.IPv4Address(value) if isinstance(value, str) else None
+    except ValueError:
+        ip = None
+    if ip is None or ip.is_multicast or ip.is_unspecified or int(ip) == 0xFFFFFFFF:
+        ck.fail("station.ip", f"{shown(value)} is not a unicast IPv4 address")
+    return str(ip)
 
 
 def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = None,

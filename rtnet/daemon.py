@@ -495,8 +495,12 @@ class Daemon:
         interval = int_arg(req, "interval_ms", 1000, 1, 60_000)
         size = int_arg(req, "size", 56, 0, 1500)
         timeout = int_arg(req, "timeout_ms", 500, 1, 60_000)
-        if ":" not in dst and not req.get("echo", False):
-            # RTnet's rtping: ICMP echo, size counts the echo data (at most 1472 bytes)
+        echo = req.get("echo", False)
+        if not isinstance(echo, bool):
+            raise RequestError(f"echo: {echo!r} is not true or false")
+        if ":" not in dst and not echo and self.ipv4.address is not None:
+            # RTnet's rtping: ICMP echo, size counts the echo data (at most 1472 bytes);
+            # a station without a real-time address has only the echo service
             if size > 1472:
                 raise RequestError(f"size: {size} outside 0..1472")
             return self.ipv4.ping(dst, count, interval, size, timeout, emit=conn.send)

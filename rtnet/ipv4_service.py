@@ -14,7 +14,8 @@ are read-only):
 - ``route.add`` (ip, mac), ``route.del`` (ip): one entry
 - ``route.set`` (routes): the whole table at once (``rtroute -f``)
 
-``ping`` to an IPv4 address (rtnet.daemon) is ICMP echo as RTnet's rtping:
+``ping`` to an IPv4 address (rtnet.daemon) from a station with a real-time
+address is ICMP echo as RTnet's rtping (otherwise the echo service):
 requests leave in the station's ICMP slot through the daemon's IPv4 channel
 (the station hands it the echo replies whose identifier is steered); the
 round trip is from the request's hand-over to the reply's XDP stamp, both in

@@ -16,7 +16,7 @@ import os
 import struct
 import sys
 
-from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
@@ -208,6 +208,9 @@ def seeds_station_rx() -> dict[str, bytes]:
         + rx(app_frame(CHAN_TYPES[0], 3, b"z" * 1400)) + rx(app_frame(CHAN_TYPES[0], 4))
         + rx(app_frame(CHAN_TYPES[0], 5)) + rx(app_frame(CHAN_TYPES[0], 6)),
         "probe": u8(3 | (1 << 4)) + rx(app_frame(CHAN_TYPES[0], 9), ts=5),
+        "ipv4": u8(0) + rx(rt_udp()) + rx(rt_udp(stamped=False)) + rx(rt_udp(dport=9))
+        + rx(rt_echo()) + rx(rt_echo(0)) + rx(rt_udp(b"z" * 1400)),
+        "ipv4_nomac": u8(2) + rx(rt_echo()) + rx(rt_udp()),
         "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
         + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),
     }
@@ -385,12 +388,44 @@ def seeds_frer() -> dict[str, bytes]:
     }
 
 
+STATION_IP, PEER_IP = "10.0.0.2", "10.0.0.1"   # station_harness.h's STATION_IP
+
+
+def rt_udp(payload=b"hello", dport=5000, stamped=True) -> bytes:
+    """A datagram for the harness's UDP socket (port 5000, stamped: the RTNX header first)."""
+    if stamped:
+        payload = struct.pack("!IIqqHHqq", APP_MAGIC_X, 7, 5_000_000, 5_000_300, APP_XHDR_LEN,
+                              0, 5_000_050, 5_000_250) + payload
+    return bytes(Ether(dst=STATION, src=MASTER) / IP(src=PEER_IP, dst=STATION_IP) /
+                 UDP(sport=6000, dport=dport) / Raw(payload))
+
+
+def rt_echo(kind=8, data=b"x" * 56) -> bytes:
+    return bytes(Ether(dst=STATION, src=MASTER) / IP(src=PEER_IP, dst=STATION_IP) /
+                 ICMP(type=kind, id=0x1234, seq=1) / Raw(data))
+
+
+def seeds_ipv4() -> dict[str, bytes]:
+    def inp(frame: bytes) -> bytes:
+        return u16(len(frame)) + frame + u16(3) + u64(0x0123456789ABCDEF)
+    return {
+        "udp": inp(rt_udp(b"d" * 64, stamped=False)),
+        "udp_stamped": inp(rt_udp(b"d" * 64)),
+        "udp_nocsum": inp(rt_udp(b"d" * 8, stamped=False)[:40] + b"\0\0" + b"d" * 8),
+        "echo_request": inp(rt_echo()),
+        "echo_reply": inp(rt_echo(0)),
+        "options": inp(bytes(Ether() / IP(options=b"\x01\x01\x01\x00") / UDP() / Raw(b"o"))),
+        "fragment": inp(bytes(Ether() / IP(flags="MF") / UDP() / Raw(b"f" * 16))),
+        "unreachable": inp(bytes(Ether() / IP() / ICMP(type=3, code=3) / Raw(b"u" * 28))),
+    }
+
+
 TARGETS = {
     "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,
     "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim, "app_hdr": seeds_app_hdr,
-    "frer": seeds_frer,
+    "frer": seeds_frer, "ipv4": seeds_ipv4,
 }
 
 

@@ -40,6 +40,7 @@ static int64_t fuzz_clock_ns;
 #include "../rtn_vnic_pump.c"
 #include "../rtn_probe.c"
 #include "../rtn_capture.c"
+#include "../rtn_station_ip.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
@@ -47,7 +48,8 @@ static int64_t fuzz_clock_ns;
 #define STATION_MAC		{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x02 }
 #define XSK_FRAME_SIZE		RTN_XSK_FRAME_SIZE /* the station's UMEM frames */
 #define STUB_RX_MAX		512
-#define N_CHANS			3
+#define N_CHANS			4
+#define STATION_IP		0x0a000002u /* 10.0.0.2: IPv4 to it reaches the UDP socket */
 
 /* ---- the AF_XDP socket --------------------------------------------------- */
 
@@ -99,7 +101,7 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 		return -EAGAIN;
 	memcpy(x->tx_copy, frame, len);
 	if (stamp_offset >= 0)
-		rtn_put_be64(x->tx_copy + stamp_offset, (uint64_t)(fuzz_clock_ns + stamp_add));
+		rtn_stamp_put(x->tx_copy, len, stamp_offset, (uint64_t)(fuzz_clock_ns + stamp_add));
 	x->tx_frames++;
 	if (tx_ts)
 		*tx_ts = fuzz_clock_ns;
@@ -138,6 +140,11 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 {
 	x->peeked = 0;
 }
+
+/* The XDP program's IPv4 maps (rtn_xsk_ip.c): nothing to steer without a kernel. */
+int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on) { return 0; }
+int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip) { return 0; }
+int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on) { return 0; }
 
 /* Queue a received frame (copied to a buffer of exactly @p len bytes; NULL: a bad descriptor). */
 static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts, int end_batch)
@@ -182,11 +189,13 @@ void rtn_rt_read_stats(const struct rtn_rt *rt, struct rtn_rt_stats *out)
 
 enum { DISC_TDMA_SLAVE, DISC_TDMA_MASTER, DISC_NOMAC, DISC_NONE };
 
-/* Two channels share an EtherType: a frame of it goes to both. */
+/* Two channels share an EtherType: a frame of it goes to both; the last is a UDP socket. */
 static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	{ .ethertype = 0x88B5, .slot = 0, .prio = 0, .max_size = 1514, .depth = 4 },
 	{ .ethertype = 0x88B6, .slot = 2, .prio = 5, .max_size = 200, .depth = 2 },
 	{ .ethertype = 0x88B5, .slot = 1, .prio = 31, .max_size = RTN_CHAN_MSG_MAX, .depth = 1 },
+	{ .ethertype = RTN_ETH_P_IPV4, .slot = 0, .prio = 3, .max_size = 1514, .depth = 2,
+	  .udp_port = 5000, .udp_flags = RTN_UDP_F_STAMPED },
 };
 
 struct harness {
@@ -259,6 +268,8 @@ static void station_setup(void)
 	if (rtn_capture_create(RTN_CAP_SNAP_MAX, STUB_RX_MAX, &H.cap))
 		fuzz_fail("cannot create the capture ring: %s", rtn_last_error());
 
+	if (rtn_station_set_ipv4(H.s, STATION_IP, 0, 0))
+		fuzz_fail("cannot set the station's address: %s", rtn_last_error());
 	for (i = 0; i < N_CHANS; i++) {
 		int memfd, kickfd, id = rtn_station_chan_open(H.s, &chan_opts[i], &memfd, &kickfd);
 
@@ -312,6 +323,8 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	stub_xsk.tx_frames = 0;
 
 	memset(&s->st, 0, sizeof(s->st));
+	memset(&s->ip.st, 0, sizeof(s->ip.st));
+	s->ip.next_id = 0;
 	s->tdma = NULL;
 	s->disc = RTN_DISC_NONE;
 	if (m->disc == DISC_TDMA_SLAVE || m->disc == DISC_TDMA_MASTER) {
@@ -415,6 +428,14 @@ static inline void app_drain(int id, int check)
 			fuzz_fail("channel %d: received message of %u bytes", id, m->len);
 		if (rtn_get_be16(m->frame + 12) != chan_opts[id].ethertype)
 			fuzz_fail("channel %d: received EtherType 0x%04x", id, rtn_get_be16(m->frame + 12));
+		if (chan_opts[id].udp_port) {
+			/* a UDP socket gets sound datagrams to its port, nothing else */
+			struct rtn_ip_pkt p;
+
+			if (rtn_ip_parse(m->frame, m->len, &p) != RTN_IP_UDP ||
+			    p.dport != chan_opts[id].udp_port)
+				fuzz_fail("channel %d: received a datagram that is not its own", id);
+		}
 	}
 	__atomic_store_n(&shm->rx.tail, head, __ATOMIC_RELEASE);
 }

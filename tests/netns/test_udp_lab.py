@@ -1,0 +1,223 @@
+"""Real-time UDP/IPv4 and ICMP between two rtnetd in a lab (root, namespaces, AF_XDP):
+UDP sockets app to app both ways (content, order, stamps), the errors of sendto(),
+plain Linux UDP and kernel ping beside the real-time path, rtping over ICMP, bad
+datagrams counted, and a capture that Wireshark's IPv4/UDP/ICMP dissectors accept."""
+import errno
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from rtnet import cli, netns, rtroute
+from rtnet.app import UdpSocket
+
+pytestmark = pytest.mark.netns
+
+CONF = """
+[station]
+name = "{name}"
+ip = "{ip}"
+[rt]
+allow_fallback = true
+[tdma]
+role = "{role}"
+{cycle}cal_rounds = 10
+[[tdma.slot]]
+id = 0
+offset_us = {offset}
+"""
+SYNC_TOL_NS = 200_000       # the two stations' clocks agree to some us; generous on a VM
+LOOSE_NS = 200_000_000      # "promptly" on a noisy VM
+PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
+
+
+@pytest.fixture(scope="module")
+def lab():
+    from rtnet.lab import Lab
+    run = tempfile.mkdtemp(prefix="rtn-u1-run-")
+    os.chmod(run, 0o755)
+    old = os.environ.get("RTNET_RUN_DIR")
+    os.environ["RTNET_RUN_DIR"] = run
+    lab = Lab("u1", 2)
+    lab.down()
+    lab.up()
+    d = tempfile.mkdtemp(prefix="rtn-u1-conf-")
+    try:
+        for st, role, offset in ((lab.station(1), "master", 0), (lab.station(2), "slave", 400)):
+            path = os.path.join(d, f"{st.index}.toml")
+            with open(path, "w") as f:
+                f.write(textwrap.dedent(CONF.format(
+                    name=f"u{st.index}", ip=st.ip, role=role, offset=offset,
+                    cycle="cycle_us = 1000\n" if role == "master" else "")))
+            assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
+        wait_until(lambda: status(lab.station(2).netns)["tdma"]["state"] == "synchronised",
+                   20, "the slave to synchronise")
+        for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
+            assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
+        yield lab
+    finally:
+        for st in lab.stations:
+            cli.main(["down", "-n", st.netns])
+        lab.down()
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.rmtree(d, ignore_errors=True)
+        if old is None:
+            del os.environ["RTNET_RUN_DIR"]
+        else:
+            os.environ["RTNET_RUN_DIR"] = old
+
+
+def wait_until(cond, timeout, what):
+    """Poll what another process makes true (not a sleep standing in for synchronisation)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def status(ns) -> dict:
+    from rtnet.stationctl import request
+    return request("rteth0", {"cmd": "status"}, netns=ns)["status"]
+
+
+def recv_all(sock, n, timeout=5.0):
+    out, deadline = [], time.monotonic() + timeout
+    while len(out) < n and time.monotonic() < deadline:
+        d = sock.recvfrom(timeout=0.5)
+        if d is not None:
+            out.append(d)
+    return out
+
+
+def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    with UdpSocket(netns=s1.netns, stamped=True, slot=0) as a, \
+            UdpSocket(netns=s2.netns, stamped=True, slot=0) as b:
+        a.bind(PORT)
+        b.bind(PORT)
+        for src, dst, from_ip, to_ip, name in ((a, b, s1.ip, s2.ip, b"ab"),
+                                               (b, a, s2.ip, s1.ip, b"ba")):
+            seqs = [src.sendto(name + b" %03d" % i + bytes(i * 7), (to_ip, PORT))
+                    for i in range(20)]
+            got = recv_all(dst, 20)
+            assert [d.data for d in got] == [name + b" %03d" % i + bytes(i * 7) for i in range(20)]
+            assert [d.seq for d in got] == seqs                  # in order, none lost
+            assert all(d.peer == (from_ip, PORT) for d in got)
+            for d in got:
+                assert 0 < d.sched_ns <= d.handover_ns <= d.pickup_ns <= d.tx_ns
+                assert d.tx_ns - SYNC_TOL_NS < d.rx_ns <= d.rx_rt_ns <= d.take_ns
+                assert d.take_ns - d.sched_ns < LOOSE_NS
+        with pytest.raises(OSError) as exc:
+            a.sendto(b"x", ("198.18.0.99", PORT))
+        assert exc.value.errno == errno.EHOSTUNREACH
+        with pytest.raises(OSError) as exc:
+            a.sendto(bytes(1500), (s2.ip, PORT))
+        assert exc.value.errno == errno.EMSGSIZE
+        assert a.stats()["tx_unreachable"] == 1
+
+
+def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    with netns.entered(s1.netns):
+        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with linux, UdpSocket(netns=s2.netns) as rt:
+        linux.bind((s1.ip, LINUX_PORT))
+        linux.settimeout(5)
+        rt.bind(PLAIN_PORT)
+        # Linux -> a real-time port: steered to the RT socket, the data alone
+        linux.sendto(b"from linux", (s2.ip, PLAIN_PORT))
+        d = rt.recvfrom(timeout=5)
+        assert d is not None and d.data == b"from linux" and d.peer == (s1.ip, LINUX_PORT)
+        assert d.rx_ns > 0 and d.tx_ns == 0                      # no sender stamps
+        # a real-time socket -> a port Linux serves: left to Linux by the XDP program
+        rt.sendto(b"to linux", (s1.ip, LINUX_PORT))
+        data, peer = linux.recvfrom(100)
+        assert data == b"to linux" and peer == (s2.ip, PLAIN_PORT)
+    # kernel ping: answered by the peer's RT thread, the reply back to Linux
+    res = subprocess.run(["ip", "netns", "exec", s1.netns, "ping", "-c", "2", "-i", "0.2",
+                          "-W", "2", s2.ip], capture_output=True, text=True, timeout=20)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert status(s2.netns)["ipv4"]["rx_echo_request"] >= 2
+
+
+def test_rtnetctl_ping_should_be_icmp_with_rtt_per_reply_and_a_summary(lab, capsys):
+    s1, s2 = lab.station(1), lab.station(2)
+    before = status(s2.netns)["ipv4"]["tx_echo_reply"]
+    capsys.readouterr()
+    assert cli.main(["ping", "-n", s1.netns, s2.ip, "-c", "3", "-i", "20", "-s", "100"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"100 bytes from {s2.ip}: seq=") == 3 and out.count(" us\n") >= 3
+    assert "3 packets transmitted, 3 received" in out and "worst case rtt" in out
+    assert status(s2.netns)["ipv4"]["tx_echo_reply"] - before >= 3
+    assert cli.main(["ping", "-n", s1.netns, "198.18.0.99", "-c", "1"]) == 1   # no route
+
+
+def test_bad_datagrams_from_the_wire_should_be_counted_by_reason(lab):
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    s1, s2 = lab.station(1), lab.station(2)
+    with UdpSocket(netns=s2.netns) as rt:
+        rt.bind(PORT + 10)
+        good = bytearray(bytes(Ether(src=s1.mac, dst=s2.mac) / IP(src=s1.ip, dst=s2.ip) /
+                               UDP(sport=1, dport=PORT + 10) / Raw(b"x" * 40)))
+        bad = bytearray(good)
+        bad[50] ^= 0xFF                                        # the data: UDP checksum off
+        before = status(s2.netns)["ipv4"]["bad"]
+        with netns.entered(s1.netns):
+            raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        with raw:
+            raw.bind(("rteth0", 0))
+            raw.send(bytes(bad))
+            raw.send(bytes(good))
+        d = rt.recvfrom(timeout=5)
+        assert d is not None and d.data == b"x" * 40            # the good one only
+        after = status(s2.netns)["ipv4"]["bad"]
+        assert after["udp_csum"] - before["udp_csum"] == 1
+        assert rt.recvfrom(timeout=0) is None
+
+
+def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, tmp_path, capsys):
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed")
+    import base64
+    import threading
+
+    from rtnet.stationctl import request
+    s1, s2 = lab.station(1), lab.station(2)
+    reply = {}
+
+    def capture():
+        reply.update(request("rteth0", {"cmd": "capture", "count": 400, "duration_ms": 3000},
+                             netns=s2.netns, timeout=20))
+
+    with UdpSocket(netns=s1.netns, stamped=True) as a, UdpSocket(netns=s2.netns, stamped=True) as b:
+        a.bind(PORT + 20)
+        b.bind(PORT + 20)
+        t = threading.Thread(target=capture)
+        t.start()
+        wait_until(lambda: status(s2.netns)["capture"]["frames"] > 0, 5, "the capture")
+        for i in range(5):
+            a.sendto(b"to b %d" % i, (s2.ip, PORT + 20))
+            b.sendto(b"to a %d" % i, (s1.ip, PORT + 20))
+        assert len(recv_all(b, 5)) == 5 and len(recv_all(a, 5)) == 5
+        assert cli.main(["ping", "-n", s1.netns, s2.ip, "-c", "2", "-i", "10"]) == 0
+        t.join(30)
+    path = tmp_path / "udp.pcapng"
+    path.write_bytes(base64.b64decode(reply["pcapng_b64"]))
+    res = subprocess.run(["tshark", "-r", str(path), "-V", "-o", "ip.check_checksum:TRUE",
+                          "-o", "udp.check_checksum:TRUE", "-Y", "ip"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    assert text.count("User Datagram Protocol, Src Port") >= 10     # both ways, stamped
+    assert "Echo (ping) request" in text and "Echo (ping) reply" in text
+    assert "Malformed" not in text and "Bad checksum" not in text
+    assert "[Checksum Status: Bad]" not in text and "incorrect" not in text
+    assert text.count("[Checksum Status: Good]") >= 20
+    capsys.readouterr()
