@@ -217,9 +217,10 @@ class Daemon:
         self._started = time.monotonic()
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None      # the IP of the RTcfg payload being applied
-        self.ipv4 = Ipv4Service(lambda: self.station, self._lock)
+        self.ipv4 = Ipv4Service(lambda: self.station)
         self.rtcfg = RtcfgService(lambda: self.station, self.dev, self._rtcfg_apply,
                                   self._own_ip, self._nrt_mtu, self._stop)
+        self.rtcfg.on_peer = self.ipv4.learn       # peers' IP and MAC fill the table
         self.admin_gid = self._gid(cfg.group, "control.group")
         self.status_gid = self._gid(cfg.status_group, "control.status_group")
 
@@ -535,11 +536,11 @@ class Daemon:
                 "pcapng_b64": base64.b64encode(data).decode()}
 
     def h_channel_open(self, req, conn):
+        if "udp_port" in req:
+            return self._open_udp_channel(req, conn)
         et = req.get("ethertype")
         if isinstance(et, bool) or not isinstance(et, int):
             raise RequestError(f"ethertype: {et!r} is not an integer")
-        if "udp_port" in req:
-            return self._open_udp_channel(req, conn)
         if et == _config.PING_ETHERTYPE:
             raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
         if et in _config.STACK_ETHERTYPES:

@@ -43,8 +43,11 @@ ECHO_REPLY = 3                      # rtn_ip_parse(): RTN_IP_ECHO_REPLY
 class Ipv4Service:
     """The address, the table and the ping channel of one station (``station_of()``)."""
 
-    def __init__(self, station_of, lock):
-        self._station_of, self._lock = station_of, lock
+    def __init__(self, station_of):
+        self._station_of = station_of
+        # the table's own lock, not the daemon's: RTcfg's thread calls learn() holding its
+        # own, and the daemon's is taken around RTcfg
+        self._lock = threading.Lock()
         self.address: str | None = None
         self.table = NeighbourTable()
         self._chan: Channel | None = None

@@ -128,6 +128,7 @@ class RtcfgService:
         self._log = RateLimitedLog()
         self.counters = {"rx": 0, "tx": 0, "tx_full": 0, "refused": 0, "dead_heartbeats": 0,
                          "errors": 0}
+        self.on_peer: Callable[[str, str], None] | None = None   # a peer's (IP, MAC) learnt
 
     @property
     def station(self):
@@ -412,6 +413,17 @@ class RtcfgService:
             self._refused(body, exc)
             return
         self._send(step)
+        self._learn_peers()
+
+    def _learn_peers(self) -> None:
+        """Hand on_peer the stations whose IP and MAC the machine knows (the static
+        neighbour table of the real-time IPv4 path: RTnet's RTcfg fills it too)."""
+        machine = self.server or self.client
+        if self.on_peer is None or machine is None:
+            return
+        for st in machine.status().get("stations", []):
+            if st.get("ip") and st.get("mac"):
+                self.on_peer(st["ip"], st["mac"])
 
     def _refused(self, body: bytes, exc: RtcfgError) -> None:
         self.counters["refused"] += 1

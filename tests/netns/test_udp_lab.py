@@ -109,8 +109,11 @@ def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
             assert [d.seq for d in got] == seqs                  # in order, none lost
             assert all(d.peer == (from_ip, PORT) for d in got)
             for d in got:
-                assert 0 < d.sched_ns <= d.handover_ns <= d.pickup_ns <= d.tx_ns
-                assert d.tx_ns - SYNC_TOL_NS < d.rx_ns <= d.rx_rt_ns <= d.take_ns
+                # one station's RT thread and its application convert to global time with
+                # the clock offset of two different moments: a slave's may differ by some us
+                assert 0 < d.sched_ns <= d.handover_ns < d.pickup_ns + SYNC_TOL_NS
+                assert d.pickup_ns <= d.tx_ns and d.rx_ns <= d.rx_rt_ns
+                assert d.tx_ns - SYNC_TOL_NS < d.rx_ns and d.rx_rt_ns < d.take_ns + SYNC_TOL_NS
                 assert d.take_ns - d.sched_ns < LOOSE_NS
         with pytest.raises(OSError) as exc:
             a.sendto(b"x", ("198.18.0.99", PORT))
@@ -123,6 +126,11 @@ def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
 
 def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(lab):
     s1, s2 = lab.station(1), lab.station(2)
+    # a veth hands the peer Linux's datagrams with the UDP checksum left to "the NIC"
+    # (CHECKSUM_PARTIAL): the real-time path would count them as bad.  A real NIC fills it
+    # in on the way out; here Linux computes it itself.
+    subprocess.run(["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
+                   check=True, capture_output=True, timeout=10)
     with netns.entered(s1.netns):
         linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     with linux, UdpSocket(netns=s2.netns) as rt:
@@ -219,5 +227,8 @@ def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, 
     assert "Echo (ping) request" in text and "Echo (ping) reply" in text
     assert "Malformed" not in text and "Bad checksum" not in text
     assert "[Checksum Status: Bad]" not in text and "incorrect" not in text
-    assert text.count("[Checksum Status: Good]") >= 20
+    assert "Header checksum status: Bad" not in text
+    # validated, not just present: 10 datagrams and 4 echoes, each header checked
+    assert text.count("[Checksum Status: Good]") >= 14
+    assert text.count("[Header checksum status: Good]") >= 14
     capsys.readouterr()

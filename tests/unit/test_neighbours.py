@@ -205,8 +205,7 @@ class FakeStation:
 
 
 def service(station):
-    import threading
-    return Ipv4Service(lambda: station, threading.RLock())
+    return Ipv4Service(lambda: station)
 
 
 def test_route_requests_should_change_the_table_and_publish_it_whole():
