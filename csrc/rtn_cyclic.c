@@ -436,8 +436,12 @@ int rtn_cyclic_publisher(void *arg, const struct rtn_app_waitinfo *cycle, int64_
 	int rc;
 
 	rtn_clear_error();
-	rc = rtn_app_send(p->ch, p->dst, zeros, p->payload_len, rtn_cyclic_deadline_global(),
-			  &seq);
+	if (p->dst_port)
+		rc = rtn_app_sendto(p->ch, p->dst_ip, p->dst_port, zeros, p->payload_len,
+				    rtn_cyclic_deadline_global(), &seq);
+	else
+		rc = rtn_app_send(p->ch, p->dst, zeros, p->payload_len,
+				  rtn_cyclic_deadline_global(), &seq);
 	if (rc == -ENOBUFS) {
 		p->refused++;
 		return 0;

@@ -81,7 +81,10 @@ struct rtn_cyclic_stats {
 	struct rtn_hist hist;		/* lateness of each wake-up, ns */
 };
 
-/** State of rtn_cyclic_publisher; fill dst, payload_len and ch, zero the rest. */
+/**
+ * State of rtn_cyclic_publisher; fill dst, payload_len and ch, zero the rest.
+ * On a UDP socket (rtn_app_sendto()) fill dst_ip and dst_port instead of dst.
+ */
 struct rtn_cyclic_pub {
 	struct rtn_app_chan *ch;
 	uint8_t dst[6];
@@ -92,6 +95,9 @@ struct rtn_cyclic_pub {
 	uint64_t refused;		/* TX ring full */
 	int32_t last_error;
 	uint32_t last_seq;
+	uint32_t dst_ip;		/* a UDP socket's destination (host order) */
+	uint16_t dst_port;		/* 0: an EtherType channel, to dst */
+	uint16_t pad3;
 };
 
 struct rtn_cyclic;

@@ -389,6 +389,12 @@ class UdpSocket(Closeable):
                         i.seq, i.sched_ns, i.tx_ns, i.rx_ns, i.handover_ns, i.pickup_ns,
                         i.rx_rt_ns, i.take_ns, (_ip_text(f.dst_ip), f.dst_port))
 
+    @property
+    def channel(self) -> Channel:
+        """The bound socket's channel, for the cyclic helpers (publish_cyclic to (ip, port),
+        subscribe) and the stage statistics."""
+        return self._live()
+
     def stats(self) -> dict:
         st = self._live().stats()
         c = ffi.new("struct rtn_app_stats *")

@@ -22,6 +22,7 @@ falling slowly; CyclicStats reports the lead in force.
 from __future__ import annotations
 
 import errno
+import socket
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,7 +104,17 @@ class CyclicTask:
             self._opts.lead_ns = int(lead_us * 1000) if lead_us else 0
             self._opts.lead_start_ns = int(lead_start_us * 1000) if lead_start_us else 0
         self._pub = ffi.new("struct rtn_cyclic_pub *")
-        self._pub.dst = parse_mac(dst)
+        if isinstance(dst, tuple):          # (ip, port): the channel is a UDP socket's
+            try:
+                ip, port = dst
+                self._pub.dst_ip = int.from_bytes(socket.inet_aton(ip), "big")
+            except (TypeError, ValueError, OSError):
+                raise ConfigError(f"destination {dst!r}: (IPv4, port) or a MAC") from None
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 0xFFFF:
+                raise ConfigError(f"UDP port {port!r}: must be 1..65535")
+            self._pub.dst_port = port
+        else:
+            self._pub.dst = parse_mac(dst)
         self._pub.payload_len = payload_size
         self._c = None
         self._final: CyclicStats | None = None

@@ -4,7 +4,9 @@
 a. Determinism matrix (seeds/000): {standard, RT application} x {no gate
    (NoMAC), TDMA gate} under {idle, CPU load, network flood, both}; true
    end-to-end latency from the scheduled send time to the subscriber taking
-   the message, on a 1 ms cycle.
+   the message, on a 1 ms cycle.  Behind the TDMA gate the RT application
+   also sends over stamped UDP/IPv4 sockets in the same run (column rt-udp),
+   and the p99 it adds to the raw EtherType channel is printed (target 5 us).
 b. Wake-up latency of the RT thread and the RT application, TDMA slot
    lateness, next to cyclictest under the same load in the same run.
 c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
@@ -78,8 +80,11 @@ FLOOD_LEN = 1200
 LOADS = ("idle", "cpu", "net", "both")
 DISCIPLINES = ("nomac", "tdma")
 APPS = ("standard", "rt")
-# the RT application behind the gate also with the automatic hand-over lead (rtn_lead.h)
-APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto")}
+# the RT application behind the gate also with the automatic hand-over lead (rtn_lead.h),
+# and over UDP/IPv4 (stamped UDP sockets, csrc/rtn_app_udp.c) beside the raw EtherType
+APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto", "rt-udp")}
+UDP_PORT = 5500
+UDP_P99_TARGET_US = 5.0    # issue 13: UDP adds at most this much at p99
 SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 LINK_MBPS = 100
 RT_LINK_RATES = (100, 1000)   # RFC 2544 on the RT path: the lab's link, and gigabit
@@ -180,7 +185,8 @@ def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_
     if app == "standard":
         task = publish_cyclic(ch_tx, dst, n, standard=True, interval_us=CYCLE_US)
     elif disc == "tdma":
-        lead = {"lead_us": lead_us} if app == "rt" else {"lead_start_us": lead_start_us}
+        lead = ({"lead_us": lead_us} if app in ("rt", "rt-udp")
+                else {"lead_start_us": lead_start_us})
         task = publish_cyclic(ch_tx, dst, n, handover_us=slot_us, cpu=RT_CPU, priority=APP_PRIO,
                               **lead)
     else:
@@ -197,6 +203,33 @@ def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_
 
 COUNTERS = ("nomac_tx", "nomac_drops", "timer_wakeups", "loops")
 VNIC_COUNTERS = ("tap_rx", "tx_dropped")
+
+
+def udp_pair(lab, tx_st, rx_st):
+    """Stamped UDP sockets on both stations (their lab addresses as the real-time ones, each
+    other as neighbours), the sender's in slot 0 like the raw channel's: (tx, rx) Channels."""
+    a, b = lab.station(1), lab.station(2)
+    tx_st.set_ipv4(a.ip)
+    rx_st.set_ipv4(b.ip)
+    tx_st.set_neighbours({b.ip: b.mac})
+    rx_st.set_neighbours({a.ip: a.mac})
+    tx = Channel.attach(*tx_st.open_channel(0x0800, slot=0, udp_port=UDP_PORT, stamped=True)[1:])
+    rx = Channel.attach(*rx_st.open_channel(0x0800, udp_port=UDP_PORT, stamped=True)[1:])
+    return tx, rx
+
+
+def log_udp_difference(results: dict, disc: str, load: str) -> None:
+    """The p99 the UDP/IPv4 column adds to the raw EtherType one (same run, same cycle)."""
+    raw = results["matrix"].get(f"rt/{disc}/{load}", {}).get("p99")
+    udp = results["matrix"].get(f"rt-udp/{disc}/{load}", {}).get("p99")
+    if raw is None or udp is None:
+        return
+    diff = udp - raw
+    results.setdefault("udp_vs_raw", {})[f"{disc}/{load}"] = {
+        "raw_p99_us": raw, "udp_p99_us": udp, "p99_diff_us": diff,
+        "target_us": UDP_P99_TARGET_US, "within_target": diff <= UDP_P99_TARGET_US}
+    log(f"# {disc}/{load}: UDP/IPv4 p99 {udp:.1f} us - raw EtherType p99 {raw:.1f} us = "
+        f"{diff:+.1f} us (target <= {UDP_P99_TARGET_US:g} us)")
 
 
 def station_snapshot(st, cid=None) -> dict:
@@ -222,12 +255,19 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
     with cm as (stations, _taps):
         tx_st, rx_st = stations
         cid, *fds = tx_st.open_channel(ET, slot=0)
+        udp = udp_pair(lab, tx_st, rx_st) if "rt-udp" in APPS_BY_DISC[disc] else None
+        udp_tx, udp_rx = udp or (None, None)
         # every CPU watched for gaps while the matrix runs, so each miss can be matched to one
         with Channel.attach(*fds) as ch_tx, \
                 Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx, \
+                contextlib.ExitStack() as udp_chans, \
                 StallDetector(range(os.cpu_count()), period_us=args.stall_period_us,
                               threshold_us=args.stall_threshold_us) as stalls:
+            for c in udp or ():
+                udp_chans.enter_context(c)
             ch_rx.set_stages(deadline_us=CYCLE_US)
+            if udp_rx is not None:
+                udp_rx.set_stages(deadline_us=CYCLE_US)
             for load in args.loads:
                 seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
                 log(f"# a/{disc}/{load}: starting load")
@@ -243,8 +283,10 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                         order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
                             learnt = stats[app][-1].lead_ns / 1000 if stats[app] else None
-                            samples, st, recs = run_app_chunk(disc, app, ch_tx, ch_rx,
-                                                              lab.station(2).mac, per_chunk,
+                            tx, rx, dst = ((udp_tx, udp_rx, (lab.station(2).ip, UDP_PORT))
+                                           if app == "rt-udp"
+                                           else (ch_tx, ch_rx, lab.station(2).mac))
+                            samples, st, recs = run_app_chunk(disc, app, tx, rx, dst, per_chunk,
                                                               slot_us, args.lead_us, learnt)
                             got[app].append(samples)
                             late[app].extend(recs)
@@ -295,6 +337,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                             f"{c} {v['misses']}" + (f" ({v['with_stall']} with a CPU stall)"
                                                     if v["with_stall"] is not None else "")
                             for c, v in cell["misses_by_cause"].items()))
+                log_udp_difference(results, disc, load)
                 w = after["wakeup"].since(before["wakeup"]).summary_us()
                 b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
                      "cyclictest_cmd": " ".join(ct_cmd),

@@ -52,6 +52,12 @@ def test_quick_suite_writes_complete_results(tmp_path):
                     assert k in cell and (cell[k] is not None or cell["received"] == 0), \
                         f"{app}/{disc}/{load}: {k} missing"
                 assert cell["cdf_us"] == sorted(cell["cdf_us"])
+    # the UDP/IPv4 column beside the raw EtherType one, and what it adds at p99
+    for load in LOADS:
+        cell = res["matrix"][f"rt-udp/tdma/{load}"]
+        assert cell["sent"] > 0 and all(k in cell for k in CELL_KEYS)
+        diff = res["udp_vs_raw"][f"tdma/{load}"]
+        assert diff["p99_diff_us"] == diff["udp_p99_us"] - diff["raw_p99_us"]
     for disc in ("nomac", "tdma"):
         for load in LOADS:
             b = res["wakeup"][f"{disc}/{load}"]
@@ -80,6 +86,7 @@ def test_quick_suite_writes_complete_results(tmp_path):
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## a. Determinism matrix" in md and "## Discussion" in md
+    assert "UDP/IPv4 next to the raw EtherType channel" in md
     assert "--quick" in md
     for key in ("a", "b", "c", "d"):
         assert os.path.relpath(res["figures"][key], tmp_path) in md
