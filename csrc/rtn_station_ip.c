@@ -93,6 +93,17 @@ int rtn_station_icmp_id(struct rtn_station *s, uint16_t id, int on)
 	return rc;
 }
 
+int rtn_station_arp_solicit(struct rtn_station *s, uint32_t ip, int on)
+{
+	int rc;
+
+	rtn_clear_error();
+	pthread_mutex_lock(&s->ctl_lock);
+	rc = rtn_xsk_arp_solicit(s->xsk, ip, on);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
 void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out)
 {
 	memcpy(out, &s->ip.st, sizeof(*out)); /* counters of the RT thread: a snapshot */

@@ -37,6 +37,12 @@ int rtn_station_neigh_set(struct rtn_station *s, const struct rtn_neigh *e, uint
 /** Steer ICMP echo replies of identifier @p id to the station (@p on) or no longer. */
 int rtn_station_icmp_id(struct rtn_station *s, uint16_t id, int on);
 
+/**
+ * Steer ARP replies from @p ip (host order) to the station (@p on: rtroute
+ * solicit in progress; the daemon's ARP channel gets them) or no longer.
+ */
+int rtn_station_arp_solicit(struct rtn_station *s, uint32_t ip, int on);
+
 void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out);
 
 #endif

@@ -46,6 +46,12 @@ int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on)
 	return set_key(x, "rt_icmp_ids", &id, on);
 }
 
+int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on)
+{
+	rtn_clear_error();
+	return set_key(x, "rt_arp_solicit", &ip, on);
+}
+
 int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip)
 {
 	uint32_t key = 0;

@@ -16,5 +16,7 @@ int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on);
 int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip);
 /** Steer ICMP echo replies of identifier @p id (@p on) or leave them to Linux. */
 int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on);
+/** Steer ARP replies from @p ip (host order; a solicit in progress) or leave them to Linux. */
+int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on);
 
 #endif

@@ -68,6 +68,34 @@ struct {
 	__type(value, __u32);
 } rt_ipv4 SEC(".maps");
 
+/* sender IPv4 addresses (host order) the station is soliciting (rtroute solicit) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, __u32);
+	__type(value, __u8);
+} rt_arp_solicit SEC(".maps");
+
+/*
+ * An ARP reply (Ethernet/IPv4, RFC 826) from an address the station is
+ * soliciting: the one ARP frame the real-time path takes, every other stays
+ * Linux's.
+ */
+static __always_inline int steer_arp(void *data, void *data_end)
+{
+	__u8 *a = data + sizeof(struct ethhdr);
+	__u32 spa;
+
+	if ((void *)(a + 28) > data_end)
+		return 0;
+	/* htype 1, ptype IPv4, hlen 6, plen 4, operation 2 (reply) */
+	if (a[0] != 0 || a[1] != 1 || a[2] != 0x08 || a[3] != 0 || a[4] != 6 || a[5] != 4 ||
+	    a[6] != 0 || a[7] != 2)
+		return 0;
+	spa = (__u32)a[14] << 24 | (__u32)a[15] << 16 | (__u32)a[16] << 8 | a[17];
+	return bpf_map_lookup_elem(&rt_arp_solicit, &spa) != 0;
+}
+
 /*
  * Whether an IPv4 frame is real-time: UDP to a bound port at the station's
  * address or the limited broadcast, an ICMP echo request to the station's
@@ -161,6 +189,7 @@ int xdp_rtnet(struct xdp_md *ctx)
 		goto pass;
 	proto = bpf_ntohs(eth->h_proto);
 	if (proto == ETH_P_IP ? !steer_ipv4(data, data_end) :
+	    proto == ETH_P_ARP ? !steer_arp(data, data_end) :
 				!bpf_map_lookup_elem(&rt_ethertypes, &proto))
 		goto pass;
 	count(0);

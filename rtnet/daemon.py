@@ -70,7 +70,8 @@ sizes shared with the clients: rtnet.control_protocol.
   one of the connection's channels earlier.  With ``udp_port`` (and
   ``stamped``) instead of an EtherType: a real-time UDP socket bound to that
   port (rtnet.app.UdpSocket; the station needs its IPv4 address).
-- ``route.list``, ``route.get``, ``route.add``, ``route.del``, ``route.set``:
+- ``route.list``, ``route.get``, ``route.add``, ``route.del``, ``route.set``,
+  ``route.solicit``:
   the neighbour table, as sent by rtroute (rtnet.ipv4_service); ``ping`` to an
   IPv4 address is ICMP echo (RTnet's rtping) unless ``echo`` asks for the
   echo service above; ``status`` has the address, the table and the IPv4
@@ -541,6 +542,8 @@ class Daemon:
         et = req.get("ethertype")
         if isinstance(et, bool) or not isinstance(et, int):
             raise RequestError(f"ethertype: {et!r} is not an integer")
+        if et == 0x0806:
+            raise RequestError("ethertype 0x0806 is ARP: the daemon's (rtroute solicit)")
         if et == _config.PING_ETHERTYPE:
             raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
         if et in _config.STACK_ETHERTYPES:

@@ -81,3 +81,25 @@ def format_status(st: dict | None) -> list[str]:
     for n in st.get("neighbours", []):
         out.append(f"    route {n['ip']:<15} {n['mac']}")
     return out
+
+
+ETH_P_ARP = 0x0806
+_ARP_HEAD = bytes.fromhex("0001" "0800" "06" "04")      # Ethernet/IPv4 (RFC 826)
+
+
+def arp_request(src_mac: bytes, src_ip: str, target_ip: str) -> bytes:
+    """A broadcast ARP request for ``target_ip`` (RTnet's rtroute solicit), padded to 60."""
+    frame = (b"\xff" * 6 + src_mac + ETH_P_ARP.to_bytes(2, "big") + _ARP_HEAD + b"\0\1" +
+             src_mac + ip_int(src_ip).to_bytes(4, "big") + bytes(6) +
+             ip_int(target_ip).to_bytes(4, "big"))
+    return frame + bytes(60 - len(frame))
+
+
+def arp_reply_sender(frame: bytes) -> tuple[str, str] | None:
+    """(sender IPv4, sender MAC) of an Ethernet/IPv4 ARP reply (hostile bytes), else None."""
+    if len(frame) < 42 or frame[12:14] != ETH_P_ARP.to_bytes(2, "big"):
+        return None
+    a = frame[14:42]
+    if a[:6] != _ARP_HEAD or a[6:8] != b"\0\2" or a[8] & 1:
+        return None
+    return ip_text(int.from_bytes(a[14:18], "big")), a[8:14].hex(":")

@@ -13,6 +13,9 @@ are read-only):
 - ``route.get`` (ip) -> ``{"ip", "mac"}``, or an error without an entry
 - ``route.add`` (ip, mac), ``route.del`` (ip): one entry
 - ``route.set`` (routes): the whole table at once (``rtroute -f``)
+- ``route.solicit`` (ip, timeout_ms): an ARP request on the real-time path (in
+  the ICMP slot, through the daemon's ARP channel); the reply, the one ARP frame
+  the XDP program then takes from Linux, fills the table -> ``{"ip", "mac"}``
 
 ``ping`` to an IPv4 address (rtnet.daemon) from a station with a real-time
 address is ICMP echo as RTnet's rtping (otherwise the echo service):
@@ -30,9 +33,18 @@ import threading
 import time
 
 from .app import Channel
-from .control_server import RequestError
+from .control_server import RequestError, int_arg
 from .errors import ChannelError, ChannelFull, ConfigError, RtnetError
-from .ipv4 import ETH_P_IPV4, echo_frame, ip_text, parse, unicast_ipv4
+from .ipv4 import (
+    ETH_P_ARP,
+    ETH_P_IPV4,
+    arp_reply_sender,
+    arp_request,
+    echo_frame,
+    ip_text,
+    parse,
+    unicast_ipv4,
+)
 from .mac import parse_mac
 from .neighbours import NeighbourTable, neighbour_mac
 from .options import OPTIONS
@@ -57,6 +69,8 @@ class Ipv4Service:
         self._wlock = threading.Lock()
         self._stop = False
         self._thread: threading.Thread | None = None
+        self._arp: Channel | None = None
+        self._arp_lock = threading.Lock()       # one solicit at a time on the ARP channel
 
     @property
     def station(self):
@@ -80,7 +94,16 @@ class Ipv4Service:
             raise
         self._thread = threading.Thread(target=self._run, name="rtnetd-rtping", daemon=True)
         self._thread.start()
-        return [self._cid]
+        arp_cid, memfd, kickfd = self.station.open_channel(ETH_P_ARP, slot=slot, prio=0,
+                                                           cycles=False, max_size=1514, depth=16)
+        try:
+            self._arp = Channel.attach(memfd, kickfd)
+        except BaseException:
+            os.close(memfd)
+            os.close(kickfd)
+            self.station.close_channel(arp_cid)
+            raise
+        return [self._cid, arp_cid]
 
     def set_address(self, ip: str) -> None:
         ip = unicast_ipv4(ip, "station address")
@@ -96,6 +119,10 @@ class Ipv4Service:
         if self._chan is not None:
             self._chan.close()
             self._chan = None
+        with self._arp_lock:
+            if self._arp is not None:
+                self._arp.close()
+                self._arp = None
 
     def status(self) -> dict:
         return {"address": self.address,
@@ -106,7 +133,8 @@ class Ipv4Service:
     def handlers(self) -> tuple[dict, dict]:
         """(read-only, changing) request handlers."""
         return ({"route.list": self.h_list, "route.get": self.h_get},
-                {"route.add": self.h_add, "route.del": self.h_del, "route.set": self.h_set})
+                {"route.add": self.h_add, "route.del": self.h_del, "route.set": self.h_set,
+                 "route.solicit": self.h_solicit})
 
     def _apply(self, entries: dict[str, str]) -> None:
         # the station checks and publishes the whole table, or refuses it and keeps the old one
@@ -183,6 +211,51 @@ class Ipv4Service:
         except ConfigError as exc:
             raise RequestError(str(exc)) from None
         return {}
+
+    def h_solicit(self, req, conn):
+        ip = self._ip(req)
+        timeout_ms = int_arg(req, "timeout_ms", 1000, 1, 60_000)
+        if self.address is None:
+            raise RequestError("the station has no IPv4 address (IPADDR or RTcfg)")
+        mac = self.solicit(ip, timeout_ms / 1000)
+        if mac is None:
+            raise RequestError(f"{ip}: no ARP reply within {timeout_ms} ms")
+        with self._lock:
+            try:
+                self._apply(self.table.merged({ip: mac}))
+            except ConfigError as exc:
+                raise RequestError(str(exc)) from None
+        return {"ip": ip, "mac": mac}
+
+    def solicit(self, ip: str, timeout_s: float) -> str | None:
+        """Ask for ``ip``'s MAC with an ARP request in the station's slot; the MAC of the
+        first reply from ``ip`` (a multicast one refused), or None."""
+        station = self.station
+        with self._arp_lock:
+            if self._arp is None:
+                raise RequestError("the ARP channel is closed")
+            while self._arp.recv(timeout=0) is not None:
+                pass                            # replies of an earlier solicit
+            station.steer_arp_replies(ip, True)
+            try:
+                try:
+                    self._arp.send_raw(arp_request(bytes.fromhex(station.mac.replace(":", "")),
+                                                   self.address, ip))
+                except ChannelError as exc:
+                    raise RequestError(f"ARP channel: {os.strerror(exc.errno)}") from None
+                deadline = time.monotonic() + timeout_s
+                while (left := deadline - time.monotonic()) > 0:
+                    msg = self._arp.recv(timeout=left)
+                    if msg is None:
+                        break
+                    # the channel gives what follows the Ethernet header
+                    got = arp_reply_sender(bytes(12) + ETH_P_ARP.to_bytes(2, "big") +
+                                           msg.payload)
+                    if got is not None and got[0] == ip:
+                        return got[1]
+            finally:
+                station.steer_arp_replies(ip, False)
+        return None
 
     # -- rtping ---------------------------------------------------------------------------------
     def _run(self) -> None:

@@ -6,14 +6,17 @@ Syntax (RTnet's)::
     rtroute [-n netns] add <ip> <mac> dev <dev>      a host route
     rtroute [-n netns] del <ip> [dev <dev>]
     rtroute [-n netns] get <ip> [dev <dev>]
+    rtroute [-n netns] solicit <ip> dev <dev>       ARP on the real-time path
     rtroute [-n netns] -f <file>                     RTnet's host-routes file
 
 The host-routes file has one ``<ip> <mac> <dev>`` a line (``#`` comments).  It
 is checked whole before anything is sent, and each device's table is then
 replaced at once (``route.set``); if a later device refuses, the tables already
-changed are put back, so a file is applied entirely or not at all.  Network
-routes (``netmask``/``gw``) and ``solicit`` are not supported: the real-time
-path has host routes only, entered here or by RTcfg.
+changed are put back, so a file is applied entirely or not at all.  ``solicit``
+sends an ARP request in the station's slot and waits up to a second for the
+reply, which fills the table.  Network routes (``netmask``/``gw``) are not
+supported: the real-time path has host routes only, entered here, by solicit
+or by RTcfg.
 
 Exit status: 0 on success, 2 when the command line or file is refused, 1 when a
 daemon refuses or cannot be reached.  Errors are one line, ``rtroute: <message>``.
@@ -36,7 +39,7 @@ from rtnet.neighbours import MAX_HOSTS_FILE, neighbour_mac, parse_hosts
 
 EXIT_USAGE, EXIT_FAILED = 2, 1
 USAGE = ("usage: rtroute [-n netns] [add <ip> <mac> dev <dev> | del <ip> [dev <dev>] | "
-         "get <ip> [dev <dev>] | -f <file>]")
+         "get <ip> [dev <dev>] | solicit <ip> dev <dev> | -f <file>]")
 
 
 def _dev(word: str) -> str:
@@ -97,7 +100,10 @@ def parse_args(argv: list[str]) -> dict:
         return {"action": cmd, "netns": netns, "ip": _ip(rest[0]),
                 "dev": _opt_dev(rest[1:], False)}
     if cmd == "solicit":
-        raise UsageError("solicit is not supported: add the neighbour with rtroute add")
+        if not rest:
+            raise UsageError("solicit <ip> dev <dev>")
+        return {"action": "solicit", "netns": netns, "ip": _ip(rest[0]),
+                "dev": _opt_dev(rest[1:], True)}
     raise UsageError(f"unknown command {shown(cmd)}")
 
 
@@ -168,6 +174,10 @@ def run(a: dict) -> None:
         return
     if a["action"] == "add":
         _call(a["dev"], {"cmd": "route.add", "ip": a["ip"], "mac": a["mac"]}, netns)
+        return
+    if a["action"] == "solicit":
+        got = _call(a["dev"], {"cmd": "route.solicit", "ip": a["ip"], "timeout_ms": 1000}, netns)
+        _print_table([(got["ip"], got["mac"], a["dev"])])
         return
     devs = [a["dev"]] if a.get("dev") else _devices(netns)
     if a["action"] == "list":

@@ -189,6 +189,11 @@ class Station(Closeable):
         """Take the ICMP echo replies of identifier ``ident`` from Linux (a ping of ours)."""
         check(lib.rtn_station_icmp_id(self._live(), ident, int(on)), RtnetError, self.ifname)
 
+    def steer_arp_replies(self, ip: str, on: bool) -> None:
+        """Take ARP replies from ``ip`` from Linux (rtroute solicit in progress)."""
+        addr = struct.unpack(">I", socket.inet_aton(ip))[0]
+        check(lib.rtn_station_arp_solicit(self._live(), addr, int(on)), RtnetError, self.ifname)
+
     def ip_stats(self) -> dict:
         """The IPv4 counters; ``bad`` by reason (rtnet.ipv4.BAD_REASONS)."""
         from .ipv4 import BAD_REASONS

@@ -145,6 +145,7 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on) { return 0; }
 int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip) { return 0; }
 int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on) { return 0; }
+int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on) { return 0; }
 
 /* Queue a received frame (copied to a buffer of exactly @p len bytes; NULL: a bad descriptor). */
 static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts, int end_batch)

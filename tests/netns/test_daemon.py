@@ -466,10 +466,11 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
         for fd in fds:
             os.close(fd)
         chans = status(capsys, ns)["channels"]
-        # the daemon's own: the echo service and rtping's IPv4 channel; then the client's
-        assert [c["ethertype"] for c in chans] == [0x88B6, 0x0800, 0x88B5]
+        # the daemon's own: the echo service, rtping's IPv4 and rtroute solicit's ARP
+        # channels; then the client's
+        assert [c["ethertype"] for c in chans] == [0x88B6, 0x0800, 0x0806, 0x88B5]
     deadline = time.monotonic() + 5
-    while len(status(capsys, ns)["channels"]) != 2:
+    while len(status(capsys, ns)["channels"]) != 3:
         assert time.monotonic() < deadline, "channel not reclaimed after the client left"
         time.sleep(0.05)  # the daemon notices EOF on its own thread
 

@@ -232,3 +232,19 @@ def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, 
     assert text.count("[Checksum Status: Good]") >= 14
     assert text.count("[Header checksum status: Good]") >= 14
     capsys.readouterr()
+
+
+def test_rtroute_solicit_should_fill_the_table_from_an_arp_reply(lab, capsys):
+    s1, s2 = lab.station(1), lab.station(2)
+    assert rtroute.main(["-n", s1.netns, "del", s2.ip]) == 0
+    with UdpSocket(netns=s1.netns) as a:
+        a.bind(PORT + 30)
+        with pytest.raises(OSError) as exc:
+            a.sendto(b"x", (s2.ip, PORT + 30))
+        assert exc.value.errno == errno.EHOSTUNREACH
+        capsys.readouterr()
+        assert rtroute.main(["-n", s1.netns, "solicit", s2.ip, "dev", "rteth0"]) == 0
+        assert s2.mac in capsys.readouterr().out
+        assert {"ip": s2.ip, "mac": s2.mac} in status(s1.netns)["ipv4"]["neighbours"]
+        a.sendto(b"x", (s2.ip, PORT + 30))       # the socket's page has the entry at once
+    assert rtroute.main(["-n", s1.netns, "solicit", "198.18.0.99", "dev", "rteth0"]) == 1

@@ -616,7 +616,7 @@ def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_serve
         "tdma.detach", "nomac.attach", "nomac.detach", "ping", "capture", "channel.open",
         "channel.close", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
         "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach",
-        "route.list", "route.get", "route.add", "route.del", "route.set"}
+        "route.list", "route.get", "route.add", "route.del", "route.set", "route.solicit"}
     assert {c for c, cmd in server.commands.items() if cmd.read_only} == {
         "status", "tdma.show", "route.list", "route.get"}
 

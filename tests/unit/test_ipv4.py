@@ -168,3 +168,22 @@ def test_the_status_lines_should_name_the_address_counters_and_routes():
                                 "neighbours": [{"ip": B_IP, "mac": B_MAC}]})
     assert lines[0].startswith(f"  ipv4 {A_IP}: udp rx 3")
     assert lines[1] == "    refused: udp_csum 2" and B_MAC in lines[2]
+
+
+# -- ARP (rtroute solicit) ----------------------------------------------------------------------
+
+def test_an_arp_request_should_be_what_scapy_reads_as_one():
+    from scapy.layers.l2 import ARP
+    p = Ether(ipv4.arp_request(mac(A_MAC), A_IP, B_IP))
+    assert p.dst == "ff:ff:ff:ff:ff:ff" and p.src == A_MAC and len(bytes(p)) == 60
+    assert (p[ARP].op, p[ARP].hwsrc, p[ARP].psrc, p[ARP].pdst) == (1, A_MAC, A_IP, B_IP)
+
+
+def test_an_arp_reply_should_give_its_sender_and_anything_else_none():
+    from scapy.layers.l2 import ARP
+    reply = bytes(Ether() / ARP(op=2, hwsrc=B_MAC, psrc=B_IP, hwdst=A_MAC, pdst=A_IP))
+    assert ipv4.arp_reply_sender(reply) == (B_IP, B_MAC)
+    request = bytes(Ether() / ARP(op=1, hwsrc=B_MAC, psrc=B_IP, pdst=A_IP))
+    multicast = bytes(Ether() / ARP(op=2, hwsrc="01:00:5e:00:00:01", psrc=B_IP, pdst=A_IP))
+    for bad in (request, multicast, reply[:41], udp_frame(), b""):
+        assert ipv4.arp_reply_sender(bad) is None

@@ -130,6 +130,8 @@ def test_any_text_should_parse_or_be_one_config_error(text):
     (["get", "10.0.0.2", "dev", "rteth0"], {"action": "get", "netns": None, "ip": "10.0.0.2",
                                            "dev": "rteth0"}),
     (["-f", "hosts"], {"action": "file", "netns": None, "file": "hosts"}),
+    (["solicit", "10.0.0.2", "dev", "rteth0"], {"action": "solicit", "netns": None,
+                                               "ip": "10.0.0.2", "dev": "rteth0"}),
 ])
 def test_rtroute_should_read_rtnet_syntax(argv, want):
     assert rtroute.parse_args(argv) == want
@@ -138,7 +140,7 @@ def test_rtroute_should_read_rtnet_syntax(argv, want):
 @pytest.mark.parametrize("argv", [
     ["add", "10.0.0.2", "02:00:00:00:00:0b"], ["add", "10.0.0.2", "02:00:00:00:00:0b", "eth", "x"],
     ["add", "300.0.0.2", "02:00:00:00:00:0b", "dev", "rteth0"], ["del"], ["get", "1.2.3.4", "dev"],
-    ["del", "10.0.0.0", "netmask", "255.0.0.0"], ["solicit", "10.0.0.2", "dev", "rteth0"],
+    ["del", "10.0.0.0", "netmask", "255.0.0.0"], ["solicit", "10.0.0.2"], ["solicit"],
     ["frobnicate"], ["-f"], ["-n"],
 ])
 def test_rtroute_should_refuse_a_bad_command_line(argv):
