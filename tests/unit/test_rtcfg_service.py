@@ -372,3 +372,26 @@ def test_station_ip_is_taken_by_the_daemon(daemon):
 def test_applications_cannot_open_the_rtcfg_ethertype(daemon):
     with pytest.raises(RequestError, match="0x9022 is RTcfg, served by the daemon itself"):
         daemon.h_channel_open({"ethertype": 0x9022}, None)
+
+
+def test_peers_learnt_with_ip_and_mac_should_go_to_the_neighbour_table():
+    stations = [FakeStation(m) for m in (SERVER, C2)]
+    server, c2 = service(stations[0], ip="10.0.0.1"), service(stations[1])
+    learnt = {server: [], c2: []}
+    server.on_peer = lambda ip, mac: learnt[server].append((ip, mac))
+    c2.on_peer = lambda ip, mac: learnt[c2].append((ip, mac))
+    wire = Wire(stations)
+    try:
+        server.h_server({"period_ms": 10, "heartbeat_ms": 100, "threshold": 3})
+        server.h_add({"address": "10.0.0.2", "hw": C2, "stage1": "tdma slot 0 400\n"})
+        got = in_thread(c2.h_client, {"timeout_ms": 5000})
+        assert got() == {"config": "tdma slot 0 400\n"}
+        waited = in_thread(server.h_wait, {"timeout_ms": 5000})
+        assert in_thread(c2.h_announce, {"timeout_ms": 5000})() == {"config": ""}
+        waited()
+        until(lambda: ("10.0.0.2", C2.lower()) in learnt[server], "the server learning C2")
+        assert all(ip == "10.0.0.2" for ip, _ in learnt[server])
+    finally:
+        for s in (server, c2):
+            s.close()
+        wire.close()
