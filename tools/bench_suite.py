@@ -58,7 +58,7 @@ from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: 
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
-from rtnet.stages import attribute_misses, stage_breakdown_us  # noqa: E402
+from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us  # noqa: E402
 from rtnet.stall import StallDetector  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
@@ -292,9 +292,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                         f"missed {cell['missed']}")
                     if cell["misses_by_cause"]:
                         log(f"{'':<22} misses by cause: " + ", ".join(
-                            f"{c} {v['misses']}" + (f" ({v['with_stall']} with a CPU stall)"
-                                                    if v["with_stall"] is not None else "")
-                            for c, v in cell["misses_by_cause"].items()))
+                            f"{c} {cause_text(v)}" for c, v in cell["misses_by_cause"].items()))
                 w = after["wakeup"].since(before["wakeup"]).summary_us()
                 b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
                      "cyclictest_cmd": " ".join(ct_cmd),
@@ -318,9 +316,13 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 log(f"# {disc}/{load} sender per s: " + ", ".join(
                     f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
             every = stalls.gaps()
+            gaps = [g for g in every if g.kind == "gap"]
+            slow = [g for g in every if g.kind == "slow"]
             results.setdefault("stalls", {})[disc] = {
                 "period_us": args.stall_period_us, "threshold_us": args.stall_threshold_us,
-                "gaps": len(every), "max_us": max((g.gap_ns for g in every), default=0) / 1000,
+                "gaps": len(gaps), "max_us": max((g.gap_ns for g in gaps), default=0) / 1000,
+                "slow_records": len(slow), "slow_ms": sum(g.gap_ns for g in slow) / 1e6,
+                "max_slowdown": max((g.slowdown for g in slow), default=0.0),
                 "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()}}
     results["matrix_config"] = {"slot0_us": slot_us,
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}

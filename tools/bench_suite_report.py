@@ -100,8 +100,10 @@ def misses_table(results: dict) -> str:
             v = by.get(cause)
             if not v:
                 return "0"
-            return (f"{v['misses']}" if v["with_stall"] is None
-                    else f"{v['misses']} ({v['with_stall']} stall)")
+            if v["with_stall"] is None:
+                return f"{v['misses']}"
+            slow = f", {v['in_slow']} slow" if v.get("in_slow") else ""
+            return f"{v['misses']} ({v['with_stall']} stall{slow})"
         # the automatic hand-over lead's column is filled by its own measurement
         rows.append(f"| {key} | {cell.get('missed', 0)} | "
                     + " | ".join(one(c) for c in CAUSE_ORDER) + " | - |")
@@ -567,7 +569,12 @@ def markdown(results: dict, report_path: str) -> str:
                   f"stall detector on every CPU saw it (SCHED_FIFO 99, {det.get('period_us', '?')} us "
                   f"period, a wake-up over {det.get('threshold_us', '?')} us late is a gap; "
                   + ", ".join(f"{d}: {v['gaps']} gaps, longest {fmt(v['max_us'], 0)} us"
-                              for d, v in sp.items()) + ").", "", mt, ""]
+                              for d, v in sp.items()) + "), and how many of the rest fell in a "
+                  "slow spell, in which the detector's fixed unit of work took several times "
+                  "its fastest time (" + ", ".join(
+                      f"{d}: {fmt(v.get('slow_ms', 0), 0)} ms slow, up to "
+                      f"{fmt(v.get('max_slowdown', 0), 0)} times slower" for d, v in sp.items())
+                  + ").", "", mt, ""]
     if results["wakeup"]:
         L += ["## b. Wake-up latency and slot lateness next to cyclictest", "",
               "Per discipline and load, over the same phase as the matrix cells (us): the sending "
