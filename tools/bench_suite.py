@@ -53,6 +53,7 @@ import bench_xdp_flood  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
 
+from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
 from rtnet import netns  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
@@ -72,6 +73,10 @@ LOAD_CPUS = "0"            # stress-ng here
 STATION_PRIO = 90
 APP_PRIO = 80
 SUB_PRIO = 70
+DEFAULT_GUARD_US = DEFAULT_GUARD_NS // 1000
+GUARD_MAX_US = 450         # the slave's window (at least the guard) and the master's still fit
+GUARD_MARGIN_US = 20
+GUARD_PROBE_S = 3
 LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
 FLOOD_MBPS = 150          # offered above the 100 Mbit/s link, so the flood keeps the queues full
 FLOOD_LEN = 1200
@@ -212,9 +217,40 @@ def station_snapshot(st, cid=None) -> dict:
     return out
 
 
+def guard_arg(text: str):
+    return text if text == "auto" else integer("guard", 1, GUARD_MAX_US)(text)
+
+
+def measured_guard_us() -> dict:
+    """The guard for this machine as it is now: how late a SCHED_FIFO thread on the RT CPU
+    wakes (p99.9 over GUARD_PROBE_S seconds, 1 ms period) plus a margin.  Under TDMA a
+    station whose RT thread wakes later than its slot's guard skips the slot and its
+    messages wait for the next one, so on a VM whose vCPUs stall or slow down for
+    milliseconds a 50 us guard turns each spell into a run of skipped slots."""
+    with StallDetector([RT_CPU], period_us=1000, threshold_us=1000, slow_factor=0) as det:
+        time.sleep(GUARD_PROBE_S)
+        w = det.wakeups()[RT_CPU]
+    p999 = w["lateness"].percentile_ns(99.9) / 1000
+    guard = min(GUARD_MAX_US, max(DEFAULT_GUARD_US, -(-int(p999 + GUARD_MARGIN_US) // 10) * 10))
+    return {"guard_us": guard, "probe_wakeups": w["wakeups"], "probe_p999_us": p999,
+            "probe_max_us": w["lateness"].max_ns / 1000}
+
+
 def measure_discipline(args, lab, disc: str, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
-    p = plan(CYCLE_US, LINK_MBPS)
+    if disc != "tdma":
+        g = {"guard_us": DEFAULT_GUARD_US}      # no slots: the plan only places the messages
+    elif args.guard_us == "auto":
+        g = measured_guard_us()
+        log(f"# a: TDMA guard {g['guard_us']} us from the RT CPU's wake-up lateness "
+            f"(p99.9 {g['probe_p999_us']:.0f} us, max {g['probe_max_us']:.0f} us over "
+            f"{g['probe_wakeups']} wake-ups)")
+    else:
+        g = {"guard_us": args.guard_us}
+    if disc == "tdma":
+        results["guard"] = g
+    guard_us = g["guard_us"]
+    p = plan(CYCLE_US, LINK_MBPS, guard_ns=guard_us * 1000)
     slot_us = p.master.slots[0].offset_us
     per_chunk = max(1, args.messages // args.chunks)
     cm = (tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET]) if disc == "tdma"
@@ -325,6 +361,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 "max_slowdown": max((g.slowdown for g in slow), default=0.0),
                 "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()}}
     results["matrix_config"] = {"slot0_us": slot_us,
+                                "tdma_guard_us": results.get("guard", {}).get("guard_us"),
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
 
 
@@ -502,6 +539,11 @@ def parse_args(argv):
                     default=100, help="a detector wake-up later than this is a CPU stall")
     ap.add_argument("--lead-us", type=integer("lead", 0, CYCLE_US - 1), default=LEAD_US,
                     help="TDMA: the RT application wakes this long before its slot")
+    ap.add_argument("--guard-us", type=guard_arg, default="auto",
+                    help="the TDMA RT slots' guard in the matrix: how late a station's RT thread "
+                         "may wake and still send in its slot, in us, or 'auto' (default): "
+                         "the p99.9 wake-up lateness measured on the RT CPU just before, "
+                         f"plus {GUARD_MARGIN_US} us, {DEFAULT_GUARD_US}..{GUARD_MAX_US} us")
     ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,
                     help="cyclictest per load")
     # RFC 2544's frame sizes run from 64 to 1518 bytes (FCS included)

@@ -544,6 +544,18 @@ def markdown(results: dict, report_path: str) -> str:
               f"RT application wakes {mc.get('lead_us')} us before it; under NoMAC the RT "
               "application runs on its own absolute 1 ms grid. Missed cycles = latency above one "
               "cycle, plus lost messages.", ""]
+        g = results.get("guard")
+        if g:
+            L += [f"The TDMA RT slots' guard (how late a station's RT thread may wake and still "
+                  f"send in its slot) is {g['guard_us']} us"
+                  + (f", chosen by the benchmark from the RT CPU's wake-up lateness just before "
+                     f"(p99.9 {g['probe_p999_us']:.0f} us over {g['probe_wakeups']} wake-ups, "
+                     f"plus a margin). With the default 50 us guard a vCPU that stalls or slows "
+                     f"down for milliseconds makes the station skip its slot in every cycle of "
+                     f"the spell, and the messages wait for its end." if "probe_p999_us" in g
+                     else ", set by hand (--guard-us).")
+                  + " A station's window starts inside its RT slot's guard, so the guard costs "
+                  "the other stations no wire time.", ""]
         for key, name in METRICS:
             L += [f"### {name} ({'count' if key == 'missed' else 'us'})", "",
                   matrix_table(results, key), ""]

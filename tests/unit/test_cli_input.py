@@ -234,6 +234,7 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
     ("bench_suite", "parse_args", ["--sizes", "64,9000"], "invalid frame size: 9000"),
     ("bench_suite", "parse_args", ["--trial-s", "nan"], "invalid trial length: nan"),
     ("bench_suite", "parse_args", ["--link-rates", "100,5"], "invalid link rate: 5"),
+    ("bench_suite", "parse_args", ["--guard-us", "900"], "invalid guard: 900"),
     ("bench_suite", "parse_args", ["--parts", "c,x"], "parts: choose from a, c, c-rt"),
     ("bench_suite", "parse_args", ["--flood-s", "0"], "invalid flood length: 0"),
     ("bench_xdp_flood", "main", ["--batch", "0"], "invalid batch: 0"),
