@@ -222,8 +222,13 @@ def cmd_check(args) -> int:
                           "namespace instead (ip netns exec NAME rtnetctl check)")
     if args.unthrottle and not args.apply:
         raise ConfigError("--unthrottle only goes with --apply")
-    results = check_machine(target_for(args.dev, args.config), apply=args.apply,
-                            unthrottle=args.unthrottle)
+    target = target_for(args.dev, args.config)
+    results = check_machine(target, apply=args.apply, unthrottle=args.unthrottle)
+    if args.measure:
+        from .preflight import measured_rt_cpu
+        from .preflight.measure import check_wakeup, measure_wakeups
+        results.append(check_wakeup(measure_wakeups(measured_rt_cpu(target), args.measure,
+                                                    target.priority)))
     if args.json:
         _print_json([r.to_json() for r in results])
     else:
@@ -330,6 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="make the fixable settings (each write printed, old -> new)")
     sp.add_argument("--unthrottle", action="store_true",
                     help="with --apply, also lift RT throttling (sched_rt_runtime_us -1)")
+    sp.add_argument("--measure", type=number("measure seconds", 0.5, 600), default=0,
+                    metavar="SECONDS",
+                    help="also run a SCHED_FIFO thread on the RT CPU this long and report how "
+                         "late it wakes, with the TDMA guard that covers it")
     sp.set_defaults(func=cmd_check)
 
     sp = sub.add_parser("version", help="show versions")

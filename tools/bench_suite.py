@@ -59,6 +59,7 @@ from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: 
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
+from rtnet.preflight.measure import measure_wakeups, recommended_guard_us  # noqa: E402
 from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us  # noqa: E402
 from rtnet.stall import StallDetector  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
@@ -75,7 +76,6 @@ APP_PRIO = 80
 SUB_PRIO = 70
 DEFAULT_GUARD_US = DEFAULT_GUARD_NS // 1000
 GUARD_MAX_US = 450         # the slave's window (at least the guard) and the master's still fit
-GUARD_MARGIN_US = 20
 GUARD_PROBE_S = 3
 LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
 FLOOD_MBPS = 150          # offered above the 100 Mbit/s link, so the flood keeps the queues full
@@ -222,18 +222,14 @@ def guard_arg(text: str):
 
 
 def measured_guard_us() -> dict:
-    """The guard for this machine as it is now: how late a SCHED_FIFO thread on the RT CPU
-    wakes (p99.9 over GUARD_PROBE_S seconds, 1 ms period) plus a margin.  Under TDMA a
-    station whose RT thread wakes later than its slot's guard skips the slot and its
-    messages wait for the next one, so on a VM whose vCPUs stall or slow down for
+    """The guard for this machine as it is now (rtnetctl check --measure): how late a
+    SCHED_FIFO thread on the RT CPU wakes, p99.9 over GUARD_PROBE_S seconds, plus a margin.
+    Under TDMA a station whose RT thread wakes later than its slot's guard skips the slot
+    and its messages wait for the next one, so on a VM whose vCPUs stall or slow down for
     milliseconds a 50 us guard turns each spell into a run of skipped slots."""
-    with StallDetector([RT_CPU], period_us=1000, threshold_us=1000, slow_factor=0) as det:
-        time.sleep(GUARD_PROBE_S)
-        w = det.wakeups()[RT_CPU]
-    p999 = w["lateness"].percentile_ns(99.9) / 1000
-    guard = min(GUARD_MAX_US, max(DEFAULT_GUARD_US, -(-int(p999 + GUARD_MARGIN_US) // 10) * 10))
-    return {"guard_us": guard, "probe_wakeups": w["wakeups"], "probe_p999_us": p999,
-            "probe_max_us": w["lateness"].max_ns / 1000}
+    m = measure_wakeups(RT_CPU, GUARD_PROBE_S, STATION_PRIO)
+    return {"guard_us": min(GUARD_MAX_US, recommended_guard_us(m)), "probe_wakeups": m["wakeups"],
+            "probe_p999_us": m["p999_us"], "probe_max_us": m["max_us"]}
 
 
 def measure_discipline(args, lab, disc: str, results: dict) -> None:
@@ -543,7 +539,7 @@ def parse_args(argv):
                     help="the TDMA RT slots' guard in the matrix: how late a station's RT thread "
                          "may wake and still send in its slot, in us, or 'auto' (default): "
                          "the p99.9 wake-up lateness measured on the RT CPU just before, "
-                         f"plus {GUARD_MARGIN_US} us, {DEFAULT_GUARD_US}..{GUARD_MAX_US} us")
+                         f"plus a margin, {DEFAULT_GUARD_US}..{GUARD_MAX_US} us")
     ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,
                     help="cyclictest per load")
     # RFC 2544's frame sizes run from 64 to 1518 bytes (FCS included)

@@ -147,6 +147,8 @@ def test_integer_should_take_whole_numbers_in_range():
     ("status --dev " + "x" * 16, "longer than the 15"),
     ("-n a/b status", "invalid namespace name 'a/b'"),
     ("status -n ..", "invalid namespace name '..'"),
+    ("check --measure 0.1", "invalid measure seconds: 0.1 (allowed: 0.5..600)"),
+    ("check --measure nan", "invalid measure seconds: nan"),
 ])
 def test_rtnetctl_should_refuse_bad_values_at_parse_time(argv, why):
     assert why in refused_at_parse(rtnet.cli.main, argv.split(" "), "rtnetctl")
