@@ -549,7 +549,8 @@ def markdown(results: dict, report_path: str) -> str:
             L += [f"The TDMA RT slots' guard (how late a station's RT thread may wake and still "
                   f"send in its slot) is {g['guard_us']} us"
                   + (f", chosen by the benchmark from the RT CPU's wake-up lateness just before "
-                     f"(p99.9 {g['probe_p999_us']:.0f} us over {g['probe_wakeups']} wake-ups, "
+                     f"(p99.99 {g.get('probe_p9999_us', 0):.0f} us over {g['probe_wakeups']} "
+                     f"wake-ups, "
                      f"plus a margin). With the default 50 us guard a vCPU that stalls or slows "
                      f"down for milliseconds makes the station skip its slot in every cycle of "
                      f"the spell, and the messages wait for its end." if "probe_p999_us" in g
