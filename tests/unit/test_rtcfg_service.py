@@ -267,9 +267,10 @@ def test_two_clients_are_configured_made_ready_and_one_found_dead():
         after = server.status()["counters"]
         assert after["refused"] == before["refused"] + 1
         lines = format_rtcfg(server.status())
-        assert "2 stations, 1 alive, 1 dead" in lines[0] and "heartbeats of dead stations 1" \
-            in lines[0]
-        assert lines[2].startswith(f"    {C3}: dead")
+        assert "2 stations, 1 configured, 1 alive (ready), 1 dead" in lines[0]
+        assert "heartbeats of dead stations 1" in lines[0]
+        assert lines[1].split()[:3] == ["-", C2, "alive"]
+        assert lines[2].split()[:3] == ["-", C3, "dead"]
     finally:
         wire.close()
         for s in (server, c2, c3):
@@ -299,12 +300,14 @@ def test_a_refused_stage_1_fails_rtcfg_client_with_its_message():
 
 
 def test_format_rtcfg_of_a_client():
-    line, = format_rtcfg({"role": "client", "state": "ready", "server": SERVER, "ip": None,
+    line, server, c3 = format_rtcfg({"role": "client", "state": "ready", "server": SERVER, "ip": None,
                           "stations": [{"mac": SERVER, "ready": True},
                                        {"mac": C3, "ready": False}],
                           "counters": {"rx": 9, "tx": 4, "refused": 0, "dead_heartbeats": 0}})
     assert line == (f"  rtcfg client ready, server {SERVER}, ip -: 2 stations known, 1 ready; "
                     "frames rx 9 tx 4, refused 0 (heartbeats of dead stations 0)")
+    assert server.split() == ["-", SERVER, "ready"]
+    assert c3.split() == ["-", C3, "not", "ready"]
     assert format_rtcfg(None) == []
 
 
