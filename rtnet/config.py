@@ -428,7 +428,8 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
 
 def _toml_rtcfg(ck: _Checker, t: dict, cfg: dict, override: bool | None):
     kw = ck.section("rtcfg", t, {"slaves", "stage2_src", "stage2_dst", "stage2_cmds"})
-    enabled = kw.pop("enabled") if override is None else override
+    enabled = kw.pop("enabled")
+    enabled = enabled if override is None else override
     offset = kw.pop("offset_us")
     if not enabled:
         return None
@@ -444,7 +445,8 @@ def _toml_rtcfg(ck: _Checker, t: dict, cfg: dict, override: bool | None):
     mine = ("slaves", "stage2_src") if server else ("stage2_dst", "stage2_cmds")
     for k in given:
         if k not in mine:
-            ck.fail(where[k], f"only for a {'client (TDMA slave)' if server else 'server (TDMA master)'}")
+            other = "client (TDMA slave)" if server else "server (TDMA master)"
+            ck.fail(where[k], f"only for a {other}")
     base = os.path.dirname(ck.source)
     if server:
         slaves = given.get("slaves", [])
@@ -460,7 +462,7 @@ def _toml_rtcfg(ck: _Checker, t: dict, cfg: dict, override: bool | None):
             prefix = ipaddress.ip_interface(cfg["vnic"].address).network.prefixlen
         # a segment with a VNIC has it on every station: the slaves' come up with their IP
         invs = _rtcfg_call(ck, "rtcfg.slaves", lambda: rtcfg_setup.simple_invitations(
-            slaves, offset, prefix, stage2, vnic=cfg["vnic"].enabled))
+            slaves, offset, prefix, stage2, vnic=cfg["vnic"].enabled, cycle_us=tdma.cycle_us))
         return rtcfg_setup.RtcfgSetup("server", tuple(invs), **kw)
     return _client_setup(ck, cfg["device"], given.get("stage2_dst"), given.get("stage2_cmds"),
                          base, where["stage2_dst"], where["stage2_cmds"], kw)
@@ -676,7 +678,7 @@ def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, sl
         if len(set(slaves)) != len(slaves):
             ck.fail("TDMA_SLAVES", "an address is listed twice")
         invs = _rtcfg_call(ck, "TDMA_SLAVES", lambda: rtcfg_setup.simple_invitations(
-            slaves, offset, prefix, stage2))
+            slaves, offset, prefix, stage2, cycle_us=cfg.tdma.cycle_us))
     else:
         invs = _section_invitations(_Checker(tdma_path), sections, prefix, stage2)
     own = ipaddress.IPv4Address(cfg.ip)

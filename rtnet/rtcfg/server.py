@@ -134,7 +134,8 @@ class Server:
 
     def status(self, now: int | None = None) -> dict:
         """For ``rtnetctl status``: the stations seen, alive and dead; with ``now``, how
-        long ago each last sent a frame (its heartbeat, once ready), None if never."""
+        long ago each was last heard from (its last frame, a heartbeat once ready, or its
+        last change of state; None if never)."""
         def age_ms(conn):
             if now is None or not conn.last_frame:
                 return None

@@ -96,12 +96,19 @@ def checked_stage1(text: str, who: str) -> str:
 
 
 def simple_invitations(slaves: list[str], offset_us: int, prefix: int | None,
-                       stage2: str | None, *, vnic: bool = True) -> list[Invitation]:
-    """Simple mode: the k-th slave (k = 1, 2, ...) gets slot 0 at k * offset_us, and (with
-    ``vnic``) its VNIC up with its IP."""
+                       stage2: str | None, *, vnic: bool = True,
+                       cycle_us: int | None = None) -> list[Invitation]:
+    """Simple mode: the k-th slave (k = 1, 2, ...) gets slot 0 at k * offset_us (within the
+    master's ``cycle_us``), and (with ``vnic``) its VNIC up with its IP."""
     out = []
     for k, ip in enumerate(slaves, 1):
-        text = f"tdma slot 0 {k * offset_us}\n" + (f"{vnic_command(ip, prefix)}\n" if vnic else "")
+        if cycle_us and k * offset_us >= cycle_us:
+            raise RtcfgError(f"{ip}, the slave number {k}, would get slot 0 at {k * offset_us} "
+                             f"us, beyond the {cycle_us} us cycle (fewer slaves or a smaller "
+                             f"offset)")
+        text = f"tdma slot 0 {k * offset_us}\n"
+        if vnic:
+            text += f"{vnic_command(ip, prefix)}\n"
         out.append(Invitation(ip, None, checked_stage1(text, ip), stage2))
     return out
 
