@@ -75,6 +75,10 @@ sizes shared with the clients: rtnet.control_protocol.
   ones wait in their connection's thread only.  A client's payload is checked
   whole (rtnet.rtcfg.apply) and applied through the ``tdma.*`` handlers
   above; ``status`` carries the server's or client's state under ``"rtcfg"``.
+  ``rtcfg.commands`` (commands: a command list, rtnetctl up's STAGE_2_CMDS) is
+  checked and applied the same way.  A VNIC whose slot the schedule lacks yet
+  (an RTcfg slave starts without slots) is opened when a payload first sets
+  its address, once the slots before it in the payload carry it.
 - ``shutdown``: replies, then stops the daemon like SIGTERM.
 """
 from __future__ import annotations
