@@ -121,12 +121,20 @@ def cmd_lab_demo(args) -> int:
 # -- station daemon -------------------------------------------------------------
 def cmd_up(args) -> int:
     from .stationctl import up
-    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout)
+    say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
+    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout,
+              rtcfg=args.rtcfg, say=say)
     if args.json:
         _print_json(info)
     else:
+        r = info.get("rtcfg")
+        how = ""
+        if r and r["role"] == "server":
+            how = f", RTcfg server: {len(r['stations'])} stations configured and ready"
+        elif r:
+            how = ", RTcfg client: configured and ready"
         print(f"{info['dev']}: rtnetd running (pid {info['pid']}, {info['discipline']}, "
-              f"log {info['log']})")
+              f"log {info['log']}){how}")
     return 0
 
 
@@ -300,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
     sp.add_argument("--timeout", type=number("timeout", 0.1, MAX_WAIT_S), default=20.0,
                     help="seconds to wait for the daemon to answer (default 20)")
+    sp.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
+                    help="bring the segment up with RTcfg: the master serves the stations' "
+                         "configuration, a slave receives its IP and slots (default: yes for "
+                         "rtnet.conf, as rtnet start does; rtnet.toml: [rtcfg] enabled)")
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")
