@@ -262,6 +262,9 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 StallDetector(range(os.cpu_count()), period_us=args.stall_period_us,
                               threshold_us=args.stall_threshold_us) as stalls:
             ch_rx.set_stages(deadline_us=CYCLE_US)
+            # the automatic lead goes on from chunk to chunk and from load to load, as one
+            # long-running task's would (it starts at a quarter of the cycle)
+            learnt = {}
             for load in args.loads:
                 seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
                 log(f"# a/{disc}/{load}: starting load")
@@ -276,13 +279,15 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     for i in range(args.chunks):
                         order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
-                            learnt = stats[app][-1].lead_ns / 1000 if stats[app] else None
                             samples, st, recs = run_app_chunk(disc, app, ch_tx, ch_rx,
                                                               lab.station(2).mac, per_chunk,
-                                                              slot_us, args.lead_us, learnt)
+                                                              slot_us, args.lead_us,
+                                                              learnt.get(app))
                             got[app].append(samples)
                             late[app].extend(recs)
                             stats[app].append(st)
+                            if st.handover_ns is not None:
+                                learnt[app] = st.lead_ns / 1000
                             h = st.histogram
                             wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
                                           h.max_ns, h.sum_ns)
