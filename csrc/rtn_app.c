@@ -406,6 +406,31 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 	return 0;
 }
 
+uint32_t rtn_app_tx_next(const struct rtn_app_chan *ch)
+{
+	return __atomic_load_n(&ch->shm->tx.head, __ATOMIC_RELAXED);	/* ours: we produce */
+}
+
+int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pickup_ns)
+{
+	uint32_t head = __atomic_load_n(&ch->shm->tx.head, __ATOMIC_RELAXED);
+	uint32_t tail = __atomic_load_n(&ch->shm->tx.tail, __ATOMIC_ACQUIRE);
+	const struct rtn_msg *m = &rtn_chan_tx_msgs(ch->shm)[pos & (ch->depth - 1)];
+	uint8_t hdr[RTN_APP_XOVERHEAD];
+	struct rtn_app_stamps st;
+
+	if (head - pos - 1 >= ch->depth)	/* not sent (pos >= head), or its slot reused */
+		return -1;
+	if (tail - pos - 1 >= ch->depth)	/* the station's tail has not passed it */
+		return 0;
+	/* the station may still write the page: parse a copy, never the shared bytes */
+	memcpy(hdr, m->frame, sizeof(hdr));
+	if (rtn_app_hdr_parse(hdr, sizeof(hdr), &st) != 1 || !st.t[RTN_STAMP_PICKUP])
+		return -1;
+	*pickup_ns = st.t[RTN_STAMP_PICKUP];
+	return 1;
+}
+
 int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
 		  const void *payload, uint32_t len)
 {

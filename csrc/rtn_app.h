@@ -178,6 +178,19 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
  */
 int rtn_app_send_raw(struct rtn_app_chan *ch, const void *frame, uint32_t len);
 
+/** Where in the TX ring the next message will go, for rtn_app_tx_pickup(). */
+uint32_t rtn_app_tx_next(const struct rtn_app_chan *ch);
+
+/**
+ * The station's pick-up stamp of the message sent at TX ring position
+ * @p pos (rtn_app_tx_next() before sending it), global time: the station's
+ * RT thread writes it into the frame when it takes the message for its slot.
+ * @return 1 and *pickup_ns; 0 while the station has not taken it; -1 when
+ *         it cannot be told: never sent, its ring slot reused since, or no
+ *         stamp (a raw frame, or a ring the station found broken).
+ */
+int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pickup_ns);
+
 /**
  * Answer a received message: send @p payload to its sender carrying its
  * sequence number, so that the sender can pair the answer with its request

@@ -21,6 +21,20 @@
 #define FIRST_CYCLE_TIMEOUT_NS	(2 * RTN_NS_PER_SEC)
 #define POLL_SLICE_NS		(10 * 1000 * 1000LL)	/* re-check stop while waiting */
 
+/*
+ * A run's need, kept until the station took the message it handed over:
+ * what the lead must cover is the hand-over's lateness against the
+ * station's pick-up, not against the slot's nominal start.  When the RT
+ * thread itself ran late for the slot (a vCPU that slows down or stalls
+ * delays both threads), a late hand-over still made it.
+ */
+struct pending_need {
+	int armed;
+	uint32_t pos;			/* TX ring position of the run's last message */
+	int64_t need_ns;		/* scheduled wake-up to the end of the run */
+	int64_t handover_global;	/* the hand-over deadline, global time */
+};
+
 struct rtn_cyclic {
 	struct rtn_app_chan *ch;
 	struct rtn_cyclic_opts o;
@@ -36,6 +50,7 @@ struct rtn_cyclic {
 	uint64_t missed;
 	int64_t interval_ns;
 	struct rtn_lead lead;		/* handover mode: the lead, written by the task's thread */
+	struct pending_need pending;	/* handover mode: the last run's need, until its pick-up */
 	struct rtn_hist hist;
 };
 
@@ -101,18 +116,55 @@ static int first_cycle(struct rtn_cyclic *c, struct rtn_app_waitinfo *wi)
 	return 0;
 }
 
+/*
+ * Learn the pending need once the station's pick-up of its message is known
+ * (or cannot be): less the RT thread's own lateness for the slot when it
+ * took the message in that occurrence, the whole need when it took it later
+ * (a miss) or when it cannot be told.
+ */
+static void learn_pending(struct rtn_cyclic *c, int64_t cycle_ns)
+{
+	struct pending_need *p = &c->pending;
+	int64_t pickup, need = p->need_ns;
+
+	if (!p->armed)
+		return;
+	if (rtn_app_tx_pickup(c->ch, p->pos, &pickup) == 1) {
+		int64_t rt_late = pickup - p->handover_global;
+
+		if (rt_late > 0 && rt_late < cycle_ns / 2)
+			need -= rt_late < need ? rt_late : need;
+	}
+	p->armed = 0;
+	rtn_lead_add(&c->lead, need);
+}
+
 /* Run the task once; returns non-zero when the loop must end (rc in c->rc). */
 static int run_once(struct rtn_cyclic *c, const struct rtn_app_waitinfo *wi, int64_t deadline,
 		    int64_t woke)
 {
+	uint32_t before = 0;
 	int rc;
 
 	rtn_hist_add(&c->hist, woke - deadline);
 	tls_deadline = deadline;
 	tls_global_shift = wi->cycle_start - wi->cycle_start_os;
+	if (c->o.handover_ns >= 0) {
+		learn_pending(c, wi->cycle_ns);		/* the previous run's, a cycle later */
+		before = rtn_app_tx_next(c->ch);
+	}
 	rc = c->fn(c->arg, wi, woke);
-	if (c->o.handover_ns >= 0)
-		rtn_lead_add(&c->lead, rtn_now() - deadline);	/* wake-up lateness + the run */
+	if (c->o.handover_ns >= 0) {
+		int64_t need = rtn_now() - deadline;	/* wake-up lateness + the run */
+		uint32_t after = rtn_app_tx_next(c->ch);
+
+		if (after != before)
+			c->pending = (struct pending_need){
+				.armed = 1, .pos = after - 1, .need_ns = need,
+				.handover_global = wi->cycle_start + c->o.handover_ns };
+		else
+			rtn_lead_add(&c->lead, need);	/* nothing sent: no pick-up to wait for */
+	}
 	__atomic_store_n(&c->runs, c->runs + 1, __ATOMIC_RELEASE);
 	if (rc < 0) {
 		c->rc = rc;

@@ -5,7 +5,12 @@
  *        slot the task must wake so that its message is handed over in time.
  *
  * Each run adds what it needed: the time from its scheduled wake-up to the
- * end of its hand-over (wake-up lateness plus its own processing).  Every
+ * end of its hand-over (wake-up lateness plus its own processing), less how
+ * late the station's RT thread took the message in its slot when it did
+ * take it in that occurrence (rtn_cyclic.c learns a run's need a cycle
+ * later, from the pick-up stamp, rtn_app_tx_pickup()): on a vCPU that slows
+ * down or stalls both threads are late together, and a hand-over that came
+ * before the RT thread's pick-up made its slot however late it was.  Every
  * RTN_LEAD_WINDOW runs the lead moves towards a high quantile of that need
  * plus a margin: at once when the need grew, by a quarter of the distance
  * when it shrank, so a quiet spell lowers the lead slowly.  Older samples

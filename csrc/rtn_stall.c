@@ -16,7 +16,10 @@ struct detector {
 	struct rtn_stall *owner;
 	struct rtn_rt *rt;
 	int cpu;
-	uint64_t gaps; /* records made */
+	uint64_t gaps;	 /* records made */
+	uint64_t iters;	 /* of the work unit, calibrated to about work_ns */
+	uint64_t sink;	 /* the unit's result, so the compiler keeps it */
+	int64_t base_ns; /* the fastest unit so far */
 	struct rtn_stall_rec rec[RTN_STALL_RECS];
 };
 
@@ -30,33 +33,97 @@ void rtn_stall_opts_init(struct rtn_stall_opts *o)
 {
 	*o = (struct rtn_stall_opts){ .period_ns = RTN_STALL_PERIOD_DEFAULT_NS,
 				      .threshold_ns = RTN_STALL_THRESHOLD_DEFAULT_NS,
-				      .priority = RTN_RT_PRIO_MAX };
+				      .priority = RTN_RT_PRIO_MAX,
+				      .work_ns = RTN_STALL_WORK_DEFAULT_NS,
+				      .slow_factor = RTN_STALL_SLOW_FACTOR_DEFAULT };
 }
 
-static void record(struct detector *d, int64_t due, int64_t woke)
+static void record(struct detector *d, int kind, int64_t due, int64_t woke, int64_t work_ns)
 {
 	struct rtn_stall_rec *r = &d->rec[d->gaps % RTN_STALL_RECS];
 
 	rtn_recring_begin(&r->no);
 	r->cpu = d->cpu;
+	r->kind = kind;
 	r->due_ns = due;
 	r->woke_ns = woke;
+	r->work_ns = work_ns;
+	r->base_ns = d->base_ns;
 	rtn_recring_commit(&r->no, d->gaps);
 	__atomic_store_n(&d->gaps, d->gaps + 1, __ATOMIC_RELEASE);
 }
 
-/* As the wake-up probe of rtn_rt.c, and every wake-up past the threshold is a gap. */
+/* A dependent chain of multiply-adds: its time is the CPU's speed, not the memory's. */
+static int64_t work_unit(struct detector *d, uint64_t iters)
+{
+	uint64_t x = d->sink | 1;
+	int64_t t0 = rtn_now(), t1;
+
+	while (iters--) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		__asm__ __volatile__("" : "+r"(x));
+	}
+	t1 = rtn_now();
+	d->sink = x;
+	return t1 - t0;
+}
+
+/* Size the unit to about work_ns, from the fastest of a few trial runs. */
+static void calibrate(struct detector *d, int64_t work_ns)
+{
+	uint64_t trial = 1000;
+	int64_t best = INT64_MAX;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		int64_t t = work_unit(d, trial);
+
+		if (t > 0 && t < best)
+			best = t;
+	}
+	if (best == INT64_MAX)
+		best = 1;
+	d->iters = (uint64_t)((double)trial * (double)work_ns / (double)best);
+	if (d->iters < 1)
+		d->iters = 1;
+	d->base_ns = INT64_MAX;
+}
+
+/*
+ * As the wake-up probe of rtn_rt.c: every wake-up past the threshold is a
+ * gap; then the work unit is timed, and two slow units in a row make a
+ * slow record from the first one's wake-up to the end of the second.
+ */
 static int detect(struct rtn_rt *rt, void *arg)
 {
 	struct detector *d = arg;
 	int64_t period = d->owner->o.period_ns, thr = d->owner->o.threshold_ns;
-	int64_t next = rtn_now() + period;
+	int factor = d->owner->o.slow_factor;
+	int64_t next, prev_woke = 0, prev_work = 0;
+	int prev_slow = 0;
 
+	if (factor)
+		calibrate(d, d->owner->o.work_ns);
+	next = rtn_now() + period;
 	while (!rtn_rt_should_stop(rt)) {
 		int64_t now = rtn_rt_wait_until(rt, next);
 
 		if (now - next > thr)
-			record(d, next, now);
+			record(d, RTN_STALL_GAP, next, now, 0);
+		if (factor) {
+			int64_t w = work_unit(d, d->iters);
+			int slow;
+
+			if (w < d->base_ns)
+				d->base_ns = w > 0 ? w : 1;
+			slow = w > d->base_ns * factor;
+			if (slow && prev_slow)
+				record(d, RTN_STALL_SLOW, prev_woke, now + w,
+				       w > prev_work ? w : prev_work);
+			prev_slow = slow;
+			prev_woke = now;
+			prev_work = w;
+		}
 		next += period;
 		if (next <= now)
 			next += ((now - next) / period + 1) * period;
@@ -78,6 +145,15 @@ int rtn_stall_start(const struct rtn_stall_opts *o, const int *cpus, int n, stru
 				     "stall detector: period %lld ns (10 us..10 s), "
 				     "threshold %lld ns (> 0)",
 				     (long long)o->period_ns, (long long)o->threshold_ns);
+	if (o->slow_factor < 0 || o->slow_factor == 1 ||
+	    o->slow_factor > RTN_STALL_SLOW_FACTOR_MAX ||
+	    (o->slow_factor &&
+	     (o->work_ns < 100 || o->work_ns > 100000 || o->work_ns * 10 > o->period_ns)))
+		return rtn_set_error(-EINVAL,
+				     "stall detector: slow factor %d (0 off, 2..%d), work unit "
+				     "%lld ns (100 ns..100 us, at most a tenth of the period)",
+				     o->slow_factor, RTN_STALL_SLOW_FACTOR_MAX,
+				     (long long)o->work_ns);
 	st = calloc(1, sizeof(*st) + (size_t)n * sizeof(st->d[0]));
 	if (!st)
 		return rtn_set_error(-ENOMEM, "stall detector: out of memory");

@@ -21,7 +21,7 @@ from rtnet.errors import ConfigError
 from rtnet.messages import bounded, one_line
 
 from .plan import DEFAULT_GAP_US, plan, shortest_cycle_us
-from .tdma_config import LIMITS, MAX_MTU, MIN_SLOT_SIZE
+from .tdma_config import DEFAULT_GUARD_NS, LIMITS, MAX_MTU, MIN_SLOT_SIZE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nrt-size", type=integer("NRT slot size", MIN_SLOT_SIZE, MAX_MTU),
                    default=MAX_MTU)
     p.add_argument("--no-backup", action="store_true", help="no backup master (station 2)")
-    p.add_argument("--guard-ns", type=integer("guard", *LIMITS["guard_ns"]), default=50_000)
+    p.add_argument("--guard-ns", type=integer("guard", *LIMITS["guard_ns"]),
+                   default=DEFAULT_GUARD_NS)
     p.add_argument("--gap-us", type=integer("gap", 0, 10_000), default=DEFAULT_GAP_US)
     p.add_argument("--weights", type=integer_list("weight", 1, 1000))
     p.add_argument("--window", type=_window, action="append", default=[],

@@ -121,12 +121,20 @@ def cmd_lab_demo(args) -> int:
 # -- station daemon -------------------------------------------------------------
 def cmd_up(args) -> int:
     from .stationctl import up
-    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout)
+    say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
+    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout,
+              rtcfg=args.rtcfg, say=say)
     if args.json:
         _print_json(info)
     else:
+        r = info.get("rtcfg")
+        how = ""
+        if r and r["role"] == "server":
+            how = f", RTcfg server: {len(r['stations'])} stations configured and ready"
+        elif r:
+            how = ", RTcfg client: configured and ready"
         print(f"{info['dev']}: rtnetd running (pid {info['pid']}, {info['discipline']}, "
-              f"log {info['log']})")
+              f"log {info['log']}){how}")
     return 0
 
 
@@ -222,8 +230,13 @@ def cmd_check(args) -> int:
                           "namespace instead (ip netns exec NAME rtnetctl check)")
     if args.unthrottle and not args.apply:
         raise ConfigError("--unthrottle only goes with --apply")
-    results = check_machine(target_for(args.dev, args.config), apply=args.apply,
-                            unthrottle=args.unthrottle)
+    target = target_for(args.dev, args.config)
+    results = check_machine(target, apply=args.apply, unthrottle=args.unthrottle)
+    if args.measure:
+        from .preflight import measured_rt_cpu
+        from .preflight.measure import check_wakeup, measure_wakeups
+        results.append(check_wakeup(measure_wakeups(measured_rt_cpu(target), args.measure,
+                                                    target.priority)))
     if args.json:
         _print_json([r.to_json() for r in results])
     else:
@@ -295,6 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
     sp.add_argument("--timeout", type=number("timeout", 0.1, MAX_WAIT_S), default=20.0,
                     help="seconds to wait for the daemon to answer (default 20)")
+    sp.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
+                    help="bring the segment up with RTcfg: the master serves the stations' "
+                         "configuration, a slave receives its IP and slots (default: yes for "
+                         "rtnet.conf, as rtnet start does; rtnet.toml: [rtcfg] enabled)")
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")
@@ -335,6 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="make the fixable settings (each write printed, old -> new)")
     sp.add_argument("--unthrottle", action="store_true",
                     help="with --apply, also lift RT throttling (sched_rt_runtime_us -1)")
+    sp.add_argument("--measure", type=number("measure seconds", 0.5, 600), default=0,
+                    metavar="SECONDS",
+                    help="also run a SCHED_FIFO thread on the RT CPU this long and report how "
+                         "late it wakes, with the TDMA guard that covers it")
     sp.set_defaults(func=cmd_check)
 
     sp = sub.add_parser("version", help="show versions")

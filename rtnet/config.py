@@ -21,6 +21,8 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
     [[channel]] ethertype, slot, prio, max_size
     [control]  group, status_group
+    [rtcfg]    enabled, slaves (a master's, by IP), offset_us, stage2_src, stage2_dst,
+               stage2_cmds, timeout_s, period_ms, heartbeat_ms, threshold
 
 rtnet.conf follows ``rtnet start`` (RTNET_REFERENCE.md 3.7-3.9): in simple
 mode a master gets ``master TDMA_CYCLE`` and slot 0 at 0, and the k-th
@@ -29,8 +31,20 @@ is what the master would hand it in its RTcfg stage-1 fragment.  With
 TDMA_CONFIG the extended-mode tdma.conf section whose ``ip`` (or ``mac``) is
 this station's is used; beyond RTnet, a ``window <slot id> <us>`` line in a
 section gives that slot a transmit window (RTnet's files never contain it).
-A slave's cycle is learnt from the master's Sync frames.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0) and
-TDMA_CAL_ROUNDS (default 100).
+A slave's cycle is learnt from the master's Sync frames.
+
+With RTcfg (``rtnetctl up``'s default for rtnet.conf, as ``rtnet start``
+does; rtnet.toml: ``[rtcfg] enabled``) the slots above are what the master
+hands out instead: TDMA_MODE=master makes the station the RTcfg server,
+adding every station of TDMA_SLAVES (simple mode) or every ``slave:`` and
+``backup-master:`` section of tdma.conf (extended mode) with its stage-1
+commands (rtnet.rtcfg.setup) and STAGE_2_SRC as the stage-2 file; its vnic0
+comes up with IPADDR (and NETMASK).  TDMA_MODE=slave makes it a client that
+starts without slots and needs nothing else: IPADDR is optional (default:
+the device's address), and STAGE_2_DST and STAGE_2_CMDS say what it does
+with stage 2.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0),
+TDMA_CAL_ROUNDS (default 100) and RTCFG_TIMEOUT (seconds for the whole RTcfg
+bring-up, default 120, 0 = wait forever as RTnet does).
 """
 from __future__ import annotations
 
@@ -60,10 +74,12 @@ from rtmac.tdma_config import (
 
 from . import options
 from ._lowlevel import lib
-from .errors import ConfigError
+from .errors import ConfigError, RtcfgError
 from .mac import CANONICAL_MAC, EXAMPLE_MAC
 from .messages import one_line, shown, shown_path
 from .names import interface_name_problem
+from .rtcfg import payload as rtcfg_payload
+from .rtcfg import setup as rtcfg_setup
 from .station import RtSettings
 
 PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
@@ -123,6 +139,7 @@ class StationConfig:
     status_group: str | None = None  # may read status / tdma.show
     ip: str | None = None            # real-time IPv4 address: IPADDR or station.ip
                                      # (rtnet.ipv4_service; RTcfg stage 1 may replace it)
+    rtcfg: rtcfg_setup.RtcfgSetup | None = None   # what rtnetctl up runs (None: no RTcfg)
 
     def steered_ethertypes(self) -> tuple:
         """EtherTypes the XDP program hands to the real-time path (besides RTmac/RTcfg)."""
@@ -303,10 +320,13 @@ def parse_phasing(ck: _Checker, key: str, text) -> tuple[int, int]:
 
 # -- TOML -----------------------------------------------------------------------------
 
-_SECTIONS = {"station", "rt", "link", "clock", "tdma", "nomac", "vnic", "channel", "control"}
+_SECTIONS = {"station", "rt", "link", "clock", "tdma", "nomac", "vnic", "channel", "control",
+             "rtcfg"}
 
 
-def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
+def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = None
+               ) -> StationConfig:
+    """``rtcfg``: True or False overrides ``[rtcfg] enabled`` (rtnetctl up --rtcfg)."""
     ck = _Checker(source)
     try:
         doc = tomllib.loads(text)
@@ -374,8 +394,6 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
         mode=ck.choice("vnic.mode", vn.get("mode", "batched"), VNIC_MODES),
         address=address,
         slot=vnic_slot)
-    if cfg["vnic"].enabled:
-        ck.slot_exists("vnic.slot", cfg.get("tdma"), cfg["vnic"].slot)
 
     chans = doc.get("channel", [])
     if not isinstance(chans, list):
@@ -404,7 +422,80 @@ def parse_toml(text: str, source: str = "rtnet.toml") -> StationConfig:
     for k in ("group", "status_group"):
         if k in ctl:
             cfg[k] = ck.string(f"control.{k}", ctl[k], _GROUP, "a group name")
+    cfg["rtcfg"] = _toml_rtcfg(ck, ck.table("rtcfg", doc.get("rtcfg", {})), cfg, rtcfg)
+    # an RTcfg client's VNIC opens once the server gave it the slot
+    if cfg["vnic"].enabled and not (cfg["rtcfg"] and cfg["rtcfg"].role == "client"):
+        ck.slot_exists("vnic.slot", cfg.get("tdma"), cfg["vnic"].slot)
     return StationConfig(source=source, **cfg)
+
+
+def _toml_rtcfg(ck: _Checker, t: dict, cfg: dict, override: bool | None):
+    kw = ck.section("rtcfg", t, {"slaves", "stage2_src", "stage2_dst", "stage2_cmds"})
+    enabled = kw.pop("enabled")
+    enabled = enabled if override is None else override
+    offset = kw.pop("offset_us")
+    if not enabled:
+        return None
+    tdma = cfg.get("tdma")
+    if tdma is None:
+        ck.fail("rtcfg", "RTcfg hands out TDMA slots: it needs a [tdma] section")
+    server = tdma.role == "master" and not tdma.backup_offset_us
+    where = {k: f"rtcfg.{k}" for k in ("slaves", "stage2_src", "stage2_dst", "stage2_cmds")}
+    given = {k: t[k] for k in where if k in t}
+    for k, v in given.items():
+        if k != "slaves" and not isinstance(v, str):
+            ck.fail(where[k], f"{shown(v)} is not a text")
+    mine = ("slaves", "stage2_src") if server else ("stage2_dst", "stage2_cmds")
+    for k in given:
+        if k not in mine:
+            other = "client (TDMA slave)" if server else "server (TDMA master)"
+            ck.fail(where[k], f"only for a {other}")
+    base = os.path.dirname(ck.source)
+    if server:
+        slaves = given.get("slaves", [])
+        if not isinstance(slaves, list):
+            ck.fail(where["slaves"], "must be a list of IPv4 addresses")
+        for ip in slaves:
+            _ipv4_var(ck, where["slaves"], ip)
+        if len(set(slaves)) != len(slaves):
+            ck.fail(where["slaves"], "an address is listed twice")
+        stage2 = _stage2_src(ck, where["stage2_src"], given.get("stage2_src"), base)
+        prefix = None
+        if cfg["vnic"].enabled and cfg["vnic"].address:
+            prefix = ipaddress.ip_interface(cfg["vnic"].address).network.prefixlen
+        # a segment with a VNIC has it on every station: the slaves' come up with their IP
+        invs = _rtcfg_call(ck, "rtcfg.slaves", lambda: rtcfg_setup.simple_invitations(
+            slaves, offset, prefix, stage2, vnic=cfg["vnic"].enabled, cycle_us=tdma.cycle_us))
+        return rtcfg_setup.RtcfgSetup("server", tuple(invs), **kw)
+    return _client_setup(ck, cfg["device"], given.get("stage2_dst"), given.get("stage2_cmds"),
+                         base, where["stage2_dst"], where["stage2_cmds"], kw)
+
+
+def _rtcfg_call(ck: _Checker, key: str, build):
+    """``build()`` with an RtcfgError turned into this file's one-line error under ``key``."""
+    try:
+        return build()
+    except RtcfgError as exc:
+        ck.fail(key, exc.strerror)
+
+
+def _in_dir(path: str, base: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(base, path)
+
+
+def _stage2_src(ck: _Checker, key: str, path: str | None, base: str) -> str | None:
+    if not path:
+        return None
+    return _rtcfg_call(ck, key, lambda: rtcfg_setup.read_stage2(_in_dir(path, base)))
+
+
+def _client_setup(ck: _Checker, dev: str, dst: str | None, cmds: str | None, base: str,
+                  dst_key: str, cmds_key: str, kw: dict) -> rtcfg_setup.RtcfgSetup:
+    if dst:
+        dst = _rtcfg_call(ck, dst_key,
+                          lambda: rtcfg_setup.check_destination(_in_dir(dst, base)))
+    cmds = _rtcfg_call(ck, cmds_key, lambda: rtcfg_setup.checked_commands(cmds or "", dev))
+    return rtcfg_setup.RtcfgSetup("client", stage2_dst=dst or None, stage2_cmds=cmds, **kw)
 
 
 def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
@@ -449,10 +540,10 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
 # Variables of rtnet.conf.in that only concern loading RTnet's kernel modules: accepted, unused.
 _RTNET_IGNORED = {"RTNET_MOD", "RTIFCONFIG", "RTCFG", "TDMACFG", "MODULE_EXT", "RT_DRIVER",
                   "RT_DRIVER_OPTIONS", "REBIND_RT_NICS", "RT_LOOPBACK", "RT_PROTOCOLS", "RTCAP",
-                  "STAGE_2_SRC", "STAGE_2_DST", "STAGE_2_CMDS", "prefix", "exec_prefix",
-                  "sbindir", "sysconfdir", "UPDELAY"}
+                  "prefix", "exec_prefix", "sbindir", "sysconfdir", "UPDELAY"}
 _RTNET_USED = {"IPADDR", "NETMASK", "TDMA_MODE", "TDMA_SLAVES", "TDMA_CYCLE", "TDMA_OFFSET",
-               "TDMA_CONFIG", "RTNET_DEV", "TDMA_CAL_ROUNDS"}
+               "TDMA_CONFIG", "RTNET_DEV", "TDMA_CAL_ROUNDS", "STAGE_2_SRC", "STAGE_2_DST",
+               "STAGE_2_CMDS", "RTCFG_TIMEOUT"}
 
 
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -495,47 +586,75 @@ def _uint_var(ck, key, text, lo, hi) -> int:
     return ck.integer(key, int(text), lo, hi)
 
 
+def _ipv4_var(ck, key, text) -> str:
+    try:
+        if not isinstance(text, str):
+            raise ValueError
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        ck.fail(key, f"{shown(text)} is not an IPv4 address")
+
+
+def _netmask_prefix(ck, env) -> int | None:
+    mask = env.get("NETMASK")
+    if not mask:
+        return None
+    try:
+        return ipaddress.IPv4Network(f"0.0.0.0/{mask}").prefixlen
+    except ValueError:
+        ck.fail("NETMASK", f"{shown(mask)} is not a netmask like 255.255.255.0")
+
+
 def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None = None,
-                     read_file=None) -> StationConfig:
+                     read_file=None, rtcfg: bool = True) -> StationConfig:
+    """``rtcfg``: bring the segment up with RTcfg, as ``rtnet start`` does (module text)."""
     ck = _Checker(source)
     env = parse_shell_vars(text, source)
     for k in env:
         if k not in _RTNET_USED and k not in _RTNET_IGNORED:
             ck.fail(key_name(k), "unknown rtnet.conf variable (see RTNET_REFERENCE.md 3.7)")
     dev = ck.ifname("RTNET_DEV", env.get("RTNET_DEV", "rteth0"))
-    ip = env.get("IPADDR", "10.0.0.1")
-    try:
-        ipaddress.IPv4Address(ip)
-    except ValueError:
-        ck.fail("IPADDR", f"{shown(ip)} is not an IPv4 address")
+    mode = ck.choice("TDMA_MODE", env.get("TDMA_MODE", "master"), ("master", "slave"))
+    # an RTcfg slave learns everything from the server: its IP may come from the device
+    ip = env.get("IPADDR", None if rtcfg and mode == "slave" else "10.0.0.1")
+    if ip is not None:
+        ip = _ipv4_var(ck, "IPADDR", ip)
     cal = _uint_var(ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"),
                     *LIMITS["cal_rounds"])
-    if env.get("TDMA_CONFIG"):
-        path = env["TDMA_CONFIG"]
-        if not os.path.isabs(path):
-            path = os.path.join(os.path.dirname(source), path)
+    offset = _uint_var(ck, "TDMA_OFFSET", env.get("TDMA_OFFSET", "200"), 1, MAX_OFFSET_US)
+    slaves = env.get("TDMA_SLAVES", "10.0.0.2 10.0.0.3 10.0.0.4").split()
+    sections = path = None
+    if env.get("TDMA_CONFIG") and not (rtcfg and mode == "slave"):
+        path = _in_dir(env["TDMA_CONFIG"], os.path.dirname(source))
         try:
             tdma_text = (read_file or read_text)(path)
         except ConfigError as exc:
             ck.fail("TDMA_CONFIG", str(exc))
-        tdma = parse_tdma_conf(tdma_text, path, ip=ip, mac=mac, cal_rounds=cal)
-    else:
-        mode = ck.choice("TDMA_MODE", env.get("TDMA_MODE", "master"), ("master", "slave"))
-        if mode == "master":
-            cycle = _uint_var(ck, "TDMA_CYCLE", env.get("TDMA_CYCLE", "5000"), MIN_CYCLE_US,
-                              MAX_CYCLE_US)
-            tdma = ck.tdma("TDMA_CYCLE", lambda: TdmaConfig(
-                role="master", cycle_us=cycle, cal_rounds=cal, slots={0: Slot(0, 0)}))
+        tck, sections = _Checker(path), tdma_sections(tdma_text, path)
+        if rtcfg:       # the master: section, whatever IPADDR says (RTnet's submit_cfg)
+            master = next(s for s in sections if s["kind"] == "master")
+            ip = _ipv4_var(tck, f"line {master['line']}: ip", master.get("ip", ip))
+            tdma = section_config(tck, master, sections, cal)
         else:
-            offset = _uint_var(ck, "TDMA_OFFSET", env.get("TDMA_OFFSET", "200"), 1, MAX_OFFSET_US)
-            slaves = env.get("TDMA_SLAVES", "10.0.0.2 10.0.0.3 10.0.0.4").split()
-            if ip not in slaves:
-                ck.fail("TDMA_SLAVES", f"IPADDR {ip} is not listed, so it has no slot")
-            k = slaves.index(ip) + 1
-            tdma = ck.tdma("TDMA_OFFSET", lambda: TdmaConfig(
-                role="slave", cal_rounds=cal, slots={0: Slot(0, k * offset)}))
-    return StationConfig(source=source, name=ip, device=dev, mac=mac, discipline="tdma",
-                         tdma=tdma, ip=ip)
+            tdma = section_config(tck, own_section(tck, sections, ip, mac), sections, cal)
+    elif mode == "master":
+        cycle = _uint_var(ck, "TDMA_CYCLE", env.get("TDMA_CYCLE", "5000"), MIN_CYCLE_US,
+                          MAX_CYCLE_US)
+        tdma = ck.tdma("TDMA_CYCLE", lambda: TdmaConfig(
+            role="master", cycle_us=cycle, cal_rounds=cal, slots={0: Slot(0, 0)}))
+    elif rtcfg:
+        tdma = ck.tdma("TDMA_MODE", lambda: TdmaConfig(role="slave", cal_rounds=cal))
+    else:
+        if ip not in slaves:
+            ck.fail("TDMA_SLAVES", f"IPADDR {ip} is not listed, so it has no slot")
+        k = slaves.index(ip) + 1
+        tdma = ck.tdma("TDMA_OFFSET", lambda: TdmaConfig(
+            role="slave", cal_rounds=cal, slots={0: Slot(0, k * offset)}))
+    out = StationConfig(source=source, name=ip or dev, device=dev, mac=mac, discipline="tdma",
+                        tdma=tdma, ip=ip)
+    if not rtcfg:
+        return out
+    return _rtnet_conf_rtcfg(ck, env, out, mode, slaves, offset, sections, path)
 
 
 def _station_ip(ck, value) -> str:
@@ -548,9 +667,74 @@ def _station_ip(ck, value) -> str:
     return str(ip)
 
 
-def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = None,
-                    mac: str | None = None, cal_rounds: int = 100) -> TdmaConfig:
-    """The extended-mode file: the section of this station (by ``ip`` or ``mac``)."""
+def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, slaves: list,
+                      offset: int, sections: list | None, tdma_path: str | None
+                      ) -> StationConfig:
+    """The RTcfg side of an rtnet.conf: the server's stations or the client's stage 2."""
+    timing = {"timeout_s": _uint_var(ck, "RTCFG_TIMEOUT", env.get("RTCFG_TIMEOUT", str(
+        options.OPTIONS["rtcfg.timeout_s"].default)), *options.OPTIONS["rtcfg.timeout_s"].limits)}
+    base = os.path.dirname(ck.source)
+    for key in ("STAGE_2_SRC",) if mode == "slave" else ("STAGE_2_DST", "STAGE_2_CMDS"):
+        if env.get(key):
+            ck.fail(key, f"only for TDMA_MODE={'master' if mode == 'slave' else 'slave'}")
+    # the VNIC as rtnet start has it: the master's up with IPADDR, a slave's with stage 1
+    # (opened once a slot carries it)
+    if mode == "slave":
+        setup = _client_setup(ck, cfg.device, env.get("STAGE_2_DST"), env.get("STAGE_2_CMDS"),
+                              base, "STAGE_2_DST", "STAGE_2_CMDS", timing)
+        return replace(cfg, rtcfg=setup, vnic=VnicConfig(enabled=True))
+    prefix = _netmask_prefix(ck, env)
+    stage2 = _stage2_src(ck, "STAGE_2_SRC", env.get("STAGE_2_SRC"), base)
+    for ip in slaves:
+        _ipv4_var(ck, "TDMA_SLAVES", ip)
+    if sections is None:
+        if len(set(slaves)) != len(slaves):
+            ck.fail("TDMA_SLAVES", "an address is listed twice")
+        invs = _rtcfg_call(ck, "TDMA_SLAVES", lambda: rtcfg_setup.simple_invitations(
+            slaves, offset, prefix, stage2, cycle_us=cfg.tdma.cycle_us))
+    else:
+        invs = _section_invitations(_Checker(tdma_path), sections, prefix, stage2)
+    own = ipaddress.IPv4Address(cfg.ip)
+    address = f"{own}/{prefix if prefix is not None else rtcfg_payload.classful_prefix(own)}"
+    return replace(cfg, rtcfg=rtcfg_setup.RtcfgSetup("server", tuple(invs), **timing),
+                   vnic=VnicConfig(enabled=True, address=address))
+
+
+def _section_invitations(ck: _Checker, sections: list, prefix: int | None,
+                         stage2: str | None) -> list:
+    """Extended mode: a station for every slave: and backup-master: section; a section's
+    ``stage2`` file (beyond rtnet.in, which honours it for backup masters only) replaces
+    STAGE_2_SRC for that station."""
+    master = next(s for s in sections if s["kind"] == "master")
+    base = os.path.dirname(ck.source)
+    out, seen = [], set()
+    for sec in sections:
+        if sec["kind"] == "master":
+            continue
+        where = f"line {sec['line']} ({sec['kind']})"
+        if not sec.get("ip") and not sec.get("mac"):
+            ck.fail(where, "needs an ip or mac line for RTcfg to find the station")
+        ip = _ipv4_var(ck, f"{where}: ip", sec["ip"]) if sec.get("ip") else None
+        mac = None
+        if sec.get("mac"):
+            mac = ck.string(f"{where}: mac", sec["mac"].lower(), CANONICAL_MAC,
+                            f"a MAC like {EXAMPLE_MAC}")
+        key = ip or mac
+        if key in seen:
+            ck.fail(where, f"{key} has a section already")
+        seen.add(key)
+        if sec["kind"] == "backup-master" and "backup" not in sec:
+            ck.fail(f"line {sec['line']}: backup-master:", "needs a backup-offset line")
+        section_config(ck, sec, sections, 0)     # the schedule it gets must pass the checks
+        own2 = _stage2_src(ck, f"{where}: stage2", sec.get("stage2"), base) or stage2
+        out.append(_rtcfg_call(ck, where, lambda: rtcfg_setup.section_invitation(
+            sec["kind"], ip, mac, sec["slots"], prefix, own2, cycle_us=master["cycle"],
+            backup_offset_us=sec.get("backup"))))
+    return out
+
+
+def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
+    """The sections of an extended-mode tdma.conf, each line checked; exactly one master."""
     ck = _Checker(source)
     sections = []
     for no, line in enumerate(text.split("\n"), 1):   # lines as an editor counts them
@@ -597,16 +781,27 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
     masters = [s for s in sections if s["kind"] == "master"]
     if len(masters) != 1 or "cycle" not in masters[0]:
         ck.fail("master:", "exactly one master: section with a cycle line is needed")
+    for sec in sections:
+        for sid, (no, us) in sec["windows"].items():
+            if sid not in sec["slots"]:
+                ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
+            sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
+        sec["windows"] = {}
+    return sections
+
+
+def own_section(ck: _Checker, sections: list, ip: str | None, mac: str | None) -> dict:
+    """This station's section, by ``ip`` or ``mac``."""
     mine = [s for s in sections
             if (ip and s.get("ip") == ip) or (mac and s.get("mac", "").lower() == mac.lower())]
     if not mine:
         ck.fail("ip", f"no section for this station (ip {ip}{', mac ' + mac if mac else ''})")
-    sec = mine[0]
-    cycle = masters[0]["cycle"]
-    for sid, (no, us) in sec["windows"].items():
-        if sid not in sec["slots"]:
-            ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
-        sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
+    return mine[0]
+
+
+def section_config(ck: _Checker, sec: dict, sections: list, cal_rounds: int) -> TdmaConfig:
+    """The TDMA configuration a section gives its station."""
+    cycle = next(s for s in sections if s["kind"] == "master")["cycle"]
     kw = {"cal_rounds": cal_rounds, "slots": sec["slots"]}
     if sec["kind"] == "master":
         kw.update(role="master", cycle_us=cycle)
@@ -619,12 +814,21 @@ def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = No
     return ck.tdma(f"line {sec['line']} ({sec['kind']})", lambda: TdmaConfig(**kw))
 
 
-def load(path: str, *, mac: str | None = None) -> StationConfig:
-    """Read and check a configuration file (TOML by its .toml suffix, else rtnet.conf)."""
+def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = None,
+                    mac: str | None = None, cal_rounds: int = 100) -> TdmaConfig:
+    """The extended-mode file: the section of this station (by ``ip`` or ``mac``)."""
+    ck = _Checker(source)
+    sections = tdma_sections(text, source)
+    return section_config(ck, own_section(ck, sections, ip, mac), sections, cal_rounds)
+
+
+def load(path: str, *, mac: str | None = None, rtcfg: bool | None = None) -> StationConfig:
+    """Read and check a configuration file (TOML by its .toml suffix, else rtnet.conf).
+    ``rtcfg``: with or without RTcfg (None: the file's default; rtnet.conf: with)."""
     text = read_text(path)
     if path.endswith(".toml"):
-        return parse_toml(text, path)
-    return parse_rtnet_conf(text, path, mac=mac)
+        return parse_toml(text, path, rtcfg=rtcfg)
+    return parse_rtnet_conf(text, path, mac=mac, rtcfg=True if rtcfg is None else rtcfg)
 
 
 def with_overrides(cfg: StationConfig, **kw) -> StationConfig:

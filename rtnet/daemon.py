@@ -83,6 +83,10 @@ sizes shared with the clients: rtnet.control_protocol.
   ones wait in their connection's thread only.  A client's payload is checked
   whole (rtnet.rtcfg.apply) and applied through the ``tdma.*`` handlers
   above; ``status`` carries the server's or client's state under ``"rtcfg"``.
+  ``rtcfg.commands`` (commands: a command list, rtnetctl up's STAGE_2_CMDS) is
+  checked and applied the same way.  A VNIC whose slot the schedule lacks yet
+  (an RTcfg slave starts without slots) is opened when a payload first sets
+  its address, once the slots before it in the payload carry it.
 - ``shutdown``: replies, then stops the daemon like SIGTERM.
 """
 from __future__ import annotations
@@ -100,6 +104,7 @@ import struct
 import sys
 import threading
 import time
+from dataclasses import replace
 
 from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 
@@ -286,9 +291,10 @@ class Daemon:
             elif cfg.discipline == "nomac":
                 st.attach_nomac()
             st.start()
-            if cfg.vnic.enabled:
-                self.tap = open_vnic(cfg, st.mac)
-                st.attach_vnic(self.tap.fd, cfg.vnic.mode, cfg.vnic.slot)
+            if cfg.vnic.enabled and self._vnic_slot_ready(cfg.tdma):
+                self._open_vnic()
+            elif cfg.vnic.enabled:
+                log.info("%s: %s waits for its slot (from RTcfg)", self.dev, cfg.vnic.name)
             self.ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
             self.echo = EchoService(st, self.ips)
             self._chan_ids.add(self.echo.cid)
@@ -627,7 +633,8 @@ class Daemon:
         with self._lock:
             view = rtcfg_apply.StationView(
                 self.station.discipline, self.station.tdma_config, self.tap is not None,
-                info.get("ip"), self._master_config, self._slave_config)
+                info.get("ip"), self._master_config, self._slave_config,
+                vnic_slot=self.cfg.vnic.slot if self.cfg.vnic.enabled else None)
             rtcfg_apply.check(requests, view)
             self._rtcfg_ip = info.get("ip")     # station.ip may change it on the way
             try:
@@ -638,12 +645,27 @@ class Daemon:
                 message = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 raise RtcfgError(f"applying: {message}") from None
 
+    def _vnic_slot_ready(self, tdma: TdmaConfig | None) -> bool:
+        """Whether the schedule carries the VNIC: an RTcfg slave gets its slot later."""
+        return self.cfg.discipline != "tdma" or (
+            tdma is not None and effective_slot(tdma, self.cfg.vnic.slot) is not None)
+
+    def _open_vnic(self) -> None:
+        """The TAP, sized for the slot the running schedule gives it."""
+        cfg = self.cfg
+        if self.station.tdma_config is not None:
+            cfg = replace(cfg, tdma=self.station.tdma_config)
+        self.tap = open_vnic(cfg, self.station.mac)
+        self.station.attach_vnic(self.tap.fd, cfg.vnic.mode, cfg.vnic.slot)
+
     def _vnic_address(self, req, conn=None):
+        if self.tap is None:
+            self._open_vnic()
         self.tap.set_address(req["cidr"])
 
     def _vnic_up(self, req, conn=None):
         ip = ipaddress.IPv4Address(self._rtcfg_ip)     # RTnet's ifconfig vnic0 up $IPADDR
-        self.tap.set_address(f"{ip}/{rtcfg_payload.classful_prefix(ip)}")
+        self._vnic_address({"cidr": f"{ip}/{rtcfg_payload.classful_prefix(ip)}"})
 
     def _station_ip(self, req, conn=None):
         self.ips.add(req["ip"])
@@ -661,12 +683,15 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="rtnetd", description="rtnet-xdp station daemon")
     p.add_argument("-c", "--config", required=True, help="rtnet.toml or rtnet.conf")
     p.add_argument("--dev", help="real-time device (overrides the configuration)")
+    p.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
+                   help="read the configuration for a segment brought up with RTcfg "
+                        "(default: rtnet.conf yes, rtnet.toml as [rtcfg] enabled says)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="rtnetd: %(message)s", stream=sys.stderr)
     try:
-        cfg = _config.load(args.config)
+        cfg = _config.load(args.config, rtcfg=args.rtcfg)
         if args.dev:
             cfg = _config.with_overrides(cfg, device=args.dev)
         daemon = Daemon(cfg)

@@ -32,6 +32,7 @@ from ._lowlevel import ffi, lib
 from .argtypes import integer, number
 from .errors import ConfigError
 from .messages import shown
+from .rtcfg import step
 
 
 def _c_tdma_defaults():
@@ -185,6 +186,20 @@ _ROWS = (
            "largest frame, Ethernet header included"),
     Option("channel.depth", int, _CH.depth, 1, lib.RTN_CHAN_MAX_DEPTH, "messages", False,
            "messages per ring, a power of two", toml=False),
+    # RTcfg as rtnetctl up runs it (the server's defaults are RTnet's rtcfg's, rtcfg.step)
+    Option("rtcfg.enabled", bool, False, None, None, "", False,
+           "rtnetctl up brings the segment up with RTcfg (rtnet.conf: always, unless "
+           "--no-rtcfg)"),
+    Option("rtcfg.offset_us", int, 200, 1, lib.RTN_TDMA_MAX_OFFSET_NS // _US, "us", False,
+           "server: the k-th slave's slot 0 at k times this (rtnet.conf TDMA_OFFSET)"),
+    Option("rtcfg.timeout_s", int, 120, 0, 86_400, "s", False,
+           "the whole RTcfg bring-up of rtnetctl up (0: wait forever, as RTnet)"),
+    Option("rtcfg.period_ms", int, step.DEFAULT_PERIOD_MS, 1, step.MAX_PERIOD_MS, "ms", False,
+           "server: Stage 1 invitations and timer tick (rtcfg server -p)"),
+    Option("rtcfg.heartbeat_ms", int, step.DEFAULT_HEARTBEAT_MS, 0, step.MAX_HEARTBEAT_MS,
+           "ms", False, "server: the clients' heartbeat period (0: none; rtcfg server -h)"),
+    Option("rtcfg.threshold", int, step.DEFAULT_THRESHOLD, 1, 255, "heartbeats", False,
+           "server: missed heartbeats before a station is dead (rtcfg server -t)"),
 )
 
 OPTIONS: dict[str, Option] = {o.key: o for o in _ROWS}

@@ -131,19 +131,39 @@ def stage_breakdown_us(samples) -> dict:
 
 
 def attribute_misses(records: list, lost: int, stalls: list, slack_ns: int = 0) -> dict:
-    """Misses by cause, each over-deadline record matched to a CPU stall overlapping its
-    life (scheduled time to its last stamp, global time ~ CLOCK_MONOTONIC in the lab)."""
+    """Misses by cause, each over-deadline record matched to the CPU stalls (gaps) and slow
+    spells (rtnet.stall) overlapping its life (scheduled time to its last stamp, global time
+    ~ CLOCK_MONOTONIC in the lab).  ``with_stall`` counts misses with a gap, ``in_slow``
+    those with a slow spell and no gap: together, the misses the CPU explains."""
     by_cause: dict = {}
     listed = []
     for r in records:
         start, end = r.sched_ns - slack_ns, r.sched_ns + r.total_ns + slack_ns
         hit = [s for s in stalls if s.overlaps(start, end)]
-        c = by_cause.setdefault(r.cause, {"misses": 0, "with_stall": 0, "excess_us": []})
+        gaps = [s for s in hit if s.kind == "gap"]
+        slow = [s for s in hit if s.kind == "slow"]
+        c = by_cause.setdefault(r.cause, {"misses": 0, "with_stall": 0, "in_slow": 0,
+                                          "excess_us": []})
         c["misses"] += 1
-        c["with_stall"] += bool(hit)
+        c["with_stall"] += bool(gaps)
+        c["in_slow"] += bool(slow) and not gaps
         c["excess_us"].append(round(r.excess_ns / 1000, 1))
-        listed.append({**r.to_dict(), "stall_us": max((s.gap_ns for s in hit), default=0) / 1000,
-                       "stall_cpus": sorted({s.cpu for s in hit})})
+        listed.append({**r.to_dict(), "stall_us": max((s.gap_ns for s in gaps), default=0) / 1000,
+                       "stall_cpus": sorted({s.cpu for s in gaps}),
+                       "slowdown": max((s.slowdown for s in slow), default=0.0),
+                       "slow_cpus": sorted({s.cpu for s in slow})})
     if lost:
-        by_cause[DROPPED] = {"misses": int(lost), "with_stall": None, "excess_us": []}
+        by_cause[DROPPED] = {"misses": int(lost), "with_stall": None, "in_slow": None,
+                             "excess_us": []}
     return {"by_cause": by_cause, "misses": listed}
+
+
+def cause_text(v: dict) -> str:
+    """One cause's misses as the benchmarks print them: "14 (9 with a CPU stall, 3 in a
+    slow spell)"."""
+    if v["with_stall"] is None:
+        return f"{v['misses']}"
+    parts = [f"{v['with_stall']} with a CPU stall"]
+    if v.get("in_slow"):
+        parts.append(f"{v['in_slow']} in a slow spell")
+    return f"{v['misses']} ({', '.join(parts)})"

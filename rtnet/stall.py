@@ -1,9 +1,10 @@
 """The stall detector (csrc/rtn_stall.h): a SCHED_FIFO thread per CPU that records every
-wake-up later than a threshold, so a gap of the (virtual) CPU is shown where it happened.
+wake-up later than a threshold, so a gap of the (virtual) CPU is shown where it happened,
+and every spell in which the CPU ran a fixed unit of work several times slower than usual.
 
 >>> with StallDetector([0, 1]) as det:             # doctest: +SKIP
 ...     run_the_benchmark()
-...     gaps = det.gaps()                          # [Stall(cpu, due_ns, woke_ns), ...]
+...     gaps = det.gaps()                          # [Stall(cpu, due_ns, woke_ns, kind), ...]
 """
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ from .hist import Histogram
 
 @dataclass(frozen=True)
 class Stall:
-    """The detector on ``cpu`` was due at ``due_ns`` and ran at ``woke_ns`` (CLOCK_MONOTONIC)."""
+    """A gap: the detector on ``cpu`` was due at ``due_ns`` and ran at ``woke_ns``; or a slow
+    spell (``kind`` "slow") from ``due_ns`` to ``woke_ns`` in which its work unit took
+    ``slowdown`` times the fastest one (CLOCK_MONOTONIC)."""
 
     cpu: int
     due_ns: int
     woke_ns: int
+    kind: str = "gap"
+    slowdown: float = 0.0
 
     @property
     def gap_ns(self) -> int:
@@ -31,6 +36,12 @@ class Stall:
         return self.due_ns < end_ns and start_ns < self.woke_ns
 
 
+def _stall(r) -> Stall:
+    if r.kind == lib.RTN_STALL_SLOW:
+        return Stall(r.cpu, r.due_ns, r.woke_ns, "slow", round(r.work_ns / max(1, r.base_ns), 1))
+    return Stall(r.cpu, r.due_ns, r.woke_ns)
+
+
 class StallDetector(Closeable):
     """One detector thread per CPU in ``cpus`` until closed; gaps are read incrementally."""
 
@@ -38,12 +49,15 @@ class StallDetector(Closeable):
 
     def __init__(self, cpus, *, period_us: float = lib.RTN_STALL_PERIOD_DEFAULT_NS / 1000,
                  threshold_us: float = lib.RTN_STALL_THRESHOLD_DEFAULT_NS / 1000,
-                 priority: int = 99, allow_fallback: bool = False):
+                 priority: int = 99, allow_fallback: bool = False,
+                 slow_factor: int = lib.RTN_STALL_SLOW_FACTOR_DEFAULT,
+                 work_us: float = lib.RTN_STALL_WORK_DEFAULT_NS / 1000):
         self.cpus = [int(c) for c in cpus]
         o = ffi.new("struct rtn_stall_opts *")
         lib.rtn_stall_opts_init(o)
         o.period_ns, o.threshold_ns = int(period_us * 1000), int(threshold_us * 1000)
         o.priority, o.allow_fallback = priority, int(allow_fallback)
+        o.slow_factor, o.work_ns = int(slow_factor), int(work_us * 1000)
         out = ffi.new("struct rtn_stall **")
         check(lib.rtn_stall_start(o, ffi.new("int[]", self.cpus), len(self.cpus), out),
               RtThreadError, "stall detector")
@@ -54,7 +68,8 @@ class StallDetector(Closeable):
         self._gaps: list[Stall] = []
 
     def gaps(self) -> list[Stall]:
-        """Every gap recorded so far (oldest first per CPU; the newest RTN_STALL_RECS each)."""
+        """Every gap and slow spell recorded so far (oldest first per CPU; the newest
+        RTN_STALL_RECS each)."""
         if self._st is not None:
             for i in range(len(self.cpus)):
                 while True:
@@ -62,7 +77,7 @@ class StallDetector(Closeable):
                                              self._nxt)
                     if got < 0:
                         break
-                    self._gaps.extend(Stall(r.cpu, r.due_ns, r.woke_ns) for r in self._buf[0:got])
+                    self._gaps.extend(_stall(r) for r in self._buf[0:got])
                     if self._nxt[0] == self._next[i]:
                         break
                     self._next[i] = self._nxt[0]

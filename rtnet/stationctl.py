@@ -7,6 +7,16 @@ the requested network namespace, and waits until its control socket answers
 error.  A daemon started in a lab station's namespace (``rtn-<lab>-sN``) is
 also recorded with the lab, so ``rtnetctl lab down`` stops it too.
 
+With RTcfg (rtnet.conf by default, as ``rtnet start``; rtnet.toml with
+``[rtcfg] enabled``; ``rtcfg=True/False`` overrides) ``up`` then runs the
+RTcfg bring-up (rtnet.rtcfg.startup): a master serves the stations of its
+configuration and waits until all are configured and ready, a slave waits
+for the master's configuration and the other stations.  It prints RTnet's
+stage messages through ``say``.  If a step fails or the time-out
+(``rtcfg.timeout_s``, RTCFG_TIMEOUT) passes, the daemon is stopped again:
+a station that is not fully configured does not stay on the segment, and
+``rtnetctl up`` can simply be run again.
+
 ``down`` sends SIGTERM to the PID in the PID file (only if that file is
 still locked, i.e. a daemon owns it), waits, and then removes what a dead
 daemon may have left: socket, PID file and the XDP program on the device.
@@ -107,10 +117,10 @@ def _last_daemon_line(log_path: str) -> str | None:
 
 
 def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
-       timeout: float = START_TIMEOUT) -> dict:
+       timeout: float = START_TIMEOUT, rtcfg: bool | None = None, say=None) -> dict:
     if netns is not None and not _netns.exists(netns):
         _fail(f"network namespace {netns!r} does not exist", errno.ENOENT)
-    cfg = _config.load(config_path)       # ConfigError: nothing started
+    cfg = _config.load(config_path, rtcfg=rtcfg)      # ConfigError: nothing started
     dev = dev or cfg.device
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)
@@ -122,6 +132,8 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     log_path = os.path.join(station_dir, f"{dev}.log")
     argv = [sys.executable, "-m", "rtnet.daemon", "-c", os.path.abspath(config_path),
             "--dev", dev]
+    if rtcfg is not None:
+        argv.append("--rtcfg" if rtcfg else "--no-rtcfg")
     if netns:
         argv = _netns.command(netns, argv)
     env = dict(os.environ)
@@ -150,8 +162,27 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
             proc.terminate()
             _fail(f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})", errno.ETIMEDOUT)
         time.sleep(0.05)  # the daemon is a separate process: poll its socket
-    return {"dev": dev, "pid": proc.pid, "netns": netns, "log": log_path,
+    info = {"dev": dev, "pid": proc.pid, "netns": netns, "log": log_path,
             "discipline": st["discipline"], "socket": sock_path}
+    if cfg.rtcfg is not None:
+        info["rtcfg"] = _rtcfg_up(cfg.rtcfg, dev, netns, say or (lambda _: None))
+    return info
+
+
+def _rtcfg_up(setup, dev: str, netns: str | None, say) -> dict:
+    """The RTcfg bring-up; on any failure the daemon is stopped again (one error line)."""
+    from .rtcfg import startup
+
+    def call(req, timeout):
+        return request(dev, req, netns=netns, timeout=timeout)
+    try:
+        return startup.run(setup, call, say)
+    except startup.StartupError as exc:
+        down(dev, netns=netns)
+        _fail(f"{dev}: RTcfg {exc.strerror} (rtnetd stopped again)", exc.errno)
+    except BaseException:       # Ctrl-C while waiting: nothing half-up stays either
+        down(dev, netns=netns)
+        raise
 
 
 def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
@@ -252,8 +283,14 @@ def format_status(s: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _age(ms) -> str:
+    return "-" if ms is None else f"{ms / 1000:.1f} s ago"
+
+
 def format_rtcfg(r: dict | None) -> list[str]:
-    """RTcfg in a few lines: the role and state, the stations seen (a server: alive and dead)."""
+    """RTcfg in a few lines: the role and state, then the stations seen (a server: alive,
+    i.e. ready and heard from within its heartbeat threshold, or dead; a client: the
+    stations it learnt from their announcements)."""
     if not r:
         return []
     c = r.get("counters", {})
@@ -264,15 +301,20 @@ def format_rtcfg(r: dict | None) -> list[str]:
         alive = sum(st["state"] == "ready" for st in stations)
         dead = sum(st["state"] == "dead" for st in stations)
         out = [f"  rtcfg server{' (ready)' if r.get('ready') else ''}: {len(stations)} stations, "
-               f"{alive} alive, {dead} dead; {counts}"]
-        out += [f"    {st.get('ip') or st.get('mac')}"
-                f"{' ' + st['mac'] if st.get('ip') and st.get('mac') else ''}: {st['state']} "
-                f"(invited {st.get('invited', 0)}, dead {st.get('dead', 0)} times)"
+               f"{r.get('configured', 0)} configured, {alive} alive (ready), {dead} dead; "
+               f"{counts}"]
+        out += [f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
+                f"{'alive' if st['state'] == 'ready' else st['state']:<9} last heard "
+                f"{_age(st.get('last_frame_age_ms'))} (invited {st.get('invited', 0)}, dead "
+                f"{st.get('dead', 0)} times)"
                 for st in stations]
         return out
     ready = sum(bool(st.get("ready")) for st in stations)
-    return [f"  rtcfg client {r.get('state')}, server {r.get('server') or '-'}, ip "
-            f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"]
+    out = [f"  rtcfg client {r.get('state')}, server {r.get('server') or '-'}, ip "
+           f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"]
+    out += [f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
+            f"{'ready' if st.get('ready') else 'not ready'}" for st in stations]
+    return out
 
 
 def format_stages(st: dict | None) -> list[str]:

@@ -55,12 +55,14 @@ import bench_xdp_flood  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
 
+from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
 from rtnet import netns  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
-from rtnet.stages import attribute_misses, stage_breakdown_us  # noqa: E402
+from rtnet.preflight.measure import measure_wakeups, recommended_guard_us  # noqa: E402
+from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us  # noqa: E402
 from rtnet.stall import StallDetector  # noqa: E402
 from rtnet.station import RtSettings  # noqa: E402
 from vnic import bench as vnic_bench  # noqa: E402
@@ -74,6 +76,9 @@ LOAD_CPUS = "0"            # stress-ng here
 STATION_PRIO = 90
 APP_PRIO = 80
 SUB_PRIO = 70
+DEFAULT_GUARD_US = DEFAULT_GUARD_NS // 1000
+GUARD_MAX_US = 450         # the slave's window (at least the guard) and the master's still fit
+GUARD_PROBE_S = 5
 LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
 FLOOD_MBPS = 150          # offered above the 100 Mbit/s link, so the flood keeps the queues full
 FLOOD_LEN = 1200
@@ -245,9 +250,38 @@ def station_snapshot(st, cid=None) -> dict:
     return out
 
 
+def guard_arg(text: str):
+    return text if text == "auto" else integer("guard", 1, GUARD_MAX_US)(text)
+
+
+def measured_guard_us() -> dict:
+    """The guard for this machine as it is now (rtnetctl check --measure): how late a
+    SCHED_FIFO thread on the RT CPU wakes, p99.99 over GUARD_PROBE_S seconds, plus a margin.
+    Under TDMA a station whose RT thread wakes later than its slot's guard skips the slot
+    and its messages wait for the next one, so on a VM whose vCPUs stall or slow down for
+    milliseconds a 50 us guard turns each spell into a run of skipped slots."""
+    m = measure_wakeups(RT_CPU, GUARD_PROBE_S, STATION_PRIO)
+    return {"guard_us": min(GUARD_MAX_US, recommended_guard_us(m)), "probe_wakeups": m["wakeups"],
+            "probe_p999_us": m["p999_us"], "probe_p9999_us": m["p9999_us"],
+            "probe_max_us": m["max_us"]}
+
+
 def measure_discipline(args, lab, disc: str, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
-    p = plan(CYCLE_US, LINK_MBPS)
+    if disc != "tdma":
+        g = {"guard_us": DEFAULT_GUARD_US}      # no slots: the plan only places the messages
+    elif args.guard_us == "auto":
+        g = measured_guard_us()
+        log(f"# a: TDMA guard {g['guard_us']} us from the RT CPU's wake-up lateness "
+            f"(p99.9 {g['probe_p999_us']:.0f} us, p99.99 {g['probe_p9999_us']:.0f} us, "
+            f"max {g['probe_max_us']:.0f} us over "
+            f"{g['probe_wakeups']} wake-ups)")
+    else:
+        g = {"guard_us": args.guard_us}
+    if disc == "tdma":
+        results["guard"] = g
+    guard_us = g["guard_us"]
+    p = plan(CYCLE_US, LINK_MBPS, guard_ns=guard_us * 1000)
     slot_us = p.master.slots[0].offset_us
     per_chunk = max(1, args.messages // args.chunks)
     cm = (tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET]) if disc == "tdma"
@@ -268,6 +302,9 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
             ch_rx.set_stages(deadline_us=CYCLE_US)
             if udp_rx is not None:
                 udp_rx.set_stages(deadline_us=CYCLE_US)
+            # the automatic lead goes on from chunk to chunk and from load to load, as one
+            # long-running task's would (it starts at a quarter of the cycle)
+            learnt = {}
             for load in args.loads:
                 seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
                 log(f"# a/{disc}/{load}: starting load")
@@ -282,15 +319,17 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     for i in range(args.chunks):
                         order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
-                            learnt = stats[app][-1].lead_ns / 1000 if stats[app] else None
                             tx, rx, dst = ((udp_tx, udp_rx, (lab.station(2).ip, UDP_PORT))
                                            if app == "rt-udp"
                                            else (ch_tx, ch_rx, lab.station(2).mac))
                             samples, st, recs = run_app_chunk(disc, app, tx, rx, dst, per_chunk,
-                                                              slot_us, args.lead_us, learnt)
+                                                              slot_us, args.lead_us,
+                                                              learnt.get(app))
                             got[app].append(samples)
                             late[app].extend(recs)
                             stats[app].append(st)
+                            if st.handover_ns is not None:
+                                learnt[app] = st.lead_ns / 1000
                             h = st.histogram
                             wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
                                           h.max_ns, h.sum_ns)
@@ -334,9 +373,7 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                         f"missed {cell['missed']}")
                     if cell["misses_by_cause"]:
                         log(f"{'':<22} misses by cause: " + ", ".join(
-                            f"{c} {v['misses']}" + (f" ({v['with_stall']} with a CPU stall)"
-                                                    if v["with_stall"] is not None else "")
-                            for c, v in cell["misses_by_cause"].items()))
+                            f"{c} {cause_text(v)}" for c, v in cell["misses_by_cause"].items()))
                 log_udp_difference(results, disc, load)
                 w = after["wakeup"].since(before["wakeup"]).summary_us()
                 b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
@@ -361,11 +398,16 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                 log(f"# {disc}/{load} sender per s: " + ", ".join(
                     f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
             every = stalls.gaps()
+            gaps = [g for g in every if g.kind == "gap"]
+            slow = [g for g in every if g.kind == "slow"]
             results.setdefault("stalls", {})[disc] = {
                 "period_us": args.stall_period_us, "threshold_us": args.stall_threshold_us,
-                "gaps": len(every), "max_us": max((g.gap_ns for g in every), default=0) / 1000,
+                "gaps": len(gaps), "max_us": max((g.gap_ns for g in gaps), default=0) / 1000,
+                "slow_records": len(slow), "slow_ms": sum(g.gap_ns for g in slow) / 1e6,
+                "max_slowdown": max((g.slowdown for g in slow), default=0.0),
                 "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()}}
     results["matrix_config"] = {"slot0_us": slot_us,
+                                "tdma_guard_us": results.get("guard", {}).get("guard_us"),
                                 "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
 
 
@@ -543,6 +585,11 @@ def parse_args(argv):
                     default=100, help="a detector wake-up later than this is a CPU stall")
     ap.add_argument("--lead-us", type=integer("lead", 0, CYCLE_US - 1), default=LEAD_US,
                     help="TDMA: the RT application wakes this long before its slot")
+    ap.add_argument("--guard-us", type=guard_arg, default="auto",
+                    help="the TDMA RT slots' guard in the matrix: how late a station's RT thread "
+                         "may wake and still send in its slot, in us, or 'auto' (default): "
+                         "the p99.99 wake-up lateness measured on the RT CPU just before, "
+                         f"plus a margin, {DEFAULT_GUARD_US}..{GUARD_MAX_US} us")
     ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,
                     help="cyclictest per load")
     # RFC 2544's frame sizes run from 64 to 1518 bytes (FCS included)

@@ -101,8 +101,10 @@ def misses_table(results: dict) -> str:
             v = by.get(cause)
             if not v:
                 return "0"
-            return (f"{v['misses']}" if v["with_stall"] is None
-                    else f"{v['misses']} ({v['with_stall']} stall)")
+            if v["with_stall"] is None:
+                return f"{v['misses']}"
+            slow = f", {v['in_slow']} slow" if v.get("in_slow") else ""
+            return f"{v['misses']} ({v['with_stall']} stall{slow})"
         # the automatic hand-over lead's column is filled by its own measurement
         rows.append(f"| {key} | {cell.get('missed', 0)} | "
                     + " | ".join(one(c) for c in CAUSE_ORDER) + " | - |")
@@ -558,6 +560,19 @@ def markdown(results: dict, report_path: str) -> str:
               f"RT application wakes {mc.get('lead_us')} us before it; under NoMAC the RT "
               "application runs on its own absolute 1 ms grid. Missed cycles = latency above one "
               "cycle, plus lost messages.", ""]
+        g = results.get("guard")
+        if g:
+            L += [f"The TDMA RT slots' guard (how late a station's RT thread may wake and still "
+                  f"send in its slot) is {g['guard_us']} us"
+                  + (f", chosen by the benchmark from the RT CPU's wake-up lateness just before "
+                     f"(p99.99 {g.get('probe_p9999_us', 0):.0f} us over {g['probe_wakeups']} "
+                     f"wake-ups, "
+                     f"plus a margin). With the default 50 us guard a vCPU that stalls or slows "
+                     f"down for milliseconds makes the station skip its slot in every cycle of "
+                     f"the spell, and the messages wait for its end." if "probe_p999_us" in g
+                     else ", set by hand (--guard-us).")
+                  + " A station's window starts inside its RT slot's guard, so the guard costs "
+                  "the other stations no wire time.", ""]
         for key, name in METRICS:
             L += [f"### {name} ({'count' if key == 'missed' else 'us'})", "",
                   matrix_table(results, key), ""]
@@ -590,7 +605,12 @@ def markdown(results: dict, report_path: str) -> str:
                   f"stall detector on every CPU saw it (SCHED_FIFO 99, {det.get('period_us', '?')} us "
                   f"period, a wake-up over {det.get('threshold_us', '?')} us late is a gap; "
                   + ", ".join(f"{d}: {v['gaps']} gaps, longest {fmt(v['max_us'], 0)} us"
-                              for d, v in sp.items()) + ").", "", mt, ""]
+                              for d, v in sp.items()) + "), and how many of the rest fell in a "
+                  "slow spell, in which the detector's fixed unit of work took several times "
+                  "its fastest time (" + ", ".join(
+                      f"{d}: {fmt(v.get('slow_ms', 0), 0)} ms slow, up to "
+                      f"{fmt(v.get('max_slowdown', 0), 0)} times slower" for d, v in sp.items())
+                  + ").", "", mt, ""]
     if results["wakeup"]:
         L += ["## b. Wake-up latency and slot lateness next to cyclictest", "",
               "Per discipline and load, over the same phase as the matrix cells (us): the sending "

@@ -28,7 +28,7 @@ from rtmac.tdma_config import (
     validate,
     wire_time_ns,
 )
-from rtnet.errors import RtnetError
+from rtnet.errors import ConfigError, RtnetError
 from rtnet.station import RtSettings, Station
 
 from .tap import RTMAC_HLEN, Tap, txqueuelen_for
@@ -84,19 +84,25 @@ class SlotPlan:
 
 
 def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, *, windows: bool = True,
-         max_master_nrt: int = 62) -> SlotPlan:
-    """The benchmark pair's schedule: NRT windows (default) or RTnet's NRT slots."""
+         max_master_nrt: int = 62, guard_ns: int = DEFAULT_GUARD_NS) -> SlotPlan:
+    """The benchmark pair's schedule: NRT windows (default) or RTnet's NRT slots.
+    ``guard_ns``: the RT slots' guard, the lateness a station's RT thread may have and still
+    send in its slot (windows only: a station's window starts inside its RT slot's guard, so
+    a longer guard costs the other stations nothing)."""
     if windows:
-        return _window_plan(cycle_us, link_rate_mbps)
+        return _window_plan(cycle_us, link_rate_mbps, guard_ns)
+    if guard_ns != DEFAULT_GUARD_NS:
+        raise ConfigError("the NRT slot plan keeps the default guard")
     return _slot_plan(cycle_us, link_rate_mbps, max_master_nrt)
 
 
-def _window_plan(cycle_us: int, link_rate_mbps: int) -> SlotPlan:
+def _window_plan(cycle_us: int, link_rate_mbps: int, guard_ns: int) -> SlotPlan:
     # the slave's window: one full frame, and at least its RT slot's guard it starts in
     one_frame_us = -(-wire_time_ns(NRT_SLOT_SIZE + 14, link_rate_mbps) // 1000)
-    slave_us = max(one_frame_us, -(-DEFAULT_GUARD_NS // 1000))
+    slave_us = max(one_frame_us, -(-guard_ns // 1000))
     p = segment_plan(2, cycle_us=cycle_us, link_rate_mbps=link_rate_mbps, backup=False,
-                     rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE, windows_us={2: slave_us})
+                     rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE, windows_us={2: slave_us},
+                     guard_ns=guard_ns)
     master = validate(dataclasses.replace(p.tdma_config(1), max_slot_id=63, cal_rounds=10))
     slave = validate(dataclasses.replace(p.tdma_config(2), max_slot_id=63, cal_rounds=10))
     return SlotPlan(master, slave, cycle_us, link_rate_mbps,

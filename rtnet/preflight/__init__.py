@@ -82,8 +82,13 @@ CHECKS = (check_preempt_rt, check_preemption, check_sched_fifo, check_rt_throttl
 __all__ = ["CHECKS", "FAIL", "JSON_KEYS", "NA", "OK", "STATUSES", "UMEM_BYTES", "WARN",
            "Change", "CheckResult", "Machine", "Target", "apply", "apply_and_recheck",
            "check_machine", "check_name", "failed", "format_change", "format_table",
-           "kernel_params", "parse_kconfig", "run_checks", "target_for"]
+           "kernel_params", "measured_rt_cpu", "parse_kconfig", "run_checks", "target_for"]
 
+
+
+def measured_rt_cpu(target: Target, machine: Machine | None = None) -> int:
+    """The CPU the checks are for (rt.cpu, else the last online CPU): where --measure runs."""
+    return _Facts(machine or Machine(SysFiles("/")), target).rt_cpu
 
 
 def check_name(check) -> str:

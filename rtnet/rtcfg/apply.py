@@ -5,7 +5,8 @@ The client machine (client.py) hands the daemon the requests of a payload
 the whole list would do before any of it runs: the TDMA requests are
 folded into the configuration they lead to (the same builders and
 rtmac.tdma_config checks as the daemon's own ``tdma.*`` handlers), and the
-VNIC and IP requests are checked against what the station has.  Only a
+VNIC and IP requests are checked against what the station has (a VNIC the
+station opens on first use needs its slot in the schedule by then).  Only a
 list that passes as a whole is then run, request by request, through the
 daemon's handlers (:func:`run`).
 """
@@ -15,7 +16,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Callable
 
-from rtmac.tdma_config import TdmaConfig, apply_request, validate
+from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot, validate
 from rtnet.errors import ConfigError, RtcfgError
 
 TDMA_COMMANDS = ("tdma.master", "tdma.slave", "tdma.slot", "tdma.remove_slot", "tdma.detach")
@@ -32,6 +33,19 @@ class StationView:
     ip: str | None                               # the station's IP, as RTcfg assigned it
     master_config: Callable[[dict], TdmaConfig]  # the daemon's builders for tdma.master/slave
     slave_config: Callable[[dict], TdmaConfig]
+    vnic_slot: int | None = None                 # a VNIC not open yet, opened in this slot
+
+
+def _check_vnic(what: str, view: StationView) -> None:
+    """The VNIC is there, or it can be opened: the schedule by then carries its slot."""
+    if view.has_vnic:
+        return
+    if view.vnic_slot is None:
+        raise RtcfgError(f"{what}: this station has no VNIC")
+    if view.tdma is None or effective_slot(view.tdma, view.vnic_slot) is None:
+        raise RtcfgError(f"{what}: the VNIC's slot {view.vnic_slot} is not in the schedule "
+                         f"(give the slot first)")
+    view.has_vnic = True
 
 
 def _check_one(req: dict, view: StationView) -> None:
@@ -53,15 +67,13 @@ def _check_one(req: dict, view: StationView) -> None:
             raise RtcfgError("tdma.detach: no TDMA attached")
         view.tdma, view.discipline = None, "none"
     elif cmd == "vnic.address":
-        if not view.has_vnic:
-            raise RtcfgError("vnic address: this station has no VNIC")
+        _check_vnic("vnic address", view)
         try:
             ipaddress.IPv4Interface(req.get("cidr"))
         except (ValueError, TypeError):
             raise RtcfgError(f"vnic address: {req.get('cidr')!r} is not a.b.c.d/prefix") from None
     elif cmd == "vnic.up":
-        if not view.has_vnic:
-            raise RtcfgError("vnic up: this station has no VNIC")
+        _check_vnic("vnic up", view)
         if view.ip is None:
             raise RtcfgError("vnic up: the station has no IP address (add it by IP)")
     elif cmd == "station.ip":

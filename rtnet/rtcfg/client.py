@@ -136,7 +136,7 @@ class Client:
         return (self.state == ClientState.READY and self._all_known()
                 and all(s.ready for s in self.stations.values()))
 
-    def status(self) -> dict:
+    def status(self, now: int | None = None) -> dict:
         return {"role": "client", "mac": self.mac, "ip": self.ip, "state": self.state.value,
                 "server": self.server_mac,
                 "stations": [{"mac": m, "ip": s.ip, "ready": s.ready}

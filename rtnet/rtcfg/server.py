@@ -132,10 +132,20 @@ class Server:
     def state_of(self, address: str) -> ConnState:
         return self._by_key(address).state
 
-    def status(self) -> dict:
-        """For ``rtnetctl status``: the stations seen, alive and dead."""
+    def status(self, now: int | None = None) -> dict:
+        """For ``rtnetctl status``: the stations seen, alive and dead; with ``now``, how
+        long ago each was last heard from (its last frame, a heartbeat once ready, or its
+        last change of state; None if never)."""
+        def age_ms(conn):
+            if now is None or not conn.last_frame:
+                return None
+            return max(0, now - conn.last_frame) // NS_PER_MS
+        configured = (ConnState.STAGE_2, ConnState.READY)
         return {"role": "server", "mac": self.mac, "ip": self.ip, "ready": self.is_ready,
-                "stations": [{"ip": c.ip, "mac": c.mac, "state": c.state.value, **c.counters}
+                "configured": sum(c.state in configured for c in self._conns),
+                "ready_stations": sum(c.state == ConnState.READY for c in self._conns),
+                "stations": [{"ip": c.ip, "mac": c.mac, "state": c.state.value,
+                              "last_frame_age_ms": age_ms(c), **c.counters}
                              for c in self._conns]}
 
     # --- events -----------------------------------------------------------------------

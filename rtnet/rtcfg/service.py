@@ -139,7 +139,7 @@ class RtcfgService:
         return {"rtcfg.server": self.h_server, "rtcfg.add": self.h_add, "rtcfg.del": self.h_del,
                 "rtcfg.wait": self.h_wait, "rtcfg.client": self.h_client,
                 "rtcfg.announce": self.h_announce, "rtcfg.ready": self.h_ready,
-                "rtcfg.detach": self.h_detach}
+                "rtcfg.detach": self.h_detach, "rtcfg.commands": self.h_commands}
 
     def h_server(self, req, conn=None) -> dict:
         config = ServerConfig(
@@ -241,12 +241,30 @@ class RtcfgService:
             self._stop_locked()
         return {}
 
+    def h_commands(self, req, conn=None) -> dict:
+        """A command list given after stage 2 (``STAGE_2_CMDS``): parsed and applied as a
+        whole, as a payload from the server is."""
+        text = req.get("commands")
+        if not isinstance(text, str) or len(text) > payload.MAX_STAGE2_LEN:
+            raise RequestError(f"commands: a text of at most {payload.MAX_STAGE2_LEN} bytes")
+        try:
+            requests = payload.parse(text, self.dev)
+        except RtcfgError as exc:
+            raise RequestError(f"commands: {exc.strerror}") from None
+        with self._cond:
+            ip = self.client.ip if self.client is not None else self._own_ip()
+        try:
+            self._apply(2, requests, {"ip": ip})
+        except RtcfgError as exc:
+            raise RequestError(f"commands refused: {exc.strerror}") from None
+        return {}
+
     def status(self) -> dict | None:
         with self._cond:
             machine = self.server or self.client
             if machine is None:
                 return None
-            return {**machine.status(), "counters": dict(self.counters)}
+            return {**machine.status(time.monotonic_ns()), "counters": dict(self.counters)}
 
     def close(self) -> None:
         with self._cond:

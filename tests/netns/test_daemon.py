@@ -172,7 +172,7 @@ def test_config_error_starts_nothing(capsys, stations, conf):
 def test_rtnet_conf_runs_the_same_schedule_as_toml(capsys, stations, conf):
     from rtnet import config
     ns = stations[0].netns
-    rc, _, err = ctl(capsys, "up", "-n", ns, "-c", conf("rtnet.conf", """\
+    rc, _, err = ctl(capsys, "up", "-n", ns, "--no-rtcfg", "-c", conf("rtnet.conf", """\
         IPADDR="198.18.0.1"
         TDMA_MODE="master"
         TDMA_CYCLE="1000"

@@ -73,5 +73,24 @@ def test_the_stall_detector_runs_on_every_cpu_it_is_given():
         wait_for(lambda: all(w["wakeups"] >= 20 for w in det.wakeups().values()), 5,
                  "the detectors to wake up")
         for g in det.gaps():
-            assert g.cpu in (0, 1) and g.gap_ns > 100_000
+            assert g.cpu in (0, 1)
+            if g.kind == "gap":
+                assert g.gap_ns > 100_000
+            else:       # two work units in a row over 4 times the fastest, a period apart
+                assert g.kind == "slow" and g.slowdown > 4 and g.gap_ns >= 500_000
     assert det.gaps() == det.gaps()      # closed: what was read stays, nothing is added
+
+
+def test_check_measure_reports_the_rt_cpus_wakeup_lateness_and_a_guard_for_it():
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "rtnet.cli", "check", "--measure", "0.5", "-j"],
+                         capture_output=True, text=True, timeout=60)
+    items = {r["name"]: r for r in json.loads(out.stdout)}
+    w = items["wakeup"]
+    assert w["status"] in ("ok", "warn") and "wake-ups)" in w["current"]
+    n = int(w["current"].split("(")[1].split()[0])
+    assert 400 <= n <= 600                       # 1 ms period for 0.5 s
+    guard = int(w["recommended"].split(">= ")[1].split()[0])
+    assert guard >= 50 and guard % 10 == 0

@@ -357,3 +357,37 @@ def test_a_broken_length_or_depth_from_the_shared_page_stays_inside_the_slot(mem
         assert len(msg.payload) == lib.RTN_CHAN_MSG_MAX - 14 - 24
         assert msg.payload.startswith(b"x" * 10)
         assert ch.stats()["depth"] == mem.depth
+
+
+def test_the_stations_pickup_stamp_is_read_back_once_it_took_the_message(mem):
+    """rtn_app_tx_pickup: what the cyclic helper's lead learns from."""
+    with Channel.attach(*mem.fds()) as ch:
+        c = ch._live()
+        out = ffi.new("int64_t *")
+        pos = lib.rtn_app_tx_next(c)
+        assert lib.rtn_app_tx_pickup(c, pos, out) == -1          # not sent yet
+        ch.send(DST, b"abc")
+        assert lib.rtn_app_tx_next(c) == pos + 1
+        assert lib.rtn_app_tx_pickup(c, pos, out) == 0           # the station has not taken it
+        lib.rtn_app_hdr_stamp_pickup(mem.tx(pos).frame, mem.tx(pos).len, 987654321)
+        assert lib.rtn_app_tx_pickup(c, pos, out) == 0           # stamped, but not released
+        mem.shm.tx.tail = pos + 1
+        assert lib.rtn_app_tx_pickup(c, pos, out) == 1 and out[0] == 987654321
+        # a message the station released without stamping (a ring it found broken)
+        ch.send(DST, b"d")
+        mem.shm.tx.tail = pos + 2
+        assert lib.rtn_app_tx_pickup(c, pos + 1, out) == -1
+        # once its ring slot is reused, a message can no longer be told
+        for _ in range(mem.depth):
+            ch.send(DST, b"e")
+            mem.shm.tx.tail += 1
+        assert lib.rtn_app_tx_pickup(c, pos, out) == -1
+        # a raw frame carries no stamp; a header the station scribbled over is no stamp either
+        p = lib.rtn_app_tx_next(c)
+        ch.send_raw(bytes.fromhex("025254000002") + STATION_MAC + struct.pack("!H", ET) + b"x" * 50)
+        mem.shm.tx.tail += 1
+        assert lib.rtn_app_tx_pickup(c, p, out) == -1
+        ch.send(DST, b"f")
+        mem.tx(p + 1).frame[38] = 0xFF                           # a header length beyond the copy
+        mem.shm.tx.tail += 1
+        assert lib.rtn_app_tx_pickup(c, p + 1, out) == -1

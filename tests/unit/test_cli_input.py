@@ -147,6 +147,8 @@ def test_integer_should_take_whole_numbers_in_range():
     ("status --dev " + "x" * 16, "longer than the 15"),
     ("-n a/b status", "invalid namespace name 'a/b'"),
     ("status -n ..", "invalid namespace name '..'"),
+    ("check --measure 0.1", "invalid measure seconds: 0.1 (allowed: 0.5..600)"),
+    ("check --measure nan", "invalid measure seconds: nan"),
 ])
 def test_rtnetctl_should_refuse_bad_values_at_parse_time(argv, why):
     assert why in refused_at_parse(rtnet.cli.main, argv.split(" "), "rtnetctl")
@@ -234,6 +236,7 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
     ("bench_suite", "parse_args", ["--sizes", "64,9000"], "invalid frame size: 9000"),
     ("bench_suite", "parse_args", ["--trial-s", "nan"], "invalid trial length: nan"),
     ("bench_suite", "parse_args", ["--link-rates", "100,5"], "invalid link rate: 5"),
+    ("bench_suite", "parse_args", ["--guard-us", "900"], "invalid guard: 900"),
     ("bench_suite", "parse_args", ["--parts", "c,x"], "parts: choose from a, c, c-rt"),
     ("bench_suite", "parse_args", ["--flood-s", "0"], "invalid flood length: 0"),
     ("bench_xdp_flood", "main", ["--batch", "0"], "invalid batch: 0"),

@@ -107,10 +107,10 @@ def test_rtnet_conf_master_equals_toml():
     assert from_rtnet.slots == {0: Slot(0, 0)}
 
 
-def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves():
+def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves_without_rtcfg():
     text = RTNET_MASTER.replace('TDMA_MODE="master"', 'TDMA_MODE="slave"').replace(
         'IPADDR="10.0.0.1"', 'IPADDR="10.0.0.3"')
-    from_rtnet = config.parse_rtnet_conf(text, "rtnet.conf").tdma
+    from_rtnet = config.parse_rtnet_conf(text, "rtnet.conf", rtcfg=False).tdma
     from_toml = toml("[tdma]\nrole = 'slave'\n[[tdma.slot]]\nid = 0\noffset_us = 400\n").tdma
     assert from_rtnet == from_toml
     assert from_rtnet.slots[0].offset_us == 2 * 200
@@ -120,7 +120,7 @@ def test_rtnet_conf_errors():
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_CYCLE: 50 below minimum 100$"):
         config.parse_rtnet_conf(RTNET_MASTER.replace('"5000"', '"50"'), "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_SLAVES: IPADDR 10.0.0.9"):
-        config.parse_rtnet_conf('TDMA_MODE=slave\nIPADDR=10.0.0.9\n', "rtnet.conf")
+        config.parse_rtnet_conf('TDMA_MODE=slave\nIPADDR=10.0.0.9\n', "rtnet.conf", rtcfg=False)
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODES: unknown"):
         config.parse_rtnet_conf('TDMA_MODES=slave\n', "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODE: 'boss'"):
@@ -150,7 +150,7 @@ def test_tdma_conf_extended_mode_equals_toml(tmp_path):
     (tmp_path / "tdma.conf").write_text(TDMA_CONF)
     conf = tmp_path / "rtnet.conf"
     conf.write_text('IPADDR="10.0.0.3"\nTDMA_CONFIG="tdma.conf"\n')
-    cfg = config.load(str(conf))          # TDMA_CONFIG relative to rtnet.conf
+    cfg = config.load(str(conf), rtcfg=False)   # TDMA_CONFIG relative to rtnet.conf
     expected = toml("""[tdma]
 role = "slave"
 [[tdma.slot]]

@@ -86,3 +86,19 @@ def test_outputs_name_every_station_and_window():
     conf = p.tdma_conf()
     assert conf.count("window 1 ") == 3 and "backup-offset" in conf
     assert "window_us = " in p.toml(3) and 'role = "slave"' in p.toml(3)
+
+
+@pytest.mark.parametrize("guard_us", [50, 300, 450])
+def test_the_benchmark_pair_plan_takes_a_long_guard_inside_its_own_windows(guard_us):
+    """The pair's RT slots tolerate guard_us of RT-thread lateness; each station's window
+    starts inside its RT slot's guard, so a long guard moves no other station's time."""
+    from vnic.pair import plan as pair_plan
+    p = pair_plan(1000, 100, guard_ns=guard_us * 1000)
+    assert p.master.guard_ns == p.slave.guard_ns == guard_us * 1000
+    for cfg in (p.master, p.slave):
+        rt, win = cfg.slots[0], cfg.slots[1]
+        assert rt.offset_us < win.offset_us < rt.offset_us + guard_us
+    # the slave's window covers its guard, the master's window ends before the slave's slot
+    assert p.slave.slots[1].window_us >= guard_us
+    assert (p.master.slots[1].offset_us + p.master.slots[1].window_us
+            <= p.slave.slots[0].offset_us)

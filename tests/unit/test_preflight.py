@@ -588,3 +588,29 @@ def test_rtnetctl_check_should_refuse_bad_arguments_in_one_line(tmp_path, capsys
     assert len(err) == 4 and all(line.startswith("rtnetctl: ") for line in err)
     assert "rt.cpu" in err[0]
 
+
+
+# ---- --measure: the wake-up lateness measured, and the guard that covers it -----------------
+
+def _measured(p999_us, gaps=0, slow_ms=0.0):
+    return {"cpu": 1, "seconds": 2, "wakeups": 2000, "p99_us": p999_us / 4, "p999_us": p999_us / 2,
+            "p9999_us": p999_us, "max_us": p999_us * 3, "gaps": gaps, "slow_ms": slow_ms,
+            "max_slowdown": 12.0}
+
+
+@pytest.mark.parametrize("p999,guard,status", [(5, 50, "ok"), (30, 50, "ok"), (31, 60, "warn"),
+                                               (92, 120, "warn"), (730, 750, "warn")])
+def test_the_measured_lateness_gives_a_guard_that_covers_it(p999, guard, status):
+    from rtnet.preflight.measure import check_wakeup, recommended_guard_us
+    m = _measured(p999)
+    assert recommended_guard_us(m) == guard
+    r = check_wakeup(m)
+    assert (r.name, r.status, r.recommended) == ("wakeup", status, f"tdma guard >= {guard} us")
+    assert f"p99.99 {p999} us" in r.current and "\n" not in r.explanation
+    assert "stopped" not in r.explanation
+
+
+def test_gaps_and_slow_spells_seen_while_measuring_are_named():
+    from rtnet.preflight.measure import check_wakeup
+    r = check_wakeup(_measured(200, gaps=3, slow_ms=41.6))
+    assert "stopped 3 times" in r.explanation and "12 times slower for 42 ms" in r.explanation

@@ -267,9 +267,10 @@ def test_two_clients_are_configured_made_ready_and_one_found_dead():
         after = server.status()["counters"]
         assert after["refused"] == before["refused"] + 1
         lines = format_rtcfg(server.status())
-        assert "2 stations, 1 alive, 1 dead" in lines[0] and "heartbeats of dead stations 1" \
-            in lines[0]
-        assert lines[2].startswith(f"    {C3}: dead")
+        assert "2 stations, 1 configured, 1 alive (ready), 1 dead" in lines[0]
+        assert "heartbeats of dead stations 1" in lines[0]
+        assert lines[1].split()[:3] == ["-", C2, "alive"]
+        assert lines[2].split()[:3] == ["-", C3, "dead"]
     finally:
         wire.close()
         for s in (server, c2, c3):
@@ -299,12 +300,14 @@ def test_a_refused_stage_1_fails_rtcfg_client_with_its_message():
 
 
 def test_format_rtcfg_of_a_client():
-    line, = format_rtcfg({"role": "client", "state": "ready", "server": SERVER, "ip": None,
+    line, server, c3 = format_rtcfg({"role": "client", "state": "ready", "server": SERVER, "ip": None,
                           "stations": [{"mac": SERVER, "ready": True},
                                        {"mac": C3, "ready": False}],
                           "counters": {"rx": 9, "tx": 4, "refused": 0, "dead_heartbeats": 0}})
     assert line == (f"  rtcfg client ready, server {SERVER}, ip -: 2 stations known, 1 ready; "
                     "frames rx 9 tx 4, refused 0 (heartbeats of dead stations 0)")
+    assert server.split() == ["-", SERVER, "ready"]
+    assert c3.split() == ["-", C3, "not", "ready"]
     assert format_rtcfg(None) == []
 
 
@@ -372,6 +375,39 @@ def test_station_ip_is_taken_by_the_daemon(daemon):
 def test_applications_cannot_open_the_rtcfg_ethertype(daemon):
     with pytest.raises(RequestError, match="0x9022 is RTcfg, served by the daemon itself"):
         daemon.h_channel_open({"ethertype": 0x9022}, None)
+
+
+def test_stage_2_commands_are_applied_whole_through_the_same_checks(daemon):
+    daemon.rtcfg.h_commands({"commands": "tdma slot 1 400; tdma slot 2 600 -s 200"})
+    assert sorted(daemon.station.tdma_config.slots) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("tdma slot 1 400\nreboot\n", "commands: line 2: 'reboot' is not an allowed command"),
+    ("tdma slot 1 400; tdma slot 2 5000", "commands refused: request 2 (tdma.slot)"),
+    ("tdma slot 1 400\nvnic up\n", "commands refused: request 2: vnic up: this station has "
+                                   "no VNIC"),
+    (7, "commands: a text of at most 65536 bytes"),
+])
+def test_stage_2_commands_with_one_bad_command_apply_nothing(daemon, text, message):
+    before = daemon.station.tdma_config
+    with pytest.raises(RequestError) as e:
+        daemon.rtcfg.h_commands({"commands": text})
+    assert str(e.value).startswith(message)
+    assert daemon.station.tdma_config is before and daemon.station.attached == []
+
+
+def test_a_vnic_opened_on_first_use_needs_its_slot_first():
+    from rtnet.rtcfg import apply as rtcfg_apply
+
+    def view():
+        return rtcfg_apply.StationView("tdma", TdmaConfig(role="slave"), False, "10.0.0.2",
+                                       None, None, vnic_slot=1)
+    with pytest.raises(RtcfgError, match=r"request 1: vnic up: the VNIC's slot 1 is not in"):
+        rtcfg_apply.check(payload.parse(b"vnic up\ntdma slot 0 200\n", "rteth0"), view())
+    # slot 1 falls back to slot 0, as RTnet's VNIC does
+    after = rtcfg_apply.check(payload.parse(b"tdma slot 0 200\nvnic up\n", "rteth0"), view())
+    assert after.has_vnic and sorted(after.tdma.slots) == [0]
 
 
 def test_peers_learnt_with_ip_and_mac_should_go_to_the_neighbour_table():

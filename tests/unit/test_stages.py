@@ -221,3 +221,44 @@ def test_the_tx_stamp_goes_into_either_header_form_and_never_into_a_raw_frame():
     for frame, off in ((ETH + xhdr(), lib.RTN_APP_TX_OFF), (probe, lib.RTN_APP_TX_OFF),
                        (probe[:-1], -1), (ETH + b"\0" * 40, -1)):
         assert lib.rtn_app_hdr_tx_off(frame, len(frame)) == off
+
+
+# ---- misses matched to the stall detector's gaps and slow spells --------------------------
+
+def _late(seq, sched_ns, total_ns, stage="pickup"):
+    return stages.LateRecord(seq=seq, stage=stage, sched_ns=sched_ns, total_ns=total_ns,
+                             excess_ns=total_ns // 2, stage_ns={stage: total_ns})
+
+
+def test_misses_are_matched_to_the_gaps_and_slow_spells_their_life_overlaps():
+    from rtnet.stall import Stall
+    records = [_late(1, 1_000_000, 1_500_000),      # a gap inside its life
+               _late(2, 10_000_000, 1_200_000),     # a slow spell only
+               _late(3, 20_000_000, 1_100_000),     # both: counted as a stall
+               _late(4, 30_000_000, 1_100_000)]     # nothing the CPU explains
+    stalls = [Stall(1, 1_500_000, 1_800_000),
+              Stall(0, 9_000_000, 10_500_000, "slow", 12.0),
+              Stall(1, 20_100_000, 20_300_000), Stall(0, 20_000_000, 21_000_000, "slow", 5.0),
+              Stall(1, 40_000_000, 40_500_000)]      # after every record's life
+    att = stages.attribute_misses(records, lost=2, stalls=stalls)
+    c = att["by_cause"][records[0].cause]
+    assert (c["misses"], c["with_stall"], c["in_slow"]) == (4, 2, 1)
+    assert att["by_cause"][stages.DROPPED] == {"misses": 2, "with_stall": None, "in_slow": None,
+                                              "excess_us": []}
+    by_seq = {m["seq"]: m for m in att["misses"]}
+    assert by_seq[1]["stall_us"] == 300 and by_seq[1]["stall_cpus"] == [1]
+    assert by_seq[2]["stall_us"] == 0 and by_seq[2]["slowdown"] == 12.0
+    assert by_seq[3]["slow_cpus"] == [0] and by_seq[4]["stall_cpus"] == by_seq[4]["slow_cpus"] == []
+    assert stages.cause_text(c) == "4 (2 with a CPU stall, 1 in a slow spell)"
+    assert stages.cause_text(att["by_cause"][stages.DROPPED]) == "2"
+
+
+@pytest.mark.parametrize("factor,work_us,period_us", [(1, 2, 500), (-1, 2, 500), (1001, 2, 500),
+                                                      (4, 0.05, 500), (4, 200, 5000),
+                                                      (4, 60, 500)])
+def test_a_slow_spell_detector_that_cannot_work_is_refused_before_any_thread_starts(
+        factor, work_us, period_us):
+    from rtnet.errors import RtThreadError
+    from rtnet.stall import StallDetector
+    with pytest.raises(RtThreadError, match="slow factor"):
+        StallDetector([0], period_us=period_us, slow_factor=factor, work_us=work_us)
