@@ -644,6 +644,19 @@ class Daemon:
                 # checked as a whole above: only the system can refuse here
                 message = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 raise RtcfgError(f"applying: {message}") from None
+            self._rtcfg_real_time_ip()
+
+    def _rtcfg_real_time_ip(self) -> None:
+        """The address RTcfg's stage 1 gave (its frame or a station.ip line) is the station's
+        real-time one from now on; one that cannot be is a log line, not a failed stage."""
+        ip = self._rtcfg_ip
+        if not ip or ip == self.ipv4.address:
+            return
+        try:
+            self.ipv4.set_address(ip)
+        except (ConfigError, RtnetError) as exc:
+            log.warning("%s: RTcfg address %s not taken as the real-time one: %s", self.dev, ip,
+                        exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)
 
     def _vnic_slot_ready(self, tdma: TdmaConfig | None) -> bool:
         """Whether the schedule carries the VNIC: an RTcfg slave gets its slot later."""
@@ -669,8 +682,7 @@ class Daemon:
 
     def _station_ip(self, req, conn=None):
         self.ips.add(req["ip"])
-        self._rtcfg_ip = req["ip"]
-        self.ipv4.set_address(req["ip"])          # RTcfg's address is the real-time one
+        self._rtcfg_ip = req["ip"]               # the real-time address too, once applied
         if self.echo is not None:
             self.echo.own_ips.add(socket.inet_aton(req["ip"]))
 

@@ -372,6 +372,11 @@ def test_station_ip_is_taken_by_the_daemon(daemon):
     assert daemon.station.ipv4 == "10.0.0.7" and daemon.ipv4.address == "10.0.0.7"
 
 
+def test_the_address_of_a_stage_1_frame_becomes_the_real_time_one(daemon):
+    daemon._rtcfg_apply(1, payload.parse(b"tdma slot 1 400\n", "rteth0"), {"ip": "10.0.0.8"})
+    assert daemon.station.ipv4 == "10.0.0.8" and daemon.ipv4.address == "10.0.0.8"
+
+
 def test_applications_cannot_open_the_rtcfg_ethertype(daemon):
     with pytest.raises(RequestError, match="0x9022 is RTcfg, served by the daemon itself"):
         daemon.h_channel_open({"ethertype": 0x9022}, None)
