@@ -121,7 +121,8 @@ def cmd_lab_demo(args) -> int:
 # -- station daemon -------------------------------------------------------------
 def cmd_up(args) -> int:
     from .stationctl import up
-    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout)
+    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout,
+              redundant_dev=args.redundant_dev)
     if args.json:
         _print_json(info)
     else:
@@ -295,6 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
     sp.add_argument("--timeout", type=number("timeout", 0.1, MAX_WAIT_S), default=20.0,
                     help="seconds to wait for the daemon to answer (default 20)")
+    sp.add_argument("--redundant-dev", type=interface_name, default=None,
+                    help="second device: IEEE 802.1CB redundancy on two wires "
+                         "(overrides link.redundant_dev)")
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")

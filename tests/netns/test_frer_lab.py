@@ -298,3 +298,73 @@ def test_a_one_port_station_on_wire_a_is_unaffected(tdma):
     assert got == list(range(50))
     assert not _has_stream(master, lab.station(3).mac)     # untagged: no stream
     assert one.stats()["xsk"]["tx_frames"] >= 50
+
+
+DAEMON_MASTER = """
+[station]
+name = "m"
+[rt]
+allow_fallback = true
+[link]
+redundant_dev = "rteth1"
+[tdma]
+role = "master"
+cycle_us = 1000
+cal_rounds = 10
+[[tdma.slot]]
+id = 0
+offset_us = 0
+"""
+
+DAEMON_SLAVE = """
+[station]
+name = "sl"
+[rt]
+allow_fallback = true
+[tdma]
+role = "slave"
+cal_rounds = 10
+[[tdma.slot]]
+id = 0
+offset_us = 400
+"""
+
+
+def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatch, capsys):
+    """The master's second port comes from link.redundant_dev, the slave's from
+    ``rtnetctl up --redundant-dev``; status shows both ports and the Sync stream."""
+    import json
+
+    from rtnet import cli
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.setenv("RTNET_RUN_DIR", str(run))
+    (tmp_path / "m.toml").write_text(DAEMON_MASTER)
+    (tmp_path / "s.toml").write_text(DAEMON_SLAVE)
+    with Lab("fd", 2, redundant=True) as lab:
+        m, s = lab.station(1).netns, lab.station(2).netns
+        try:
+            assert cli.main(["up", "-n", m, "-c", str(tmp_path / "m.toml")]) == 0
+            assert cli.main(["up", "-n", s, "-c", str(tmp_path / "s.toml"),
+                             "--redundant-dev", "rteth1"]) == 0
+
+            def status(ns):
+                capsys.readouterr()
+                assert cli.main(["status", "-n", ns, "-j"]) == 0
+                return json.loads(capsys.readouterr().out)
+
+            def synced_on_both():
+                st = status(s)
+                syncs = [x for x in st["frer"]["streams"] if x["ethertype"] == 0x9021]
+                return (st["tdma"]["state"] == "synchronised" and syncs and
+                        all(p["passed"] + p["discarded"] > 20 for p in syncs[0]["port"]))
+            wait_for(synced_on_both, 15.0, "the slave to take Syncs from both wires")
+            assert status(m)["frer"]["ports"] == 2
+            capsys.readouterr()
+            assert cli.main(["status", "-n", s]) == 0
+            text = capsys.readouterr().out
+            assert "IEEE 802.1CB on 2 ports: history 32" in text
+            assert f"stream {lab.station(1).mac} 0x9021" in text
+        finally:
+            for ns in (m, s):
+                cli.main(["down", "-n", ns])
