@@ -46,6 +46,8 @@ struct rtn_chan_opts {
 	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
 				 * daemon's own services): it does not keep the engine
 				 * from starting cycles at their first job */
+	uint32_t redundant;	/* a station with two ports sends the channel's
+				 * EtherType on both (rtn_station_frer.h) */
 };
 
 /**

@@ -205,7 +205,8 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	shm->alive = 1;
 	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
 				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
-				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size };
+				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size,
+				     .redundant = !!o->redundant };
 	rtn_station_post(s, CMD_CHAN_ADD, i);
 	*memfd = fd;
 	*kickfd = dup(s->efd);

@@ -3,8 +3,8 @@
  * @file xdp_rtnet.bpf.c
  * @brief XDP program of the real-time path: steer RTnet EtherTypes to AF_XDP.
  *
- * Only frames whose EtherType is listed in rt_ethertypes go to the AF_XDP
- * socket bound to the receiving queue; everything else (IP, ARP, ...) goes
+ * Only frames whose EtherType is listed in rt_ethertypes (behind an R-TAG:
+ * the encapsulated one) go to the AF_XDP socket bound to the receiving queue; everything else (IP, ARP, ...) goes
  * on to the Linux stack.  libxdp's default program redirects every frame of
  * the queue, which would cut the station off from Linux networking.
  *
@@ -75,6 +75,27 @@ static __always_inline void stamp(struct xdp_md *ctx)
 	meta->rx_ns = bpf_ktime_get_ns();
 }
 
+/*
+ * The EtherType that decides: a frame's own, or for an IEEE 802.1CB R-TAG
+ * (0xF1C1: 2 reserved bytes, the sequence number, then the EtherType it
+ * encapsulates at offset 16) the encapsulated one, so a tagged copy of a
+ * real-time frame goes where the untagged frame would.  A tag cut short
+ * decides nothing (0 is never in rt_ethertypes).
+ */
+#define RTAG_ETHERTYPE 0xF1C1
+
+static __always_inline __u16 steering_type(struct ethhdr *eth, void *data_end)
+{
+	__u16 proto = bpf_ntohs(eth->h_proto);
+	__be16 *inner = (__be16 *)((__u8 *)(eth + 1) + 4);
+
+	if (proto != RTAG_ETHERTYPE)
+		return proto;
+	if ((void *)(inner + 1) > data_end)
+		return 0;
+	return bpf_ntohs(*inner);
+}
+
 SEC("xdp")
 int xdp_rtnet(struct xdp_md *ctx)
 {
@@ -85,7 +106,7 @@ int xdp_rtnet(struct xdp_md *ctx)
 
 	if ((void *)(eth + 1) > data_end)
 		goto pass;
-	proto = bpf_ntohs(eth->h_proto);
+	proto = steering_type(eth, data_end);
 	if (!bpf_map_lookup_elem(&rt_ethertypes, &proto))
 		goto pass;
 	count(0);

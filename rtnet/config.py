@@ -11,7 +11,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
 
     [station]  name, device, mac, xdp_mode (auto|native|skb), ethertypes
     [rt]       cpu, priority, allow_fallback
-    [link]     link_rate_mbps
+    [link]     link_rate_mbps, redundant_dev, frer_history_len, frer_reset_ms
     [clock]    offset_ns, drift_ppm            (lab clock model)
     [tdma]     role (master|backup|slave), cycle_us, backup_offset_us, cal_rounds,
                max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles
@@ -19,7 +19,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
                window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
-    [[channel]] ethertype, slot, prio, max_size
+    [[channel]] ethertype, slot, prio, max_size, redundant
     [control]  group, status_group
     [rtcfg]    enabled, slaves (a master's, by IP), offset_us, stage2_src, stage2_dst,
                stage2_cmds, timeout_s, period_ms, heartbeat_ms, threshold
@@ -115,6 +115,7 @@ class ChannelConfig:
     slot: int = options.OPTIONS["channel.slot"].default
     prio: int = options.OPTIONS["channel.prio"].default
     max_size: int = options.OPTIONS["channel.max_size"].default
+    redundant: bool = options.OPTIONS["channel.redundant"].default
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class StationConfig:
     ethertypes: tuple = ()
     rt: RtSettings = RtSettings()
     link_rate_mbps: int = options.OPTIONS["link.link_rate_mbps"].default
+    redundant_dev: str | None = None     # a second port (IEEE 802.1CB)
+    frer_history_len: int = options.OPTIONS["link.frer_history_len"].default
+    frer_reset_ms: int = options.OPTIONS["link.frer_reset_ms"].default
     clock_offset_ns: int = options.OPTIONS["clock.offset_ns"].default
     drift_ppm: float = options.OPTIONS["clock.drift_ppm"].default
     discipline: str = "none"        # tdma | nomac | none
@@ -361,7 +365,7 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
     rt = ck.table("rt", doc.get("rt", {}))
     cfg["rt"] = RtSettings(**ck.section("rt", rt))
     link = ck.table("link", doc.get("link", {}))
-    cfg["link_rate_mbps"] = ck.section("link", link)["link_rate_mbps"]
+    cfg.update(_toml_link(ck, link, cfg["device"]))
     clock = ck.section("clock", ck.table("clock", doc.get("clock", {})))
     cfg["clock_offset_ns"], cfg["drift_ppm"] = clock["offset_ns"], clock["drift_ppm"]
 
@@ -493,6 +497,16 @@ def _client_setup(ck: _Checker, dev: str, dst: str | None, cmds: str | None, bas
                           lambda: rtcfg_setup.check_destination(_in_dir(dst, base)))
     cmds = _rtcfg_call(ck, cmds_key, lambda: rtcfg_setup.checked_commands(cmds or "", dev))
     return rtcfg_setup.RtcfgSetup("client", stage2_dst=dst or None, stage2_cmds=cmds, **kw)
+
+
+def _toml_link(ck: _Checker, link: dict, device: str) -> dict:
+    """[link]: the modelled rate, and a second port with its 802.1CB recovery settings."""
+    out = ck.section("link", link)
+    if "redundant_dev" in out:
+        ck.ifname("link.redundant_dev", out["redundant_dev"])
+        if out["redundant_dev"] == device:
+            ck.fail("link.redundant_dev", f"{shown(device)} is the first port already")
+    return out
 
 
 def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
