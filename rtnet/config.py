@@ -52,7 +52,6 @@ import ipaddress
 import os
 import re
 import shlex
-import stat
 import sys
 import tomllib
 from dataclasses import dataclass, replace
@@ -81,6 +80,7 @@ from .names import interface_name_problem
 from .rtcfg import payload as rtcfg_payload
 from .rtcfg import setup as rtcfg_setup
 from .station import RtSettings
+from .userfiles import Refused, read_regular
 
 PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
 XDP_MODES = ("auto", "native", "skb")
@@ -167,24 +167,12 @@ def read_text(path: str) -> str:
         raise ConfigError(f"{shown(path)}: not a file name (NUL byte)")
     name = shown_path(path)
     try:
-        # O_NONBLOCK: a FIFO in place of the file must not block the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"{name}: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ConfigError(f"{name}: is a directory")
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"{name}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{name}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, not a configuration")
+        data = read_regular(path, MAX_FILE_BYTES)
+    except Refused as exc:
+        if exc.too_large:
+            raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, "
+                              "not a configuration") from None
+        raise ConfigError(str(exc)) from None
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(f"{name}: UTF-16 text; save it as UTF-8")
     try:
