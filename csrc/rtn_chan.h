@@ -48,6 +48,8 @@ struct rtn_chan_opts {
 	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
 				 * daemon's own services): it does not keep the engine
 				 * from starting cycles at their first job */
+	uint32_t redundant;	/* a station with two ports sends the channel's
+				 * EtherType on both (rtn_station_frer.h) */
 	/* IPv4/UDP (rtn_ipv4.h): a UDP socket is a channel bound to a port */
 	uint16_t udp_port;	/* 0: an EtherType channel; else the EtherType is IPv4 */
 	uint16_t udp_flags;	/* RTN_UDP_F_* */

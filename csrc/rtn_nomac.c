@@ -137,7 +137,7 @@ static int64_t nomac_next_event(struct rtn_station *s)
 {
 	int64_t next = nomac_pump(s, rtn_station_local_now(s));
 
-	rtn_xsk_flush(s->xsk);
+	station_flush(s);
 	return next;
 }
 

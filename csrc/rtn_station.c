@@ -37,13 +37,20 @@ int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 {
 	struct rtn_station *s = arg;
 	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
+	struct rtn_frer_seqgen *gen = rtn_frer_tx_stream(s, frame, len);
+	const uint8_t *sent = frame;
 	int rc;
 
-	rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off, rtn_sat_add(stamp_add, delta), &tx);
+	if (gen)	/* a redundant stream: tagged, on both ports */
+		rc = rtn_frer_send(s, gen, frame, len, &stamp_off, rtn_sat_add(stamp_add, delta),
+				   &tx, &sent, &len);
+	else
+		rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off,
+					  rtn_sat_add(stamp_add, delta), &tx);
 	if (rc < 0)
 		return rc;
 	if (s->cap)	/* with the stamp the socket wrote into the frame */
-		rtn_capture_tx(s, frame, len, stamp_off,
+		rtn_capture_tx(s, sent, len, stamp_off,
 			       (uint64_t)rtn_sat_add(tx, rtn_sat_add(stamp_add, delta)), sched, tx);
 	*tx_local = tx + delta;
 	return 0;
@@ -92,42 +99,95 @@ const struct rtn_disc_ops rtn_disc_none_ops = {
 
 /* ---- receiving ------------------------------------------------------------ */
 
+/*
+ * One received frame of @p port, taken from its socket at @p rx_os: through
+ * the duplicate elimination to TDMA, the VNIC or the channels.  Returns 1
+ * when it queued a frame for the TAP.
+ */
+/* The XDP program's stamp when there is one, else the poll time. */
+static int64_t rx_stamp(const struct rtn_xsk_frame *f, int64_t rx_os)
+{
+	return f->rx_ts ? f->rx_ts : rx_os;
+}
+
+static int receive_one(struct rtn_station *s, struct rtn_xsk_frame *f, int64_t rx_os,
+		       uint32_t port)
+{
+	int64_t rx_at = rx_stamp(f, rx_os), rx = local_of(s, rx_at);
+	uint16_t type;
+
+	s->st.rx_frames++;
+	if (s->cap)
+		rtn_capture_rx(s, f->data, f->len, rx_at, f->kernel_ts);
+	/* duplicates and R-TAGs end here: nothing below sees either */
+	if (!rtn_frer_rx(s, port, f->data, &f->len, rx_at))
+		return 0;
+	if (f->len < ETH_HLEN_RTN)
+		return 0;
+	type = rtn_get_be16(f->data + 12);
+	if (type == ETH_RTMAC) {
+		int rc = disc_ops(s)->rx_rtmac(s, f->data, f->len, rx);
+
+		if (rc == 1) {
+			rtn_vnic_rx(s, f->data, f->len);
+			return 1;
+		}
+		if (rc < 0 && s->vnic_live && f->len >= 18 && (f->data[17] & RTMAC_FLAG_TUNNEL)) {
+			/* a tunnel frame with a bad RTmac header: the VNIC's loss */
+			VSTAT_ADD(s, rx_bad, 1);
+		}
+	} else {
+		rtn_chans_rx(s, type, f->data, f->len, rx, local_of(s, rx_os));
+	}
+	return 0;
+}
+
+/*
+ * Both ports: what the two sockets hold, merged in the order it arrived
+ * (the XDP stamps), so the recovery meets the copies of the two wires as
+ * the wires delivered them.  Taking one port's batch before the other's
+ * would put up to a batch between a frame and its copy: older than the
+ * history, the copy would be rogue, and lost if the first wire had lost
+ * the frame.
+ */
+static int receive_two(struct rtn_station *s)
+{
+	struct rtn_xsk_frame fa[RX_BATCH], fb[RX_BATCH];
+	int64_t ta, tb;
+	int na, nb, i, j, queued_for_tap = 0;
+
+	for (;;) {
+		na = rtn_xsk_rx_peek(s->xsk, fa, RX_BATCH, &ta);
+		nb = rtn_xsk_rx_peek(s->frer.xsk_b, fb, RX_BATCH, &tb);
+		if (na <= 0 && nb <= 0)
+			return queued_for_tap;
+		for (i = j = 0; i < na || j < nb;) {
+			if (j >= nb || (i < na && rx_stamp(&fa[i], ta) <= rx_stamp(&fb[j], tb)))
+				queued_for_tap |= receive_one(s, &fa[i++], ta, 0);
+			else
+				queued_for_tap |= receive_one(s, &fb[j++], tb, 1);
+		}
+		if (na > 0)
+			rtn_xsk_rx_release(s->xsk);
+		if (nb > 0)
+			rtn_xsk_rx_release(s->frer.xsk_b);
+	}
+}
+
 static void receive_all(struct rtn_station *s)
 {
 	struct rtn_xsk_frame fr[RX_BATCH];
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
-	while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
-		int64_t rt = local_of(s, rx_os);	/* the RT thread's own stamp */
-
-		for (i = 0; i < n; i++) {
-			/* the XDP program's stamp when there is one, else the poll time */
-			int64_t rx_at = fr[i].rx_ts ? fr[i].rx_ts : rx_os, rx = local_of(s, rx_at);
-			uint16_t type;
-
-			s->st.rx_frames++;
-			if (s->cap)
-				rtn_capture_rx(s, fr[i].data, fr[i].len, rx_at, fr[i].kernel_ts);
-			if (fr[i].len < ETH_HLEN_RTN)
-				continue;
-			type = rtn_get_be16(fr[i].data + 12);
-			if (type == ETH_RTMAC) {
-				int rc = disc_ops(s)->rx_rtmac(s, fr[i].data, fr[i].len, rx);
-
-				if (rc == 1) {
-					rtn_vnic_rx(s, fr[i].data, fr[i].len);
-					queued_for_tap = 1;
-				} else if (rc < 0 && s->vnic_live && fr[i].len >= 18 &&
-					   (fr[i].data[17] & RTMAC_FLAG_TUNNEL)) {
-					/* a tunnel frame with a bad RTmac header: the VNIC's loss */
-					VSTAT_ADD(s, rx_bad, 1);
-				}
-			} else {
-				rtn_chans_rx(s, type, fr[i].data, fr[i].len, rx, rt);
-			}
+	if (s->frer.xsk_b) {
+		queued_for_tap = receive_two(s);
+	} else {
+		while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
+			for (i = 0; i < n; i++)
+				queued_for_tap |= receive_one(s, &fr[i], rx_os, 0);
+			rtn_xsk_rx_release(s->xsk);
 		}
-		rtn_xsk_rx_release(s->xsk);
 	}
 	if (queued_for_tap && s->vnic_live && s->writer_on)
 		efd_signal(s->writer_efd);
@@ -312,7 +372,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		const struct rtn_disc_ops *ops;
 		struct pollfd p[4];
 		int64_t next_local, next_os, now, woke_late = 0;
-		int np = 0, tap_idx = -1;
+		int np = 0, tap_idx = -1, port_b_idx = -1;
 
 		exec_cmd(s);
 		ops = disc_ops(s);
@@ -355,6 +415,11 @@ static int station_body(struct rtn_rt *rt, void *arg)
 					   .events = rx_wakes(s, next_local) ? POLLIN : 0 };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
+		if (s->frer.xsk_b) {	/* the second port wakes the thread as the first does */
+			port_b_idx = np;
+			p[np++] = (struct pollfd){ .fd = rtn_xsk_fd(s->frer.xsk_b),
+						   .events = p[0].events };
+		}
 		/* NoMAC's batched VNIC: only while its FIFO has room (nomac_watch_tap) */
 		if (ops->watch_tap(s)) {
 			tap_idx = np;
@@ -373,7 +438,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
 			rx_wake_rearm(s);
-		} else if (p[0].revents & POLLIN) {
+		} else if ((p[0].revents & POLLIN) ||
+			   (port_b_idx >= 0 && (p[port_b_idx].revents & POLLIN))) {
 			s->rx_woke = 1;
 			s->st.rx_wakeups++;
 		}
@@ -391,7 +457,7 @@ work:
 		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
 			rtn_vnic_take_from_reader(s);
 		ops->run(s, woke_late);
-		rtn_xsk_flush(s->xsk);
+		station_flush(s);
 		if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED)
 			rtn_vnic_write_direct(s, ops->rt_deadline(s));
 	}
@@ -430,6 +496,9 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 		goto fail;
 	/* the RT thread kicks once per wake-up, after everything due was queued */
 	rtn_xsk_defer_kick(s->xsk, 1);
+	rc = rtn_frer_open(s);
+	if (rc)
+		goto fail;
 	*out = s;
 	return 0;
 fail:
@@ -603,6 +672,7 @@ void rtn_station_close(struct rtn_station *s)
 	rtn_chans_close_all(s);
 	rtn_vnic_release(s);
 	rtn_tdma_destroy(s->tdma);
+	rtn_frer_close(s);
 	rtn_xsk_destroy(s->xsk);
 	if (s->efd >= 0)
 		close(s->efd);

@@ -49,6 +49,14 @@ struct rtn_station_opts {
 	int64_t clock_offset_ns;	/* simulated clock error (lab) */
 	double drift_ppm;
 	uint32_t link_rate_mbps;	/* NoMAC pacing (TDMA has its own in its config) */
+	/*
+	 * A second port for IEEE 802.1CB redundancy (rtn_station_frer.h): its
+	 * device in xsk_b.ifname (NULL: one port), the rest as for xsk; the
+	 * recovery's history length and reset timeout (rtn_frer_rcvy_init()).
+	 */
+	struct rtn_xsk_opts xsk_b;
+	uint32_t frer_history;
+	uint32_t frer_reset_ms;
 };
 
 struct rtn_chan_stats {

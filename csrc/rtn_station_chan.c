@@ -224,6 +224,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
 				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
 				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size,
+				     .redundant = !!o->redundant,
 				     .udp_port = o->udp_port, .udp_flags = o->udp_flags };
 	rc = rtn_ip_chan_open(s, &s->chans[i]);
 	if (rc < 0) {

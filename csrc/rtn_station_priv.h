@@ -30,6 +30,7 @@
 #include "rtn_hist_inline.h"
 #include "rtn_stages.h"
 #include "rtn_station.h"
+#include "rtn_station_frer.h"
 #include "rtn_station_ip.h"
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_time_inline.h"
@@ -89,7 +90,28 @@ struct chan {
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
+	uint32_t redundant;	/* its EtherType goes out on both ports */
 	uint16_t udp_port, udp_flags;	/* a UDP socket's (rtn_station_ip.c); 0: not one */
+};
+
+/* ---- two ports (rtn_station_frer.c) ---------------------------------------- */
+
+/* One received stream: its source MAC and (encapsulated) EtherType. */
+struct frer_stream {
+	uint8_t src[6];
+	uint16_t ethertype;
+	struct rtn_frer_rcvy r;
+};
+
+struct station_frer {
+	struct rtn_xsk *xsk_b;		/* port 1's socket, NULL with one port */
+	/* streams[0 .. n_streams - 1] are filled: the RT thread fills an entry,
+	 * then publishes it by raising n_streams (release); readers acquire */
+	uint32_t n_streams;
+	struct frer_stream streams[RTN_STATION_FRER_STREAMS];
+	struct rtn_frer_seqgen gen[65536];	/* sequence generation per EtherType */
+	uint8_t tx_buf[RTN_TDMA_FRAME_MAX + RTN_RTAG_LEN];	/* the tagged copy */
+	struct rtn_station_frer_stats st;
 };
 
 /* The station's IPv4 (rtn_station_ip.c): set by the control thread, read by the RT thread. */
@@ -113,6 +135,7 @@ struct rtn_station {
 	int app_chans;		/* application channels open (not the daemon's own): what
 				 * arrives for them wakes the thread (rx_wakes) */
 	struct rtn_xsk *xsk;
+	struct station_frer frer;	/* the second port and 802.1CB */
 	struct rtn_rt *rt;
 	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
 	int tfd;		/* absolute timer for the discipline's next deadline */
@@ -335,6 +358,14 @@ static inline int tap_usable(const struct rtn_station *s)
 
 /* ---- between the modules -------------------------------------------------- */
 
+/* Hand what the sockets queued to the kernel: one kick per port and wake-up. */
+static inline void station_flush(struct rtn_station *s)
+{
+	rtn_xsk_flush(s->xsk);
+	if (s->frer.xsk_b)
+		rtn_xsk_flush(s->frer.xsk_b);
+}
+
 /*
  * rtn_station.c: send with stamps in local time (the TDMA engine's port, and
  * NoMAC); @p sched: the local time the frame was scheduled for, 0 unknown
@@ -367,6 +398,27 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 /* at open and close of a UDP channel: the XDP port map and the channel's page */
 int rtn_ip_chan_open(struct rtn_station *s, struct chan *c);
 void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);
+
+/* rtn_station_frer.c */
+int rtn_frer_open(struct rtn_station *s);
+void rtn_frer_close(struct rtn_station *s);
+/* the sequence generator of @p frame's stream when it goes out on both ports, else NULL */
+struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t *frame,
+					   uint32_t len);
+/*
+ * Send @p frame tagged with @p gen's next number on both ports; *@p tagged,
+ * *@p tagged_len and *@p stamp_off describe the copy (for the capture).
+ * 0 when at least one copy went out (*tx_os: port 0's, else port 1's stamp).
+ */
+int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint8_t *frame,
+		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t *tx_os,
+		  const uint8_t **tagged, uint32_t *tagged_len);
+/*
+ * A frame received on @p port at OS time @p rx_os: 1 to hand on (an R-TAG
+ * stripped, *@p len updated), 0 to drop (a duplicate, or counted as bad).
+ */
+int rtn_frer_rx(struct rtn_station *s, uint32_t port, uint8_t *frame, uint32_t *len,
+		int64_t rx_os);
 
 /* rtn_nomac.c */
 struct frame_slot *rtn_nomac_slot(struct rtn_station *s);

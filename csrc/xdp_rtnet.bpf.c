@@ -3,12 +3,13 @@
  * @file xdp_rtnet.bpf.c
  * @brief XDP program of the real-time path: steer RTnet EtherTypes to AF_XDP.
  *
- * Only frames whose EtherType is listed in rt_ethertypes go to the AF_XDP
- * socket bound to the receiving queue; everything else (IP, ARP, ...) goes
+ * Only frames whose EtherType is listed in rt_ethertypes (behind an R-TAG:
+ * the encapsulated one) go to the AF_XDP socket bound to the receiving queue; everything else (IP, ARP, ...) goes
  * on to the Linux stack.  libxdp's default program redirects every frame of
  * the queue, which would cut the station off from Linux networking.
  *
- * IPv4 goes to the socket only where it is real-time (steer_ipv4()).
+ * IPv4 and ARP go to the socket only where they are real-time (steer_ipv4(),
+ * steer_arp()); the real-time UDP/IPv4 path is not replicated over two ports.
  *
  * If no socket is bound to the queue, bpf_redirect_map() falls back to
  * XDP_PASS, so a half-set-up station still talks IP.
@@ -177,20 +178,53 @@ static __always_inline void stamp(struct xdp_md *ctx)
 	meta->rx_ns = bpf_ktime_get_ns();
 }
 
+/*
+ * The EtherType that decides: a frame's own, or for an IEEE 802.1CB R-TAG
+ * (0xF1C1: 2 reserved bytes, the sequence number, then the EtherType it
+ * encapsulates at offset 16) the encapsulated one, so a tagged copy of a
+ * real-time frame goes where the untagged frame would.  A tag cut short
+ * decides nothing (0 is never in rt_ethertypes).
+ */
+#define RTAG_ETHERTYPE 0xF1C1
+
+static __always_inline __u16 steering_type(struct ethhdr *eth, void *data_end)
+{
+	__u16 proto = bpf_ntohs(eth->h_proto);
+	__be16 *inner = (__be16 *)((__u8 *)(eth + 1) + 4);
+
+	if (proto != RTAG_ETHERTYPE)
+		return proto;
+	if ((void *)(inner + 1) > data_end)
+		return 0;
+	return bpf_ntohs(*inner);
+}
+
+/*
+ * Whether a frame is the real-time path's: IPv4 and ARP as steer_ipv4() and
+ * steer_arp() decide, everything else by its EtherType (steering_type()).
+ */
+static __always_inline int real_time(struct ethhdr *eth, void *data_end)
+{
+	__u16 proto = bpf_ntohs(eth->h_proto);
+
+	if (proto == ETH_P_IP)
+		return steer_ipv4(eth, data_end);
+	if (proto == ETH_P_ARP)
+		return steer_arp(eth, data_end);
+	proto = steering_type(eth, data_end);
+	return bpf_map_lookup_elem(&rt_ethertypes, &proto) != 0;
+}
+
 SEC("xdp")
 int xdp_rtnet(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	__u16 proto;
 
 	if ((void *)(eth + 1) > data_end)
 		goto pass;
-	proto = bpf_ntohs(eth->h_proto);
-	if (proto == ETH_P_IP ? !steer_ipv4(data, data_end) :
-	    proto == ETH_P_ARP ? !steer_arp(data, data_end) :
-				!bpf_map_lookup_elem(&rt_ethertypes, &proto))
+	if (!real_time(eth, data_end))
 		goto pass;
 	count(0);
 	stamp(ctx);

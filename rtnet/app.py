@@ -124,11 +124,16 @@ class Channel(Closeable):
              slot: int = OPTIONS["channel.slot"].default,
              prio: int = OPTIONS["channel.prio"].default,
              max_size: int = OPTIONS["channel.max_size"].default,
-             depth: int = OPTIONS["channel.depth"].default) -> "Channel":
-        """Ask the station daemon on ``dev`` for a channel (kept while this object is open)."""
+             depth: int = OPTIONS["channel.depth"].default,
+             redundant: bool | None = None) -> "Channel":
+        """Ask the station daemon on ``dev`` for a channel (kept while this object is open).
+        ``redundant``: on a station with two ports, send on both (None: the daemon's
+        ``[[channel]]`` setting)."""
         _validate_open(ethertype, slot, prio, max_size, depth)
         request = {"cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
                    "max_size": max_size, "depth": depth}
+        if redundant is not None:
+            request["redundant"] = OPTIONS["channel.redundant"].check(redundant)
         return cls._open_request(dev, request, netns)
 
     @classmethod

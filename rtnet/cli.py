@@ -123,7 +123,7 @@ def cmd_up(args) -> int:
     from .stationctl import up
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout,
-              rtcfg=args.rtcfg, say=say)
+              rtcfg=args.rtcfg, say=say, redundant_dev=args.redundant_dev)
     if args.json:
         _print_json(info)
     else:
@@ -312,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="bring the segment up with RTcfg: the master serves the stations' "
                          "configuration, a slave receives its IP and slots (default: yes for "
                          "rtnet.conf, as rtnet start does; rtnet.toml: [rtcfg] enabled)")
+    sp.add_argument("--redundant-dev", type=interface_name, default=None,
+                    help="second device: IEEE 802.1CB redundancy on two wires "
+                         "(overrides link.redundant_dev)")
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")

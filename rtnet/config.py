@@ -11,7 +11,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
 
     [station]  name, device, mac, xdp_mode (auto|native|skb), ethertypes
     [rt]       cpu, priority, allow_fallback
-    [link]     link_rate_mbps
+    [link]     link_rate_mbps, redundant_dev, frer_history_len, frer_reset_ms
     [clock]    offset_ns, drift_ppm            (lab clock model)
     [tdma]     role (master|backup|slave), cycle_us, backup_offset_us, cal_rounds,
                max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles
@@ -19,7 +19,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
                window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
-    [[channel]] ethertype, slot, prio, max_size
+    [[channel]] ethertype, slot, prio, max_size, redundant
     [control]  group, status_group
     [rtcfg]    enabled, slaves (a master's, by IP), offset_us, stage2_src, stage2_dst,
                stage2_cmds, timeout_s, period_ms, heartbeat_ms, threshold
@@ -52,7 +52,6 @@ import ipaddress
 import os
 import re
 import shlex
-import stat
 import sys
 import tomllib
 from dataclasses import dataclass, replace
@@ -81,6 +80,7 @@ from .names import interface_name_problem
 from .rtcfg import payload as rtcfg_payload
 from .rtcfg import setup as rtcfg_setup
 from .station import RtSettings
+from .userfiles import Refused, read_regular
 
 PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
 XDP_MODES = ("auto", "native", "skb")
@@ -115,6 +115,7 @@ class ChannelConfig:
     slot: int = options.OPTIONS["channel.slot"].default
     prio: int = options.OPTIONS["channel.prio"].default
     max_size: int = options.OPTIONS["channel.max_size"].default
+    redundant: bool = options.OPTIONS["channel.redundant"].default
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class StationConfig:
     ethertypes: tuple = ()
     rt: RtSettings = RtSettings()
     link_rate_mbps: int = options.OPTIONS["link.link_rate_mbps"].default
+    redundant_dev: str | None = None     # a second port (IEEE 802.1CB)
+    frer_history_len: int = options.OPTIONS["link.frer_history_len"].default
+    frer_reset_ms: int = options.OPTIONS["link.frer_reset_ms"].default
     clock_offset_ns: int = options.OPTIONS["clock.offset_ns"].default
     drift_ppm: float = options.OPTIONS["clock.drift_ppm"].default
     discipline: str = "none"        # tdma | nomac | none
@@ -164,24 +168,12 @@ def read_text(path: str) -> str:
         raise ConfigError(f"{shown(path)}: not a file name (NUL byte)")
     name = shown_path(path)
     try:
-        # O_NONBLOCK: a FIFO in place of the file must not block the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ConfigError(f"{name}: {exc.strerror}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ConfigError(f"{name}: is a directory")
-        if not stat.S_ISREG(mode):
-            raise ConfigError(f"{name}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{name}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, not a configuration")
+        data = read_regular(path, MAX_FILE_BYTES)
+    except Refused as exc:
+        if exc.too_large:
+            raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, "
+                              "not a configuration") from None
+        raise ConfigError(str(exc)) from None
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(f"{name}: UTF-16 text; save it as UTF-8")
     try:
@@ -364,7 +356,7 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
     rt = ck.table("rt", doc.get("rt", {}))
     cfg["rt"] = RtSettings(**ck.section("rt", rt))
     link = ck.table("link", doc.get("link", {}))
-    cfg["link_rate_mbps"] = ck.section("link", link)["link_rate_mbps"]
+    cfg.update(_toml_link(ck, link, cfg["device"]))
     clock = ck.section("clock", ck.table("clock", doc.get("clock", {})))
     cfg["clock_offset_ns"], cfg["drift_ppm"] = clock["offset_ns"], clock["drift_ppm"]
 
@@ -496,6 +488,16 @@ def _client_setup(ck: _Checker, dev: str, dst: str | None, cmds: str | None, bas
                           lambda: rtcfg_setup.check_destination(_in_dir(dst, base)))
     cmds = _rtcfg_call(ck, cmds_key, lambda: rtcfg_setup.checked_commands(cmds or "", dev))
     return rtcfg_setup.RtcfgSetup("client", stage2_dst=dst or None, stage2_cmds=cmds, **kw)
+
+
+def _toml_link(ck: _Checker, link: dict, device: str) -> dict:
+    """[link]: the modelled rate, and a second port with its 802.1CB recovery settings."""
+    out = ck.section("link", link)
+    if "redundant_dev" in out:
+        ck.ifname("link.redundant_dev", out["redundant_dev"])
+        if out["redundant_dev"] == device:
+            ck.fail("link.redundant_dev", f"{shown(device)} is the first port already")
+    return out
 
 
 def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:

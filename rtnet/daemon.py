@@ -59,8 +59,9 @@ sizes shared with the clients: rtnet.control_protocol.
   first 2048 bytes of each frame, ns CLOCK_REALTIME time stamps of the
   stack's own stamps, direction per packet, the stack stamps in the
   comment).  ``dropped``: frames the ring had no room for.
-- ``channel.open``: ethertype, slot, prio, max_size, depth (defaults from
-  the matching ``[[channel]]``; the EtherType must be configured as
+- ``channel.open``: ethertype, slot, prio, max_size, depth, redundant (a
+  bool: on a station with two ports the EtherType goes out on both; defaults
+  from the matching ``[[channel]]``; the EtherType must be configured as
   real-time, in station.ethertypes or a ``[[channel]]``) ->
   ``{"ok": true, "channel": id, "shm_size": bytes}`` sent in one sendmsg
   together with two file descriptors as SCM_RIGHTS: the channel's memfd
@@ -111,6 +112,7 @@ from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 from . import config as _config
 from . import paths, procs
 from ._lowlevel import last_error, lib
+from .argtypes import interface_name
 from .capture import to_pcapng
 from .control_server import Command, ControlServer, RequestError, WithFds, group_policy, int_arg
 from .echo import EchoService
@@ -264,12 +266,12 @@ class Daemon:
                         self.dev, stale)
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
-        n = lib.rtn_xdp_attached(self.dev.encode())
-        if n > 0:
-            rc = lib.rtn_xdp_detach(self.dev.encode())
-            if rc < 0:
-                raise StartError(last_error())
-            log.warning("%s: removed %d XDP program(s) left on the device", self.dev, rc)
+        for dev in (self.dev, self.cfg.redundant_dev):     # the second port's too
+            if dev and lib.rtn_xdp_attached(dev.encode()) > 0:
+                rc = lib.rtn_xdp_detach(dev.encode())
+                if rc < 0:
+                    raise StartError(last_error())
+                log.warning("%s: removed %d XDP program(s) left on the device", dev, rc)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
@@ -280,7 +282,10 @@ class Daemon:
             self.station = Station(cfg.device, mac=cfg.mac, xdp_mode=cfg.xdp_mode,
                                    ethertypes=cfg.steered_ethertypes(), rt=cfg.rt,
                                    clock_offset_ns=cfg.clock_offset_ns, drift_ppm=cfg.drift_ppm,
-                                   link_rate_mbps=cfg.link_rate_mbps)
+                                   link_rate_mbps=cfg.link_rate_mbps,
+                                   redundant_dev=cfg.redundant_dev,
+                                   frer_history_len=cfg.frer_history_len,
+                                   frer_reset_ms=cfg.frer_reset_ms)
         except (RtnetError, ConfigError) as exc:
             raise StartError(exc.strerror if isinstance(exc, OSError) and exc.strerror
                              else str(exc)) from None
@@ -563,10 +568,14 @@ class Daemon:
         slot = int_arg(req, "slot", base.slot if base else dflt["slot"], 0, 63)
         prio = int_arg(req, "prio", base.prio if base else dflt["prio"], 0, 31)
         max_size = int_arg(req, "max_size", base.max_size if base else dflt["max_size"], 14, 1536)
+        redundant = req.get("redundant", base.redundant if base else False)
+        if not isinstance(redundant, bool):
+            raise RequestError(f"redundant: {redundant!r} is not true or false")
         depth = int_arg(req, "depth", dflt["depth"], 1, 4096)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
-                                                           max_size=max_size, depth=depth)
+                                                           max_size=max_size, depth=depth,
+                                                           redundant=redundant)
             self._chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)
 
@@ -698,6 +707,8 @@ def main(argv=None) -> int:
     p.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
                    help="read the configuration for a segment brought up with RTcfg "
                         "(default: rtnet.conf yes, rtnet.toml as [rtcfg] enabled says)")
+    p.add_argument("--redundant-dev", type=interface_name,
+                   help="second device for IEEE 802.1CB redundancy (overrides link.redundant_dev)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
@@ -706,6 +717,8 @@ def main(argv=None) -> int:
         cfg = _config.load(args.config, rtcfg=args.rtcfg)
         if args.dev:
             cfg = _config.with_overrides(cfg, device=args.dev)
+        if args.redundant_dev:
+            cfg = _config.with_overrides(cfg, redundant_dev=args.redundant_dev)
         daemon = Daemon(cfg)
     except (ConfigError, StartError) as exc:
         print(f"rtnetd: {exc}", file=sys.stderr, flush=True)

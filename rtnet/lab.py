@@ -43,6 +43,10 @@ BRIDGE = "rtbr0"
 STATION_IF = "rteth0"
 STATION_IF_B = "rteth1"      # a redundant lab's second port, on wire B
 WIRES = ("a", "b")           # a redundant lab's wires; a plain lab has only A
+# A redundant lab's devices take a full-size frame with its 6-byte IEEE 802.1CB R-TAG
+# (1514 + 6 bytes; a veth drops what exceeds its MTU + 18), as a real network carrying
+# R-TAGs needs its MTU raised by the tag.
+REDUNDANT_MTU = 1506
 MAX_STATIONS = 32
 LAB_MAC_PREFIX = bytes((0x02, 0x52, 0x54, 0x00, 0x00))   # locally administered; station N adds N
 RUN_DIR = os.environ.get("RTNET_RUN_DIR", "/run/rtnet")
@@ -174,7 +178,8 @@ class Lab:
             with IPRoute(netns=st.netns) as ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
             for wire_ns, ifname, ip in wires:
-                _attach(st, wire_ns, ifname, getattr(st, ip))
+                _attach(st, wire_ns, ifname, getattr(st, ip),
+                        REDUNDANT_MTU if self.redundant else 1500)
 
     def set_wire_port(self, station: Station, wire: str, up: bool) -> None:
         """Cut (``up=False``) or mend the bridge port of ``station`` on ``wire`` ("a" or "b"):
@@ -299,17 +304,19 @@ def _build_wire(wire_ns: str) -> None:
         ipr.link("set", index=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
 
 
-def _attach(st: Station, wire_ns: str, ifname: str, ip: str) -> None:
+def _attach(st: Station, wire_ns: str, ifname: str, ip: str, mtu: int) -> None:
     """Connect ``st`` to the wire in ``wire_ns`` by a veth: ``ifname`` in the station (with
-    the station's MAC and ``ip``), ``s<N>`` as a port of the wire's bridge."""
+    the station's MAC and ``ip``), ``s<N>`` as a port of the wire's bridge; both ends
+    take frames of ``mtu`` bytes plus the Ethernet header."""
     with IPRoute(netns=wire_ns) as ipr:
         ipr.link("add", ifname=st.wire_port, kind="veth",
                  peer={"ifname": ifname, "net_ns_fd": st.netns})
         port = ipr.link_lookup(ifname=st.wire_port)[0]
+        ipr.link("set", index=port, mtu=mtu)
         ipr.link("set", index=port, master=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
     with IPRoute(netns=st.netns) as ipr:
         dev = ipr.link_lookup(ifname=ifname)[0]
-        ipr.link("set", index=dev, address=st.mac, mtu=1500)
+        ipr.link("set", index=dev, address=st.mac, mtu=mtu)
         ipr.addr("add", index=dev, address=ip, prefixlen=st.prefixlen)
         ipr.link("set", index=dev, state="up")
 

@@ -63,7 +63,7 @@ class Option:
     """One setting; ``lo``/``hi`` are inclusive (None: unbounded or not numeric)."""
 
     key: str                    # section.name as in rtnet.toml
-    kind: type                  # int, float or bool
+    kind: type                  # int, float, bool or str (a name; its caller checks its form)
     default: object             # None: required where it applies, or "not set"
     lo: int | float | None
     hi: int | float | None
@@ -89,6 +89,10 @@ class Option:
         """``value`` if it is of this option's type and in range, else ConfigError
         naming ``key`` (default: the option's own key) and the range."""
         key = key or self.key
+        if self.kind is str:
+            if not isinstance(value, str):
+                raise ConfigError(f"{key}: {shown(value)} is not a name")
+            return value
         if self.kind is bool:
             if not isinstance(value, bool):
                 raise ConfigError(f"{key}: {shown(value)} is not true or false")
@@ -133,6 +137,16 @@ _ROWS = (
     # the wire and the lab's clock model
     Option("link.link_rate_mbps", int, _C.link_rate_mbps, 0, lib.RTN_TDMA_MAX_LINK_RATE_MBPS,
            "Mbit/s", True, "modelled link rate that paces frames and sizes slots (0: unpaced)"),
+    # a second port: IEEE 802.1CB frame replication and elimination (rtn_station_frer.h)
+    Option("link.redundant_dev", str, None, None, None, "", False,
+           "second device: redundant streams go out on both (none: one port)"),
+    Option("link.frer_history_len", int, lib.RTN_STATION_FRER_HISTORY, lib.RTN_FRER_HISTORY_MIN,
+           lib.RTN_FRER_HISTORY_MAX, "packets", False,
+           "802.1CB frerSeqRcvyHistoryLength: the largest jump a stream takes (a loss on both "
+           "wires, one wire trailing); beyond it frames are rogue until the reset timer"),
+    Option("link.frer_reset_ms", int, lib.RTN_FRER_DEFAULT_RESET_MS, 0, 3600000, "ms", False,
+           "802.1CB frerSeqRcvyResetMSec: a silent stream takes any sequence again after "
+           "this (0: never)"),
     Option("clock.offset_ns", int, 0, -10**12 + 1, 10**12 - 1, "ns", False,
            "lab clock model: offset of the station's clock"),
     Option("clock.drift_ppm", float, 0.0, -1000, 1000, "ppm", False,
@@ -184,6 +198,8 @@ _ROWS = (
            "queue priority of the channel's frames (0: highest)"),
     Option("channel.max_size", int, _CH.max_size, 14, 1514, "bytes", False,
            "largest frame, Ethernet header included"),
+    Option("channel.redundant", bool, False, None, None, "", False,
+           "a station with two ports sends the channel's EtherType on both"),
     Option("channel.depth", int, _CH.depth, 1, lib.RTN_CHAN_MAX_DEPTH, "messages", False,
            "messages per ring, a power of two", toml=False),
     # RTcfg as rtnetctl up runs it (the server's defaults are RTnet's rtcfg's, rtcfg.step)
@@ -224,7 +240,7 @@ def table_text() -> str:
     """The table as ``rtnetctl options`` prints it."""
     lines = [f"{'option':24} {'type':5} {'default':>9} {'range':>22} {'unit':8} {'live':4}  help"]
     for o in _ROWS:
-        rng = "" if o.kind is bool else o.range_text()
+        rng = "" if o.kind in (bool, str) else o.range_text()
         dflt = "-" if o.default is None else str(o.default).lower()
         lines.append(f"{o.key:24} {o.kind.__name__:5} {dflt:>9} {rng:>22} {o.unit:8} "
                      f"{'yes' if o.live else 'no':4}  {o.help}")

@@ -23,6 +23,7 @@ from .closeable import Closeable
 from .errors import ConfigError, RtnetError
 from .hist import Histogram
 from .mac import format_mac, parse_mac
+from .names import interface_name_problem
 from .options import OPTIONS
 from .rtthread import fill_rt_opts
 from .tdma_stats import stats_from_c
@@ -58,12 +59,61 @@ def interface_mac(ifname: str, netns: str | None) -> str:
     return format_mac(res[18:24])
 
 
+def _fill_second_port(opts, ifname: str, redundant_dev: str | None, queue: int, ethertypes,
+                      xdp_mode: str, history_len: int, reset_ms: int) -> list:
+    """The second port of ``opts`` (IEEE 802.1CB, rtn_station_frer.h): the same socket
+    settings on ``redundant_dev``; returns the cdata to keep alive."""
+    opts.frer_history = OPTIONS["link.frer_history_len"].check(history_len)
+    opts.frer_reset_ms = OPTIONS["link.frer_reset_ms"].check(reset_ms)
+    if redundant_dev is None:
+        return []
+    problem = interface_name_problem(redundant_dev)
+    if problem or redundant_dev == ifname:
+        raise ConfigError(f"second device {redundant_dev!r}: "
+                          f"{problem or 'the first port already'}")
+    return fill_xsk_opts(opts.xsk_b, redundant_dev, queue=queue,
+                         extra=validate_ethertypes(ethertypes), mode=xdp_mode,
+                         frames=UMEM_FRAMES)
+
+
+def frer_stats(s) -> dict:
+    """The two-port counters of station ``s`` (struct rtn_station *): per port, and the
+    802.1CB counters of every received stream, per port and in total."""
+    st = ffi.new("struct rtn_station_frer_stats *")
+    lib.rtn_station_frer_stats(s, st)
+    port_keys = ("rx_frames", "rx_tagged", "rx_untagged", "bad_tags", "tx_copies", "tx_errors")
+    counter_keys = ("passed", "discarded", "out_of_order", "rogue", "tagless")
+    out = {"ports": st.ports, "history_len": st.history_len, "reset_ms": st.reset_ms,
+           "streams_refused": st.streams_refused, "tx_redundant": st.tx_redundant,
+           "port": [{k: getattr(st.port[i], k) for k in port_keys} for i in range(st.ports)],
+           "streams": []}
+    xs = ffi.new("struct rtn_xsk_stats *")
+    for i in range(st.ports):
+        if lib.rtn_station_port_xsk_stats(s, i, xs) == 0:
+            out["port"][i].update(xsk_rx=xs.rx_frames, xsk_tx=xs.tx_frames,
+                                  xsk_tx_ring_full=xs.tx_ring_full)
+    one = ffi.new("struct rtn_station_frer_stream *")
+    for i in range(st.streams):
+        if lib.rtn_station_frer_stream(s, i, one):
+            break
+        out["streams"].append({
+            "src": format_mac(bytes(one.src)), "ethertype": one.ethertype,
+            "lost": one.lost, "resets": one.resets,
+            "total": {k: getattr(one.total, k) for k in counter_keys},
+            "port": [{k: getattr(one.port[p], k) for k in counter_keys}
+                     for p in range(lib.RTN_STATION_PORTS)]})
+    return out
+
+
 class Station(Closeable):
     """One station on ``ifname``; the real-time thread runs between start() and close()."""
 
     def __init__(self, ifname: str, *, netns: str | None = None, mac: str | None = None,
                  queue: int = 0, xdp_mode: str = "auto", ethertypes=(), rt: RtSettings = RtSettings(),
-                 clock_offset_ns: int = 0, drift_ppm: float = 0.0, link_rate_mbps: int = 100):
+                 clock_offset_ns: int = 0, drift_ppm: float = 0.0, link_rate_mbps: int = 100,
+                 redundant_dev: str | None = None,
+                 frer_history_len: int = OPTIONS["link.frer_history_len"].default,
+                 frer_reset_ms: int = OPTIONS["link.frer_reset_ms"].default):
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
         if not -10**12 < clock_offset_ns < 10**12 or not -1000 <= drift_ppm <= 1000:
@@ -81,6 +131,9 @@ class Station(Closeable):
         opts.clock_offset_ns = clock_offset_ns
         opts.drift_ppm = drift_ppm
         opts.link_rate_mbps = link_rate_mbps
+        self.redundant_dev = redundant_dev
+        self._keep += _fill_second_port(opts, ifname, redundant_dev, queue, ethertypes, xdp_mode,
+                                        frer_history_len, frer_reset_ms)
         out = ffi.new("struct rtn_station **")
         with _netns.entered(netns):
             check(lib.rtn_station_open(opts, out), RtnetError, ifname)
@@ -149,18 +202,21 @@ class Station(Closeable):
                      prio: int = OPTIONS["channel.prio"].default,
                      max_size: int = OPTIONS["channel.max_size"].default,
                      depth: int = OPTIONS["channel.depth"].default,
-                     cycles: bool = True, udp_port: int = 0,
+                     cycles: bool = True, redundant: bool = False, udp_port: int = 0,
                      stamped: bool = False) -> tuple[int, int, int]:
         """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds.
 
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
         start each cycle at its first job (one wake-up a cycle less for a slave).
+        ``redundant=True``: on a station with two ports, every frame of the channel's
+        EtherType goes out on both, with an IEEE 802.1CB R-TAG.
         ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),
         ``stamped`` with the RTNX header in its datagrams (rtn_app.h)."""
         o = ffi.new("struct rtn_chan_opts *")
         lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
         o.no_cycles = not cycles
+        o.redundant = bool(redundant)
         o.udp_port = udp_port
         o.udp_flags = lib.RTN_UDP_F_STAMPED if stamped else 0
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")
@@ -309,6 +365,7 @@ class Station(Closeable):
                      "priority": rts.priority, "cpu": rts.cpu, "tid": rts.tid,
                      "fallback": bool(rts.fallback), "dma_latency_held": bool(rts.dma_latency_held),
                      "memory_locked": bool(rts.memory_locked)}
+        out["frer"] = frer_stats(s)
         td = ffi.new("struct rtn_tdma_stats *")
         out["tdma"] = stats_from_c(td) if lib.rtn_station_tdma_stats(s, td) == 0 else None
         xs = ffi.new("struct rtn_xsk_stats *")

@@ -117,7 +117,8 @@ def _last_daemon_line(log_path: str) -> str | None:
 
 
 def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
-       timeout: float = START_TIMEOUT, rtcfg: bool | None = None, say=None) -> dict:
+       timeout: float = START_TIMEOUT, rtcfg: bool | None = None, say=None,
+       redundant_dev: str | None = None) -> dict:
     if netns is not None and not _netns.exists(netns):
         _fail(f"network namespace {netns!r} does not exist", errno.ENOENT)
     cfg = _config.load(config_path, rtcfg=rtcfg)      # ConfigError: nothing started
@@ -131,7 +132,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     os.makedirs(station_dir, mode=0o755, exist_ok=True)
     log_path = os.path.join(station_dir, f"{dev}.log")
     argv = [sys.executable, "-m", "rtnet.daemon", "-c", os.path.abspath(config_path),
-            "--dev", dev]
+            "--dev", dev] + (["--redundant-dev", redundant_dev] if redundant_dev else [])
     if rtcfg is not None:
         argv.append("--rtcfg" if rtcfg else "--no-rtcfg")
     if netns:
@@ -274,6 +275,7 @@ def format_status(s: dict) -> str:
                    f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
                    f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
     out.extend(format_rtcfg(s.get("rtcfg")))
+    out.extend(format_frer(s.get("frer")))
     out.extend(ipv4.format_status(s.get("ipv4")))
     cap = s.get("capture")
     if cap:
@@ -314,6 +316,26 @@ def format_rtcfg(r: dict | None) -> list[str]:
            f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"]
     out += [f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
             f"{'ready' if st.get('ready') else 'not ready'}" for st in stations]
+    return out
+
+
+def format_frer(f: dict | None) -> list[str]:
+    """A station with two ports: each port's frames, then each received stream's 802.1CB
+    counters (passed/discarded/out of order/rogue/tagless per port, lost, resets)."""
+    if not f or f.get("ports", 1) < 2:
+        return []
+    out = [f"  IEEE 802.1CB on 2 ports: history {f['history_len']}, reset {f['reset_ms']} ms, "
+           f"{f['tx_redundant']} frames sent on both, {len(f['streams'])} streams received"
+           f"{', refused ' + str(f['streams_refused']) if f['streams_refused'] else ''}"]
+    for i, p in enumerate(f["port"]):
+        out.append(f"    port {i}: rx {p['rx_frames']} (tagged {p['rx_tagged']}, untagged "
+                   f"{p['rx_untagged']}, bad tags {p['bad_tags']}), tx copies {p['tx_copies']} "
+                   f"(refused {p['tx_errors']})")
+    for s in f["streams"]:
+        per = " | ".join(f"port {i} {c['passed']}/{c['discarded']}/{c['out_of_order']}/"
+                         f"{c['rogue']}/{c['tagless']}" for i, c in enumerate(s["port"]))
+        out.append(f"    stream {s['src']} {s['ethertype']:#06x}: passed/discarded/out of order/"
+                   f"rogue/tagless {per}; lost {s['lost']}, resets {s['resets']}")
     return out
 
 

@@ -41,3 +41,32 @@ def require_tool(name: str) -> str:
     if path is None:
         skip_or_fail(f"{name} is not installed (run tools/setup-system.sh)")
     return path
+
+
+def daemon_lab(name: str, stations: int):
+    """A lab of ``stations`` whose rtnetd run in a run directory of their own
+    (RTNET_RUN_DIR, readable by the unprivileged peers the tests use, not under pytest's
+    0700 tmp): yields the lab, then stops every station's rtnetd and takes it all down.
+    A generator for module fixtures: ``yield from daemon_lab("d1", 2)``."""
+    import tempfile
+
+    from rtnet import cli
+    from rtnet.lab import Lab
+    run = tempfile.mkdtemp(prefix=f"rtn-{name}-run-")
+    os.chmod(run, 0o755)
+    old = os.environ.get("RTNET_RUN_DIR")
+    os.environ["RTNET_RUN_DIR"] = run
+    lab = Lab(name, stations)
+    lab.down()
+    try:
+        lab.up()
+        yield lab
+    finally:
+        for st in lab.stations:
+            cli.main(["down", "-n", st.netns])
+        lab.down()
+        shutil.rmtree(run, ignore_errors=True)
+        if old is None:
+            del os.environ["RTNET_RUN_DIR"]
+        else:
+            os.environ["RTNET_RUN_DIR"] = old

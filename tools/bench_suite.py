@@ -14,7 +14,8 @@ c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
    modelled at 100 and 1000 Mbit/s, --link-rates) next to the path's ceiling
    in the same run (a raw AF_XDP flood, tools/bench_xdp_flood.py), and
    through the VNIC (TDMA, iperf3 UDP; ping for latency).  --parts c-rt or
-   c-vnic runs one half.
+   c-vnic runs one half; c-frer the RT path again with IEEE 802.1CB redundancy
+   (two ports, two wires; tools/bench_frer.py) and the wire-cut runs.
 d. VNIC CPU and context-switch cost at 100 Mbit/s next to the kernel path
    (seeds/003), by vnic/bench.py.
 
@@ -50,6 +51,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
+import bench_frer  # noqa: E402
 import bench_suite_report as report  # noqa: E402
 import bench_xdp_flood  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
@@ -97,7 +99,7 @@ RT_LINK_RATES = (100, 1000)   # RFC 2544 on the RT path: the lab's link, and gig
 # other port) on the other one, like the raw AF_XDP ceiling's ends (SCHED_FIFO spinning needs
 # two CPUs); on one vCPU the two RT threads measure their contention, not the path
 RFC_TX_CPU, RFC_RX_CPU = RT_CPU, 0
-PARTS = ("a", "c", "c-rt", "c-vnic", "d")
+PARTS = ("a", "c", "c-rt", "c-vnic", "c-frer", "d")
 WIRE_OVERHEAD = 20         # preamble + SFD + inter-frame gap; frame sizes include the FCS
 
 
@@ -571,6 +573,21 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
 
 # ---- main ---------------------------------------------------------------------------------
 
+def measure_redundancy(args, results: dict) -> None:
+    """c-frer: the RT path's RFC 2544 with two ports (as measure_rfc2544_rt at the lab's
+    link rate, in a redundant lab of its own), then the wire-cut runs."""
+    rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
+    rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
+    results["rfc2544"].setdefault("rt_path", {})
+    with Lab(f"{args.lab}r", 2, redundant=True) as lab:
+        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=rt_path_trial,
+                                   search=binary_search, line_rate=line_rate_fps,
+                                   link_mbps=LINK_MBPS, log=log)
+        bench_frer.measure_wire_cut(args, lab, results, rt=RtSettings(cpu=RT_CPU,
+                                    priority=STATION_PRIO), rt2=RtSettings(cpu=RT_CPU,
+                                    priority=STATION_PRIO), log=log)
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="about 2 minutes (CI)")
@@ -603,6 +620,10 @@ def parse_args(argv):
                     help="per frame size")
     ap.add_argument("--flood-s", type=number("flood length", 0.1, 600), default=2.0,
                     help="raw AF_XDP flood per frame size (the RT path's ceiling)")
+    ap.add_argument("--cut-runs", type=integer("wire-cut runs", 1, 1000), default=10,
+                    help="c-frer: runs with wire A cut for the middle third")
+    ap.add_argument("--cut-messages", type=integer("messages", 3, 1_000_000), default=3000,
+                    help="c-frer: messages (one a cycle) per wire-cut run")
     ap.add_argument("--ping-count", type=integer("ping count", 1, 100_000), default=500)
     ap.add_argument("--vnic-seconds", type=integer("seconds", 1, vnic_bench.MAX_SECONDS),
                     default=5, help="part d, per run")
@@ -628,12 +649,13 @@ def parse_args(argv):
         args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
         args.flood_s = 0.3
         args.ping_count, args.vnic_seconds = 20, 1
+        args.cut_runs, args.cut_messages = 2, 300
     args.loads = [x for x in args.loads.split(",") if x]
     args.parts = set(args.parts.split(","))
     if args.parts - set(PARTS):
         ap.error(f"parts: choose from {', '.join(PARTS)}")
     if "c" in args.parts:
-        args.parts |= {"c-rt", "c-vnic"}
+        args.parts |= {"c-rt", "c-vnic", "c-frer"}
     if set(args.loads) - set(LOADS):
         ap.error(f"loads: choose from {', '.join(LOADS)}")
     if args.report is None:
@@ -693,6 +715,8 @@ def main(argv=None) -> int:
                         measure_rfc2544_rt(args, lab, results, mbps)
                 if "c-vnic" in args.parts:
                     measure_rfc2544_vnic(args, lab, results)
+        if "c-frer" in args.parts:
+            measure_redundancy(args, results)
         if "d" in args.parts:
             log("# d: VNIC cost (vnic/bench.py)")
             results["vnic_cost"] = vnic_bench.run(

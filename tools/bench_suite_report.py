@@ -6,6 +6,8 @@ import os
 import platform
 import re
 
+import bench_frer
+
 LOADS = ("idle", "cpu", "net", "both")
 # kernel parameters that bear on latency (the rest of the command line is not reported)
 RT_CMDLINE = {"isolcpus", "nohz_full", "rcu_nocbs", "idle", "processor", "intel_idle",
@@ -202,6 +204,10 @@ def tables(results: dict) -> str:
     if results["rfc2544"]:
         out.append("## c. RFC 2544")
         out.append(rfc_table(results))
+        if bench_frer.table(results):
+            out.append("## c. RFC 2544, 1 port against 2 ports (IEEE 802.1CB)")
+            out.append(bench_frer.table(results))
+            out.append(bench_frer.cut_summary(results))
     if results.get("vnic_cost"):
         out.append("## d. VNIC cost at 100 Mbit/s offered")
         out.append(vnic_table(results))
@@ -300,6 +306,9 @@ def figures(results: dict, outdir: str) -> dict:
         out["c"] = os.path.join(outdir, "c_rfc2544.png")
         fig.savefig(out["c"], dpi=70)
         plt.close(fig)
+        red = bench_frer.figure(results, outdir, plt)
+        if red:
+            out["c-frer"] = red
     return out
 
 
@@ -632,6 +641,7 @@ def markdown(results: dict, report_path: str) -> str:
               "latency is the ping round trip through the VNICs (both directions wait for NRT "
               "slots). * the 1518-byte frame does not fit the VNIC MTU (1496) and is sent as "
               "1514.", "", rfc_table(results), "", fig("c", "RFC 2544 throughput and latency"), ""]
+        L += bench_frer.markdown(results, fig("c-frer", "RFC 2544 with and without redundancy"))
     if results.get("vnic_cost"):
         L += ["## d. VNIC cost (seeds/003)", "",
               "vnic/bench.py: iperf3 at 100 Mbit/s offered through vnic0 (TDMA, batched and "

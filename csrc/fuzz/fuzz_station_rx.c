@@ -2,8 +2,9 @@
 /**
  * @file fuzz_station_rx.c
  * @brief Fuzz target: the station's receive dispatch (receive_all in
- *        rtn_station.c, rtn_chans_rx, rtn_vnic_rx): classify every received frame and hand
- *        it to TDMA, an application channel, the probe counter or the VNIC,
+ *        rtn_station.c, rtn_frer_rx, rtn_chans_rx, rtn_vnic_rx): strip an R-TAG,
+ *        drop duplicates, classify every received frame and hand it to TDMA,
+ *        an application channel, the probe counter or the VNIC,
  *        then write what went to the VNIC to its TAP (merging TCP segments
  *        when the TAP has a vnet header).
  *
@@ -32,9 +33,31 @@ FUZZ_UNTRACED static void capture_check(uint32_t frames)
 		const struct rtn_xsk_frame *f = &stub_xsk.rx[i];
 
 		if (rec[i].h.dir != RTN_CAP_RX || rec[i].h.orig_len != f->len ||
-		    rec[i].h.cap_len != f->len || (f->len && memcmp(rec[i].data, f->data, f->len)))
+		    rec[i].h.cap_len != f->len ||
+		    (f->len && memcmp(rec[i].data, stub_xsk.orig[i], f->len)))
 			fuzz_fail("capture record %d differs from the frame received", i);
 	}
+}
+
+/* Every frame is tagged, untagged or a bad tag; every tagged one went to a stream or was refused. */
+FUZZ_UNTRACED static void frer_check(uint32_t frames)
+{
+	const struct rtn_station_frer_stats *f = &H.s->frer.st;
+	uint64_t fed = f->streams_refused;
+	uint32_t i;
+
+	if (f->port[0].rx_frames != frames ||
+	    f->port[0].rx_tagged + f->port[0].rx_untagged + f->port[0].bad_tags != frames)
+		fuzz_fail("%u frames, FRER counted %llu", frames,
+			  (unsigned long long)f->port[0].rx_frames);
+	for (i = 0; i < H.s->frer.n_streams; i++) {
+		const struct rtn_frer_rcvy *r = &H.s->frer.streams[i].r;
+
+		fed += r->total.passed + r->total.discarded - r->total.tagless;
+	}
+	if (fed != f->port[0].rx_tagged)
+		fuzz_fail("%llu tagged frames, %llu through the streams", (unsigned long long)
+			  f->port[0].rx_tagged, (unsigned long long)fed);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -62,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (H.s->st.rx_frames != frames)
 		fuzz_fail("%u frames received, %llu counted", frames,
 			  (unsigned long long)H.s->st.rx_frames);
+	frer_check(frames);
 	if (stub_xsk.rx_pos != stub_xsk.rx_n || stub_xsk.peeked)
 		fuzz_fail("receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
 	if (H.s->cap)

@@ -184,6 +184,11 @@ def seeds_vnic_gro() -> dict[str, bytes]:
     }
 
 
+def rtagged(frame: bytes, seq: int) -> bytes:
+    """``frame`` with an R-TAG of ``seq`` after its MAC addresses."""
+    return frame[:12] + b"\xf1\xc1\x00\x00" + struct.pack(">H", seq) + frame[12:]
+
+
 def rx(frame: bytes | None, ts=0, end=False) -> bytes:
     w = (len(frame) if frame is not None else 0) & 0x7FF
     if frame is None:
@@ -208,6 +213,10 @@ def seeds_station_rx() -> dict[str, bytes]:
         + rx(app_frame(CHAN_TYPES[0], 3, b"z" * 1400)) + rx(app_frame(CHAN_TYPES[0], 4))
         + rx(app_frame(CHAN_TYPES[0], 5)) + rx(app_frame(CHAN_TYPES[0], 6)),
         "probe": u8(3 | (1 << 4)) + rx(app_frame(CHAN_TYPES[0], 9), ts=5),
+        # IEEE 802.1CB: both copies of tagged Syncs and application frames, a short tag
+        "rtag": u8(0) + b"".join(rx(rtagged(sync(n, 1_000_000 * n, 990_000 * n), n)) * 2
+                                 for n in (1, 2, 4)) + rx(rtagged(app_frame(), 7)) * 2
+        + rx(rtagged(app_frame(), 7)[:19]) + rx(app_frame()),
         "ipv4": u8(0) + rx(rt_udp()) + rx(rt_udp(stamped=False)) + rx(rt_udp(dport=9))
         + rx(rt_echo()) + rx(rt_echo(0)) + rx(rt_udp(b"z" * 1400)),
         "ipv4_nomac": u8(2) + rx(rt_echo()) + rx(rt_udp()),

@@ -40,6 +40,7 @@ static int64_t fuzz_clock_ns;
 #include "../rtn_vnic_pump.c"
 #include "../rtn_probe.c"
 #include "../rtn_capture.c"
+#include "../rtn_station_frer.c"
 #include "../rtn_station_ip.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
@@ -55,6 +56,7 @@ static int64_t fuzz_clock_ns;
 
 struct rtn_xsk {
 	struct rtn_xsk_frame rx[STUB_RX_MAX];
+	uint8_t *orig[STUB_RX_MAX];	/* the frames as received (the station strips R-TAGs in place) */
 	uint8_t batch_end[STUB_RX_MAX];	/* a peek stops after this frame */
 	uint32_t rx_n, rx_pos;
 	int peeked;
@@ -157,6 +159,7 @@ static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts,
 	x->rx[x->rx_n] = (struct rtn_xsk_frame){ .data = data ? fuzz_exact_copy(data, len) : NULL,
 						 .len = data ? len : 0, .rx_ts = rx_ts,
 						 .kernel_ts = rx_ts != 0 };
+	x->orig[x->rx_n] = data ? fuzz_exact_copy(data, len) : NULL;
 	x->batch_end[x->rx_n++] = (uint8_t)end_batch;
 }
 
@@ -164,8 +167,10 @@ FUZZ_UNTRACED static void stub_rx_clear(void)
 {
 	uint32_t i;
 
-	for (i = 0; i < stub_xsk.rx_n; i++)
+	for (i = 0; i < stub_xsk.rx_n; i++) {
 		free(stub_xsk.rx[i].data);
+		free(stub_xsk.orig[i]);
+	}
 	stub_xsk.rx_n = stub_xsk.rx_pos = 0;
 	stub_xsk.peeked = 0;
 }
@@ -324,6 +329,10 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	stub_xsk.tx_frames = 0;
 
 	memset(&s->st, 0, sizeof(s->st));
+	/* the stream table (one port: the sequence generators are never used) */
+	s->frer.n_streams = 0;
+	memset(s->frer.st.port, 0, sizeof(s->frer.st.port));
+	s->frer.st.streams_refused = s->frer.st.tx_redundant = 0;
 	memset(&s->ip.st, 0, sizeof(s->ip.st));
 	s->ip.next_id = 0;
 	s->tdma = NULL;

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from rtmac.tdma_config import Slot
 from rtnet.errors import RtcfgError
 from rtnet.messages import shown_path
+from rtnet.userfiles import Refused, read_regular
 
 from . import frames, payload
 
@@ -134,19 +135,11 @@ def read_stage2(path: str) -> str:
     parses as a command list (RtcfgError otherwise)."""
     name = shown_path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise RtcfgError(f"{name}: {exc.strerror}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise RtcfgError(f"{name}: not a regular file")
-        data = os.read(fd, payload.MAX_STAGE2_LEN + 1)
-    except OSError as exc:
-        raise RtcfgError(f"{name}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > payload.MAX_STAGE2_LEN:
-        raise RtcfgError(f"{name}: more than {payload.MAX_STAGE2_LEN} bytes")
+        data = read_regular(path, payload.MAX_STAGE2_LEN)
+    except Refused as exc:
+        if exc.too_large:
+            raise RtcfgError(f"{name}: more than {payload.MAX_STAGE2_LEN} bytes") from None
+        raise RtcfgError(str(exc)) from None
     try:
         payload.parse(data, "rteth0")
     except RtcfgError as exc:

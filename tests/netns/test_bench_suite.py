@@ -73,6 +73,12 @@ def test_quick_suite_writes_complete_results(tmp_path):
         assert ceiling[size]["received"] > 0 and ceiling[size]["rx_fps"] > 0
         assert 0 <= vn[size]["throughput_pct_of_search_hi"] <= 100 and vn[size]["trials"]
         assert vn[size]["rtt_us"]["count"] > 0
+    red, cut = res["rfc2544"]["rt_path_redundant"], res["frer_wire_cut"]
+    for size in SIZES:       # the same search with two ports (IEEE 802.1CB)
+        assert 0 <= red[size]["throughput_pct"] <= 100 and red[size]["trials"]
+        assert red[size]["rx_ports"][0] > 0 and red[size]["rx_ports"][1] > 0
+    assert [r["sent"] for r in cut["runs"]] == [300, 300]
+    assert cut["lost"] == sum(r["lost"] for r in cut["runs"])
     runs = res["vnic_cost"]["runs"]
     for key in ("kernel/tcp", "kernel/udp", "batched/udp", "per-packet/udp"):
         assert runs[key]["goodput_mbps"] > 0
@@ -88,5 +94,6 @@ def test_quick_suite_writes_complete_results(tmp_path):
     assert "## a. Determinism matrix" in md and "## Discussion" in md
     assert "UDP/IPv4 next to the raw EtherType channel" in md
     assert "--quick" in md
-    for key in ("a", "b", "c", "d"):
+    for key in ("a", "b", "c", "c-frer", "d"):
         assert os.path.relpath(res["figures"][key], tmp_path) in md
+    assert "### c. RFC 2544 with IEEE 802.1CB redundancy" in md and "Wire cut: 2 runs" in md

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import daemon_lab
 
 from rtnet import cli, netns, paths
 from rtnet._lowlevel import lib
@@ -50,26 +51,7 @@ status_group = "nogroup"
 
 @pytest.fixture(scope="module")
 def lab():
-    import shutil
-    import tempfile
-
-    from rtnet.lab import Lab
-    run = tempfile.mkdtemp(prefix="rtn-d1-run-")   # not under pytest's 0700 tmp
-    os.chmod(run, 0o755)                 # the unprivileged peer must reach the socket
-    old = os.environ.get("RTNET_RUN_DIR")
-    os.environ["RTNET_RUN_DIR"] = str(run)
-    lab = Lab("d1", 2)
-    lab.down()
-    lab.up()
-    yield lab
-    for st in lab.stations:
-        cli.main(["down", "-n", st.netns])
-    lab.down()
-    shutil.rmtree(run, ignore_errors=True)
-    if old is None:
-        del os.environ["RTNET_RUN_DIR"]
-    else:
-        os.environ["RTNET_RUN_DIR"] = old
+    yield from daemon_lab("d1", 2)
 
 
 @pytest.fixture

@@ -5,16 +5,15 @@ TDMA slaves without a slot and get theirs from their stage-1 files.  The
 wire is captured and written as pcap for tshark's RTcfg dissector.
 """
 import os
-import shutil
 import signal
 import struct
 import subprocess
-import tempfile
 import textwrap
 import threading
 import time
 
 import pytest
+from conftest import daemon_lab
 
 from rtmac import control
 from rtnet import cli, paths
@@ -51,23 +50,7 @@ role = "slave"
 
 @pytest.fixture(scope="module")
 def lab():
-    from rtnet.lab import Lab
-    run = tempfile.mkdtemp(prefix="rtn-rcfg-run-")
-    os.chmod(run, 0o755)
-    old = os.environ.get("RTNET_RUN_DIR")
-    os.environ["RTNET_RUN_DIR"] = run
-    lab = Lab(LAB, 3)
-    lab.down()
-    lab.up()
-    yield lab
-    for st in lab.stations:
-        cli.main(["down", "-n", st.netns])
-    lab.down()
-    shutil.rmtree(run, ignore_errors=True)
-    if old is None:
-        del os.environ["RTNET_RUN_DIR"]
-    else:
-        os.environ["RTNET_RUN_DIR"] = old
+    yield from daemon_lab(LAB, 3)
 
 
 def rtcfg(ns, *argv) -> int:

@@ -7,12 +7,11 @@ VNIC address from the server, synchronise and send in their slots; the
 stage-2 file arrives byte for byte and STAGE_2_CMDS added a slot.
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
+from conftest import daemon_lab
 
 from rtmac import control
 from rtnet import cli, paths
@@ -28,23 +27,7 @@ EXTRA_SLOT_US = {2: 600, 3: 800}     # STAGE_2_CMDS of each slave
 
 @pytest.fixture(scope="module")
 def lab():
-    from rtnet.lab import Lab
-    run = tempfile.mkdtemp(prefix="rtn-rup-run-")
-    os.chmod(run, 0o755)
-    old = os.environ.get("RTNET_RUN_DIR")
-    os.environ["RTNET_RUN_DIR"] = run
-    lab = Lab(LAB, 3)
-    lab.down()
-    lab.up()
-    yield lab
-    for st in lab.stations:
-        cli.main(["down", "-n", st.netns])
-    lab.down()
-    shutil.rmtree(run, ignore_errors=True)
-    if old is None:
-        del os.environ["RTNET_RUN_DIR"]
-    else:
-        os.environ["RTNET_RUN_DIR"] = old
+    yield from daemon_lab(LAB, 3)
 
 
 def rtnetctl(*argv) -> subprocess.Popen:

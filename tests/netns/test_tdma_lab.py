@@ -246,8 +246,10 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         per_sender[src] = per_sender.get(src, 0) + 1
     assert before_grid <= len(stations)           # at most each sender's first probe
     assert min(per_sender.values()) >= 9_900
-    # only a stall between decision and stamp (the hypervisor takes the vCPU for ms)
-    assert inside_tx >= 0.9995 * len(probes)
+    # only a stall between decision and stamp (the hypervisor takes the vCPU for ms, or
+    # runs it several times slower in spells of milliseconds: rtnet/stall.py); an engine
+    # that misplaced frames would do it in every cycle, not in 1 of 1000
+    assert inside_tx >= 0.999 * len(probes)
     assert inside_rx >= 0.98 * len(probes)     # delivery: every stall of the VM shows here
     for st in stations:
         assert st.stats()["tdma"]["too_big"] == 0

@@ -311,13 +311,13 @@ def test_mutated_rtnet_conf_and_tdma_conf_should_load_or_be_refused_cleanly(conf
 
 KEYS = {
     "station": ["name", "device", "mac", "xdp_mode", "ethertypes"],
-    "rt": ["cpu", "priority", "allow_fallback"], "link": ["link_rate_mbps"],
+    "rt": ["cpu", "priority", "allow_fallback"], "link": ["link_rate_mbps", "redundant_dev", "frer_history_len", "frer_reset_ms"],
     "clock": ["offset_ns", "drift_ppm"],
     "tdma": ["role", "cycle_us", "backup_offset_us", "cal_rounds", "max_slot_id",
              "max_cal_requests", "guard_ns", "sync_loss_cycles"],
     "vnic": ["enabled", "name", "mode", "address", "slot"], "control": ["group", "status_group"],
     "nomac": [], "tdma.slot": ["id", "offset_us", "phasing", "size", "joint"],
-    "channel": ["ethertype", "slot", "prio", "max_size"],
+    "channel": ["ethertype", "slot", "prio", "max_size", "redundant"],
 }
 
 

@@ -1,0 +1,232 @@
+"""RFC 2544 with IEEE 802.1CB redundancy, for tools/bench_suite.py (part c-frer).
+
+The redundancy variant of the RT path's RFC 2544: the same two NoMAC stations, the same
+generator, rates, trials and search, but in a redundant lab (wires A and B), each station
+with its second port, and the probe EtherType sent on both wires (a redundant channel
+of it is open on the sender); the receiver counts what passes its duplicate
+elimination.  Only the redundancy differs from the one-port figures of the same run.
+
+Then the wire cut: a TDMA master and slave with two ports each, the slave sending one
+numbered message a cycle; each run cuts wire A (the slave's bridge port, or the master's
+on every other run) for the middle third of the run and mends it.  Counted per run: the
+messages lost, the duplicates and the out-of-order deliveries the master's application saw.
+
+The report functions (table, figure, markdown) work on the results dict alone.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+import time
+
+TARGET_THROUGHPUT_RATIO = 0.95   # the issue's targets: with redundancy >= 95% of without,
+TARGET_P99_EXTRA_US = 10.0       # p99 at most 10 us above
+CUT_ET = 0x88B6                  # the wire-cut stream (not the probes' EtherType)
+
+
+@contextlib.contextmanager
+def redundant_pair(lab, *, rt, rt2, ethertypes, link_rate_mbps):
+    """Stations 1 and 2 of redundant ``lab`` under NoMAC, each with its second port."""
+    from rtnet.lab import STATION_IF_B
+    from rtnet.station import Station
+    stations = []
+    with contextlib.ExitStack() as stack:
+        for idx, settings in ((1, rt), (2, rt2)):
+            ls = lab.station(idx)
+            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings,
+                                             ethertypes=ethertypes, redundant_dev=STATION_IF_B,
+                                             link_rate_mbps=link_rate_mbps))
+            st.attach_nomac()
+            st.start()
+            stations.append(st)
+        yield stations
+
+
+def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, line_rate,
+                    link_mbps: int, log) -> None:
+    """results["rfc2544"]["rt_path_redundant"]: the RT path's search, two ports each."""
+    out = results["rfc2544"]["rt_path_redundant"] = {}
+    plain = results["rfc2544"].get("rt_path" if link_mbps == 100 else f"rt_path_{link_mbps}", {})
+    with redundant_pair(lab, rt=rt, rt2=rt2, ethertypes=[et],
+                        link_rate_mbps=link_mbps) as (tx, rx):
+        # the probe EtherType goes out on both ports while a redundant channel of it is open
+        _cid, memfd, kickfd = tx.open_channel(et, redundant=True, cycles=False)
+        os.close(memfd)
+        os.close(kickfd)
+        rx.count_probes(et)
+        for frame in args.sizes:
+            full = line_rate(frame, link_mbps)
+            last = {}
+
+            def run(pct):
+                ok, info = trial(tx, rx, frame, full * pct / 100, args.trial_s)
+                last[pct] = info["hist"]
+                return ok, info
+            best, tried = search(run, 100.0, args.resolution_pct, args.max_trials)
+            pct = best[0] if best else 0.0
+            fps = full * pct / 100
+            lat = last[pct].summary_us() if best else {}
+            fr = rx.stats()["frer"]
+            out[str(frame)] = {"throughput_pct": pct, "fps": fps, "link_mbps": link_mbps,
+                               "latency_us": lat, "trials": tried,
+                               "rx_ports": [p["rx_frames"] for p in fr["port"]]}
+            p = plain.get(str(frame), {})
+            log(f"c/rt-path 2 ports {frame:5d} B: zero-loss {pct:6.2f}% "
+                f"(1 port {p.get('throughput_pct', float('nan')):6.2f}%), latency p50/p99/p99.9/"
+                f"max {_lat(lat)} us (1 port {_lat(p.get('latency_us', {}))})")
+
+
+def _lat(lat: dict) -> str:
+    return "/".join(f"{lat.get(k) or 0:.1f}" for k in ("p50", "p99", "p99.9", "max"))
+
+
+def measure_wire_cut(args, lab, results: dict, *, rt, rt2, log) -> None:
+    """results["frer_wire_cut"]: ``args.cut_runs`` runs of ``args.cut_messages`` messages."""
+    from rtmac.tdma_config import Slot, TdmaConfig
+    from rtnet.app import Channel
+    from rtnet.lab import STATION_IF_B
+    from rtnet.station import Station
+    from vnic.pair import wait_synced
+    runs = []
+    with contextlib.ExitStack() as stack:
+        stations = []
+        for idx, settings in ((1, rt), (2, rt2)):
+            ls = lab.station(idx)
+            stations.append(stack.enter_context(
+                Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings, ethertypes=[CUT_ET],
+                        redundant_dev=STATION_IF_B)))
+        master, slave = stations
+        master.attach_tdma(TdmaConfig(role="master", cycle_us=1000, cal_rounds=10,
+                                      slots={0: Slot(0, 0)}))
+        slave.attach_tdma(TdmaConfig(role="slave", cal_rounds=10, slots={0: Slot(0, 500)}))
+        master.start()
+        slave.start()
+        wait_synced(stations, 15.0)
+        _cid, memfd, kickfd = slave.open_channel(CUT_ET, redundant=True)
+        tx = stack.enter_context(Channel.attach(memfd, kickfd))
+        _cid, memfd, kickfd = master.open_channel(CUT_ET, cycles=False)
+        rx = stack.enter_context(Channel.attach(memfd, kickfd))
+        for run in range(args.cut_runs):
+            cut = lab.station(2 if run % 2 == 0 else 1)
+            r = _cut_run(lab, tx, rx, lab.station(1).mac, cut, args.cut_messages, run)
+            r["sync_state"] = str(slave.stats()["tdma"]["state"])
+            runs.append(r)
+            log(f"c/wire cut {run + 1}/{args.cut_runs} (station {cut.index}'s port on wire A): "
+                f"{r['lost']} lost, {r['duplicates']} duplicates, {r['out_of_order']} out of "
+                f"order of {r['sent']}; slave {r['sync_state']}")
+    results["frer_wire_cut"] = {"runs": runs, "messages": args.cut_messages,
+                                "lost": sum(r["lost"] for r in runs),
+                                "duplicates": sum(r["duplicates"] for r in runs)}
+
+
+def _cut_run(lab, tx, rx, dst, cut, n, run) -> dict:
+    got, done = [], threading.Event()
+
+    def reader():
+        while not done.is_set():
+            msg = rx.recv(timeout=0.1)
+            if msg is not None and len(msg.payload) >= 8:
+                r, i = struct.unpack(">II", msg.payload[:8])
+                if r == run:
+                    got.append(i)
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        for i in range(n):
+            if i in (n // 3, 2 * n // 3):
+                lab.set_wire_port(cut, "a", up=i != n // 3)
+            tx.wait_cycle(timeout=1.0)
+            tx.send(dst, struct.pack(">II", run, i))
+        deadline = time.monotonic() + 2.0
+        while len(got) < n and time.monotonic() < deadline:
+            time.sleep(0.01)    # the last messages on their way (no event marks their arrival)
+    finally:
+        done.set()
+        t.join()
+        lab.set_wire_port(cut, "a", up=True)
+    return {"sent": n, "received": len(got), "lost": n - len(set(got)),
+            "duplicates": len(got) - len(set(got)),
+            "out_of_order": sum(1 for a, b in zip(got, got[1:]) if b < a), "cut": cut.index}
+
+
+# ---- report -------------------------------------------------------------------------
+
+def _fmt(v, nd=1):
+    return "-" if v is None else f"{v:.{nd}f}"
+
+
+def table(results: dict) -> str:
+    """One-port against two-port figures per frame size, with the targets' verdicts."""
+    rfc = results.get("rfc2544", {})
+    red = rfc.get("rt_path_redundant", {})
+    if not red:
+        return ""
+    plain = rfc.get("rt_path", {})
+    rows = ["| frame (B) | zero-loss 1 port / 2 ports (% of line rate) | ratio | "
+            "latency 1 port p50 / p99 / p99.9 / max (us) | 2 ports p50 / p99 / p99.9 / max (us) "
+            "| p99 extra (us) |", "|---:|---|---:|---|---|---:|"]
+    for size in sorted(int(s) for s in red):
+        r, p = red[str(size)], plain.get(str(size), {})
+        ratio = r["throughput_pct"] / p["throughput_pct"] if p.get("throughput_pct") else None
+        rl, pl = r.get("latency_us", {}), p.get("latency_us", {})
+        extra = (rl["p99"] - pl["p99"]) if rl.get("p99") is not None and pl.get("p99") \
+            is not None else None
+        rows.append(f"| {size} | {_fmt(p.get('throughput_pct'))} / {_fmt(r['throughput_pct'])} | "
+                    f"{_fmt(ratio, 3)} | {_lat_cells(pl)} | {_lat_cells(rl)} | {_fmt(extra)} |")
+    return "\n".join(rows)
+
+
+def _lat_cells(lat: dict) -> str:
+    return " / ".join(_fmt(lat.get(k), 0) for k in ("p50", "p99", "p99.9", "max"))
+
+
+def cut_summary(results: dict) -> str:
+    wc = results.get("frer_wire_cut")
+    if not wc:
+        return ""
+    ooo = sum(r["out_of_order"] for r in wc["runs"])
+    return (f"Wire cut: {len(wc['runs'])} runs of {wc['messages']} messages (one a cycle), wire "
+            f"A cut for the middle third of each run: {wc['lost']} lost, {wc['duplicates']} "
+            f"duplicates, {ooo} out-of-order deliveries in all (target: 0 lost, 0 duplicates).")
+
+
+def figure(results: dict, outdir: str, plt) -> str | None:
+    rfc = results.get("rfc2544", {})
+    red, plain = rfc.get("rt_path_redundant", {}), rfc.get("rt_path", {})
+    if not red:
+        return None
+    sizes = sorted(int(s) for s in red)
+    fig, ax = plt.subplots(1, 2, figsize=(8, 3))
+    for data, name, style in ((plain, "1 port", "o-"), (red, "2 ports (802.1CB)", "s--")):
+        have = [s for s in sizes if str(s) in data]
+        ax[0].plot(have, [data[str(s)]["throughput_pct"] for s in have], style, label=name)
+        ax[1].plot(have, [data[str(s)]["latency_us"].get("p99") or 0 for s in have], style,
+                   label=f"{name} p99")
+    ax[0].set_ylabel("zero-loss throughput (%)", fontsize=8)
+    ax[1].set_ylabel("one-way latency (us)", fontsize=8)
+    for a in ax:
+        a.set_xlabel("frame size (B)", fontsize=8)
+        a.set_xscale("log", base=2)
+        a.tick_params(labelsize=7)
+        a.legend(fontsize=6)
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(outdir, "c_rfc2544_redundant.png")
+    fig.savefig(path, dpi=70)
+    plt.close(fig)
+    return path
+
+
+def markdown(results: dict, fig_link: str) -> list[str]:
+    t = table(results)
+    if not t:
+        return []
+    return ["### c. RFC 2544 with IEEE 802.1CB redundancy", "",
+            "The RT path's RFC 2544 again, everything identical but the redundancy: a redundant "
+            "lab (two wires), both stations with their second port, every probe frame sent on "
+            "both wires with an R-TAG and the copy eliminated at the receiver. Targets: "
+            f"zero-loss throughput at least {TARGET_THROUGHPUT_RATIO:.0%} of one port's at every "
+            f"size, p99 at most {TARGET_P99_EXTRA_US:g} us above it.", "", t, "",
+            cut_summary(results), "", fig_link, ""]
