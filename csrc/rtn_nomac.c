@@ -75,22 +75,38 @@ static void nomac_collect(struct rtn_station *s, int64_t now_local)
 }
 
 /*
+ * A full TX ring drains as the kernel sends: each refusal kicks it (a copy-mode
+ * socket sends a batch of 32 per kick), so a few tries in a row usually find
+ * room; past that, look again this much later.
+ */
+#define TX_RING_TRIES 64
+#define TX_RING_RETRY_NS 20000
+
+/*
  * FIFO order, serialised at the link rate: what starts on the virtual wire
- * within PACE_AHEAD_NS goes to the kernel now.  Returns when the wire will
+ * within PACE_AHEAD_NS goes to the kernel now; a frame the full TX ring
+ * refuses stays at the FIFO's head for the next try.  Returns when the wire will
  * have drained to PACE_REFILL_NS (local), INT64_MAX when the FIFO is empty.
  */
 static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 {
+	int full = 0;
+
 	while (s->nomac_tail != s->nomac_head) {
 		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
+		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
+				      rtn_app_hdr_tx_off(f->data, f->len) : f->stamp_off;
 		int64_t tx;
+		int rc;
 
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
 			return s->wire_free_at - PACE_REFILL_NS;
-		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
-				      rtn_app_hdr_tx_off(f->data, f->len) : f->stamp_off;
-
-		if (rtn_station_send(s, f->data, f->len, off, 0, 0, &tx) < 0) {
+		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, &tx);
+		if (rc == -EAGAIN && ++full < TX_RING_TRIES)
+			continue;	/* the refusal kicked the kernel, which sends a batch */
+		if (rc == -EAGAIN)	/* still full: the frame waits in the FIFO */
+			return now_local + TX_RING_RETRY_NS;
+		if (rc < 0) {
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;
