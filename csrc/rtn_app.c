@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /**
  * @file rtn_app.c
- * @brief Application side of a channel: control-socket request, frame
- *        building in the TX ring, futex-based receive and cycle waits.
+ * @brief Application side of a channel: attaching its memory, frame
+ *        building in the TX ring, futex-based receive and cycle waits
+ *        (the control-socket request is rtn_app_open.c).
  *
  * Wake-up protocol with the station's RT thread: a sleeper increments the
  * ring's (or the cycle's) waiting counter, re-checks, then futex-waits on
@@ -33,9 +34,6 @@
 #include "rtn_time_inline.h"
 
 #define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
-#define DEFAULT_RUN_DIR	"/run/rtnet"
-#define NETNS_DIR	"/var/run/netns"
-#define REPLY_MAX	1024
 #define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -109,201 +107,6 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	rtn_stages_init(&ch->stages);
 	*out = ch;
 	return 0;
-}
-
-/* Name of the calling thread's network namespace under /var/run/netns, as rtnet.paths. */
-static void current_netns(char *name, size_t cap)
-{
-	struct stat me, st;
-	struct dirent *de;
-	char path[PATH_MAX];
-	DIR *d;
-
-	snprintf(name, cap, "default");
-	if (stat("/proc/thread-self/ns/net", &me) < 0)
-		return;
-	d = opendir(NETNS_DIR);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", NETNS_DIR, de->d_name);
-		if (stat(path, &st) == 0 && st.st_ino == me.st_ino && st.st_dev == me.st_dev) {
-			snprintf(name, cap, "%s", de->d_name);
-			break;
-		}
-	}
-	closedir(d);
-}
-
-/* Value of "key" in a flat one-line JSON object; returns a pointer past "key": */
-static const char *json_find(const char *js, const char *key)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	p = strstr(js, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p != ':')
-		return NULL;
-	p++;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	return p;
-}
-
-/* Copy a JSON string value (simple escapes only) into @p out. */
-static void json_string(const char *p, char *out, size_t cap)
-{
-	size_t n = 0;
-
-	if (!p || *p != '"') {
-		snprintf(out, cap, "unknown error");
-		return;
-	}
-	for (p++; *p && *p != '"' && n + 1 < cap; p++) {
-		if (*p == '\\' && p[1]) {
-			p++;
-			if (*p == 'u') {	/* keep it printable: \uXXXX becomes '?' */
-				size_t hex = strspn(p + 1, "0123456789abcdefABCDEF");
-
-				out[n++] = '?';
-				p += hex < 4 ? hex : 4;
-				continue;
-			}
-			out[n++] = *p == 'n' ? ' ' : *p == 't' ? ' ' : *p;
-			continue;
-		}
-		out[n++] = *p;
-	}
-	out[n] = 0;
-}
-
-/* Read one reply line, collecting SCM_RIGHTS descriptors from any part of it. */
-static int read_reply(int fd, char *line, size_t cap, int *fds, int *nfds)
-{
-	size_t used = 0;
-
-	*nfds = 0;
-	while (used + 1 < cap) {
-		char ctl[CMSG_SPACE(4 * sizeof(int))];
-		struct iovec iov = { .iov_base = line + used, .iov_len = cap - 1 - used };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-				     .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-		struct cmsghdr *c;
-		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			int k, cnt;
-
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (k = 0; k < cnt; k++) {
-				int f;
-
-				memcpy(&f, CMSG_DATA(c) + k * sizeof(int), sizeof(int));
-				if (*nfds < 4)
-					fds[(*nfds)++] = f;
-				else
-					close(f);
-			}
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		used += n;
-		line[used] = 0;
-		if (memchr(line, '\n', used))
-			return 0;
-	}
-	return -EMSGSIZE;
-}
-
-int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts *o,
-		 struct rtn_app_chan **out)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *base = getenv("RTNET_RUN_DIR");
-	char ns[256], req[320], line[REPLY_MAX], err[256];
-	int fd, rc, fds[4], nfds = 0, i;
-	const char *p;
-
-	rtn_clear_error();
-	if (!dev || !*dev || strchr(dev, '/'))
-		return rtn_set_error(-EINVAL, "device name %s is not valid", dev ? dev : "(null)");
-	/* the control protocol has no such request: an application's channel publishes cycles */
-	if (o->no_cycles)
-		return rtn_set_error(-EINVAL, "%s: no_cycles is for the station daemon's own channels",
-				     dev);
-	if (netns)
-		snprintf(ns, sizeof(ns), "%s", netns);
-	else
-		current_netns(ns, sizeof(ns));
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/%s.ctl",
-		     base && *base ? base : DEFAULT_RUN_DIR, ns, dev) >= (int)sizeof(sa.sun_path))
-		return rtn_set_error(-ENAMETOOLONG, "control socket path for %s is too long", dev);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return rtn_set_error(-errno, "control socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
-		close(fd);
-		return rtn_set_error(rc, "%s: no station daemon at %s (%s)", dev, sa.sun_path,
-				     strerror(-rc));
-	}
-	if (o->udp_port)	/* a UDP socket (the daemon knows its EtherType) */
-		snprintf(req, sizeof(req),
-			 "{\"cmd\": \"channel.open\", \"udp_port\": %u, \"stamped\": %s, "
-			 "\"slot\": %u, \"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
-			 o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false",
-			 o->slot, o->prio, o->max_size, o->depth);
-	else
-		snprintf(req, sizeof(req),
-			 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, "
-			 "\"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
-			 o->ethertype, o->slot, o->prio, o->max_size, o->depth);
-	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
-		rc = -errno;
-		close(fd);
-		return rtn_set_error(rc ? rc : -EIO, "%s: control request failed", dev);
-	}
-	rc = read_reply(fd, line, sizeof(line), fds, &nfds);
-	if (rc < 0) {
-		rtn_set_error(rc, "%s: no reply from the station daemon (%s)", dev, strerror(-rc));
-		goto fail;
-	}
-	p = json_find(line, "ok");
-	if (!p || strncmp(p, "true", 4)) {
-		json_string(json_find(line, "error"), err, sizeof(err));
-		rc = rtn_set_error(-EREMOTEIO, "%s: channel refused: %s", dev, err);
-		goto fail;
-	}
-	if (nfds != 2) {
-		rc = rtn_set_error(-EPROTO, "%s: daemon sent %d descriptors, expected 2", dev, nfds);
-		goto fail;
-	}
-	rc = rtn_app_attach(fds[0], fds[1], out);
-	if (rc < 0)
-		goto fail;
-	p = json_find(line, "channel");
-	(*out)->channel = p ? (int32_t)strtol(p, NULL, 10) : -1;
-	(*out)->ctlfd = fd;
-	return 0;
-fail:
-	for (i = 0; i < nfds; i++)
-		close(fds[i]);
-	close(fd);
-	return rc;
 }
 
 void rtn_app_close(struct rtn_app_chan *ch)

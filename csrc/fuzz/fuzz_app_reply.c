@@ -3,7 +3,7 @@
  * @file fuzz_app_reply.c
  * @brief Fuzz target: what the application library reads from the station
  *        daemon's control socket when it opens a channel (rtn_app_open in
- *        rtn_app.c: the reply line, its JSON fields, the descriptors passed
+ *        rtn_app_open.c: the reply line, its JSON fields, the descriptors passed
  *        with it).
  *
  * connect() is replaced by one end of a socket pair whose other end already
@@ -21,8 +21,9 @@
 #include <sys/socket.h>
 
 static int fuzz_connect(int fd, const struct sockaddr *sa, socklen_t len);
-#define connect fuzz_connect
 #include "../rtn_app.c"
+#define connect fuzz_connect
+#include "../rtn_app_open.c"
 #undef connect
 
 #include "app_harness.h"
