@@ -110,7 +110,7 @@ from dataclasses import replace
 from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 
 from . import config as _config
-from . import paths, procs
+from . import configfile, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture import to_pcapng
@@ -714,7 +714,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="rtnetd: %(message)s", stream=sys.stderr)
     try:
-        cfg = _config.load(args.config, rtcfg=args.rtcfg)
+        cfg = configfile.load(args.config, rtcfg=args.rtcfg)
         if args.dev:
             cfg = _config.with_overrides(cfg, device=args.dev)
         if args.redundant_dev:

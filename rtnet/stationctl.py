@@ -31,8 +31,7 @@ import subprocess
 import sys
 import time
 
-from . import config as _config
-from . import control_client, ipv4, paths, procs
+from . import configfile, control_client, ipv4, paths, procs
 from . import netns as _netns
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
@@ -121,7 +120,7 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
        redundant_dev: str | None = None) -> dict:
     if netns is not None and not _netns.exists(netns):
         _fail(f"network namespace {netns!r} does not exist", errno.ENOENT)
-    cfg = _config.load(config_path, rtcfg=rtcfg)      # ConfigError: nothing started
+    cfg = configfile.load(config_path, rtcfg=rtcfg)   # ConfigError: nothing started
     dev = dev or cfg.device
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)

@@ -103,7 +103,7 @@ def target_for(dev: str | None, config: str | None) -> Target:
     """
     if config is None:
         return Target(dev=dev or "rteth0")
-    from rtnet.config import load
+    from rtnet.configfile import load
     cfg = load(config)
     return Target(dev=dev or cfg.device, cpu=cfg.rt.cpu, priority=cfg.rt.priority,
                   config=config)

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from rtmac.tdma_config import Slot
-from rtnet import config
+from rtnet import config, configfile, rtnetconf
 from rtnet.errors import ConfigError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -16,7 +16,7 @@ def toml(text):
 
 
 def test_example_file_is_valid():
-    cfg = config.load(EXAMPLE)
+    cfg = configfile.load(EXAMPLE)
     assert cfg.discipline == "tdma"
     assert cfg.tdma.role == "master" and cfg.tdma.cycle_us == 5000
     assert cfg.tdma.slots[1] == Slot(1, 2200, 1, 2, 1500)
@@ -100,7 +100,7 @@ TDMA_OFFSET="200"
 
 
 def test_rtnet_conf_master_equals_toml():
-    from_rtnet = config.parse_rtnet_conf(RTNET_MASTER, "rtnet.conf").tdma
+    from_rtnet = rtnetconf.parse_rtnet_conf(RTNET_MASTER, "rtnet.conf").tdma
     from_toml = toml("[tdma]\nrole = 'master'\ncycle_us = 5000\n"
                      "[[tdma.slot]]\nid = 0\noffset_us = 0\n").tdma
     assert from_rtnet == from_toml
@@ -110,7 +110,7 @@ def test_rtnet_conf_master_equals_toml():
 def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves_without_rtcfg():
     text = RTNET_MASTER.replace('TDMA_MODE="master"', 'TDMA_MODE="slave"').replace(
         'IPADDR="10.0.0.1"', 'IPADDR="10.0.0.3"')
-    from_rtnet = config.parse_rtnet_conf(text, "rtnet.conf", rtcfg=False).tdma
+    from_rtnet = rtnetconf.parse_rtnet_conf(text, "rtnet.conf", rtcfg=False).tdma
     from_toml = toml("[tdma]\nrole = 'slave'\n[[tdma.slot]]\nid = 0\noffset_us = 400\n").tdma
     assert from_rtnet == from_toml
     assert from_rtnet.slots[0].offset_us == 2 * 200
@@ -118,13 +118,13 @@ def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves_without_rtcfg():
 
 def test_rtnet_conf_errors():
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_CYCLE: 50 below minimum 100$"):
-        config.parse_rtnet_conf(RTNET_MASTER.replace('"5000"', '"50"'), "rtnet.conf")
+        rtnetconf.parse_rtnet_conf(RTNET_MASTER.replace('"5000"', '"50"'), "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_SLAVES: IPADDR 10.0.0.9"):
-        config.parse_rtnet_conf('TDMA_MODE=slave\nIPADDR=10.0.0.9\n', "rtnet.conf", rtcfg=False)
+        rtnetconf.parse_rtnet_conf('TDMA_MODE=slave\nIPADDR=10.0.0.9\n', "rtnet.conf", rtcfg=False)
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODES: unknown"):
-        config.parse_rtnet_conf('TDMA_MODES=slave\n', "rtnet.conf")
+        rtnetconf.parse_rtnet_conf('TDMA_MODES=slave\n', "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODE: 'boss'"):
-        config.parse_rtnet_conf('TDMA_MODE=boss\n', "rtnet.conf")
+        rtnetconf.parse_rtnet_conf('TDMA_MODE=boss\n', "rtnet.conf")
 
 
 TDMA_CONF = """master:
@@ -150,7 +150,7 @@ def test_tdma_conf_extended_mode_equals_toml(tmp_path):
     (tmp_path / "tdma.conf").write_text(TDMA_CONF)
     conf = tmp_path / "rtnet.conf"
     conf.write_text('IPADDR="10.0.0.3"\nTDMA_CONFIG="tdma.conf"\n')
-    cfg = config.load(str(conf), rtcfg=False)   # TDMA_CONFIG relative to rtnet.conf
+    cfg = configfile.load(str(conf), rtcfg=False)   # TDMA_CONFIG relative to rtnet.conf
     expected = toml("""[tdma]
 role = "slave"
 [[tdma.slot]]
@@ -165,10 +165,10 @@ size = 400
 joint = 0
 """).tdma
     assert cfg.tdma == expected
-    assert config.parse_tdma_conf(TDMA_CONF, "tdma.conf", mac="02:52:54:00:00:03") == expected
-    backup = config.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.2")
+    assert rtnetconf.parse_tdma_conf(TDMA_CONF, "tdma.conf", mac="02:52:54:00:00:03") == expected
+    backup = rtnetconf.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.2")
     assert (backup.role, backup.cycle_us, backup.backup_offset_us) == ("master", 5000, 200)
-    master = config.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.1")
+    master = rtnetconf.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.1")
     assert master.slots == {0: Slot(0, 0), 1: Slot(1, 1000, 1, 2, 400)}
 
 
@@ -176,18 +176,18 @@ def test_tdma_conf_joint_slot_needs_equal_size():
     bad = TDMA_CONF.replace("slot 0 2000 1/1 400", "slot 0 2000")
     with pytest.raises(ConfigError,
                        match=r"^tdma.conf: line 12 \(slave\): slot 1: size 400 differs"):
-        config.parse_tdma_conf(bad, "tdma.conf", ip="10.0.0.3")
+        rtnetconf.parse_tdma_conf(bad, "tdma.conf", ip="10.0.0.3")
 
 
 def test_tdma_conf_errors():
     with pytest.raises(ConfigError, match=r"^tdma.conf: ip: no section for this station"):
-        config.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.77")
+        rtnetconf.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.77")
     with pytest.raises(ConfigError, match=r"^tdma.conf: line 3: cycle: 'fast'"):
-        config.parse_tdma_conf("master:\nip 10.0.0.1\ncycle fast\n", "tdma.conf", ip="10.0.0.1")
+        rtnetconf.parse_tdma_conf("master:\nip 10.0.0.1\ncycle fast\n", "tdma.conf", ip="10.0.0.1")
     with pytest.raises(ConfigError, match=r"^tdma.conf: line 1: "):
-        config.parse_tdma_conf("slot 0 0\n", "tdma.conf", ip="10.0.0.1")
+        rtnetconf.parse_tdma_conf("slot 0 0\n", "tdma.conf", ip="10.0.0.1")
 
 
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(ConfigError, match="nope.toml: No such file"):
-        config.load(str(tmp_path / "nope.toml"))
+        configfile.load(str(tmp_path / "nope.toml"))

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rtmac.tdma_config import MAX_CAL_REQUESTS
-from rtnet import cli, config, daemon
+from rtnet import cli, config, configfile, daemon, rtnetconf
 from rtnet.errors import ConfigError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,12 +86,12 @@ def write(tmp_path, name, data: bytes) -> str:
 ])
 def test_unreadable_toml_should_be_one_line_naming_the_file(tmp_path, data, why):
     path = write(tmp_path, "bad.toml", data)
-    assert why in refused(config.load, path, source=path)
+    assert why in refused(configfile.load, path, source=path)
 
 
 def test_utf8_byte_order_mark_should_be_skipped(tmp_path):
     path = write(tmp_path, "bom.toml", b"\xef\xbb\xbf" + MASTER_TOML.encode())
-    assert config.load(path).tdma.cycle_us == 1000
+    assert configfile.load(path).tdma.cycle_us == 1000
 
 
 @pytest.mark.parametrize("make, why", [
@@ -102,30 +102,30 @@ def test_utf8_byte_order_mark_should_be_skipped(tmp_path):
 ])
 def test_files_that_are_not_configurations_should_be_refused_without_blocking(tmp_path, make, why):
     path = str(make(tmp_path))
-    assert why in refused(config.load, path)
+    assert why in refused(configfile.load, path)
 
 
 def test_nul_byte_in_tdma_config_should_be_refused(tmp_path):
     path = write(tmp_path, "rtnet.conf", b'TDMA_CONFIG="tdma\x00.conf"\n')
-    assert "TDMA_CONFIG: " in refused(config.load, path, source=path)
+    assert "TDMA_CONFIG: " in refused(configfile.load, path, source=path)
 
 
 def test_unreadable_tdma_config_should_name_both_files(tmp_path):
     write(tmp_path, "tdma.conf", b"master:\n\xc3\x28\n")
     path = write(tmp_path, "rtnet.conf", b'TDMA_CONFIG="tdma.conf"\n')
-    msg = refused(config.load, path, source=path)
+    msg = refused(configfile.load, path, source=path)
     assert msg.endswith("TDMA_CONFIG: " + str(tmp_path / "tdma.conf")
                         + ": line 2: not UTF-8 text (byte 0xc3)")
 
 
 def test_huge_number_in_rtnet_conf_should_be_out_of_range():
     text = RTNET_CONF.replace('"5000"', '"' + "9" * 4000 + '"')
-    assert "TDMA_CYCLE: " in refused(config.parse_rtnet_conf, text, "rtnet.conf")
+    assert "TDMA_CYCLE: " in refused(rtnetconf.parse_rtnet_conf, text, "rtnet.conf")
 
 
 def test_doubling_variables_should_stop_at_the_value_limit():
     text = 'A="xxxxxxxx"\n' + 'A="$A$A"\n' * 64
-    assert "at most 4096" in refused(config.parse_rtnet_conf, text, "rtnet.conf",
+    assert "at most 4096" in refused(rtnetconf.parse_rtnet_conf, text, "rtnet.conf",
                                      source="rtnet.conf")
 
 
@@ -138,7 +138,7 @@ def test_device_names_the_kernel_refuses_should_be_refused(name):
     refused(toml, f'[station]\ndevice = "{quoted}"\n', source="rtnet.toml")
     refused(toml, f'[vnic]\nname = "{quoted}"\n', source="rtnet.toml")
     if name and "\u0000" not in name:
-        refused(config.parse_rtnet_conf, f"RTNET_DEV='{name}'\n", "rtnet.conf")
+        refused(rtnetconf.parse_rtnet_conf, f"RTNET_DEV='{name}'\n", "rtnet.conf")
 
 
 @pytest.mark.parametrize("name", ["x" * 15, "\u00e9" * 7 + "x", "eth0.100", "-", "rt_eth-0"])
@@ -153,12 +153,12 @@ def test_device_names_the_kernel_takes_should_be_accepted(name):
     RTNET_CONF.replace('"5000"', '" 5000"'),
 ])
 def test_numbers_in_rtnet_conf_should_be_ascii_digits(text):
-    assert "TDMA_CYCLE: " in refused(config.parse_rtnet_conf, text, "rtnet.conf")
+    assert "TDMA_CYCLE: " in refused(rtnetconf.parse_rtnet_conf, text, "rtnet.conf")
 
 
 def test_phasing_should_be_ascii_digits():
     text = TDMA_CONF.replace("slot 1 1000 1/2 400", "slot 1 1000 \u0661/\u0662 400")
-    assert "is not x/y" in refused(config.parse_tdma_conf, text, "tdma.conf", ip="10.0.0.1")
+    assert "is not x/y" in refused(rtnetconf.parse_tdma_conf, text, "tdma.conf", ip="10.0.0.1")
     refused(toml, MASTER_TOML + 'phasing = "\uff11/\uff12"\n')
 
 
@@ -212,16 +212,16 @@ def test_channel_on_a_slot_that_does_not_exist_should_be_refused():
 
 def test_a_second_slot_line_for_the_same_id_should_be_refused():
     text = TDMA_CONF.replace("slot 1 1000 1/2 400", "slot 1 1000 1/2 400\nslot 1 2000")
-    assert refused(config.parse_tdma_conf, text, "tdma.conf", ip="10.0.0.1") == (
+    assert refused(rtnetconf.parse_tdma_conf, text, "tdma.conf", ip="10.0.0.1") == (
         "tdma.conf: line 6: slot: slot 1 given twice in this master: section (first on line 5)")
     # the same id in two stations' sections is fine
-    assert config.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.3").slots[1].offset_us == 3000
+    assert rtnetconf.parse_tdma_conf(TDMA_CONF, "tdma.conf", ip="10.0.0.3").slots[1].offset_us == 3000
 
 
 def test_keys_and_words_with_control_characters_stay_on_one_line():
     msg = refused(toml, '"bad\\nkey\\u001b[2J" = 1\n')
     assert msg.startswith("rtnet.toml: 'bad\\nkey\\x1b[2J': unknown key")
-    msg = refused(config.parse_tdma_conf, "master:\nfoo\x1b[2J 1\n", "tdma.conf")
+    msg = refused(rtnetconf.parse_tdma_conf, "master:\nfoo\x1b[2J 1\n", "tdma.conf")
     assert msg.startswith("tdma.conf: line 2: 'foo\\x1b[2J': ")
 
 
@@ -272,7 +272,7 @@ def test_random_bytes_should_load_or_be_refused_cleanly(data, name):
         path = os.path.join(d, name)
         with open(path, "wb") as f:
             f.write(data)
-        loads_or_refuses_cleanly(config.load, path)
+        loads_or_refuses_cleanly(configfile.load, path)
 
 
 NASTY = ["\x00", "\x1b[2J", "\n", "\r", "\u2028", "\ufeff", "\udcff", "\uff11", "\u0661",
@@ -302,11 +302,11 @@ def test_mutated_rtnet_toml_should_load_or_be_refused_cleanly(text):
 @SETTINGS
 @given(mutated(RTNET_CONF), mutated(TDMA_CONF))
 def test_mutated_rtnet_conf_and_tdma_conf_should_load_or_be_refused_cleanly(conf, tdma):
-    loads_or_refuses_cleanly(config.parse_rtnet_conf, conf, "rtnet.conf")
-    loads_or_refuses_cleanly(config.parse_rtnet_conf, conf + 'TDMA_CONFIG="tdma.conf"\n',
+    loads_or_refuses_cleanly(rtnetconf.parse_rtnet_conf, conf, "rtnet.conf")
+    loads_or_refuses_cleanly(rtnetconf.parse_rtnet_conf, conf + 'TDMA_CONFIG="tdma.conf"\n',
                              "/etc/rtnet.conf", read_file=lambda path: tdma)
     for ip in ("10.0.0.1", "10.0.0.3", "10.0.0.9"):
-        loads_or_refuses_cleanly(config.parse_tdma_conf, tdma, "tdma.conf", ip=ip)
+        loads_or_refuses_cleanly(rtnetconf.parse_tdma_conf, tdma, "tdma.conf", ip=ip)
 
 
 KEYS = {
@@ -379,7 +379,7 @@ def tdma_conf_documents(draw) -> str:
 
 @st.composite
 def rtnet_conf_documents(draw) -> str:
-    names = sorted(config._RTNET_USED) + ["RT_DRIVER", "A", "9BAD", "export TDMA_MODE"]
+    names = sorted(rtnetconf._RTNET_USED) + ["RT_DRIVER", "A", "9BAD", "export TDMA_MODE"]
     lines = []
     for _ in range(draw(st.integers(0, 8))):
         value = " ".join(draw(st.lists(WORDS, max_size=3))).replace("\n", "")
@@ -392,8 +392,8 @@ def rtnet_conf_documents(draw) -> str:
 @given(rtnet_conf_documents(), tdma_conf_documents(),
        st.sampled_from(["10.0.0.1", "10.0.0.3", None]))
 def test_random_rtnet_conf_and_tdma_conf_should_load_or_be_refused_cleanly(conf, tdma, ip):
-    loads_or_refuses_cleanly(config.parse_rtnet_conf, conf, "rtnet.conf")
-    loads_or_refuses_cleanly(config.parse_rtnet_conf, conf + '\nTDMA_CONFIG="t.conf"\n',
+    loads_or_refuses_cleanly(rtnetconf.parse_rtnet_conf, conf, "rtnet.conf")
+    loads_or_refuses_cleanly(rtnetconf.parse_rtnet_conf, conf + '\nTDMA_CONFIG="t.conf"\n',
                              "rtnet.conf", read_file=lambda path: tdma)
-    loads_or_refuses_cleanly(config.parse_tdma_conf, tdma, "tdma.conf", ip=ip,
+    loads_or_refuses_cleanly(rtnetconf.parse_tdma_conf, tdma, "tdma.conf", ip=ip,
                              mac="02:52:54:00:00:03")

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from rtnet import config
+from rtnet import configfile, rtnetconf
 from rtnet.errors import ConfigError, RtcfgError, RtnetError
 from rtnet.rtcfg import payload, setup, startup
 
@@ -15,7 +15,7 @@ MASTER = ('IPADDR="10.0.0.1"\nTDMA_CYCLE="1000"\nTDMA_OFFSET="150"\n'
 def conf(tmp_path, text, name="rtnet.conf", **kw):
     path = tmp_path / name
     path.write_text(text)
-    return config.load(str(path), **kw)
+    return configfile.load(str(path), **kw)
 
 
 # -- the master's configuration -----------------------------------------------------------
@@ -34,13 +34,13 @@ def test_a_master_serves_every_slave_of_tdma_slaves_with_its_slot_and_vnic(tmp_p
 
 
 def test_the_masters_netmask_goes_to_the_slaves_vnic():
-    cfg = config.parse_rtnet_conf(MASTER + 'NETMASK="255.255.255.0"\n', "rtnet.conf")
+    cfg = rtnetconf.parse_rtnet_conf(MASTER + 'NETMASK="255.255.255.0"\n', "rtnet.conf")
     assert cfg.rtcfg.invitations[0].stage1 == "tdma slot 0 150\nvnic address 10.0.0.2/24\n"
     assert cfg.vnic.address == "10.0.0.1/24"
 
 
 def test_without_rtcfg_the_master_has_no_server_and_no_vnic():
-    cfg = config.parse_rtnet_conf(MASTER, "rtnet.conf", rtcfg=False)
+    cfg = rtnetconf.parse_rtnet_conf(MASTER, "rtnet.conf", rtcfg=False)
     assert cfg.rtcfg is None and not cfg.vnic.enabled
 
 

@@ -4,8 +4,9 @@ import pytest
 
 from rtmac import cli, plan_cli
 from rtmac.plan import plan
-from rtnet.config import parse_tdma_conf, parse_toml
+from rtnet.config import parse_toml
 from rtnet.errors import ConfigError
+from rtnet.rtnetconf import parse_tdma_conf
 
 TOML = """
 [station]
