@@ -41,6 +41,18 @@ BROADCAST = "ff:ff:ff:ff:ff:ff"
 NO_TARGET = b"\0" * 4
 
 
+
+def wait_reply(q: queue.Queue, deadline: float, match):
+    """The first reply on ``q`` that ``match`` accepts before ``deadline`` (monotonic s), or
+    None; late replies to earlier requests are skipped.  One wait for every ping."""
+    while True:
+        try:
+            r = q.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if match(r):
+            return r
+
 class EchoService:
     """A channel on PING_ETHERTYPE: answers echo requests, hands replies to waiting pings."""
 
@@ -120,15 +132,7 @@ class EchoService:
             for seq in range(1, count + 1):
                 t0 = time.monotonic()
                 sent = self._send(self.chan.send, dst_mac, bytes(payload))
-                deadline = t0 + timeout_ms / 1000
-                got = None
-                while got is None:
-                    try:
-                        r = q.get(timeout=max(0.0, deadline - time.monotonic()))
-                    except queue.Empty:
-                        break
-                    if r[0] == sent:
-                        got = r
+                got = wait_reply(q, t0 + timeout_ms / 1000, lambda r: r[0] == sent)
                 if got is None:
                     emit({"event": "timeout", "seq": seq})
                 else:

@@ -34,6 +34,7 @@ import time
 
 from .app import Channel
 from .control_server import RequestError, int_arg
+from .echo import wait_reply
 from .errors import ChannelError, ChannelFull, ConfigError, RtnetError
 from .ipv4 import (
     ETH_P_ARP,
@@ -306,15 +307,8 @@ class Ipv4Service:
                         raise RequestError("ICMP channel full") from None
                     except ChannelError as exc:
                         raise RequestError(f"ICMP channel: {os.strerror(exc.errno)}") from None
-                deadline = t0 + timeout_ms / 1000
-                got = None
-                while got is None:
-                    try:
-                        r = q.get(timeout=max(0.0, deadline - time.monotonic()))
-                    except queue.Empty:
-                        break
-                    if r[0] == seq & 0xFFFF and r[3] == size:
-                        got = r
+                got = wait_reply(q, t0 + timeout_ms / 1000,
+                                 lambda r, n=seq & 0xFFFF: r[0] == n and r[3] == size)
                 if got is None:
                     emit({"event": "timeout", "seq": seq})
                 else:

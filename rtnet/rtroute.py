@@ -36,6 +36,7 @@ from rtnet.ipv4 import unicast_ipv4
 from rtnet.messages import shown, shown_path
 from rtnet.names import interface_name_problem
 from rtnet.neighbours import MAX_HOSTS_FILE, neighbour_mac, parse_hosts
+from rtnet.userfiles import Refused, read_regular
 
 EXIT_USAGE, EXIT_FAILED = 2, 1
 USAGE = ("usage: rtroute [-n netns] [add <ip> <mac> dev <dev> | del <ip> [dev <dev>] | "
@@ -119,12 +120,11 @@ def _call(dev: str, request: dict, netns: str | None) -> dict:
 
 def _read_file(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_HOSTS_FILE + 1)
-    except OSError as exc:
-        raise UsageError(f"{shown_path(path)}: {exc.strerror}") from None
-    if len(data) > MAX_HOSTS_FILE:
-        raise UsageError(f"{shown_path(path)}: more than {MAX_HOSTS_FILE} bytes")
+        data = read_regular(path, MAX_HOSTS_FILE)
+    except Refused as exc:
+        if exc.too_large:
+            raise UsageError(f"{shown_path(path)}: more than {MAX_HOSTS_FILE} bytes") from None
+        raise UsageError(str(exc)) from None
     try:
         return data.decode("ascii")
     except UnicodeDecodeError:

@@ -30,6 +30,7 @@ from rtnet.argtypes import integer, netns_name
 from rtnet.devcmd import RaisingParser, UsageError, fail, parse_device_request
 from rtnet.errors import RtcfgError
 from rtnet.messages import shown, shown_path
+from rtnet.userfiles import Refused, read_regular
 
 from . import frames, payload, step
 
@@ -42,16 +43,18 @@ COMMANDS = ("server", "add", "del", "wait", "client", "announce", "ready", "deta
 
 
 def _read_stage(path: str, which: str, limit: int, dev: str) -> str:
+    too_big = f"{which} file {shown_path(path)}: more than {limit} bytes"
     try:
         if path == "-":
             data = sys.stdin.buffer.read(limit + 1)
         else:
-            with open(path, "rb") as f:
-                data = f.read(limit + 1)
+            data = read_regular(path, limit)
     except OSError as exc:
         raise UsageError(f"{which} file {shown_path(path)}: {exc.strerror}") from None
+    except Refused as exc:
+        raise UsageError(too_big if exc.too_large else f"{which} file {exc}") from None
     if len(data) > limit:
-        raise UsageError(f"{which} file {shown_path(path)}: more than {limit} bytes")
+        raise UsageError(too_big)
     try:
         payload.parse(data, dev)
     except RtcfgError as exc:

@@ -156,6 +156,17 @@ def test_rtroute_should_print_one_line_and_exit_2_for_a_bad_file(tmp_path, capsy
     assert err.count("\n") == 1 and ":2: hardware address 'nope'" in err
 
 
+def test_rtroute_should_refuse_a_fifo_or_a_directory_as_its_file_without_waiting(tmp_path,
+                                                                                   capsys):
+    import os
+    fifo = tmp_path / "hosts"
+    os.mkfifo(fifo)                      # opened for reading, a FIFO would block forever
+    for path, why in ((fifo, "not a regular file"), (tmp_path, "is a directory")):
+        assert rtroute.main(["-f", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err
+
+
 class FakeDaemons:
     """rtmac.control.send_request for several daemons' route tables; ``refuse`` a device."""
 

@@ -95,3 +95,15 @@ def test_client_c_prints_the_configuration_the_daemon_received(monkeypatch, caps
     assert cli.main(["rteth0", "client", "-c", "-t", "2000"]) == 0
     assert capsys.readouterr().out == "tdma slot 0 400\n"
     assert seen["request"]["cmd"] == "rtcfg.client" and seen["timeout"] == 7.0
+
+
+def test_a_fifo_as_a_stage_file_is_refused_without_waiting(tmp_path, monkeypatch, capsys):
+    import os
+    sent = []
+    monkeypatch.setattr(control, "send_request", lambda *a, **k: sent.append(a))
+    fifo = tmp_path / "s1"
+    os.mkfifo(fifo)
+    assert cli.main(["rteth0", "add", "10.0.0.2", "-stage1", str(fifo)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stage 1 file" in err and "not a regular file" in err
+    assert sent == []
