@@ -245,7 +245,9 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         inside_rx += lo <= rel_rx <= hi + 100_000
         per_sender[src] = per_sender.get(src, 0) + 1
     assert before_grid <= len(stations)           # at most each sender's first probe
-    assert min(per_sender.values()) >= 9_900
+    # every sender in nearly every one of the 10,000 cycles: a station skips its slot only
+    # while the VM stalls it (a CI run's master had 9,899 in a noisy hour)
+    assert min(per_sender.values()) >= 9_800
     # only a stall between decision and stamp (the hypervisor takes the vCPU for ms, or
     # runs it several times slower in spells of milliseconds: rtnet/stall.py); an engine
     # that misplaced frames would do it in every cycle, not in 1 of 1000
