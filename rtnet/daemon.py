@@ -114,6 +114,7 @@ from . import configfile, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture import to_pcapng
+from .clocks import realtime_minus_monotonic_ns
 from .control_server import Command, ControlServer, RequestError, WithFds, group_policy, int_arg
 from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
@@ -530,7 +531,7 @@ class Daemon:
         drops_before = self.station.stats()["capture"]["drops"]
         # the RT thread fills the ring; this thread empties it and never holds it up
         self.station.capture_start(snaplen=CAPTURE_SNAPLEN, depth=depth)
-        realtime_minus_monotonic = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+        realtime_minus_monotonic = realtime_minus_monotonic_ns()
         try:
             deadline = time.monotonic() + duration / 1000
             while len(frames) < count and not self._stop.is_set():

@@ -13,10 +13,10 @@ from __future__ import annotations
 import socket
 import struct
 import threading
-import time
 from dataclasses import dataclass
 
 from . import netns as _netns
+from .clocks import realtime_minus_monotonic_ns
 from .lab import BRIDGE
 
 ETH_P_ALL = 0x0003
@@ -54,7 +54,7 @@ class WireCapture:
         except PermissionError:
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
         self._sock.settimeout(0.1)
-        self._rt_minus_mono = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+        self._rt_minus_mono = realtime_minus_monotonic_ns()
         self._thread = threading.Thread(target=self._run, name="rtnet-wirecap", daemon=True)
         self._thread.start()
 

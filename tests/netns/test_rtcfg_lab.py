@@ -17,6 +17,7 @@ from conftest import daemon_lab
 
 from rtmac import control
 from rtnet import cli, paths
+from rtnet.clocks import realtime_minus_monotonic_ns
 from rtnet.rtcfg import cli as rtcfg_cli
 
 pytestmark = pytest.mark.netns
@@ -93,8 +94,9 @@ def write_pcap(path, frames) -> None:
     """Classic pcap (Ethernet), microsecond stamps."""
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        rt_minus_mono = realtime_minus_monotonic_ns()
         for c in frames:
-            ts = c.ts_ns + time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
+            ts = c.ts_ns + rt_minus_mono
             f.write(struct.pack("<IIII", ts // 10**9, ts % 10**9 // 1000, len(c.data),
                                 len(c.data)))
             f.write(c.data)
