@@ -40,6 +40,8 @@
 /* NoMAC's link model hands frames over this far ahead of their wire time (rtn_station_priv.h) */
 #define RTN_NOMAC_PACE_AHEAD_NS		1000000
 #define RTN_NOMAC_PACE_REFILL_NS	500000
+/* the rate generator's frames wait for FIFO room up to this far behind schedule (rtn_probe.c) */
+#define RTN_RATE_BACKLOG_NS		250000000
 
 struct rtn_station_opts {
 	struct rtn_xsk_opts xsk;
@@ -111,6 +113,8 @@ struct rtn_station_stats {
 	uint64_t rx_other;		/* frames of no known EtherType */
 	uint64_t nomac_tx;
 	uint64_t nomac_drops;
+	/* the rate generator's run: its latest hand-over to the FIFO behind schedule */
+	int64_t generator_lag_max_ns;
 	uint64_t capture_frames;	/* frames mirrored into the capture ring */
 	uint64_t capture_drops;		/* frames the capture ring had no room for */
 	int64_t clock_offset_ns;

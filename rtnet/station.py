@@ -350,6 +350,7 @@ class Station(Closeable):
             "spin_waits": st.spin_waits, "rx_wakeups": st.rx_wakeups, "miss_late_wake": st.miss_late_wake, "miss_vnic": st.miss_vnic, "miss_other": st.miss_other,
             "vnic_overruns": st.vnic_overruns, "rx_frames": st.rx_frames,
             "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "generator_lag_max_ns": st.generator_lag_max_ns,
             "capture": {"frames": st.capture_frames, "drops": st.capture_drops},
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
             "vnic": {k: getattr(st.vnic, k) for k in (

@@ -436,6 +436,20 @@ def binary_search(trial, hi: float, resolution: float, max_trials: int):
     return best, tried
 
 
+def settled_probe_rx(rx, want: int, deadline: float, quiet_s: float = 0.3) -> dict:
+    """The receiver's probe counters once ``want`` frames arrived, or once none arrived
+    for ``quiet_s`` (the FIFO and the wire drained: what is missing is lost)."""
+    last, last_change = rx.probe_rx(), time.monotonic()
+    while last["frames"] < want and time.monotonic() < deadline:
+        time.sleep(0.02)
+        now = rx.probe_rx()
+        if now["frames"] != last["frames"]:
+            last, last_change = now, time.monotonic()
+        elif time.monotonic() - last_change >= quiet_s:
+            break
+    return last
+
+
 def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
     count = max(1, int(fps * seconds))
     b_rx = rx.probe_rx()
@@ -444,8 +458,7 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
     deadline = time.monotonic() + seconds * 3 + 5
     while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.1)   # the last frames in flight
-    a_rx = rx.probe_rx()
+    a_rx = settled_probe_rx(rx, b_rx["frames"] + count, deadline)
     drops = tx.stats()["nomac_drops"] - b_tx["nomac_drops"]
     got = a_rx["frames"] - b_rx["frames"]
     hist = a_rx["latency"].since(b_rx["latency"])
