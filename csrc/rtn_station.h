@@ -40,8 +40,8 @@
 /* NoMAC's link model hands frames over this far ahead of their wire time (rtn_station_priv.h) */
 #define RTN_NOMAC_PACE_AHEAD_NS		1000000
 #define RTN_NOMAC_PACE_REFILL_NS	500000
-/* the rate generator's frames wait for FIFO room up to this far behind schedule (rtn_probe.c) */
-#define RTN_RATE_BACKLOG_NS		250000000
+/* the most a rate generator's frame may wait for FIFO room behind its schedule (rtn_probe.c) */
+#define RTN_RATE_BACKLOG_MAX_NS		1000000000
 
 struct rtn_station_opts {
 	struct rtn_xsk_opts xsk;
@@ -196,9 +196,11 @@ uint64_t rtn_station_probe_sent(const struct rtn_station *s);
 /**
  * RFC 2544 trials under NoMAC: the RT thread generates @p count frames of
  * @p len bytes at @p rate_pps (application header, transmit stamp); 0 stops.
+ * A frame due that finds the FIFO full waits for room up to @p backlog_ns
+ * behind its schedule (0..RTN_RATE_BACKLOG_MAX_NS; 0: dropped at once).
  */
 int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
-			       uint64_t rate_pps, uint64_t count);
+			       uint64_t rate_pps, uint64_t count, int64_t backlog_ns);
 /** Count probe frames of @p ethertype received, with their one-way latency. */
 void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype);
 void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import re
@@ -59,6 +60,7 @@ from bench_wakeup import summary as acc_summary  # noqa: E402
 
 from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
 from rtnet import netns  # noqa: E402
+from rtnet._lowlevel import lib  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
 from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
@@ -450,11 +452,19 @@ def settled_probe_rx(rx, want: int, deadline: float, quiet_s: float = 0.3) -> di
     return last
 
 
-def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
+def tester_backlog_ns(args) -> int:
+    """How far behind schedule the generator's frames may wait for room in the sender's
+    FIFO (the tester holding what a stall kept it from offering): the search's resolution
+    of the trial's length, so a sender that keeps up with less than (100 - resolution)%
+    of the rate still fails, as a search at that resolution would see it anyway."""
+    return min(int(args.resolution_pct / 100 * args.trial_s * 1e9), lib.RTN_RATE_BACKLOG_MAX_NS)
+
+
+def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns: int):
     count = max(1, int(fps * seconds))
     b_rx = rx.probe_rx()
     b_tx = tx.stats()
-    tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4)
+    tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4, backlog_ns=backlog_ns)
     deadline = time.monotonic() + seconds * 3 + 5
     while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -462,8 +472,9 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float):
     drops = tx.stats()["nomac_drops"] - b_tx["nomac_drops"]
     got = a_rx["frames"] - b_rx["frames"]
     hist = a_rx["latency"].since(b_rx["latency"])
+    lag = tx.stats()["generator_lag_max_ns"]
     return got >= count and drops == 0, {"sent": count, "received": int(got), "drops": int(drops),
-                                          "hist": hist}
+                                          "generator_lag_max_us": lag / 1000, "hist": hist}
 
 
 def rt_path_key(link_mbps: int) -> str:
@@ -492,7 +503,8 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
             full = line_rate_fps(frame, link_mbps)
 
             def trial(pct):
-                ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s)
+                ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s,
+                                         backlog_ns=tester_backlog_ns(args))
                 last[pct] = info["hist"]
                 return ok, info
             last = {}
@@ -593,7 +605,7 @@ def measure_redundancy(args, results: dict) -> None:
     rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     results["rfc2544"].setdefault("rt_path", {})
     with Lab(f"{args.lab}r", 2, redundant=True) as lab:
-        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=rt_path_trial,
+        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args)),
                                    search=binary_search, line_rate=line_rate_fps,
                                    link_mbps=LINK_MBPS, log=log)
         bench_frer.measure_wire_cut(args, lab, results, rt=RtSettings(cpu=RT_CPU,
