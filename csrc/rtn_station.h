@@ -96,6 +96,7 @@ struct rtn_station_stats {
 	uint64_t timer_wakeups;
 	uint64_t spin_waits;		/* short waits spun instead of slept */
 	uint64_t rx_wakeups;		/* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
+	uint64_t rx_polls;		/* timer wake-ups that looked at the sockets in a flood */
 	/*
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's

@@ -349,7 +349,7 @@ class Station(Closeable):
             "running": bool(lib.rtn_station_running(s)),
             "xdp_mode": self.xdp_mode, "xdp_fallback": self.xdp_fallback,
             "loops": st.loops, "timer_wakeups": st.timer_wakeups,
-            "spin_waits": st.spin_waits, "rx_wakeups": st.rx_wakeups, "miss_late_wake": st.miss_late_wake, "miss_vnic": st.miss_vnic, "miss_other": st.miss_other,
+            "spin_waits": st.spin_waits, "rx_wakeups": st.rx_wakeups, "rx_polls": st.rx_polls, "miss_late_wake": st.miss_late_wake, "miss_vnic": st.miss_vnic, "miss_other": st.miss_other,
             "vnic_overruns": st.vnic_overruns, "rx_frames": st.rx_frames,
             "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
             "generator_lag_max_ns": st.generator_lag_max_ns,
