@@ -44,6 +44,20 @@ def redundant_pair(lab, *, rt, rt2, ethertypes, link_rate_mbps):
         yield stations
 
 
+def failed_trials_text(tried: list) -> str:
+    """What the sender lost in each failed trial of a search, for the log: the
+    generator's largest lag, wake-ups of the sender's RT thread later than 4 ms and
+    its CPU's steal time (the hypervisor's), so a stall is told from a limit."""
+    def got(t, key, fmt, scale=1):
+        return format(t[key] / scale, fmt) if key in t else "?"
+    out = [f"{t['rate']:.1f}%: {t.get('drops', '?')} dropped, lag "
+           f"{got(t, 'generator_lag_max_us', '.1f', 1000)} ms, "
+           f"{got(t, 'sender_wakeups_over_4ms', '.0f')} wake-ups > 4 ms, steal "
+           f"{got(t, 'sender_cpu_steal_ms', '.0f')} ms"
+           for t in tried if not t["ok"]]
+    return "; ".join(out)
+
+
 def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, line_rate,
                     link_mbps: int, log) -> None:
     """results["rfc2544"]["rt_path_redundant"]: the RT path's search, two ports each."""
@@ -76,6 +90,8 @@ def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, lin
             log(f"c/rt-path 2 ports {frame:5d} B: zero-loss {pct:6.2f}% "
                 f"(1 port {p.get('throughput_pct', float('nan')):6.2f}%), latency p50/p99/p99.9/"
                 f"max {_lat(lat)} us (1 port {_lat(p.get('latency_us', {}))})")
+            if failed := failed_trials_text(tried):
+                log(f"c/rt-path 2 ports {frame:5d} B: failed trials: {failed}")
 
 
 def _lat(lat: dict) -> str:

@@ -460,10 +460,23 @@ def tester_backlog_ns(args) -> int:
     return min(int(args.resolution_pct / 100 * args.trial_s * 1e9), lib.RTN_RATE_BACKLOG_MAX_NS)
 
 
+def cpu_steal_ms(cpu: int) -> float:
+    """Time the hypervisor ran something else while ``cpu`` had work (/proc/stat steal)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            fields = line.split()
+            if fields[0] == f"cpu{cpu}":
+                return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
 def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns: int):
+    """One RFC 2544 trial; its info says what the sender's CPU lost during it: wake-ups
+    of the sender's RT thread later than its histogram's 4 ms, and the CPU's steal time."""
     count = max(1, int(fps * seconds))
     b_rx = rx.probe_rx()
     b_tx = tx.stats()
+    b_steal = cpu_steal_ms(RFC_TX_CPU)
     tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4, backlog_ns=backlog_ns)
     deadline = time.monotonic() + seconds * 3 + 5
     while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
@@ -472,9 +485,13 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns:
     drops = tx.stats()["nomac_drops"] - b_tx["nomac_drops"]
     got = a_rx["frames"] - b_rx["frames"]
     hist = a_rx["latency"].since(b_rx["latency"])
-    lag = tx.stats()["generator_lag_max_ns"]
-    return got >= count and drops == 0, {"sent": count, "received": int(got), "drops": int(drops),
-                                          "generator_lag_max_us": lag / 1000, "hist": hist}
+    a_tx = tx.stats()
+    wake = a_tx["wakeup"].since(b_tx["wakeup"])
+    return got >= count and drops == 0, {
+        "sent": count, "received": int(got), "drops": int(drops),
+        "generator_lag_max_us": a_tx["generator_lag_max_ns"] / 1000,
+        "sender_wakeups_over_4ms": int(wake.overflow),
+        "sender_cpu_steal_ms": cpu_steal_ms(RFC_TX_CPU) - b_steal, "hist": hist}
 
 
 def rt_path_key(link_mbps: int) -> str:
@@ -524,6 +541,8 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
                    if ceiling else "")
                 + f"), latency p50 {lat.get('p50', 0):.1f} p99 {lat.get('p99', 0):.1f} "
                 f"p99.9 {lat.get('p99.9', 0):.1f} us ({len(tried)} trials)")
+            if failed := bench_frer.failed_trials_text(tried):
+                log(f"c/rt-path {frame:5d} B: failed trials: {failed}")
 
 
 def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
