@@ -76,6 +76,10 @@ def test_quick_suite_writes_complete_results(tmp_path):
     red, cut = res["rfc2544"]["rt_path_redundant"], res["frer_wire_cut"]
     for size in SIZES:       # the same search with two ports (IEEE 802.1CB)
         assert 0 <= red[size]["throughput_pct"] <= 100 and red[size]["trials"]
+        # and with one port on the same stations: the control, and both latencies at one rate
+        assert 0 <= red[size]["one_port_pct"] <= 100 and red[size]["one_port_trials"]
+        assert red[size]["latency_rate_pct"] == min(red[size]["one_port_pct"],
+                                                    red[size]["throughput_pct"])
         assert red[size]["rx_ports"][0] > 0 and red[size]["rx_ports"][1] > 0
     assert [r["sent"] for r in cut["runs"]] == [300, 300]
     assert cut["lost"] == sum(r["lost"] for r in cut["runs"])
