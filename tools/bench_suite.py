@@ -470,13 +470,35 @@ def cpu_steal_ms(cpu: int) -> float:
     return 0.0
 
 
-def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns: int):
+@contextlib.contextmanager
+def trial_witness(args):
+    """The stall detector on the receiver's CPU while RFC 2544 trials run: slow spells
+    slow both vCPUs at once (rtnet/stall.py), so this CPU shows the sender's too,
+    without a detector thread taking time on the sender's CPU."""
+    with StallDetector([RFC_RX_CPU], period_us=args.stall_period_us,
+                       threshold_us=args.stall_threshold_us) as det:
+        yield det
+
+
+def stalls_between(det, t0: int, t1: int) -> dict:
+    """Milliseconds of slow spells and of gaps the detector saw in [t0, t1)."""
+    out = {"slow": 0, "gap": 0}
+    for g in det.gaps() if det is not None else ():
+        if g.overlaps(t0, t1):
+            out[g.kind] += min(g.woke_ns, t1) - max(g.due_ns, t0)
+    return {"witness_slow_ms": out["slow"] / 1e6, "witness_gap_ms": out["gap"] / 1e6}
+
+
+def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns: int,
+                  witness=None):
     """One RFC 2544 trial; its info says what the sender's CPU lost during it: wake-ups
-    of the sender's RT thread later than its histogram's 4 ms, and the CPU's steal time."""
+    of the sender's RT thread later than its histogram's 4 ms, the CPU's steal time,
+    and the slow spells and gaps the ``witness`` (trial_witness) saw."""
     count = max(1, int(fps * seconds))
     b_rx = rx.probe_rx()
     b_tx = tx.stats()
     b_steal = cpu_steal_ms(RFC_TX_CPU)
+    t0 = time.monotonic_ns()
     tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4, backlog_ns=backlog_ns)
     deadline = time.monotonic() + seconds * 3 + 5
     while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
@@ -491,7 +513,8 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns:
         "sent": count, "received": int(got), "drops": int(drops),
         "generator_lag_max_us": a_tx["generator_lag_max_ns"] / 1000,
         "sender_wakeups_over_4ms": int(wake.overflow),
-        "sender_cpu_steal_ms": cpu_steal_ms(RFC_TX_CPU) - b_steal, "hist": hist}
+        "sender_cpu_steal_ms": cpu_steal_ms(RFC_TX_CPU) - b_steal,
+        **stalls_between(witness, t0, time.monotonic_ns()), "hist": hist}
 
 
 def rt_path_key(link_mbps: int) -> str:
@@ -513,7 +536,7 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
     rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     out = results["rfc2544"][rt_path_key(link_mbps)] = {}
     with nomac_pair(lab, mode=None, rt=rt, rt2=rt2, ethertypes=[ET], link_rate_mbps=link_mbps) \
-            as (stations, _):
+            as (stations, _), trial_witness(args) as witness:
         tx, rx = stations
         rx.count_probes(ET)
         for frame in args.sizes:
@@ -521,7 +544,7 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
 
             def trial(pct):
                 ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s,
-                                         backlog_ns=tester_backlog_ns(args))
+                                         backlog_ns=tester_backlog_ns(args), witness=witness)
                 last[pct] = info["hist"]
                 return ok, info
             last = {}
@@ -623,8 +646,10 @@ def measure_redundancy(args, results: dict) -> None:
     rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
     rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     results["rfc2544"].setdefault("rt_path", {})
-    with Lab(f"{args.lab}r", 2, redundant=True) as lab:
-        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args)),
+    with Lab(f"{args.lab}r", 2, redundant=True) as lab, trial_witness(args) as witness:
+        trial = functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args),
+                                  witness=witness)
+        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=trial,
                                    search=binary_search, line_rate=line_rate_fps,
                                    link_mbps=LINK_MBPS, log=log)
         bench_frer.measure_wire_cut(args, lab, results, rt=RtSettings(cpu=RT_CPU,

@@ -489,8 +489,9 @@ def discussion(results: dict) -> list[str]:
                + "; ".join(f"{k} B: {bench_frer.failed_trials_text(v.get('trials', []))}"
                            for k, v in small.items())
                + " (lag: the generator's largest, against the bound of the search's resolution "
-                 "of the trial; a limit of the stack shows as lag without late wake-ups or "
-                 "steal, a stall of the VM with them)." if small else ".")
+                 "of the trial; slow spells and gaps: what the stall detector on the receiver's "
+                 "CPU saw during the trial; a limit of the stack shows as lag with none of "
+                 "them)." if small else ".")
             + f" One-way latency at the zero-loss rate: p50 {lat_range(rt, 'p50')} us, p99 "
               f"{lat_range(rt, 'p99')} us, p99.9 {lat_range(rt, 'p99.9')} us across the sizes "
               "(the seed: ~105 us p50, ~245 us p99.9 through its switch). "
