@@ -128,6 +128,40 @@ def stop_stress(proc):
             proc.wait()
 
 
+IPERF_PORT = 5201
+
+
+def listening(pid: int, port: int) -> bool:
+    """Whether a TCP socket listens on ``port`` in the network namespace of process ``pid``
+    (/proc/PID/net is that namespace's)."""
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}") as f:
+                next(f, None)
+                for line in f:
+                    local, state = line.split()[1], line.split()[3]
+                    if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                        return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+def start_iperf_server(lab, station, bind_ip: str, *, one_off: bool = False,
+                       timeout: float = 10.0) -> subprocess.Popen:
+    """iperf3 -s in ``station``'s namespace, returned once it listens: a client started
+    before that fails to connect, and iperf3 gives no readiness signal of its own."""
+    argv = ["iperf3", "-s"] + (["-1"] if one_off else []) + ["-B", bind_ip]
+    srv = lab.spawn(station, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    while not listening(srv.pid, IPERF_PORT):
+        if srv.poll() is not None or time.monotonic() > deadline:
+            lab.stop(srv)
+            raise RuntimeError(f"iperf3 -s in {station.netns} did not start listening")
+        time.sleep(0.01)    # another process's socket: poll its table
+    return srv
+
+
 def sysinfo() -> dict:
     rt = None
     try:

@@ -33,6 +33,7 @@ import numpy as np  # noqa: E402
 
 from rtnet import labdemo, netns, paths, stationctl  # noqa: E402
 from rtnet.argtypes import integer  # noqa: E402
+from rtnet.benchkit import start_iperf_server  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
 
 WANT = ["active", "stand-by"]
@@ -64,10 +65,8 @@ def tear_down(lab) -> None:
 
 def iperf_tcp(lab, src: int, dst: int, seconds: int) -> float:
     ip = f"198.19.0.{dst}"
-    srv = lab.spawn(lab.station(dst), ["iperf3", "-s", "-1", "-B", ip],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = start_iperf_server(lab, lab.station(dst), ip, one_off=True)
     try:
-        time.sleep(0.3)   # iperf3 has no readiness signal
         r = subprocess.run(netns.command(lab.station(src).netns,
                                          ["iperf3", "-c", ip, "-t", str(seconds), "-J"]),
                            capture_output=True, text=True, timeout=seconds + 40)

@@ -63,7 +63,14 @@ from rtnet import netns  # noqa: E402
 from rtnet._lowlevel import lib  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
 from rtnet.argtypes import integer, integer_list, number  # noqa: E402
-from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
+from rtnet.benchkit import (  # noqa: E402
+    Accumulator,
+    run_cyclictest,
+    start_iperf_server,
+    start_stress,
+    stop_stress,
+    sysinfo,
+)
 from rtnet.lab import Lab  # noqa: E402
 from rtnet.preflight.measure import measure_wakeups, recommended_guard_us  # noqa: E402
 from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us  # noqa: E402
@@ -124,10 +131,7 @@ class Load:
                 self.cmds.append(" ".join(cmd))
             if name in ("net", "both"):
                 dst = vnic_address(2).split("/")[0]
-                srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-B", dst],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                self.procs.append(srv)
-                time.sleep(0.5)  # iperf3 has no readiness signal
+                self.procs.append(start_iperf_server(lab, lab.station(2), dst))
                 cmd = ["iperf3", "-c", dst, "-u", "-b", f"{FLOOD_MBPS}M", "-l", str(FLOOD_LEN),
                        "-t", str(int(seconds) + 5)]
                 self.procs.append(lab.spawn(lab.station(1), cmd, stdout=subprocess.DEVNULL,
@@ -605,10 +609,8 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
     dst = vnic_address(2).split("/")[0]
     with tdma_pair(lab, p, mode="batched", rt=rt) as (_stations, taps):
         mtu = taps[0].mtu
-        srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-B", dst],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = start_iperf_server(lab, lab.station(2), dst)
         try:
-            time.sleep(0.5)   # iperf3 has no readiness signal
             for frame in args.sizes:
                 inner = min(frame, mtu + 18)          # Ethernet header + FCS around the MTU
                 payload = inner - 18 - 28             # IPv4 + UDP headers
@@ -618,7 +620,11 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
 
                 def trial(pct):
                     fps = hi_fps * pct / 100
-                    r = iperf_udp(lab, dst, payload, fps * payload * 8, args.trial_s)
+                    try:
+                        r = iperf_udp(lab, dst, payload, fps * payload * 8, args.trial_s)
+                    except RuntimeError as e:   # iperf3 failed: a failed trial, said so
+                        log(f"c/vnic    {frame:5d} B: trial at {pct:.2f}%: {e}")
+                        return False, {"error": str(e)}
                     return r["lost"] == 0 and r["packets"] > 0, r
                 best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials)
                 pct = best[0] if best else 0.0

@@ -38,6 +38,7 @@ import numpy as np
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
+from rtnet.benchkit import start_iperf_server
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
@@ -119,10 +120,8 @@ OFFERED_MBPS = 100   # what iperf3 offers; run() sets it to the modelled link ra
 
 
 def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
-    srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-1", "-B", dst_ip],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True)
     try:
-        time.sleep(0.3)  # iperf3 has no readiness signal; its client retries are not configurable
         cmd = netns.command(lab.station(1).netns, ["iperf3", "-c", dst_ip, "-t", str(seconds),
                                                     "-b", f"{OFFERED_MBPS}M", "-J"])
         if proto == "udp":

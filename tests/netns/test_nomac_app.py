@@ -15,6 +15,7 @@ import pytest
 from conftest import require_tool
 
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
+from rtnet.benchkit import start_iperf_server
 from rtnet.lab import Lab
 from rtnet.station import RtSettings
 from vnic.pair import nomac_pair, vnic_address
@@ -55,10 +56,8 @@ def test_flood_above_link_rate_does_not_spin_the_rt_thread(lab):
     require_tool("iperf3")
     dst = vnic_address(2).split("/")[0]
     with nomac_pair(lab, mode="batched", rt=RtSettings(priority=80)) as (st, _):
-        srv = lab.spawn(lab.station(2), ["iperf3", "-s", "-1", "-B", dst],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = start_iperf_server(lab, lab.station(2), dst, one_off=True)
         try:
-            time.sleep(0.5)  # iperf3 has no readiness signal
             cli = lab.spawn(lab.station(1), ["iperf3", "-c", dst, "-u", "-b", "150M", "-l",
                                              "1200", "-t", "4"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
