@@ -2,6 +2,7 @@
 UDP sockets app to app both ways (content, order, stamps), the errors of sendto(),
 plain Linux UDP and kernel ping beside the real-time path, rtping over ICMP, bad
 datagrams counted, and a capture that Wireshark's IPv4/UDP/ICMP dissectors accept."""
+import contextlib
 import errno
 import os
 import shutil
@@ -12,6 +13,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import daemon_lab
 
 from rtnet import cli, netns, rtroute
 from rtnet.app import UdpSocket
@@ -38,38 +40,24 @@ PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
 
 @pytest.fixture(scope="module")
 def lab():
-    from rtnet.lab import Lab
-    run = tempfile.mkdtemp(prefix="rtn-u1-run-")
-    os.chmod(run, 0o755)
-    old = os.environ.get("RTNET_RUN_DIR")
-    os.environ["RTNET_RUN_DIR"] = run
-    lab = Lab("u1", 2)
-    lab.down()
-    lab.up()
     d = tempfile.mkdtemp(prefix="rtn-u1-conf-")
     try:
-        for st, role, offset in ((lab.station(1), "master", 0), (lab.station(2), "slave", 400)):
-            path = os.path.join(d, f"{st.index}.toml")
-            with open(path, "w") as f:
-                f.write(textwrap.dedent(CONF.format(
-                    name=f"u{st.index}", ip=st.ip, role=role, offset=offset,
-                    cycle="cycle_us = 1000\n" if role == "master" else "")))
-            assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
-        wait_until(lambda: status(lab.station(2).netns)["tdma"]["state"] == "synchronised",
-                   20, "the slave to synchronise")
-        for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
-            assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
-        yield lab
+        with contextlib.contextmanager(daemon_lab)("u1", 2) as lab:
+            for st, role, offset in ((lab.station(1), "master", 0),
+                                     (lab.station(2), "slave", 400)):
+                path = os.path.join(d, f"{st.index}.toml")
+                with open(path, "w") as f:
+                    f.write(textwrap.dedent(CONF.format(
+                        name=f"u{st.index}", ip=st.ip, role=role, offset=offset,
+                        cycle="cycle_us = 1000\n" if role == "master" else "")))
+                assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
+            wait_until(lambda: status(lab.station(2).netns)["tdma"]["state"] == "synchronised",
+                       20, "the slave to synchronise")
+            for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
+                assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
+            yield lab
     finally:
-        for st in lab.stations:
-            cli.main(["down", "-n", st.netns])
-        lab.down()
-        shutil.rmtree(run, ignore_errors=True)
         shutil.rmtree(d, ignore_errors=True)
-        if old is None:
-            del os.environ["RTNET_RUN_DIR"]
-        else:
-            os.environ["RTNET_RUN_DIR"] = old
 
 
 def wait_until(cond, timeout, what):
