@@ -192,6 +192,9 @@ static struct chan *udp_chan(struct rtn_station *s, uint16_t port)
 {
 	uint32_t i;
 
+	/* an EtherType channel's udp_port is 0: no socket is bound to it */
+	if (!port)
+		return NULL;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
 		if (s->live[i] && s->live[i]->udp_port == port)
 			return s->live[i];

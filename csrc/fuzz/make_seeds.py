@@ -220,6 +220,8 @@ def seeds_station_rx() -> dict[str, bytes]:
         "ipv4": u8(0) + rx(rt_udp()) + rx(rt_udp(stamped=False)) + rx(rt_udp(dport=9))
         + rx(rt_echo()) + rx(rt_echo(0)) + rx(rt_udp(b"z" * 1400)),
         "ipv4_nomac": u8(2) + rx(rt_echo()) + rx(rt_udp()),
+        # port 0 is no UDP socket's: the EtherType channels have none (a fuzz run found it)
+        "udp_port0": u8(2) + rx(rt_udp(dport=0)) + rx(rt_udp(stamped=False, dport=0)),
         "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
         + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),
     }
