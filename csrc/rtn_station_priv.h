@@ -140,6 +140,7 @@ struct rtn_station {
 	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
 	int rx_light;		/* few enough for an RX wake-up to pay */
 	int64_t rx_poll_at;	/* OS time: a flood, the sockets are looked at on the timer (0: off) */
+	int64_t rx_seen_at;	/* OS time of the last round that took frames (rx_poll_next) */
 	int app_chans;		/* application channels open (not the daemon's own): what
 				 * arrives for them wakes the thread (rx_wakes) */
 	struct rtn_xsk *xsk;
