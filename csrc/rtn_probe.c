@@ -10,15 +10,18 @@
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
 
+static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
 /*
  * Benchmark traffic made on the RT thread itself: one broadcast frame with an
  * application header per occurrence of the probe slot, so slot timing can be
  * measured with no application in the loop.
  */
-static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global)
+static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global,
+			const uint8_t *dst)
 {
 	memset(f, 0, s->probe_len);
-	memset(f, 0xff, 6);
+	memcpy(f, dst, 6);
 	memcpy(f + 6, s->o.mac, 6);
 	rtn_put_be16(f + 12, s->probe_type);
 	rtn_put_be32(f + 14, RTN_APP_MAGIC);
@@ -33,7 +36,7 @@ void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_i
 
 	if (rtn_tdma_queue_depth(e, slot_id))
 		return;
-	build_probe(s, f, now + rtn_tdma_clock_offset(e));
+	build_probe(s, f, now + rtn_tdma_clock_offset(e), broadcast);
 	if (rtn_tdma_enqueue(e, slot_id, 0, f, s->probe_len, RTN_APP_TX_OFF) == 0)
 		s->probe_sent++;
 }
@@ -71,7 +74,7 @@ int64_t rtn_probe_generate(struct rtn_station *s, int64_t now, int64_t horizon)
 		} else {
 			if (lag > s->st.generator_lag_max_ns)
 				s->st.generator_lag_max_ns = lag;
-			build_probe(s, f->data, s->rate_next);
+			build_probe(s, f->data, s->rate_next, s->rate_dst);
 			f->len = s->probe_len;
 			rtn_nomac_commit(s);
 		}
@@ -118,7 +121,8 @@ uint64_t rtn_station_probe_sent(const struct rtn_station *s)
 }
 
 int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
-			       uint64_t rate_pps, uint64_t count, int64_t backlog_ns)
+			       uint64_t rate_pps, uint64_t count, int64_t backlog_ns,
+			       const uint8_t *dst)
 {
 	rtn_clear_error();
 	if (s->disc != RTN_DISC_NOMAC && count)
@@ -133,6 +137,7 @@ int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32
 	s->rate_interval_ns = count ? (int64_t)(1000000000ull / rate_pps) : 0;
 	s->rate_next = rtn_station_local_now(s);
 	s->rate_backlog_ns = backlog_ns;
+	memcpy(s->rate_dst, dst ? dst : broadcast, 6);
 	s->st.generator_lag_max_ns = 0;	/* per run: the RT thread is idle on it */
 	__atomic_store_n(&s->rate_left, count, __ATOMIC_RELEASE);
 	efd_signal(s->efd);

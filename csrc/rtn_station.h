@@ -199,9 +199,12 @@ uint64_t rtn_station_probe_sent(const struct rtn_station *s);
  * @p len bytes at @p rate_pps (application header, transmit stamp); 0 stops.
  * A frame due that finds the FIFO full waits for room up to @p backlog_ns
  * behind its schedule (0..RTN_RATE_BACKLOG_MAX_NS; 0: dropped at once).
+ * The frames go to @p dst (6 bytes: a tester's unicast, as RFC 2544 sends),
+ * or to broadcast when it is NULL.
  */
 int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32_t len,
-			       uint64_t rate_pps, uint64_t count, int64_t backlog_ns);
+			       uint64_t rate_pps, uint64_t count, int64_t backlog_ns,
+			       const uint8_t *dst);
 /** Count probe frames of @p ethertype received, with their one-way latency. */
 void rtn_station_set_probe_rx(struct rtn_station *s, uint16_t ethertype);
 void rtn_station_probe_rx(const struct rtn_station *s, uint64_t *frames, uint64_t *bytes,

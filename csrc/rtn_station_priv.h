@@ -207,6 +207,7 @@ struct rtn_station {
 	int64_t rate_next;		/* local time the next frame is due */
 	uint64_t rate_left;
 	int64_t rate_backlog_ns;	/* how far behind schedule a frame may wait for room */
+	uint8_t rate_dst[6];		/* the generator's destination */
 
 	/* probe receiver: counts and one-way latency of probe frames */
 	uint16_t probe_rx_type;

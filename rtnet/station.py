@@ -297,12 +297,14 @@ class Station(Closeable):
                                         length), RtnetError, self.ifname)
 
     def generate(self, rate_pps: int, count: int, *, ethertype: int = 0x88B5,
-                 length: int = 64, backlog_ns: int = 0) -> None:
+                 length: int = 64, backlog_ns: int = 0, dst: str | None = None) -> None:
         """NoMAC only: send ``count`` probe frames at ``rate_pps`` from the RT thread (RFC 2544).
         A frame that finds the FIFO full waits up to ``backlog_ns`` behind its schedule
-        for room (0: dropped at once), with its scheduled time as its send time."""
+        for room (0: dropped at once), with its scheduled time as its send time.  The
+        frames go to ``dst`` (a MAC address), or to broadcast."""
+        raw = ffi.new("uint8_t[6]", parse_mac(dst)) if dst is not None else ffi.NULL
         check(lib.rtn_station_set_rate_probe(self._live(), ethertype, length, rate_pps, count,
-                                             backlog_ns), RtnetError, self.ifname)
+                                             backlog_ns, raw), RtnetError, self.ifname)
 
     def count_probes(self, ethertype: int = 0x88B5) -> None:
         """Count received probe frames of ``ethertype`` and their one-way latency."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The ceiling of the lab's real-time path: a raw AF_XDP flood, nothing of the stack around it.
 
-Station 1 of the lab sends copies of one broadcast frame through rtnet's AF_XDP
+Station 1 of the lab sends copies of one frame, unicast to station 2, through rtnet's AF_XDP
 socket and XDP program, but with no RT thread, no discipline and no link model
 (csrc/rtn_flood.c: --batch descriptors per submit and one sendto() per batch);
 station 2 counts them, busy polling its RX ring.  Same path as the real-time
@@ -28,6 +28,7 @@ from rtnet._lowlevel import check, ffi, lib  # noqa: E402
 from rtnet.argtypes import integer, number  # noqa: E402
 from rtnet.errors import XskError  # noqa: E402
 from rtnet.lab import Lab  # noqa: E402
+from rtnet.mac import parse_mac  # noqa: E402
 from rtnet.xsk import RawSocket  # noqa: E402
 
 ET = 0x88B5
@@ -36,9 +37,10 @@ RX_IDLE_S = 0.3      # the receiver stops this long after the last frame
 PRIORITY = 90        # SCHED_FIFO, as the stations' RT threads in the RFC 2544 trials
 
 
-def _frame(length: int) -> bytes:
-    """A broadcast frame of ``length`` bytes (FCS not included) from station 1, EtherType ET."""
-    head = b"\xff" * 6 + bytes.fromhex("025254000001") + ET.to_bytes(2, "big")
+def _frame(length: int, src: str, dst: str) -> bytes:
+    """A frame of ``length`` bytes (FCS not included) from ``src`` to ``dst``, EtherType ET:
+    unicast, as an RFC 2544 tester sends and as the RT path's trials are."""
+    head = parse_mac(dst) + parse_mac(src) + ET.to_bytes(2, "big")
     return head + bytes(length - len(head))
 
 
@@ -65,7 +67,7 @@ def flood(lab: Lab, frame: int = 64, seconds: float = 2.0, batch: int = BATCH,
         raise ValueError("flood: SCHED_FIFO ends need two different CPUs (or priority 0)")
     tx_res, rx_res = ffi.new("struct rtn_flood_result *"), ffi.new("struct rtn_flood_result *")
     s1, s2 = lab.station(1), lab.station(2)
-    data = _frame(frame - 4)
+    data = _frame(frame - 4, s1.mac, s2.mac)
     rcs = {}
     with RawSocket(s2.ifname, netns=s2.netns, ethertypes=[ET], busy_poll=True) as rx, \
             RawSocket(s1.ifname, netns=s1.netns, ethertypes=[ET], busy_poll=True) as tx:
