@@ -27,11 +27,13 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
 from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
+from pyroute2.netlink.rtnl import ndmsg
 
 from . import netns, paths
 from . import procs as _procs
@@ -314,6 +316,12 @@ def _attach(st: Station, wire_ns: str, ifname: str, ip: str, mtu: int) -> None:
         port = ipr.link_lookup(ifname=st.wire_port)[0]
         ipr.link("set", index=port, mtu=mtu)
         ipr.link("set", index=port, master=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
+        # The switch knows where each station is, as one that had heard every station
+        # would; a station that only listens (a NoMAC receiver) is otherwise never
+        # learnt, and every frame to it is flooded (br_flood cloned each one).  Not
+        # sticky: a frame from another port still moves the entry, as a learnt one does.
+        ipr.neigh("add", family=socket.AF_BRIDGE, ifindex=port, lladdr=st.mac,
+                  state=ndmsg.states["noarp"], flags=ndmsg.flags["master"])
     with IPRoute(netns=st.netns) as ipr:
         dev = ipr.link_lookup(ifname=ifname)[0]
         ipr.link("set", index=dev, address=st.mac, mtu=mtu)
