@@ -51,7 +51,8 @@ def failed_trials_text(tried: list) -> str:
     saw meanwhile, so a stall of the VM is told from a limit of the stack."""
     def got(t, key, fmt, scale=1):
         return format(t[key] / scale, fmt) if key in t else "?"
-    out = [f"{t['rate']:.1f}%: {t.get('drops', '?')} dropped, lag "
+    out = [f"{t['rate']:.1f}%{' (repeat)' if t.get('repeat') else ''}: "
+           f"{t.get('drops', '?')} dropped, lag "
            f"{got(t, 'generator_lag_max_us', '.1f', 1000)} ms, "
            f"{got(t, 'sender_wakeups_over_4ms', '.0f')} wake-ups > 4 ms, steal "
            f"{got(t, 'sender_cpu_steal_ms', '.0f')} ms, slow spells "
@@ -98,7 +99,8 @@ def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, lin
                 def run(pct, two=ports == 2):
                     with redundant_stream(tx, et, on=two):
                         return trial(tx, rx, frame, full * pct / 100, args.trial_s)
-                best, tried = search(run, 100.0, args.resolution_pct, args.max_trials)
+                best, tried = search(run, 100.0, args.resolution_pct, args.max_trials,
+                                     args.loss_verify)
                 found[ports] = (best[0] if best else 0.0, tried)
             rate = min(found[1][0], found[2][0])
             hists = {1: [], 2: []}
