@@ -70,3 +70,21 @@ def test_bad_lab_arguments_get_one_line_errors(capsys):
     assert err == ["rtnetctl: argument --stations: invalid stations: 0 (allowed: 1..32)",
                    "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits"]
     assert "lb" not in all_labs()
+
+
+def test_each_wire_knows_every_station_on_its_port():
+    """Static bridge entries (not permanent: those would be the bridge's own), so a station
+    that only listens, RFC 2544's receiver, is not flooded to."""
+    import socket
+
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.rtnl import ndmsg
+    with Lab("lf", 2, redundant=True) as lab:
+        for wire in ("a", "b"):
+            with IPRoute(netns=lab.wire(wire)) as ipr:
+                names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
+                entries = {(names[n["ifindex"]], n.get_attr("NDA_LLADDR"))
+                           for n in ipr.get_neighbours(family=socket.AF_BRIDGE)
+                           if n["state"] & ndmsg.states["noarp"]
+                           and not n["state"] & ndmsg.states["permanent"]}
+            assert entries == {(st.wire_port, st.mac) for st in lab.stations}, wire
