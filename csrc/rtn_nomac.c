@@ -101,7 +101,7 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
 			return s->wire_free_at - PACE_REFILL_NS;
-		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, &tx);
+		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, INT64_MAX, &tx);
 		if (rc == -EAGAIN && ++full < TX_RING_TRIES)
 			continue;	/* the refusal kicked the kernel, which sends a batch */
 		if (rc == -EAGAIN)	/* still full: the frame waits in the FIFO */

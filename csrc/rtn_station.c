@@ -2,13 +2,14 @@
 /**
  * @file rtn_station.c
  * @brief The station core: AF_XDP socket + RT thread + discipline, the
- *        command mailbox, the RT loop and the receive dispatch.
+ *        command mailbox and the RT loop.
  *
  * Who owns what between the threads is in rtn_station_priv.h.  The modules
  * around this one: rtn_nomac.c (the NoMAC discipline), rtn_station_tdma.c
  * (the TDMA engine of rtn_tdma.c wired to the station), rtn_station_chan.c
- * (application channels), rtn_vnic_pump.c (the VNIC) and rtn_probe.c
- * (benchmark probes and the rate generator).
+ * (application channels), rtn_station_rx.c (the receive dispatch and when
+ * received frames wake the thread), rtn_vnic_pump.c (the VNIC) and
+ * rtn_probe.c (benchmark probes and the rate generator).
  */
 #include <errno.h>
 #include <poll.h>
@@ -33,20 +34,21 @@ int64_t rtn_station_local_now(const struct rtn_station *s)
  * time, converted from the socket's OS time.
  */
 int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t sched, int64_t *tx_local)
+		     int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local)
 {
 	struct rtn_station *s = arg;
 	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
+	int64_t deadline_os = deadline == INT64_MAX ? INT64_MAX : rtn_sat_sub(deadline, delta);
 	struct rtn_frer_seqgen *gen = rtn_frer_tx_stream(s, frame, len);
 	const uint8_t *sent = frame;
 	int rc;
 
 	if (gen)	/* a redundant stream: tagged, on both ports */
 		rc = rtn_frer_send(s, gen, frame, len, &stamp_off, rtn_sat_add(stamp_add, delta),
-				   &tx, &sent, &len);
+				   deadline_os, &tx, &sent, &len);
 	else
-		rc = rtn_xsk_send_stamped(s->xsk, frame, len, stamp_off,
-					  rtn_sat_add(stamp_add, delta), &tx);
+		rc = rtn_xsk_send_by(s->xsk, frame, len, stamp_off, rtn_sat_add(stamp_add, delta),
+				     deadline_os, &tx);
 	if (rc < 0)
 		return rc;
 	if (s->cap)	/* with the stamp the socket wrote into the frame */
@@ -96,102 +98,6 @@ const struct rtn_disc_ops rtn_disc_none_ops = {
 	.rt_deadline = none_rt_deadline,
 	.watch_tap = never,
 };
-
-/* ---- receiving ------------------------------------------------------------ */
-
-/*
- * One received frame of @p port, taken from its socket at @p rx_os: through
- * the duplicate elimination to TDMA, the VNIC or the channels.  Returns 1
- * when it queued a frame for the TAP.
- */
-/* The XDP program's stamp when there is one, else the poll time. */
-static int64_t rx_stamp(const struct rtn_xsk_frame *f, int64_t rx_os)
-{
-	return f->rx_ts ? f->rx_ts : rx_os;
-}
-
-static int receive_one(struct rtn_station *s, struct rtn_xsk_frame *f, int64_t rx_os,
-		       uint32_t port)
-{
-	int64_t rx_at = rx_stamp(f, rx_os), rx = local_of(s, rx_at);
-	uint16_t type;
-
-	s->st.rx_frames++;
-	if (s->cap)
-		rtn_capture_rx(s, f->data, f->len, rx_at, f->kernel_ts);
-	/* duplicates and R-TAGs end here: nothing below sees either */
-	if (!rtn_frer_rx(s, port, f->data, &f->len, rx_at))
-		return 0;
-	if (f->len < ETH_HLEN_RTN)
-		return 0;
-	type = rtn_get_be16(f->data + 12);
-	if (type == ETH_RTMAC) {
-		int rc = disc_ops(s)->rx_rtmac(s, f->data, f->len, rx);
-
-		if (rc == 1) {
-			rtn_vnic_rx(s, f->data, f->len);
-			return 1;
-		}
-		if (rc < 0 && s->vnic_live && f->len >= 18 && (f->data[17] & RTMAC_FLAG_TUNNEL)) {
-			/* a tunnel frame with a bad RTmac header: the VNIC's loss */
-			VSTAT_ADD(s, rx_bad, 1);
-		}
-	} else {
-		rtn_chans_rx(s, type, f->data, f->len, rx, local_of(s, rx_os));
-	}
-	return 0;
-}
-
-/*
- * Both ports: what the two sockets hold, merged in the order it arrived
- * (the XDP stamps), so the recovery meets the copies of the two wires as
- * the wires delivered them.  Taking one port's batch before the other's
- * would put up to a batch between a frame and its copy: older than the
- * history, the copy would be rogue, and lost if the first wire had lost
- * the frame.
- */
-static int receive_two(struct rtn_station *s)
-{
-	struct rtn_xsk_frame fa[RX_BATCH], fb[RX_BATCH];
-	int64_t ta, tb;
-	int na, nb, i, j, queued_for_tap = 0;
-
-	for (;;) {
-		na = rtn_xsk_rx_peek(s->xsk, fa, RX_BATCH, &ta);
-		nb = rtn_xsk_rx_peek(s->frer.xsk_b, fb, RX_BATCH, &tb);
-		if (na <= 0 && nb <= 0)
-			return queued_for_tap;
-		for (i = j = 0; i < na || j < nb;) {
-			if (j >= nb || (i < na && rx_stamp(&fa[i], ta) <= rx_stamp(&fb[j], tb)))
-				queued_for_tap |= receive_one(s, &fa[i++], ta, 0);
-			else
-				queued_for_tap |= receive_one(s, &fb[j++], tb, 1);
-		}
-		if (na > 0)
-			rtn_xsk_rx_release(s->xsk);
-		if (nb > 0)
-			rtn_xsk_rx_release(s->frer.xsk_b);
-	}
-}
-
-static void receive_all(struct rtn_station *s)
-{
-	struct rtn_xsk_frame fr[RX_BATCH];
-	int64_t rx_os;
-	int n, i, queued_for_tap = 0;
-
-	if (s->frer.xsk_b) {
-		queued_for_tap = receive_two(s);
-	} else {
-		while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
-			for (i = 0; i < n; i++)
-				queued_for_tap |= receive_one(s, &fr[i], rx_os, 0);
-			rtn_xsk_rx_release(s->xsk);
-		}
-	}
-	if (queued_for_tap && s->vnic_live && s->writer_on)
-		efd_signal(s->writer_efd);
-}
 
 /* ---- mailbox (executed on the RT thread, or directly when it is not running) */
 
@@ -292,44 +198,6 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
 }
 
 /*
- * Whether a received frame wakes the thread.  Always while an application
- * channel is open: its messages go up when they arrive, not at the next
- * scheduled wake-up (which may be most of a cycle away).  Otherwise, under
- * TDMA with the batched VNIC, it may do so once between two timer wake-ups while tunnelled traffic
- * flows (a tunnel frame in the last RX_WAKE_HOLD_NS): that traffic then
- * reaches Linux (and a reply can make the station's next window) within a
- * cycle instead of at the next scheduled wake-up, and costs at most one
- * wake-up per cycle however many frames a peer's window brought.  With no
- * Linux traffic, nothing received wakes it (not even the Sync), and neither
- * with bulk traffic (a running average of one tunnel frame or more per
- * timer wake-up, as a TCP flow's ACKs): the next scheduled wake-up is near,
- * and a wake-up per cycle would cost a context switch per handful of packets.
- */
-#define RX_WAKE_HOLD_NS		20000000LL
-
-/* A timer wake-up: the recent receive traffic decides the next RX wake-up. */
-static void rx_wake_rearm(struct rtn_station *s)
-{
-	uint32_t n = s->tunnel_rx_n < 4096 ? s->tunnel_rx_n : 4096;
-
-	/* average over about eight wake-ups, in sixteenths of a frame */
-	s->tunnel_rx_avg += ((int32_t)(n * 16) - (int32_t)s->tunnel_rx_avg) / 8;
-	s->rx_light = s->tunnel_rx_avg < 16;
-	s->tunnel_rx_n = 0;
-	s->rx_woke = 0;
-}
-
-static int rx_wakes(const struct rtn_station *s, int64_t next_local)
-{
-	if (!disc_ops(s)->paced_rx || next_local == INT64_MAX)
-		return 1;
-	/* an application waits for its messages: they go up at once, not at the next slot */
-	if (s->app_chans || !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
-		return 1;
-	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
-}
-
-/*
  * Longest sleep without watching the eventfd: control commands and the stop
  * request wait at most this long for the thread (see station_body).
  */
@@ -344,7 +212,7 @@ static int rx_wakes(const struct rtn_station *s, int64_t next_local)
  */
 static int quiet_wait(const struct rtn_station *s, int64_t next_local, int64_t next_os)
 {
-	return !rx_wakes(s, next_local) && disc_ops(s)->paced_rx &&
+	return !rtn_station_rx_wakes(s, next_local) && disc_ops(s)->paced_rx &&
 	       next_os - rtn_now() < QUIET_SLEEP_MAX_NS;
 }
 
@@ -362,35 +230,6 @@ static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
  * plan has one such gap every cycle (the master's Sync, then its RT slot).
  */
 #define SPIN_WAIT_MAX_NS	10000
-
-/*
- * NAPI's answer to a flood, for a discipline that takes frames as they come
- * (NoMAC), shaped like the kernel's napi_defer_hard_irqs with a
- * gro_flush_timeout: when frames keep coming (a wake-up that finds frames
- * within RX_POLL_NS of the last one that did, or a look that finds any), the
- * thread stops watching its sockets and looks at them on the timer RX_POLL_NS
- * later, until a look finds none.  Sparse traffic (a message per cycle) still
- * wakes the thread at once.  A socket no thread waits on costs its sender
- * nothing to fill: on a veth the receiver's wake-up runs in the sender's
- * softirq, on the sender's CPU.  In a two-port 64-byte flood the receiver woke
- * for every second frame, every copy pair, and the wake-ups took 14% of the
- * sender's CPU (sock_def_readable); an earlier rule that waited for a wake-up
- * to find 16 frames never fired there.  The XDP program stamps every frame,
- * so receive stamps and the latency measured from them do not move; a
- * channel's reader gets a message up to RX_POLL_NS later while a flood lasts.
- */
-#define RX_POLL_NS	100000
-
-/* When to look at the sockets next without a wake-up (0: watch them again). */
-static int64_t rx_poll_next(struct rtn_station *s, uint64_t got, int64_t now)
-{
-	int polling = s->rx_poll_at != 0, close_to_last = now - s->rx_seen_at < RX_POLL_NS;
-
-	if (disc_ops(s)->paced_rx || !got)
-		return 0;
-	s->rx_seen_at = now;
-	return polling || close_to_last ? now + RX_POLL_NS : 0;
-}
 
 static int station_body(struct rtn_rt *rt, void *arg)
 {
@@ -413,7 +252,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				rtn_cpu_relax();
 			s->st.loops++;
 			s->st.spin_waits++;
-			rx_wake_rearm(s);
+			rtn_station_rx_wake_rearm(s);
 			goto work;
 		}
 		if (quiet_wait(s, next_local, next_os)) {
@@ -426,10 +265,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->st.loops++;
 			timer_woke(s, next_os, now);
 			woke_late = now - next_os;
-			rx_wake_rearm(s);
+			rtn_station_rx_wake_rearm(s);
 			goto work;
 		}
-		watch_rx = rx_wakes(s, next_local);
+		watch_rx = rtn_station_rx_wakes(s, next_local);
 		wait_os = next_os;
 		if (s->rx_poll_at) {
 			watch_rx = 0;
@@ -445,7 +284,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		 * frames can wait for the next scheduled wake-up (a slot, the cycle
 		 * start) without losing accuracy.  With the batched VNIC that is what
 		 * keeps tunnelled traffic from waking the thread per packet: one
-		 * received burst may wake it per cycle (rx_wakes); otherwise (and
+		 * received burst may wake it per cycle (rtn_station_rx_wakes); otherwise (and
 		 * while no Sync has placed the grid yet) every frame wakes it.
 		 */
 		/*
@@ -481,7 +320,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				woke_late = now - armed;
 				armed = INT64_MIN;	/* fired: re-arm on the next round */
 			}
-			rx_wake_rearm(s);
+			rtn_station_rx_wake_rearm(s);
 		} else if ((p[0].revents & POLLIN) ||
 			   (port_b_idx >= 0 && (p[port_b_idx].revents & POLLIN))) {
 			s->rx_woke = 1;
@@ -500,8 +339,8 @@ work:
 		rx_before = s->st.rx_frames;
 		if (s->rx_poll_at && now >= s->rx_poll_at)
 			s->st.rx_polls++;
-		receive_all(s);
-		s->rx_poll_at = rx_poll_next(s, s->st.rx_frames - rx_before, rtn_now());
+		rtn_station_receive_all(s);
+		s->rx_poll_at = rtn_station_rx_poll_next(s, s->st.rx_frames - rx_before, rtn_now());
 		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
 			rtn_vnic_take_from_reader(s);
 		ops->run(s, woke_late);

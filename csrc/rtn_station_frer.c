@@ -80,10 +80,11 @@ struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t 
 }
 
 int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint8_t *frame,
-		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t *tx_os,
-		  const uint8_t **tagged, uint32_t *tagged_len)
+		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t deadline_os,
+		  int64_t *tx_os, const uint8_t **tagged, uint32_t *tagged_len)
 {
 	struct station_frer *f = &s->frer;
+	struct rtn_frer_seqgen before = *gen;
 	int32_t off = *stamp_off >= 0 ? *stamp_off + RTN_RTAG_LEN : -1;
 	int n, rc0, rc1;
 	int64_t tx0 = 0, tx1 = 0;
@@ -94,11 +95,16 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 	n = rtn_rtag_insert(f->tx_buf, sizeof(f->tx_buf), len, rtn_frer_seqgen_next(gen));
 	if (n < 0)
 		return n;
-	rc0 = rtn_xsk_send_stamped(s->xsk, f->tx_buf, (uint32_t)n, off, stamp_add, &tx0);
+	rc0 = rtn_xsk_send_by(s->xsk, f->tx_buf, (uint32_t)n, off, stamp_add, deadline_os, &tx0);
+	if (rc0 == -ETIME) {
+		/* too late for the first copy, so for the second: the number was not used */
+		*gen = before;
+		return rc0;
+	}
 	/* a Sync's second stamp is taken once the first copy is on its way (see the header) */
 	if (off >= 0 && rtn_get_be16(frame + 12) == ETH_RTMAC)
 		rtn_xsk_flush(s->xsk);
-	rc1 = rtn_xsk_send_stamped(f->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, &tx1);
+	rc1 = rtn_xsk_send_by(f->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, deadline_os, &tx1);
 	f->st.tx_redundant++;
 	f->st.port[0].tx_copies += rc0 == 0;
 	f->st.port[0].tx_errors += rc0 != 0;

@@ -140,9 +140,9 @@ struct rtn_station {
 	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
 	int rx_light;		/* few enough for an RX wake-up to pay */
 	int64_t rx_poll_at;	/* OS time: a flood, the sockets are looked at on the timer (0: off) */
-	int64_t rx_seen_at;	/* OS time of the last round that took frames (rx_poll_next) */
+	int64_t rx_seen_at;	/* OS time of the last round that took frames (rtn_station_rx_poll_next) */
 	int app_chans;		/* application channels open (not the daemon's own): what
-				 * arrives for them wakes the thread (rx_wakes) */
+				 * arrives for them wakes the thread (rtn_station_rx_wakes) */
 	struct rtn_xsk *xsk;
 	struct station_frer frer;	/* the second port and 802.1CB */
 	struct rtn_rt *rt;
@@ -379,12 +379,23 @@ static inline void station_flush(struct rtn_station *s)
 
 /*
  * rtn_station.c: send with stamps in local time (the TDMA engine's port, and
- * NoMAC); @p sched: the local time the frame was scheduled for, 0 unknown
+ * NoMAC); @p sched: the local time the frame was scheduled for, 0 unknown;
+ * @p deadline: the local time after which it must not be handed over
+ * (INT64_MAX: none), -ETIME then
  */
 int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t sched, int64_t *tx_local);
+		     int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local);
 /* rtn_station.c: run a CMD_* on the RT thread (directly when it is not running) and wait */
 int rtn_station_post(struct rtn_station *s, int cmd, uintptr_t arg);
+
+/* rtn_station_rx.c: take what the sockets hold, both ports merged by arrival */
+void rtn_station_receive_all(struct rtn_station *s);
+/* rtn_station_rx.c: whether a received frame should wake the thread now */
+int rtn_station_rx_wakes(const struct rtn_station *s, int64_t next_local);
+/* rtn_station_rx.c: a timer wake-up; the recent receive traffic decides the next RX wake-up */
+void rtn_station_rx_wake_rearm(struct rtn_station *s);
+/* rtn_station_rx.c: when to look at the sockets next without a wake-up (0: watch them) */
+int64_t rtn_station_rx_poll_next(struct rtn_station *s, uint64_t got, int64_t now);
 
 /* rtn_station_chan.c */
 typedef int (*rtn_chan_take_fn)(struct rtn_station *s, const struct chan *c,
@@ -417,13 +428,15 @@ void rtn_frer_close(struct rtn_station *s);
 struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t *frame,
 					   uint32_t len);
 /*
- * Send @p frame tagged with @p gen's next number on both ports; *@p tagged,
- * *@p tagged_len and *@p stamp_off describe the copy (for the capture).
- * 0 when at least one copy went out (*tx_os: port 0's, else port 1's stamp).
+ * Send @p frame tagged with @p gen's next number on both ports, each copy
+ * only while the OS time is at most @p deadline_os (rtn_xsk_send_by);
+ * *@p tagged, *@p tagged_len and *@p stamp_off describe the copy (for the
+ * capture).  0 when at least one copy went out (*tx_os: port 0's, else port
+ * 1's stamp); -ETIME, with the number given back, when the first was late.
  */
 int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint8_t *frame,
-		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t *tx_os,
-		  const uint8_t **tagged, uint32_t *tagged_len);
+		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t deadline_os,
+		  int64_t *tx_os, const uint8_t **tagged, uint32_t *tagged_len);
 /*
  * A frame received on @p port at OS time @p rx_os: 1 to hand on (an R-TAG
  * stripped, *@p len updated), 0 to drop (a duplicate, or counted as bad).

@@ -189,11 +189,14 @@ static void apply_pending(struct rtn_tdma *e)
  * over ahead of their wire time, which starts at the window's start).
  */
 static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t sched, int64_t model_start, int64_t *tx)
+		     int64_t stamp_add, int64_t sched, int64_t model_start, int64_t deadline,
+		     int64_t *tx)
 {
-	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, sched, tx);
+	int rc = e->port.send(e->port.arg, frame, len, stamp_off, stamp_add, sched, deadline, tx);
 	int64_t start = e->wire_free_at;
 
+	if (rc == -ETIME)
+		return rc;	/* too late for its slot: the caller counts it */
 	if (rc < 0) {
 		e->st.tx_errors++;
 		return rc;
@@ -209,7 +212,7 @@ static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t s
 static int xmit(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t stamp_off,
 		int64_t stamp_add, int64_t sched, int64_t *tx)
 {
-	return xmit_from(e, frame, len, stamp_off, stamp_add, sched, 0, tx);
+	return xmit_from(e, frame, len, stamp_off, stamp_add, sched, 0, INT64_MAX, tx);
 }
 
 static void send_sync(struct rtn_tdma *e, uint32_t n)
@@ -426,7 +429,8 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt, t = 0;
+		int64_t tx, wt = 0, t = 0;
+		int rc;
 
 		if (b == NIL)
 			return 1;
@@ -448,8 +452,26 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 				return 0;
 			}
 		}
-		if (xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			      e->st.clock_offset, e->slot_start, t, &tx))
+		/*
+		 * Handed over at the latest when it still ends inside the slot:
+		 * `now` was read before this run began, and a stall since (the
+		 * VM took the CPU) must not send the frame into the next slot or
+		 * the next cycle.  Too late, it stays queued for the next
+		 * occurrence; if it was the first, the occurrence is missed.
+		 */
+		rc = xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
+			       e->st.clock_offset, e->slot_start, t,
+			       e->slot_end - (e->cfg.link_rate_mbps ? wt : 0), &tx);
+		if (rc == -ETIME) {
+			if (e->sent_in_occ) {
+				ss->deferred++;
+			} else {
+				ss->missed++;
+				e->st.missed_slots++;
+			}
+			return 1;
+		}
+		if (rc)
 			return 1;
 		if (e->sent_in_occ++ == 0) {
 			/* handed over early for a window: it was on time */

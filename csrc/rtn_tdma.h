@@ -162,9 +162,12 @@ struct rtn_tdma;
 
 struct rtn_tdma_port {
 	/* @p sched: the local time the frame was scheduled for (its slot
-	 * occurrence's start; a Sync's cycle start), for capture */
+	 * occurrence's start; a Sync's cycle start), for capture; @p deadline:
+	 * the local time after which the frame must not be handed over (the
+	 * last moment it still fits its slot; INT64_MAX: none): later, the
+	 * port sends nothing and returns -ETIME */
 	int (*send)(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		    int64_t stamp_add, int64_t sched, int64_t *tx_local);
+		    int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local);
 	int64_t (*truth)(void *arg, int64_t local);
 	/* optional: called when a slot occurrence starts, to move frames that
 	 * wait elsewhere (application rings, the VNIC) into the engine's queues */

@@ -36,6 +36,10 @@ struct sim_station {
 	/* a stall after the stamp: the next stall_frames frames leave stall_ns late */
 	uint32_t stall_frames;
 	int64_t stall_ns;
+	/* a stall before it: the next handover_frames are handed over handover_ns
+	 * after the engine decided to send them */
+	uint32_t handover_frames;
+	int64_t handover_ns;
 };
 
 struct rtn_sim {
@@ -69,13 +73,20 @@ static int64_t to_true(const struct sim_station *t, int64_t local)
 }
 
 static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		    int64_t stamp_add, int64_t sched, int64_t *tx_local)
+		    int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local)
 {
 	struct sim_station *t = arg;
 	struct rtn_sim *s = t->sim;
 	struct flight *f;
-	int64_t local = to_local(t, s->now);
+	int64_t at = s->now, local;
 
+	if (t->handover_frames) {
+		t->handover_frames--;
+		at += t->handover_ns;
+	}
+	local = to_local(t, at);
+	if (local > deadline)
+		return -ETIME;	/* as rtn_xsk_send_by(): nothing sent */
 	if (!t->alive)
 		return 0;	/* a dead station's frames never reach the wire */
 	if (s->n_fl >= MAX_FLIGHT || len > RTN_TDMA_FRAME_MAX)
@@ -85,7 +96,7 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	*tx_local = local;
 	f = &s->fl[s->n_fl++];
 	/* the NIC serialises: a frame starts on the wire when the previous one ended */
-	f->tx_true = s->now > t->nic_free ? s->now : t->nic_free;
+	f->tx_true = at > t->nic_free ? at : t->nic_free;
 	if (t->stall_frames) {
 		t->stall_frames--;
 		f->tx_true += t->stall_ns;
@@ -200,6 +211,14 @@ void rtn_sim_stall_frames(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_
 	if (i < s->n) {
 		s->st[i].stall_frames = frames;
 		s->st[i].stall_ns = stall_ns;
+	}
+}
+
+void rtn_sim_stall_handover(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns)
+{
+	if (i < s->n) {
+		s->st[i].handover_frames = frames;
+		s->st[i].handover_ns = stall_ns;
 	}
 }
 

@@ -47,6 +47,12 @@ void rtn_sim_set_lazy_begin(struct rtn_sim *s, uint32_t i, int on);
 uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i);
 /** The next @p frames station @p i sends leave @p stall_ns after their stamp (a stall). */
 void rtn_sim_stall_frames(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns);
+/**
+ * The next @p frames station @p i sends are handed over @p stall_ns after its
+ * engine decided to send them (the thread stalled in between); a frame whose
+ * hand-over deadline has then passed is refused, as the real port does.
+ */
+void rtn_sim_stall_handover(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns);
 /** Queue a frame on station @p i. */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len);

@@ -329,8 +329,8 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	}
 }
 
-int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
-			 int64_t stamp_add, int64_t *tx_ts)
+int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+		    int64_t stamp_add, int64_t deadline, int64_t *tx_ts)
 {
 	struct xdp_desc *desc;
 	uint64_t addr;
@@ -351,6 +351,14 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int
 		kick_tx(x);
 		reap_completions(x);
 	}
+	/*
+	 * The stamp is read before the ring slot is taken (a reserved slot
+	 * cannot be given back), so that a frame whose time has passed (the
+	 * thread stalled after deciding to send it) is refused whole.
+	 */
+	now = rtn_now();
+	if (now > deadline)
+		return -ETIME;
 	if (!x->n_tx_free || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 		x->st.tx_ring_full++;
 		kick_tx(x);
@@ -363,7 +371,6 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int
 	desc->addr = addr;
 	desc->len = len;
 	desc->options = 0;
-	now = rtn_now();
 	if (stamp_offset >= 0) /* into a UDP datagram: its checksum follows (RFC 1624) */
 		rtn_stamp_put(data, len, stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
@@ -377,6 +384,12 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int
 	if (tx_ts)
 		*tx_ts = now;
 	return 0;
+}
+
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+			 int64_t stamp_add, int64_t *tx_ts)
+{
+	return rtn_xsk_send_by(x, frame, len, stamp_offset, stamp_add, INT64_MAX, tx_ts);
 }
 
 void rtn_xsk_defer_kick(struct rtn_xsk *x, int on)

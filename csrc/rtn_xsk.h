@@ -89,6 +89,15 @@ int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx
 int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts);
 /**
+ * Like rtn_xsk_send_stamped(), but only while rtn_now() is at most
+ * @p deadline when the stamp is taken: later, nothing is sent and the
+ * result is -ETIME.  A frame that must leave inside a time window (a TDMA
+ * slot) is so never handed over after it, however long the thread stalled
+ * between deciding to send it and sending it.
+ */
+int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+		    int64_t stamp_add, int64_t deadline, int64_t *tx_ts);
+/**
  * Receive one frame into @p buf.  Returns the number of bytes copied (a
  * longer frame is cut to @p cap and counted as truncated), 0 on timeout, or
  * a negative errno.  @p timeout_us: 0 checks once, -1 waits forever.

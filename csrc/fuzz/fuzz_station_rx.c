@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /**
  * @file fuzz_station_rx.c
- * @brief Fuzz target: the station's receive dispatch (receive_all in
- *        rtn_station.c, rtn_frer_rx, rtn_chans_rx, rtn_vnic_rx): strip an R-TAG,
+ * @brief Fuzz target: the station's receive dispatch (rtn_station_receive_all in
+ *        rtn_station_rx.c, rtn_frer_rx, rtn_chans_rx, rtn_vnic_rx): strip an R-TAG,
  *        drop duplicates, classify every received frame and hand it to TDMA,
  *        an application channel, the probe counter or the VNIC,
  *        then write what went to the VNIC to its TAP (merging TCP segments
@@ -81,13 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    ts ? fuzz_clock_ns + ts * 10000LL : 0, w >> 15);
 		frames++;
 	}
-	receive_all(H.s);
+	rtn_station_receive_all(H.s);
 	if (H.s->st.rx_frames != frames)
 		fuzz_fail("%u frames received, %llu counted", frames,
 			  (unsigned long long)H.s->st.rx_frames);
 	frer_check(frames);
 	if (stub_xsk.rx_pos != stub_xsk.rx_n || stub_xsk.peeked)
-		fuzz_fail("receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
+		fuzz_fail("rtn_station_receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
 	if (H.s->cap)
 		capture_check(frames);
 	if (m.vnic_live) {

@@ -34,6 +34,7 @@ static int64_t fuzz_clock_ns;
 #define rtn_now() (fuzz_clock_ns)
 
 #include "../rtn_station.c"
+#include "../rtn_station_rx.c"
 #include "../rtn_station_chan.c"
 #include "../rtn_station_tdma.c"
 #include "../rtn_nomac.c"
@@ -88,14 +89,16 @@ int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 	return 0;
 }
 
-/* The checks of the real rtn_xsk_send_stamped(), plus: nothing longer than an Ethernet frame. */
-int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
-			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts)
+/* The checks of the real rtn_xsk_send_by(), plus: nothing longer than an Ethernet frame. */
+int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+		    int64_t stamp_add, int64_t deadline, int64_t *tx_ts)
 {
 	if (len < 14 || len > XSK_FRAME_SIZE)
 		return -EINVAL;
 	if (stamp_offset >= 0 && (uint32_t)stamp_offset + 8 > len)
 		return -EINVAL;
+	if (fuzz_clock_ns > deadline)
+		return -ETIME;
 	if (len > RTN_TDMA_FRAME_MAX)
 		fuzz_fail("the station sends a %u-byte frame (largest Ethernet frame %d)", len,
 			  RTN_TDMA_FRAME_MAX);
@@ -108,6 +111,12 @@ int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
 	if (tx_ts)
 		*tx_ts = fuzz_clock_ns;
 	return 0;
+}
+
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
+			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts)
+{
+	return rtn_xsk_send_by(x, frame, len, stamp_offset, stamp_add, INT64_MAX, tx_ts);
 }
 
 int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx_ts)

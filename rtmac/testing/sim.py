@@ -48,6 +48,11 @@ class Segment:
         """The next ``frames`` frames of station ``i`` leave ``stall_ns`` after their stamp."""
         lib.rtn_sim_stall_frames(self._s, i, frames, stall_ns)
 
+    def stall_handover(self, i: int, frames: int, stall_ns: int) -> None:
+        """The next ``frames`` frames of station ``i`` are handed over ``stall_ns`` after its
+        engine decided to send them; one whose slot has passed by then is not sent."""
+        lib.rtn_sim_stall_handover(self._s, i, frames, stall_ns)
+
     def wakeups(self, i: int) -> int:
         """How many times station ``i``'s engine ran: its thread's wake-ups."""
         return lib.rtn_sim_wakeups(self._s, i)

@@ -239,6 +239,10 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         else:
             probes.append(c)
     grid = sorted(syncs.values())
+    # a cycle whose Sync a stall delayed past the backup's offset has the backup's Sync in
+    # the grid: its estimate of the primary's schedule, a few microseconds off
+    takeovers = stations[1].stats()["tdma"]["backup_takeovers"] - takeovers_before
+    early_tol = 20_000 if takeovers else 0
     inside_tx = inside_rx = before_grid = early = 0
     per_sender, seqs = {}, {}
     for c in probes:
@@ -253,19 +257,17 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         rel_tx = tx - grid[k]
         rel_rx = c.ts_ns - grid[k]
         lo, hi = offsets[src], offsets[src] + window
-        early += rel_tx < lo
+        early += rel_tx < lo - early_tol
         inside_tx += rel_tx + wire_time_ns(64, 100) <= hi + 20_000
         inside_rx += lo <= rel_rx <= hi + 100_000
         per_sender[src] = per_sender.get(src, 0) + 1
     assert before_grid <= len(stations)           # at most each sender's first probe
-    # never before the slot opens while the master's Syncs come in time.  Under heavy
-    # simulated vCPU steal (15%) the backup took over for 330 to 496 of 10,000 cycles and
-    # one probe in 25,000 left 95 to 308 us early: not explained yet.  One case: a slave
-    # back from a run of skipped cycles sent two probes in one cycle, 167 us before its slot
-    # and 116 us into it, with its probes before and after inside: one slot misplaced after
-    # the stall, not a clock that walked
-    takeovers = stations[1].stats()["tdma"]["backup_takeovers"] - takeovers_before
-    assert early <= (0.001 * len(probes) if takeovers else 0), (early, takeovers)
+    # never before the slot opens.  Under heavy simulated vCPU steal, one probe in 25,000
+    # once left 95 to 308 us before its slot: the RT thread decided to send in its slot,
+    # stalled before the hand-over, and the frame went out in the next cycle, before the
+    # slot there.  A frame is now handed over only while it still fits its slot
+    # (rtn_xsk_send_by's deadline); later it waits for its next occurrence
+    assert early == 0, (early, takeovers)
     # every probe a station built reached the wire, once and in order: its sequence numbers
     # run without a gap, but for frames the capture socket itself dropped
     for src, q in seqs.items():
@@ -276,9 +278,10 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     # while the VM stalls its RT thread past the slot (a CI run's noisiest hour: 9,474),
     # and never builds a probe then, so the check above holds through a stall
     assert min(per_sender.values()) >= 9_000
-    # only a stall between decision and stamp (the hypervisor takes the vCPU for ms, or
-    # runs it several times slower in spells of milliseconds: rtnet/stall.py); an engine
-    # that misplaced frames would do it in every cycle, not in 1 of 200
+    # a sender stamps no later than its slot's end allows (rtn_xsk_send_by), by its own
+    # clock; against the captured grid that clock can be off after a Sync it took while
+    # the hypervisor stalled the VM (rtnet/stall.py); an engine that misplaced frames
+    # would do it in every cycle, not in 1 of 200
     assert inside_tx >= 0.995 * len(probes)
     assert inside_rx >= 0.95 * len(probes)     # delivery: every stall of the VM shows here
     for st in stations:

@@ -156,6 +156,33 @@ def test_every_frame_leaves_inside_its_senders_slot_over_10000_cycles():
     assert seen[0] >= 9_990                         # seen by station 2
 
 
+
+@pytest.mark.parametrize("stall_us, next_occurrence", [(20, False), (700, True)])
+def test_a_frame_whose_slot_passed_during_a_stall_waits_for_the_next_occurrence(
+        stall_us, next_occurrence):
+    """The thread decides to send in its slot, then stalls before the hand-over: a short
+    stall still fits the slot; after a long one the frame would leave in the next cycle
+    (before its slot there, in another station's), so it waits for its next occurrence."""
+    import bisect
+    seg = three_stations(jitter_ns=0)
+    seg.clear_logs()
+    missed = seg.stats(2)["missed_slots"]
+    seg.run_for(CYCLE_US * 1000 // 3)
+    queued_at = seg.now
+    seg.enqueue(2, 0, data_frame(2, 7))
+    seg.stall_handover(2, 1, stall_us * 1000)
+    seg.run_for(5 * CYCLE_US * 1000)
+    window = wire_time_ns(1514, 100) + GUARD_NS
+    starts = sorted(sync_grid(seg, 1).values())      # the master's Syncs, as the backup heard them
+    (got,) = [r for r in seg.received(0) if parse_data(r.head) == (2, 7)]
+    k = bisect.bisect_right(starts, got.tx_true) - 1
+    rel = got.tx_true - starts[k]
+    assert 400_000 <= rel and rel + wire_time_ns(64, 100) <= 400_000 + window, rel
+    first = next(i for i, t in enumerate(starts) if t + 400_000 > queued_at)
+    assert k == first + int(next_occurrence)
+    assert seg.stats(2)["missed_slots"] - missed == int(next_occurrence)
+
+
 def test_phasing_1_of_2_and_2_of_2_alternate():
     seg = Segment(3, latency_ns=LATENCY_NS, wake_jitter_ns=5000)
     seg.start(0, master())
