@@ -104,7 +104,12 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 	/* a Sync's second stamp is taken once the first copy is on its way (see the header) */
 	if (off >= 0 && rtn_get_be16(frame + 12) == ETH_RTMAC)
 		rtn_xsk_flush(s->xsk);
-	rc1 = rtn_xsk_send_by(f->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, deadline_os, &tx1);
+	/*
+	 * The deadline is the pair's: once the first copy went, the second goes
+	 * too, even if a stall made it late since.  Refused, it would be lost
+	 * whenever the first wire is down, which is what redundancy is for.
+	 */
+	rc1 = rtn_xsk_send_stamped(f->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, &tx1);
 	f->st.tx_redundant++;
 	f->st.port[0].tx_copies += rc0 == 0;
 	f->st.port[0].tx_errors += rc0 != 0;

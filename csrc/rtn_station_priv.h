@@ -428,8 +428,9 @@ void rtn_frer_close(struct rtn_station *s);
 struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t *frame,
 					   uint32_t len);
 /*
- * Send @p frame tagged with @p gen's next number on both ports, each copy
- * only while the OS time is at most @p deadline_os (rtn_xsk_send_by);
+ * Send @p frame tagged with @p gen's next number on both ports, only while
+ * the OS time is at most @p deadline_os when the first copy is handed over
+ * (rtn_xsk_send_by; the second then follows whatever the time);
  * *@p tagged, *@p tagged_len and *@p stamp_off describe the copy (for the
  * capture).  0 when at least one copy went out (*tx_os: port 0's, else port
  * 1's stamp); -ETIME, with the number given back, when the first was late.
