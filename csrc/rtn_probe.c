@@ -13,9 +13,10 @@
 static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /*
- * Benchmark traffic made on the RT thread itself: one broadcast frame with an
- * application header per occurrence of the probe slot, so slot timing can be
- * measured with no application in the loop.
+ * Benchmark traffic made on the RT thread itself: a frame with an application
+ * header to @p dst, broadcast for the probe slot (one per occurrence, so slot
+ * timing can be measured with no application in the loop) and the rate
+ * generator's destination for RFC 2544 trials.
  */
 static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global,
 			const uint8_t *dst)
@@ -54,9 +55,7 @@ void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_i
  * lost frames to every longer stall of this VM.  The bound is the caller's: a
  * sender that keeps up with only (1 - b/T) of the rate still passes a trial of
  * length T, so a benchmark keeps b within its search's resolution.
- */
-
-/*
+ *
  * NoMAC rate generator: queue every frame due up to @p horizon (local), so
  * one wake-up makes a batch (see PACE_AHEAD_NS).  Returns the time the next
  * frame is due (in the past while frames wait for room).

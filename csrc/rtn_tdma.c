@@ -429,7 +429,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt = 0, t = 0;
+		int64_t tx, wt = 0, t = 0;	/* wt: unpaced, no wire time */
 		int rc;
 
 		if (b == NIL)
@@ -461,7 +461,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		 */
 		rc = xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
 			       e->st.clock_offset, e->slot_start, t,
-			       e->slot_end - (e->cfg.link_rate_mbps ? wt : 0), &tx);
+			       e->slot_end - wt, &tx);
 		if (rc == -ETIME) {
 			if (e->sent_in_occ) {
 				ss->deferred++;

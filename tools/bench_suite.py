@@ -556,20 +556,16 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
             as (stations, _), trial_witness(args) as witness:
         tx, rx = stations
         rx.count_probes(ET)
+        trial = functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args),
+                                  witness=witness)
         for frame in args.sizes:
             full = line_rate_fps(frame, link_mbps)
-
-            def trial(pct):
-                ok, info = rt_path_trial(tx, rx, frame, full * pct / 100, args.trial_s,
-                                         backlog_ns=tester_backlog_ns(args), witness=witness)
-                last[pct] = info["hist"]
-                return ok, info
-            last = {}
-            best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials,
-                                            args.loss_verify)
+            best, tried = binary_search(
+                lambda pct: trial(tx, rx, frame, full * pct / 100, args.trial_s),
+                100.0, args.resolution_pct, args.max_trials, args.loss_verify)
             pct = best[0] if best else 0.0
             fps = full * pct / 100
-            lat = last[pct].summary_us() if best else {}
+            lat = best[1]["hist"].summary_us() if best else {}   # the passing trial's
             r = out[str(frame)] = {"throughput_pct": pct, "fps": fps, "mbps": fps * frame * 8 / 1e6,
                                    "link_mbps": link_mbps, "line_rate_fps": full,
                                    "latency_us": lat, "trials": tried}
