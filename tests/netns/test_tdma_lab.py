@@ -410,10 +410,11 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
         err = after[i]["sync_error"].since(before[i]["sync_error"]) if i == 2 else None
         if err is not None:
             # a taken forgery would move the clock by seconds (under- or overflow, 2 ms) and
-            # keep it there; one real Sync a stall delayed moves a single sample (a CI run's
-            # minimum of 354 was -113 us), so the bound is on p1/p99, not on the extremes
+            # keep it there; a real Sync a stall delayed moves single samples (a CI run's
+            # minimum of 354 was -113 us; another's p1 of 405 was -108 us, its mean -17 us),
+            # so the bound is on p1/p99, a quarter of the histogram's range
             assert err.count > 100 and err.overflow == 0 and err.underflow == 0
-            assert -100_000 < err.percentile_ns(1) and err.percentile_ns(99) < 100_000
+            assert -500_000 < err.percentile_ns(1) and err.percentile_ns(99) < 500_000
     assert after[0]["sync_foreign"] - before[0]["sync_foreign"] >= 120
     # every station kept sending in its own slot through it all
     checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE))
