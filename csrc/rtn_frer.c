@@ -58,7 +58,9 @@ static void shift_history(struct rtn_frer_rcvy *r, uint32_t delta)
 	uint32_t k, oldest = (r->recov_seq + SEQ_SPACE - r->history_len + 1) % SEQ_SPACE;
 
 	for (k = 0; k < delta; k++) {
-		if (!seen(r, oldest + k))
+		if (r->unowed)
+			r->unowed--; /* from before the stream's first packet */
+		else if (!seen(r, oldest + k))
 			r->lost++;
 		mark(r, r->recov_seq + 1 + k, 0);
 	}
@@ -67,11 +69,13 @@ static void shift_history(struct rtn_frer_rcvy *r, uint32_t delta)
 
 /* -- recovery ------------------------------------------------------------- */
 
-/* SequenceRecoveryReset (7.4.3.3). */
-static void recovery_reset(struct rtn_frer_rcvy *r)
+/* SequenceRecoveryReset (7.4.3.3); @p begin: the BEGIN event, not the timer. */
+static void recovery_reset(struct rtn_frer_rcvy *r, int begin)
 {
 	r->take_any = 1;
+	r->begin = begin;
 	r->recov_seq = 0;
+	r->unowed = 0;
 	memset(r->history, 0, sizeof(r->history));
 	r->resets++;
 }
@@ -86,7 +90,7 @@ int rtn_frer_rcvy_init(struct rtn_frer_rcvy *r, uint32_t history_len, uint32_t r
 	r->history_len = history_len;
 	r->reset_ns = (uint64_t)reset_ms * 1000000u;
 	r->take_no_sequence = !!take_no_sequence;
-	recovery_reset(r); /* the BEGIN event */
+	recovery_reset(r, 1);
 	return 0;
 }
 
@@ -98,7 +102,7 @@ int rtn_frer_tick(struct rtn_frer_rcvy *r, int64_t now_ns)
 	if (r->take_any || !r->reset_ns || now_ns <= r->last_pass_ns ||
 	    (uint64_t)now_ns - (uint64_t)r->last_pass_ns < r->reset_ns)
 		return 0;
-	recovery_reset(r);
+	recovery_reset(r, 0);
 	return 1;
 }
 
@@ -123,12 +127,25 @@ static void out_of_order(struct rtn_frer_rcvy *r, struct rtn_frer_port_counters 
 	r->total.out_of_order++;
 }
 
-/* TakeAny accepts @p seq: the history before it counts as seen (see rtn_frer.h). */
+/*
+ * TakeAny accepts @p seq.  What came before it (see rtn_frer.h): after the
+ * BEGIN event nothing of the stream was passed yet, so an older copy may
+ * still pass, and what leaves the history unseen is not counted lost; after
+ * the reset timer an older copy may be one that was passed before, so the
+ * history counts as seen.
+ */
 static void take(struct rtn_frer_rcvy *r, uint32_t seq)
 {
-	memset(r->history, 0xff, sizeof(r->history));
+	if (r->begin) {
+		memset(r->history, 0, sizeof(r->history));
+		r->unowed = r->history_len - 1;
+	} else {
+		memset(r->history, 0xff, sizeof(r->history));
+	}
 	r->recov_seq = seq;
+	mark(r, seq, 1);
 	r->take_any = 0;
+	r->begin = 0;
 }
 
 int rtn_frer_recover(struct rtn_frer_rcvy *r, uint32_t port, int32_t seq, int64_t now_ns)

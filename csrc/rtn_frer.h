@@ -35,13 +35,17 @@
  * Rogue packets do not restart the timer: a sender that restarted its
  * sequence is taken again once the timer runs out.
  *
- * One choice beyond the 2017 text: when TakeAny accepts a packet, the older
- * part of the history is marked as seen, not as missing.  The 2017 text
- * leaves it zero, so the first shifts count every sequence number before the
- * first accepted one as lost, a known defect of the standard (IEEE 802.1
- * maintenance item 486).  The price is that a copy older than the first
- * accepted packet after a reset is discarded (as a duplicate) rather than
- * passed.
+ * One choice beyond the 2017 text, for the older part of the history when
+ * TakeAny accepts a packet.  The 2017 text leaves it zero, so the first
+ * shifts count every sequence number before the first accepted one as lost,
+ * a known defect of the standard (IEEE 802.1 maintenance item 486).  Here,
+ * after the BEGIN event (nothing of the stream was passed yet), those
+ * sequence numbers are unseen but owed nothing: a copy of one still passes
+ * (out of order), as when wire A lost a stream's first frame and wire B's
+ * copy follows A's second, and leaving the history unseen they are not lost.
+ * After the reset timer ran out they count as seen instead: such a copy may
+ * be one whose twin passed before the silence, and it is discarded, so that
+ * no duplicate is ever passed.
  *
  * Counters are kept per stream and, for what an arriving packet causes
  * (passed, discarded, out of order, rogue, tagless), per receiving port, so
@@ -81,6 +85,8 @@ struct rtn_frer_rcvy {
 	/* state */
 	int64_t last_pass_ns; /* the reset timer restarted here */
 	uint32_t take_any;    /* TakeAny */
+	uint32_t begin;	      /* TakeAny since the BEGIN event: nothing passed yet */
+	uint32_t unowed;      /* the oldest this many in the history predate the stream */
 	uint32_t recov_seq;   /* RecovSeqNum */
 	/* SequenceHistory as a ring: bit (s % RTN_FRER_HISTORY_MAX) is sequence s,
 	 * meaningful for RecovSeqNum - history_len < s <= RecovSeqNum */
