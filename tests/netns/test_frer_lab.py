@@ -7,7 +7,6 @@ drop on a bridge's forward path (at random, or by the R-TAG's sequence number), 
 token bucket (tc tbf; netem is not in the lab's kernel) that makes wire B trail wire A.
 """
 import contextlib
-import shutil
 import struct
 import subprocess
 import threading
@@ -16,6 +15,7 @@ import time
 import pytest
 
 from rtmac.tdma_config import Slot, TdmaConfig
+from rtmac.testing import wire_faults
 from rtnet import netns
 from rtnet.app import Channel
 from rtnet.lab import STATION_IF_B, Lab
@@ -129,26 +129,11 @@ def _has_stream(station, src):
                for s in station.stats()["frer"]["streams"])
 
 
-def nft(lab, wire, script):
-    subprocess.run(netns.command(lab.wire(wire), ["nft", "-f", "-"]), input=script, text=True,
-                   check=True, capture_output=True)
-
-
 def nft_drop(lab, wire, match):
-    """Drop what ``match`` selects on ``wire``'s bridge (R-TAG'd frames of our EtherType)."""
-    nft(lab, wire, f"""table bridge rtnfault {{
-        chain forward {{
-            type filter hook forward priority 0; policy accept;
-            ether type 0xf1c1 @ll,144,16 {ET:#06x} {match} counter drop
-        }}
-    }}""")
+    wire_faults.nft_drop(lab, wire, ET, match)
 
 
-def nft_clear(lab, wire):
-    nft(lab, wire, "delete table bridge rtnfault")
-
-
-needs_nft = pytest.mark.skipif(shutil.which("nft") is None,
+needs_nft = pytest.mark.skipif(not wire_faults.nft_available(),
                                reason="nftables is not installed (tools/setup-system.sh)")
 
 
@@ -212,7 +197,7 @@ def test_random_loss_on_both_wires_loses_only_what_both_lost(tdma):
         got = run_stream(lab, master, slave, n)
     finally:
         for wire in ("a", "b"):
-            nft_clear(lab, wire)
+            wire_faults.nft_clear(lab, wire)
     after = stream(master, src, ET)
     a, b = copies(after, 0) - copies(before, 0), copies(after, 1) - copies(before, 1)
     assert len(got) == len(set(got)), "a duplicate delivered"
@@ -243,7 +228,7 @@ def test_a_message_is_lost_exactly_when_both_copies_are(tdma):
         got = run_stream(lab, master, slave, n)
     finally:
         for wire in ("a", "b"):
-            nft_clear(lab, wire)
+            wire_faults.nft_clear(lab, wire)
     lost = sorted(set(range(n)) - set(got))
     assert len(got) == len(set(got)), "a duplicate delivered"
     assert len(lost) in (n // 8, n // 8 + 1)
