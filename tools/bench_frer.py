@@ -47,15 +47,17 @@ def redundant_pair(lab, *, rt, rt2, ethertypes, link_rate_mbps):
 def failed_trials_text(tried: list) -> str:
     """What the sender lost in each failed trial of a search, for the log: the
     generator's largest lag, wake-ups of the sender's RT thread later than 4 ms, its
-    CPU's steal time (the hypervisor's), and the slow spells and gaps the stall detector
-    saw meanwhile, so a stall of the VM is told from a limit of the stack."""
+    CPU's steal time (the hypervisor's) and busy share of the trial (its RT thread and
+    the kernel's network path), and the slow spells and gaps the stall detector saw
+    meanwhile, so a stall of the VM is told from a limit of the stack."""
     def got(t, key, fmt, scale=1):
         return format(t[key] / scale, fmt) if key in t else "?"
     out = [f"{t['rate']:.1f}%{' (repeat)' if t.get('repeat') else ''}: "
            f"{t.get('drops', '?')} dropped, lag "
            f"{got(t, 'generator_lag_max_us', '.1f', 1000)} ms, "
            f"{got(t, 'sender_wakeups_over_4ms', '.0f')} wake-ups > 4 ms, steal "
-           f"{got(t, 'sender_cpu_steal_ms', '.0f')} ms, slow spells "
+           f"{got(t, 'sender_cpu_steal_ms', '.0f')} ms, sender CPU busy "
+           f"{got(t, 'sender_cpu_busy_pct', '.0f')}%, slow spells "
            f"{got(t, 'witness_slow_ms', '.1f')} ms, gaps {got(t, 'witness_gap_ms', '.1f')} ms"
            for t in tried if not t["ok"]]
     return "; ".join(out)

@@ -476,14 +476,18 @@ def tester_backlog_ns(args) -> int:
     return min(int(args.resolution_pct / 100 * args.trial_s * 1e9), lib.RTN_RATE_BACKLOG_MAX_NS)
 
 
-def cpu_steal_ms(cpu: int) -> float:
-    """Time the hypervisor ran something else while ``cpu`` had work (/proc/stat steal)."""
+def cpu_times_ms(cpu: int) -> tuple[float, float]:
+    """``cpu``'s busy time (user, nice, system, irq, softirq: the sender's RT thread and
+    the kernel's network path it runs) and its steal time (the hypervisor ran something
+    else while it had work), from /proc/stat."""
     with open("/proc/stat") as f:
         for line in f:
             fields = line.split()
             if fields[0] == f"cpu{cpu}":
-                return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
-    return 0.0
+                tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+                v = [int(x) for x in fields[1:9]]
+                return (v[0] + v[1] + v[2] + v[5] + v[6]) * tick_ms, v[7] * tick_ms
+    return 0.0, 0.0
 
 
 @contextlib.contextmanager
@@ -513,7 +517,7 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns:
     count = max(1, int(fps * seconds))
     b_rx = rx.probe_rx()
     b_tx = tx.stats()
-    b_steal = cpu_steal_ms(RFC_TX_CPU)
+    b_busy, b_steal = cpu_times_ms(RFC_TX_CPU)
     t0 = time.monotonic_ns()
     tx.generate(int(round(fps)), count, ethertype=ET, length=frame - 4, backlog_ns=backlog_ns,
                 dst=rx.mac)
@@ -526,11 +530,14 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns:
     hist = a_rx["latency"].since(b_rx["latency"])
     a_tx = tx.stats()
     wake = a_tx["wakeup"].since(b_tx["wakeup"])
+    busy, steal = cpu_times_ms(RFC_TX_CPU)
+    wall_ms = (time.monotonic_ns() - t0) / 1e6
     return got >= count and drops == 0, {
         "sent": count, "received": int(got), "drops": int(drops),
         "generator_lag_max_us": a_tx["generator_lag_max_ns"] / 1000,
         "sender_wakeups_over_4ms": int(wake.overflow),
-        "sender_cpu_steal_ms": cpu_steal_ms(RFC_TX_CPU) - b_steal,
+        "sender_cpu_steal_ms": steal - b_steal,
+        "sender_cpu_busy_pct": 100 * (busy - b_busy) / wall_ms if wall_ms > 0 else 0.0,
         **stalls_between(witness, t0, time.monotonic_ns()), "hist": hist}
 
 
