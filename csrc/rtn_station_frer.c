@@ -121,8 +121,7 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 	 * B's, so a batch puts that many frames between a frame's two copies.
 	 * Kept under half the history, a receiver configured alike never finds
 	 * the second copy rogue: discarded, it would lose the frame whenever
-	 * wire A lost the first.  (Each ring also kicks itself every
-	 * RTN_XSK_KICK_BATCH frames; this bound matters for shorter histories.)
+	 * wire A lost the first.
 	 */
 	if (++f->unkicked >= f->skew_max)
 		station_flush(s);

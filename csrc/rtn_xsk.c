@@ -374,13 +374,10 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	if (stamp_offset >= 0) /* into a UDP datagram: its checksum follows (RFC 1624) */
 		rtn_stamp_put(data, len, stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
-	if (!x->defer_kick || ++x->unkicked >= RTN_XSK_KICK_BATCH) {
-		x->kick_pending = 0;
-		x->unkicked = 0;
-		kick_tx(x);
-	} else {
+	if (x->defer_kick)
 		x->kick_pending = 1;
-	}
+	else
+		kick_tx(x);
 	reap_completions(x);
 	x->st.tx_frames++;
 	x->st.tx_bytes += len;
@@ -406,7 +403,6 @@ void rtn_xsk_flush(struct rtn_xsk *x)
 {
 	if (x->kick_pending && x->open) {
 		x->kick_pending = 0;
-		x->unkicked = 0;
 		kick_tx(x);
 		reap_completions(x);
 	}

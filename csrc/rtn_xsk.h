@@ -21,15 +21,6 @@
 
 #define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
 #define RTN_XSK_FRAME_SIZE 4096    /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
-/*
- * With deferred kicks, a kick at least every this many frames.  In copy mode
- * a frame leaves only inside a kick, so one kick for a wake-up's whole batch
- * held the batch's first frame until its last was queued: one port, 64-byte
- * frames at 100 Mbit/s, p50 68 us and p99 663 us, against 17 and 84 us with
- * a kick every 16.  A second port's copies are kicked at the same cadence
- * (rtn_frer_send), so one and two ports leave alike.
- */
-#define RTN_XSK_KICK_BATCH 16
 
 struct rtn_xsk;
 
@@ -122,11 +113,10 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		    int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
 /**
- * Batch transmissions: with @p on, sends only submit their descriptors, and
- * rtn_xsk_flush() or every RTN_XSK_KICK_BATCH-th send hands them to the
- * kernel (in copy mode every kick is a system call that transmits
- * synchronously, so one per batch, not per frame).  The transmit stamp is
- * still taken per frame, before the kick.
+ * Batch transmissions: with @p on, sends only submit their descriptors and
+ * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick
+ * is a system call that transmits synchronously, so one per batch, not per
+ * frame).  The transmit stamp is still taken per frame, before the kick.
  */
 void rtn_xsk_defer_kick(struct rtn_xsk *x, int on);
 void rtn_xsk_flush(struct rtn_xsk *x);

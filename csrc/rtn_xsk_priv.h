@@ -35,9 +35,8 @@ struct rtn_xsk {
 
 	void *area;
 	size_t area_size;
-	int defer_kick; /* submit now, kick in rtn_xsk_flush() or every RTN_XSK_KICK_BATCH */
+	int defer_kick; /* submit now, kick once in rtn_xsk_flush() */
 	int kick_pending;
-	uint32_t unkicked; /* frames submitted since the last kick (defer_kick) */
 	uint32_t frame_size;
 	uint32_t frames;
 	struct xsk_umem *umem;
