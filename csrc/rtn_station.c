@@ -51,6 +51,17 @@ int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 				     deadline_os, &tx);
 	if (rc < 0)
 		return rc;
+	/*
+	 * Two ports: the copies leave at their rings' kicks, port A's batch
+	 * before port B's, so a batch puts that many frames between a frame's
+	 * two copies.  Kept under half the history, a receiver configured alike
+	 * never finds the second copy rogue: discarded, it would lose the frame
+	 * whenever wire A lost the first.  Untagged frames are kicked at the same
+	 * cadence, so that a two-port station's one-port streams leave as its
+	 * redundant ones do (c-frer compares the two on the same stations).
+	 */
+	if (s->frer.xsk_b && ++s->frer.unkicked >= s->frer.skew_max)
+		station_flush(s);
 	if (s->cap)	/* with the stamp the socket wrote into the frame */
 		rtn_capture_tx(s, sent, len, stamp_off,
 			       (uint64_t)rtn_sat_add(tx, rtn_sat_add(stamp_add, delta)), sched, tx);

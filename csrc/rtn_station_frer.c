@@ -116,15 +116,6 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 	f->st.port[0].tx_errors += rc0 != 0;
 	f->st.port[1].tx_copies += rc1 == 0;
 	f->st.port[1].tx_errors += rc1 != 0;
-	/*
-	 * The copies leave at their rings' kicks, port A's batch before port
-	 * B's, so a batch puts that many frames between a frame's two copies.
-	 * Kept under half the history, a receiver configured alike never finds
-	 * the second copy rogue: discarded, it would lose the frame whenever
-	 * wire A lost the first.
-	 */
-	if (++f->unkicked >= f->skew_max)
-		station_flush(s);
 	if (rc0 && rc1)
 		return rc0;
 	*tx_os = rc0 == 0 ? tx0 : tx1;

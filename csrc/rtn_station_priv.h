@@ -118,8 +118,8 @@ struct station_frer {
 	struct frer_stream streams[RTN_STATION_FRER_STREAMS];
 	struct rtn_frer_seqgen gen[65536];	/* sequence generation per EtherType */
 	uint8_t tx_buf[RTN_TDMA_FRAME_MAX + RTN_RTAG_LEN];	/* the tagged copy */
-	uint32_t unkicked;	/* pairs queued on the two rings since their last kicks */
-	uint32_t skew_max;	/* .. at most this many: half the history (rtn_frer_send) */
+	uint32_t unkicked;	/* frames (pairs) sent since the last kicks of the two rings */
+	uint32_t skew_max;	/* .. at most this many: half the history (rtn_station_send) */
 	struct rtn_station_frer_stats st;
 };
 
