@@ -1,16 +1,11 @@
 """Faults made on a redundant lab's wires, for the redundancy tests: nftables rules on a
 wire bridge's forward path that drop R-TAG'd frames of one EtherType (at random, or by
 the R-TAG's sequence number).  netem is not in the lab's kernel; nftables is."""
-import shutil
 import subprocess
 
 from rtnet import netns
 
 TABLE = "rtnfault"
-
-
-def nft_available() -> bool:
-    return shutil.which("nft") is not None
 
 
 def nft(lab, wire: str, script: str) -> None:

@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from conftest import require_tool
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtmac.testing import wire_faults
@@ -133,10 +134,6 @@ def nft_drop(lab, wire, match):
     wire_faults.nft_drop(lab, wire, ET, match)
 
 
-needs_nft = pytest.mark.skipif(not wire_faults.nft_available(),
-                               reason="nftables is not installed (tools/setup-system.sh)")
-
-
 # -- the tests ------------------------------------------------------------------------
 
 def test_both_stations_have_two_ports_and_sync_arrives_on_both(tdma):
@@ -186,8 +183,8 @@ def test_a_wire_cut_mid_run_loses_and_duplicates_nothing(tdma):
     assert slave.stats()["tdma"]["state"] == "synchronised"
 
 
-@needs_nft
 def test_random_loss_on_both_wires_loses_only_what_both_lost(tdma):
+    require_tool("nft")
     lab, master, slave, _one = tdma
     src, n = lab.station(2).mac, 1000
     before = stream(master, src, ET)
@@ -216,10 +213,10 @@ def test_random_loss_on_both_wires_loses_only_what_both_lost(tdma):
     assert passed == len(got) and passed + discarded == a + b
 
 
-@needs_nft
 def test_a_message_is_lost_exactly_when_both_copies_are(tdma):
     """Deterministic loss by sequence number: wire A drops every 4th, wire B every 8th;
     exactly the 8th ones are lost, the others of A's arrive by B."""
+    require_tool("nft")
     lab, master, slave, _one = tdma
     n = 800
     nft_drop(lab, "a", "@ll,142,2 0")       # R-TAG sequence number % 4 == 0

@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from conftest import require_tool
 
 from rtmac.testing import wire_faults
 from rtnet.lab import STATION_IF_B, Lab
@@ -33,9 +34,8 @@ def wait_for(cond, timeout: float, what: str) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.skipif(not wire_faults.nft_available(),
-                    reason="nftables is not installed (tools/setup-system.sh)")
 def test_a_copy_lost_on_one_wire_is_recovered_from_the_other_at_rate():
+    require_tool("nft")
     with Lab("frr", 2, redundant=True) as lab:
         tx_ls, rx_ls = lab.station(1), lab.station(2)
         with Station(tx_ls.ifname, netns=tx_ls.netns, mac=tx_ls.mac, ethertypes=[ET],
