@@ -251,9 +251,12 @@ def test_a_trailing_wire_brings_no_duplicate_and_no_reordering(tdma):
                        check=True, capture_output=True)
     after = stream(master, src, ET)
     assert got == list(range(n))
-    # wire B brought every copy, second: each discarded as a duplicate, none too old
+    # wire B brought every copy, nearly always second: of each pair one copy was discarded
+    # as a duplicate, none too old (a fresh CI run's busy VM delayed wire A past the token
+    # bucket for 5 of 800: their wire B copies passed and wire A's were discarded)
     assert copies(after, 1) - copies(before, 1) == n
-    assert after["port"][1]["discarded"] - before["port"][1]["discarded"] == n
+    assert after["total"]["discarded"] - before["total"]["discarded"] == n
+    assert after["port"][1]["discarded"] - before["port"][1]["discarded"] >= n * 0.95
     assert after["port"][1]["rogue"] == before["port"][1]["rogue"]
 
 
