@@ -57,6 +57,7 @@ import bench_suite_report as report  # noqa: E402
 import bench_xdp_flood  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
+from rfc2544_search import binary_search, disturbed_by, lockstep  # noqa: E402
 
 from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
 from rtnet import netns  # noqa: E402
@@ -425,33 +426,16 @@ def line_rate_fps(frame: int, link_mbps: int = LINK_MBPS) -> float:
     return link_mbps * 1e6 / ((frame + WIRE_OVERHEAD) * 8)
 
 
-def binary_search(trial, hi: float, resolution: float, max_trials: int, verify: int = 0):
-    """Largest rate in (0, hi] that trial(rate) passes; RFC 2544's search, first at hi.
+def search(args, trial):
+    """RFC 2544's search for one column, with the run's verification and disturbance rules."""
+    return binary_search(trial, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
+                         args.retry_disturbed, disturbed_by(args.disturbed_ms))
 
-    ``verify``: ETSI GS NFV-TST 009's binary search with loss verification.  A trial
-    that loses frames is repeated at the same rate up to ``verify`` times, and the rate
-    fails only if every repeat loses frames too.  On a VM whose vCPUs stall for tens of
-    milliseconds a single lossy trial says as much about the hypervisor as about the
-    stack; a rate beyond what the stack carries loses frames in every repeat.  Every
-    trial, repeats included, is returned (``repeat`` counts them); ``max_trials`` bounds
-    the rates tried."""
-    lo, best, tried = 0.0, None, []
-    rate = hi
-    for _ in range(max_trials):
-        for repeat in range(verify + 1):
-            ok, info = trial(rate)
-            tried.append({"rate": rate, "ok": ok, "repeat": repeat,
-                          **{k: v for k, v in info.items() if k != "hist"}})
-            if ok:
-                break
-        if ok:
-            lo, best = rate, (rate, info)
-        else:
-            hi = rate
-        if hi - lo <= resolution:
-            break
-        rate = (lo + hi) / 2
-    return best, tried
+
+def lockstep_search(args, trials: dict) -> dict:
+    """``search`` for each column of a comparison, their trials in turn (rfc2544_search)."""
+    return lockstep(trials, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
+                    args.retry_disturbed, disturbed_by(args.disturbed_ms))
 
 
 def settled_probe_rx(rx, want: int, deadline: float, quiet_s: float = 0.3) -> dict:
@@ -567,9 +551,8 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
                                   witness=witness)
         for frame in args.sizes:
             full = line_rate_fps(frame, link_mbps)
-            best, tried = binary_search(
-                lambda pct: trial(tx, rx, frame, full * pct / 100, args.trial_s),
-                100.0, args.resolution_pct, args.max_trials, args.loss_verify)
+            best, tried = search(args, lambda pct: trial(tx, rx, frame, full * pct / 100,
+                                                         args.trial_s))
             pct = best[0] if best else 0.0
             fps = full * pct / 100
             lat = best[1]["hist"].summary_us() if best else {}   # the passing trial's
@@ -643,8 +626,7 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
                         log(f"c/vnic    {frame:5d} B: trial at {pct:.2f}%: {e}")
                         return False, {"error": str(e)}
                     return r["lost"] == 0 and r["packets"] > 0, r
-                best, tried = binary_search(trial, 100.0, args.resolution_pct, args.max_trials,
-                                            args.loss_verify)
+                best, tried = search(args, trial)
                 pct = best[0] if best else 0.0
                 fps = hi_fps * pct / 100
                 mbps = fps * inner * 8 / 1e6
@@ -674,8 +656,9 @@ def measure_redundancy(args, results: dict) -> None:
         trial = functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args),
                                   witness=witness)
         bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=trial,
-                                   search=binary_search, line_rate=line_rate_fps,
-                                   link_mbps=LINK_MBPS, log=log)
+                                   search=functools.partial(lockstep_search, args),
+                                   line_rate=line_rate_fps, link_mbps=LINK_MBPS, log=log,
+                                   disturbed=disturbed_by(args.disturbed_ms))
         bench_frer.measure_wire_cut(args, lab, results, rt=RtSettings(cpu=RT_CPU,
                                     priority=STATION_PRIO), rt2=RtSettings(cpu=RT_CPU,
                                     priority=STATION_PRIO), log=log)
@@ -714,6 +697,12 @@ def parse_args(argv):
     ap.add_argument("--loss-verify", type=integer("loss verification repeats", 0, 10),
                     default=1, help="RFC 2544: a trial with loss is repeated at the same rate "
                     "this many times before the rate fails (ETSI GS NFV-TST 009)")
+    ap.add_argument("--disturbed-ms", type=number("disturbance", 0, 60_000), default=5.0,
+                    help="RFC 2544: a lossy trial during which the stall detector saw this many "
+                    "ms of the VM's slow spells and gaps is disturbed (0: none is)")
+    ap.add_argument("--retry-disturbed", type=integer("disturbed repeats", 0, 10), default=3,
+                    help="RFC 2544: a disturbed lossy trial is repeated at the same rate up to "
+                    "this many times besides the loss verification")
     ap.add_argument("--flood-s", type=number("flood length", 0.1, 600), default=2.0,
                     help="raw AF_XDP flood per frame size (the RT path's ceiling)")
     ap.add_argument("--cut-runs", type=integer("wire-cut runs", 1, 1000), default=10,
@@ -791,6 +780,7 @@ def main(argv=None) -> int:
                      "chunks": args.chunks, "trial_s": args.trial_s,
                      "resolution_pct": args.resolution_pct, "max_trials": args.max_trials,
                      "loss_verify": args.loss_verify,
+                     "disturbed_ms": args.disturbed_ms, "retry_disturbed": args.retry_disturbed,
                      "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
                      "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}

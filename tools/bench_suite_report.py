@@ -24,14 +24,22 @@ METRICS = (("mean", "mean"), ("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"), 
            ("missed", "missed cycles"))
 
 
-def _verify_text(repeats: int) -> str:
-    """The loss verification of the RFC 2544 search, in words (bench_suite.binary_search)."""
-    if not repeats:
-        return ""
-    return (f"; a trial with loss is repeated at the same rate up to {repeats} time"
-            f"{'s' if repeats > 1 else ''} and the rate fails only if every repeat loses "
-            "frames too (ETSI GS NFV-TST 009's binary search with loss verification: on this "
-            "VM a stall of tens of milliseconds makes a single trial lossy at any rate)")
+def _verify_text(repeats: int, disturbed_ms: float = 0, retry_disturbed: int = 0) -> str:
+    """The loss verification and the disturbance rule of the RFC 2544 search, in words
+    (rfc2544_search.search_steps)."""
+    out = ""
+    if repeats:
+        out += (f"; a trial with loss is repeated at the same rate up to {repeats} time"
+                f"{'s' if repeats > 1 else ''} and the rate fails only if every repeat loses "
+                "frames too (ETSI GS NFV-TST 009's binary search with loss verification: on "
+                "this VM a stall of tens of milliseconds makes a single trial lossy at any rate)")
+    if disturbed_ms and retry_disturbed:
+        out += (f"; a lossy trial during which the stall detector saw at least {disturbed_ms:g} "
+                "ms of the VM's slow spells and gaps is disturbed, and is repeated besides, up "
+                f"to {retry_disturbed} times per rate (a rate still disturbed then fails); the "
+                "log lists every trial, the disturbed ones marked. Where two columns are "
+                "compared (one port against two) their searches take their trials in turn")
+    return out
 
 
 def machine() -> dict:
@@ -569,7 +577,8 @@ def markdown(results: dict, report_path: str) -> str:
          f"flood {st['flood']} through the sender's VNIC; {st['messages_per_cell']} messages per "
          f"cell in {st['chunks']} interleaved chunks (standard and RT alternate); RFC 2544 trials "
          f"{st['trial_s']} s, resolution {st['resolution_pct']}% of line rate, at most "
-         f"{st['max_trials']} rates per size" + _verify_text(st.get("loss_verify", 0)) + ".", ""]
+         f"{st['max_trials']} rates per size" + _verify_text(st.get("loss_verify", 0), st.get("disturbed_ms", 0),
+                                                  st.get("retry_disturbed", 0)) + ".", ""]
     if results["matrix"]:
         mc = results.get("matrix_config", {})
         L += ["## a. Determinism matrix (seeds/000)", "",

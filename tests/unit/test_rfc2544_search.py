@@ -1,5 +1,6 @@
-"""tools/bench_suite.binary_search: RFC 2544's search, with and without ETSI GS NFV-TST 009's
-loss verification (a lossy trial repeated at the same rate)."""
+"""tools/rfc2544_search: RFC 2544's search, with and without ETSI GS NFV-TST 009's loss
+verification (a lossy trial repeated at the same rate), the repeats of trials the VM
+disturbed, and two searches in lockstep."""
 import importlib
 import os
 
@@ -9,9 +10,14 @@ TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "to
 
 
 @pytest.fixture
-def search(monkeypatch):
+def mod(monkeypatch):
     monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_suite").binary_search
+    return importlib.import_module("rfc2544_search")
+
+
+@pytest.fixture
+def search(mod):
+    return mod.binary_search
 
 
 def limit_trial(limit, stalls=()):
@@ -21,8 +27,9 @@ def limit_trial(limit, stalls=()):
 
     def trial(rate):
         calls.append(rate)
-        ok = rate <= limit and len(calls) - 1 not in stalls
-        return ok, {"rate_seen": rate}
+        stalled = len(calls) - 1 in stalls
+        return rate <= limit and not stalled, {"rate_seen": rate,
+                                               "witness_slow_ms": 50.0 if stalled else 0.0}
     return trial, calls
 
 
@@ -30,7 +37,7 @@ def test_without_verification_one_stalled_trial_sinks_the_rate(search):
     trial, _ = limit_trial(100, stalls={0})
     best, tried = search(trial, 100.0, 1.0, 8)
     assert best[0] < 100 and tried[0] == {"rate": 100.0, "ok": False, "repeat": 0,
-                                          "rate_seen": 100.0}
+                                          "rate_seen": 100.0, "witness_slow_ms": 50.0}
 
 
 def test_verification_repeats_a_lossy_trial_at_the_same_rate(search):
@@ -55,3 +62,49 @@ def test_max_trials_bounds_the_rates_not_the_repeats(search):
     best, tried = search(trial, 100.0, 1.0, 3, verify=1)
     assert best is None and sorted(set(calls), reverse=True) == [100.0, 50.0, 25.0]
     assert len(tried) == 6
+
+
+def test_a_disturbed_lossy_trial_is_repeated_without_using_up_the_verification(mod, search):
+    trial, calls = limit_trial(100, stalls={0, 1})     # two trials in a row the VM stalls
+    best, tried = search(trial, 100.0, 1.0, 8, verify=0, retry_disturbed=2,
+                         disturbed=mod.disturbed_by(10))
+    assert best[0] == 100.0 and calls == [100.0] * 3
+    assert [(t["ok"], t.get("disturbed", False), t["repeat"]) for t in tried] == [
+        (False, True, 0), (False, True, 1), (True, False, 2)]
+
+
+def test_an_undisturbed_lossy_trial_still_fails_the_rate(mod, search):
+    trial, calls = limit_trial(70)                     # losses, but the VM was quiet
+    best, tried = search(trial, 100.0, 1.0, 8, retry_disturbed=3,
+                         disturbed=mod.disturbed_by(10))
+    assert 69.0 <= best[0] <= 70.0 and not any(t.get("disturbed") for t in tried)
+    assert all(calls.count(t["rate"]) == 1 for t in tried)
+
+
+def test_a_rate_still_disturbed_after_its_repeats_fails(mod, search):
+    trial, calls = limit_trial(100, stalls=set(range(3)))
+    best, tried = search(trial, 100.0, 1.0, 8, retry_disturbed=2,
+                         disturbed=mod.disturbed_by(10))
+    assert best[0] < 100.0 and calls[:3] == [100.0] * 3 and calls[3] == 50.0
+
+
+def test_below_the_limit_a_spell_is_not_a_disturbance(mod):
+    disturbed = mod.disturbed_by(10)
+    assert not disturbed({"witness_slow_ms": 6.0, "witness_gap_ms": 3.9})
+    assert disturbed({"witness_slow_ms": 6.0, "witness_gap_ms": 4.0})
+    assert not disturbed({})                           # no detector: never disturbed
+    assert not mod.disturbed_by(0)({"witness_slow_ms": 1e6})
+
+
+def test_lockstep_alternates_the_searches_and_each_finds_its_own_limit(mod):
+    order = []
+
+    def column(name, limit):
+        def trial(rate):
+            order.append(name)
+            return rate <= limit, {}
+        return trial
+    found = mod.lockstep({1: column(1, 80), 2: column(2, 40)}, 100.0, 1.0, 8)
+    assert 79.0 <= found[1][0][0] <= 80.0 and 39.0 <= found[2][0][0] <= 40.0
+    assert order[:8] == [1, 2] * 4                     # in turn while both go on
+    assert len(found[1][1]) == order.count(1) and len(found[2][1]) == order.count(2)
