@@ -108,3 +108,36 @@ def test_lockstep_alternates_the_searches_and_each_finds_its_own_limit(mod):
     assert 79.0 <= found[1][0][0] <= 80.0 and 39.0 <= found[2][0][0] <= 40.0
     assert order[:8] == [1, 2] * 4                     # in turn while both go on
     assert len(found[1][1]) == order.count(1) and len(found[2][1]) == order.count(2)
+
+
+@pytest.fixture
+def frer(monkeypatch):
+    monkeypatch.syspath_prepend(TOOLS)
+    return importlib.import_module("bench_frer")
+
+
+def test_latency_pools_the_quiet_rounds_first_then_the_least_disturbed(frer):
+    rounds = [{"disturbed": d, "vm_ms": ms, "n": i}
+              for i, (d, ms) in enumerate([(True, 40.0), (False, 1.0), (True, 6.0),
+                                           (False, 0.0), (True, 90.0)])]
+    assert [r["n"] for r in frer.calmest(rounds, 3)] == [1, 2, 3]    # in the order they ran
+    assert [r["n"] for r in frer.calmest(rounds, 9)] == [0, 1, 2, 3, 4]
+
+
+def test_latency_rounds_stop_at_enough_quiet_ones_or_twice_as_many(frer, monkeypatch):
+    import contextlib
+    monkeypatch.setattr(frer, "redundant_stream", lambda *a, **k: contextlib.nullcontext())
+    calls = []
+
+    def trial(tx, rx, frame, fps, seconds, spell_every=None):
+        calls.append(1)
+        spell = spell_every is not None and len(calls) % spell_every == 0
+        return True, {"hist": None, "witness_slow_ms": 50.0 if spell else 0.0}
+    disturbed = importlib.import_module("rfc2544_search").disturbed_by(5)
+    quiet = frer.latency_rounds(None, None, 0, 64, 1000.0, 0.1, trial, disturbed)
+    assert len(quiet) == frer.LATENCY_ROUNDS and not any(r["disturbed"] for r in quiet)
+    calls.clear()
+    noisy = frer.latency_rounds(None, None, 0, 64, 1000.0, 0.1,
+                                lambda *a: trial(*a, spell_every=1), disturbed)
+    assert len(noisy) == 2 * frer.LATENCY_ROUNDS and all(r["vm_ms"] == 50.0 for r in noisy)
+    assert frer.latency_rounds(None, None, 0, 64, 0.0, 0.1, trial, disturbed) == []
