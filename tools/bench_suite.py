@@ -530,13 +530,29 @@ def rt_path_key(link_mbps: int) -> str:
     return "rt_path" if link_mbps == LINK_MBPS else f"rt_path_{link_mbps}"
 
 
+CEILING_SPREAD_FLAG = 0.25     # repeats of a flood further apart than this disagree
+
+
 def measure_xdp_ceiling(args, lab, results: dict) -> None:
-    """The raw AF_XDP flood per frame size: what the lab path carries without the stack."""
+    """The raw AF_XDP flood per frame size: what the lab path carries without the stack.
+    Each size is flooded ``--flood-repeats`` times and the ceiling is the best of them:
+    a flood a slow spell of the VM fell on understates the ceiling, and the RT path's
+    share of it would come out high (above 100% in one run).  Repeats further apart than
+    CEILING_SPREAD_FLAG are flagged in the log and the results."""
     out = results["rfc2544"]["xdp_flood"] = {}
     for frame in args.sizes:
-        r = out[str(frame)] = bench_xdp_flood.flood(lab, frame, args.flood_s, tx_cpu=RFC_TX_CPU,
-                                                    rx_cpu=RFC_RX_CPU, priority=STATION_PRIO)
-        log(f"c/ceiling {frame:5d} B: {bench_xdp_flood.describe(r)}")
+        runs = [bench_xdp_flood.flood(lab, frame, args.flood_s, tx_cpu=RFC_TX_CPU,
+                                      rx_cpu=RFC_RX_CPU, priority=STATION_PRIO)
+                for _ in range(args.flood_repeats)]
+        r = out[str(frame)] = dict(max(runs, key=lambda x: x["rx_fps"]))
+        fps = [x["rx_fps"] for x in runs]
+        r["repeats_rx_fps"] = fps
+        r["repeats_disagree"] = bool(max(fps) > 0 and
+                                     (max(fps) - min(fps)) / max(fps) > CEILING_SPREAD_FLAG)
+        log(f"c/ceiling {frame:5d} B: {bench_xdp_flood.describe(r)} (best of {len(runs)}: "
+            + ", ".join(f"{x:.0f}" for x in fps) + ")"
+            + (f"; FLAGGED: the repeats disagree by more than {CEILING_SPREAD_FLAG:.0%}"
+               if r["repeats_disagree"] else ""))
 
 
 def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
@@ -705,6 +721,8 @@ def parse_args(argv):
                     "this many times besides the loss verification")
     ap.add_argument("--flood-s", type=number("flood length", 0.1, 600), default=2.0,
                     help="raw AF_XDP flood per frame size (the RT path's ceiling)")
+    ap.add_argument("--flood-repeats", type=integer("flood repeats", 1, 20), default=3,
+                    help="raw AF_XDP floods per frame size; the ceiling is the best")
     ap.add_argument("--cut-runs", type=integer("wire-cut runs", 1, 1000), default=10,
                     help="c-frer: runs with wire A cut for the middle third")
     ap.add_argument("--cut-messages", type=integer("messages", 3, 1_000_000), default=3000,
@@ -732,7 +750,7 @@ def parse_args(argv):
     if args.quick:
         args.messages, args.chunks, args.ct_seconds = 1000, 2, 1
         args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
-        args.flood_s = 0.3
+        args.flood_s, args.flood_repeats = 0.3, 1
         args.ping_count, args.vnic_seconds = 20, 1
         args.cut_runs, args.cut_messages = 2, 300
     args.loads = [x for x in args.loads.split(",") if x]
@@ -782,6 +800,7 @@ def main(argv=None) -> int:
                      "loss_verify": args.loss_verify,
                      "disturbed_ms": args.disturbed_ms, "retry_disturbed": args.retry_disturbed,
                      "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
+                     "flood_repeats": args.flood_repeats,
                      "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
     os.makedirs(args.out_dir, exist_ok=True)

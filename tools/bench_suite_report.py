@@ -664,7 +664,15 @@ def markdown(results: dict, report_path: str) -> str:
               "rate fails it. Each failed trial records the generator's largest lag, the "
               "sender RT thread's wake-ups later than 4 ms, the sender CPU's steal time and its "
               "busy share of the trial (results JSON, and the log). "
-              "VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/pair.py plan, NRT share "
+              + ("The raw AF_XDP ceiling is one flood per size" if st.get("flood_repeats", 1) == 1
+                 else f"The raw AF_XDP ceiling is the best of {st['flood_repeats']} floods per "
+                      "size")
+              + (" (" + ", ".join(f"{k} B" for k, v in results['rfc2544'].get('xdp_flood', {}).items()
+                                 if v.get('repeats_disagree'))
+                 + ": FLAGGED, the floods disagree by more than 25%)"
+                 if any(v.get('repeats_disagree')
+                        for v in results['rfc2544'].get('xdp_flood', {}).values()) else "")
+              + ". VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/pair.py plan, NRT share "
               f"{fmt(vn.get('nrt_capacity_mbps'), 1)} Mbit/s), datagram size = frame size - 46; "
               "latency is the ping round trip through the VNICs (both directions wait for NRT "
               "slots). * the 1518-byte frame does not fit the VNIC MTU (1496) and is sent as "
