@@ -97,8 +97,8 @@ def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, lin
     latency of both at the lower of the two zero-loss rates in alternating trials, so that
     a noisy spell of the VM falls on both columns alike.  A latency round (one trial of
     each column) that ``disturbed(info)`` finds the VM disturbed in is measured again
-    (latency_rounds), and the LATENCY_ROUNDS calmest rounds are
-    pooled (calmest): a spell would decide the p99 of the column it fell on."""
+    (latency_rounds), and the LATENCY_ROUNDS calmest rounds are pooled (calmest): a spell
+    would decide the p99 of the column it fell on."""
     from rtnet.hist import Histogram
     out = results["rfc2544"]["rt_path_redundant"] = {}
     with redundant_pair(lab, rt=rt, rt2=rt2, ethertypes=[et],
@@ -149,8 +149,9 @@ def latency_rounds(tx, rx, et: int, frame: int, fps: float, seconds: float, tria
                    disturbed) -> list[dict]:
     """Rounds of one latency trial per column at ``fps`` (1 then 2 ports, then 2 then 1,
     ...), until LATENCY_ROUNDS rounds ``disturbed(info)`` finds the VM quiet in, or
-    LATENCY_ROUNDS_BUDGET times that many rounds; each with both trials' info, whether either was disturbed, and the
-    ms of slow spells and gaps the stall detector saw in the worse of the two."""
+    LATENCY_ROUNDS_BUDGET times that many rounds; each with both trials' info, whether
+    either was disturbed, and the ms of slow spells and gaps the stall detector saw in the
+    worse of the two."""
     out = []
     for k in range(LATENCY_ROUNDS_BUDGET * LATENCY_ROUNDS if fps > 0 else 0):
         if sum(1 for r in out if not r["disturbed"]) == LATENCY_ROUNDS:

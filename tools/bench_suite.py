@@ -801,6 +801,7 @@ def main(argv=None) -> int:
                      "disturbed_ms": args.disturbed_ms, "retry_disturbed": args.retry_disturbed,
                      "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
                      "flood_repeats": args.flood_repeats,
+                     "ceiling_spread_flag": CEILING_SPREAD_FLAG,
                      "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
     os.makedirs(args.out_dir, exist_ok=True)

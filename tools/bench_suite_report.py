@@ -42,6 +42,18 @@ def _verify_text(repeats: int, disturbed_ms: float = 0, retry_disturbed: int = 0
     return out
 
 
+def ceiling_text(st: dict, floods: dict) -> str:
+    """How the raw AF_XDP ceiling was taken, and the sizes whose floods disagreed."""
+    n = st.get("flood_repeats", 1)
+    out = ("The raw AF_XDP ceiling is one flood per size" if n == 1 else
+           f"The raw AF_XDP ceiling is the best of {n} floods per size")
+    flagged = [f"{k} B" for k, v in floods.items() if v.get("repeats_disagree")]
+    if flagged:
+        out += (f" ({', '.join(flagged)}: FLAGGED, the floods disagree by more than "
+                f"{st.get('ceiling_spread_flag', 0.25):.0%})")
+    return out
+
+
 def machine() -> dict:
     def read(path):
         try:
@@ -577,8 +589,9 @@ def markdown(results: dict, report_path: str) -> str:
          f"flood {st['flood']} through the sender's VNIC; {st['messages_per_cell']} messages per "
          f"cell in {st['chunks']} interleaved chunks (standard and RT alternate); RFC 2544 trials "
          f"{st['trial_s']} s, resolution {st['resolution_pct']}% of line rate, at most "
-         f"{st['max_trials']} rates per size" + _verify_text(st.get("loss_verify", 0), st.get("disturbed_ms", 0),
-                                                  st.get("retry_disturbed", 0)) + ".", ""]
+         f"{st['max_trials']} rates per size"
+         + _verify_text(st.get("loss_verify", 0), st.get("disturbed_ms", 0),
+                        st.get("retry_disturbed", 0)) + ".", ""]
     if results["matrix"]:
         mc = results.get("matrix_config", {})
         L += ["## a. Determinism matrix (seeds/000)", "",
@@ -664,14 +677,7 @@ def markdown(results: dict, report_path: str) -> str:
               "rate fails it. Each failed trial records the generator's largest lag, the "
               "sender RT thread's wake-ups later than 4 ms, the sender CPU's steal time and its "
               "busy share of the trial (results JSON, and the log). "
-              + ("The raw AF_XDP ceiling is one flood per size" if st.get("flood_repeats", 1) == 1
-                 else f"The raw AF_XDP ceiling is the best of {st['flood_repeats']} floods per "
-                      "size")
-              + (" (" + ", ".join(f"{k} B" for k, v in results['rfc2544'].get('xdp_flood', {}).items()
-                                 if v.get('repeats_disagree'))
-                 + ": FLAGGED, the floods disagree by more than 25%)"
-                 if any(v.get('repeats_disagree')
-                        for v in results['rfc2544'].get('xdp_flood', {}).values()) else "")
+              + ceiling_text(st, results["rfc2544"].get("xdp_flood", {}))
               + ". VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/pair.py plan, NRT share "
               f"{fmt(vn.get('nrt_capacity_mbps'), 1)} Mbit/s), datagram size = frame size - 46; "
               "latency is the ping round trip through the VNICs (both directions wait for NRT "
