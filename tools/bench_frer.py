@@ -129,6 +129,7 @@ def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, lin
                                "latency_rate_pct": rate, "latency_us": lat[2],
                                "one_port_latency_us": lat[1],
                                "latency_rounds": len(kept),
+                               # run but not pooled: the more disturbed ones
                                "latency_rounds_disturbed": dropped,
                                "latency_rounds_pooled_disturbed":
                                    sum(1 for r in kept if r["disturbed"]),
