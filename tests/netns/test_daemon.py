@@ -10,7 +10,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import daemon_lab
+from conftest import daemon_lab, require_tool
 
 from rtnet import cli, netns, paths
 from rtnet._lowlevel import lib
@@ -241,8 +241,7 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
     import threading
 
     from rtnet import stationctl
-    if not os.path.exists("/usr/bin/tshark"):
-        pytest.skip("tshark is not installed")
+    require_tool("tshark")
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0

@@ -13,7 +13,7 @@ import textwrap
 import time
 
 import pytest
-from conftest import daemon_lab
+from conftest import daemon_lab, require_tool
 
 from rtnet import cli, netns, rtroute
 from rtnet.app import UdpSocket
@@ -179,8 +179,7 @@ def test_bad_datagrams_from_the_wire_should_be_counted_by_reason(lab):
 
 
 def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, tmp_path, capsys):
-    if shutil.which("tshark") is None:
-        pytest.skip("tshark is not installed")
+    require_tool("tshark")
     import base64
     import threading
 

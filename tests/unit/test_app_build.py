@@ -1,16 +1,15 @@
 """The application library builds outside Python and the example reports errors in one line."""
 import os
-import shutil
 import subprocess
 
-import pytest
+from conftest import require_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_make_app_builds_library_and_example(tmp_path):
-    if shutil.which("make") is None or shutil.which("cc") is None:
-        pytest.skip("make or cc is not installed")
+    require_tool("make")
+    require_tool("cc")
     subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "app"], check=True,
                    capture_output=True)
     exe = os.path.join(ROOT, "examples", "rt_publisher")
