@@ -35,17 +35,18 @@ def _print_json(obj) -> None:
 # -- lab ----------------------------------------------------------------------
 def cmd_lab_up(args) -> int:
     from .lab import Lab
-    if not args.bare and not args.redundant:
+    if not args.bare:
         from . import labdemo
         try:
             summary = labdemo.run(args.name, args.stations, args.duration,
-                                  out=(lambda *_: None) if args.json else print)
+                                  out=(lambda *_: None) if args.json else print,
+                                  redundant=args.redundant)
         except BaseException:
             Lab(args.name, 1).down()  # nothing half-built stays behind
             raise
         if args.json:
             _print_json(summary)
-        return 0
+        return 0 if summary.get("ok", True) else 1
     lab = Lab(args.name, args.stations, redundant=args.redundant).up()
     if args.json:
         _print_json(lab.status())
@@ -283,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only the namespaces, veths and bridge: no daemons, no traffic")
     sp.add_argument("--redundant", action="store_true",
                     help="two independent wires, every station with rteth0 on wire A and rteth1 "
-                         "on wire B (for IEEE 802.1CB); builds the lab only, as --bare does")
+                         "on wire B: the segment runs IEEE 802.1CB on both, the publisher on a "
+                         "redundant channel, wire A cut and restored during the run (with "
+                         "--bare: the namespaces only)")
     sp = lab_cmd("down", cmd_lab_down, "remove the lab and everything it started")
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")

@@ -7,8 +7,9 @@ are deterministic: station N has 02:52:54:00:00:NN and 198.18.0.N/24 (the
 RFC 2544 benchmarking range).  Everything is found again by name, so
 ``Lab(name).down()`` also cleans up after a crash.
 
-A redundant lab (``Lab(name, n, redundant=True)``, ``rtnetctl lab up
---redundant``) adds a second, independent wire for IEEE 802.1CB frame
+A redundant lab (``Lab(name, n, redundant=True)``; ``rtnetctl lab up
+--redundant`` runs a redundant segment on one, ``--redundant --bare`` only
+builds it) adds a second, independent wire for IEEE 802.1CB frame
 replication: the namespace ``rtn-<lab>-wireb`` with its own ``rtbr0``, and in
 every station ``rteth1``, whose peer ``s<N>`` is a port of that bridge.
 rteth1 carries 198.18.1.N/24 (198.19.0.N is the lab demo's vnic0) and the

@@ -15,6 +15,27 @@ shows the true end-to-end latency (scheduled send time to receipt by the
 subscriber), missed slots and VNIC traffic while it runs, then a summary.
 The lab stays up for exploring (rtnetctl -n rtn-lab-s1 status, rtmac ...);
 `rtnetctl lab down` stops the daemons and removes everything.
+
+The segment is a complete RTnet IP segment: station N's real-time IPv4
+address is 198.18.0.N (``[station] ip``, rtnet.conf's IPADDR), and every
+station's neighbour table holds the others, loaded from a host-routes file
+the way RTnet's manual start does it (``rtroute -f``, one ``<ip> <mac> <dev>``
+a line; the file is kept as /run/rtnet/<netns>/hosts while the lab runs).
+``rtnetctl -n rtn-lab-s1 ping 198.18.0.3`` is therefore ICMP echo on the
+real-time path, and the demo sends a few before the publisher starts.  A
+static table rather than RTcfg: RTcfg as this stack serves it from
+rtnet.toml hands out RTnet's simple layout (slot 0 at k x offset, no backup
+master, no NRT windows), not the planner's schedule this demo runs, and its
+bring-up waits for the server's invitation period; the MACs of the lab are
+fixed, so the table is known before anything starts.
+
+``redundant=True`` (``rtnetctl lab up --redundant``) runs the same segment on
+a redundant lab: each rtnetd has rteth0 on wire A and rteth1 on wire B
+(``link.redundant_dev``), the publisher's EtherType is a redundant channel
+(IEEE 802.1CB, ``[[channel]] redundant``), and during the run every port of
+wire A is taken down and later restored, as if its switch failed; the
+summary gives the messages sent, received, lost and the duplicates the
+subscriber's station discarded per wire.
 """
 from __future__ import annotations
 
@@ -31,7 +52,7 @@ from rtmac.tdma_config import Slot
 
 from . import paths, stationctl
 from .errors import LabError
-from .lab import Lab
+from .lab import STATION_IF_B, Lab, Station
 
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500
@@ -46,8 +67,11 @@ def segment_plan(n: int):
     return plan(n, cycle_us=shortest_cycle_us(n, **kw), **kw)
 
 
-def station_toml(index: int, n: int, *, windows: bool = True) -> str:
+def station_toml(index: int, n: int, *, windows: bool = True, redundant: bool = False) -> str:
     """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations.
+
+    Its real-time IPv4 address is 198.18.0.``index``.  ``redundant``: a second port
+    (rteth1, wire B of a redundant lab) and the application channel sent on both.
 
     ``windows=False``: RTnet's slot model instead, the baseline the planned windows
     are measured against (tools/bench_lab_vnic.py), as this demo ran before the
@@ -69,12 +93,14 @@ def station_toml(index: int, n: int, *, windows: bool = True) -> str:
             "backup": f'role = "backup"\ncycle_us = {p.cycle_us}\n'
                       f"backup_offset_us = {p.backup_offset_us}",
             "slave": 'role = "slave"'}[st.role]
+    link = f'[link]\nredundant_dev = "{STATION_IF_B}"\n' if redundant else ""
     return f"""# demo station {index} of {n}, written by rtnetctl lab up
 [station]
 name = "s{index}"
 device = "rteth0"
+ip = "{station_ip(index)}"
 ethertypes = [0x{APP_ETHERTYPE:04X}]
-[rt]
+{link}[rt]
 cpu = {(index - 1) % max(1, os.cpu_count() or 1)}
 priority = 80
 allow_fallback = true
@@ -102,17 +128,25 @@ slot = 1
 ethertype = 0x{APP_ETHERTYPE:04X}
 slot = 0
 prio = 15
+redundant = {"true" if redundant else "false"}
 """
 
 
+def station_ip(index: int) -> str:
+    """Station ``index``'s real-time IPv4 address: its rteth0 address in the lab (rtnet.lab)."""
+    return Station("lab", index).ip
+
+
 class _Subscriber(threading.Thread):
-    """Receives the publisher's messages and keeps their end-to-end latency."""
+    """Receives the publisher's messages and keeps their end-to-end latency and sequence
+    numbers, and when each arrived (time.monotonic())."""
 
     def __init__(self, channel):
         super().__init__(name="demo-subscriber", daemon=True)
         self.channel = channel
         self.latency_ns: list[int] = []
         self.seqs: list[int] = []
+        self.arrivals: list[float] = []
         self.stop_event = threading.Event()
 
     def run(self):
@@ -121,6 +155,7 @@ class _Subscriber(threading.Thread):
             if msg is not None:
                 self.latency_ns.append(msg.rx_ns - msg.sched_ns)
                 self.seqs.append(msg.seq)
+                self.arrivals.append(time.monotonic())
 
 
 def _pct(values_ns, q) -> float:
@@ -139,30 +174,48 @@ def _vnic_frames(statuses) -> int:
     return sum((s.get("vnic") or {}).get("tap_rx", 0) for s in statuses)
 
 
-def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) -> dict:
-    """Bring up the demo segment, show it for ``duration`` seconds, return the summary."""
-    if not 2 <= stations <= MAX_DEMO_STATIONS:
-        raise LabError(errno.EINVAL, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations")
-    if duration <= 0:
-        raise LabError(errno.EINVAL, f"--duration {duration:g}: must be positive")
-    from .app import Channel
-    from .cyclic import CyclicTask
+def _latency_summary(lat) -> dict | None:
+    if not lat:
+        return None
+    return ({k: _pct(lat, q) for k, q in (("p50", 50), ("p99", 99), ("p99.9", 99.9))}
+            | {"max": max(lat) / 1000.0})
 
-    plan = segment_plan(stations)
-    lab = Lab(name, stations).up()
-    out(f"lab {lab.name}: {lab.n} stations, bridge {lab.wire_netns}/rtbr0, "
-        f"TDMA cycle {plan.cycle_us} us, an NRT window of {plan.station(1).window.window_us} us "
-        f"per station")
-    out(plan.drawing())
+
+def _station_rows(lab, before, after) -> list[dict]:
+    return [{
+        "index": st.index, "netns": st.netns, "state": (a.get("tdma") or {}).get("state"),
+        "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
+        - (b.get("tdma") or {}).get("missed_slots", 0),
+        "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
+        .get("summary_us", {}).get("p99"),
+        "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
+    } for st, b, a in zip(lab.stations, before, after)]
+
+
+def _print_stations(rows, out) -> None:
+    for s in rows:
+        out(f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}  "
+            f"sync error p99 {s['sync_error_p99_us'] if s['sync_error_p99_us'] is not None else '-'} us  "
+            f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us")
+
+
+# -- bringing the segment up ---------------------------------------------------------------------
+
+def _start_segment(lab: Lab, plan, out, redundant: bool) -> None:
+    """One rtnetd per station with its real-time address, wait until every station is in
+    its TDMA state, then load every station's neighbour table."""
     for st in lab.stations:
         conf = os.path.join(paths.station_dir(st.netns), "rtnet.toml")
         os.makedirs(os.path.dirname(conf), exist_ok=True)
         with open(conf, "w") as f:
-            f.write(station_toml(st.index, lab.n))
+            f.write(station_toml(st.index, lab.n, redundant=redundant))
         info = stationctl.up(conf, netns=st.netns)
         role = ("master", "backup master")[st.index - 1] if st.index <= 2 else "slave"
-        out(f"  station {st.index} ({role}): rtnetd pid {info['pid']}, rteth0 {st.mac} "
-            f"{st.ip}, vnic0 198.19.0.{st.index}, slot 0 at {plan.station(st.index).rt.offset_us} us")
+        ports = f"rteth0 {st.mac} {station_ip(st.index)}"
+        if redundant:
+            ports = f"rteth0 (wire A) + rteth1 (wire B) {st.mac} {station_ip(st.index)}"
+        out(f"  station {st.index} ({role}): rtnetd pid {info['pid']}, {ports}, "
+            f"vnic0 198.19.0.{st.index}, slot 0 at {plan.station(st.index).rt.offset_us} us")
     want = {1: "active", 2: "stand-by"}
     deadline = time.monotonic() + 20
     while True:
@@ -174,15 +227,119 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
             raise LabError(errno.ETIMEDOUT, f"stations did not synchronise: {states}")
         time.sleep(0.1)  # the daemons are other processes: poll their state
     out("all stations synchronised and calibrated")
+    load_neighbours(lab)
+    out(f"real-time IPv4: station N is {station_ip(1).rsplit('.', 1)[0]}.N; each station's "
+        f"neighbour table holds the other {lab.n - 1} (rtroute -f "
+        f"{hosts_file(lab.stations[0])})")
 
+
+def hosts_file(st: Station) -> str:
+    return os.path.join(paths.station_dir(st.netns), "hosts")
+
+
+def load_neighbours(lab: Lab) -> None:
+    """Give every station's rtnetd the others as static host routes, from a host-routes file
+    (RTnet's ``rtroute -f``, ``<ip> <mac> <dev>`` a line), as RTnet's manual start does."""
+    from rtmac import control
+
+    from . import rtroute
+    for st in lab.stations:
+        path = hosts_file(st)
+        with open(path, "w") as f:
+            f.write("# the lab's stations, written by rtnetctl lab up\n")
+            for peer in lab.stations:
+                if peer.index != st.index:
+                    f.write(f"{station_ip(peer.index)} {peer.mac} rteth0\n")
+        try:
+            rtroute.apply_file({"file": path, "netns": st.netns})
+        except (control.ControlError, OSError) as exc:
+            raise LabError(exc.errno or errno.EIO,
+                           f"rtroute -n {st.netns} -f {path}: {exc.strerror or exc}") from None
+
+
+def rt_ping(lab: Lab, src: int, dst: int, count: int = 3, interval_ms: int = 100) -> dict:
+    """``rtnetctl -n <src> ping <dst's address>``: ICMP echo on the real-time path; the
+    daemon's reply (sent, received, rtts_us, worst_us) and its per-echo events."""
+    req = {"cmd": "ping", "dst": station_ip(dst), "count": count, "interval_ms": interval_ms,
+           "size": 56, "timeout_ms": 500, "echo": False}
+    events: list[dict] = []              # one per echo: reply or timeout
+    reply = stationctl.request("rteth0", req, netns=lab.station(src).netns,
+                               timeout=count * (interval_ms + 500) / 1000 + 10,
+                               on_event=events.append)
+    return reply | {"events": events}
+
+
+def run_unmodified_program(lab: Lab, out) -> dict | None:
+    """The demo's step for an unmodified socket program across the segment under
+    ``rtnet-run`` (issue 22, item 5): e.g. sockperf's ping-pong, or a small UDP
+    client and server, between the first and the last station over their real-time
+    addresses, printing the program's own figures.
+
+    ``rtnet-run`` (the preloaded socket interposer) is not part of the stack yet, so
+    this step runs nothing and returns None; the demo calls it after the publisher's
+    run, where it will go."""
+    return None
+
+
+# -- the runs --------------------------------------------------------------------------------------
+
+def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print,
+        redundant: bool = False) -> dict:
+    """Bring up the demo segment, show it for ``duration`` seconds, return the summary.
+    ``redundant``: on a redundant lab, with wire A cut and mended during the run."""
+    if not 2 <= stations <= MAX_DEMO_STATIONS:
+        raise LabError(errno.EINVAL, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations")
+    if duration <= 0:
+        raise LabError(errno.EINVAL, f"--duration {duration:g}: must be positive")
+
+    plan = segment_plan(stations)
+    lab = Lab(name, stations, redundant=redundant).up()
+    wires = f"bridge {lab.wire_netns}/rtbr0"
+    if redundant:
+        wires = (f"bridges {lab.wire_netns}/rtbr0 (wire A) and {lab.wire_b_netns}/rtbr0 "
+                 f"(wire B)")
+    out(f"lab {lab.name}: {lab.n} stations, {wires}, TDMA cycle {plan.cycle_us} us, "
+        f"an NRT window of {plan.station(1).window.window_us} us per station")
+    out(plan.drawing())
+    _start_segment(lab, plan, out, redundant)
+    ping = rt_ping(lab, 1, lab.n)
+    ping_summary = {"src": station_ip(1), "dst": station_ip(lab.n), "sent": ping["sent"],
+                    "received": ping["received"], "worst_us": ping["worst_us"]}
+    out(f"rtnetctl -n {lab.station(1).netns} ping {station_ip(lab.n)} -c {ping['sent']}: "
+        f"ICMP echo on the real-time path, {ping['received']}/{ping['sent']} replies"
+        + (f", worst rtt {ping['worst_us']:.1f} us" if ping["worst_us"] is not None else ""))
+    if redundant:
+        summary = _run_redundant(lab, plan, duration, out)
+    else:
+        summary = _run_plain(lab, plan, duration, out)
+    summary["rt_ping"] = ping_summary
+    summary["unmodified_program"] = None if redundant else run_unmodified_program(lab, out)
+    out(f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} ping {station_ip(lab.n)}; "
+        f"remove it with rtnetctl lab down{'' if name == 'lab' else ' --name ' + name}")
+    return summary
+
+
+def _open_pubsub(lab: Lab, plan):
+    """The subscriber on station 1, the publisher's cyclic task on the last station."""
+    from .app import Channel
+    from .cyclic import CyclicTask
     pub_st, sub_st = lab.stations[-1], lab.stations[0]
     sub_ch = Channel.open(netns=sub_st.netns, ethertype=APP_ETHERTYPE)
-    pub_ch = Channel.open(netns=pub_st.netns, ethertype=APP_ETHERTYPE)
+    try:
+        pub_ch = Channel.open(netns=pub_st.netns, ethertype=APP_ETHERTYPE)
+    except BaseException:
+        sub_ch.close()
+        raise
     sub = _Subscriber(sub_ch)
-    sub.start()
     task = CyclicTask(pub_ch, sub_st.mac, payload_size=32,
                       offset_us=max(0, plan.station(pub_st.index).rt.offset_us - 50),
                       priority=70, allow_fallback=True)
+    return pub_st, sub_st, pub_ch, sub_ch, sub, task
+
+
+def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
+    pub_st, sub_st, pub_ch, sub_ch, sub, task = _open_pubsub(lab, plan)
+    sub.start()
     ping = lab.spawn(lab.stations[1], ["ping", "-q", "-i", "0.2", "-w", str(int(duration) + 1),
                                        "-s", "1200", f"198.19.0.{pub_st.index}"],
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -215,30 +372,135 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print) 
     lat = sub.latency_ns
     lost = (max(sub.seqs) - min(sub.seqs) + 1 - len(set(sub.seqs))) if sub.seqs else 0
     summary = {
-        "stations": [{
-            "index": st.index, "netns": st.netns, "state": (a.get("tdma") or {}).get("state"),
-            "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
-            - (b.get("tdma") or {}).get("missed_slots", 0),
-            "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
-            .get("summary_us", {}).get("p99"),
-            "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
-        } for st, b, a in zip(lab.stations, before, after)],
+        "stations": _station_rows(lab, before, after),
         "messages": len(lat), "lost": lost,
-        "latency_us": ({k: _pct(lat, q) for k, q in (("p50", 50), ("p99", 99), ("p99.9", 99.9))}
-                       | {"max": max(lat) / 1000.0} if lat else None),
+        "latency_us": _latency_summary(lat),
         "vnic_ping": next((line for line in ping_out.splitlines() if "packet loss" in line), None),
     }
     out("summary:")
-    for s in summary["stations"]:
-        out(f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}  "
-            f"sync error p99 {s['sync_error_p99_us'] if s['sync_error_p99_us'] is not None else '-'} us  "
-            f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us")
+    _print_stations(summary["stations"], out)
     if lat:
         L = summary["latency_us"]
         out(f"  cyclic messages: {len(lat)} received, {lost} lost; end-to-end (scheduled send -> "
             f"subscriber) p50 {L['p50']:.1f} us, p99 {L['p99']:.1f} us, p99.9 {L['p99.9']:.1f} us, "
             f"max {L['max']:.1f} us (cycle {plan.cycle_us} us)")
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
-    out(f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} status; "
-        f"remove it with rtnetctl lab down{'' if name == 'lab' else ' --name ' + name}")
+    return summary
+
+
+def _stream(status: dict, src: str) -> dict | None:
+    """The 802.1CB counters of the publisher's stream (``src``, the app EtherType)."""
+    for s in (status.get("frer") or {}).get("streams", []):
+        if s["src"] == src and s["ethertype"] == APP_ETHERTYPE:
+            return s
+    return None
+
+
+def _wire_counts(before: dict | None, after: dict | None) -> list[dict]:
+    """Per wire (port 0 = A, 1 = B): copies of the stream that arrived, the ones passed on
+    (first) and the duplicates discarded, between two readings of the stream."""
+    out = []
+    for port in (0, 1):
+        b = before["port"][port] if before else {"passed": 0, "discarded": 0}
+        a = after["port"][port] if after else {"passed": 0, "discarded": 0}
+        passed, discarded = a["passed"] - b["passed"], a["discarded"] - b["discarded"]
+        out.append({"wire": "ab"[port], "copies": passed + discarded, "passed": passed,
+                    "duplicates_discarded": discarded})
+    return out
+
+
+def _set_wire_a(lab: Lab, up: bool) -> None:
+    """Every station's port on wire A cut (or mended): wire A is down, as if its switch
+    failed; the stations' own interfaces stay up."""
+    for st in lab.stations:
+        lab.set_wire_port(st, "a", up=up)
+
+
+def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
+    pub_st, sub_st, pub_ch, sub_ch, sub, task = _open_pubsub(lab, plan)
+    sub.start()
+    cut_at, mend_at = duration / 3, 2 * duration / 3
+    marks: dict[str, float] = {}
+    before = [_status(st.netns) for st in lab.stations]
+    stream0 = _stream(before[0], pub_st.mac)
+    task.start()
+    t0 = time.monotonic()
+    out(f"publisher on station {pub_st.index} -> subscriber on station {sub_st.index} on a "
+        f"redundant channel (IEEE 802.1CB: every message on both wires); wire A down from "
+        f"{cut_at:.1f} s to {mend_at:.1f} s of {duration:g} s")
+    out("   time  wire A    msgs  missing   copies via A  via B   discarded on A  on B")
+    sent = 0
+    try:
+        next_row = 0.5
+        while (elapsed := time.monotonic() - t0) < duration:
+            events = [t for t in (cut_at, mend_at, next_row, duration) if t > elapsed]
+            time.sleep(max(0.0, min(events) - elapsed))
+            elapsed = time.monotonic() - t0
+            if "cut" not in marks and elapsed >= cut_at:
+                _set_wire_a(lab, up=False)
+                marks["cut"] = time.monotonic()
+                out(f"{elapsed:6.1f}s  wire A taken down (every station's port on "
+                    f"{lab.wire_netns}/rtbr0)")
+            if "mend" not in marks and elapsed >= mend_at:
+                _set_wire_a(lab, up=True)
+                marks["mend"] = time.monotonic()
+                out(f"{elapsed:6.1f}s  wire A restored")
+            if elapsed >= next_row:
+                next_row += 0.5
+                seqs = set(sub.seqs)
+                missing = (max(seqs) - min(seqs) + 1 - len(seqs)) if seqs else 0
+                w = _wire_counts(stream0, _stream(_status(sub_st.netns), pub_st.mac))
+                state = "down" if "cut" in marks and "mend" not in marks else "up"
+                out(f"{elapsed:6.1f}s  {state:<6} {len(seqs):7d}  {missing:7d}   "
+                    f"{w[0]['copies']:12d} {w[1]['copies']:6d}   "
+                    f"{w[0]['duplicates_discarded']:14d} {w[1]['duplicates_discarded']:5d}")
+    finally:
+        if "cut" in marks and "mend" not in marks:
+            _set_wire_a(lab, up=True)
+            marks["mend"] = time.monotonic()
+        try:
+            sent = task.stop().sent
+        finally:
+            # the last messages are still crossing the wires: wait (bounded) for them
+            deadline = time.monotonic() + 2.0
+            while len(set(sub.seqs)) < sent and time.monotonic() < deadline:
+                time.sleep(0.01)
+            sub.stop_event.set()
+            sub.join()
+            pub_ch.close()
+            sub_ch.close()
+    after = [_status(st.netns) for st in lab.stations]
+    seqs = sub.seqs
+    received = len(set(seqs))
+    during_cut = sum(1 for t in sub.arrivals if marks["cut"] <= t < marks["mend"])
+    wires = _wire_counts(stream0, _stream(after[0], pub_st.mac))
+    summary = {
+        "redundant": True,
+        "stations": _station_rows(lab, before, after),
+        "sent": sent, "received": received, "lost": sent - received,
+        "duplicates_delivered": len(seqs) - received,
+        "wire_a_down": {"from_s": round(marks["cut"] - t0, 3),
+                        "to_s": round(marks["mend"] - t0, 3),
+                        "received_meanwhile": during_cut},
+        "wires": wires,
+        "latency_us": _latency_summary(sub.latency_ns),
+    }
+    summary["ok"] = summary["lost"] == 0 and summary["duplicates_delivered"] == 0 and sent > 0
+    out("summary:")
+    _print_stations(summary["stations"], out)
+    out(f"  redundant stream station {pub_st.index} -> station {sub_st.index}: {sent} sent, "
+        f"{received} received, {summary['lost']} lost, {summary['duplicates_delivered']} "
+        f"delivered twice")
+    d = summary["wire_a_down"]
+    out(f"  wire A down {d['from_s']:.1f} s to {d['to_s']:.1f} s: {d['received_meanwhile']} "
+        f"messages arrived meanwhile, over wire B")
+    for w in wires:
+        out(f"  wire {w['wire'].upper()}: {w['copies']} copies arrived at station {sub_st.index}, "
+            f"{w['passed']} passed on first, {w['duplicates_discarded']} duplicates discarded")
+    if summary["latency_us"]:
+        L = summary["latency_us"]
+        out(f"  end-to-end (scheduled send -> subscriber) p50 {L['p50']:.1f} us, p99 "
+            f"{L['p99']:.1f} us, max {L['max']:.1f} us (cycle {plan.cycle_us} us)")
+    if not summary["ok"]:
+        out("  REDUNDANCY FAILED: a message was lost or delivered twice")
     return summary

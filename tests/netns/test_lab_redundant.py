@@ -24,7 +24,8 @@ def ping(lab: Lab, src: int, dst_ip: str) -> bool:
 
 def test_two_wires_carry_pings_and_one_cut_wire_leaves_the_other():
     r = subprocess.run([sys.executable, "-m", "rtnet.cli", "-j", "lab", "up", "--redundant",
-                        "--name", "lr", "--stations", "2"], capture_output=True, text=True)
+                        "--bare", "--name", "lr", "--stations", "2"], capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
     lab = Lab("lr", 2, redundant=True)
     try:
