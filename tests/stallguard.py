@@ -67,6 +67,17 @@ class Stalls:
         return sum(e - s for s, e in zip(self._starts, self._ends))
 
 
+def describe(records) -> str:
+    """What the detector saw: its gaps and slow spells, how many and how long in all."""
+    seen = {"gap": [0, 0], "slow": [0, 0]}
+    for r in records:
+        kind = seen.setdefault(getattr(r, "kind", "gap"), [0, 0])
+        kind[0] += 1
+        kind[1] += r.woke_ns - r.due_ns
+    return (f"stall detector: {seen['gap'][0]} gaps ({seen['gap'][1] / 1e6:.1f} ms), "
+            f"{seen['slow'][0]} slow spells ({seen['slow'][1] / 1e6:.1f} ms)")
+
+
 @dataclass
 class Tally:
     """How many samples of one kind were measured and how many a stall overlapped."""

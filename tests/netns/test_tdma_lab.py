@@ -12,7 +12,15 @@ import contextlib
 import time
 
 import pytest
-from stallguard import Stalls, Tally, Windows, detector, global_minus_monotonic_ns, twice
+from stallguard import (
+    Stalls,
+    Tally,
+    Windows,
+    describe,
+    detector,
+    global_minus_monotonic_ns,
+    twice,
+)
 
 from rtmac.frames import FrameKind, decode
 from rtmac.tdma_config import Slot, TdmaConfig, set_slot, wire_time_ns
@@ -323,8 +331,8 @@ def _probe_10000_cycles(lab, stations):
     calm = [k for k in range(first, last + 1)
             if cycles.count(stalls.overlaps(grid[k] - g_minus_m, ends[k] - g_minus_m))]
     present = {src: sum(k in ks for k in calm) for src, ks in cycles_of.items()}
-    print(f"stall detector: {len(records)} records, {stalls.covered_ns() / 1e6:.1f} ms "
-          f"with margins; global - monotonic {g_minus_m} ns")
+    print(f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins; "
+          f"global - monotonic {g_minus_m} ns")
     result = {"probes": kept.kept, "inside_tx": inside_tx, "inside_rx": inside_rx,
               "cycles": len(calm), "present": present, "early": early, "takeovers": takeovers,
               "before_grid": before_grid, "seqs": seqs, "sent": sent, "drops": cap.drops}
@@ -506,8 +514,7 @@ def _forge_syncs(lab, stations):
     probes = Tally("probes")
     checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE), stalls, g_minus_m,
                               probes)
-    print(f"stall detector: {len(records)} records, {stalls.covered_ns() / 1e6:.1f} ms "
-          f"with margins")
+    print(f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins")
     result = {"before": before, "after": after, "forgeries": kept, "probes": checked,
               "sync_error": Histogram.combine(calm) if calm else None}
     return result, [forged, windows, probes]

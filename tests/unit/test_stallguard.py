@@ -9,6 +9,7 @@ from stallguard import (
     Tally,
     TooDisturbed,
     Windows,
+    describe,
     global_minus_monotonic_ns,
     split,
     twice,
@@ -148,3 +149,16 @@ def test_windows_time_what_a_cumulative_statistic_gained():
     w.take(), w.take(), w.take()
     # each window from before the earlier read to after the later one
     assert w.windows() == [(0, 30, 1, 4), (20, 50, 4, 9)]
+
+
+@dataclass(frozen=True)
+class Kind:
+    due_ns: int
+    woke_ns: int
+    kind: str
+
+
+def test_describe_sums_gaps_and_slow_spells():
+    recs = [Kind(0, 200_000, "gap"), Kind(0, 6_000_000, "slow"), Kind(10, 300_010, "gap")]
+    assert describe(recs) == "stall detector: 2 gaps (0.5 ms), 1 slow spells (6.0 ms)"
+    assert describe([]) == "stall detector: 0 gaps (0.0 ms), 0 slow spells (0.0 ms)"
