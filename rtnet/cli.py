@@ -37,13 +37,11 @@ def cmd_lab_up(args) -> int:
     from .lab import Lab
     if not args.bare:
         from . import labdemo
-        try:
-            summary = labdemo.run(args.name, args.stations, args.duration,
-                                  out=(lambda *_: None) if args.json else print,
-                                  redundant=args.redundant)
-        except BaseException:
-            Lab(args.name, 1).down()  # nothing half-built stays behind
-            raise
+
+        # a refused run leaves nothing half-built, and an existing lab of the name untouched
+        summary = labdemo.run(args.name, args.stations, args.duration,
+                              out=(lambda *_: None) if args.json else print,
+                              redundant=args.redundant)
         if args.json:
             _print_json(summary)
         return 0 if summary.get("ok", True) else 1

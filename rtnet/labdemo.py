@@ -293,7 +293,15 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print,
         raise LabError(errno.EINVAL, f"--duration {duration:g}: must be positive")
 
     plan = segment_plan(stations)
-    lab = Lab(name, stations, redundant=redundant).up()
+    lab = Lab(name, stations, redundant=redundant).up()   # refused: nothing of ours to remove
+    try:
+        return _run(lab, plan, duration, out, redundant)
+    except BaseException:
+        lab.down()      # nothing half-built stays behind (interrupted too)
+        raise
+
+
+def _run(lab: Lab, plan, duration: float, out, redundant: bool) -> dict:
     wires = f"bridge {lab.wire_netns}/rtbr0"
     if redundant:
         wires = (f"bridges {lab.wire_netns}/rtbr0 (wire A) and {lab.wire_b_netns}/rtbr0 "
@@ -315,7 +323,7 @@ def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print,
     summary["rt_ping"] = ping_summary
     summary["unmodified_program"] = None if redundant else run_unmodified_program(lab, out)
     out(f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} ping {station_ip(lab.n)}; "
-        f"remove it with rtnetctl lab down{'' if name == 'lab' else ' --name ' + name}")
+        f"remove it with rtnetctl lab down{'' if lab.name == 'lab' else ' --name ' + lab.name}")
     return summary
 
 

@@ -130,6 +130,17 @@ def test_rtnetctl_ping_is_icmp_echo_on_the_real_time_path(demo, tmp_path):
         assert r["_ws.malformed"] == "" and r["_ws.expert.severity"] == "", r
 
 
+def test_lab_up_on_a_running_lab_is_one_error_and_leaves_it_running(demo):
+    spaces = sorted(n for n in pr_netns.listnetns() if n.startswith(f"rtn-{LAB}-"))
+    for extra in ([], ["--redundant"]):
+        r = rtnetctl("lab", "up", "--name", LAB, *extra)
+        assert r.returncode == 1 and r.stdout == ""
+        assert r.stderr == f"rtnetctl: lab '{LAB}' already exists (rtnetctl lab down --name " \
+                           f"{LAB} removes it)\n"
+    assert sorted(n for n in pr_netns.listnetns() if n.startswith(f"rtn-{LAB}-")) == spaces
+    assert icmp_counters(1)["address"] == "198.18.0.1"      # its daemons still answer
+
+
 def test_lab_down_leaves_no_namespace_link_or_process(demo):
     status = json.loads(rtnetctl("-j", "lab", "status", "--name", LAB).stdout)[0]
     pids = [p["pid"] for p in status["processes"]]
