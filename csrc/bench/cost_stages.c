@@ -31,10 +31,6 @@
 #define WARMUP 8
 #define FRAME_LEN 64 /* as handed to the socket; the FCS is the NIC's */
 #define PAYLOAD_LEN (FRAME_LEN - RTN_APP_OVERHEAD)
-#define PEER_MAC                                   \
-	{                                          \
-		0x02, 0x52, 0x54, 0x00, 0x00, 0x03 \
-	}
 #define CHAN 0 /* EtherType 0x88B5, slot 0, depth 4 */
 #define GSO_PAYLOAD 64000
 #define GSO_MSS 1448
@@ -55,7 +51,7 @@ static uint64_t regions;
 	} while (0)
 
 static struct rtn_app_chan *app;
-static const uint8_t peer_mac[6] = PEER_MAC;
+static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, 0x03 };
 static const uint8_t payload[PAYLOAD_LEN] = { 0x52, 0x54, 0x4e, 0x45, 0x54, 0x21 };
 static uint8_t rx_frame[FRAME_LEN]; /* a frame of the channel, as a peer would send it */
 
@@ -65,14 +61,33 @@ static void die(const char *what)
 	exit(2);
 }
 
-/* The station as a TDMA master with one channel open (the harness opens four). */
+/*
+ * The station as a TDMA master with one channel open (the harness opens
+ * four) and a schedule of its own: a 1 ms cycle with one RT slot, the
+ * channel's (the harness's engines also wake for a VNIC window and a third
+ * slot, which would charge every frame with wake-ups it does not need).
+ */
+static struct rtn_tdma *engine;
+
 static void setup(void)
 {
 	struct station_mode m = { .disc = DISC_TDMA_MASTER };
+	struct rtn_tdma_port port;
+	struct rtn_tdma_cfg cfg;
 	struct chan *c;
 	int i;
 
 	station_reset(&m);
+	rtn_tdma_cfg_init(&cfg, RTN_TDMA_ROLE_MASTER);
+	cfg.listen_cycles = 0;
+	harness_slot(&cfg, 0, 100000, 1500, 0);
+	port = rtn_station_tdma_port(H.s);
+	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
+	    rtn_tdma_start(engine, &cfg, fuzz_clock_ns))
+		die("cannot start the TDMA engine");
+	H.s->tdma = engine;
+	H.s->tdma_cfg = cfg;
+	rtn_tdma_set_lazy_begin(engine, 0);
 	for (i = 0; i < N_CHANS; i++)
 		if (i != CHAN)
 			H.s->live[i] = NULL;
@@ -196,7 +211,7 @@ static uint64_t wakeups;
 
 static void slot_cycle(void)
 {
-	int64_t end = fuzz_clock_ns + H.cfg[1].cycle_ns;
+	int64_t end = fuzz_clock_ns + H.s->tdma_cfg.cycle_ns;
 
 	app_put();
 	for (;;) {

@@ -7,7 +7,7 @@
  *        BPF_PROG_TEST_RUN (tools/bench_cost.py).
  *
  * Usage:
- *   cost_xsk anchor|rtn_xsk COUNT IF_TX IF_RX BPF_OBJ   (on a veth pair)
+ *   cost_xsk anchor|rtn_xsk_send|rtn_xsk_recv COUNT IF_TX IF_RX BPF_OBJ  (a veth pair)
  *   cost_xsk xdp_prog COUNT BPF_OBJ                     (no interface needed)
  *
  * Both socket stages open the station's sockets with rtn_xsk_open() (our
@@ -24,7 +24,7 @@
  * libxdp's ring helpers: reserve a TX descriptor, copy the frame into the
  * UMEM, submit, kick with sendto(), take back completed frames; on
  * receive, take the descriptor, copy the frame out, release it, give the
- * frame back to the fill ring.  "rtn_xsk" is what the station's RT thread
+ * frame back to the fill ring.  rtn_xsk_* is what the station's RT thread
  * calls for the same work: rtn_xsk_send_by() and rtn_xsk_rx_peek() with
  * rtn_xsk_rx_release() (which also read CLOCK_MONOTONIC for stamps, inside
  * the count).
@@ -53,6 +53,8 @@
 #define ETHERTYPE 0x88B5
 #define WARMUP 16
 #define UMEM_FRAMES 256
+
+enum { SEND, RECV };
 
 static int counting;
 static uint64_t regions, syscalls_kick, polls;
@@ -110,7 +112,7 @@ static void wait_rx(struct rtn_xsk *rx)
 {
 	struct pollfd p = { .fd = rx->fd, .events = POLLIN };
 
-	polls++;
+	polls += counting;
 	if (poll(&p, 1, 2000) != 1)
 		die("a frame sent did not arrive within 2 s", NULL);
 }
@@ -171,7 +173,7 @@ static void run_anchor(struct rtn_xsk *tx, struct rtn_xsk *rx, uint32_t n)
 
 /* ---- the station's socket code on the same path ----------------------------- */
 
-static void run_rtn_xsk(struct rtn_xsk *tx, struct rtn_xsk *rx, uint32_t n)
+static void run_rtn_xsk(struct rtn_xsk *tx, struct rtn_xsk *rx, uint32_t n, int side)
 {
 	struct rtn_xsk_frame fr[64];
 	int64_t ts;
@@ -179,11 +181,17 @@ static void run_rtn_xsk(struct rtn_xsk *tx, struct rtn_xsk *rx, uint32_t n)
 	int rc, k;
 
 	for (i = 0; i < n; i++) {
-		MEASURE(rc = rtn_xsk_send_by(tx, frame, FRAME_LEN, -1, 0, INT64_MAX, NULL));
+		if (side == SEND)
+			MEASURE(rc = rtn_xsk_send_by(tx, frame, FRAME_LEN, -1, 0, INT64_MAX, NULL));
+		else
+			rc = rtn_xsk_send_by(tx, frame, FRAME_LEN, -1, 0, INT64_MAX, NULL);
 		if (rc)
 			die("rtn_xsk_send_by failed", rtn_last_error());
 		wait_rx(rx);
-		MEASURE(k = rtn_xsk_rx_peek(rx, fr, 64, &ts); rtn_xsk_rx_release(rx));
+		if (side == RECV)
+			MEASURE(k = rtn_xsk_rx_peek(rx, fr, 64, &ts); rtn_xsk_rx_release(rx));
+		else
+			k = rtn_xsk_rx_peek(rx, fr, 64, &ts), rtn_xsk_rx_release(rx);
 		if (k != 1 || fr[0].len != FRAME_LEN)
 			die("rtn_xsk_rx_peek did not return the frame", NULL);
 	}
@@ -249,7 +257,7 @@ int main(int argc, char **argv)
 	uint64_t kicks, rx_frames;
 	unsigned long n = 0;
 	char *end = NULL;
-	int anchor;
+	int anchor, side;
 
 	if (argc >= 3)
 		n = strtoul(argv[2], &end, 10);
@@ -258,32 +266,37 @@ int main(int argc, char **argv)
 	make_frame();
 	if (argc == 4 && !strcmp(argv[1], "xdp_prog"))
 		return run_xdp_prog((uint32_t)n, argv[3]);
-	if (argc != 6 || (strcmp(argv[1], "anchor") && strcmp(argv[1], "rtn_xsk"))) {
-		fprintf(stderr, "usage: cost_xsk anchor|rtn_xsk COUNT IF_TX IF_RX BPF_OBJ\n"
-				"       cost_xsk xdp_prog COUNT BPF_OBJ   (COUNT 1..1000000)\n");
+	if (argc != 6 || (strcmp(argv[1], "anchor") && strcmp(argv[1], "rtn_xsk_send") &&
+			  strcmp(argv[1], "rtn_xsk_recv"))) {
+		fprintf(stderr,
+			"usage: cost_xsk anchor|rtn_xsk_send|rtn_xsk_recv COUNT IF_TX IF_RX "
+			"BPF_OBJ\n       cost_xsk xdp_prog COUNT BPF_OBJ   (COUNT 1..1000000)\n");
 		return 2;
 	}
 	anchor = !strcmp(argv[1], "anchor");
+	side = strcmp(argv[1], "rtn_xsk_send") ? RECV : SEND;
 	tx = open_xsk(argv[3], argv[5]);
 	rx = open_xsk(argv[4], argv[5]);
 	if (anchor)
 		run_anchor(tx, rx, WARMUP);
 	else
-		run_rtn_xsk(tx, rx, WARMUP);
+		run_rtn_xsk(tx, rx, WARMUP, side);
 	kicks = tx->st.tx_kicks;
 	rx_frames = rx->st.rx_frames;
 	counting = 1;
 	if (anchor)
 		run_anchor(tx, rx, (uint32_t)n);
 	else
-		run_rtn_xsk(tx, rx, (uint32_t)n);
+		run_rtn_xsk(tx, rx, (uint32_t)n, side);
 	counting = 0;
+	/* kicks: sendto() calls handing frames to the kernel (the anchor's, or rtn_xsk's count) */
 	printf("{\"stage\": \"%s\", \"rounds\": %lu, \"units\": %lu, \"unit\": \"frame\", "
-	       "\"regions\": %llu, \"counters\": {\"polls_outside_count\": %llu, "
-	       "\"rtn_xsk_tx_kicks\": %llu, \"rtn_xsk_rx_frames\": %llu}}\n",
-	       argv[1], n, n, (unsigned long long)regions, (unsigned long long)polls,
+	       "\"regions\": %llu, \"counters\": {\"socket_kicks\": %llu, \"rx_frames\": %llu, "
+	       "\"polls_outside_count\": %llu}}\n",
+	       argv[1], n, n, (unsigned long long)regions,
 	       (unsigned long long)(anchor ? syscalls_kick : tx->st.tx_kicks - kicks),
-	       (unsigned long long)(rx->st.rx_frames - rx_frames));
+	       (unsigned long long)(anchor ? n : rx->st.rx_frames - rx_frames),
+	       (unsigned long long)polls);
 	rtn_xsk_close(tx);
 	rtn_xsk_close(rx);
 	return 0;

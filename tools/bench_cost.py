@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Cost per frame: instructions each stage of the real-time path executes,
+counted by valgrind's callgrind, next to a minimal AF_XDP loop's.
+
+Why instructions: on this shared 2-vCPU VM no timing repeats, but the
+instructions a stage executes on fixed input do, so they are the regression
+guard for performance work (issue 23).  ``perf stat -e instructions`` would
+count them without valgrind's slowdown, but this VM has no hardware counters
+(perf reports the event as "not supported"), so every figure comes from
+callgrind.  Callgrind counts user space only: what the kernel does inside
+a system call is in no figure.  System calls and wake-ups per frame come
+from the stack's own counters (rtn_xsk's TX kicks, the application's
+kicks) and the harness's (RT-loop wake-ups).
+
+The harnesses (``make -C csrc cost``, csrc/bench/) run each stage on its
+own on fixed frames, a fixed count and a virtual clock; each measured step
+is bracketed by CALLGRIND_TOGGLE_COLLECT under ``--collect-atstart=no``, so
+building inputs and emptying rings stay outside the count.  The bracket's own
+cost (the "empty" stage) is subtracted.  The AF_XDP stages need root: the
+tool makes a network namespace with a veth pair (no addresses; raw Ethernet
+frames of EtherType 0x88B5 between the pair only) and removes it afterwards.
+
+    tools/bench_cost.py                       # every stage once
+    tools/bench_cost.py --repeat 2            # twice: each stage must agree within 1%
+    tools/bench_cost.py --compare old.json    # before/after per stage
+    tools/bench_cost.py --stages app_send,app_recv --frames 200 --no-netns
+
+Goal (DESIGN.md): the RT path's instructions per 64-byte frame, application
+to application, at most 3x the minimal AF_XDP loop's.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, HERE)
+
+from rtnet.argtypes import OneLineParser, integer  # noqa: E402
+
+BENCH = os.path.join(HERE, "csrc", "build", "bench")
+AGREE_PCT = 1.0
+GOAL_RATIO = 3.0
+
+
+class CostError(Exception):
+    """A failure reported as one line."""
+
+
+# name: (binary, needs the veth namespace, what is counted, unit, counted once per)
+STAGES = {
+    "app_send": ("stages", False, "rtn_app_send(): a 64-byte frame built in the channel's TX ring",
+                 "frame"),
+    "chan_drain": ("stages", False, "rtn_chans_drain(): the station takes it from the TX ring "
+                   "(part of slot_run)", "frame"),
+    "slot_run": ("stages", False, "TDMA master: every RT-loop wake-up of one 1 ms cycle (Sync, "
+                 "slot 0 with the frame; drain, enqueue, send) and the flush", "frame"),
+    "rtn_xsk_send": ("xsk", True, "rtn_xsk_send_by() on a veth socket: UMEM copy, TX ring, "
+                     "sendto() kick, completions", "frame"),
+    "rtn_xsk_recv": ("xsk", True, "rtn_xsk_rx_peek() + rtn_xsk_rx_release() on a veth socket",
+                     "frame"),
+    "rx_dispatch": ("stages", False, "rtn_station_receive_all(): one frame classified, "
+                    "802.1CB check, delivered to the channel's RX ring", "frame"),
+    "chan_deliver": ("stages", False, "rtn_chans_rx(): header parse and copy into the RX ring "
+                     "(part of rx_dispatch)", "frame"),
+    "app_recv": ("stages", False, "rtn_app_recv(): the message taken from the RX ring", "frame"),
+    "frer_send": ("stages", False, "802.1CB: sequence number and R-TAG pushed, per copy (2 a "
+                  "frame)", "copy"),
+    "frer_recover": ("stages", False, "802.1CB: R-TAG stripped and vector recovery, per copy (one "
+                     "passed, one discarded)", "copy"),
+    "vnic_gso": ("stages", False, "VNIC: a 64,000-byte TCP super-packet cut into 1514-byte frames "
+                 "with checksums", "KB"),
+    "vnic_gro": ("stages", False, "VNIC: those 45 frames merged back into one TAP write", "KB"),
+    "anchor": ("xsk", True, "minimal AF_XDP loop (libxdp rings): send + receive of one 64-byte "
+               "frame, each with its copy", "frame"),
+    "stub_send": ("stages", False, "the socket stub's send inside slot_run (subtracted)", "frame"),
+    "stub_rx": ("stages", False, "the socket stub's receive inside rx_dispatch (subtracted)",
+                "frame"),
+}
+# Stages a KB or a copy is the unit of are run this many times less.
+ROUND_DIVISOR = {"KB": 50, "copy": 1, "frame": 1}
+NETNS_STAGES = [s for s, v in STAGES.items() if v[1]]
+
+
+def parse_callgrind(path: str) -> dict:
+    """Instructions (Ir) collected, from the "totals:" line of a callgrind
+    output file.  Neither its call counts nor --collect-systime's sysCount
+    are used: callgrind counts both also while collection is off (the
+    warm-up, the waits for a frame), so they say nothing about the measured
+    frames; system calls and wake-ups come from the stack's own counters."""
+    events, totals = [], []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("totals:"):
+                totals = [int(v) for v in line.split()[1:]]
+    if not events or not totals:
+        raise CostError(f"callgrind wrote no totals to {path}")
+    counts = dict(zip(events, totals + [0] * (len(events) - len(totals))))
+    return {"ir": counts.get("Ir", 0)}
+
+
+class Namespace:
+    """A network namespace holding a veth pair, removed on exit."""
+
+    def __init__(self):
+        self.name = f"rtn-cost-{os.getpid()}"
+        self.ifs = ("cost0", "cost1")
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise CostError("the AF_XDP stages need root (or run with --no-netns)")
+        if shutil.which("ip") is None:
+            raise CostError("ip (iproute2) is not installed (run tools/setup-system.sh)")
+        cmds = [["ip", "netns", "add", self.name],
+                ["ip", "-n", self.name, "link", "add", self.ifs[0], "type", "veth",
+                 "peer", "name", self.ifs[1]],
+                ["ip", "-n", self.name, "link", "set", self.ifs[0], "up"],
+                ["ip", "-n", self.name, "link", "set", self.ifs[1], "up"]]
+        try:
+            for c in cmds:
+                r = subprocess.run(c, capture_output=True, text=True, timeout=30)
+                if r.returncode:
+                    raise CostError(f"{' '.join(c)}: {r.stderr.strip()}")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        # the veth pair and the XDP programs on it go with the namespace
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=30)
+
+    def prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.name]
+
+
+def run_stage(stage: str, frames: int, ns: Namespace | None, tmp: str) -> dict:
+    binary, netns, _, unit = STAGES[stage]
+    rounds = max(1, frames // ROUND_DIVISOR[unit])
+    out = os.path.join(tmp, f"callgrind.{stage}")
+    exe = os.path.join(BENCH, f"cost_{binary}")
+    argv = [exe, stage, str(rounds)]
+    prefix = []
+    if netns:
+        if ns is None:
+            raise CostError(f"stage {stage} needs the veth namespace")
+        argv += [*ns.ifs, os.path.join(BENCH, "xdp_rtnet.bpf.o")]
+        prefix = ns.prefix()
+    cmd = [*prefix, "valgrind", "--tool=callgrind", "--collect-atstart=no",
+           f"--callgrind-out-file={out}", *argv]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode or not lines:
+        err = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CostError(f"stage {stage} failed (exit {r.returncode}): {err}")
+    res = json.loads(lines[-1])
+    res.update(parse_callgrind(out))
+    return res
+
+
+def run_xdp_prog(repeat: int) -> dict:
+    r = subprocess.run([os.path.join(BENCH, "cost_xsk"), "xdp_prog", str(repeat),
+                        os.path.join(BENCH, "xdp_rtnet.bpf.o")],
+                       capture_output=True, text=True, timeout=120)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode or not lines:
+        err = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CostError(f"xdp_prog failed (exit {r.returncode}): {err}")
+    return json.loads(lines[-1])
+
+
+def normalise(raw: dict, empty_per_region: float) -> dict:
+    """Per-unit figures of one stage run: the brackets' own cost subtracted."""
+    units = raw["units"]
+    ir = raw["ir"] - raw["regions"] * empty_per_region
+    per = {"ir": ir / units}
+    for k, v in raw.get("counters", {}).items():
+        if v:
+            per[k] = v / raw["rounds"] if raw["unit"] != "copy" else v / units
+    return {"unit": raw["unit"], "units": units, "rounds": raw["rounds"],
+            "regions": raw["regions"], "ir_raw": raw["ir"], "per_unit": per}
+
+
+def one_pass(stages: list[str], frames: int, ns: Namespace | None, tmp: str) -> dict:
+    raw_empty = run_empty(frames, tmp)
+    empty_per_region = raw_empty["ir"] / raw_empty["regions"]
+    res = {"empty_ir_per_region": empty_per_region, "stages": {}}
+    for s in stages:
+        res["stages"][s] = normalise(run_stage(s, frames, ns, tmp), empty_per_region)
+    return res
+
+
+def run_empty(frames: int, tmp: str) -> dict:
+    out = os.path.join(tmp, "callgrind.empty")
+    cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}", os.path.join(BENCH, "cost_stages"), "empty",
+           str(frames)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode or not lines:
+        raise CostError(f"the empty stage failed (exit {r.returncode})")
+    res = json.loads(lines[-1])
+    res.update(parse_callgrind(out))
+    return res
+
+
+def rt_path(stages: dict) -> dict | None:
+    """Application to application, per 64-byte frame, from the stages that make it up."""
+    need = ("app_send", "slot_run", "stub_send", "rtn_xsk_send", "rtn_xsk_recv", "rx_dispatch",
+            "stub_rx", "app_recv")
+    if any(s not in stages for s in need):
+        return None
+    ir = {s: stages[s]["per_unit"]["ir"] for s in need}
+    sends = stages["slot_run"]["per_unit"].get("socket_sends", 1.0)
+    send = (ir["app_send"] + ir["slot_run"] - sends * ir["stub_send"]
+            + sends * ir["rtn_xsk_send"])
+    recv = ir["rx_dispatch"] - ir["stub_rx"] + ir["rtn_xsk_recv"] + ir["app_recv"]
+    out = {"send_side": send, "receive_side": recv, "total": send + recv,
+           "socket_sends_per_frame": sends,
+           "rt_wakeups_per_frame": stages["slot_run"]["per_unit"].get("rt_wakeups", 0.0),
+           "sendto_kicks_per_frame": sends * stages["rtn_xsk_send"]["per_unit"].get(
+               "socket_kicks", 0.0),
+           "app_kicks_per_frame": stages["app_send"]["per_unit"].get("app_kicks", 0.0)}
+    if "anchor" in stages:
+        out["anchor"] = stages["anchor"]["per_unit"]["ir"]
+        out["ratio"] = out["total"] / out["anchor"]
+        out["goal_ratio"] = GOAL_RATIO
+        out["goal_met"] = out["ratio"] <= GOAL_RATIO
+    return out
+
+
+def agreement(passes: list[dict]) -> dict:
+    """Per stage: the spread of instructions per unit across passes, in percent."""
+    out = {}
+    for s in passes[0]["stages"]:
+        vals = [p["stages"][s]["per_unit"]["ir"] for p in passes]
+        lo, hi = min(vals), max(vals)
+        spread = (hi - lo) / lo * 100 if lo > 0 else float("inf")
+        out[s] = {"values": vals, "spread_pct": spread, "agree": spread <= AGREE_PCT}
+    return out
+
+
+def fmt(v: float) -> str:
+    return f"{v:,.1f}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def print_table(res: dict, agree: dict | None):
+    print(f"\n{'stage':<14} {'unit':<6} {'instr/unit':>11} {'repeat':>8}  "
+          "counters per unit (the stack's and the harness's)")
+    for s, r in res["stages"].items():
+        p = r["per_unit"]
+        extra = ", ".join(f"{k} {v:g}" for k, v in p.items()
+                          if k != "ir")
+        rep = f"{agree[s]['spread_pct']:.3f}%" if agree else "-"
+        print(f"{s:<14} {r['unit']:<6} {fmt(p['ir']):>11} {rep:>8}  {extra}")
+    print(f"(bracket cost subtracted: {res['empty_ir_per_region']:.1f} instructions per region)")
+
+
+def print_rt(rt: dict | None):
+    if not rt:
+        print("\nRT path per 64-byte frame: not computed (needs app_send, slot_run, stub_send, "
+              "rtn_xsk_send, rtn_xsk_recv, rx_dispatch, stub_rx, app_recv)")
+        return
+    print("\nRT path instructions per 64-byte frame (send side plus receive side, "
+          "application to application):")
+    print(f"  send side    {fmt(rt['send_side']):>9}  (app_send + slot_run - stub sends + "
+          f"{rt['socket_sends_per_frame']:g} x rtn_xsk_send)")
+    print(f"  receive side {fmt(rt['receive_side']):>9}  (rtn_xsk_recv + rx_dispatch - stub_rx "
+          "+ app_recv)")
+    print(f"  total        {fmt(rt['total']):>9}")
+    print(f"  per frame from the counters: {rt['sendto_kicks_per_frame']:g} sendto() kicks "
+          f"(rtn_xsk tx_kicks), {rt['rt_wakeups_per_frame']:g} RT-loop wake-ups (harness), "
+          f"{rt['app_kicks_per_frame']:g} application kicks (eventfd; none under TDMA), "
+          "0 futex wakes (the reader polls)")
+    if "anchor" in rt:
+        verdict = "met" if rt["goal_met"] else "MISSED"
+        print(f"  minimal AF_XDP loop {fmt(rt['anchor'])}: ratio {rt['ratio']:.1f}x "
+              f"(goal <= {GOAL_RATIO:g}x: {verdict})")
+    else:
+        print("  minimal AF_XDP loop: not run (--no-netns), no ratio")
+
+
+def print_xdp(x: dict | None):
+    if not x:
+        return
+    print("\nXDP program (xdp_rtnet.bpf.c; callgrind cannot see it):")
+    print(f"  verifier's translated program: {x['xlated_insns']} BPF instructions "
+          f"(static size, not instructions run per frame); JIT image {x['jited_bytes']} bytes")
+    print(f"  BPF_PROG_TEST_RUN, {x['rounds']} runs, kernel's mean run time (a timing): "
+          f"real-time frame {x['rt_frame_ns']:.0f} ns, IPv4 frame passed to Linux "
+          f"{x['ipv4_frame_ns']:.0f} ns")
+
+
+def compare(old: dict, new: dict):
+    print("\nBefore/after, instructions per unit:")
+    print(f"{'stage':<14} {'before':>11} {'after':>11} {'change':>8}")
+    olds = old.get("stages", {})
+    for s, r in new["stages"].items():
+        a = r["ir_per_unit"]
+        b = olds.get(s, {}).get("ir_per_unit")
+        if b is None:
+            print(f"{s:<14} {'-':>11} {fmt(a):>11} {'new':>8}")
+        else:
+            ch = (a - b) / b * 100 if b else float("inf")
+            print(f"{s:<14} {fmt(b):>11} {fmt(a):>11} {ch:>+7.1f}%")
+    for s in olds:
+        if s not in new["stages"]:
+            print(f"{s:<14} {fmt(olds[s]['ir_per_unit']):>11} {'-':>11} {'gone':>8}")
+    ort, nrt = old.get("rt_path") or {}, new.get("rt_path") or {}
+    if ort.get("total") and nrt.get("total"):
+        ch = (nrt["total"] - ort["total"]) / ort["total"] * 100
+        print(f"{'RT path':<14} {fmt(ort['total']):>11} {fmt(nrt['total']):>11} {ch:>+7.1f}%")
+
+
+def git_commit() -> str:
+    r = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() or "unknown"
+
+
+def build():
+    r = subprocess.run(["make", "-s", "-C", os.path.join(HERE, "csrc"), "cost"],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        err = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CostError(f"make -C csrc cost failed: {err}")
+
+
+def load_old(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+    except OSError as e:
+        raise CostError(f"--compare {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise CostError(f"--compare {path}: not JSON ({e})") from None
+    if not isinstance(old, dict) or not isinstance(old.get("stages"), dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("ir_per_unit"), (int, float))
+            for v in old["stages"].values()):
+        raise CostError(f"--compare {path}: not a bench_cost result")
+    return old
+
+
+def main(argv=None) -> int:
+    p = OneLineParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--frames", type=integer("frames", 10, 100000), default=2000,
+                   help="frames (or copies) per stage; the VNIC stages run frames/50 "
+                        "super-packets (default 2000)")
+    p.add_argument("--repeat", type=integer("repeat", 1, 10), default=1,
+                   help="independent passes over every stage; with 2 or more each stage's count "
+                        f"must agree within {AGREE_PCT:g}%% (default 1)")
+    p.add_argument("--stages", default=",".join(STAGES),
+                   help="comma-separated stages (default: all)")
+    p.add_argument("--no-netns", action="store_true",
+                   help="skip what needs root and a veth namespace (anchor, rtn_xsk_*, XDP)")
+    p.add_argument("--xdp-repeat", type=integer("xdp repeat", 1, 10000000), default=1000000,
+                   help="BPF_PROG_TEST_RUN repeats per frame (default 1000000)")
+    p.add_argument("--out", default=os.path.join(HERE, "results", "cost.json"),
+                   help="where to write the JSON results (default results/cost.json)")
+    p.add_argument("--compare", metavar="OLD.json", help="print before/after against OLD.json")
+    p.add_argument("--no-build", action="store_true", help="use the harnesses as built")
+    args = p.parse_args(argv)
+
+    try:
+        stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+        bad = [s for s in stages if s not in STAGES]
+        if bad or not stages:
+            raise CostError(f"unknown stage {', '.join(bad) or '(none)'} (stages: "
+                            f"{', '.join(STAGES)})")
+        if args.no_netns:
+            stages = [s for s in stages if s not in NETNS_STAGES]
+            if not stages:
+                raise CostError("every stage chosen needs the namespace, and --no-netns is given")
+        old = load_old(args.compare) if args.compare else None
+        if shutil.which("valgrind") is None:
+            raise CostError("valgrind is not installed (run tools/setup-system.sh)")
+        out_dir = os.path.dirname(os.path.abspath(args.out))
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as e:
+            raise CostError(f"--out {args.out}: {e.strerror}") from None
+        if not os.access(out_dir, os.W_OK):
+            raise CostError(f"--out {args.out}: directory not writable")
+        if not args.no_build:
+            build()
+        need_ns = any(s in NETNS_STAGES for s in stages)
+        passes, xdp = [], None
+        with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
+            for i in range(args.repeat):
+                print(f"pass {i + 1} of {args.repeat}: {len(stages)} stages, "
+                      f"{args.frames} frames each", flush=True)
+                if need_ns:
+                    with Namespace() as ns:
+                        passes.append(one_pass(stages, args.frames, ns, tmp))
+                else:
+                    passes.append(one_pass(stages, args.frames, None, tmp))
+            if not args.no_netns:
+                if os.geteuid() != 0:
+                    raise CostError("the XDP program's test run needs root (or --no-netns)")
+                xdp = run_xdp_prog(args.xdp_repeat)
+    except CostError as e:
+        print(f"bench_cost: {e}", file=sys.stderr)
+        return 2
+    except subprocess.TimeoutExpired as e:
+        print(f"bench_cost: {e.cmd[0]} did not finish in {e.timeout:.0f} s", file=sys.stderr)
+        return 2
+
+    agree = agreement(passes) if len(passes) > 1 else None
+    first = passes[0]
+    print_table(first, agree)
+    rt = rt_path(first["stages"])
+    print_rt(rt)
+    print_xdp(xdp)
+    ok = True
+    if agree:
+        bad = [s for s, a in agree.items() if not a["agree"]]
+        ok = not bad
+        if ok:
+            worst = max(a["spread_pct"] for a in agree.values())
+            print(f"\nrepeat: all {len(agree)} stages agree within {AGREE_PCT:g}% across "
+                  f"{len(passes)} passes (largest spread {worst:.3f}%)")
+        else:
+            print(f"\nrepeat: DISAGREEMENT beyond {AGREE_PCT:g}% in "
+                  + ", ".join(f"{s} ({agree[s]['spread_pct']:.2f}%)" for s in bad))
+    result = {
+        "tool": "bench_cost", "version": 1, "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["tools/bench_cost.py", *(argv if argv is not None else sys.argv[1:])]),
+        "frames": args.frames, "repeat": args.repeat, "frame_len": 64,
+        "counter": "callgrind Ir (user space only)",
+        "stages": {s: {"description": STAGES[s][2], "unit": r["unit"],
+                       "ir_per_unit": r["per_unit"]["ir"], "per_unit": r["per_unit"],
+                       "spread_pct": agree[s]["spread_pct"] if agree else None,
+                       "passes": [p["stages"][s]["per_unit"]["ir"] for p in passes]}
+                   for s, r in first["stages"].items()},
+        "empty_ir_per_region": first["empty_ir_per_region"],
+        "rt_path": rt, "xdp_prog": xdp,
+        "repeat_agrees": ok if agree else None,
+    }
+    try:
+        with open(args.out + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+    except OSError as e:
+        print(f"bench_cost: --out {args.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    print(f"\nresults: {args.out}")
+    if old:
+        compare(old, result)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
