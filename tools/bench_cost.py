@@ -436,6 +436,8 @@ def main(argv=None) -> int:
         "counter": "callgrind Ir (user space only)",
         "stages": {s: {"description": STAGES[s][2], "unit": r["unit"],
                        "ir_per_unit": r["per_unit"]["ir"], "per_unit": r["per_unit"],
+                       "ir_collected": r["ir_raw"], "regions": r["regions"],
+                       "units": r["units"], "rounds": r["rounds"],
                        "spread_pct": agree[s]["spread_pct"] if agree else None,
                        "passes": [p["stages"][s]["per_unit"]["ir"] for p in passes]}
                    for s, r in first["stages"].items()},

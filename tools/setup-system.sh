@@ -2,7 +2,8 @@
 # Idempotent set-up of everything rtnet-xdp needs on Debian 12, as root:
 # system packages (libxdp/libbpf, clang with the libFuzzer and sanitizer runtimes
 # for the fuzz targets, clang-format for the C style check, rt-tests, iperf3,
-# stress-ng, tshark, nftables for the redundant lab's wire faults), bpffs, and the Python package itself (editable, so the C
+# stress-ng, tshark, nftables for the redundant lab's wire faults, valgrind for the cost
+# benchmark's instruction counts), bpffs, and the Python package itself (editable, so the C
 # core is built in place).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,6 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES=(
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm libclang-rt-14-dev clang-format gcc make
   pkg-config iproute2 iputils-ping ethtool rt-tests iperf3 stress-ng tshark procps nftables
+  valgrind
 )
 
 if [ "$(id -u)" -ne 0 ]; then

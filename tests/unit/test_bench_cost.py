@@ -1,0 +1,96 @@
+"""tools/bench_cost.py on a small scale: callgrind's instruction counts of
+a stage are positive, normalised per unit, and the same on every run.
+
+Determinism is the property the cost benchmark stands on (issue 23): the
+harness runs fixed frames on a virtual clock, so two runs must agree within
+1% (in practice exactly), and the figure per frame must not depend on how
+many frames were counted.  Only stages without a NIC run here (no root, no
+namespace): the application send and the 802.1CB tagging per copy.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import require_tool
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "bench_cost.py")
+
+
+@pytest.fixture(scope="module")
+def harness():
+    require_tool("valgrind")
+    require_tool("make")
+    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "build/bench/cost_stages"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def run_tool(*args, timeout=120):
+    return subprocess.run([sys.executable, TOOL, "--no-build", "--no-netns", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_counts_are_positive_per_unit_and_repeat(harness, tmp_path):
+    out = tmp_path / "cost.json"
+    r = run_tool("--stages", "app_send,frer_send", "--frames", "40", "--repeat", "2",
+                 "--out", str(out))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "agree within 1%" in r.stdout
+    res = json.loads(out.read_text())
+    assert res["repeat_agrees"] is True
+    send, frer = res["stages"]["app_send"], res["stages"]["frer_send"]
+    assert send["unit"] == "frame" and send["units"] == 40 and send["regions"] == 40
+    assert frer["unit"] == "copy" and frer["units"] == 80 and frer["regions"] == 40
+    for st in (send, frer):
+        assert st["ir_per_unit"] > 0
+        # per unit: what was collected, less the brackets' own cost, over the units
+        expect = (st["ir_collected"] - st["regions"] * res["empty_ir_per_region"]) / st["units"]
+        assert st["ir_per_unit"] == pytest.approx(expect)
+        a, b = st["passes"]
+        assert abs(a - b) <= 0.01 * min(a, b)
+
+
+def test_per_frame_figure_does_not_depend_on_the_count(harness, tmp_path):
+    figures = []
+    for frames in (20, 60):
+        out = tmp_path / f"cost{frames}.json"
+        r = run_tool("--stages", "app_send", "--frames", str(frames), "--out", str(out))
+        assert r.returncode == 0, r.stderr[-2000:]
+        figures.append(json.loads(out.read_text())["stages"]["app_send"]["ir_per_unit"])
+    assert figures[0] == pytest.approx(figures[1], rel=0.01)
+
+
+def test_compare_prints_before_and_after(harness, tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    assert run_tool("--stages", "frer_send", "--frames", "20", "--out", str(old)).returncode == 0
+    r = run_tool("--stages", "frer_send", "--frames", "20", "--out", str(new),
+                 "--compare", str(old))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Before/after" in r.stdout
+    # the same code twice: no change
+    assert any(ln.startswith("frer_send") and ln.rstrip().endswith("+0.0%")
+               for ln in r.stdout.splitlines())
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--stages", "nope"], "unknown stage nope"),
+    (["--frames", "0"], "invalid frames"),
+    (["--repeat", "x"], "invalid repeat"),
+    (["--stages", "anchor"], "needs the namespace"),
+])
+def test_bad_input_is_one_line(args, says):
+    r = run_tool(*args, timeout=30)
+    assert r.returncode == 2
+    assert says in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_compare_with_a_file_that_is_not_a_result(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = run_tool("--stages", "app_send", "--compare", str(bad), timeout=30)
+    assert r.returncode == 2
+    assert "not JSON" in r.stderr and len(r.stderr.strip().splitlines()) == 1
