@@ -24,6 +24,7 @@ frames of EtherType 0x88B5 between the pair only) and removes it afterwards.
     tools/bench_cost.py --repeat 2            # twice: each stage must agree within 1%
     tools/bench_cost.py --compare old.json    # before/after per stage
     tools/bench_cost.py --stages app_send,app_recv --frames 200 --no-netns
+    tools/bench_cost.py --stages slot_run --keep /tmp/cg   # then callgrind_annotate --inclusive=yes
 
 Goal (DESIGN.md): the RT path's instructions per 64-byte frame, application
 to application, at most 3x the minimal AF_XDP loop's.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +120,7 @@ class Namespace:
             raise CostError("the AF_XDP stages need root (or run with --no-netns)")
         if shutil.which("ip") is None:
             raise CostError("ip (iproute2) is not installed (run tools/setup-system.sh)")
+        self.remove_leftovers()
         cmds = [["ip", "netns", "add", self.name],
                 ["ip", "-n", self.name, "link", "add", self.ifs[0], "type", "veth",
                  "peer", "name", self.ifs[1]],
@@ -136,6 +139,17 @@ class Namespace:
     def __exit__(self, *exc):
         # the veth pair and the XDP programs on it go with the namespace
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True, timeout=30)
+
+    @staticmethod
+    def remove_leftovers():
+        """Namespaces of runs that were killed before they could clean up (their
+        process is gone)."""
+        r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30)
+        for line in r.stdout.splitlines():
+            m = re.match(r"rtn-cost-(\d+)\b", line)
+            if m and not os.path.exists(f"/proc/{m.group(1)}"):
+                subprocess.run(["ip", "netns", "del", m.group(0)], capture_output=True,
+                               timeout=30)
 
     def prefix(self) -> list[str]:
         return ["ip", "netns", "exec", self.name]
@@ -364,6 +378,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.path.join(HERE, "results", "cost.json"),
                    help="where to write the JSON results (default results/cost.json)")
     p.add_argument("--compare", metavar="OLD.json", help="print before/after against OLD.json")
+    p.add_argument("--keep", metavar="DIR",
+                   help="keep callgrind's output files in DIR (callgrind_annotate shows where "
+                        "a stage's instructions go)")
     p.add_argument("--no-build", action="store_true", help="use the harnesses as built")
     args = p.parse_args(argv)
 
@@ -392,14 +409,21 @@ def main(argv=None) -> int:
         need_ns = any(s in NETNS_STAGES for s in stages)
         passes, xdp = [], None
         with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
+            if args.keep:
+                try:
+                    os.makedirs(args.keep, exist_ok=True)
+                except OSError as e:
+                    raise CostError(f"--keep {args.keep}: {e.strerror}") from None
             for i in range(args.repeat):
                 print(f"pass {i + 1} of {args.repeat}: {len(stages)} stages, "
                       f"{args.frames} frames each", flush=True)
+                work = os.path.join(args.keep, f"pass{i + 1}") if args.keep else tmp
+                os.makedirs(work, exist_ok=True)
                 if need_ns:
                     with Namespace() as ns:
-                        passes.append(one_pass(stages, args.frames, ns, tmp))
+                        passes.append(one_pass(stages, args.frames, ns, work))
                 else:
-                    passes.append(one_pass(stages, args.frames, None, tmp))
+                    passes.append(one_pass(stages, args.frames, None, work))
             if not args.no_netns:
                 if os.geteuid() != 0:
                     raise CostError("the XDP program's test run needs root (or --no-netns)")
