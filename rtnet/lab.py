@@ -194,6 +194,20 @@ class Lab:
                                              f"{station.wire_port}")
             ipr.link("set", index=found[0], state="up" if up else "down")
 
+    def set_wire(self, wire: str, up: bool) -> None:
+        """Cut (``up=False``) or mend every station's port on ``wire`` at once, as when the
+        wire's switch fails or comes back; the stations' own interfaces stay up."""
+        with IPRoute(netns=self.wire(wire)) as ipr:
+            ports = []
+            for st in self.stations:
+                found = ipr.link_lookup(ifname=st.wire_port)
+                if not found:
+                    raise LabError(errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port "
+                                                 f"{st.wire_port}")
+                ports.append(found[0])
+            for port in ports:
+                ipr.link("set", index=port, state="up" if up else "down")
+
     def down(self) -> list[str]:
         """Stop the lab's processes and remove its namespaces; returns what was removed."""
         removed = self._stop_processes()

@@ -420,8 +420,7 @@ def _wire_counts(before: dict | None, after: dict | None) -> list[dict]:
 def _set_wire_a(lab: Lab, up: bool) -> None:
     """Every station's port on wire A cut (or mended): wire A is down, as if its switch
     failed; the stations' own interfaces stay up."""
-    for st in lab.stations:
-        lab.set_wire_port(st, "a", up=up)
+    lab.set_wire("a", up=up)
 
 
 def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
