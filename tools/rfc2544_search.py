@@ -1,13 +1,21 @@
 """RFC 2544's zero-loss throughput search, with ETSI GS NFV-TST 009's loss verification,
-repeats of trials the VM disturbed, and two searches run in lockstep.
+optional repeats of trials the VM disturbed, and searches run in lockstep.
 
 A search is a generator (``search_steps``) that yields the rate of its next trial and is
 sent the trial's outcome, so ``binary_search`` can drive one search and ``lockstep``
 several, alternating their trials: the columns of a comparison then meet the VM's noisy
 spells alike, where one search after the other gives a spell to one column only.
 
+``searches`` runs, for every column, the search as RFC 2544 and TST 009 describe it
+("plain": loss verification, no disturbed-trial retries; the headline) and the one with
+disturbed-trial retries ("retried": a second, labelled column) from shared trials: one
+trial answers every search of the column asking for that rate at that step, so while the
+VM stays quiet the two cost one search, and each still sees an ordinary sequence of
+trials at the rates it asked for (docs/benchmark-protocol.md).
+
 >>> best, tried = binary_search(trial, 100.0, 1.0, 8, verify=1)     # doctest: +SKIP
->>> found = lockstep({1: one_port, 2: two_ports}, 100.0, 1.0, 8)     # doctest: +SKIP
+>>> found = searches({1: one_port, 2: two_ports}, 100.0, 1.0, 8, 1, 3, disturbed)
+>>> plain_best, plain_tried = found[1]["plain"]                     # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -39,7 +47,8 @@ def search_steps(hi: float, resolution: float, max_trials: int, verify: int = 0,
 
     Yields each trial's rate and is sent ``(ok, info)``; returns ``(best, tried)``: the
     best rate with its passing trial's info (None if none passed), and every trial
-    (``repeat`` counts the repeats at a rate, ``disturbed`` marks those the VM disturbed).
+    (``repeat`` counts the repeats at a rate, ``disturbed`` says whether the VM disturbed
+    it, for passing trials too: a pass is recorded as disturbed, never questioned).
     ``max_trials`` bounds the rates tried."""
     lo, best, tried = 0.0, None, []
     rate = hi
@@ -47,9 +56,8 @@ def search_steps(hi: float, resolution: float, max_trials: int, verify: int = 0,
         repeats = excused = 0
         while True:
             ok, info = yield rate
-            dist = bool(not ok and disturbed is not None and disturbed(info))
-            tried.append({"rate": rate, "ok": ok, "repeat": repeats + excused,
-                          **({"disturbed": True} if dist else {}),
+            dist = bool(disturbed is not None and disturbed(info))
+            tried.append({"rate": rate, "ok": ok, "repeat": repeats + excused, "disturbed": dist,
                           **{k: v for k, v in info.items() if k != "hist"}})
             if ok:
                 break
@@ -91,4 +99,56 @@ def lockstep(trials: dict, hi: float, resolution: float, max_trials: int, verify
             except StopIteration as done:
                 out[k] = done.value
                 del rates[k]
+    return out
+
+
+VARIANTS = ("plain", "retried")
+
+
+def searches(trials: dict, hi: float, resolution: float, max_trials: int, verify: int = 0,
+             retry_disturbed: int = 0, disturbed=None) -> dict:
+    """For each column ``trials[key]`` two searches from shared trials: "plain", without
+    disturbed-trial retries (RFC 2544 with TST 009's loss verification: the headline), and
+    "retried", with up to ``retry_disturbed`` repeats of a disturbed lossy trial per rate.
+    The columns take their turns as in ``lockstep``; in its turn a column runs one trial
+    per distinct rate its searches ask for, and each outcome goes to every search of the
+    column that asked for that rate.  Each trial's info gets ``trial``, its number in the
+    order run, so a shared trial shows in both lists.  Returns
+    ``{key: {"plain": (best, tried), "retried": (best, tried)}}``."""
+    steps = {(k, v): search_steps(hi, resolution, max_trials, verify,
+                                  retry_disturbed if v == "retried" else 0, disturbed)
+             for k in trials for v in VARIANTS}
+    want = {key: next(gen) for key, gen in steps.items()}
+    out = {k: {} for k in trials}
+    n = 0
+    while want:
+        for col in trials:
+            asking = {key: rate for key, rate in want.items() if key[0] == col}
+            for rate in sorted(set(asking.values()), reverse=True):
+                n += 1
+                ok, info = trials[col](rate)
+                info = {**info, "trial": n}
+                for key in [key for key, r in asking.items() if r == rate]:
+                    try:
+                        want[key] = steps[key].send((ok, info))
+                    except StopIteration as done:
+                        out[col][key[1]] = done.value
+                        del want[key]
+    return out
+
+
+def latency_rounds(trials: dict, rounds: int, disturbed=None) -> list[dict]:
+    """Dedicated latency trials at the found rate: ``rounds`` rounds of one trial per
+    column (``trials[key]() -> (ok, info)``), the columns' order alternating from round to
+    round (1, 2, 2, 1, ...) so a spell of the VM falls on every column alike.  Every round
+    is kept and pooled by the caller: none is chosen or dropped.  Each round: every
+    column's ``(ok, info)`` by key, and ``disturbed``, whether ``disturbed(info)`` held for
+    any of its trials (shown beside the figures, nothing more)."""
+    keys = list(trials)
+    out = []
+    for k in range(rounds):
+        got = {key: trials[key]() for key in (keys if k % 2 == 0 else keys[::-1])}
+        out.append({"trials": {key: got[key] for key in keys},
+                    "disturbed": disturbed is not None and any(
+                        disturbed(info) for _ok, info in got.values())})
     return out

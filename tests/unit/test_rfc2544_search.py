@@ -37,7 +37,8 @@ def test_without_verification_one_stalled_trial_sinks_the_rate(search):
     trial, _ = limit_trial(100, stalls={0})
     best, tried = search(trial, 100.0, 1.0, 8)
     assert best[0] < 100 and tried[0] == {"rate": 100.0, "ok": False, "repeat": 0,
-                                          "rate_seen": 100.0, "witness_slow_ms": 50.0}
+                                          "disturbed": False, "rate_seen": 100.0,
+                                          "witness_slow_ms": 50.0}
 
 
 def test_verification_repeats_a_lossy_trial_at_the_same_rate(search):
@@ -110,35 +111,80 @@ def test_lockstep_alternates_the_searches_and_each_finds_its_own_limit(mod):
     assert len(found[1][1]) == order.count(1) and len(found[2][1]) == order.count(2)
 
 
-@pytest.fixture
-def frer(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_frer")
-
-
-def test_latency_pools_the_quiet_rounds_first_then_the_least_disturbed(frer):
-    rounds = [{"disturbed": d, "vm_ms": ms, "n": i}
-              for i, (d, ms) in enumerate([(True, 40.0), (False, 1.0), (True, 6.0),
-                                           (False, 0.0), (True, 90.0)])]
-    assert [r["n"] for r in frer.calmest(rounds, 3)] == [1, 2, 3]    # in the order they ran
-    assert [r["n"] for r in frer.calmest(rounds, 9)] == [0, 1, 2, 3, 4]
-
-
-def test_latency_rounds_stop_at_enough_quiet_ones_or_at_the_budget(frer, monkeypatch):
-    import contextlib
-    monkeypatch.setattr(frer, "redundant_stream", lambda *a, **k: contextlib.nullcontext())
+def test_every_trial_records_whether_it_was_disturbed_passes_too(mod, search):
     calls = []
 
-    def trial(tx, rx, frame, fps, seconds, spell_every=None):
-        calls.append(1)
-        spell = spell_every is not None and len(calls) % spell_every == 0
-        return True, {"hist": None, "witness_slow_ms": 50.0 if spell else 0.0}
-    disturbed = importlib.import_module("rfc2544_search").disturbed_by(5)
-    quiet = frer.latency_rounds(None, None, 0, 64, 1000.0, 0.1, trial, disturbed)
-    assert len(quiet) == frer.LATENCY_ROUNDS and not any(r["disturbed"] for r in quiet)
-    calls.clear()
-    noisy = frer.latency_rounds(None, None, 0, 64, 1000.0, 0.1,
-                                lambda *a: trial(*a, spell_every=1), disturbed)
-    assert len(noisy) == frer.LATENCY_ROUNDS_BUDGET * frer.LATENCY_ROUNDS
-    assert all(r["vm_ms"] == 50.0 for r in noisy)
-    assert frer.latency_rounds(None, None, 0, 64, 0.0, 0.1, trial, disturbed) == []
+    def trial(rate):
+        calls.append(rate)
+        return True, {"witness_slow_ms": 50.0 if len(calls) == 1 else 0.0}
+    best, tried = search(trial, 100.0, 1.0, 8, retry_disturbed=3, disturbed=mod.disturbed_by(10))
+    # a disturbed pass is recorded as disturbed and stands: only failures are ever retried
+    assert best[0] == 100.0 and calls == [100.0]
+    assert tried[0]["ok"] and tried[0]["disturbed"]
+
+
+def test_searches_without_a_disturbance_share_every_trial(mod):
+    calls = []
+
+    def trial(rate):
+        calls.append(rate)
+        return rate <= 70, {}
+    found = mod.searches({1: trial}, 100.0, 1.0, 8, verify=1, retry_disturbed=3,
+                         disturbed=mod.disturbed_by(10))
+    plain, retried = found[1]["plain"], found[1]["retried"]
+    assert plain[0][0] == retried[0][0] and 69.0 <= plain[0][0] <= 70.0
+    assert plain[1] == retried[1]                     # the same trials, numbered once
+    assert [t["trial"] for t in plain[1]] == list(range(1, len(calls) + 1))
+
+
+def test_searches_headline_ignores_disturbance_and_the_second_column_retries(mod):
+    """The VM disturbs the first two trials (losses at any rate): the plain search, RFC
+    2544 with loss verification, fails 100% and goes on below; the retried one repeats
+    the rate and finds 100%.  They share the trials while they ask for the same rate."""
+    calls = []
+
+    def trial(rate):
+        calls.append(rate)
+        stalled = len(calls) <= 2
+        return rate <= 100 and not stalled, {"witness_slow_ms": 50.0 if stalled else 0.0}
+    found = mod.searches({1: trial}, 100.0, 1.0, 8, verify=1, retry_disturbed=3,
+                         disturbed=mod.disturbed_by(10))
+    (pbest, ptried), (rbest, rtried) = found[1]["plain"], found[1]["retried"]
+    assert rbest[0] == 100.0 and pbest[0] < 100.0
+    assert [t["trial"] for t in ptried[:2]] == [1, 2] == [t["trial"] for t in rtried[:2]]
+    assert [t["disturbed"] for t in ptried[:2]] == [True, True]
+    # after the two shared trials the retried search asked 100% again, the plain one 50%:
+    # one trial each, at their own rates
+    assert rtried[2]["rate"] == 100.0 and rtried[2]["ok"] and ptried[2]["rate"] == 50.0
+    assert rtried[2]["trial"] != ptried[2]["trial"]
+    assert len(calls) == len({t["trial"] for t in ptried + rtried})
+
+
+def test_searches_columns_take_turns(mod):
+    order = []
+
+    def column(name, limit):
+        def trial(rate):
+            order.append(name)
+            return rate <= limit, {}
+        return trial
+    found = mod.searches({1: column(1, 80), 2: column(2, 40)}, 100.0, 1.0, 8)
+    assert 79.0 <= found[1]["plain"][0][0] <= 80.0 and 39.0 <= found[2]["plain"][0][0] <= 40.0
+    assert order[:8] == [1, 2] * 4
+
+
+def test_latency_rounds_alternate_the_columns_and_keep_every_round(mod):
+    order, n = [], [0]
+
+    def column(name):
+        def trial():
+            order.append(name)
+            n[0] += 1
+            return True, {"witness_slow_ms": 50.0 if n[0] % 3 == 0 else 0.0}
+        return trial
+    rounds = mod.latency_rounds({1: column(1), 2: column(2)}, 20, mod.disturbed_by(10))
+    assert len(rounds) == 20                           # all of them, disturbed or not
+    assert order[:6] == [1, 2, 2, 1, 1, 2]
+    assert sum(r["disturbed"] for r in rounds) > 0 and all(set(r["trials"]) == {1, 2}
+                                                           for r in rounds)
+    assert mod.latency_rounds({1: column(1)}, 0) == []
