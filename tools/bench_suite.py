@@ -6,7 +6,8 @@ a. Determinism matrix (seeds/000): {standard, RT application} x {no gate
    end-to-end latency from the scheduled send time to the subscriber taking
    the message, on a 1 ms cycle.  Behind the TDMA gate the RT application
    also sends over stamped UDP/IPv4 sockets in the same run (column rt-udp),
-   and the p99 it adds to the raw EtherType channel is printed (target 5 us).
+   and the p99 it adds to the raw EtherType channel is printed (target: within
+   5 us either way).
 b. Wake-up latency of the RT thread and the RT application, TDMA slot
    lateness, next to cyclictest under the same load in the same run.
 c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
@@ -19,11 +20,19 @@ c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
 d. VNIC CPU and context-switch cost at 100 Mbit/s next to the kernel path
    (seeds/003), by vnic/bench.py.
 
-    tools/bench_suite.py            # full run, 15-25 min; writes BENCHMARKS.md
-    tools/bench_suite.py --quick    # about 2 min, for CI
+    tools/bench_suite.py            # the protocol's runs (3), each about an hour; BENCHMARKS.md
+    tools/bench_suite.py --quick    # one run of a few minutes, a smoke test for CI
 
-JSON and PNGs go to --out-dir (results/); the full run also writes
-BENCHMARKS.md at the repository root with its figures in docs/figures/.
+The rules (trial lengths, rates, repeats, what counts as disturbed, how latency is
+sampled, how many runs) are the protocol's, tools/bench_protocol.toml, explained in
+docs/benchmark-protocol.md; a flag that overrides one is recorded in the results.
+
+Every run is a process of its own with fresh labs; its JSON and log go to
+--out-dir/<git sha>/run-<k>/ (results/ by default), and --out-dir/<git sha>/manifest.json
+lists every run made with that code, failed ones with the reason.  The report
+(BENCHMARKS.md at the repository root, its figures in docs/figures/; --quick: in
+--out-dir) shows every figure as the median of the ok runs with the min and max, and
+--out-dir/bench_suite.json holds those medians.
 
 CPU plan on this 2-vCPU machine: CPU 1 is reserved for real-time work (both
 stations' RT threads, the RT application, the subscriber, cyclictest);
@@ -41,8 +50,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -53,17 +64,24 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import bench_frer  # noqa: E402
+import bench_protocol  # noqa: E402
 import bench_suite_report as report  # noqa: E402
 import bench_xdp_flood  # noqa: E402
+from bench_aggregate import merge  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
-from rfc2544_search import binary_search, disturbed_by, lockstep  # noqa: E402
+from rfc2544_search import (  # noqa: E402
+    binary_search,
+    disturbed_by,
+    latency_rounds,
+    searches,
+)
 
 from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
 from rtnet import netns  # noqa: E402
 from rtnet._lowlevel import lib  # noqa: E402
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
-from rtnet.argtypes import integer, integer_list, number  # noqa: E402
+from rtnet.argtypes import OneLineParser  # noqa: E402
 from rtnet.benchkit import (  # noqa: E402
     Accumulator,
     run_cyclictest,
@@ -89,9 +107,8 @@ STATION_PRIO = 90
 APP_PRIO = 80
 SUB_PRIO = 70
 DEFAULT_GUARD_US = DEFAULT_GUARD_NS // 1000
-GUARD_MAX_US = 450         # the slave's window (at least the guard) and the master's still fit
+GUARD_MAX_US = bench_protocol.GUARD_MAX_US
 GUARD_PROBE_S = 5
-LEAD_US = 250              # default hand-over lead: the RT application wakes this long before its slot
 FLOOD_MBPS = 150          # offered above the 100 Mbit/s link, so the flood keeps the queues full
 FLOOD_LEN = 1200
 LOADS = ("idle", "cpu", "net", "both")
@@ -101,10 +118,8 @@ APPS = ("standard", "rt")
 # and over UDP/IPv4 (stamped UDP sockets, csrc/rtn_app_udp.c) beside the raw EtherType
 APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto", "rt-udp")}
 UDP_PORT = 5500
-UDP_P99_TARGET_US = 5.0    # issue 13: UDP adds at most this much at p99
-SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
+UDP_P99_TARGET_US = 5.0    # issue 13: UDP and the raw channel agree within this at p99
 LINK_MBPS = 100
-RT_LINK_RATES = (100, 1000)   # RFC 2544 on the RT path: the lab's link, and gigabit
 # RFC 2544 on the RT path: the sender on the reserved CPU, the receiving station (the tester's
 # other port) on the other one, like the raw AF_XDP ceiling's ends (SCHED_FIFO spinning needs
 # two CPUs); on one vCPU the two RT threads measure their contention, not the path
@@ -241,9 +256,9 @@ def log_udp_difference(results: dict, disc: str, load: str) -> None:
     diff = udp - raw
     results.setdefault("udp_vs_raw", {})[f"{disc}/{load}"] = {
         "raw_p99_us": raw, "udp_p99_us": udp, "p99_diff_us": diff,
-        "target_us": UDP_P99_TARGET_US, "within_target": diff <= UDP_P99_TARGET_US}
+        "target_us": UDP_P99_TARGET_US, "within_target": abs(diff) <= UDP_P99_TARGET_US}
     log(f"# {disc}/{load}: UDP/IPv4 p99 {udp:.1f} us - raw EtherType p99 {raw:.1f} us = "
-        f"{diff:+.1f} us (target <= {UDP_P99_TARGET_US:g} us)")
+        f"{diff:+.1f} us (target: |difference| <= {UDP_P99_TARGET_US:g} us)")
 
 
 def station_snapshot(st, cid=None) -> dict:
@@ -257,10 +272,6 @@ def station_snapshot(st, cid=None) -> dict:
     if s.get("tdma"):
         out.update(slot_lateness=s["tdma"]["slot_lateness"], missed_slots=s["tdma"]["missed_slots"])
     return out
-
-
-def guard_arg(text: str):
-    return text if text == "auto" else integer("guard", 1, GUARD_MAX_US)(text)
 
 
 def measured_guard_us() -> dict:
@@ -427,15 +438,50 @@ def line_rate_fps(frame: int, link_mbps: int = LINK_MBPS) -> float:
 
 
 def search(args, trial):
-    """RFC 2544's search for one column, with the run's verification and disturbance rules."""
-    return binary_search(trial, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
-                         args.retry_disturbed, disturbed_by(args.disturbed_ms))
+    """RFC 2544's search for one column as the protocol has it: loss verification, no
+    disturbed-trial retries (the VNIC's trials have no stall detector to retry by)."""
+    return binary_search(trial, 100.0, args.resolution_pct, args.max_trials, args.loss_verify)
 
 
-def lockstep_search(args, trials: dict) -> dict:
-    """``search`` for each column of a comparison, their trials in turn (rfc2544_search)."""
-    return lockstep(trials, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
+def both_searches(args, trials: dict) -> dict:
+    """For each column of ``trials`` the headline search (no disturbed retries) and the
+    one with them, from shared trials, the columns' trials in turn (rfc2544_search)."""
+    return searches(trials, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
                     args.retry_disturbed, disturbed_by(args.disturbed_ms))
+
+
+def found_rate(found: dict) -> tuple[float, float]:
+    """The zero-loss rate (% of line rate) without and with disturbed retries."""
+    return tuple(found[v][0][0] if found[v][0] else 0.0 for v in ("plain", "retried"))
+
+
+def confirmation(args, run_trial, disturbed) -> dict:
+    """The found rate's confirmation: one trial of ``--confirm-s`` (``run_trial(seconds)``),
+    its losses, whether the VM disturbed it, and the sender CPU's busy time per frame."""
+    ok, info = run_trial(args.confirm_s)
+    out = {"seconds": args.confirm_s, "ok": ok, "disturbed": bool(disturbed(info)),
+           "lost": int(info["sent"] - info["received"] + info["drops"]),
+           **{k: v for k, v in info.items() if k != "hist"}}
+    if info.get("sent") and "wall_ms" in info:
+        # the sender CPU's busy time (its RT thread and the kernel's network path it runs:
+        # on a veth the frame's whole way to the receiver's socket) per frame offered
+        out["sender_cpu_us_per_frame"] = (info["sender_cpu_busy_pct"] / 100 * info["wall_ms"]
+                                          * 1000 / info["sent"])
+    return out
+
+
+def pooled_latency(rounds: list, key) -> dict:
+    """Column ``key``'s latency over every round of rfc2544_search.latency_rounds: all
+    trials pooled, with how many there were, how many the VM disturbed and how many lost
+    frames (their received frames count like the others')."""
+    from rtnet.hist import Histogram
+    infos = [r["trials"][key][1] for r in rounds]
+    if not infos:
+        return {"latency_us": {}, "latency_trials": 0}
+    return {"latency_us": Histogram.combine([i["hist"] for i in infos]).summary_us(),
+            "latency_trials": len(infos),
+            "latency_trials_disturbed": sum(1 for r in rounds if r["disturbed"]),
+            "latency_trials_lossy": sum(1 for r in rounds if not r["trials"][key][0])}
 
 
 def settled_probe_rx(rx, want: int, deadline: float, quiet_s: float = 0.3) -> dict:
@@ -522,6 +568,7 @@ def rt_path_trial(tx, rx, frame: int, fps: float, seconds: float, *, backlog_ns:
         "sender_wakeups_over_4ms": int(wake.overflow),
         "sender_cpu_steal_ms": steal - b_steal,
         "sender_cpu_busy_pct": 100 * (busy - b_busy) / wall_ms if wall_ms > 0 else 0.0,
+        "wall_ms": wall_ms,
         **stalls_between(witness, t0, time.monotonic_ns()), "hist": hist}
 
 
@@ -556,9 +603,13 @@ def measure_xdp_ceiling(args, lab, results: dict) -> None:
 
 
 def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
+    """Per frame size: the zero-loss search without and with disturbed retries (shared
+    trials), the headline rate confirmed by one ``--confirm-s`` trial, and latency from
+    ``--latency-trials`` dedicated trials at that rate, all pooled."""
     rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
     rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     out = results["rfc2544"][rt_path_key(link_mbps)] = {}
+    disturbed = disturbed_by(args.disturbed_ms)
     with nomac_pair(lab, mode=None, rt=rt, rt2=rt2, ethertypes=[ET], link_rate_mbps=link_mbps) \
             as (stations, _), trial_witness(args) as witness:
         tx, rx = stations
@@ -567,25 +618,43 @@ def measure_rfc2544_rt(args, lab, results: dict, link_mbps: int) -> None:
                                   witness=witness)
         for frame in args.sizes:
             full = line_rate_fps(frame, link_mbps)
-            best, tried = search(args, lambda pct: trial(tx, rx, frame, full * pct / 100,
-                                                         args.trial_s))
-            pct = best[0] if best else 0.0
+            found = both_searches(args, {1: lambda pct: trial(tx, rx, frame, full * pct / 100,
+                                                              args.trial_s)})[1]
+            pct, pct_retried = found_rate(found)
             fps = full * pct / 100
-            lat = best[1]["hist"].summary_us() if best else {}   # the passing trial's
-            r = out[str(frame)] = {"throughput_pct": pct, "fps": fps, "mbps": fps * frame * 8 / 1e6,
-                                   "link_mbps": link_mbps, "line_rate_fps": full,
-                                   "latency_us": lat, "trials": tried}
+            r = out[str(frame)] = {
+                "throughput_pct": pct, "throughput_pct_retried": pct_retried, "fps": fps,
+                "fps_retried": full * pct_retried / 100, "mbps": fps * frame * 8 / 1e6,
+                "link_mbps": link_mbps, "line_rate_fps": full, "latency_rate_pct": pct,
+                "trials": found["plain"][1], "trials_retried": found["retried"][1]}
+            if pct > 0:
+                r["confirm"] = confirmation(
+                    args, lambda seconds: trial(tx, rx, frame, fps, seconds), disturbed)
+                r.update(pooled_latency(latency_rounds(
+                    {1: lambda: trial(tx, rx, frame, fps, args.latency_trial_s)},
+                    args.latency_trials, disturbed), 1))
+            else:
+                r.update(latency_us={}, latency_trials=0)
+            lat = r["latency_us"]
             ceiling = results["rfc2544"].get("xdp_flood", {}).get(str(frame), {}).get("rx_fps")
             if ceiling:
                 r["pct_of_xdp_ceiling"] = 100 * fps / ceiling
+                r["pct_of_xdp_ceiling_retried"] = 100 * r["fps_retried"] / ceiling
+            conf = r.get("confirm")
             log(f"c/rt-path {frame:5d} B: zero-loss {pct:6.2f}% of {link_mbps} Mbit/s "
                 f"({fps:9.0f} fps"
                 + (f", {r['pct_of_xdp_ceiling']:5.1f}% of the raw AF_XDP ceiling {ceiling:.0f}"
                    if ceiling else "")
-                + f"), latency p50 {lat.get('p50', 0):.1f} p99 {lat.get('p99', 0):.1f} "
-                f"p99.9 {lat.get('p99.9', 0):.1f} us ({len(tried)} trials)")
-            if failed := bench_frer.failed_trials_text(tried):
-                log(f"c/rt-path {frame:5d} B: failed trials: {failed}")
+                + f"); with disturbed retries {pct_retried:6.2f}%; "
+                + (f"confirmed by {conf['seconds']:g} s: {'pass' if conf['ok'] else 'FAIL'} "
+                   f"({conf['lost']} lost); " if conf else "")
+                + f"latency p50 {lat.get('p50', 0):.1f} p99 {lat.get('p99', 0):.1f} "
+                f"p99.9 {lat.get('p99.9', 0):.1f} us over {r['latency_trials']} trials "
+                f"({r.get('latency_trials_disturbed', 0)} disturbed); "
+                f"{len({t['trial'] for t in r['trials'] + r['trials_retried']})} search trials")
+            for name, tried in bench_frer.trial_lists(r["trials"], r["trials_retried"]):
+                if failed := bench_frer.failed_trials_text(tried):
+                    log(f"c/rt-path {frame:5d} B{name}: failed trials: {failed}")
 
 
 def iperf_udp(lab, dst: str, payload: int, bps: float, seconds: float) -> dict:
@@ -662,83 +731,114 @@ def measure_rfc2544_vnic(args, lab, results: dict) -> None:
 
 # ---- main ---------------------------------------------------------------------------------
 
+def frer_key(link_mbps: int) -> str:
+    """Where c-frer's results at ``link_mbps`` go in results["rfc2544"]."""
+    return ("rt_path_redundant" if link_mbps == LINK_MBPS
+            else f"rt_path_redundant_{link_mbps}")
+
+
 def measure_redundancy(args, results: dict) -> None:
-    """c-frer: the RT path's RFC 2544 with two ports (as measure_rfc2544_rt at the lab's
-    link rate, in a redundant lab of its own), then the wire-cut runs."""
+    """c-frer: the RT path's RFC 2544 with two ports against one (as measure_rfc2544_rt,
+    at every modelled link rate, in a redundant lab of its own), then the wire-cut runs."""
     rt = RtSettings(cpu=RFC_TX_CPU, priority=STATION_PRIO)
     rt2 = RtSettings(cpu=RFC_RX_CPU, priority=STATION_PRIO)
     results["rfc2544"].setdefault("rt_path", {})
     with Lab(f"{args.lab}r", 2, redundant=True) as lab, trial_witness(args) as witness:
         trial = functools.partial(rt_path_trial, backlog_ns=tester_backlog_ns(args),
                                   witness=witness)
-        bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=trial,
-                                   search=functools.partial(lockstep_search, args),
-                                   line_rate=line_rate_fps, link_mbps=LINK_MBPS, log=log,
-                                   disturbed=disturbed_by(args.disturbed_ms))
+        for mbps in args.link_rates:
+            bench_frer.measure_rfc2544(args, lab, results, rt=rt, rt2=rt2, et=ET, trial=trial,
+                                       search=functools.partial(both_searches, args),
+                                       line_rate=line_rate_fps, link_mbps=mbps, log=log,
+                                       disturbed=disturbed_by(args.disturbed_ms),
+                                       confirm=functools.partial(confirmation, args),
+                                       pooled=pooled_latency, key=frer_key(mbps))
         bench_frer.measure_wire_cut(args, lab, results, rt=RtSettings(cpu=RT_CPU,
                                     priority=STATION_PRIO), rt2=RtSettings(cpu=RT_CPU,
                                     priority=STATION_PRIO), log=log)
 
 
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="about 2 minutes (CI)")
-    ap.add_argument("--messages", type=integer("messages", 1, 10_000_000), default=10_000,
-                    help="per matrix cell")
-    ap.add_argument("--chunks", type=integer("chunks", 1, 1000), default=4,
-                    help="interleaved chunks per cell (standard/RT alternate)")
+# flags whose defaults come from the protocol (tools/bench_protocol.toml): dest -> key
+PROTOCOL_FLAGS = {
+    "runs": ("runs", "independent runs, each with fresh labs; headlines are their median"),
+    "messages": ("messages", "per matrix cell"),
+    "chunks": ("chunks", "interleaved chunks per cell (standard/RT alternate)"),
+    "stall_period_us": ("stall_period_us", "the stall detector's period per CPU"),
+    "stall_threshold_us": ("stall_threshold_us", "a detector wake-up later than this is a gap"),
+    "lead_us": ("lead_us", "TDMA: the RT application wakes this long before its slot"),
+    "guard_us": ("guard_us", "the TDMA RT slots' guard in the matrix, in us, or 'auto': the "
+                 "p99.99 wake-up lateness measured on the RT CPU just before, plus a margin"),
+    "ct_seconds": ("ct_seconds", "cyclictest per load"),
+    "sizes": ("sizes", "RFC 2544 frame sizes, comma-separated"),
+    "link_rates": ("link_rates_mbps", "RFC 2544 on the RT path: modelled link rates (Mbit/s)"),
+    "trial_s": ("trial_s", "RFC 2544 search trial length (s)"),
+    "resolution_pct": ("resolution_pct", "RFC 2544 search resolution, percent of line rate"),
+    "max_trials": ("max_trials", "rates tried per frame size"),
+    "loss_verify": ("loss_verify", "a lossy trial is repeated at the same rate this many times "
+                    "before the rate fails (ETSI GS NFV-TST 009)"),
+    "disturbed_ms": ("disturbed_ms", "a trial during which the stall detector saw this many ms "
+                     "of the VM's slow spells and gaps is disturbed (0: none is)"),
+    "retry_disturbed": ("retry_disturbed", "the second column only: a disturbed lossy trial "
+                        "is repeated at the same rate up to this many times"),
+    "confirm_s": ("confirm_s", "the found rate is confirmed by one trial this long (s)"),
+    "latency_trials": ("latency_trials", "dedicated latency trials at the found rate"),
+    "latency_trial_s": ("latency_trial_s", "length of each latency trial (s)"),
+    "flood_s": ("flood_s", "raw AF_XDP flood per frame size (the RT path's ceiling)"),
+    "flood_repeats": ("flood_repeats", "raw AF_XDP floods per size; the ceiling is the best"),
+    "cut_runs": ("cut_runs", "c-frer: runs with wire A cut for the middle third"),
+    "cut_messages": ("cut_messages", "c-frer: messages (one a cycle) per wire-cut run"),
+    "ping_count": ("ping_count", "ICMP round trips through the VNICs per frame size"),
+    "vnic_seconds": ("vnic_seconds", "part d, per run"),
+}
+
+
+def load_protocol(argv) -> bench_protocol.Protocol:
+    """The protocol file named by ``--protocol`` (default tools/bench_protocol.toml), read
+    before the rest of the command line, whose defaults it gives."""
+    pre = OneLineParser(prog="bench_suite.py", add_help=False)
+    pre.add_argument("--protocol", default=bench_protocol.DEFAULT_PATH)
+    known, _rest = pre.parse_known_args(argv)
+    try:
+        return bench_protocol.load(known.protocol)
+    except bench_protocol.ProtocolError as e:
+        pre.error(f"protocol: {e}")
+        raise   # not reached: error() exits
+
+
+def writable_dir(path: str) -> str | None:
+    """Why ``path`` cannot take the results (None if it can): made if missing, then a
+    file created and removed in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def parse_args(argv, *, need_lab: bool = True):
+    protocol = load_protocol(argv)
+    ap = OneLineParser(prog="bench_suite.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--protocol", default=bench_protocol.DEFAULT_PATH,
+                    help="the benchmark protocol whose values are the defaults "
+                         "(docs/benchmark-protocol.md)")
+    ap.add_argument("--quick", action="store_true",
+                    help="the protocol's [quick] values: a smoke test for CI, not a measurement")
     ap.add_argument("--loads", default=",".join(LOADS))
-    ap.add_argument("--stall-period-us", type=integer("stall period", 10, 100_000), default=500,
-                    help="the stall detector's period per CPU during the matrix")
-    ap.add_argument("--stall-threshold-us", type=integer("stall threshold", 1, 100_000),
-                    default=100, help="a detector wake-up later than this is a CPU stall")
-    ap.add_argument("--lead-us", type=integer("lead", 0, CYCLE_US - 1), default=LEAD_US,
-                    help="TDMA: the RT application wakes this long before its slot")
-    ap.add_argument("--guard-us", type=guard_arg, default="auto",
-                    help="the TDMA RT slots' guard in the matrix: how late a station's RT thread "
-                         "may wake and still send in its slot, in us, or 'auto' (default): "
-                         "the p99.99 wake-up lateness measured on the RT CPU just before, "
-                         f"plus a margin, {DEFAULT_GUARD_US}..{GUARD_MAX_US} us")
-    ap.add_argument("--ct-seconds", type=integer("seconds", 1, 3600), default=10,
-                    help="cyclictest per load")
-    # RFC 2544's frame sizes run from 64 to 1518 bytes (FCS included)
-    ap.add_argument("--sizes", type=integer_list("frame size", 64, 1518),
-                    default=list(SIZES))
-    ap.add_argument("--trial-s", type=number("trial length", 0.1, 600), default=2.0,
-                    help="RFC 2544 trial length")
-    ap.add_argument("--resolution-pct", type=number("resolution", 0.01, 100), default=1.0,
-                    help="RFC 2544 search resolution, percent of line rate")
-    ap.add_argument("--max-trials", type=integer("trials", 1, 100), default=8,
-                    help="rates tried per frame size")
-    ap.add_argument("--loss-verify", type=integer("loss verification repeats", 0, 10),
-                    default=1, help="RFC 2544: a trial with loss is repeated at the same rate "
-                    "this many times before the rate fails (ETSI GS NFV-TST 009)")
-    ap.add_argument("--disturbed-ms", type=number("disturbance", 0, 60_000), default=5.0,
-                    help="RFC 2544: a lossy trial during which the stall detector saw this many "
-                    "ms of the VM's slow spells and gaps is disturbed (0: none is)")
-    ap.add_argument("--retry-disturbed", type=integer("disturbed repeats", 0, 10), default=3,
-                    help="RFC 2544: a disturbed lossy trial is repeated at the same rate up to "
-                    "this many times besides the loss verification")
-    ap.add_argument("--flood-s", type=number("flood length", 0.1, 600), default=2.0,
-                    help="raw AF_XDP flood per frame size (the RT path's ceiling)")
-    ap.add_argument("--flood-repeats", type=integer("flood repeats", 1, 20), default=3,
-                    help="raw AF_XDP floods per frame size; the ceiling is the best")
-    ap.add_argument("--cut-runs", type=integer("wire-cut runs", 1, 1000), default=10,
-                    help="c-frer: runs with wire A cut for the middle third")
-    ap.add_argument("--cut-messages", type=integer("messages", 3, 1_000_000), default=3000,
-                    help="c-frer: messages (one a cycle) per wire-cut run")
-    ap.add_argument("--ping-count", type=integer("ping count", 1, 100_000), default=500)
-    ap.add_argument("--vnic-seconds", type=integer("seconds", 1, vnic_bench.MAX_SECONDS),
-                    default=5, help="part d, per run")
+    for dest, (key, text) in PROTOCOL_FLAGS.items():
+        ap.add_argument("--" + dest.replace("_", "-"), dest=dest, default=None,
+                        type=bench_protocol.argtype(key),
+                        help=f"{text} (protocol: {key})")
     ap.add_argument("--parts", default="a,c,d",
-                    help="a (with b), c (= c-rt and c-vnic: RFC 2544 on the RT path, through "
-                         "the VNIC), d")
-    ap.add_argument("--link-rates", type=integer_list("link rate", 10, 100_000),
-                    default=list(RT_LINK_RATES),
-                    help="RFC 2544 on the RT path: modelled link rates (Mbit/s)")
+                    help="a (with b), c (= c-rt, c-vnic and c-frer: RFC 2544 on the RT path, "
+                         "through the VNIC, with 802.1CB), d")
     ap.add_argument("--lab", default="bs", help="lab name prefix")
     ap.add_argument("--from-json", metavar="PATH",
-                    help="measure nothing: redo the figures and the report from a results file")
+                    help="measure nothing: redo the figures and the report from a results file "
+                         "or from a manifest.json (every ok run it lists)")
+    ap.add_argument("--one-run", metavar="DIR", help=argparse.SUPPRESS)
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"))
     ap.add_argument("--report", default=None,
                     help="markdown report (default: BENCHMARKS.md at the root; --quick: in "
@@ -747,12 +847,16 @@ def parse_args(argv):
                     help="PNGs linked from the report (default: docs/figures; --quick: "
                          "--out-dir/figures)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.messages, args.chunks, args.ct_seconds = 1000, 2, 1
-        args.trial_s, args.resolution_pct, args.max_trials = 0.3, 25.0, 2
-        args.flood_s, args.flood_repeats = 0.3, 1
-        args.ping_count, args.vnic_seconds = 20, 1
-        args.cut_runs, args.cut_messages = 2, 300
+    defaults = protocol.defaults(args.quick)
+    args.protocol_info = {"path": os.path.relpath(protocol.path, ROOT)
+                          if protocol.path.startswith(ROOT + os.sep) else protocol.path,
+                          "sha256": protocol.sha256, "quick": args.quick, "overrides": {}}
+    for dest, (key, _text) in PROTOCOL_FLAGS.items():
+        given = getattr(args, dest)
+        if given is None:
+            setattr(args, dest, defaults[key])
+        elif given != defaults[key]:
+            args.protocol_info["overrides"][key] = {"protocol": defaults[key], "used": given}
     args.loads = [x for x in args.loads.split(",") if x]
     args.parts = set(args.parts.split(","))
     if args.parts - set(PARTS):
@@ -767,6 +871,15 @@ def parse_args(argv):
     if args.figures_dir is None:
         args.figures_dir = (os.path.join(args.out_dir, "figures") if args.quick
                             else os.path.join(ROOT, "docs", "figures"))
+    where = args.one_run or args.out_dir
+    for what, path in (("results directory", where), ("figures directory", args.figures_dir),
+                       ("report directory", os.path.dirname(os.path.abspath(args.report)))):
+        if args.one_run and what != "results directory":
+            continue
+        if why := writable_dir(path):
+            ap.error(f"{what} {path} cannot be written: {why}")
+    if not need_lab or args.from_json:
+        return args
     for tool in ("cyclictest", "stress-ng", "iperf3", "ping"):
         if not shutil.which(tool):
             ap.error(f"{tool} is not installed (tools/setup-system.sh installs it)")
@@ -777,18 +890,14 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    if args.from_json:
-        with open(args.from_json) as f:
-            results = json.load(f)
-        return write_outputs(args, results, args.from_json)
+def measure(args, argv) -> dict:
+    """One run: every part asked for, in labs of its own; the results dict."""
     started = datetime.datetime.now().astimezone()
     t0 = time.monotonic()
     results = {"envelope": {
         "command": " ".join(["tools/bench_suite.py", *argv]), "start_time": started.isoformat(),
         "quick": args.quick, "sysinfo": sysinfo(), "machine": report.machine(),
+        "protocol": args.protocol_info,
         "settings": {"rt_cpu": RT_CPU, "load_cpus": LOAD_CPUS, "station_priority": STATION_PRIO,
                      "app_priority": APP_PRIO, "subscriber_priority": SUB_PRIO,
                      "pm_qos": "cpu_dma_latency 0 held by the RT threads and cyclictest",
@@ -799,14 +908,17 @@ def main(argv=None) -> int:
                      "resolution_pct": args.resolution_pct, "max_trials": args.max_trials,
                      "loss_verify": args.loss_verify,
                      "disturbed_ms": args.disturbed_ms, "retry_disturbed": args.retry_disturbed,
+                     "confirm_s": args.confirm_s, "latency_trials": args.latency_trials,
+                     "latency_trial_s": args.latency_trial_s,
                      "rt_link_rates_mbps": args.link_rates, "flood_s": args.flood_s,
                      "flood_repeats": args.flood_repeats,
                      "ceiling_spread_flag": CEILING_SPREAD_FLAG,
                      "rfc2544_rt_cpus": {"sender": RFC_TX_CPU, "receiver": RFC_RX_CPU}}},
         "matrix": {}, "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
-    os.makedirs(args.out_dir, exist_ok=True)
     log(f"# bench_suite {'(quick) ' if args.quick else ''}parts {','.join(sorted(args.parts))}: "
-        f"RT work on CPU {RT_CPU}, CPU load on CPU {LOAD_CPUS}, {args.messages} messages per cell")
+        f"RT work on CPU {RT_CPU}, CPU load on CPU {LOAD_CPUS}, {args.messages} messages per cell"
+        + (f"; protocol overrides: {args.protocol_info['overrides']}"
+           if args.protocol_info["overrides"] else ""))
     lab = Lab(args.lab, 2)
     if lab.exists():
         lab.down()
@@ -834,30 +946,211 @@ def main(argv=None) -> int:
         lab.down()
     results["envelope"]["end_time"] = datetime.datetime.now().astimezone().isoformat()
     results["envelope"]["seconds"] = round(time.monotonic() - t0, 1)
-    path = os.path.join(args.out_dir, "bench_suite.json")
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1, default=float)
-    return write_outputs(args, results, path)
+    return results
 
 
-def write_outputs(args, results: dict, path: str) -> int:
-    """Figures, the report and the tables from ``results``; saves them back to ``path``."""
+def write_json(path: str, obj) -> None:
+    """``obj`` as JSON at ``path``, whole or not at all: a temporary name, then a rename."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1, default=float)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def code_version() -> str:
+    """The short git sha of the code, with -dirty when tracked files have changes."""
+    def git(*a):
+        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
+                              timeout=30)
+    try:
+        sha = git("rev-parse", "--short", "HEAD")
+        if sha.returncode != 0:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return sha.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def read_manifest(path: str, version: str) -> dict:
+    """The manifest at ``path`` (a new one if there is none); a run still marked running
+    was interrupted (its process is gone: runs of one code follow each other), and is
+    marked failed."""
+    try:
+        with open(path) as f:
+            man = json.load(f)
+    except FileNotFoundError:
+        man = {"code": version, "runs": []}
+    for r in man["runs"]:
+        if r["status"] == "running":
+            r.update(status="failed", reason="interrupted: the run never recorded its end")
+    return man
+
+
+CHILD = [sys.executable, os.path.abspath(__file__)]     # what a run is: this file, --one-run
+
+
+def run_once(args, argv, run_dir: str) -> tuple[str, str]:
+    """One run in a process of its own (``--one-run``), its output to the console and to
+    run_dir/log.txt: ("ok", "") or ("failed", the reason)."""
+    cmd = [*CHILD, *argv, "--one-run", run_dir]
+    out_json = os.path.join(run_dir, "bench_suite.json")
+    last = ""
+    with open(os.path.join(run_dir, "log.txt"), "w") as logf:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, cwd=ROOT)
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                logf.write(line)
+                if line.strip():
+                    last = line.strip()
+            rc = proc.wait()
+        except BaseException:
+            # Ctrl-C or a signal: the run stops and takes its labs down (SIGINT)
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=120)
+            raise
+    if rc != 0:
+        return "failed", f"exit status {rc}: {last[:300]}"
+    try:
+        with open(out_json) as f:
+            json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        return "failed", f"no complete results file: {e}"
+    return "ok", ""
+
+
+def run_suite(args, argv) -> int:
+    """``--runs`` runs, each listed in the manifest of this code, then the report from
+    the ok ones."""
+    version = code_version()
+    base = os.path.join(args.out_dir, version)
+    os.makedirs(base, exist_ok=True)
+    man_path = os.path.join(base, "manifest.json")
+    man = read_manifest(man_path, version)
+    write_json(man_path, man)
+    command = " ".join(["tools/bench_suite.py", *argv])
+    made = []
+    for _ in range(args.runs):
+        k = 1 + max((r["run"] for r in man["runs"]), default=0)
+        run_dir = os.path.join(base, f"run-{k}")
+        os.makedirs(run_dir, exist_ok=True)
+        entry = {"run": k, "dir": f"run-{k}", "status": "running", "command": command,
+                 "protocol": args.protocol_info,
+                 "start_time": datetime.datetime.now().astimezone().isoformat()}
+        man["runs"].append(entry)
+        write_json(man_path, man)
+        log(f"# run {len(made) + 1} of {args.runs}: {run_dir}")
+        try:
+            status, reason = run_once(args, argv, run_dir)
+        except BaseException:
+            entry.update(status="failed", reason="interrupted",
+                         end_time=datetime.datetime.now().astimezone().isoformat())
+            write_json(man_path, man)
+            raise
+        entry.update(status=status, end_time=datetime.datetime.now().astimezone().isoformat(),
+                     **({"reason": reason} if reason else {}))
+        write_json(man_path, man)
+        made.append(entry)
+        log(f"# run {k}: {status}{': ' + reason if reason else ''}")
+    ok = [os.path.join(base, e["dir"], "bench_suite.json") for e in made if e["status"] == "ok"]
+    if not ok:
+        print(f"bench_suite.py: no run of {args.runs} ended well; the manifest {man_path} "
+              "lists why", file=sys.stderr)
+        return 1
+    results = combine(ok, command, man_path, made)
+    return write_outputs(args, results, os.path.join(args.out_dir, "bench_suite.json"),
+                         vnic_png=os.path.join(os.path.dirname(ok[0]), "bench_suite_vnic.png"))
+
+
+def combine(paths: list, command: str, manifest: str, made: list) -> dict:
+    """The report's results from the ok runs' files: every number the median of the runs'
+    (bench_aggregate.merge), the headlines with every run's value."""
+    runs = []
+    for p in paths:
+        with open(p) as f:
+            runs.append(json.load(f))
+    out = merge(runs)
+    env = out["envelope"] = dict(runs[0]["envelope"])
+    env.update(command=command, start_time=min(r["envelope"]["start_time"] for r in runs),
+               end_time=max(r["envelope"].get("end_time", "") for r in runs),
+               seconds=sum(r["envelope"].get("seconds", 0) for r in runs))
+    out["runs"] = {"manifest": os.path.relpath(manifest, ROOT)
+                   if manifest.startswith(ROOT + os.sep) else manifest,
+                   "made": len(made), "ok": len(runs),
+                   "failed": [{"run": e["run"], "reason": e.get("reason", "")}
+                              for e in made if e["status"] != "ok"],
+                   "files": [os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
+                             for p in paths],
+                   "headlines": report.headline_rows(runs)}
+    return out
+
+
+def from_manifest(path: str) -> tuple[list, list]:
+    """The ok runs a manifest lists: their results files, and the entries."""
+    with open(path) as f:
+        man = json.load(f)
+    base = os.path.dirname(os.path.abspath(path))
+    made = man["runs"]
+    return [os.path.join(base, e["dir"], "bench_suite.json") for e in made
+            if e["status"] == "ok"], made
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.from_json:
+        try:
+            with open(args.from_json) as f:
+                doc = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"bench_suite.py: {args.from_json}: {e}", file=sys.stderr)
+            return 2
+        if "runs" in doc and "code" in doc:          # a manifest: every ok run it lists
+            paths, made = from_manifest(args.from_json)
+            if not paths:
+                print(f"bench_suite.py: {args.from_json} lists no ok run", file=sys.stderr)
+                return 2
+            doc = combine(paths, doc["runs"][-1]["command"], args.from_json, made)
+            return write_outputs(args, doc, os.path.join(args.out_dir, "bench_suite.json"))
+        return write_outputs(args, doc, args.from_json)
+    if args.one_run:
+        args.out_dir = args.one_run
+        results = measure(args, [a for a in argv])
+        write_json(os.path.join(args.one_run, "bench_suite.json"), results)
+        log(f"# saved {os.path.join(args.one_run, 'bench_suite.json')} "
+            f"({results['envelope']['seconds']:.0f} s)")
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    return run_suite(args, argv)
+
+
+def write_outputs(args, results: dict, path: str, vnic_png: str | None = None) -> int:
+    """Figures, the report and the tables from ``results``; saves them to ``path``."""
     figures = report.figures(results, args.figures_dir)
-    for name in ("bench_suite_vnic.png",):
-        src = os.path.join(args.out_dir, name)
-        if os.path.exists(src):
-            dst = os.path.join(args.figures_dir, "d_vnic_cost.png")
-            shutil.copyfile(src, dst)
-            figures["d"] = dst
+    src = vnic_png or os.path.join(args.out_dir, "bench_suite_vnic.png")
+    if results.get("vnic_cost") and os.path.exists(src):
+        dst = os.path.join(args.figures_dir, "d_vnic_cost.png")
+        shutil.copyfile(src, dst)
+        figures["d"] = dst
     results["figures"] = figures
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1, default=float)
+    write_json(path, results)
     text = report.markdown(results, args.report)
-    with open(args.report, "w") as f:
+    tmp = f"{args.report}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
         f.write(text)
+    os.replace(tmp, args.report)
     log(report.tables(results))
     log(f"# saved {path}, {args.report} and {len(figures)} figures in {args.figures_dir} "
-        f"({results['envelope']['seconds']:.0f} s)")
+        f"({results['envelope']['seconds']:.0f} s of measurement)")
     return 0
 
 
