@@ -101,6 +101,7 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	ch->memfd = memfd;
 	ch->kickfd = kickfd;
 	ch->ctlfd = -1;
+	ch->notifyfd = -1;
 	ch->channel = -1;
 	ch->udp_port = __atomic_load_n(&shm->udp.port, __ATOMIC_RELAXED);
 	ch->udp_flags = __atomic_load_n(&shm->udp.flags, __ATOMIC_RELAXED);
@@ -109,10 +110,65 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 	return 0;
 }
 
+int rtn_app_set_notifyfd(struct rtn_app_chan *ch, int notifyfd)
+{
+	rtn_clear_error();
+	if (notifyfd < 0)
+		return rtn_set_error(-EINVAL, "notify fd %d is not a descriptor", notifyfd);
+	if (ch->notifyfd >= 0)
+		close(ch->notifyfd);
+	ch->notifyfd = notifyfd;
+	/* armed from the start: a first message makes the fd readable */
+	__atomic_store_n(&ch->shm->rx_notify, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int rtn_app_fd(const struct rtn_app_chan *ch)
+{
+	return ch->notifyfd;
+}
+
+int rtn_app_ctlfd(const struct rtn_app_chan *ch)
+{
+	return ch->ctlfd;
+}
+
+int rtn_app_rx_arm(struct rtn_app_chan *ch)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	uint64_t count, one = 1;
+	ssize_t n;
+
+	if (rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth))
+		return 1;
+	if (!alive(ch))
+		return rtn_set_error(-ENOTCONN, "the station closed the channel");
+	if (ch->notifyfd < 0)
+		return rtn_set_error(-EBADF, "the channel has no notify descriptor");
+	/*
+	 * Empty: clear what earlier deliveries wrote, arm, look again.  A
+	 * delivery between the look and the arming did not write the fd (it
+	 * found it disarmed): the second look sees its message and signals
+	 * the fd itself, so the fd is never quiet while the ring holds one.
+	 */
+	n = read(ch->notifyfd, &count, sizeof(count));
+	(void)n;
+	__atomic_store_n(&shm->rx_notify, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth)) {
+		n = write(ch->notifyfd, &one, sizeof(one));
+		(void)n;
+		return 1;
+	}
+	return 0;
+}
+
 void rtn_app_close(struct rtn_app_chan *ch)
 {
 	if (!ch)
 		return;
+	if (ch->notifyfd >= 0)
+		close(ch->notifyfd);
 	munmap(ch->shm, ch->size);
 	close(ch->memfd);
 	if (ch->kickfd >= 0)

@@ -154,6 +154,33 @@ int rtn_app_recvfrom(struct rtn_app_chan *ch, void *buf, uint32_t cap,
  */
 int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out);
 
+/**
+ * Give the channel the station's notify eventfd for it (the third
+ * descriptor of the daemon's reply); the channel owns it from then on.
+ * rtn_app_open() does this itself.  -EINVAL for a negative fd.
+ */
+int rtn_app_set_notifyfd(struct rtn_app_chan *ch, int notifyfd);
+
+/**
+ * A descriptor to wait on in poll/select/epoll with other files: readable
+ * while a message may be waiting, once rtn_app_rx_arm() said 0.  -1 when
+ * the channel has none (attached without it).
+ */
+int rtn_app_fd(const struct rtn_app_chan *ch);
+
+/**
+ * Get ready to wait on rtn_app_fd(): 1 if a message is waiting (the fd is
+ * made readable for it), 0 when the ring is empty and the station will
+ * write the fd at its next delivery (one write per arming, so a reader is
+ * woken once per delivery batch), -ENOTCONN once the station went away.
+ * Clears a stale readiness left from messages already taken.  No system
+ * call while messages wait but the clear and, rarely, the re-signal.
+ */
+int rtn_app_rx_arm(struct rtn_app_chan *ch);
+
+/** The descriptor of the control connection (its hang-up means the daemon is gone), or -1. */
+int rtn_app_ctlfd(const struct rtn_app_chan *ch);
+
 /** Unmap and close everything (the control connection too).  Accepts NULL. */
 void rtn_app_close(struct rtn_app_chan *ch);
 

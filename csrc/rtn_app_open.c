@@ -205,14 +205,15 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 		rc = rtn_set_error(-EREMOTEIO, "%s: channel refused: %s", dev, err);
 		goto fail;
 	}
-	if (nfds != 2) {
-		rc = rtn_set_error(-EPROTO, "%s: daemon sent %d descriptors, expected 2", dev,
+	if (nfds != 3) {
+		rc = rtn_set_error(-EPROTO, "%s: daemon sent %d descriptors, expected 3", dev,
 				   nfds);
 		goto fail;
 	}
 	rc = rtn_app_attach(fds[0], fds[1], out);
 	if (rc < 0)
 		goto fail;
+	rtn_app_set_notifyfd(*out, fds[2]); /* the channel's now, like the other two */
 	p = json_find(line, "channel");
 	(*out)->channel = p ? (int32_t)strtol(p, NULL, 10) : -1;
 	(*out)->ctlfd = fd;

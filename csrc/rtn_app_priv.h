@@ -19,7 +19,8 @@ struct rtn_app_chan {
 	uint32_t depth; /* checked at attach; never read back from the shared page */
 	int memfd;
 	int kickfd;
-	int ctlfd; /* control connection, -1 when attached */
+	int ctlfd;    /* control connection, -1 when attached */
+	int notifyfd; /* the station writes it for an armed reader (rtn_app_fd()), or -1 */
 	int32_t channel;
 	uint32_t next_seq;
 	uint64_t tx_sent;

@@ -27,8 +27,9 @@
 #include "rtn_neigh.h"
 
 #define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
-#define RTN_CHAN_VERSION	3		/* 2: struct rtn_msg carries the stage stamps;
-					 * 3: struct rtn_chan_udp after the rings */
+#define RTN_CHAN_VERSION	4		/* 2: struct rtn_msg carries the stage stamps;
+					 * 3: struct rtn_chan_udp after the rings;
+					 * 4: rx_notify and the notify eventfd */
 #define RTN_CHAN_MSG_MAX	1536		/* whole Ethernet frame, no FCS */
 #define RTN_CHAN_MAX_DEPTH	4096		/* messages per ring, a power of two */
 #define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
@@ -120,6 +121,13 @@ struct rtn_chan_shm {
 	int64_t cycle_start_os;		/* the same instant on the host's CLOCK_MONOTONIC */
 	uint32_t alive;			/* cleared by the station when it goes away */
 	uint32_t kick_wanted;		/* NoMAC: write the kick eventfd after sending */
+	/*
+	 * Armed (1) by a reader that wants the channel's notify eventfd written
+	 * at the next delivery, so that poll/epoll see the ring as a readable
+	 * file; the station disarms it (0) as it writes, once per delivery
+	 * batch (rtn_station_chan_notifyfd()).
+	 */
+	uint32_t rx_notify;
 	struct rtn_ring tx;
 	struct rtn_ring rx;
 	struct rtn_chan_udp udp;

@@ -71,6 +71,7 @@ struct rtn_chan_stats {
 	uint64_t rx_drops;	/* the application did not read in time */
 	uint64_t ring_errors;	/* the application wrote impossible ring indexes */
 	uint64_t rx_bad_hdr;	/* received application headers that lied (dropped) */
+	uint64_t rx_notifies;	/* writes of the notify eventfd (rtn_station_chan_notifyfd) */
 };
 
 struct rtn_vnic_stats {
@@ -158,6 +159,13 @@ int rtn_station_xdp_mode(const struct rtn_station *s);
  */
 int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 			  int *memfd, int *kickfd);
+/**
+ * A new descriptor of channel @p id's notify eventfd (the caller's): the
+ * station writes it at a delivery to the RX ring that finds the ring's
+ * reader armed (shm->rx_notify), so a reader can wait for the ring in
+ * poll/epoll with other files.  -ENOENT for no such channel.
+ */
+int rtn_station_chan_notifyfd(struct rtn_station *s, int id);
 /** Close channel @p id: the RT thread lets go of it before this returns. */
 int rtn_station_chan_close(struct rtn_station *s, int id);
 int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_stats *out);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "rtn_app_hdr.h"
@@ -86,6 +87,14 @@ void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *fram
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
 	if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
 		futex_wake(&c->shm->rx.head);
+	/* a reader in poll/epoll: one write per arming, so once per delivery batch */
+	if (__atomic_load_n(&c->shm->rx_notify, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&c->shm->rx_notify, 0, __ATOMIC_ACQ_REL)) {
+		uint64_t one = 1;
+
+		if (c->notify_fd >= 0 && write(c->notify_fd, &one, sizeof(one)) == sizeof(one))
+			c->rx_notifies++;
+	}
 }
 
 /*
@@ -165,7 +174,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
-	int i, fd, rc = 0;
+	int i, fd, nfd, rc = 0;
 
 	rtn_clear_error();
 	if (!o->depth || (o->depth & (o->depth - 1)) || o->depth > RTN_CHAN_MAX_DEPTH)
@@ -221,15 +230,25 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 	memcpy(shm->station_mac, s->o.mac, 6);
 	shm->tx.size = shm->rx.size = o->depth;
 	shm->alive = 1;
+	/* non-blocking: a reader that never reads cannot make the RT thread wait */
+	nfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (nfd < 0) {
+		rc = rtn_set_error(-errno, "channel notify eventfd: %s", strerror(errno));
+		munmap(shm, size);
+		close(fd);
+		goto out;
+	}
 	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
 				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
 				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size,
 				     .redundant = !!o->redundant,
-				     .udp_port = o->udp_port, .udp_flags = o->udp_flags };
+				     .udp_port = o->udp_port, .udp_flags = o->udp_flags,
+				     .notify_fd = nfd };
 	rc = rtn_ip_chan_open(s, &s->chans[i]);
 	if (rc < 0) {
 		munmap(shm, size);
 		close(fd);
+		close(nfd);
 		memset(&s->chans[i], 0, sizeof(s->chans[i]));
 		goto out;
 	}
@@ -256,10 +275,30 @@ int rtn_station_chan_close(struct rtn_station *s, int id)
 	c->shm->alive = 0;
 	futex_wake(&c->shm->rx.head);
 	futex_wake(&c->shm->cycle_seq);
+	if (c->notify_fd >= 0) { /* a reader in poll sees the channel die */
+		uint64_t one = 1;
+		ssize_t w = write(c->notify_fd, &one, sizeof(one)); /* fails only when full */
+
+		(void)w;
+		close(c->notify_fd);
+	}
 	munmap(c->shm, c->size);
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_unlock(&s->ctl_lock);
 	return 0;
+}
+
+int rtn_station_chan_notifyfd(struct rtn_station *s, int id)
+{
+	int fd;
+
+	rtn_clear_error();
+	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
+		return rtn_set_error(-ENOENT, "no channel %d", id);
+	fd = fcntl(s->chans[id].notify_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return rtn_set_error(-errno, "channel %d notify eventfd: %s", id, strerror(errno));
+	return fd;
 }
 
 int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_stats *out)
@@ -273,7 +312,8 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
 					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
 					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops,
-					.ring_errors = c->ring_errors, .rx_bad_hdr = c->rx_bad_hdr };
+					.ring_errors = c->ring_errors, .rx_bad_hdr = c->rx_bad_hdr,
+					.rx_notifies = c->rx_notifies };
 	return 0;
 }
 

@@ -149,9 +149,9 @@ class Channel(Closeable):
                                               f"({os.strerror(exc.errno)})") from None
             raise ChannelError(exc.errno, f"{dev}: {exc.strerror}") from None
         try:
-            if len(fds) != 2:
+            if len(fds) != 3:
                 raise ChannelError(errno.EPROTO, f"{dev}: daemon sent {len(fds)} descriptors, "
-                                                 "expected 2 (memfd, kickfd)")
+                                                 "expected 3 (memfd, kickfd, notifyfd)")
             out = ffi.new("struct rtn_app_chan **")
             check(lib.rtn_app_attach(fds[0], fds[1], out), ChannelError, dev)
         except BaseException:
@@ -159,6 +159,7 @@ class Channel(Closeable):
                 os.close(fd)
             sock.close()
             raise
+        lib.rtn_app_set_notifyfd(out[0], fds[2])     # the channel owns it from here
         return cls(out[0], sock)
 
     @classmethod

@@ -601,13 +601,16 @@ class Daemon:
     def _hand_over(self, cid, memfd, kickfd, conn):
         # the channel belongs to the connection: closed when the client closes it or dies
         conn.hold(cid, lambda: self._close_channel(cid))
+        notifyfd = -1
         try:
             size = os.fstat(memfd).st_size
-        except OSError:
+            notifyfd = self.station.channel_notifyfd(cid)
+        except (OSError, RtnetError):
             os.close(memfd)
             os.close(kickfd)
             raise
-        return WithFds({"channel": cid, "shm_size": size}, (memfd, kickfd))
+        # the third descriptor lets the reader wait for its ring in poll/epoll (rtn_chan.h)
+        return WithFds({"channel": cid, "shm_size": size}, (memfd, kickfd, notifyfd))
 
     def h_channel_close(self, req, conn):
         cid = req.get("channel")

@@ -224,6 +224,12 @@ class Station(Closeable):
                     self.ifname)
         return cid, memfd[0], kickfd[0]
 
+    def channel_notifyfd(self, cid: int) -> int:
+        """A new descriptor (the caller's) of channel ``cid``'s notify eventfd: the station
+        writes it when a delivery finds the reader armed, so the ring can be polled."""
+        return check(lib.rtn_station_chan_notifyfd(self._live(), cid), RtnetError,
+                     self.ifname)
+
     # -- real-time IPv4 (csrc/rtn_station_ip.c) ----------------------------------------------
     def set_ipv4(self, ip: str | None, *, icmp_slot: int = 0, icmp_prio: int = 0) -> None:
         """The station's real-time IPv4 address (None: none), from which the XDP program
@@ -267,7 +273,8 @@ class Station(Closeable):
         st = ffi.new("struct rtn_chan_stats *")
         check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
         return {k: getattr(st, k) for k in ("id", "ethertype", "slot", "tx_msgs", "tx_drops",
-                                            "rx_msgs", "rx_drops", "ring_errors", "rx_bad_hdr")}
+                                            "rx_msgs", "rx_drops", "ring_errors", "rx_bad_hdr",
+                                            "rx_notifies")}
 
     def set_stages(self, outlier_us: float | None = None, deadline_us: float | None = None) -> None:
         """Thresholds of the stage statistics of received application messages (None: keep)."""

@@ -240,12 +240,13 @@ class FakeDaemon:
             line = (json.dumps(self.reply) + "\n").encode()
             if self.reply.get("ok"):
                 memfd, kickfd = self.mem.fds()
+                notifyfd = os.eventfd(0, os.EFD_NONBLOCK)
                 head, tail = (line[:5], line[5:]) if self.split else (line, b"")
-                socket.send_fds(conn, [head], [memfd, kickfd])
+                socket.send_fds(conn, [head], [memfd, kickfd, notifyfd])
                 if tail:
                     conn.sendall(tail)
-                os.close(memfd)
-                os.close(kickfd)
+                for fd in (memfd, kickfd, notifyfd):
+                    os.close(fd)
             else:
                 conn.sendall(line)
             conn.recv(1)            # returns b"" when the client lets go of the channel
