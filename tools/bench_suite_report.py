@@ -677,6 +677,13 @@ def floor_sentence(results: dict) -> str:
             f"{fmt(floor['per_segment_cpu_s_per_gb'] / k, 1)}x the kernel path. ")
 
 
+def cut_frames_text(sizes: dict) -> str:
+    """The frame sizes the VNIC's MTU cut, as measured (bench_suite: the frame sent)."""
+    cut = [(k, v["frame"]) for k, v in sizes.items() if v.get("frame") not in (None, int(k))]
+    return "".join(f" * the {k}-byte frame does not fit the VNIC's MTU and is sent as "
+                   f"{fmt(f, 0)} bytes." for k, f in cut)
+
+
 def protocol_lines(env: dict, results: dict) -> list[str]:
     """The protocol the run followed, its overrides, and the runs behind the figures."""
     pr = env.get("protocol")
@@ -837,8 +844,8 @@ def markdown(results: dict, report_path: str) -> str:
               + ". VNIC: iperf3 UDP through vnic0 of the TDMA master (vnic/pair.py plan, NRT share "
               f"{fmt(vn.get('nrt_capacity_mbps'), 1)} Mbit/s), datagram size = frame size - 46; "
               "latency is the ping round trip through the VNICs (both directions wait for NRT "
-              "slots). * the 1518-byte frame does not fit the VNIC MTU (1496) and is sent as "
-              "1514.", "", rfc_table(results), "", fig("c", "RFC 2544 throughput and latency"), ""]
+              "slots)." + cut_frames_text(vn.get("sizes", {})), "", rfc_table(results), "",
+              fig("c", "RFC 2544 throughput and latency"), ""]
         L += bench_frer.markdown(results, fig("c-frer", "RFC 2544 with and without redundancy"))
     if results.get("vnic_cost"):
         L += ["## d. VNIC cost (seeds/003)", "",
