@@ -5,8 +5,9 @@ Pure functions on plain data (no lab, no files), for tools/bench_suite.py and it
 
 - ``spread(values)``: median, min, max and count of one figure's values, one per run;
 - ``merge(trees)``: the runs' results dicts as one, every number the median of the runs'
-  (a ``Figure``, a float that remembers the min, max and count), numeric lists element
-  by element; anything else, and lists of other things (trial lists), the first run's;
+  (a ``Figure``, a float that remembers the min, max and count; a number the same in
+  every run stays as it was), numeric lists element by element; anything else, and
+  lists of other things (trial lists), the first run's;
 - ``verdict(fig, target, kind)``: "met" or "missed" by the median, or "not resolved on
   this machine" when the spread is larger than the gap between the median and the target;
 - ``show(v, nd)``: a number as the report prints it, "median [min..max]" over runs.
@@ -78,12 +79,10 @@ def merge(trees: list):
         return out
     if _number(first):
         nums = [t for t in trees if _number(t)]
+        if all(t == first for t in trees):
+            return first          # the same in every run (a setting, a count): as it was
         fig = spread(nums)
-        if fig is None:           # a non-finite value in every run: the first run's
-            return first
-        if isinstance(first, int) and all(isinstance(t, int) for t in nums) and fig.n == 1:
-            return first          # one run: the integer as it was
-        return fig
+        return first if fig is None else fig   # None: non-finite in every run
     if isinstance(first, list) and first and all(_number(v) for v in first) and all(
             isinstance(t, list) and len(t) == len(first) and all(_number(v) for v in t)
             for t in trees):

@@ -300,7 +300,8 @@ def cut_summary(results: dict) -> str:
     if not wc:
         return ""
     ooo = sum(r["out_of_order"] for r in wc["runs"])
-    return (f"Wire cut: {len(wc['runs'])} runs of {wc['messages']} messages (one a cycle), wire "
+    return (f"Wire cut: {len(wc['runs'])} runs of {_fmt(wc['messages'], 0)} messages (one a "
+            "cycle), wire "
             f"A cut for the middle third of each run: {_fmt(wc['lost'], 0)} lost, "
             f"{_fmt(wc['duplicates'], 0)} duplicates, {ooo} out-of-order deliveries in all "
             "(target: 0 lost, 0 duplicates).")
