@@ -239,7 +239,7 @@ def rt_path(stages: dict) -> dict | None:
            "socket_sends_per_frame": sends,
            "rt_wakeups_per_frame": stages["slot_run"]["per_unit"].get("rt_wakeups", 0.0),
            "sendto_kicks_per_frame": sends * stages["rtn_xsk_send"]["per_unit"].get(
-               "socket_kicks", 0.0),
+               "sendto_kicks", 0.0),
            "app_kicks_per_frame": stages["app_send"]["per_unit"].get("app_kicks", 0.0)}
     if "anchor" in stages:
         out["anchor"] = stages["anchor"]["per_unit"]["ir"]
