@@ -310,12 +310,17 @@ def _run(lab: Lab, plan, duration: float, out, redundant: bool) -> dict:
         f"an NRT window of {plan.station(1).window.window_us} us per station")
     out(plan.drawing())
     _start_segment(lab, plan, out, redundant)
+    target = lab.stations[-1]
+    answered = _status(target.netns)["ipv4"]["tx_echo_reply"]
     ping = rt_ping(lab, 1, lab.n)
+    answered = _status(target.netns)["ipv4"]["tx_echo_reply"] - answered
     ping_summary = {"src": station_ip(1), "dst": station_ip(lab.n), "sent": ping["sent"],
-                    "received": ping["received"], "worst_us": ping["worst_us"]}
+                    "received": ping["received"], "worst_us": ping["worst_us"],
+                    "answered_by_rt_thread": answered}
     out(f"rtnetctl -n {lab.station(1).netns} ping {station_ip(lab.n)} -c {ping['sent']}: "
-        f"ICMP echo on the real-time path, {ping['received']}/{ping['sent']} replies"
-        + (f", worst rtt {ping['worst_us']:.1f} us" if ping["worst_us"] is not None else ""))
+        f"ICMP echo, {ping['received']}/{ping['sent']} replies"
+        + (f" (worst rtt {ping['worst_us']:.1f} us)" if ping["worst_us"] is not None else "")
+        + f"; station {target.index}'s RT thread answered {answered}")
     if redundant:
         summary = _run_redundant(lab, plan, duration, out)
     else:

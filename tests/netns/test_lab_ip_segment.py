@@ -74,6 +74,7 @@ def start_capture(path: str, count: int) -> subprocess.Popen:
 def test_the_demo_pings_over_icmp_and_every_station_knows_the_others(demo):
     assert [s["state"] for s in demo["stations"]] == ["active", "stand-by", "synchronised"]
     assert demo["rt_ping"]["dst"] == f"198.18.0.{N}" and demo["rt_ping"]["received"] == 3
+    assert demo["rt_ping"]["answered_by_rt_thread"] == 3
     for i in range(1, N + 1):
         r = rtnetctl("-j", "-n", ns(i), "status")
         ipv4 = json.loads(r.stdout)["ipv4"]
