@@ -1120,7 +1120,9 @@ def main(argv=None) -> int:
                 print(f"bench_suite.py: {args.from_json} lists no ok run", file=sys.stderr)
                 return 2
             doc = combine(paths, doc["runs"][-1]["command"], args.from_json, made)
-            return write_outputs(args, doc, os.path.join(args.out_dir, "bench_suite.json"))
+            return write_outputs(args, doc, os.path.join(args.out_dir, "bench_suite.json"),
+                                 vnic_png=os.path.join(os.path.dirname(paths[0]),
+                                                       "bench_suite_vnic.png"))
         return write_outputs(args, doc, args.from_json)
     if args.one_run:
         args.out_dir = args.one_run

@@ -702,7 +702,7 @@ def protocol_lines(env: dict, results: dict) -> list[str]:
     runs = results.get("runs")
     if runs:
         failed = runs.get("failed") or []
-        out.append(f"- Runs: {runs['ok']} ok of {runs['made']} made by this command"
+        out.append(f"- Runs: {runs['ok']} ok of {runs['made']} made"
                    + ("; failed: " + "; ".join(f"run {f['run']} ({f['reason']})"
                                               for f in failed) if failed else "")
                    + f". Every run of this code is listed in `{runs['manifest']}`; the raw "

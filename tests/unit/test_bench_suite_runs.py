@@ -197,7 +197,7 @@ def test_every_run_is_in_the_manifest_and_the_report_shows_medians(tmp_path, sui
     assert merged["matrix"]["rt/tdma/idle"]["p999"] == 1500.0     # median of 1000, 1500, 3000
     assert merged["runs"]["ok"] == 3 and merged["runs"]["made"] == 4
     md = (tmp_path / "B.md").read_text()
-    assert "Runs: 3 ok of 4 made by this command; failed: run 2 (exit status -9" in md
+    assert "Runs: 3 ok of 4 made; failed: run 2 (exit status -9" in md
     # p99.9 target 2000: median 1500, spread 2000 > gap 500
     assert ("| a: RT behind the TDMA gate, idle: p99.9 | 1,500 | 1,000 | 3,000 | 3 | <= 2000 us "
             "| not resolved on this machine |") in md
