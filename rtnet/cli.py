@@ -372,7 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "tools", "bench_suite.py")
         return subprocess.call([sys.executable, tool] + (["--quick"] if args.quick else []))
     sp = sub.add_parser("bench", help="the seeds' measurements: tools/bench_suite.py")
-    sp.add_argument("--quick", action="store_true", help="one run under the protocol's [quick] values, a smoke test as CI runs it")
+    sp.add_argument("--quick", action="store_true",
+                    help="one run under the protocol's [quick] values, a smoke test as CI "
+                         "runs it")
     sp.set_defaults(func=cmd_bench)
     return p
 
