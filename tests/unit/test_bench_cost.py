@@ -94,3 +94,17 @@ def test_compare_with_a_file_that_is_not_a_result(tmp_path):
     r = run_tool("--stages", "app_send", "--compare", str(bad), timeout=30)
     assert r.returncode == 2
     assert "not JSON" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_benchmarks_section_is_replaced_not_repeated(harness, tmp_path):
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text("# Benchmarks\n\nother sections\n")
+    for _ in range(2):
+        r = run_tool("--stages", "frer_recover", "--frames", "20", "--out",
+                     str(tmp_path / "c.json"), "--benchmarks", str(md))
+        assert r.returncode == 0, r.stderr[-2000:]
+    text = md.read_text()
+    assert text.startswith("# Benchmarks\n\nother sections\n")
+    assert text.count("## Cost per frame") == 1
+    assert "| frer_recover | copy |" in text
+    assert "`perf stat -e instructions`" in text
