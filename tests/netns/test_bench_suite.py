@@ -1,7 +1,9 @@
 """tools/bench_suite.py --quick: the results file is complete and well formed.
 
 Checks structure, not figures: every matrix cell, load, frame size and VNIC
-run is present, every number is finite, the figures and the report exist.
+run is present, every number is finite, the figures and the report exist, the
+run is in the manifest with its raw JSON and log, and RFC 2544 followed the
+protocol's rules (both searches, the confirmation, the latency trials).
 """
 import json
 import math
@@ -38,9 +40,18 @@ def test_quick_suite_writes_complete_results(tmp_path):
         skip_or_fail("the suite needs two CPUs")
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_suite.py"), "--quick",
                            "--lab", "bq", "--out-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads((tmp_path / "bench_suite.json").read_text())
+    # the protocol's [quick] values make one run, listed in the manifest of this code
+    (code,) = [p for p in tmp_path.iterdir() if (p / "manifest.json").exists()]
+    man = json.loads((code / "manifest.json").read_text())
+    assert [(r["run"], r["status"]) for r in man["runs"]] == [(1, "ok")]
+    raw = json.loads((code / "run-1" / "bench_suite.json").read_text())
+    assert "# saved" in (code / "run-1" / "log.txt").read_text()
+    assert raw["envelope"]["protocol"]["quick"] and raw["envelope"]["protocol"]["overrides"] == {}
+    assert res["runs"]["ok"] == 1 and res["matrix"].keys() == raw["matrix"].keys()
+    latency_trials = raw["envelope"]["settings"]["latency_trials"]
 
     for app in ("standard", "rt"):
         for disc in ("nomac", "tdma"):
@@ -69,13 +80,23 @@ def test_quick_suite_writes_complete_results(tmp_path):
     gig, ceiling = res["rfc2544"]["rt_path_1000"], res["rfc2544"]["xdp_flood"]
     for size in SIZES:
         assert 0 <= rt[size]["throughput_pct"] <= 100 and rt[size]["trials"]
+        # the headline search and the one with disturbed retries, the confirmation trial
+        # and the dedicated latency trials at the headline rate
+        assert rt[size]["throughput_pct_retried"] >= 0 and rt[size]["trials_retried"]
+        if rt[size]["throughput_pct"] > 0:
+            assert rt[size]["confirm"]["sent"] > 0
+            assert rt[size]["latency_trials"] == latency_trials >= 20
         assert 0 <= gig[size]["throughput_pct"] <= 100 and gig[size]["link_mbps"] == 1000
         assert ceiling[size]["received"] > 0 and ceiling[size]["rx_fps"] > 0
         assert 0 <= vn[size]["throughput_pct_of_search_hi"] <= 100 and vn[size]["trials"]
         assert vn[size]["rtt_us"]["count"] > 0
     red, cut = res["rfc2544"]["rt_path_redundant"], res["frer_wire_cut"]
+    assert res["rfc2544"]["rt_path_redundant_1000"].keys() == red.keys()
     for size in SIZES:       # the same search with two ports (IEEE 802.1CB)
         assert 0 <= red[size]["throughput_pct"] <= 100 and red[size]["trials"]
+        assert red[size]["one_port_pct_retried"] >= 0 and red[size]["trials_retried"]
+        if red[size]["latency_rate_pct"] > 0:
+            assert red[size]["latency_rounds"] == latency_trials
         # and with one port on the same stations: the control, and both latencies at one rate
         assert 0 <= red[size]["one_port_pct"] <= 100 and red[size]["one_port_trials"]
         assert red[size]["latency_rate_pct"] == min(red[size]["one_port_pct"],
@@ -96,6 +117,7 @@ def test_quick_suite_writes_complete_results(tmp_path):
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## a. Determinism matrix" in md and "## Discussion" in md
+    assert "## Headline figures" in md and "Runs: 1 ok of 1 made" in md
     assert "UDP/IPv4 next to the raw EtherType channel" in md
     assert "--quick" in md
     for key in ("a", "b", "c", "c-frer", "d"):
