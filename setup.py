@@ -1,4 +1,5 @@
-"""Only what pyproject.toml cannot say: the cffi extension and the XDP object.
+"""Only what pyproject.toml cannot say: the cffi extension, the XDP object and the
+socket interposer (librtnet_preload.so, csrc/preload/, with rtnet.h).
 
 The XDP program (csrc/xdp_rtnet.bpf.c) is compiled with clang into
 rtnet/xdp_rtnet.bpf.o before setuptools runs, so both regular and editable
@@ -30,5 +31,19 @@ def build_bpf_object():
     subprocess.run(cmd, check=True)
 
 
+def build_preload_library():
+    """librtnet_preload.so (rtnet-run) and rtnet.h, installed beside the package."""
+    csrc = os.path.join(HERE, "csrc")
+    if not os.path.exists(os.path.join(csrc, "preload")):
+        return
+    subprocess.run(["make", "-s", "-C", csrc, "preload"], check=True)
+    shutil.copy2(os.path.join(csrc, "build", "librtnet_preload.so"),
+                 os.path.join(HERE, "rtnet", "librtnet_preload.so"))
+    inc = os.path.join(HERE, "rtnet", "include")
+    os.makedirs(inc, exist_ok=True)
+    shutil.copy2(os.path.join(csrc, "include", "rtnet.h"), os.path.join(inc, "rtnet.h"))
+
+
 build_bpf_object()
+build_preload_library()
 setup(cffi_modules=["csrc/build_core.py:ffibuilder"])

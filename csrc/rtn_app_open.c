@@ -201,8 +201,14 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 	}
 	p = json_find(line, "ok");
 	if (!p || strncmp(p, "true", 4)) {
+		long e;
+
 		json_string(json_find(line, "error"), err, sizeof(err));
-		rc = rtn_set_error(-EREMOTEIO, "%s: channel refused: %s", dev, err);
+		/* the station's own errno where the daemon gives one (EADDRINUSE for a bound port) */
+		p = json_find(line, "errno");
+		e = p ? strtol(p, NULL, 10) : 0;
+		rc = rtn_set_error(e > 0 && e < 4096 ? (int)-e : -EREMOTEIO,
+				   "%s: channel refused: %s", dev, err);
 		goto fail;
 	}
 	if (nfds != 3) {

@@ -503,7 +503,10 @@ class ControlServer:
         except RequestError as exc:
             return error_reply(str(exc))
         except (ConfigError, RtnetError, KeyError, TypeError, ValueError) as exc:
-            return error_reply(_message(exc))
+            reply = error_reply(_message(exc))
+            if isinstance(exc, OSError) and exc.errno:
+                reply["errno"] = exc.errno      # the C library returns it (rtn_app_open)
+            return reply
         except Exception as exc:
             msg = _message(exc)
             log.error("control request %s: %s: %s", cmd if isinstance(cmd, str) else "?",

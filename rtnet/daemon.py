@@ -403,7 +403,10 @@ class Daemon:
         stats["daemon"] = {"pid": os.getpid(), "name": self.cfg.name, "device": self.dev,
                            "config": self.cfg.source,
                            "uptime_s": round(time.monotonic() - self._started, 3),
-                           "channels": len(self._chan_ids)}
+                           "channels": len(self._chan_ids),
+                           # what an application may open a channel for (rtnet-run's rules)
+                           "ethertypes": [et for et in self.cfg.steered_ethertypes()
+                                          if et != _config.PING_ETHERTYPE]}
         stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
         stats["rtcfg"] = self.rtcfg.status()    # outside self._lock: RTcfg applies under it
         stats["ipv4"] = self.ipv4.status()

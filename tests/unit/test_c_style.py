@@ -39,8 +39,10 @@ def _sources() -> list[str]:
 
 
 def _bench_sources() -> list[str]:
-    """The cost benchmark's harnesses (csrc/bench/), held to the style from the start."""
-    return sorted(os.path.relpath(p, CSRC) for p in glob.glob(os.path.join(CSRC, "bench", "*.[ch]")))
+    """The subfolders' sources (the cost benchmark's harnesses, the socket interposer, the
+    installed header), held to the style from the start."""
+    return sorted(os.path.relpath(p, CSRC) for sub in ("bench", "preload", "include")
+                  for p in glob.glob(os.path.join(CSRC, sub, "*.[ch]")))
 
 
 def _clang_format() -> str:

@@ -1,0 +1,654 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_preload_io.c
+ * @brief The data path of librtnet_preload.so: sending is building the
+ *        frame in the channel's TX ring (rtn_app_sendto(), rtn_app_send_raw()),
+ *        with no system call unless a NoMAC station must be kicked;
+ *        receiving takes from the RX ring and sleeps only when it is empty,
+ *        in poll() on the channel's notify eventfd and its control
+ *        connection, so a signal interrupts it (EINTR) and the daemon's end
+ *        wakes it (ENETDOWN).  Every frame in the ring is shared memory, so
+ *        its lengths are checked again before anything is copied.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/errqueue.h>
+#include <linux/if_packet.h>
+#include <linux/net_tstamp.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "rtn_app_priv.h"
+#include "rtn_chan_inline.h"
+#include "rtn_core.h"
+#include "rtn_ipv4.h"
+#include "rtn_preload_priv.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define ALIVE_CHECK_EVERY 1024 /* sends between looks at the control connection */
+
+int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
+void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_t *mac);
+
+static int64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static ssize_t set_errno(ssize_t rc)
+{
+	if (rc >= 0)
+		return rc;
+	errno = (int)-rc;
+	return -1;
+}
+
+static int iov_ok(const struct iovec *iov, size_t n)
+{
+	size_t i;
+
+	if (n > 1024)
+		return -EMSGSIZE;
+	if (n && (!iov || rp_bad_ptr(iov, n * sizeof(*iov))))
+		return -EFAULT;
+	for (i = 0; i < n; i++)
+		if (iov[i].iov_len &&
+		    (!iov[i].iov_base || rp_bad_ptr(iov[i].iov_base, iov[i].iov_len)))
+			return -EFAULT;
+	return 0;
+}
+
+/* ---- receive ------------------------------------------------------------------- */
+
+/* What one ring message holds for the program: where its data is, and who sent it. */
+struct rx_view {
+	const uint8_t *data;
+	uint32_t len; /* the datagram's or frame's full length */
+	struct sockaddr_in from;
+	struct sockaddr_ll ll;
+};
+
+/* -1: not a datagram or frame this socket gives (dropped and counted by the caller) */
+static int view(const struct rsock *rs, const struct rtn_msg *m, uint8_t *copy, struct rx_view *v)
+{
+	uint32_t len = rtn_msg_len(m);
+
+	if (len > RTN_CHAN_MSG_MAX || len < 14)
+		return -1;
+	/* parse a private copy: the station may rewrite the slot's bytes meanwhile */
+	memcpy(copy, m->frame, len);
+	if (rs->domain == AF_PACKET) {
+		uint8_t pkt = copy[0] & 1 ? (memcmp(copy, "\xff\xff\xff\xff\xff\xff", 6) ?
+						     PACKET_MULTICAST :
+						     PACKET_BROADCAST) :
+					    PACKET_HOST;
+
+		rp_packet_name(rs, &v->ll, copy + 6);
+		v->ll.sll_pkttype = pkt;
+		v->data = rs->type == SOCK_RAW ? copy : copy + 14;
+		v->len = rs->type == SOCK_RAW ? len : len - 14;
+		return 0;
+	} else {
+		uint32_t ulen;
+
+		if (len < RTN_UDP_HLEN || copy[RTN_IP_OFF] != 0x45 || copy[RTN_IP_OFF + 9] != 17)
+			return -1;
+		ulen = (uint32_t)copy[RTN_L4_OFF + 4] << 8 | copy[RTN_L4_OFF + 5];
+		if (ulen < 8 || RTN_L4_OFF + ulen > len)
+			return -1;
+		memset(&v->from, 0, sizeof(v->from));
+		v->from.sin_family = AF_INET;
+		memcpy(&v->from.sin_addr, copy + RTN_IP_OFF + 12, 4);
+		memcpy(&v->from.sin_port, copy + RTN_L4_OFF, 2);
+		v->data = copy + RTN_UDP_HLEN;
+		v->len = ulen - 8; /* not the frame's: Ethernet pads short ones */
+		return 0;
+	}
+}
+
+/* The receive stamp as the kernel's SO_TIMESTAMP* give it: CLOCK_REALTIME. */
+static struct timespec rx_realtime(const struct rsock *rs, const struct rtn_msg *m)
+{
+	int64_t off = __atomic_load_n(&rs->ch->shm->clock_offset, __ATOMIC_RELAXED);
+	int64_t stamp = m->rx_ns ? m->rx_ns : m->rx_rt_ns;
+	int64_t real = stamp - off + (now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+	struct timespec ts = { .tv_sec = real / 1000000000LL, .tv_nsec = real % 1000000000LL };
+
+	return ts;
+}
+
+static void put_cmsg(struct msghdr *mh, size_t *used, int level, int type, const void *data,
+		     size_t len)
+{
+	struct cmsghdr c = { .cmsg_len = CMSG_LEN(len), .cmsg_level = level, .cmsg_type = type };
+	uint8_t *base = mh->msg_control;
+
+	if (*used + CMSG_SPACE(len) > mh->msg_controllen) {
+		mh->msg_flags |= MSG_CTRUNC;
+		return;
+	}
+	memcpy(base + *used, &c, sizeof(c));
+	memcpy(base + *used + CMSG_LEN(0), data, len);
+	*used += CMSG_SPACE(len);
+}
+
+static void stamp_cmsgs(const struct rsock *rs, const struct rtn_msg *m, struct msghdr *mh)
+{
+	size_t used = 0;
+	struct timespec ts;
+
+	if (!mh->msg_control || !mh->msg_controllen ||
+	    rp_bad_ptr(mh->msg_control, mh->msg_controllen)) {
+		mh->msg_controllen = 0;
+		return;
+	}
+	if (rs->ts_ns || rs->ts_us || (rs->ts_flags & SOF_TIMESTAMPING_SOFTWARE))
+		ts = rx_realtime(rs, m);
+	if (rs->ts_ns)
+		put_cmsg(mh, &used, SOL_SOCKET, SO_TIMESTAMPNS, &ts, sizeof(ts));
+	else if (rs->ts_us) {
+		struct timeval tv = { .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
+
+		put_cmsg(mh, &used, SOL_SOCKET, SO_TIMESTAMP, &tv, sizeof(tv));
+	}
+	if (rs->ts_flags & SOF_TIMESTAMPING_SOFTWARE) {
+		struct scm_timestamping three = { .ts = { ts } };
+
+		put_cmsg(mh, &used, SOL_SOCKET, SO_TIMESTAMPING, &three, sizeof(three));
+	}
+	mh->msg_controllen = used;
+}
+
+/* Copy @p v's data over the iovec; returns what was copied. */
+static size_t scatter(const struct msghdr *mh, const uint8_t *data, size_t len)
+{
+	size_t i, done = 0;
+
+	for (i = 0; i < mh->msg_iovlen && done < len; i++) {
+		size_t n = mh->msg_iov[i].iov_len < len - done ? mh->msg_iov[i].iov_len :
+								 len - done;
+
+		memcpy(mh->msg_iov[i].iov_base, data + done, n);
+		done += n;
+	}
+	return done;
+}
+
+/* Take (or peek at) one message into @p mh; -EAGAIN when the ring is empty. */
+static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	uint8_t copy[RTN_CHAN_MSG_MAX];
+	struct rx_view v;
+	struct rtn_msg *m;
+	ssize_t rc = -EAGAIN;
+
+	pthread_mutex_lock(&rs->rx_lock);
+	while ((m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth),
+				       rs->ch->depth))) {
+		size_t n;
+
+		if (view(rs, m, copy, &v) < 0) {
+			rs->ch->rx_bad_hdr++;
+			rtn_ring_cons_release(&shm->rx);
+			continue;
+		}
+		/* a connected socket takes its peer's datagrams only, as the kernel's */
+		if (rs->connected && rs->domain == AF_INET &&
+		    (ntohl(v.from.sin_addr.s_addr) != rs->raddr ||
+		     ntohs(v.from.sin_port) != rs->rport)) {
+			rtn_ring_cons_release(&shm->rx);
+			continue;
+		}
+		n = scatter(mh, v.data, v.len);
+		mh->msg_flags = n < v.len ? MSG_TRUNC : 0;
+		if (mh->msg_name && mh->msg_namelen) {
+			const void *src = rs->domain == AF_INET ? (const void *)&v.from :
+								  (const void *)&v.ll;
+			socklen_t sl = rs->domain == AF_INET ? sizeof(v.from) : sizeof(v.ll);
+
+			memcpy(mh->msg_name, src, mh->msg_namelen < sl ? mh->msg_namelen : sl);
+			mh->msg_namelen = sl;
+		} else {
+			mh->msg_namelen = 0;
+		}
+		stamp_cmsgs(rs, m, mh);
+		if (!(flags & MSG_PEEK)) {
+			rtn_ring_cons_release(&shm->rx);
+			rs->ch->rx_received++;
+		}
+		rc = flags & MSG_TRUNC ? (ssize_t)v.len : (ssize_t)n;
+		break;
+	}
+	pthread_mutex_unlock(&rs->rx_lock);
+	return rc;
+}
+
+static int64_t rx_timeout_ns(const struct rsock *rs, int flags)
+{
+	if ((flags & MSG_DONTWAIT) || rs->nonblock)
+		return 0;
+	if (rs->rtnet_timeout_set)
+		return rs->rtnet_timeout_ns < 0 ? 0 :
+		       rs->rtnet_timeout_ns	? rs->rtnet_timeout_ns :
+						  -1;
+	return rs->rcvtimeo_ns ? rs->rcvtimeo_ns : -1;
+}
+
+ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
+{
+	int64_t timeout = rx_timeout_ns(rs, flags), deadline;
+	ssize_t rc;
+	int e;
+
+	if (flags & ~(MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_WAITALL | MSG_CMSG_CLOEXEC |
+		      MSG_NOSIGNAL | MSG_WAITFORONE))
+		return flags & MSG_OOB ? -EOPNOTSUPP : -EINVAL;
+	if (rp_bad_ptr(mh, sizeof(*mh)) || !mh)
+		return -EFAULT;
+	if ((e = iov_ok(mh->msg_iov, mh->msg_iovlen)))
+		return e;
+	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
+		return -EFAULT;
+	deadline = timeout > 0 ? now_ns(CLOCK_MONOTONIC) + timeout : 0;
+	for (;;) {
+		struct pollfd p[2];
+		int wait_ms, n;
+
+		rc = take_one(rs, mh, flags);
+		if (rc != -EAGAIN)
+			return rc;
+		if (rs->dead)
+			return -ENETDOWN;
+		/* empty: arm the notify fd (and see a message that came meanwhile) */
+		n = rtn_app_rx_arm(rs->ch);
+		if (n < 0) {
+			rs->dead = 1;
+			return -ENETDOWN;
+		}
+		if (n > 0)
+			continue;
+		if (!rp_alive(rs))
+			return -ENETDOWN;
+		if (timeout == 0)
+			return -EAGAIN;
+		wait_ms = -1;
+		if (deadline) {
+			int64_t left = deadline - now_ns(CLOCK_MONOTONIC);
+
+			if (left <= 0)
+				return -EAGAIN;
+			wait_ms = (int)((left + 999999) / 1000000);
+		}
+		p[0] = (struct pollfd){ .fd = rtn_app_fd(rs->ch), .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch), .events = POLLIN | POLLRDHUP };
+		n = rp_real.poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
+		if (n < 0)
+			return -errno; /* EINTR: a signal, as the kernel's recv */
+		if (p[1].revents) {
+			rs->dead = 1;
+			/* what the station delivered before it went is still the program's */
+			rc = take_one(rs, mh, flags);
+			return rc == -EAGAIN ? -ENETDOWN : rc;
+		}
+	}
+}
+
+int rp_fionread(struct rsock *rs)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	uint8_t copy[RTN_CHAN_MSG_MAX];
+	struct rx_view v;
+	struct rtn_msg *m;
+	int n = 0;
+
+	pthread_mutex_lock(&rs->rx_lock);
+	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
+	if (m && view(rs, m, copy, &v) == 0)
+		n = (int)v.len; /* as Linux's UDP: the next datagram's size */
+	pthread_mutex_unlock(&rs->rx_lock);
+	return n;
+}
+
+/* ---- send ------------------------------------------------------------------------ */
+
+static ssize_t gather(const struct msghdr *mh, uint8_t *buf, size_t cap, const void **one)
+{
+	size_t i, len = 0;
+
+	if (mh->msg_iovlen == 1) { /* one piece: no copy before the ring's */
+		*one = mh->msg_iov[0].iov_base;
+		return (ssize_t)mh->msg_iov[0].iov_len;
+	}
+	*one = buf;
+	for (i = 0; i < mh->msg_iovlen; i++) {
+		if (mh->msg_iov[i].iov_len > cap - len)
+			return -EMSGSIZE;
+		memcpy(buf + len, mh->msg_iov[i].iov_base, mh->msg_iov[i].iov_len);
+		len += mh->msg_iov[i].iov_len;
+	}
+	return (ssize_t)len;
+}
+
+static ssize_t send_udp(struct rsock *rs, const struct msghdr *mh, const void *data, size_t len)
+{
+	uint32_t ip;
+	uint16_t port;
+	int rc;
+
+	if (mh->msg_name && mh->msg_namelen) {
+		struct sockaddr_in to;
+
+		if (mh->msg_namelen < sizeof(to))
+			return -EINVAL;
+		memcpy(&to, mh->msg_name, sizeof(to));
+		if (to.sin_family != AF_INET)
+			return -EAFNOSUPPORT;
+		ip = ntohl(to.sin_addr.s_addr);
+		port = ntohs(to.sin_port);
+	} else if (rs->connected) {
+		ip = rs->raddr;
+		port = rs->rport;
+	} else {
+		return -EDESTADDRREQ;
+	}
+	if (!port)
+		return -EINVAL;
+	if (len > RP_FRAME_MAX)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&rs->tx_lock);
+	rc = rtn_app_sendto(rs->ch, ip, port, data, (uint32_t)len, RTN_APP_SCHED_NOW, NULL);
+	pthread_mutex_unlock(&rs->tx_lock);
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+static ssize_t send_packet(struct rsock *rs, const struct msghdr *mh, const void *data, size_t len)
+{
+	uint8_t frame[RTN_CHAN_MSG_MAX];
+	const void *f = data;
+	size_t flen = len;
+	int rc;
+
+	if (rs->type == SOCK_DGRAM) { /* the program gives the payload and the address */
+		struct sockaddr_ll to;
+		uint16_t et = htons(rs->ethertype);
+
+		if (!mh->msg_name || mh->msg_namelen < offsetof(struct sockaddr_ll, sll_addr) + 6)
+			return -EDESTADDRREQ;
+		memcpy(&to, mh->msg_name,
+		       mh->msg_namelen < sizeof(to) ? mh->msg_namelen : sizeof(to));
+		if (to.sll_family != AF_PACKET)
+			return -EINVAL;
+		if (len > sizeof(frame) - 14)
+			return -EMSGSIZE;
+		memcpy(frame, to.sll_addr, 6);
+		memcpy(frame + 6, rs->ch->shm->station_mac, 6);
+		memcpy(frame + 12, &et, 2);
+		memcpy(frame + 14, data, len);
+		f = frame;
+		flen = len + 14;
+	}
+	if (flen > RTN_CHAN_MSG_MAX)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&rs->tx_lock);
+	rc = rtn_app_send_raw(rs->ch, f, (uint32_t)flen);
+	pthread_mutex_unlock(&rs->tx_lock);
+	if (rc == -EINVAL && flen > __atomic_load_n(&rs->ch->shm->max_size, __ATOMIC_RELAXED))
+		rc = -EMSGSIZE;
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
+{
+	uint8_t buf[RTN_CHAN_MSG_MAX];
+	const void *data;
+	ssize_t len, rc;
+
+	if (flags &
+	    ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM | MSG_DONTROUTE | MSG_MORE | MSG_EOR))
+		return flags & MSG_OOB ? -EOPNOTSUPP : -EINVAL;
+	if (!mh || rp_bad_ptr(mh, sizeof(*mh)))
+		return -EFAULT;
+	if ((rc = iov_ok(mh->msg_iov, mh->msg_iovlen)))
+		return rc;
+	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
+		return -EFAULT;
+	if (rs->dead)
+		return -ENETDOWN;
+	len = gather(mh, buf, sizeof(buf), &data);
+	if (len < 0)
+		return len;
+	rc = rs->domain == AF_INET ? send_udp(rs, mh, data, (size_t)len) :
+				     send_packet(rs, mh, data, (size_t)len);
+	if (rc == -ENOTCONN) { /* the station closed the channel */
+		rs->dead = 1;
+		return -ENETDOWN;
+	}
+	/* a killed daemon never says so in the ring: look at its connection now and then */
+	if ((rc == -ENOBUFS || ++rs->sends % ALIVE_CHECK_EVERY == 0) && !rp_alive(rs))
+		return -ENETDOWN;
+	return rc;
+}
+
+/* ---- the calls ---------------------------------------------------------------------- */
+
+/* A pending socket sending to @p to is judged first; the socket it then is. */
+static struct rsock *judged(int fd, const struct sockaddr *to, socklen_t tolen, int *err)
+{
+	struct rsock *rs = rp_lookup(fd);
+
+	*err = 0;
+	if (rs && rs->state == RP_PENDING) {
+		*err = rp_judge_send(fd, rs, to, tolen);
+		rs = rp_lookup_rt(fd);
+	}
+	return rs && rs->state == RP_RT ? rs : NULL;
+}
+
+EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	int err;
+	struct rsock *rs = judged(fd, mh && !rp_bad_ptr(mh, sizeof(*mh)) ? mh->msg_name : NULL,
+				  mh && !rp_bad_ptr(mh, sizeof(*mh)) ? mh->msg_namelen : 0, &err);
+
+	if (err)
+		return set_errno(err);
+	if (!rs)
+		return rp_real.sendmsg(fd, mh, flags);
+	return set_errno(rp_sendmsg(fd, rs, mh, flags));
+}
+
+EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+		      socklen_t tolen)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_name = (void *)to,
+			     .msg_namelen = to ? tolen : 0,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1 };
+	int err;
+	struct rsock *rs = judged(fd, to, tolen, &err);
+
+	if (err)
+		return set_errno(err);
+	if (!rs)
+		return rp_real.sendto(fd, buf, len, flags, to, tolen);
+	return set_errno(rp_sendmsg(fd, rs, &mh, flags));
+}
+
+EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (!rs)
+		return rp_real.send(fd, buf, len, flags);
+	return set_errno(rp_sendmsg(fd, rs, &mh, flags));
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (!rs)
+		return rp_real.write(fd, buf, len);
+	return set_errno(rp_sendmsg(fd, rs, &mh, 0));
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
+
+	if (!rs)
+		return rp_real.writev(fd, iov, n);
+	if (n < 0)
+		return set_errno(-EINVAL);
+	return set_errno(rp_sendmsg(fd, rs, &mh, 0));
+}
+
+EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	int err;
+	struct rsock *rs =
+		judged(fd, n && v && !rp_bad_ptr(v, sizeof(*v)) ? v[0].msg_hdr.msg_name : NULL,
+		       n && v && !rp_bad_ptr(v, sizeof(*v)) ? v[0].msg_hdr.msg_namelen : 0, &err);
+	unsigned int i;
+
+	if (err)
+		return (int)set_errno(err);
+	if (!rs)
+		return rp_real.sendmmsg(fd, v, n, flags);
+	if (n > 1024) /* UIO_MAXIOV, as the kernel caps it */
+		n = 1024;
+	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
+		return (int)set_errno(-EFAULT);
+	for (i = 0; i < n; i++) {
+		ssize_t rc = rp_sendmsg(fd, rs, &v[i].msg_hdr, flags);
+
+		if (rc < 0)
+			return i ? (int)i : (int)set_errno(rc);
+		v[i].msg_len = (unsigned int)rc;
+	}
+	return (int)n;
+}
+
+EXPORT ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+
+	if (!rs)
+		return rp_real.recvmsg(fd, mh, flags);
+	return set_errno(rp_recvmsg(fd, rs, mh, flags));
+}
+
+EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+			socklen_t *fromlen)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t rc;
+
+	if (!rs)
+		return rp_real.recvfrom(fd, buf, len, flags, from, fromlen);
+	if (from) {
+		if (!fromlen || rp_bad_ptr(fromlen, sizeof(*fromlen)))
+			return set_errno(-EFAULT);
+		mh.msg_name = from;
+		mh.msg_namelen = *fromlen;
+	}
+	rc = rp_recvmsg(fd, rs, &mh, flags);
+	if (rc >= 0 && from)
+		*fromlen = mh.msg_namelen;
+	return set_errno(rc);
+}
+
+EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	return recvfrom(fd, buf, len, flags, NULL, NULL);
+}
+
+EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (!rs)
+		return rp_real.read(fd, buf, len);
+	return set_errno(rp_recvmsg(fd, rs, &mh, 0));
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
+
+	if (!rs)
+		return rp_real.readv(fd, iov, n);
+	if (n < 0)
+		return set_errno(-EINVAL);
+	return set_errno(rp_recvmsg(fd, rs, &mh, 0));
+}
+
+EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
+{
+	struct rsock *rs = rp_lookup_rt(fd);
+	unsigned int i;
+
+	if (!rs)
+		return rp_real.recvmmsg(fd, v, n, flags, t);
+	if (n > 1024)
+		n = 1024;
+	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
+		return (int)set_errno(-EFAULT);
+	for (i = 0; i < n; i++) {
+		/* after the first, MSG_WAITFORONE takes only what is there */
+		int f = i && (flags & MSG_WAITFORONE) ? flags | MSG_DONTWAIT : flags;
+		ssize_t rc = rp_recvmsg(fd, rs, &v[i].msg_hdr, f & ~MSG_WAITFORONE);
+
+		if (rc < 0)
+			return i ? (int)i : (int)set_errno(rc);
+		v[i].msg_len = (unsigned int)rc;
+	}
+	return (int)n;
+}
+
+/* _FORTIFY_SOURCE's checked variants, which programs built with it call instead */
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		abort(); /* as glibc's __chk_fail: the program overflows its own buffer */
+	return recv(fd, buf, len, flags);
+}
+
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      struct sockaddr *from, socklen_t *fromlen);
+EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      struct sockaddr *from, socklen_t *fromlen)
+{
+	if (len > buflen)
+		abort();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		abort();
+	return read(fd, buf, len);
+}

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_preload_wait.c
+ * @brief poll, ppoll, select, pselect and epoll with real-time and kernel
+ *        descriptors in one call.
+ *
+ * A real-time socket's descriptor is its channel's notify eventfd, which
+ * the station writes once per delivery batch while the reader is armed
+ * (rtn_app_rx_arm()), so the kernel's own poll and epoll wait on it with
+ * the program's other files; nothing spins.  Beside each one the call also
+ * watches the channel's control connection, whose hang-up means the daemon
+ * is gone: the socket then reports POLLERR and POLLHUP (EPOLLERR, EPOLLHUP)
+ * and its calls fail with ENETDOWN.  Readiness to write is always given:
+ * a full TX ring answers the send with ENOBUFS, as a full device queue
+ * does for a kernel UDP socket.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "rtn_app_priv.h"
+#include "rtn_chan_inline.h"
+#include "rtn_preload_priv.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define STACK_FDS 64
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int ring_has_msg(struct rsock *rs)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+
+	return rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth) !=
+	       NULL;
+}
+
+/* ---- poll ----------------------------------------------------------------------- */
+
+/*
+ * The one poll: @p timeout_ns < 0 waits for ever.  @p sigmask (ppoll's)
+ * may be NULL.  Returns the count of ready entries or -errno.
+ */
+static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const sigset_t *sigmask)
+{
+	struct pollfd kstack[2 * STACK_FDS], *k = kstack;
+	short pre_stack[STACK_FDS], *pre = pre_stack;
+	int owner_stack[STACK_FDS], *owner = owner_stack;
+	int64_t deadline = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+	nfds_t i, extra;
+	int rc = 0;
+
+	if (n > STACK_FDS) {
+		k = malloc(2 * n * sizeof(*k));
+		pre = malloc(n * sizeof(*pre));
+		owner = malloc(n * sizeof(*owner));
+		if (!k || !pre || !owner) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	for (;;) {
+		int any_ready = 0, count = 0;
+		struct timespec ts, *tsp = NULL;
+
+		extra = 0;
+		for (i = 0; i < n; i++) {
+			struct rsock *rs = rp_lookup_rt(fds[i].fd);
+			short ev = fds[i].events;
+
+			k[i] = fds[i];
+			pre[i] = 0;
+			if (!rs)
+				continue;
+			if (ev & (POLLIN | POLLRDNORM)) {
+				int r = rs->dead ? -1 : rtn_app_rx_arm(rs->ch);
+
+				if (r > 0)
+					pre[i] |= ev & (POLLIN | POLLRDNORM);
+				else if (r < 0)
+					rs->dead = 1;
+			}
+			pre[i] |= ev & (POLLOUT | POLLWRNORM);
+			if (rs->dead)
+				pre[i] |= POLLERR | POLLHUP;
+			any_ready |= pre[i] != 0;
+			/* the notify file says "maybe a message"; the ring decides below */
+			k[i].events = ev & (POLLIN | POLLRDNORM) ? POLLIN : 0;
+			if (rtn_app_ctlfd(rs->ch) >= 0 && !rs->dead) {
+				k[n + extra] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch),
+								.events = POLLIN | POLLRDHUP };
+				owner[extra++] = (int)i;
+			}
+		}
+		if (any_ready) {
+			ts = (struct timespec){ 0, 0 };
+			tsp = &ts;
+		} else if (timeout_ns >= 0) {
+			int64_t left = deadline ? deadline - mono_ns() : 0;
+
+			if (left < 0)
+				left = 0;
+			ts = (struct timespec){ left / 1000000000LL, left % 1000000000LL };
+			tsp = &ts;
+		}
+		rc = rp_real.ppoll(k, n + extra, tsp, sigmask);
+		if (rc < 0) {
+			rc = -errno;
+			goto out;
+		}
+		for (i = 0; i < extra; i++) {
+			struct rsock *rs = rp_lookup_rt(fds[owner[i]].fd);
+
+			if (k[n + i].revents && rs) {
+				rs->dead = 1;
+				pre[owner[i]] |= POLLERR | POLLHUP |
+						 (fds[owner[i]].events & POLLIN);
+			}
+		}
+		for (i = 0; i < n; i++) {
+			struct rsock *rs = rp_lookup_rt(fds[i].fd);
+
+			if (rs) {
+				fds[i].revents = pre[i];
+				if ((k[i].revents & POLLIN) && ring_has_msg(rs))
+					fds[i].revents |= fds[i].events & (POLLIN | POLLRDNORM);
+			} else {
+				fds[i].revents = k[i].revents;
+			}
+			count += fds[i].revents != 0;
+		}
+		/* woken for a message another reader took, or a stale count: wait on */
+		if (count || rc == 0 || any_ready ||
+		    (timeout_ns >= 0 && (!deadline || mono_ns() >= deadline))) {
+			rc = count;
+			goto out;
+		}
+	}
+out:
+	if (k != kstack)
+		free(k);
+	if (pre != pre_stack)
+		free(pre);
+	if (owner != owner_stack)
+		free(owner);
+	return rc;
+}
+
+static int has_rt(const struct pollfd *fds, nfds_t n)
+{
+	nfds_t i;
+
+	for (i = 0; i < n; i++)
+		if (rp_lookup_rt(fds[i].fd))
+			return 1;
+	return 0;
+}
+
+static int ret(int rc)
+{
+	if (rc >= 0)
+		return rc;
+	errno = -rc;
+	return -1;
+}
+
+EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (n && (!fds || rp_bad_ptr(fds, n * sizeof(*fds))))
+		return rp_real.poll(fds, n, timeout); /* the kernel's EFAULT */
+	if (!has_rt(fds, n))
+		return rp_real.poll(fds, n, timeout);
+	return ret(poll_mixed(fds, n, timeout < 0 ? -1 : timeout * 1000000LL, NULL));
+}
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask)
+{
+	if (n && (!fds || rp_bad_ptr(fds, n * sizeof(*fds))))
+		return rp_real.ppoll(fds, n, t, mask);
+	if (!has_rt(fds, n))
+		return rp_real.ppoll(fds, n, t, mask);
+	if (t && (rp_bad_ptr(t, sizeof(*t)) || t->tv_sec < 0 || t->tv_nsec < 0 ||
+		  t->tv_nsec >= 1000000000L))
+		return ret(rp_bad_ptr(t, sizeof(*t)) ? -EFAULT : -EINVAL);
+	return ret(poll_mixed(fds, n, t ? t->tv_sec * 1000000000LL + t->tv_nsec : -1, mask));
+}
+
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort(); /* as glibc's __chk_fail */
+	return poll(fds, n, timeout);
+}
+
+EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask,
+		       size_t fdslen);
+EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask,
+		       size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		abort();
+	return ppoll(fds, n, t, mask);
+}
+
+/* ---- select -------------------------------------------------------------------------- */
+
+static int select_mixed(int nfds, fd_set *r, fd_set *w, fd_set *x, int64_t timeout_ns,
+			const sigset_t *mask)
+{
+	struct pollfd p[FD_SETSIZE];
+	nfds_t n = 0, i;
+	int rc, count = 0;
+
+	for (i = 0; i < (nfds_t)nfds; i++) {
+		short ev = (r && FD_ISSET(i, r) ? POLLIN : 0) |
+			   (w && FD_ISSET(i, w) ? POLLOUT : 0) |
+			   (x && FD_ISSET(i, x) ? POLLPRI : 0);
+
+		if (ev)
+			p[n++] = (struct pollfd){ .fd = (int)i, .events = ev };
+	}
+	rc = poll_mixed(p, n, timeout_ns, mask);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++) {
+		short got = p[i].revents;
+
+		if (got & POLLNVAL)
+			return -EBADF; /* as select: a descriptor that is not open */
+	}
+	if (r)
+		FD_ZERO(r);
+	if (w)
+		FD_ZERO(w);
+	if (x)
+		FD_ZERO(x);
+	for (i = 0; i < n; i++) {
+		short got = p[i].revents, ev = p[i].events;
+
+		if ((ev & POLLIN) && (got & (POLLIN | POLLHUP | POLLERR))) {
+			FD_SET(p[i].fd, r);
+			count++;
+		}
+		if ((ev & POLLOUT) && (got & (POLLOUT | POLLERR))) {
+			FD_SET(p[i].fd, w);
+			count++;
+		}
+		if ((ev & POLLPRI) && (got & POLLPRI)) {
+			FD_SET(p[i].fd, x);
+			count++;
+		}
+	}
+	return count;
+}
+
+static int sets_have_rt(int nfds, fd_set *r, fd_set *w, fd_set *x)
+{
+	int i;
+
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	for (i = 0; i < nfds; i++)
+		if (((r && FD_ISSET(i, r)) || (w && FD_ISSET(i, w)) || (x && FD_ISSET(i, x))) &&
+		    rp_lookup_rt(i))
+			return 1;
+	return 0;
+}
+
+static int sets_ok(int nfds, fd_set *r, fd_set *w, fd_set *x)
+{
+	return nfds >= 0 && nfds <= FD_SETSIZE && !(r && rp_bad_ptr(r, sizeof(*r))) &&
+	       !(w && rp_bad_ptr(w, sizeof(*w))) && !(x && rp_bad_ptr(x, sizeof(*x)));
+}
+
+EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
+{
+	int64_t tmo = -1, start;
+	int rc;
+
+	if (!sets_ok(nfds, r, w, x) || !sets_have_rt(nfds, r, w, x) ||
+	    (t && rp_bad_ptr(t, sizeof(*t))))
+		return rp_real.select(nfds, r, w, x, t);
+	if (t) {
+		if (t->tv_sec < 0 || t->tv_usec < 0)
+			return ret(-EINVAL);
+		tmo = t->tv_sec * 1000000000LL + t->tv_usec * 1000LL;
+	}
+	start = mono_ns();
+	rc = select_mixed(nfds, r, w, x, tmo, NULL);
+	if (t && rc >= 0) { /* Linux's select leaves the time not slept in it */
+		int64_t left = tmo - (mono_ns() - start);
+
+		if (left < 0)
+			left = 0;
+		t->tv_sec = left / 1000000000LL;
+		t->tv_usec = left % 1000000000LL / 1000;
+	}
+	return ret(rc);
+}
+
+EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *t,
+		   const sigset_t *mask)
+{
+	if (!sets_ok(nfds, r, w, x) || !sets_have_rt(nfds, r, w, x) ||
+	    (t && rp_bad_ptr(t, sizeof(*t))))
+		return rp_real.pselect(nfds, r, w, x, t, mask);
+	if (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L))
+		return ret(-EINVAL);
+	return ret(
+		select_mixed(nfds, r, w, x, t ? t->tv_sec * 1000000000LL + t->tv_nsec : -1, mask));
+}
+
+/* ---- epoll ----------------------------------------------------------------------------- */
+
+/*
+ * A registration of a pending or real-time socket in an epoll set, kept
+ * so that it can follow the socket when it goes real-time, and so that
+ * the control connection's hang-up (registered with this entry's address
+ * as its data) is given to the program as an event of its socket.
+ */
+struct epreg {
+	int epfd, fd, ctlfd;
+	struct epoll_event ev;
+	struct epreg *next;
+};
+
+static struct epreg *regs;
+static int n_regs;
+static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_ctl_locked(struct epreg *e)
+{
+	struct rsock *rs = rp_lookup_rt(e->fd);
+	struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = e };
+
+	if (!rs || e->ctlfd >= 0 || rtn_app_ctlfd(rs->ch) < 0)
+		return;
+	if (rp_real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, rtn_app_ctlfd(rs->ch), &cev) == 0)
+		e->ctlfd = rtn_app_ctlfd(rs->ch);
+}
+
+static void drop_locked(struct epreg **pp)
+{
+	struct epreg *e = *pp;
+
+	if (e->ctlfd >= 0)
+		rp_real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->ctlfd, NULL);
+	*pp = e->next;
+	free(e);
+	n_regs--;
+}
+
+EXPORT int epoll_create1(int flags)
+{
+	return rp_real.epoll_create1(flags);
+}
+
+EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct rsock *rs = rp_lookup(fd);
+	struct epreg **pp, *e;
+	int rc;
+
+	if (!rs)
+		return rp_real.epoll_ctl(epfd, op, fd, ev);
+	rc = rp_real.epoll_ctl(epfd, op, fd, ev);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&ep_lock);
+	for (pp = &regs; *pp && !((*pp)->epfd == epfd && (*pp)->fd == fd); pp = &(*pp)->next)
+		;
+	if (op == EPOLL_CTL_DEL) {
+		if (*pp)
+			drop_locked(pp);
+	} else if (op == EPOLL_CTL_MOD && *pp) {
+		(*pp)->ev = *ev;
+	} else if (op == EPOLL_CTL_ADD && !*pp && (e = calloc(1, sizeof(*e)))) {
+		e->epfd = epfd;
+		e->fd = fd;
+		e->ctlfd = -1;
+		e->ev = *ev;
+		e->next = regs;
+		regs = e;
+		n_regs++;
+		add_ctl_locked(e);
+	}
+	pthread_mutex_unlock(&ep_lock);
+	return 0;
+}
+
+void rp_epoll_fd_replaced(int fd)
+{
+	struct epreg *e;
+
+	pthread_mutex_lock(&ep_lock);
+	for (e = regs; e; e = e->next) {
+		if (e->fd != fd)
+			continue;
+		/* the kernel socket's registration went with its file */
+		if (rp_real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &e->ev) < 0 && errno == EEXIST)
+			rp_real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &e->ev);
+		add_ctl_locked(e);
+	}
+	pthread_mutex_unlock(&ep_lock);
+}
+
+void rp_epoll_forget_fd(int fd)
+{
+	struct epreg **pp;
+
+	if (!__atomic_load_n(&n_regs, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ep_lock);
+	for (pp = &regs; *pp;) {
+		if ((*pp)->fd == fd || (*pp)->epfd == fd)
+			drop_locked(pp);
+		else
+			pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&ep_lock);
+}
+
+void rp_epoll_forget_epfd(int epfd)
+{
+	rp_epoll_forget_fd(epfd);
+}
+
+/* Events for our control-connection entries become the program's socket's. */
+static int translate(int epfd, struct epoll_event *evs, int n)
+{
+	int i;
+
+	if (n <= 0 || !__atomic_load_n(&n_regs, __ATOMIC_RELAXED))
+		return n;
+	pthread_mutex_lock(&ep_lock);
+	for (i = 0; i < n; i++) {
+		struct epreg *e;
+
+		for (e = regs; e && (void *)e != evs[i].data.ptr; e = e->next)
+			;
+		if (!e || e->epfd != epfd)
+			continue;
+		if (rp_lookup_rt(e->fd))
+			rp_lookup_rt(e->fd)->dead = 1;
+		evs[i].events = EPOLLERR | EPOLLHUP | (e->ev.events & EPOLLIN);
+		evs[i].data = e->ev.data;
+	}
+	pthread_mutex_unlock(&ep_lock);
+	return n;
+}
+
+EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+	return translate(epfd, evs, rp_real.epoll_wait(epfd, evs, max, timeout));
+}
+
+EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+		       const sigset_t *mask)
+{
+	return translate(epfd, evs, rp_real.epoll_pwait(epfd, evs, max, timeout, mask));
+}
