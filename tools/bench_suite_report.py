@@ -5,6 +5,7 @@ import os
 import platform
 import re
 
+import bench_cost
 import bench_frer
 from bench_aggregate import headline_table, show, verdict
 
@@ -887,4 +888,6 @@ def markdown(results: dict, report_path: str) -> str:
         L += ["## Discussion: agreement with the seeds", ""]
         for d in disc:
             L += [f"- {d}", ""]
-    return "\n".join(L).rstrip() + "\n"
+    # tools/bench_cost.py's section comes from its own run: kept as the page had it
+    kept = bench_cost.kept_section(report_path)
+    return "\n".join(L).rstrip() + "\n" + ("\n" + kept if kept else "")

@@ -108,3 +108,15 @@ def test_benchmarks_section_is_replaced_not_repeated(harness, tmp_path):
     assert text.count("## Cost per frame") == 1
     assert "| frer_recover | copy |" in text
     assert "`perf stat -e instructions`" in text
+
+
+def test_the_suite_report_keeps_the_cost_section(tmp_path):
+    """bench_suite.py regenerates BENCHMARKS.md; the cost section is bench_cost's and stays."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import bench_cost
+
+    md = tmp_path / "BENCHMARKS.md"
+    section = bench_cost.SECTION_BEGIN + "\n## Cost per frame\n\nfigures\n" + bench_cost.SECTION_END
+    md.write_text("# Benchmarks\n\nold suite text\n\n" + section + "\n")
+    assert bench_cost.kept_section(str(md)) == section + "\n"
+    assert bench_cost.kept_section(str(tmp_path / "missing.md")) == ""
