@@ -460,6 +460,9 @@ def markdown_section(res: dict) -> str:
               "The socket stub's instructions inside slot_run and rx_dispatch are replaced by "
               "the real socket code's (rtn_xsk_send, rtn_xsk_recv). The receive side is the "
               "frame's own: a slave's reception of the Sync and its own slot run are not in it. "
+              "Neither side has the RT loop's own bookkeeping around a wake-up (rtn_station.c: "
+              "arming the timer, poll(), the look at an empty RX ring, the next deadline): the "
+              "harness calls what the loop calls after waking. "
               "The anchor does only what every AF_XDP program must: reserve a descriptor, copy "
               "the frame into the UMEM, submit, sendto(), take back completions; on receive "
               "take the descriptor, copy the frame out, release it, refill the fill ring.", "",
