@@ -431,7 +431,21 @@ def seeds_ipv4() -> dict[str, bytes]:
     }
 
 
+def seeds_preload_rules() -> dict[str, bytes]:
+    # rtnet-run's rules files, good and bad (the parser names the line of a bad one)
+    return {
+        "defaults": b"rt udp 198.18.0.1 *\nrt udp * 198.18.0.0/24\nrt packet 0x88b5\n",
+        "ports_prio": b"# rtt-responder\nrt udp *:36000 * prio 3 slot 2\nos udp *:53 *\n",
+        "env_style": b"rt udp 198.18.0.2:6000 198.18.0.3:* ; os packet *",
+        "bad_port": b"rt udp 198.18.0.1:99999 *\n",
+        "bad_word": b"rt udp * *\nrtt udp * *\n",
+        "long": b"rt udp " + b"1" * 600 + b" *\n",
+        "many": b"os udp * *\n" * 70,
+    }
+
+
 TARGETS = {
+    "preload_rules": seeds_preload_rules,
     "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,

@@ -786,7 +786,12 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		/* a pending socket is still the kernel's: it gets the flag as it is */
 		return rs->state == RP_RT ? 0 : rp_real.fcntl(fd, F_SETFD, arg);
 	case F_SETFL:
-		rc = rp_real.fcntl(fd, F_SETFL, arg);
+		/*
+		 * A real-time socket's file is the channel's notify eventfd, which
+		 * the library reads without waiting: it stays non-blocking, and
+		 * O_NONBLOCK lives in the socket (shared by dups, as a file's flag).
+		 */
+		rc = rp_real.fcntl(fd, F_SETFL, rs->state == RP_RT ? arg | O_NONBLOCK : arg);
 		if (rc == 0)
 			rs->nonblock = !!(arg & O_NONBLOCK);
 		return rc;

@@ -224,6 +224,16 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 		if (!(flags & MSG_PEEK)) {
 			rtn_ring_cons_release(&shm->rx);
 			rs->ch->rx_received++;
+			/*
+			 * Drained, and the station wrote the notify fd since it was
+			 * armed: clear and re-arm now, so epoll does not report the
+			 * socket readable with nothing in it (still armed: nothing
+			 * was written, no system call).
+			 */
+			if (!rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth),
+						rs->ch->depth) &&
+			    !__atomic_load_n(&shm->rx_notify, __ATOMIC_ACQUIRE))
+				rtn_app_rx_arm(rs->ch);
 		}
 		rc = flags & MSG_TRUNC ? (ssize_t)v.len : (ssize_t)n;
 		break;

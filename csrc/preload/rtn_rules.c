@@ -195,18 +195,19 @@ static int parse_line(struct line_ctx *c, char *s, struct rtn_rule *r, int *got)
 int rtn_rules_parse(const char *text, const char *origin, struct rtn_rules *out, char *err,
 		    size_t errcap)
 {
-	struct line_ctx c = { .origin = origin, .line = 0, .err = err, .errcap = errcap };
+	struct line_ctx c = { .origin = origin, .line = 1, .err = err, .errcap = errcap };
 	char buf[512];
-	int n0 = out->n;
+	int n0 = out->n, next_line = 1;
 
 	if (errcap)
 		err[0] = 0;
 	while (*text) {
-		size_t len = strcspn(text, ";\n");
+		/* a rule ends at ';' or the line's end; a comment runs to the line's end */
+		size_t len = strcspn(text, ";#\n");
 		struct rtn_rule r;
 		int got;
 
-		c.line++;
+		c.line = next_line;
 		if (len >= sizeof(buf)) {
 			out->n = n0;
 			return fail(&c, "%sa line longer than 511 characters", "");
@@ -214,6 +215,10 @@ int rtn_rules_parse(const char *text, const char *origin, struct rtn_rules *out,
 		memcpy(buf, text, len);
 		buf[len] = 0;
 		text += len;
+		if (*text == '#')
+			text += strcspn(text, "\n");
+		if (*text == '\n')
+			next_line++;
 		if (*text)
 			text++;
 		if (parse_line(&c, buf, &r, &got)) {

@@ -4,7 +4,8 @@
  * @brief Which sockets of a program run under rtnet-run go through the
  *        station's real-time path: a list of rules, first match wins.
  *
- * One rule a line (or separated by ';'), '#' starts a comment:
+ * One rule a line (several on one line separated by ';'), '#' starts a
+ * comment that runs to the line's end:
  *
  *     rt|os  udp     LOCAL REMOTE  [prio N] [slot N]
  *     rt|os  packet  ETHERTYPE     [prio N] [slot N]

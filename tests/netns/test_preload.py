@@ -1,0 +1,236 @@
+"""Unmodified programs on the real-time path through rtnet-run (root, namespaces, AF_XDP):
+a POSIX program mixing real-time and kernel sockets in poll, select and epoll (with dup,
+fork, exec, threads, signals, the kernel's errors and a packet socket on a real-time
+EtherType), sockperf ping-pong, socat as a second client, a capture Wireshark decodes,
+and a daemon killed under a running program."""
+import base64
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+
+import pytest
+from conftest import daemon_lab, require_tool
+
+from rtnet import cli, rtroute, run
+from rtnet.stationctl import request
+
+pytestmark = pytest.mark.netns
+
+CONF = """
+[station]
+name = "pl{index}"
+ip = "{ip}"
+ethertypes = [0x88B5]
+[rt]
+allow_fallback = true
+[link]
+link_rate_mbps = 0
+[nomac]
+"""
+HERE = os.path.dirname(os.path.abspath(__file__))
+POSIX_MIX = os.path.join(os.path.dirname(HERE), "preload", "posix_mix.c")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    d = tempfile.mkdtemp(prefix="rtn-pl-conf-")
+    try:
+        with contextlib.contextmanager(daemon_lab)("pl", 2) as lab:
+            for st in lab.stations:
+                path = os.path.join(d, f"{st.index}.toml")
+                with open(path, "w") as f:
+                    f.write(textwrap.dedent(CONF.format(index=st.index, ip=st.ip)))
+                assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
+            a, b = lab.station(1), lab.station(2)
+            for x, y in ((a, b), (b, a)):
+                assert rtroute.main(["-n", x.netns, "add", y.ip, y.mac, "dev", "rteth0"]) == 0
+            yield lab
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def posix_mix(tmp_path_factory):
+    cc = require_tool("gcc")
+    out = str(tmp_path_factory.mktemp("pm") / "posix_mix")
+    # plain gcc against the installed rtnet.h: what RTnet's POSIX examples need
+    subprocess.run([cc, "-Wall", "-Werror", "-O2", "-I", run.include_dir(), "-o", out,
+                    POSIX_MIX, "-lpthread"], check=True, timeout=120)
+    return out
+
+
+def rtnet_run(netns, argv, **kw):
+    return [sys.executable, "-m", "rtnet.run", "-n", netns, "--", *argv]
+
+
+def udp_stats(netns) -> dict:
+    return request("rteth0", {"cmd": "status"}, netns=netns)["status"]["ipv4"]
+
+
+def start_server(argv, ready_word: bytes, timeout=20):
+    """Start a server process and wait for its ready line (what it prints, not a sleep)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    seen = b""
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([p.stdout], [], [], 0.5)
+        if r:
+            line = p.stdout.readline()
+            seen += line
+            if ready_word in line:
+                return p, line
+            if not line and p.poll() is not None:
+                break
+    p.kill()
+    p.wait()
+    raise AssertionError(f"server did not get ready: {seen.decode(errors='replace')}")
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def test_a_posix_program_should_mix_rt_and_kernel_sockets(lab, posix_mix):
+    s1, s2 = lab.station(1), lab.station(2)
+    before = udp_stats(s2.netns)["rx_udp"]
+    srv, ready = start_server(rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6100"]),
+                              b"server ready")
+    try:
+        # the server's UDP socket bound to the real-time address and its packet socket
+        assert b"udp=rt packet=rt" in ready
+        res = subprocess.run(rtnet_run(s1.netns, [posix_mix, "client", s1.ip, s2.ip, "6100",
+                                                  s2.mac]),
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        stop(srv)
+    lines = res.stdout.splitlines()
+    assert res.returncode == 0 and "0 failures" in lines, res.stdout + res.stderr
+    assert not [ln for ln in lines if ln.startswith("FAIL")]
+    # every check ran: the program prints one line each
+    assert len([ln for ln in lines if ln.startswith("ok ")]) >= 35, res.stdout
+    # its datagrams went through the station, not Linux
+    # (the client sends the server 15 datagrams: echoes, mmsg, the quit)
+    assert udp_stats(s2.netns)["rx_udp"] - before >= 15
+
+
+def test_sockperf_ping_pong_should_run_over_the_rt_path(lab, tmp_path):
+    sockperf = require_tool("sockperf")
+    tshark = require_tool("tshark")
+    s1, s2 = lab.station(1), lab.station(2)
+    before = udp_stats(s2.netns)["rx_udp"]
+    capture = {}
+
+    def take():
+        capture.update(request("rteth0", {"cmd": "capture", "count": 200, "duration_ms": 8000},
+                               netns=s2.netns, timeout=20))
+
+    srv, _ = start_server(rtnet_run(s2.netns, ["stdbuf", "-oL", sockperf, "server", "-i", s2.ip,
+                                               "-p", "11111"]), b"listen on")
+    try:
+        t = threading.Thread(target=take)
+        t.start()
+        res = subprocess.run(rtnet_run(s1.netns, [sockperf, "ping-pong", "-i", s2.ip, "-p",
+                                                  "11111", "-t", "2", "-m", "64"]),
+                             capture_output=True, text=True, timeout=60)
+        t.join(30)
+    finally:
+        stop(srv)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
+    assert m, out
+    sent, got = int(m.group(1)), int(m.group(2))
+    assert got == sent and got > 100 and "# dropped messages = 0" in out, out
+    # sockperf's datagrams (its warm-up included) went through the server's station
+    assert udp_stats(s2.netns)["rx_udp"] - before >= got
+    path = tmp_path / "sockperf.pcapng"
+    path.write_bytes(base64.b64decode(capture["pcapng_b64"]))
+    dec = subprocess.run([tshark, "-r", str(path), "-V", "-o", "ip.check_checksum:TRUE",
+                          "-o", "udp.check_checksum:TRUE", "-Y", "udp.port == 11111"],
+                         capture_output=True, text=True, timeout=60)
+    assert dec.returncode == 0, dec.stderr
+    assert dec.stdout.count("User Datagram Protocol, Src Port") >= 20, (
+        capture["frames"], subprocess.run([tshark, "-r", str(path)], capture_output=True,
+                                          text=True).stdout[-2000:])
+    assert "Malformed" not in dec.stdout and "[Checksum Status: Bad]" not in dec.stdout
+
+
+def test_socat_should_be_a_second_unmodified_client(lab, posix_mix):
+    socat = require_tool("socat")
+    s1, s2 = lab.station(1), lab.station(2)
+    srv, _ = start_server(rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6300"]),
+                          b"server ready")
+    try:
+        # an unbound socket sending into the segment: the default rules take it real-time
+        res = subprocess.run(rtnet_run(s1.netns, [socat, "-t", "2", "-", f"UDP4:{s2.ip}:6300"]),
+                             input="over the rt path\n", capture_output=True, text=True,
+                             timeout=30)
+    finally:
+        stop(srv)
+    assert res.stdout == "over the rt path\n", res.stdout + res.stderr
+
+
+def test_a_malformed_rules_file_should_stop_the_program_before_it_starts(lab, tmp_path):
+    rules = tmp_path / "rules"
+    rules.write_text("rt udp * 198.18.0.0/24\nrt udp 198.18.0.1:99999 *\n")
+    marker = tmp_path / "ran"
+    res = subprocess.run([sys.executable, "-m", "rtnet.run", "-n", lab.station(1).netns,
+                          "--rules", str(rules), "--", "touch", str(marker)],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2
+    err = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1 and "line 2" in err[0] and "99999" in err[0], res.stderr
+    assert not marker.exists()
+
+
+def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab):
+    """Last in the module: it kills station 1's rtnetd (by the PID the fixture started)."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent(f"""
+        import errno, select, socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("{s1.ip}", 6400))
+        print("ready", flush=True)
+        p = select.poll(); p.register(s, select.POLLIN)
+        ev = p.poll(20000)
+        print("poll", ev[0][1] if ev else 0, flush=True)
+        for what, call in (("recv", lambda: s.recv(10)),
+                           ("send", lambda: s.sendto(b"x", ("{s2.ip}", 6400)))):
+            try:
+                call(); print(what, "ok")
+            except OSError as e:
+                print(what, errno.errorcode.get(e.errno, e.errno))
+        t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            t.bind(("{s1.ip}", 6401)); print("reopen bound")
+        except OSError as e:
+            print("reopen", errno.errorcode.get(e.errno, e.errno))
+    """)
+    pid = request("rteth0", {"cmd": "status"}, netns=s1.netns)["status"]["daemon"]["pid"]
+    p, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    try:
+        os.kill(pid, signal.SIGKILL)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        stop(p)
+    text = out.decode()
+    m = re.search(r"poll (\d+)", text)
+    assert m and int(m.group(1)) & (select.POLLERR | select.POLLHUP), text
+    assert "recv ENETDOWN" in text and "send ENETDOWN" in text, text
+    # no daemon any more: a new socket is the kernel's (with one warning), not a hang
+    assert "reopen bound" in text or "reopen EADDRNOTAVAIL" in text, text
