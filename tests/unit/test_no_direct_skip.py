@@ -6,27 +6,37 @@ import os
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+SKIPS = {"skip", "importorskip"}             # pytest.skip(...), pytest.importorskip(...)
+MARKS = {"skip", "skipif"}                   # @pytest.mark.skip, @pytest.mark.skipif
+
+
+def _is_pytest(node) -> bool:
+    return isinstance(node, ast.Name) and node.id == "pytest"
+
+
 def direct_skips(source: str, filename: str = "<test>") -> list[tuple[int, str]]:
-    """(line, enclosing function) of every call of pytest's skip, and of every import of
-    skip from pytest, in ``source``."""
+    """(line, enclosing function) of every call of pytest's skip or importorskip, every
+    skip mark, and every import of those from pytest, in ``source``."""
     found = []
 
     def walk(node, func):
         for child in ast.iter_child_nodes(node):
             inner = child.name if isinstance(child, (ast.FunctionDef,
                                                      ast.AsyncFunctionDef)) else func
-            if isinstance(child, ast.Call):
-                f = child.func
-                if (isinstance(f, ast.Attribute) and f.attr == "skip"
-                        and isinstance(f.value, ast.Name) and f.value.id == "pytest"):
-                    found.append((child.lineno, func))
+            f = child.func if isinstance(child, ast.Call) else None
+            if isinstance(f, ast.Attribute) and f.attr in SKIPS and _is_pytest(f.value):
+                found.append((child.lineno, func))
+            elif (isinstance(child, ast.Attribute) and child.attr in MARKS
+                  and isinstance(child.value, ast.Attribute) and child.value.attr == "mark"
+                  and _is_pytest(child.value.value)):
+                found.append((child.lineno, func))
             elif isinstance(child, ast.ImportFrom) and child.module == "pytest" and any(
-                    a.name == "skip" for a in child.names):
+                    a.name in SKIPS or a.name == "mark" for a in child.names):
                 found.append((child.lineno, func))
             walk(child, inner)
 
     walk(ast.parse(source, filename), None)
-    return found
+    return sorted(found, key=lambda f: f[0])
 
 
 def test_only_skip_or_fail_calls_pytest_skip():
@@ -57,5 +67,11 @@ def test_the_check_finds_a_direct_skip_and_nothing_else():
         "    x = 'pytest.skip(reason)'\n"
         "    with pytest.raises(pytest.skip.Exception):\n"
         "        pass\n"
+        "@pytest.mark.skipif(True, reason='x')\n"
+        "def test_c():\n"
+        "    pytest.importorskip('numpy')\n"
+        "@pytest.mark.netns\n"
+        "def test_d():\n"
+        "    pass\n"
     )
-    assert direct_skips(src) == [(2, None), (5, "test_a")]
+    assert direct_skips(src) == [(2, None), (5, "test_a"), (11, "test_c"), (13, "test_c")]
