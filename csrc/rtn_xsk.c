@@ -100,7 +100,7 @@ static void set_busy_poll(struct rtn_xsk *x)
 	setsockopt(x->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget));
 }
 
-static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
+static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o, int zerocopy)
 {
 	struct xsk_umem_config ucfg = {
 		.fill_size = x->frames / 2,
@@ -114,7 +114,7 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		.tx_size = x->frames / 2,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.xdp_flags = x->xdp_flags,
-		.bind_flags = XDP_USE_NEED_WAKEUP | (o->zerocopy ? XDP_ZEROCOPY : XDP_COPY),
+		.bind_flags = XDP_USE_NEED_WAKEUP | (zerocopy ? XDP_ZEROCOPY : XDP_COPY),
 	};
 	int err;
 
@@ -140,10 +140,10 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 	err = xsk_socket__create(&x->xsk, x->ifname, x->queue, x->umem, &x->rx, &x->tx, &scfg);
 	if (err) {
 		x->xsk = NULL;
-		return socket_error(x, err, o->zerocopy);
+		return socket_error(x, err, zerocopy);
 	}
 	x->fd = xsk_socket__fd(x->xsk);
-	x->copy_mode = !o->zerocopy;
+	x->copy_mode = !zerocopy;
 	if (x->copy_mode)
 		raise_tx_budget(x);
 
@@ -158,6 +158,24 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		set_busy_poll(x);
 	return 0;
 }
+/* Undo create_socket() (also a half-done one), leaving the XDP program attached. */
+static void release_socket(struct rtn_xsk *x)
+{
+	if (x->xsk)
+		xsk_socket__delete(x->xsk);
+	x->xsk = NULL;
+	x->fd = -1;
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	x->umem = NULL;
+	if (x->area)
+		munmap(x->area, x->area_size);
+	x->area = NULL;
+	free(x->tx_free);
+	x->tx_free = NULL;
+	x->n_tx_free = 0;
+}
+
 int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 {
 	struct rtn_xsk *x;
@@ -173,6 +191,8 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	if (o->n_ethertypes > RTN_XSK_MAX_ETHERTYPES)
 		return rtn_set_error(-EINVAL, "at most %d extra EtherTypes",
 				     RTN_XSK_MAX_ETHERTYPES);
+	if (o->zerocopy < RTN_XSK_COPY || o->zerocopy > RTN_XSK_ZC_AUTO)
+		return rtn_set_error(-EINVAL, "bad zero-copy setting %d", o->zerocopy);
 	if (o->mode < RTN_XDP_MODE_AUTO || o->mode > RTN_XDP_MODE_SKB)
 		return rtn_set_error(-EINVAL, "bad XDP mode %d", o->mode);
 
@@ -201,10 +221,17 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	err = rtn_xsk_prog_attach(x, o->mode);
 	if (err)
 		goto fail;
-	err = create_socket(x, o);
+	err = create_socket(x, o, o->zerocopy != RTN_XSK_COPY);
+	if (err && o->zerocopy == RTN_XSK_ZC_AUTO) {
+		/* No zero-copy on this driver (or queue): start over in copy mode. */
+		release_socket(x);
+		rtn_clear_error();
+		err = create_socket(x, o, 0);
+	}
 	if (err)
 		goto fail;
 	x->st.mode = x->mode;
+	x->st.zerocopy = !x->copy_mode;
 	*out = x;
 	return 0;
 fail:

@@ -19,6 +19,10 @@
 #define RTN_XDP_MODE_NATIVE 1
 #define RTN_XDP_MODE_SKB 2
 
+#define RTN_XSK_COPY 0     /* rtn_xsk_opts.zerocopy: bind in copy mode */
+#define RTN_XSK_ZEROCOPY 1 /* zero-copy, refused if the driver has none */
+#define RTN_XSK_ZC_AUTO 2  /* zero-copy where the driver offers it, copy mode otherwise */
+
 #define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
 #define RTN_XSK_FRAME_SIZE 4096    /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
 
@@ -31,7 +35,7 @@ struct rtn_xsk_opts {
 	uint32_t queue;
 	int mode;                   /* RTN_XDP_MODE_* */
 	uint32_t frames;            /* UMEM frames, a power of two >= 64 */
-	int zerocopy;               /* bind with XDP_ZEROCOPY instead of XDP_COPY */
+	int zerocopy;               /* RTN_XSK_COPY, RTN_XSK_ZEROCOPY or RTN_XSK_ZC_AUTO */
 	int busy_poll;              /* spin on the RX ring instead of poll(2) */
 	uint32_t n_ethertypes;
 	uint16_t ethertypes[14];    /* extra real-time EtherTypes (host order) */
@@ -52,6 +56,7 @@ struct rtn_xsk_stats {
 	uint64_t xdp_redirected;    /* XDP program: frames steered to AF_XDP (all CPUs) */
 	uint64_t xdp_passed;        /* XDP program: frames passed to the stack */
 	int mode;                   /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
+	int zerocopy;               /* 1 when the socket is bound zero-copy */
 };
 
 /** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */

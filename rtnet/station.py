@@ -124,7 +124,7 @@ class Station(Closeable):
         opts = ffi.new("struct rtn_station_opts *")
         self._keep = fill_xsk_opts(opts.xsk, ifname, queue=queue,
                                    extra=validate_ethertypes(ethertypes), mode=xdp_mode,
-                                   frames=UMEM_FRAMES)
+                                   frames=UMEM_FRAMES, zerocopy="auto")
         fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
                      hold_dma_latency=rt.hold_dma_latency)
         opts.mac = parse_mac(self.mac)
@@ -384,5 +384,6 @@ class Station(Closeable):
         lib.rtn_station_xsk_stats(s, xs)
         out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "rx_kernel_ts", "tx_frames", "tx_ring_full", "tx_kicks",
                                                   "fill_fail", "invalid_desc", "truncated")}
+        out["xsk"]["zerocopy"] = bool(xs.zerocopy)
         return out
 

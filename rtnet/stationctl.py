@@ -237,7 +237,9 @@ def format_status(s: dict) -> str:
     d = s.get("daemon", {})
     out = [f"{s['ifname']} {s['mac']}: rtnetd pid {d.get('pid')} ({d.get('name')}, "
            f"{d.get('config')}), up {d.get('uptime_s', 0):.0f} s"]
-    out.append(f"  xdp {s['xdp_mode']}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
+    zc = (s.get("xsk") or {}).get("zerocopy")
+    copy = "" if zc is None else (", AF_XDP zero-copy" if zc else ", AF_XDP copy mode")
+    out.append(f"  xdp {s['xdp_mode']}{copy}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
                f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "
                f"discipline {s['discipline']}")
     t = s.get("tdma")

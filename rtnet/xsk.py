@@ -2,7 +2,9 @@
 
 ``RawSocket`` opens the C object (csrc/rtn_xsk.c): it loads xdp_rtnet.bpf.o,
 attaches it to the interface (native XDP, falling back to SKB mode when the
-driver has none), and binds an AF_XDP socket to one queue.  Only frames of
+driver has none), and binds an AF_XDP socket to one queue (zero-copy with
+``zerocopy=True``, refused where the driver has none; ``"auto"``: zero-copy
+where offered, copy mode otherwise).  Only frames of
 the real-time EtherTypes reach the socket; everything else goes on to the
 Linux stack.  Frames are plain ``bytes``; timestamps are int nanoseconds on
 CLOCK_MONOTONIC (csrc/rtn_time_inline.h), taken in C next to the ring operation.
@@ -76,8 +78,11 @@ def _timeout_us(timeout: float | None) -> int:
     return min(math.ceil(timeout * 1e6), _MAX_TIMEOUT_US)
 
 
+ZEROCOPY = {False: lib.RTN_XSK_COPY, True: lib.RTN_XSK_ZEROCOPY, "auto": lib.RTN_XSK_ZC_AUTO}
+
+
 def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, frames: int,
-                  zerocopy: bool = False, busy_poll: bool = False, pin_dir: str | None = None):
+                  zerocopy: bool | str = False, busy_poll: bool = False, pin_dir: str | None = None):
     """Fill a ``struct rtn_xsk_opts``; returns the cdata it points into (keep it alive)."""
     keep = [ffi.new("char[]", ifname.encode()), ffi.new("char[]", bpf_object_path().encode()),
             ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL]
@@ -85,7 +90,9 @@ def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, fra
     opts.queue = queue
     opts.mode = MODES[mode]
     opts.frames = frames
-    opts.zerocopy = int(zerocopy)
+    if zerocopy not in ZEROCOPY:
+        raise ConfigError(f"zerocopy {zerocopy!r} is not one of False, True, 'auto'")
+    opts.zerocopy = ZEROCOPY[zerocopy]
     opts.busy_poll = int(busy_poll)
     opts.n_ethertypes = len(extra)
     for i, et in enumerate(extra):
@@ -97,7 +104,7 @@ class RawSocket(Closeable):
     """One AF_XDP socket on ``ifname``/``queue`` behind rtnet's own XDP program."""
 
     def __init__(self, ifname: str, *, queue: int = 0, ethertypes=(), mode: str = "auto",
-                 netns: str | None = None, frames: int = 4096, zerocopy: bool = False,
+                 netns: str | None = None, frames: int = 4096, zerocopy: bool | str = False,
                  busy_poll: bool = False, pin_dir: str | None = None):
         _validate(ifname, queue, mode, frames, netns)
         extra = validate_ethertypes(ethertypes)
@@ -126,6 +133,7 @@ class RawSocket(Closeable):
         self._rxbuf = ffi.new("uint8_t[]", self._frame_size)
         self._ts = ffi.new("int64_t *")
         self.mode = MODE_NAMES[lib.rtn_xsk_mode(self._x)]
+        self.zerocopy = bool(self.stats()["zerocopy"])
         self.fallback_reason = ffi.string(lib.rtn_xsk_fallback_reason(self._x)).decode() or None
         if self.fallback_reason:
             log.warning("%s: XDP in SKB mode, not native: %s", ifname, self.fallback_reason)
@@ -171,6 +179,7 @@ class RawSocket(Closeable):
         check(lib.rtn_xsk_stats(self._live(), st), XskError)
         out = {name: getattr(st, name) for name, _ in ffi.typeof(st[0]).fields if name != "mode"}
         out["mode"] = MODE_NAMES.get(st.mode, "none")
+        out["zerocopy"] = bool(st.zerocopy)
         return out
 
     @property

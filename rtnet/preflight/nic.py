@@ -82,9 +82,9 @@ def check_xdp_zerocopy(fx: _Facts) -> CheckResult:
         return res
     if _features(fx) & xdpfeatures.XSK_ZEROCOPY:
         return _result(name, OK, "supported", rec,
-                       "AF_XDP could share the driver's rings; rtnetd binds in copy mode today")
+                       "AF_XDP shares the driver's rings: rtnetd binds zero-copy")
     return _result(name, OK, "not supported", rec,
-                   "copy mode only, which is how rtnetd binds today (one copy per frame)")
+                   "copy mode only: rtnetd binds in copy mode (one copy per frame)")
 
 
 def _ethtool_field(text: str, label: str) -> str | None:
