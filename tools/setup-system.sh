@@ -3,7 +3,7 @@
 # system packages (libxdp/libbpf, clang with the libFuzzer and sanitizer runtimes
 # for the fuzz targets, clang-format for the C style check, rt-tests, iperf3,
 # stress-ng, tshark, nftables for the redundant lab's wire faults, valgrind for the cost
-# benchmark's instruction counts), bpffs, and the Python package itself (editable, so the C
+# benchmark's instruction counts, sockperf and socat as unmodified programs under rtnet-run), bpffs, and the Python package itself (editable, so the C
 # core is built in place).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES=(
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm libclang-rt-14-dev clang-format gcc make
   pkg-config iproute2 iputils-ping ethtool rt-tests iperf3 stress-ng tshark procps nftables
-  valgrind
+  valgrind sockperf socat
 )
 
 if [ "$(id -u)" -ne 0 ]; then

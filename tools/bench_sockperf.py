@@ -1,0 +1,1122 @@
+#!/usr/bin/env python3
+"""sockperf, unmodified, on the real-time path, next to kernel UDP (issue 22, item 7).
+
+Four columns, measured in the same run on the same two-station lab, each next to the
+others:
+
+  kernel   plain Linux UDP between the stations over rteth0: no rtnetd on the stations;
+  nomac    the real-time path under NoMAC, sockperf through rtnet-run (the interposer,
+           librtnet_preload.so);
+  native   the same path through the native API (rtn_app.h: rtn_app_open with udp_port,
+           rtn_app_sendto, rtn_app_recvfrom): tools/sockperf_native.c, a ping-pong in the
+           manner of sockperf's; nomac - native is the interposer's cost (and sockperf's
+           own, which the same C program over POSIX sockets under rtnet-run separates);
+  tdma     the real-time path under TDMA (1 ms cycle, master and slave, an RT slot and an
+           NRT window each, planned by rtmac's planner), sockperf through rtnet-run.
+
+For each: sockperf ping-pong round trips (p50, p99, p99.9, max; --full-rtt) at 64 bytes and
+sockperf throughput (messages/s and Mbit/s delivered, at 64 and 1024 bytes: the server's
+count of what arrived over what the client sent), idle and under an iperf3 UDP flood that
+shares the wire.  The flood is iperf3 between the two stations' Linux paths: over rteth0's
+kernel path for the kernel column (there is no stack), through vnic0 for the stack's
+columns (the stack's own Linux path, carried in RTmac frames over the same veths and
+bridge; under TDMA in the NRT windows).  Its delivered rate is the receiver's device
+counters over each measurement.
+
+Targets (issue 22): the interposer adds at most 2 us at p50 to the native API's round
+trip (|nomac - native| <= 2 us, judged two-sided); under NoMAC on an idle lab the real-time
+path's p50 is at most 2x kernel UDP's; under the flood TDMA's p99.9 stays within 2 cycles
+(2 ms), kernel UDP's beside it.  The stations' counters give the wake-ups per round trip
+(RT threads, applications) and stamped native datagrams where the time goes, stage by
+stage, in each direction.
+
+    tools/bench_sockperf.py [--runs 3] [--seconds 5]          # under flock /tmp/rtnet-lab.lock
+    tools/bench_sockperf.py --report results/bench_sockperf/<sha>/manifest.json
+
+Each run builds its lab fresh and takes it down.  A run's raw JSON goes to
+results/bench_sockperf/<git sha>/run-<k>/bench_sockperf.json, listed in that directory's
+manifest.json (failed runs with their reason); the report is the median [min..max] of the
+ok runs (tools/bench_aggregate.py), written to results/bench_sockperf.json.  --report
+prints the report of every ok run a manifest lists, so runs made by separate invocations
+(one locked invocation per run) are reported together.
+
+Disturbed: the stall detector (rtnet/stall.py) runs on CPU 0 through every run; a
+measurement during which it saw at least 5 ms of gaps and slow spells is marked disturbed
+and counted beside the figures (kept, as the benchmark protocol keeps latency trials).
+Kernel UDP's idle ping-pong is measured at the start and again at the end of the run; a
+run whose two idle baselines disagree (p50 more than 30% apart) is flagged and left out of
+the medians.
+
+CPU plan on this 2-vCPU machine: the stations' RT threads run SCHED_FIFO 90, not pinned
+(--rt-cpu N pins both); sockperf, the native ping-pong and iperf3 are not pinned and run
+SCHED_OTHER, as in the kernel column.  With both RT threads pinned to CPU 1 the
+application's wake-up after its station's hand-over (stage "take") had a p99 near 500 us
+against 34 us unpinned, and the round trip's p99 was 588 us against 114 us: an
+application the scheduler puts on the RT threads' CPU waits for them.
+
+Known limit met here: the interposer answers sendto() on a blocking socket whose TX ring is
+full with ENOBUFS, which ends sockperf's throughput client; the rate ladder above works
+around it and the report names the rates refused.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+LAB_NAME = "spk"
+PORT, NATIVE_PORT, POSIX_PORT, IPERF_PORT = 11111, 11112, 11113, 5201
+RT_CPU, STATION_PRIO = -1, 90     # RT threads not pinned by default (see the docstring)
+WITNESS_CPU = 0
+CYCLE_US = 1000
+LINK_MBPS = 100            # TDMA's modelled link rate (the planner's)
+PP_SIZE = 64
+TP_SIZES = (64, 1024)
+FLOOD_MBPS, FLOOD_LEN = 150, 1200
+# sockperf throughput's offered rates, tried in turn while sendto() fails with ENOBUFS
+MPS_LADDER = ("max", 200000, 100000, 50000, 20000, 10000, 5000, 2000, 1000, 500)
+DISTURBED_MS = 5.0         # docs/benchmark-protocol.md: disturbed_ms
+BASELINE_TOL = 0.30        # idle kernel p50 at start and end: at most 30% apart
+COLUMNS = ("kernel", "nomac", "native", "tdma")
+PCTS = ("p50", "p99", "p99.9", "max")
+TARGETS = {"interposer_p50_us": (2.0, "abs_at_most", "us"),
+           "nomac_over_kernel_p50": (2.0, "at_most", "x"),
+           "tdma_flood_p999_us": (2.0 * CYCLE_US, "at_most", "us")}
+NATIVE_SRC = os.path.join(HERE, "sockperf_native.c")
+
+
+T0 = time.monotonic()
+
+
+def log(msg: str) -> None:
+    if msg.startswith("# "):
+        msg = f"# [{time.monotonic() - T0:6.1f} s] {msg[2:]}"
+    print(msg, flush=True)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+# ---- command line ------------------------------------------------------------------------
+
+def parse_args(argv):
+    from rtnet.argtypes import OneLineParser, integer, number
+    ap = OneLineParser(prog="bench_sockperf.py", description=__doc__.split("\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=integer("runs", 1, 20), default=3,
+                    help="independent runs, each with a fresh lab (default 3)")
+    ap.add_argument("--seconds", type=number("seconds", 0.5, 120), default=5.0,
+                    help="each measurement (default 5)")
+    ap.add_argument("--columns", default=",".join(COLUMNS),
+                    help="comma-separated subset of kernel,nomac,native,tdma (default all)")
+    ap.add_argument("--no-flood", dest="flood", action="store_false",
+                    help="idle only (no iperf3 flood)")
+    ap.add_argument("--no-throughput", dest="throughput", action="store_false",
+                    help="ping-pong only")
+    ap.add_argument("--guard-us", type=integer("guard-us", 20, 400), default=150,
+                    help="TDMA RT slots' guard (default 150: this VM wakes late)")
+    ap.add_argument("--rt-cpu", type=integer("rt-cpu", -1, (os.cpu_count() or 1) - 1),
+                    default=RT_CPU, help=f"the stations' RT threads' CPU (default {RT_CPU}; "
+                    "-1: not pinned)")
+    ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"),
+                    help="where results/bench_sockperf/<sha>/ goes (default results/)")
+    ap.add_argument("--report", metavar="MANIFEST",
+                    help="report the ok runs a manifest lists; measure nothing")
+    a = ap.parse_args(argv)
+    cols = [c.strip() for c in a.columns.split(",") if c.strip()]
+    bad = [c for c in cols if c not in COLUMNS]
+    if bad or not cols:
+        ap.error(f"--columns {a.columns!r}: choose from {','.join(COLUMNS)}")
+    # kernel UDP is every run's baseline (its idle ping-pong at the start and the end)
+    a.columns = [c for c in COLUMNS if c in cols or c == "kernel"]
+    if a.report and not os.path.isfile(a.report):
+        ap.error(f"--report {a.report}: no such file")
+    return a
+
+
+def missing_tools(columns) -> str | None:
+    need = ["sockperf", "stdbuf", "ip"]
+    if any(c != "kernel" for c in columns):
+        need.append("rtnet-run")
+    if "native" in columns or "nomac" in columns:
+        need += ["cc", "make"]
+    need.append("iperf3")
+    for t in need:
+        if not shutil.which(t):
+            hint = " (apt-get install sockperf, or tools/setup-system.sh)" if t == "sockperf" else ""
+            return f"{t} not found{hint}"
+    return None
+
+
+# ---- the native ping-pong ----------------------------------------------------------------
+
+def build_native(out_dir: str) -> str:
+    """tools/sockperf_native.c against librtnet_app.a (make -C csrc app)."""
+    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "librtnet_app.a"],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise BenchError(f"make -C csrc librtnet_app.a failed: {r.stderr.strip()[-300:]}")
+    exe = os.path.join(out_dir, "sockperf_native")
+    r = subprocess.run(["cc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                        "-D_GNU_SOURCE", "-I", os.path.join(ROOT, "csrc"), NATIVE_SRC,
+                        os.path.join(ROOT, "csrc", "librtnet_app.a"), "-lpthread", "-o", exe],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise BenchError(f"building sockperf_native failed: {r.stderr.strip()[-300:]}")
+    return exe
+
+
+# ---- output parsing ----------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def parse_pingpong(text: str) -> dict:
+    """sockperf ping-pong --full-rtt's summary: round trips in us."""
+    t = _ANSI.sub("", text)
+    out = {}
+    m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
+                  r"ReceivedMessages=(\d+)", t)
+    if not m:
+        raise BenchError("sockperf ping-pong printed no summary: " + t.strip()[-300:])
+    out["valid_s"], out["sent"], out["received"] = float(m[1]), int(m[2]), int(m[3])
+    m = re.search(r"avg-rtt=([\d.]+)", t)
+    out["avg"] = float(m[1]) if m else None
+    for name, pat in (("max", r"<MAX> observation =\s*([\d.]+)"),
+                      ("min", r"<MIN> observation =\s*([\d.]+)"),
+                      ("p99.9", r"percentile 99\.900 =\s*([\d.]+)"),
+                      ("p99", r"percentile 99\.000 =\s*([\d.]+)"),
+                      ("p50", r"percentile 50\.000 =\s*([\d.]+)")):
+        m = re.search(pat, t)
+        out[name] = float(m[1]) if m else None
+    m = re.search(r"# dropped messages = (\d+)", t)
+    out["dropped"] = int(m[1]) if m else None
+    m = re.search(r"Total (\d+) observations", t)
+    out["samples"] = int(m[1]) if m else out["received"]
+    if out["p50"] is None:
+        raise BenchError("sockperf ping-pong printed no percentiles: " + t.strip()[-300:])
+    return out
+
+
+def parse_throughput(text: str) -> dict:
+    t = _ANSI.sub("", text)
+    m = re.search(r"Total of (\d+) messages sent in ([\d.]+) sec", t)
+    if not m:
+        raise BenchError("sockperf throughput printed no summary: " + t.strip()[-300:])
+    return {"sent": int(m[1]), "seconds": float(m[2])}
+
+
+def parse_server_total(text: str) -> int | None:
+    m = re.search(r"Total (\d+) messages received", _ANSI.sub("", text))
+    return int(m[1]) if m else None
+
+
+# ---- the run -----------------------------------------------------------------------------
+
+NOMAC_CONF = """
+[station]
+name = "sp{i}"
+ip = "{ip}"
+[rt]
+cpu = {cpu}
+priority = {prio}
+allow_fallback = true
+[link]
+link_rate_mbps = 0
+[nomac]
+[vnic]
+enabled = true
+name = "vnic0"
+mode = "batched"
+address = "198.19.0.{i}/24"
+slot = 0
+"""
+
+TDMA_HEAD = """
+[station]
+name = "sp{i}"
+ip = "{ip}"
+[rt]
+cpu = {cpu}
+priority = {prio}
+allow_fallback = true
+"""
+
+TDMA_VNIC = """
+[vnic]
+enabled = true
+name = "vnic0"
+mode = "batched"
+address = "198.19.0.{i}/24"
+slot = 1
+"""
+
+
+class Run:
+    """One run: a fresh lab, the columns' phases, every process this run started."""
+
+    def __init__(self, args, native_exe: str, conf_dir: str):
+        from rtnet.lab import Lab
+        self.a = args
+        self.exe = native_exe
+        self.conf_dir = conf_dir
+        self.lab = Lab(LAB_NAME, 2)
+        self.procs: list[subprocess.Popen] = []
+        self.daemons = False
+        self.det = None
+        self.s1, self.s2 = self.lab.station(1), self.lab.station(2)
+
+    # -- processes ---------------------------------------------------------------------
+    def start(self, st, argv, *, rt: bool, **kw) -> subprocess.Popen:
+        """``argv`` in ``st``'s namespace; through rtnet-run when ``rt``."""
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.STDOUT)
+        kw.setdefault("text", True)
+        if rt:
+            p = subprocess.Popen(["rtnet-run", "-n", st.netns, "--", *argv], **kw)
+        else:
+            p = self.lab.spawn(st, argv, **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p: subprocess.Popen, sig=signal.SIGINT, timeout=10.0) -> str:
+        """End a process this run started (by its PID) and return its output."""
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(sig)
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        self.lab.forget(p)
+        if p in self.procs:
+            self.procs.remove(p)
+        if getattr(p, "log_path", None):
+            out = self.output(p)
+            with contextlib.suppress(OSError):
+                os.unlink(p.log_path)
+        return out or ""
+
+    def start_logged(self, st, argv, *, rt: bool) -> subprocess.Popen:
+        """A server: its output to a file of its own (read while it runs, and at its end)."""
+        f = tempfile.NamedTemporaryFile("w+", prefix="rtn-spk-out-", delete=False)
+        p = self.start(st, argv, rt=rt, stdout=f, stderr=subprocess.STDOUT)
+        p.log_path = f.name
+        f.close()
+        return p
+
+    @staticmethod
+    def output(p: subprocess.Popen) -> str:
+        try:
+            with open(p.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def wait_line(self, p: subprocess.Popen, pattern: str, timeout: float, what: str) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.output(p)
+            if re.search(pattern, out, re.M):
+                return out
+            if p.poll() is not None:
+                break
+            time.sleep(0.02)
+        out = self.output(p)
+        raise BenchError(f"{what} did not get ready (exit {p.poll()}): {out.strip()[-400:]}")
+
+    def wait_ready(self, srv: subprocess.Popen) -> None:
+        """sockperf's server has bound its socket once it says it listens and starts its
+        warm-up; the receive loop follows at once."""
+        self.wait_line(srv, r"Warmup stage|to block on socket", 20, "sockperf server")
+        time.sleep(0.3)
+
+    def run_to_end(self, p: subprocess.Popen, timeout: float, what: str) -> str:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop(p, signal.SIGKILL)
+            raise BenchError(f"{what} did not end within {timeout:.0f} s")
+        self.lab.forget(p)
+        self.procs.remove(p)
+        if p.returncode != 0:
+            raise BenchError(f"{what} failed (exit {p.returncode}): {(out or '').strip()[-400:]}")
+        return out or ""
+
+    def kill_all(self) -> None:
+        for p in list(self.procs):
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    p.kill()          # only what this run started, by its PID
+            with contextlib.suppress(Exception):
+                p.communicate(timeout=5)
+            self.lab.forget(p)
+            if getattr(p, "log_path", None):
+                with contextlib.suppress(OSError):
+                    os.unlink(p.log_path)
+        self.procs = []
+
+    # -- stations ----------------------------------------------------------------------
+    def daemons_up(self, disc: str) -> None:
+        from rtmac.plan import plan
+        from rtnet import cli, rtroute
+        p = plan(2, cycle_us=CYCLE_US, link_rate_mbps=LINK_MBPS, rt_sizes=1200, backup=False,
+                 guard_ns=self.a.guard_us * 1000) if disc == "tdma" else None
+        self.daemons = True
+        # the slave first, so it is listening when the master's Syncs start
+        for st in (self.s2, self.s1):
+            if disc == "tdma":
+                body = TDMA_HEAD + p.toml(st.index).replace(
+                    'role = "slave"', 'role = "slave"\ncal_rounds = 20') + TDMA_VNIC
+            else:
+                body = NOMAC_CONF
+            path = os.path.join(self.conf_dir, f"{disc}-{st.index}.toml")
+            with open(path, "w") as f:
+                f.write(body.replace("cpu = {cpu}\n", "" if self.a.rt_cpu < 0 else
+                                     f"cpu = {self.a.rt_cpu}\n").format(
+                    i=st.index, ip=st.ip, prio=STATION_PRIO))
+            with contextlib.redirect_stdout(sys.stderr):
+                if cli.main(["up", "-n", st.netns, "-c", path]) != 0:
+                    raise BenchError(f"rtnetctl up -n {st.netns} ({disc}) failed")
+        if disc == "tdma":
+            self.wait_for(lambda: (self.status(self.s2).get("tdma") or {}).get("state")
+                          == "synchronised", 30, "the TDMA slave to synchronise")
+        for x, y in ((self.s1, self.s2), (self.s2, self.s1)):
+            with contextlib.redirect_stdout(sys.stderr):
+                if rtroute.main(["-n", x.netns, "add", y.ip, y.mac, "dev", "rteth0"]) != 0:
+                    raise BenchError(f"rtroute add in {x.netns} failed")
+        # vnic0 up with its address on both: the flood's path
+        self.wait_for(lambda: all(self.has_addr(st, "vnic0") for st in (self.s1, self.s2)),
+                      15, "vnic0 on both stations")
+
+    def daemons_down(self) -> None:
+        from rtnet import cli
+        if not self.daemons:
+            return
+        for st in (self.s1, self.s2):
+            with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(Exception):
+                cli.main(["down", "-n", st.netns])
+        self.daemons = False
+        # the kernel column needs rteth0 without the stack's XDP program
+        self.wait_for(lambda: not any(lk["xdp"] for s in self.lab.status()["stations"]
+                                      for lk in s["links"]), 10, "XDP programs to be detached")
+
+    def has_addr(self, st, dev: str) -> bool:
+        r = subprocess.run(["ip", "netns", "exec", st.netns, "ip", "-4", "-o", "addr", "show",
+                            "dev", dev], capture_output=True, text=True, timeout=10)
+        return r.returncode == 0 and "inet " in r.stdout
+
+    @staticmethod
+    def wait_for(cond, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):
+                if cond():
+                    return
+            if time.monotonic() > deadline:
+                raise BenchError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+    def status(self, st) -> dict:
+        from rtnet import control_client
+        return control_client.call("rteth0", {"cmd": "status", "dev": "rteth0"},
+                                   netns=st.netns, timeout=10)["status"]
+
+    def counters(self) -> dict:
+        """What the stations count (the stack's, or the kernel's UDP MIB without it)."""
+        out = {}
+        for st in (self.s1, self.s2):
+            if self.daemons:
+                s = self.status(st)
+                chans = s.get("channels") or []
+                out[st.netns] = {
+                    "loops": s["loops"], "rx_wakeups": s["rx_wakeups"],
+                    "timer_wakeups": s["timer_wakeups"], "spin_waits": s["spin_waits"],
+                    "rx_frames": s["rx_frames"], "nomac_tx": s.get("nomac_tx", 0),
+                    "xsk_tx_kicks": (s.get("xsk") or {}).get("tx_kicks", 0),
+                    "rx_udp": (s.get("ipv4") or {}).get("rx_udp", 0),
+                    "app_notifies": sum(c.get("rx_notifies", 0) for c in chans),
+                    "app_rx_drops": sum(c.get("rx_drops", 0) for c in chans),
+                    "missed": s.get("miss_late_wake", 0) + s.get("miss_other", 0)}
+            else:
+                out[st.netns] = self.kernel_udp(st)
+        return out
+
+    def kernel_udp(self, st) -> dict:
+        r = subprocess.run(["ip", "netns", "exec", st.netns, "cat", "/proc/net/snmp"],
+                           capture_output=True, text=True, timeout=10)
+        lines = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("Udp:")]
+        if len(lines) < 2:
+            return {}
+        d = dict(zip(lines[0][1:], (int(v) for v in lines[1][1:])))
+        return {"udp_in": d.get("InDatagrams", 0), "udp_out": d.get("OutDatagrams", 0),
+                "udp_rcvbuf_errors": d.get("RcvbufErrors", 0)}
+
+    def dev_rx_bytes(self, st, dev: str) -> int:
+        r = subprocess.run(["ip", "netns", "exec", st.netns, "cat",
+                            f"/sys/class/net/{dev}/statistics/rx_bytes"],
+                           capture_output=True, text=True, timeout=10)
+        return int(r.stdout.strip() or 0)
+
+    # -- measurements ------------------------------------------------------------------
+    def window(self, fn, flood_dev: str | None):
+        """Run ``fn`` with the stations' counters, the stall detector and the flood's
+        delivered bytes around it."""
+        c0 = self.counters()
+        b0 = self.dev_rx_bytes(self.s2, flood_dev) if flood_dev else 0
+        t0, m0 = time.monotonic_ns(), time.monotonic()
+        res = fn()
+        t1, m1 = time.monotonic_ns(), time.monotonic()
+        b1 = self.dev_rx_bytes(self.s2, flood_dev) if flood_dev else 0
+        c1 = self.counters()
+        stall = {"slow": 0, "gap": 0}
+        for g in self.det.gaps():
+            if g.overlaps(t0, t1):
+                stall[g.kind] += min(g.woke_ns, t1) - max(g.due_ns, t0)
+        res["stall_ms"] = round((stall["slow"] + stall["gap"]) / 1e6, 3)
+        res["disturbed"] = res["stall_ms"] >= DISTURBED_MS
+        res["counters"] = {ns: {k: c1[ns].get(k, 0) - v for k, v in c0[ns].items()}
+                           for ns in c0 if ns in c1}
+        if flood_dev:
+            res["flood_delivered_mbps"] = round((b1 - b0) * 8 / (m1 - m0) / 1e6, 1)
+        return res
+
+    def sockperf_server(self, rt: bool) -> subprocess.Popen:
+        srv = self.start_logged(self.s2, ["stdbuf", "-oL", "-eL", "sockperf", "server", "-i",
+                                          self.s2.ip, "-p", str(PORT)], rt=rt)
+        self.wait_ready(srv)
+        return srv
+
+    def sockperf_pingpong(self, rt: bool, flood_dev) -> dict:
+        a = self.a
+
+        def go():
+            cli = self.start(self.s1, ["sockperf", "ping-pong", "-i", self.s2.ip, "-p",
+                                       str(PORT), "-m", str(PP_SIZE), "-t", f"{a.seconds:g}",
+                                       "--full-rtt"], rt=rt)
+            return parse_pingpong(self.run_to_end(cli, a.seconds + 60, "sockperf ping-pong"))
+        return self.window(go, flood_dev)
+
+    def received(self, res: dict) -> int | None:
+        """Datagrams the server's station delivered to sockets during a window: the
+        stack's UDP receptions less its applications' ring drops, or the kernel's
+        InDatagrams."""
+        c = res.get("counters", {}).get(self.s2.netns, {})
+        if "rx_udp" in c:
+            return c["rx_udp"] - c.get("app_rx_drops", 0)
+        return c.get("udp_in")
+
+    def sockperf_throughput(self, rt: bool, size: int, flood_dev, first: int = 0) -> dict:
+        """sockperf throughput at --mps max; a sender whose sendto() fails (the real-time
+        path's TX ring full: ENOBUFS, which ends sockperf) is tried again at the next
+        lower rate of MPS_LADDER (from ``first``), and the refused rates are recorded."""
+        a = self.a
+        refused = []
+        for mps in MPS_LADDER[first:]:
+            def go():
+                cli = self.start(self.s1, ["sockperf", "throughput", "-i", self.s2.ip,
+                                           "-p", str(PORT), "-m", str(size), "-t",
+                                           f"{a.seconds:g}", f"--mps={mps}"], rt=rt)
+                try:
+                    out, _ = cli.communicate(timeout=a.seconds + 60)
+                except subprocess.TimeoutExpired:
+                    self.stop(cli, signal.SIGKILL)
+                    raise BenchError("sockperf throughput did not end in time")
+                self.lab.forget(cli)
+                self.procs.remove(cli)
+                if cli.returncode != 0:
+                    return {"error": _ANSI.sub("", out or "").strip()[-300:]}
+                res = parse_throughput(out)
+                time.sleep(0.2)      # the last datagrams in flight reach the server
+                return res
+            res = self.window(go, flood_dev)
+            if "error" not in res:
+                break
+            if "errno=105" not in res["error"] and "No buffer space" not in res["error"]:
+                raise BenchError(f"sockperf throughput failed: {res['error']}")
+            refused.append(mps)
+        else:
+            return {"size": size, "refused_mps": refused, "msgs_per_s": None, "mbps": None}
+        got = self.received(res)
+        res.update(size=size, mps=mps, refused_mps=refused, received=got)
+        res["sent_per_s"] = round(res["sent"] / res["seconds"], 1) if res["seconds"] else None
+        if got is not None and res["seconds"]:
+            got = min(got, res["sent"])   # the window also holds sockperf's warm-up messages
+            res["msgs_per_s"] = round(got / res["seconds"], 1)
+            res["mbps"] = round(got * size * 8 / res["seconds"] / 1e6, 2)
+            res["loss_pct"] = round(100.0 * (1 - got / res["sent"]), 3) if res["sent"] else None
+        return res
+
+    def native_pingpong(self, api: str, rt: bool, flood_dev, *, stamped=False,
+                        seconds=None) -> dict:
+        """tools/sockperf_native.c: api "native" (rtn_app.h) or "posix" (sockets; through
+        rtnet-run when ``rt``, else the kernel's)."""
+        seconds = seconds or self.a.seconds
+        port = NATIVE_PORT if api == "native" else POSIX_PORT
+        common = ["--api", api, "--port", str(port)]
+        if stamped:
+            common.append("--stamped")
+        srv_args = [self.exe, "server", *common, "--ip", self.s2.ip]
+        cli_args = [self.exe, "client", *common, "--ip", self.s1.ip, "--peer", self.s2.ip,
+                    "--size", str(PP_SIZE), "--seconds", f"{seconds:g}"]
+        if api == "native":
+            srv_args += ["--netns", self.s2.netns]
+            cli_args += ["--netns", self.s1.netns]
+        srv = self.start_logged(self.s2, srv_args, rt=rt and api == "posix")
+        try:
+            self.wait_line(srv, r"^ready", 20, f"sockperf_native server ({api})")
+
+            def go():
+                cli = self.start(self.s1, cli_args, rt=rt and api == "posix",
+                                 stderr=subprocess.PIPE)
+                out = self.run_to_end(cli, seconds + 60, f"sockperf_native client ({api})")
+                return json.loads(out.strip().splitlines()[-1])
+            res = self.window(go, flood_dev)
+        finally:
+            out = self.stop(srv, signal.SIGTERM)
+        with contextlib.suppress(ValueError, IndexError):
+            res["server"] = json.loads(out.strip().splitlines()[-1])
+        rtt = res.pop("rtt_us", {})
+        res.update({k: rtt.get(k) for k in ("min", "p50", "p99", "p99.9", "max", "avg")})
+        return res
+
+    # -- flood -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def flood(self, on: bool, via_vnic: bool):
+        if not on:
+            yield None
+            return
+        dst = "198.19.0.2" if via_vnic else self.s2.ip
+        dev = "vnic0" if via_vnic else "rteth0"
+        srv = self.start(self.s2, ["iperf3", "-s", "-B", dst, "-p", str(IPERF_PORT)],
+                         rt=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        cli = self.start(self.s1, ["iperf3", "-c", dst, "-p", str(IPERF_PORT), "-u", "-b",
+                                   f"{FLOOD_MBPS}M", "-l", str(FLOOD_LEN), "-t", "3600"],
+                         rt=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(1.0)          # let the flood fill the queues before measuring
+            if cli.poll() is not None:
+                raise BenchError(f"the iperf3 flood to {dst} ended at once (exit {cli.poll()})")
+            yield dev
+        finally:
+            self.stop(cli, signal.SIGTERM)
+            self.stop(srv, signal.SIGTERM)
+
+    # -- phases ------------------------------------------------------------------------
+    def measure_sockperf(self, rt: bool, flood_dev, ladder: dict | None = None) -> dict:
+        """Ping-pong and throughput against one sockperf server; ``ladder`` remembers per
+        size the rate the idle measurement could offer, where the flood's starts."""
+        srv = self.sockperf_server(rt)
+        try:
+            out = {"pp": self.sockperf_pingpong(rt, flood_dev)}
+            if self.a.throughput:
+                for size in TP_SIZES:
+                    first = (ladder or {}).get(size, 0)
+                    out[f"tp{size}"] = m = self.sockperf_throughput(rt, size, flood_dev, first)
+                    if ladder is not None and m.get("mps") in MPS_LADDER:
+                        ladder[size] = MPS_LADDER.index(m["mps"])
+        finally:
+            text = self.stop(srv)
+        out["server_received_total"] = parse_server_total(text)
+        return out
+
+    def phase_kernel(self, res: dict, key="kernel") -> None:
+        cols = res["columns"]
+        log(f"# {key}: plain Linux UDP over rteth0 (no rtnetd)")
+        # one discarded second first: the first exchanges of a fresh lab are slower
+        srv = self.sockperf_server(False)
+        try:
+            cli = self.start(self.s1, ["sockperf", "ping-pong", "-i", self.s2.ip, "-p",
+                                       str(PORT), "-m", str(PP_SIZE), "-t", "1"], rt=False)
+            self.run_to_end(cli, 60, "sockperf ping-pong (warm-up)")
+        finally:
+            self.stop(srv)
+        ladder = {}
+        cols["kernel"] = {"idle": self.measure_sockperf(False, None, ladder)}
+        res["extra"]["posix_kernel"] = self.native_pingpong("posix", False, None)
+        self.show("kernel idle", cols["kernel"]["idle"])
+        if self.a.flood:
+            with self.flood(True, via_vnic=False) as dev:
+                cols["kernel"]["flood"] = self.measure_sockperf(False, dev, ladder)
+            self.show("kernel flood", cols["kernel"]["flood"])
+
+    def phase_nomac(self, res: dict) -> None:
+        cols, want = res["columns"], self.a.columns
+        log("# nomac: the real-time path under NoMAC (rtnetd on both stations)")
+        self.daemons_up("nomac")
+        ladder = {}
+        try:
+            for load in ("idle", "flood") if self.a.flood else ("idle",):
+                with self.flood(load == "flood", via_vnic=True) as dev:
+                    # sockperf and the native ping-pong one after the other, in an order
+                    # that alternates from run to run
+                    order = ["nomac", "native"]
+                    if res["run_index"] % 2 == 0:
+                        order.reverse()
+                    for col in order:
+                        if col not in want:
+                            continue
+                        if col == "nomac":
+                            cols.setdefault("nomac", {})[load] = self.measure_sockperf(True, dev,
+                                                                                    ladder)
+                        else:
+                            cols.setdefault("native", {})[load] = {
+                                "pp": self.native_pingpong("native", True, dev)}
+                    if load == "idle":
+                        # the same C program over POSIX sockets through rtnet-run: the
+                        # interposer alone, without sockperf's own cost; and stamped
+                        # datagrams for where the time goes
+                        res["extra"]["posix_rt"] = self.native_pingpong("posix", True, None)
+                        res["extra"]["stamped"] = self.native_pingpong(
+                            "native", True, None, stamped=True,
+                            seconds=min(self.a.seconds, 3.0))
+                for col in order:
+                    if col in want:
+                        self.show(f"{col} {load}", cols[col][load])
+        finally:
+            self.daemons_down()
+
+    def phase_tdma(self, res: dict) -> None:
+        cols = res["columns"]
+        log(f"# tdma: the real-time path under TDMA ({CYCLE_US} us cycle, master + slave)")
+        self.daemons_up("tdma")
+        ladder = {}
+        try:
+            cols["tdma"] = {"idle": self.measure_sockperf(True, None, ladder)}
+            self.show("tdma idle", cols["tdma"]["idle"])
+            if self.a.flood:
+                with self.flood(True, via_vnic=True) as dev:
+                    cols["tdma"]["flood"] = self.measure_sockperf(True, dev, ladder)
+                self.show("tdma flood", cols["tdma"]["flood"])
+        finally:
+            self.daemons_down()
+
+    def show(self, label: str, m: dict) -> None:
+        pp = m.get("pp", {})
+        line = (f"#   {label:<14} rtt p50 {fmt(pp.get('p50'))} p99 {fmt(pp.get('p99'))} "
+                f"p99.9 {fmt(pp.get('p99.9'))} max {fmt(pp.get('max'))} us")
+        for size in TP_SIZES:
+            tp = m.get(f"tp{size}")
+            if tp:
+                line += f"; tp{size} {fmt(tp.get('msgs_per_s'), 0)} msg/s"
+        if pp.get("disturbed"):
+            line += " [disturbed]"
+        if pp.get("flood_delivered_mbps") is not None:
+            line += f"; flood {pp['flood_delivered_mbps']} Mbit/s"
+        log(line)
+
+    def measure(self, run_index: int) -> dict:
+        from rtnet.stall import StallDetector
+        a = self.a
+        res = {"run_index": run_index, "columns": {}, "extra": {},
+               "settings": settings(a)}
+        if self.lab.exists():
+            self.lab.down()            # leftovers of an interrupted run
+        self.lab.up()
+        with StallDetector([WITNESS_CPU], period_us=500, threshold_us=100) as det:
+            self.det = det
+            self.phase_kernel(res)              # the baseline every run needs
+            if "nomac" in a.columns or "native" in a.columns:
+                self.phase_nomac(res)
+            if "tdma" in a.columns:
+                self.phase_tdma(res)
+            log("# kernel again: the idle baseline at the end of the run")
+            srv = self.sockperf_server(False)
+            try:
+                end = self.sockperf_pingpong(False, None)
+            finally:
+                self.stop(srv)
+            res["extra"]["kernel_idle_end"] = end
+            log(f"#   kernel idle (end) rtt p50 {fmt(end.get('p50'))} us")
+        self.det = None
+        derive(res)
+        return res
+
+    def close(self) -> None:
+        self.kill_all()
+        with contextlib.suppress(Exception):
+            self.daemons_down()
+        from rtnet import cli
+        for st in (self.s1, self.s2):     # also after a crash mid-start
+            with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(Exception):
+                if os.path.exists(os.path.join(os.environ["RTNET_RUN_DIR"], st.netns)):
+                    cli.main(["down", "-n", st.netns])
+        self.lab.down()
+
+
+def settings(a) -> dict:
+    return {"seconds": a.seconds, "columns": a.columns,
+            "throughput": a.throughput, "pingpong_size": PP_SIZE, "throughput_sizes": TP_SIZES,
+            "flood": {"on": a.flood, "tool": "iperf3 -u", "mbps": FLOOD_MBPS,
+                      "len": FLOOD_LEN, "kernel_path": "rteth0 (Linux, no stack)",
+                      "stack_path": "vnic0 (the stack's Linux path, RTmac frames on rteth0)"},
+            "tdma": {"cycle_us": CYCLE_US, "link_rate_mbps": LINK_MBPS,
+                     "guard_us": a.guard_us, "rt_slot_size": 1200},
+            "cpu_plan": {"station_rt_threads": a.rt_cpu if a.rt_cpu >= 0 else "not pinned", "station_priority": STATION_PRIO,
+                         "applications": "not pinned, SCHED_OTHER",
+                         "stall_detector": WITNESS_CPU},
+            "disturbed_ms": DISTURBED_MS, "baseline_tolerance": BASELINE_TOL,
+            "kernel": os.uname().release}
+
+
+def fmt(v, nd=1) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"
+
+
+def _get(d, *path):
+    for k in path:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def derive(res: dict) -> None:
+    """The targets' figures of one run, its baseline check and where the time goes."""
+    cols, extra = res["columns"], res["extra"]
+    d = {}
+    k50 = _get(cols, "kernel", "idle", "pp", "p50")
+    n50 = _get(cols, "nomac", "idle", "pp", "p50")
+    v50 = _get(cols, "native", "idle", "pp", "p50")
+    x50 = _get(extra, "posix_rt", "p50")
+    if n50 is not None and v50 is not None:
+        d["interposer_p50_us"] = round(n50 - v50, 3)
+    if x50 is not None and v50 is not None:
+        d["interposer_posix_p50_us"] = round(x50 - v50, 3)
+    pk50 = _get(extra, "posix_kernel", "p50")
+    if x50 is not None and pk50:
+        d["posix_rt_over_kernel_p50"] = round(x50 / pk50, 3)
+    if n50 is not None and k50:
+        d["nomac_over_kernel_p50"] = round(n50 / k50, 3)
+    t999 = _get(cols, "tdma", "flood", "pp", "p99.9")
+    if t999 is not None:
+        d["tdma_flood_p999_us"] = t999
+    kf999 = _get(cols, "kernel", "flood", "pp", "p99.9")
+    if kf999 is not None:
+        d["kernel_flood_p999_us"] = kf999
+    # wake-ups per datagram and direction, from the stations' counters over sockperf's
+    # idle ping-pong through rtnet-run (its server's channel is still open when they are
+    # read, so its notifies count; the client's has closed with it): a station's RT thread
+    # wakes once to send (its loops less its receive wake-ups) and once to receive
+    pp = _get(cols, "nomac", "idle", "pp") or _get(cols, "native", "idle", "pp")
+    if pp and pp.get("counters"):
+        c1, c2 = (pp["counters"].get(f"rtn-{LAB_NAME}-s{i}", {}) for i in (1, 2))
+        if c1.get("rx_udp") and c2.get("rx_udp"):
+            def per(v, n):
+                return round(v / n, 2) if n else None
+            w = {}
+            for name, tx, rx, app in (("request (s1 -> s2)", c1, c2, True),
+                                      ("reply (s2 -> s1)", c2, c1, False)):
+                n = rx["rx_udp"]
+                w[name] = {"sender's RT thread": per(tx["loops"] - tx["rx_wakeups"], n),
+                           "receiver's RT thread": per(rx["rx_wakeups"], n),
+                           "receiving application": per(rx["app_notifies"], n) if app else None}
+            d["wakeups_per_datagram"] = w
+    st = extra.get("stamped") or {}
+    if st.get("stages_n") and (st.get("server") or {}).get("stages_n"):
+        d["stages_p50_us"] = {"request (s1 -> s2)": st["server"]["stages_p50_us"],
+                              "reply (s2 -> s1)": st["stages_p50_us"]}
+        d["stages_p99_us"] = {"request (s1 -> s2)": st["server"].get("stages_p99_us"),
+                              "reply (s2 -> s1)": st.get("stages_p99_us")}
+    # baselines: the kernel's idle ping-pong at the start and at the end of the run
+    end50 = _get(extra, "kernel_idle_end", "p50")
+    flags = []
+    if k50 and end50:
+        gap = abs(k50 - end50) / min(k50, end50)
+        d["baseline_gap"] = round(gap, 3)
+        if gap > BASELINE_TOL:
+            flags.append(f"idle baselines disagree: kernel p50 {k50:.1f} us at the start, "
+                         f"{end50:.1f} us at the end")
+    elif k50 is None or end50 is None:
+        flags.append("no idle kernel baseline at the start or the end")
+    disturbed = []
+    for col, loads in cols.items():
+        for load, ms in loads.items():
+            for name, m in ms.items():
+                if isinstance(m, dict) and m.get("disturbed"):
+                    disturbed.append(f"{col}/{load}/{name}")
+    for name, m in extra.items():
+        if isinstance(m, dict) and m.get("disturbed"):
+            disturbed.append(f"extra/{name}")
+    res["derived"] = d
+    res["disturbed"] = disturbed
+    res["flags"] = flags
+
+
+# ---- the report --------------------------------------------------------------------------
+
+def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
+    """The median [min..max] of the runs whose baselines agree (all runs if none does)."""
+    from bench_aggregate import merge, show, verdict
+    good = [r for r in runs if not r.get("flags")]
+    used = good or runs
+    m = merge([{"columns": r["columns"], "extra": r["extra"], "derived": r["derived"]}
+               for r in used])
+    cols, der = m["columns"], m["derived"]
+    out = []
+    n = len(used)
+    out.append(f"sockperf {runs[0]['settings'].get('seconds')} s per measurement, "
+               f"{PP_SIZE}-byte ping-pong (round trips, --full-rtt), median [min..max] "
+               f"over {n} run{'s' if n != 1 else ''}"
+               + (f" ({len(runs) - len(good)} flagged run(s) left out)" if good and len(good) < len(runs) else "")
+               + ("; EVERY run is flagged (see below): figures of all runs, not to be trusted"
+                  if not good else ""))
+    present = [c for c in COLUMNS if c in cols]
+    for load in ("idle", "flood"):
+        if not any(load in cols[c] for c in present):
+            continue
+        out.append("")
+        out.append(f"{load}: round trip (us) | " + " | ".join(present))
+        out.append("|---|" + "---:|" * len(present))
+        for p in PCTS:
+            out.append(f"| {p} | " + " | ".join(show(_get(cols, c, load, "pp", p), 1)
+                                               for c in present) + " |")
+        for size in TP_SIZES:
+            if any(_get(cols, c, load, f"tp{size}") for c in present):
+                out.append(f"| throughput {size} B, msg/s | " + " | ".join(
+                    show(_get(cols, c, load, f"tp{size}", "msgs_per_s"), 0) for c in present)
+                    + " |")
+                out.append(f"| throughput {size} B, Mbit/s | " + " | ".join(
+                    show(_get(cols, c, load, f"tp{size}", "mbps"), 1) for c in present) + " |")
+        if load == "flood":
+            out.append("| flood delivered, Mbit/s | " + " | ".join(
+                show(_get(cols, c, load, "pp", "flood_delivered_mbps"), 1) for c in present)
+                + " |")
+        dist = [sum(1 for r in used for k in r.get("disturbed", []) if k.startswith(f"{c}/{load}/"))
+                for c in present]
+        out.append("| disturbed measurements | " + " | ".join(str(x) for x in dist) + " |")
+    out.append("")
+    ex = m["extra"]
+    out.append("The same C ping-pong (tools/sockperf_native.c) three ways, idle, p50 us: "
+               f"POSIX sockets on kernel UDP {show(_get(ex, 'posix_kernel', 'p50'), 1)}, "
+               f"POSIX sockets through rtnet-run {show(_get(ex, 'posix_rt', 'p50'), 1)}, "
+               f"native API {show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)}.")
+    out.append("")
+    out.append("Targets (each against its same-run baseline):")
+    lines = []
+
+    def target(key, label, base):
+        if key not in der:
+            lines.append(f"- {label}: not measured")
+            return
+        t, kind, unit = TARGETS[key]
+        v = verdict(der[key], t, kind)
+        sym = {"abs_at_most": "|x| <= ", "at_most": "<= "}[kind]
+        lines.append(f"- {label}: {show(der[key], 2)} {unit} (target {sym}{t:g} {unit}; "
+                     f"{base}): {v.upper() if v == 'missed' else v}")
+
+    target("interposer_p50_us", "interposer, sockperf through rtnet-run minus the native "
+           "API at p50",
+           f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, native "
+           f"{show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)} us")
+    if "interposer_posix_p50_us" in der:
+        v = der["interposer_posix_p50_us"]
+        lines.append(f"- interposer alone, the same C ping-pong over POSIX sockets through "
+                     f"rtnet-run minus the native API at p50: {show(v, 2)} us "
+                     f"(target |x| <= 2 us): "
+                     f"{verdict(v, 2.0, 'abs_at_most').upper() if verdict(v, 2.0, 'abs_at_most') == 'missed' else verdict(v, 2.0, 'abs_at_most')}")
+    target("nomac_over_kernel_p50", "NoMAC over kernel UDP at p50, idle",
+           f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, kernel "
+           f"{show(_get(cols, 'kernel', 'idle', 'pp', 'p50'), 1)} us")
+    target("tdma_flood_p999_us", "TDMA p99.9 round trip under the flood",
+           f"kernel UDP under the same flood: p99.9 "
+           f"{show(_get(cols, 'kernel', 'flood', 'pp', 'p99.9'), 1)} us")
+    out += lines
+    w = der.get("wakeups_per_datagram")
+    if w:
+        out.append("")
+        out.append("Wake-ups per datagram and direction (sockperf through rtnet-run, NoMAC, idle; "
+                   "the stations' counters; kernel UDP has one, the receiving application's; "
+                   "the client's own wake-ups are not counted, its channel closes with it):")
+        for dirn, items in w.items():
+            out.append(f"- {dirn}: " + ", ".join(f"{k} {show(v, 2)}" for k, v in items.items()
+                                                 if v is not None))
+    s = der.get("stages_p50_us")
+    if s:
+        out.append("")
+        out.append("Where the time goes (stamped native datagrams, NoMAC, idle; per stage p50 "
+                   "[p99 in the first run] us: hand-over -> sender's RT thread (queue) -> TX "
+                   "(slot) -> receiver's XDP stamp (wire) -> receiver's RT thread (rx_rt) -> "
+                   "application (take)):")
+        for dirn, st in s.items():
+            q = (runs[0]["derived"].get("stages_p99_us") or {}).get(dirn) or {}
+            out.append(f"- {dirn}: " + ", ".join(
+                f"{k} {show(v, 1)}" + (f" [{q[k]:.0f}]" if k in q else "")
+                for k, v in st.items()))
+    flagged = [(r["run_index"], f) for r in runs for f in r.get("flags", [])]
+    if flagged:
+        out.append("")
+        for k, f in flagged:
+            out.append(f"Run {k} flagged: {f}")
+    return "\n".join(out), m
+
+
+# ---- runs, manifest ----------------------------------------------------------------------
+
+def code_version() -> str:
+    """The short git sha of the code, with -dirty when tracked files have changes (as
+    tools/bench_suite.py names its results)."""
+    def git(*a):
+        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
+                              timeout=30)
+    try:
+        sha = git("rev-parse", "--short", "HEAD")
+        if sha.returncode != 0:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return sha.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def write_json(path: str, obj) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1, default=float)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def read_manifest(path: str, version: str) -> dict:
+    try:
+        with open(path) as f:
+            man = json.load(f)
+    except FileNotFoundError:
+        man = {"code": version, "runs": []}
+    for r in man["runs"]:
+        if r["status"] == "running":
+            r.update(status="failed", reason="interrupted: the run never recorded its end")
+    return man
+
+
+def load_runs(man_path: str) -> tuple[list, list]:
+    with open(man_path) as f:
+        man = json.load(f)
+    base = os.path.dirname(man_path)
+    runs, made = [], []
+    for e in man.get("runs", []):
+        if e.get("status") != "ok":
+            continue
+        with open(os.path.join(base, e["dir"], "bench_sockperf.json")) as f:
+            runs.append(json.load(f))
+        made.append(e)
+    return runs, made
+
+
+def print_report(runs, made, out_dir: str, man_path: str) -> int:
+    if not runs:
+        print(f"bench_sockperf.py: no ok run in {man_path}", file=sys.stderr)
+        return 1
+    text, merged = report(runs, made)
+    log("")
+    log(text)
+    path = os.path.join(out_dir, "bench_sockperf.json")
+    write_json(path, {"manifest": man_path, "runs": [e["run"] for e in made],
+                      "report": text, "median": merged})
+    log(f"\n# saved {path}; raw runs listed in {man_path}")
+    return 0
+
+
+def main(argv=None) -> int:
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    if a.report:
+        runs, made = load_runs(a.report)
+        return print_report(runs, made, a.out_dir, a.report)
+    if os.geteuid() != 0:
+        print("bench_sockperf.py: needs root (network namespaces, AF_XDP)", file=sys.stderr)
+        return 2
+    problem = missing_tools(a.columns)
+    if problem:
+        print(f"bench_sockperf.py: {problem}", file=sys.stderr)
+        return 2
+    # the stations' daemons keep their sockets in a run directory of this benchmark's own
+    run_dir = tempfile.mkdtemp(prefix="rtn-spk-run-")
+    os.chmod(run_dir, 0o755)
+    os.environ["RTNET_RUN_DIR"] = run_dir
+    version = code_version()
+    base = os.path.join(a.out_dir, "bench_sockperf", version)
+    os.makedirs(base, exist_ok=True)
+    man_path = os.path.join(base, "manifest.json")
+    man = read_manifest(man_path, version)
+    write_json(man_path, man)
+    command = " ".join(["tools/bench_sockperf.py", *(sys.argv[1:] if argv is None else argv)])
+    conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
+    runs, made = [], []
+    # SIGTERM tears down as Ctrl-C does
+    # (only in this process: a child forked to enter a namespace keeps its default)
+    me = os.getpid()
+
+    def on_term(*_):
+        if os.getpid() != me:
+            os._exit(143)
+        raise KeyboardInterrupt()
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        exe = build_native(conf_dir)
+        for i in range(a.runs):
+            k = 1 + max((r["run"] for r in man["runs"]), default=0)
+            rdir = os.path.join(base, f"run-{k}")
+            os.makedirs(rdir, exist_ok=True)
+            entry = {"run": k, "dir": f"run-{k}", "status": "running", "command": command,
+                     "start_time": datetime.datetime.now().astimezone().isoformat()}
+            man["runs"].append(entry)
+            write_json(man_path, man)
+            log(f"# run {i + 1} of {a.runs}: {rdir}")
+            run = Run(a, exe, conf_dir)
+            try:
+                res = run.measure(k)
+                res["code"] = version
+                write_json(os.path.join(rdir, "bench_sockperf.json"), res)
+                entry.update(status="ok")
+                runs.append(res)
+                made.append(entry)
+                for f in res["flags"]:
+                    log(f"# run {k} flagged: {f}")
+            except (BenchError, OSError, subprocess.SubprocessError) as exc:
+                entry.update(status="failed", reason=str(exc)[:300])
+                log(f"# run {k} failed: {exc}")
+            except BaseException:
+                entry.update(status="failed", reason="interrupted")
+                raise
+            finally:
+                entry["end_time"] = datetime.datetime.now().astimezone().isoformat()
+                write_json(man_path, man)
+                run.close()
+    except KeyboardInterrupt:
+        print("bench_sockperf.py: interrupted, tearing down", file=sys.stderr)
+        return 130
+    except BenchError as exc:
+        print(f"bench_sockperf.py: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(conf_dir, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if not runs:
+        print(f"bench_sockperf.py: no run of {a.runs} ended well; {man_path} lists why",
+              file=sys.stderr)
+        return 1
+    return print_report(runs, made, a.out_dir, man_path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
