@@ -1,0 +1,120 @@
+"""TDMA across two separately booted kernels: a master in one TCG guest (igb) and a slave
+in another (virtio-net, modern, IOMMU platform, one queue pair: see the README on
+virtio-net's queues under XDP), each with its own clock, on
+the host bridge.  Two guests rather than two namespaces of one: each has one vCPU and 512 MB
+and both fit beside the host's own work, and only separate kernels give separate clocks.
+The cycle is 40 ms for emulation.  The slave synchronises and calibrates against the
+master's clock, pings it over the real-time path (ICMP rtping), and over at least 200 cycles
+receives one Sync per cycle; tshark on the host bridge decodes every frame with no malformed
+field.  Functional only: no latency bound under emulation."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+import vmkit
+from conftest import require_tool
+from vmkit import guest_script, lab_lock, vmtier
+
+pytestmark = pytest.mark.netns
+vm_env = vmkit.vm_env     # the session fixture: QEMU, kernel and initramfs from the cache
+
+CYCLE_US = 40_000
+WINDOW_S = 9.0          # >= 200 cycles of 40 ms
+MASTER = {"name": "m", "ip": "198.18.0.1", "mac": "02:52:54:00:02:01", "role": "master",
+          "offset_us": 0, "cycle_us": CYCLE_US}
+SLAVE = {"name": "s", "ip": "198.18.0.2", "mac": "02:52:54:00:02:02", "role": "slave",
+         "offset_us": 10_000, "cycle_us": CYCLE_US}
+
+
+@pytest.fixture(scope="module")
+def run(vm_env):
+    tshark = require_tool("tshark")
+    rundir = os.path.join(vmtier.CACHE, "run")
+    pcap = os.path.join(rundir, "tdma-bridge.pcapng")
+    os.makedirs(rundir, exist_ok=True)
+    with lab_lock(), vmtier.network() as br:
+        vmtier.add_tap("rtnvm-m0")
+        vmtier.add_tap("rtnvm-s0")
+        cap = subprocess.Popen([tshark, "-q", "-i", br, "-w", pcap],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        guests = []
+        try:
+            t0 = time.monotonic()
+            for st, peer, nic in ((MASTER, SLAVE, {"model": "igb", "tap": "rtnvm-m0"}),
+                                  (SLAVE, MASTER, {"model": "virtio", "tap": "rtnvm-s0"})):
+                args = dict(st, peer_ip=peer["ip"], peer_mac=peer["mac"], duration_s=100,
+                            window_s=WINDOW_S)
+                guests.append(vmtier.Guest(f"tdma-{st['name']}", vm_env, rundir,
+                                           guest_script("tdma", args),
+                                           nics=[dict(nic, mac=st["mac"])], memory_mb=512))
+            for g in guests:
+                g.wait(300 - (time.monotonic() - t0))
+        finally:
+            for g in guests:
+                g.kill()
+            cap.terminate()
+            try:
+                cap.wait(20)
+            except subprocess.TimeoutExpired:
+                cap.kill()
+                cap.wait()
+        elapsed = round(time.monotonic() - t0, 1)
+    master, slave = (g.results() for g in guests)
+    print(json.dumps({"master": master, "slave": slave, "elapsed_s": elapsed}, indent=1))
+    for g, r in zip(guests, (master, slave)):
+        assert r and "error" not in r, g.diagnosis()
+    return {"master": master, "slave": slave, "pcap": pcap, "tshark": tshark}
+
+
+def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
+    for role, driver in (("master", "igb"), ("slave", "virtio_net")):
+        r = run[role]
+        assert r["up_rc"] == 0, r
+        assert r["driver"] == driver
+        assert r["status"]["xdp_mode"] == "native", r["status"]
+        assert r["status"]["xsk"]["zerocopy"] is True, r["status"]
+
+
+def test_the_slave_synchronises_and_calibrates_against_the_other_kernel(run):
+    s = run["slave"]
+    assert s["state"] == "synchronised", s
+    assert s["calibration"]["done"] >= s["calibration"]["rounds"] > 0, s["calibration"]
+    assert s["state_end"] == "synchronised", s
+
+
+def test_the_syncs_of_200_cycles_arrive_followed_or_counted_as_implausible(run):
+    w = run["slave"]["window"]
+    print(w)
+    assert w["cycle_no"] >= 200, w
+    # Under TCG a Sync's stamps jitter by milliseconds: the slave follows those within its
+    # tolerance (at most 200 us) and counts the rest as implausible.  The master misses
+    # some Sync slots under emulation too, and the slave cannot see those, so the bound is
+    # nine in ten of the cycles, not all of them (exact accounting is not done yet).
+    assert w["sync_rx"] + w["sync_implausible"] >= 0.9 * w["cycle_no"], w
+    assert w["sync_rx"] > 0, w
+
+
+def test_rtping_passes_between_the_kernels(run):
+    s = run["slave"]
+    assert s["ping_rc"] == 0, s["ping"]
+    assert "5 packets transmitted, 5 received" in s["ping"], s["ping"]
+    assert run["master"]["status"]["ipv4"]["rx_echo_request"] >= 5
+
+
+def test_tshark_on_the_host_bridge_decodes_every_frame(run):
+    tshark, pcap = run["tshark"], run["pcap"]
+    out = subprocess.run([tshark, "-r", pcap, "-T", "fields", "-e", "frame.protocols"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    protos = out.stdout.splitlines()
+    rtmac = [p for p in protos if "rtmac" in p]
+    icmp = [p for p in protos if ":icmp:" in p + ":"]
+    bad = subprocess.run([tshark, "-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity >= error"],
+                         capture_output=True, text=True, timeout=120)
+    print(f"{len(protos)} frames, {len(rtmac)} RTmac, {len(icmp)} ICMP; "
+          f"malformed or in error: {len(bad.stdout.splitlines())}")
+    assert len(rtmac) >= 200, sorted(set(protos))[:10]
+    assert len(icmp) >= 10, sorted(set(protos))[:10]
+    assert bad.stdout.strip() == "", bad.stdout[:2000]

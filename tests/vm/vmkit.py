@@ -1,0 +1,54 @@
+"""Shared by the guest tier's tests (issue 26): QEMU guests under TCG with real NIC drivers.
+
+Every boot runs under the lab lock (/tmp/rtnet-lab.lock, the machine has two vCPUs).
+Fetching QEMU and the kernel (tools/vmtier.py) needs no lock; when it fails, or the cache
+is corrupt, the tier skips locally with that one line and fails under CI=true.
+"""
+import contextlib
+import fcntl
+import os
+import sys
+
+import pytest
+from conftest import skip_or_fail
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+import vmtier  # noqa: E402
+
+LOCK = "/tmp/rtnet-lab.lock"
+
+
+@pytest.fixture(scope="session")
+def vm_env():
+    if os.geteuid() != 0:
+        skip_or_fail("the guest tier needs root (QEMU tap devices, a host bridge)")
+    try:
+        return vmtier.fetch()
+    except vmtier.VmTierError as exc:
+        skip_or_fail(f"guest tier unavailable: {exc}")
+
+
+@contextlib.contextmanager
+def lab_lock():
+    """The lab lock, unless the caller already holds it (RTNET_LAB_LOCKED=1)."""
+    if os.environ.get("RTNET_LAB_LOCKED") == "1":
+        yield
+        return
+    with open(LOCK, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def guest_script(role: str, args: dict) -> str:
+    import json
+    import shlex
+    py = os.path.realpath(sys.executable)
+    return (f"export PATH={shlex.quote(os.path.dirname(py))}:$PATH\n"
+            f"cd {shlex.quote(ROOT)}\n"
+            f"{shlex.quote(py)} tests/vm/guest.py {role} {shlex.quote(json.dumps(args))}")
