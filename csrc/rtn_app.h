@@ -29,40 +29,40 @@
 #include "rtn_ipv4.h"
 #include "rtn_stages.h"
 
-#define RTN_APP_ETH_HLEN	14
-#define RTN_APP_OVERHEAD	58	/* Ethernet header + extended application header (rtn_app_hdr.h) */
-#define RTN_APP_SCHED_NOW	0	/* sched_ns: "now", in global time */
+#define RTN_APP_ETH_HLEN 14
+#define RTN_APP_OVERHEAD 58 /* Ethernet header + extended application header (rtn_app_hdr.h) */
+#define RTN_APP_SCHED_NOW 0 /* sched_ns: "now", in global time */
 
 struct rtn_app_chan;
 
 /** What came with a received message; times in global time (ns). */
 struct rtn_app_msg_info {
-	uint8_t dst[6];		/* this station, or a broadcast or multicast address */
+	uint8_t dst[6]; /* this station, or a broadcast or multicast address */
 	uint8_t src[6];
 	uint16_t ethertype;
 	uint32_t seq;
-	uint32_t len;		/* payload length (may exceed what was copied) */
-	int64_t sched_ns;	/* when the sender meant to send */
-	int64_t tx_ns;		/* when the sender's station transmitted */
-	int64_t rx_ns;		/* when this station received (its XDP stamp) */
+	uint32_t len;	  /* payload length (may exceed what was copied) */
+	int64_t sched_ns; /* when the sender meant to send */
+	int64_t tx_ns;	  /* when the sender's station transmitted */
+	int64_t rx_ns;	  /* when this station received (its XDP stamp) */
 	/* the other stage stamps (rtn_app_hdr.h), 0 where the sender did not stamp */
-	int64_t handover_ns;	/* the sending application handed it over */
-	int64_t pickup_ns;	/* the sender's RT thread took it at its slot */
-	int64_t rx_rt_ns;	/* this station's RT thread took it from the socket */
-	int64_t take_ns;	/* this application took it from the ring */
+	int64_t handover_ns; /* the sending application handed it over */
+	int64_t pickup_ns;   /* the sender's RT thread took it at its slot */
+	int64_t rx_rt_ns;    /* this station's RT thread took it from the socket */
+	int64_t take_ns;     /* this application took it from the ring */
 };
 
 /** One TDMA cycle, as RTnet's struct rtmac_waitinfo (RTMAC_RTIOC_WAITONCYCLE_EX). */
 struct rtn_app_waitinfo {
 	uint32_t cycle_no;
 	int64_t cycle_start;	/* global time */
-	int64_t cycle_start_os;	/* the same instant on this host's CLOCK_MONOTONIC */
+	int64_t cycle_start_os; /* the same instant on this host's CLOCK_MONOTONIC */
 	int64_t clock_offset;	/* global - local time of the station */
 	int64_t cycle_ns;
 };
 
 struct rtn_app_stats {
-	int32_t channel;	/* id at the station, -1 if attached without one */
+	int32_t channel; /* id at the station, -1 if attached without one */
 	uint16_t ethertype;
 	uint16_t slot;
 	uint32_t depth;
@@ -70,19 +70,19 @@ struct rtn_app_stats {
 	uint8_t station_mac[6];
 	uint8_t pad[2];
 	int32_t alive;
-	uint64_t tx_sent;	/* committed to the TX ring */
-	uint64_t tx_full;	/* refused: TX ring full (-ENOBUFS) */
-	uint64_t kicks;		/* NoMAC wake-ups of the station */
+	uint64_t tx_sent; /* committed to the TX ring */
+	uint64_t tx_full; /* refused: TX ring full (-ENOBUFS) */
+	uint64_t kicks;	  /* NoMAC wake-ups of the station */
 	uint64_t rx_received;
-	uint64_t rx_drops;	/* the station found the RX ring full */
-	uint32_t tx_queued;	/* in the TX ring now */
-	uint32_t rx_queued;	/* in the RX ring now */
-	uint32_t rx_waiting;	/* receivers asleep on the RX ring */
-	uint32_t cycle_waiting;	/* threads asleep waiting for a cycle */
-	uint64_t rx_bad_hdr;	/* received headers that lied about their length */
-	uint16_t udp_port;	/* a UDP socket's port, 0 for an EtherType channel */
-	uint16_t udp_flags;	/* RTN_UDP_F_* */
-	uint64_t tx_unreachable;	/* sendto() refused: no neighbour entry (-EHOSTUNREACH) */
+	uint64_t rx_drops;	 /* the station found the RX ring full */
+	uint32_t tx_queued;	 /* in the TX ring now */
+	uint32_t rx_queued;	 /* in the RX ring now */
+	uint32_t rx_waiting;	 /* receivers asleep on the RX ring */
+	uint32_t cycle_waiting;	 /* threads asleep waiting for a cycle */
+	uint64_t rx_bad_hdr;	 /* received headers that lied about their length */
+	uint16_t udp_port;	 /* a UDP socket's port, 0 for an EtherType channel */
+	uint16_t udp_flags;	 /* RTN_UDP_F_* */
+	uint64_t tx_unreachable; /* sendto() refused: no neighbour entry (-EHOSTUNREACH) */
 };
 
 /** Who sent a received UDP datagram (host order). */
@@ -90,7 +90,7 @@ struct rtn_app_udp_info {
 	uint32_t src_ip;
 	uint16_t src_port;
 	uint16_t dst_port;
-	uint32_t dst_ip;	/* this station, or the broadcast */
+	uint32_t dst_ip; /* this station, or the broadcast */
 };
 
 /** A received message reduced to its timestamps, for latency analysis. */
@@ -99,8 +99,8 @@ struct rtn_app_sample {
 	uint32_t len;
 	int64_t sched_ns;
 	int64_t tx_ns;
-	int64_t rx_ns;		/* the station received the frame */
-	int64_t app_ns;		/* the application took it from the ring (global time) */
+	int64_t rx_ns;	/* the station received the frame */
+	int64_t app_ns; /* the application took it from the ring (global time) */
 	int64_t handover_ns;
 	int64_t pickup_ns;
 	int64_t rx_rt_ns;
@@ -135,8 +135,8 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
  *         fragmentation), -EINVAL on a channel that is not a UDP socket or
  *         for port 0, -ENOBUFS (TX ring full), -ENOTCONN.
  */
-int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port,
-		   const void *payload, uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, const void *payload,
+		   uint32_t len, int64_t sched_ns, uint32_t *seq_out);
 
 /**
  * rtn_app_recv() on a UDP socket, with the datagram's sender in *@p from
@@ -178,6 +178,16 @@ int rtn_app_fd(const struct rtn_app_chan *ch);
  */
 int rtn_app_rx_arm(struct rtn_app_chan *ch);
 
+/**
+ * Join (@p on) or leave IPv4 multicast @p group (host order) for this UDP
+ * socket, over the channel's control connection (IP_ADD_MEMBERSHIP): the
+ * station then takes the group's datagrams to the socket's port.  Left
+ * when the channel closes.  -EADDRNOTAVAIL for no multicast address or a
+ * group not joined, -EADDRINUSE joined already, -ENOBUFS the station's
+ * groups all taken, -ENOTCONN without a control connection.
+ */
+int rtn_app_ipv4_group(struct rtn_app_chan *ch, uint32_t group, int on);
+
 /** The descriptor of the control connection (its hang-up means the daemon is gone), or -1. */
 int rtn_app_ctlfd(const struct rtn_app_chan *ch);
 
@@ -191,8 +201,8 @@ void rtn_app_close(struct rtn_app_chan *ch);
  * @return 0 and the message's sequence number in *seq_out (may be NULL);
  *         -ENOBUFS if the TX ring is full (counted), -EMSGSIZE, -ENOTCONN.
  */
-int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
-		 uint32_t len, int64_t sched_ns, uint32_t *seq_out);
+int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload, uint32_t len,
+		 int64_t sched_ns, uint32_t *seq_out);
 
 /**
  * Queue a whole Ethernet frame @p frame of @p len bytes, as the caller built
@@ -224,8 +234,8 @@ int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pick
  * (as an ICMP echo reply does).  The channel's own numbering does not
  * advance.  Returns what rtn_app_send() returns.
  */
-int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
-		  const void *payload, uint32_t len);
+int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to, const void *payload,
+		  uint32_t len);
 
 /**
  * Receive one message: copies up to @p cap payload bytes into @p buf.
@@ -235,15 +245,14 @@ int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
  * @return bytes copied (info->len has the full length), -EAGAIN if nothing
  *         arrived in time, -ENOTCONN once the station went away.
  */
-int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
-		 struct rtn_app_msg_info *info, int64_t timeout_ns);
+int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,
+		 int64_t timeout_ns);
 
 /**
  * Wait for the next TDMA cycle to start (RTMAC_RTIOC_WAITONCYCLE_EX).
  * @return 0 and *wi, -ETIMEDOUT, or -ENOTCONN.
  */
-int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
-		       int64_t timeout_ns);
+int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi, int64_t timeout_ns);
 
 /** The most recently started cycle without waiting; -EAGAIN before the first one. */
 int rtn_app_cycle_info(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi);

@@ -230,3 +230,35 @@ fail:
 	close(fd);
 	return rc;
 }
+
+int rtn_app_ipv4_group(struct rtn_app_chan *ch, uint32_t group, int on)
+{
+	char req[160], line[REPLY_MAX], err[256];
+	int fds[4], nfds = 0, rc, i;
+	const char *p;
+	long e;
+
+	rtn_clear_error();
+	if (ch->ctlfd < 0)
+		return rtn_set_error(-ENOTCONN, "the channel has no control connection");
+	snprintf(req, sizeof(req),
+		 "{\"cmd\": \"ipv4.join\", \"group\": \"%u.%u.%u.%u\", \"join\": %s}\n",
+		 group >> 24, group >> 16 & 255, group >> 8 & 255, group & 255,
+		 on ? "true" : "false");
+	if (send(ch->ctlfd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		return rtn_set_error(errno == EPIPE ? -ENOTCONN : -errno, "multicast request: %s",
+				     strerror(errno));
+	rc = read_reply(ch->ctlfd, line, sizeof(line), fds, &nfds);
+	for (i = 0; i < nfds; i++) /* none expected: a daemon that sends some loses them */
+		close(fds[i]);
+	if (rc < 0)
+		return rtn_set_error(rc == -ECONNRESET ? -ENOTCONN : rc,
+				     "multicast request: no reply (%s)", strerror(-rc));
+	p = json_find(line, "ok");
+	if (p && !strncmp(p, "true", 4))
+		return 0;
+	json_string(json_find(line, "error"), err, sizeof(err));
+	p = json_find(line, "errno");
+	e = p ? strtol(p, NULL, 10) : 0;
+	return rtn_set_error(e > 0 && e < 4096 ? (int)-e : -EREMOTEIO, "%s", err);
+}

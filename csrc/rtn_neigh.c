@@ -17,6 +17,15 @@ int rtn_neigh_lookup(const struct rtn_neigh_table *t, uint32_t ip, uint8_t mac[6
 		memset(mac, 0xff, 6);
 		return 0;
 	}
+	if ((ip >> 28) == 0xe) { /* 224.0.0.0/4: the group's MAC (RFC 1112, 6.4) */
+		mac[0] = 0x01;
+		mac[1] = 0x00;
+		mac[2] = 0x5e;
+		mac[3] = ip >> 16 & 0x7f;
+		mac[4] = ip >> 8 & 0xff;
+		mac[5] = ip & 0xff;
+		return 0;
+	}
 	for (tries = 0; tries < RTN_NEIGH_READ_TRIES; tries++) {
 		uint32_t s1 = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE), s2;
 		uint32_t n = __atomic_load_n(&t->n, __ATOMIC_RELAXED), i;

@@ -55,6 +55,56 @@ int rtn_station_set_ipv4(struct rtn_station *s, uint32_t ip, uint32_t icmp_slot,
 	return rc;
 }
 
+int rtn_station_ipv4_group(struct rtn_station *s, uint32_t group, int on)
+{
+	int i, free_at = -1, rc = 0;
+
+	rtn_clear_error();
+	if ((group >> 28) != 0xe)
+		return rtn_set_error(-EADDRNOTAVAIL, "%u.%u.%u.%u is not a multicast group",
+				     group >> 24, group >> 16 & 255, group >> 8 & 255, group & 255);
+	pthread_mutex_lock(&s->ctl_lock);
+	for (i = 0; i < RTN_IP_GROUPS; i++) {
+		if (s->ip.groups[i] == group)
+			break;
+		if (!s->ip.groups[i] && free_at < 0)
+			free_at = i;
+	}
+	if (on && i < RTN_IP_GROUPS) {
+		s->ip.group_refs[i]++;
+	} else if (on && free_at < 0) {
+		rc = rtn_set_error(-ENOBUFS, "%d multicast groups are joined already",
+				   RTN_IP_GROUPS);
+	} else if (on) {
+		rc = rtn_xsk_ipv4_group(s->xsk, group, 1);
+		if (rc == 0) {
+			s->ip.group_refs[free_at] = 1;
+			__atomic_store_n(&s->ip.groups[free_at], group, __ATOMIC_RELEASE);
+		}
+	} else if (i == RTN_IP_GROUPS) {
+		rc = rtn_set_error(-EADDRNOTAVAIL, "%u.%u.%u.%u is not joined", group >> 24,
+				   group >> 16 & 255, group >> 8 & 255, group & 255);
+	} else if (--s->ip.group_refs[i] == 0) {
+		__atomic_store_n(&s->ip.groups[i], 0, __ATOMIC_RELEASE);
+		rtn_xsk_ipv4_group(s->xsk, group, 0);
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	return rc;
+}
+
+/* RT thread: whether a UDP socket of the station joined @p group. */
+static int group_joined(const struct rtn_station *s, uint32_t group)
+{
+	int i;
+
+	if ((group >> 28) != 0xe)
+		return 0;
+	for (i = 0; i < RTN_IP_GROUPS; i++)
+		if (__atomic_load_n(&s->ip.groups[i], __ATOMIC_ACQUIRE) == group)
+			return 1;
+	return 0;
+}
+
 int rtn_station_neigh_set(struct rtn_station *s, const struct rtn_neigh *e, uint32_t n)
 {
 	uint32_t i, j;
@@ -252,7 +302,8 @@ void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_
 	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
 
 	if (v > 0 && (!own || !ip_unicast(p.src) ||
-		      (p.dst != own && !(v == RTN_IP_UDP && p.dst == RTN_IP_BROADCAST))))
+		      (p.dst != own && !(v == RTN_IP_UDP &&
+					 (p.dst == RTN_IP_BROADCAST || group_joined(s, p.dst))))))
 		v = -RTN_IPBAD_NOT_OURS;
 	if (v == RTN_IP_UDP && !(c = udp_chan(s, p.dport)))
 		v = -RTN_IPBAD_NO_PORT;

@@ -34,6 +34,18 @@ int rtn_station_set_ipv4(struct rtn_station *s, uint32_t ip, uint32_t icmp_slot,
  */
 int rtn_station_neigh_set(struct rtn_station *s, const struct rtn_neigh *e, uint32_t n);
 
+#define RTN_IP_GROUPS 32 /* multicast groups joined at once, as the XDP program's map */
+
+/**
+ * Join (@p on) or leave multicast @p group (host order) for the station's
+ * UDP sockets: its datagrams to a bound port are steered to the station
+ * and delivered.  Joins are counted: the group is left at its last leave.
+ * @return 0; -EADDRNOTAVAIL for an address outside 224.0.0.0/4 or leaving
+ *         a group not joined; -ENOBUFS with RTN_IP_GROUPS joined already;
+ *         the XDP map's error.
+ */
+int rtn_station_ipv4_group(struct rtn_station *s, uint32_t group, int on);
+
 /** Steer ICMP echo replies of identifier @p id to the station (@p on) or no longer. */
 int rtn_station_icmp_id(struct rtn_station *s, uint16_t id, int on);
 

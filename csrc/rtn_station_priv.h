@@ -132,6 +132,8 @@ struct station_ipv4 {
 	uint16_t next_id;		/* IP identification of the echo replies (RT thread) */
 	uint32_t n_neigh;
 	struct rtn_neigh neigh[RTN_NEIGH_MAX];
+	uint32_t groups[RTN_IP_GROUPS];	    /* joined multicast groups, 0 free: atomic */
+	uint32_t group_refs[RTN_IP_GROUPS]; /* their joins (control thread, ctl_lock) */
 	struct rtn_ip_stats st;		/* RT thread */
 	uint8_t reply[RTN_CHAN_MSG_MAX];	/* an echo reply being built (RT thread) */
 };

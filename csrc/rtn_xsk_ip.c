@@ -40,6 +40,12 @@ int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on)
 	return set_key(x, "rt_udp_ports", &port, on);
 }
 
+int rtn_xsk_ipv4_group(struct rtn_xsk *x, uint32_t group, int on)
+{
+	rtn_clear_error();
+	return set_key(x, "rt_ipv4_groups", &group, on);
+}
+
 int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on)
 {
 	rtn_clear_error();

@@ -12,6 +12,8 @@
 
 /** Steer UDP to @p port (host order) to the socket (@p on) or leave it to Linux. */
 int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on);
+/** Steer UDP to multicast @p group (host order) to the socket (@p on) or leave it to Linux. */
+int rtn_xsk_ipv4_group(struct rtn_xsk *x, uint32_t group, int on);
 /** The real-time IPv4 address (host order, 0: none). */
 int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip);
 /** Steer ICMP echo replies of identifier @p id (@p on) or leave them to Linux. */

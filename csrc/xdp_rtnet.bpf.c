@@ -53,6 +53,14 @@ struct {
 	__type(value, __u8);
 } rt_udp_ports SEC(".maps");
 
+/* IPv4 multicast groups (host order) the station's UDP sockets joined */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32);
+	__type(key, __u32);
+	__type(value, __u8);
+} rt_ipv4_groups SEC(".maps");
+
 /* ICMP echo identifiers (host order) of the station's pings in progress */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -99,8 +107,8 @@ static __always_inline int steer_arp(void *data, void *data_end)
 
 /*
  * Whether an IPv4 frame is real-time: UDP to a bound port at the station's
- * address or the limited broadcast, an ICMP echo request to the station's
- * address, or the echo reply of a ping in progress.  Only what a real-time
+ * address, the limited broadcast or a multicast group a socket joined, an
+ * ICMP echo request to the station's address, or the echo reply of a ping in progress.  Only what a real-time
  * socket asked for is taken from Linux (ARP, TCP, other ICMP and the rest
  * of UDP stay its own).  Headers are read only as far as the decision
  * needs; the station checks the rest (lengths, checksums, options,
@@ -129,7 +137,8 @@ static __always_inline int steer_ipv4(void *data, void *data_end)
 		return 0;
 	dst = bpf_ntohl(ip->daddr);
 	if (ip->protocol == IPPROTO_UDP) {
-		if (dst != *own && dst != 0xffffffff)
+		if (dst != *own && dst != 0xffffffff &&
+		    ((dst >> 28) != 0xe || !bpf_map_lookup_elem(&rt_ipv4_groups, &dst)))
 			return 0;
 		port = (__u16)(l4[2] << 8 | l4[3]);
 		return bpf_map_lookup_elem(&rt_udp_ports, &port) != 0;

@@ -274,6 +274,9 @@ class Connection:
         A connection that holds something has no idle timeout."""
         self._held[key] = release
 
+    def holds(self, key) -> bool:
+        return key in self._held
+
     def let_go(self, key) -> bool:
         """Release ``key`` now; False if this connection does not hold it."""
         release = self._held.pop(key, None)

@@ -94,6 +94,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import errno
 import fcntl
 import grp
 import ipaddress
@@ -381,7 +382,8 @@ class Daemon:
             "tdma.detach": self.h_tdma_detach, "nomac.attach": self.h_nomac_attach,
             "nomac.detach": self.h_nomac_detach, "ping": self.h_ping,
             "capture": self.h_capture, "channel.open": self.h_channel_open,
-            "channel.close": self.h_channel_close, "shutdown": self.h_shutdown,
+            "channel.close": self.h_channel_close, "ipv4.join": self.h_ipv4_join,
+            "shutdown": self.h_shutdown,
             **self.rtcfg.handlers(), **ip_changes,
         }
         return {**{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
@@ -614,6 +616,35 @@ class Daemon:
             raise
         # the third descriptor lets the reader wait for its ring in poll/epoll (rtn_chan.h)
         return WithFds({"channel": cid, "shm_size": size}, (memfd, kickfd, notifyfd))
+
+    def h_ipv4_join(self, req, conn):
+        """A UDP socket's IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (``join``: true / false):
+        the group is the station's while a connection holds it (rtnet-run's sockets)."""
+        group, join = req.get("group"), req.get("join", True)
+        if not isinstance(join, bool):
+            raise RequestError(f"join: {join!r} is not true or false")
+        try:
+            if not isinstance(group, str) or not ipaddress.IPv4Address(group).is_multicast:
+                raise ValueError
+        except ValueError:
+            raise RtnetError(errno.EADDRNOTAVAIL,
+                             f"group: {group!r} is not an IPv4 multicast address") from None
+        key = ("ipv4.group", group)
+        if not join:
+            if not conn.let_go(key):
+                raise RtnetError(errno.EADDRNOTAVAIL, f"{group} is not joined here")
+            return {}
+        if conn.holds(key):
+            raise RtnetError(errno.EADDRINUSE, f"{group} is joined here already")
+        with self._lock:
+            self.station.ipv4_group(group, True)
+        conn.hold(key, lambda: self._leave_group(group))
+        return {}
+
+    def _leave_group(self, group: str) -> None:
+        with self._lock:
+            if self.station is not None:
+                self.station.ipv4_group(group, False)
 
     def h_channel_close(self, req, conn):
         cid = req.get("channel")

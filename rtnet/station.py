@@ -224,6 +224,13 @@ class Station(Closeable):
                     self.ifname)
         return cid, memfd[0], kickfd[0]
 
+    def ipv4_group(self, group: str, on: bool) -> None:
+        """Join (``on``) or leave multicast ``group`` for the station's UDP sockets (joins
+        are counted; rtn_station_ip.h)."""
+        addr = struct.unpack(">I", socket.inet_aton(group))[0]
+        check(lib.rtn_station_ipv4_group(self._live(), addr, bool(on)), RtnetError,
+              self.ifname)
+
     def channel_notifyfd(self, cid: int) -> int:
         """A new descriptor (the caller's) of channel ``cid``'s notify eventfd: the station
         writes it when a delivery finds the reader armed, so the ring can be polled."""

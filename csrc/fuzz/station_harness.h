@@ -156,6 +156,7 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on) { return 0; }
 int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip) { return 0; }
 int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on) { return 0; }
+int rtn_xsk_ipv4_group(struct rtn_xsk *x, uint32_t group, int on) { return 0; }
 int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on) { return 0; }
 
 /* Queue a received frame (copied to a buffer of exactly @p len bytes; NULL: a bad descriptor). */

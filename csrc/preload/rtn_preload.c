@@ -316,11 +316,11 @@ static void forget(struct rsock *rs)
 
 int rp_alive(struct rsock *rs)
 {
-	struct pollfd p = { .fd = rtn_app_ctlfd(rs->ch), .events = POLLIN | POLLRDHUP };
+	struct pollfd p = { .fd = rtn_app_ctlfd(rs->ch), .events = POLLRDHUP };
 
 	if (rs->dead)
 		return 0;
-	/* the daemon never writes to the connection unasked: readable means it closed */
+	/* the daemon's end closed: a reply to a request of ours is not a hang-up */
 	if (p.fd >= 0 && rp_real.poll(&p, 1, 0) > 0)
 		rs->dead = 1;
 	return !rs->dead;
@@ -1031,9 +1031,19 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 		case IP_MTU_DISCOVER:
 			return 0;
 		case IP_ADD_MEMBERSHIP:
-		case IP_DROP_MEMBERSHIP:
-			rp_warn("IPv4 multicast is not carried on the real-time path yet");
-			return fail_errno(-EOPNOTSUPP);
+		case IP_DROP_MEMBERSHIP: {
+			struct in_addr group; /* first in struct ip_mreq and ip_mreqn alike */
+			int rc;
+
+			if (len < sizeof(struct ip_mreq))
+				return fail_errno(-EINVAL);
+			memcpy(&group, val, sizeof(group));
+			rc = rtn_app_ipv4_group(rs->ch, ntohl(group.s_addr),
+						opt == IP_ADD_MEMBERSHIP);
+			if (rc < 0 && rp_conf.verbose)
+				rp_warn("%s", rtn_last_error());
+			return rc < 0 ? fail_errno(rc == -ENOTCONN ? -ENETDOWN : rc) : 0;
+		}
 		}
 		return fail_errno(-ENOPROTOOPT);
 	}

@@ -299,7 +299,7 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 			wait_ms = (int)((left + 999999) / 1000000);
 		}
 		p[0] = (struct pollfd){ .fd = rtn_app_fd(rs->ch), .events = POLLIN };
-		p[1] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch), .events = POLLIN | POLLRDHUP };
+		p[1] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch), .events = POLLRDHUP };
 		n = rp_real.poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
 		if (n < 0)
 			return -errno; /* EINTR: a signal, as the kernel's recv */

@@ -8,7 +8,7 @@
  * A real-time socket's descriptor number is a duplicate of its channel's
  * notify eventfd (rtn_app_fd()), so poll, select and epoll in the kernel
  * see it readable when the channel's RX ring holds a message; the control
- * connection's hang-up (the daemon gone) is watched beside it.
+ * connection's hang-up (POLLRDHUP: the daemon gone) is watched beside it.
  */
 #ifndef RTN_PRELOAD_PRIV_H
 #define RTN_PRELOAD_PRIV_H

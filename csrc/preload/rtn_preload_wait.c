@@ -95,7 +95,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			k[i].events = ev & (POLLIN | POLLRDNORM) ? POLLIN : 0;
 			if (rtn_app_ctlfd(rs->ch) >= 0 && !rs->dead) {
 				k[n + extra] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch),
-								.events = POLLIN | POLLRDHUP };
+								.events = POLLRDHUP };
 				owner[extra++] = (int)i;
 			}
 		}
@@ -339,7 +339,7 @@ static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
 static void add_ctl_locked(struct epreg *e)
 {
 	struct rsock *rs = rp_lookup_rt(e->fd);
-	struct epoll_event cev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = e };
+	struct epoll_event cev = { .events = EPOLLRDHUP, .data.ptr = e };
 
 	if (!rs || e->ctlfd >= 0 || rtn_app_ctlfd(rs->ch) < 0)
 		return;

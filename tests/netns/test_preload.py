@@ -44,15 +44,17 @@ POSIX_MIX = os.path.join(os.path.dirname(HERE), "preload", "posix_mix.c")
 def lab():
     d = tempfile.mkdtemp(prefix="rtn-pl-conf-")
     try:
-        with contextlib.contextmanager(daemon_lab)("pl", 2) as lab:
+        with contextlib.contextmanager(daemon_lab)("pl", 3) as lab:
             for st in lab.stations:
                 path = os.path.join(d, f"{st.index}.toml")
                 with open(path, "w") as f:
                     f.write(textwrap.dedent(CONF.format(index=st.index, ip=st.ip)))
                 assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
-            a, b = lab.station(1), lab.station(2)
-            for x, y in ((a, b), (b, a)):
-                assert rtroute.main(["-n", x.netns, "add", y.ip, y.mac, "dev", "rteth0"]) == 0
+            for x in lab.stations:
+                for y in lab.stations:
+                    if x is not y:
+                        assert rtroute.main(["-n", x.netns, "add", y.ip, y.mac, "dev",
+                                             "rteth0"]) == 0
             yield lab
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -155,7 +157,8 @@ def test_sockperf_ping_pong_should_run_over_the_rt_path(lab, tmp_path):
     m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
     assert m, out
     sent, got = int(m.group(1)), int(m.group(2))
-    assert got == sent and got > 100 and "# dropped messages = 0" in out, out
+    # the last request may still be on its way when sockperf stops counting
+    assert 0 <= sent - got <= 1 and got > 100 and "# dropped messages = 0" in out, out
     # sockperf's datagrams (its warm-up included) went through the server's station
     assert udp_stats(s2.netns)["rx_udp"] - before >= got
     path = tmp_path / "sockperf.pcapng"
@@ -196,6 +199,68 @@ def test_a_malformed_rules_file_should_stop_the_program_before_it_starts(lab, tm
     err = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(err) == 1 and "line 2" in err[0] and "99999" in err[0], res.stderr
     assert not marker.exists()
+
+
+SUBSCRIBER = """
+import errno, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 4840))
+def join(group, opt=socket.IP_ADD_MEMBERSHIP):
+    try:
+        s.setsockopt(socket.IPPROTO_IP, opt, struct.pack("4s4s", socket.inet_aton(group),
+                                                          socket.inet_aton("0.0.0.0")))
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+print("unicast", join("198.18.0.9"), "twice", join("224.0.0.22"), join("224.0.0.22"),
+      "leave-other", join("224.0.0.23", socket.IP_DROP_MEMBERSHIP), flush=True)
+s.settimeout(5)
+got = []
+while len(got) < 20:
+    try:
+        got.append(s.recv(100))
+    except socket.timeout:
+        break
+print("got", len(got), got == [b"pubsub %02d" % i for i in range(20)], flush=True)
+"""
+PUBLISHER = """
+import socket
+p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    p.sendto(b"pubsub %02d" % i, ("224.0.0.22", 4840))
+print("sent", flush=True)
+"""
+
+
+def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
+    """OPC UA PubSub's default group and port: two subscribers join, a publisher sends."""
+    s1, s2, s3 = lab.station(1), lab.station(2), lab.station(3)
+    sub_rules = tmp_path / "sub.rules"
+    sub_rules.write_text("rt udp *:4840 *   # PubSub subscribers bind the wildcard\n")
+    pub_rules = tmp_path / "pub.rules"
+    pub_rules.write_text("rt udp * 224.0.0.22:4840\n")
+    before = {st.index: udp_stats(st.netns)["rx_udp"] for st in (s2, s3)}
+    subs = [start_server([sys.executable, "-m", "rtnet.run", "-n", st.netns, "--rules",
+                          str(sub_rules), "--", sys.executable, "-c", SUBSCRIBER], b"unicast")
+            for st in (s2, s3)]
+    try:
+        for _, ready in subs:
+            # a unicast address is no group; a socket joins a group once; leaving one not
+            # joined is the kernel's EADDRNOTAVAIL
+            assert ready.split() == [b"unicast", b"EADDRNOTAVAIL", b"twice", b"ok",
+                                     b"EADDRINUSE", b"leave-other", b"EADDRNOTAVAIL"], ready
+        pub = subprocess.run([sys.executable, "-m", "rtnet.run", "-n", s1.netns, "--rules",
+                              str(pub_rules), "--", sys.executable, "-c", PUBLISHER],
+                             capture_output=True, text=True, timeout=30)
+        assert pub.stdout == "sent\n", pub.stdout + pub.stderr
+        outs = [p.communicate(timeout=30)[0].decode() for p, _ in subs]
+    finally:
+        for p, _ in subs:
+            stop(p)
+    for out in outs:
+        assert "got 20 True" in out, out
+    for st in (s2, s3):     # through each station's real-time path
+        assert udp_stats(st.netns)["rx_udp"] - before[st.index] >= 20
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab):

@@ -26,7 +26,7 @@ NOT_YET_FORMATTED = {
     "rtn_rt.c", "rtn_station.c", "rtn_station_chan.c", "rtn_tdma.c", "rtn_tdma_cfg.c",
     "rtn_tdma_fsm.c", "rtn_tdma_proto.c", "rtn_tdma_queue.c", "rtn_tdma_rx.c", "rtn_tdma_sim.c",
     "rtn_vnic_gso.c", "rtn_vnic_pump.c", "rtn_xdp_detach.c", "xdp_rtnet.bpf.c",
-    "rtn_app.h", "rtn_chan.h", "rtn_cyclic.h", "rtn_hist.h", "rtn_pingpong.h",
+    "rtn_chan.h", "rtn_cyclic.h", "rtn_hist.h", "rtn_pingpong.h",
     "rtn_rt.h", "rtn_station.h", "rtn_station_priv.h", "rtn_tdma.h", "rtn_tdma_fsm.h",
     "rtn_tdma_priv.h", "rtn_tdma_proto.h", "rtn_tdma_sim.h", "rtn_vnic_gso.h",
     "rtn_xsk.h",

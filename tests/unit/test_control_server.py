@@ -614,7 +614,7 @@ def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_serve
     assert set(server.commands) == {
         "status", "tdma.show", "tdma.master", "tdma.slave", "tdma.slot", "tdma.remove_slot",
         "tdma.detach", "nomac.attach", "nomac.detach", "ping", "capture", "channel.open",
-        "channel.close", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
+        "channel.close", "ipv4.join", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
         "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach", "rtcfg.commands",
         "route.list", "route.get", "route.add", "route.del", "route.set", "route.solicit"}
     assert {c for c, cmd in server.commands.items() if cmd.read_only} == {
