@@ -32,6 +32,8 @@ stage, in each direction.
 
     tools/bench_sockperf.py [--runs 3] [--seconds 5]          # under flock /tmp/rtnet-lab.lock
     tools/bench_sockperf.py --report results/bench_sockperf/<sha>/manifest.json
+    tools/bench_sockperf.py --runs 1 --series S   # one locked invocation per run, then:
+    tools/bench_sockperf.py --report results/bench_sockperf/S/manifest.json
 
 Each run builds its lab fresh and takes it down.  A run's raw JSON goes to
 results/bench_sockperf/<git sha>/run-<k>/bench_sockperf.json, listed in that directory's
@@ -135,6 +137,10 @@ def parse_args(argv):
                     "-1: not pinned)")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"),
                     help="where results/bench_sockperf/<sha>/ goes (default results/)")
+    ap.add_argument("--series", metavar="NAME",
+                    help="collect the runs under results/bench_sockperf/NAME/ instead of the "
+                         "git sha's directory (runs made by separate invocations while the "
+                         "tree moves on; each run still records its code)")
     ap.add_argument("--report", metavar="MANIFEST",
                     help="report the ok runs a manifest lists; measure nothing")
     a = ap.parse_args(argv)
@@ -144,6 +150,8 @@ def parse_args(argv):
         ap.error(f"--columns {a.columns!r}: choose from {','.join(COLUMNS)}")
     # kernel UDP is every run's baseline (its idle ping-pong at the start and the end)
     a.columns = [c for c in COLUMNS if c in cols or c == "kernel"]
+    if a.series is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", a.series):
+        ap.error(f"--series {a.series!r}: use 1-64 letters, digits, '.', '_' or '-'")
     if a.report and not os.path.isfile(a.report):
         ap.error(f"--report {a.report}: no such file")
     return a
@@ -527,7 +535,7 @@ class Run:
         path's TX ring full: ENOBUFS, which ends sockperf) is tried again at the next
         lower rate of MPS_LADDER (from ``first``), and the refused rates are recorded."""
         a = self.a
-        refused = []
+        refused, refused_counters = [], []
         for mps in MPS_LADDER[first:]:
             def go():
                 cli = self.start(self.s1, ["sockperf", "throughput", "-i", self.s2.ip,
@@ -551,10 +559,14 @@ class Run:
             if "errno=105" not in res["error"] and "No buffer space" not in res["error"]:
                 raise BenchError(f"sockperf throughput failed: {res['error']}")
             refused.append(mps)
+            # what the refused attempt still sent is in the stations' counters
+            refused_counters.append(res["counters"])
         else:
-            return {"size": size, "refused_mps": refused, "msgs_per_s": None, "mbps": None}
+            return {"size": size, "refused_mps": refused, "msgs_per_s": None, "mbps": None,
+                    "refused_counters": refused_counters}
         got = self.received(res)
-        res.update(size=size, mps=mps, refused_mps=refused, received=got)
+        res.update(size=size, mps=mps, refused_mps=refused, received=got,
+                   refused_counters=refused_counters)
         res["sent_per_s"] = round(res["sent"] / res["seconds"], 1) if res["seconds"] else None
         if got is not None and res["seconds"]:
             got = min(got, res["sent"])   # the window also holds sockperf's warm-up messages
@@ -883,18 +895,23 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
         if not any(load in cols[c] for c in present):
             continue
         out.append("")
-        out.append(f"{load}: round trip (us) | " + " | ".join(present))
+        out.append(f"| {load} | " + " | ".join(present) + " |")
         out.append("|---|" + "---:|" * len(present))
         for p in PCTS:
-            out.append(f"| {p} | " + " | ".join(show(_get(cols, c, load, "pp", p), 1)
+            out.append(f"| round trip {p}, us | " + " | ".join(show(_get(cols, c, load, "pp", p), 1)
                                                for c in present) + " |")
         for size in TP_SIZES:
             if any(_get(cols, c, load, f"tp{size}") for c in present):
+                out.append(f"| throughput {size} B, offered (--mps) | " + " | ".join(
+                    show(_get(cols, c, load, f"tp{size}", "mps")) for c in present) + " |")
                 out.append(f"| throughput {size} B, msg/s | " + " | ".join(
                     show(_get(cols, c, load, f"tp{size}", "msgs_per_s"), 0) for c in present)
                     + " |")
                 out.append(f"| throughput {size} B, Mbit/s | " + " | ".join(
                     show(_get(cols, c, load, f"tp{size}", "mbps"), 1) for c in present) + " |")
+                out.append(f"| throughput {size} B, lost % | " + " | ".join(
+                    show(_get(cols, c, load, f"tp{size}", "loss_pct"), 1) for c in present)
+                    + " |")
         if load == "flood":
             out.append("| flood delivered, Mbit/s | " + " | ".join(
                 show(_get(cols, c, load, "pp", "flood_delivered_mbps"), 1) for c in present)
@@ -919,8 +936,12 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
         t, kind, unit = TARGETS[key]
         v = verdict(der[key], t, kind)
         sym = {"abs_at_most": "|x| <= ", "at_most": "<= "}[kind]
+        note = ""
+        if kind == "abs_at_most" and float(der[key]) < -t:
+            note = (" (negative: the native API's column was the slower one, so this "
+                    "measurement does not resolve a difference of this size)")
         lines.append(f"- {label}: {show(der[key], 2)} {unit} (target {sym}{t:g} {unit}; "
-                     f"{base}): {v.upper() if v == 'missed' else v}")
+                     f"{base}): {v.upper() if v == 'missed' else v}{note}")
 
     target("interposer_p50_us", "interposer, sockperf through rtnet-run minus the native "
            "API at p50",
@@ -928,10 +949,11 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
            f"{show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)} us")
     if "interposer_posix_p50_us" in der:
         v = der["interposer_posix_p50_us"]
+        vv = verdict(v, 2.0, "abs_at_most")
         lines.append(f"- interposer alone, the same C ping-pong over POSIX sockets through "
                      f"rtnet-run minus the native API at p50: {show(v, 2)} us "
-                     f"(target |x| <= 2 us): "
-                     f"{verdict(v, 2.0, 'abs_at_most').upper() if verdict(v, 2.0, 'abs_at_most') == 'missed' else verdict(v, 2.0, 'abs_at_most')}")
+                     f"(target |x| <= 2 us): {vv.upper() if vv == 'missed' else vv}"
+                     + (" (negative: the native API was the slower)" if float(v) < -2 else ""))
     target("nomac_over_kernel_p50", "NoMAC over kernel UDP at p50, idle",
            f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, kernel "
            f"{show(_get(cols, 'kernel', 'idle', 'pp', 'p50'), 1)} us")
@@ -1054,7 +1076,7 @@ def main(argv=None) -> int:
     os.chmod(run_dir, 0o755)
     os.environ["RTNET_RUN_DIR"] = run_dir
     version = code_version()
-    base = os.path.join(a.out_dir, "bench_sockperf", version)
+    base = os.path.join(a.out_dir, "bench_sockperf", a.series or version)
     os.makedirs(base, exist_ok=True)
     man_path = os.path.join(base, "manifest.json")
     man = read_manifest(man_path, version)
