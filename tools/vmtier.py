@@ -29,6 +29,7 @@ bridge (``rtnvm-br0``) and tap devices (``rtnvm-*``) that the helper creates
 and removes; no user-mode networking, no address on the host side, guests use
 198.18.0.0/15 only.
 
+    python3 tools/vmtier.py qemu           # only QEMU (tools/setup-system.sh calls this)
     python3 tools/vmtier.py fetch          # QEMU, kernel and initramfs into the cache
     python3 tools/vmtier.py info           # what the cache holds
     python3 tools/vmtier.py shell-test     # boot one guest, print uname and the NICs
@@ -158,7 +159,14 @@ class PrivateApt:
             return
         with open(self.sources, "w") as f:
             f.write(text)
-        _run(["apt-get", *self.opts(), "update"], what="apt-get update (private sources)")
+        p = subprocess.run(["apt-get", *self.opts(), "update"], capture_output=True, text=True,
+                           timeout=600)
+        have = [f for f in os.listdir(self.lists) if "_Packages" in f]
+        if p.returncode != 0 or not have:
+            lines = [ln.strip() for ln in (p.stderr + p.stdout).splitlines()
+                     if ln.startswith(("E:", "W:", "Err"))] or ["no package list fetched"]
+            raise VmTierError(f"apt-get update (private sources {self.sources}) fetched no "
+                              f"package list: {lines[0][:200]}")
         with open(stamp, "w") as f:
             f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
 
@@ -308,6 +316,27 @@ def _decompress(path: str) -> bytes:
     return raw
 
 
+def _elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _kernel_ok(kdir: str) -> bool:
+    """Whether the unpacked kernel is whole: an ELF vmlinux and every module of the order."""
+    try:
+        names = open(os.path.join(kdir, "modules", "order")).read().split()
+        sizes = json.loads(open(os.path.join(kdir, "complete")).read())["sizes"]
+        if any(os.path.getsize(os.path.join(kdir, f)) != n for f, n in sizes.items()):
+            return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return bool(names) and _elf(os.path.join(kdir, "vmlinux")) and all(
+        _elf(os.path.join(kdir, "modules", n)) for n in names)
+
+
 def ensure_kernel() -> str:
     """Download (once) and unpack the kernel; returns its cache directory."""
     apt = _kernel_apt()
@@ -322,9 +351,9 @@ def ensure_kernel() -> str:
         abi = cached[-1]
     kdir = _kernel_dir(abi)
     if os.path.exists(os.path.join(kdir, "complete")):
-        if all(os.path.exists(os.path.join(kdir, f)) for f in ("vmlinux", "modules")):
+        if _kernel_ok(kdir):
             return kdir
-        log(f"cache of {abi} is incomplete: unpacking again")
+        log(f"cache of {abi} is damaged: unpacking again")
     debs = os.path.join(CACHE, "debs")
     pkgs = [f"linux-binary-{abi}", f"linux-modules-{abi}"]
     for attempt in (1, 2):
@@ -374,8 +403,10 @@ def _unpack_kernel(abi: str, deb_files: list[str], kdir: str) -> None:
             raise VmTierError(f"{abi}: no igb module in the package")
         with open(os.path.join(kdir, "modules", "order"), "w") as f:
             f.write("".join(f"{n}\n" for n in order))
+        sizes = {f: os.path.getsize(os.path.join(kdir, f))
+                 for f in ["vmlinux"] + [f"modules/{n}" for n in order]}
         with open(os.path.join(kdir, "complete"), "w") as f:
-            f.write(abi + "\n")
+            json.dump({"abi": abi, "sizes": sizes}, f, indent=1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -393,11 +424,19 @@ def _cpio_entry(name: str, mode: int, data: bytes = b"", ino: int = 1) -> bytes:
     return out
 
 
+def _cpio_whole(path: str) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(6)
+        f.seek(max(os.path.getsize(path) - 512, 0))
+        tail = f.read()
+    return head == b"070701" and b"TRAILER!!!" in tail
+
+
 def build_init() -> str:
     src = os.path.join(HERE, "vmtier_init.c")
     tag = hashlib.sha256(open(src, "rb").read()).hexdigest()[:16]
     exe = os.path.join(CACHE, f"init-{tag}")
-    if not os.path.exists(exe):
+    if not _elf(exe):
         os.makedirs(CACHE, exist_ok=True)
         _run(["gcc", "-static", "-O2", "-Wall", "-o", exe + ".tmp", src],
              what="building the guest's static /init (gcc -static, libc6-dev)")
@@ -408,7 +447,7 @@ def build_init() -> str:
 def build_initramfs(kdir: str) -> str:
     init = build_init()
     out = os.path.join(kdir, f"initramfs-{os.path.basename(init)}.cpio")
-    if os.path.exists(out):
+    if os.path.exists(out) and _cpio_whole(out):
         return out
     mods = os.path.join(kdir, "modules")
     parts = [_cpio_entry("dev", 0o40755, ino=1), _cpio_entry("proc", 0o40755, ino=2),
@@ -580,6 +619,8 @@ def main(argv=None) -> int:
     try:
         if cmd == "fetch":
             print(json.dumps(fetch(), indent=1))
+        elif cmd == "qemu":
+            print(f"{ensure_qemu()} {'.'.join(map(str, qemu_version() or ()))}")
         elif cmd == "info":
             print(json.dumps({"cache": CACHE, "kernels": _cached_abis(),
                               "qemu": qemu_version()}, indent=1))
