@@ -141,6 +141,9 @@ def parse_args(argv):
                     help="collect the runs under results/bench_sockperf/NAME/ instead of the "
                          "git sha's directory (runs made by separate invocations while the "
                          "tree moves on; each run still records its code)")
+    ap.add_argument("--benchmarks", nargs="?", const=os.path.join(ROOT, "BENCHMARKS.md"),
+                    metavar="MD", help="with --report: write the section \"Unmodified "
+                    "programs: sockperf\" into MD (default BENCHMARKS.md)")
     ap.add_argument("--report", metavar="MANIFEST",
                     help="report the ok runs a manifest lists; measure nothing")
     a = ap.parse_args(argv)
@@ -152,6 +155,8 @@ def parse_args(argv):
     a.columns = [c for c in COLUMNS if c in cols or c == "kernel"]
     if a.series is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", a.series):
         ap.error(f"--series {a.series!r}: use 1-64 letters, digits, '.', '_' or '-'")
+    if a.benchmarks and not a.report:
+        ap.error("--benchmarks needs --report MANIFEST")
     if a.report and not os.path.isfile(a.report):
         ap.error(f"--report {a.report}: no such file")
     return a
@@ -990,6 +995,78 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
     return "\n".join(out), m
 
 
+# ---- BENCHMARKS.md -----------------------------------------------------------------------
+
+SECTION_BEGIN = ("<!-- bench_sockperf: begin (tools/bench_sockperf.py --report MANIFEST "
+                 "--benchmarks writes this section) -->")
+SECTION_END = "<!-- bench_sockperf: end -->"
+
+
+def section(text: str, runs: list, man_path: str) -> str:
+    """The section "Unmodified programs: sockperf" of BENCHMARKS.md from a report."""
+    cmds = sorted({e for e in (r.get("command") for r in runs) if e})
+    rel = os.path.relpath(man_path, ROOT) if man_path.startswith(ROOT + os.sep) else man_path
+    codes = sorted({r.get("code", "?") for r in runs})
+    st = runs[0]["settings"]
+    return "\n".join([
+        SECTION_BEGIN, "## Unmodified programs: sockperf", "",
+        "Debian's sockperf 3.7, unmodified, between the two stations of a lab: kernel UDP "
+        "over rteth0 with no rtnetd (kernel), the real-time path under NoMAC through "
+        "`rtnet-run` (nomac), the same path through the native API "
+        "(`tools/sockperf_native.c`, a ping-pong in sockperf's manner on rtn_app.h; native) "
+        f"and under TDMA at a {CYCLE_US} us cycle, master and slave with an RT slot and an "
+        f"NRT window each, guard {st['tdma']['guard_us']} us, through `rtnet-run` (tdma). "
+        f"Every run measures all four in turn on one fresh lab, {st['seconds']:g} s per "
+        "measurement, and kernel UDP's idle ping-pong again at its end; a run whose two "
+        f"idle baselines are more than {BASELINE_TOL:.0%} apart is flagged and left out. "
+        "Ping-pong: 64-byte datagrams, round trips (`--full-rtt`). Throughput: what the "
+        "server's station delivered to sockets over what sockperf sent, at `--mps max`; "
+        "the interposer answers a full TX ring with ENOBUFS, which ends sockperf, so the "
+        "real-time columns' rate is the highest of a fixed ladder (max, 200k, 100k, 50k, "
+        "...) sockperf could offer, not a ceiling. The flood is iperf3 UDP at "
+        f"{FLOOD_MBPS} Mbit/s, {FLOOD_LEN}-byte datagrams, station 1 to station 2: over "
+        "rteth0's kernel path for kernel UDP, through vnic0 (the stack's Linux path, "
+        "RTmac frames on the same veths and bridge; under TDMA in the NRT windows) for "
+        "the others; both share the lab's wire, the bridge. The stall detector runs on "
+        "CPU 0; a measurement with 5 ms or more of gaps and slow spells is counted as "
+        "disturbed (kept). The stations' RT threads are SCHED_FIFO and not pinned, the "
+        "programs SCHED_OTHER (pinning both RT threads to CPU 1 put the application's "
+        "wake-up p99 near 500 us).", "",
+        "    " + (cmds[0] if len(cmds) == 1 else "tools/bench_sockperf.py --runs 1 --series S"
+                  " (one locked invocation per run)"),
+        f"    tools/bench_sockperf.py --report {rel} --benchmarks", "",
+        f"Code: {', '.join(codes)}. Raw runs: `{rel}` and the run directories beside it.", "",
+        text.strip(), "", SECTION_END, ""])
+
+
+def update_benchmarks(path: str, sec: str) -> None:
+    """Replace this section of @p path, or append it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# Benchmarks\n"
+    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
+    if 0 <= a < b:
+        text = text[:a] + sec.rstrip("\n") + text[b + len(SECTION_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + sec
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def kept_section(path: str) -> str:
+    """This section of an existing BENCHMARKS.md ("" if none), for a writer that
+    regenerates the rest of the page (tools/bench_suite_report.py)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
+    return text[a:b + len(SECTION_END)] + "\n" if 0 <= a < b else ""
+
+
 # ---- runs, manifest ----------------------------------------------------------------------
 
 def code_version() -> str:
@@ -1045,11 +1122,16 @@ def load_runs(man_path: str) -> tuple[list, list]:
     return runs, made
 
 
-def print_report(runs, made, out_dir: str, man_path: str) -> int:
+def print_report(runs, made, out_dir: str, man_path: str, benchmarks: str | None = None) -> int:
     if not runs:
         print(f"bench_sockperf.py: no ok run in {man_path}", file=sys.stderr)
         return 1
     text, merged = report(runs, made)
+    if benchmarks:
+        for r, e in zip(runs, made):
+            r.setdefault("command", e.get("command"))
+        update_benchmarks(benchmarks, section(text, runs, os.path.abspath(man_path)))
+        log(f"# section \"Unmodified programs: sockperf\" written to {benchmarks}")
     log("")
     log(text)
     path = os.path.join(out_dir, "bench_sockperf.json")
@@ -1063,7 +1145,7 @@ def main(argv=None) -> int:
     a = parse_args(sys.argv[1:] if argv is None else argv)
     if a.report:
         runs, made = load_runs(a.report)
-        return print_report(runs, made, a.out_dir, a.report)
+        return print_report(runs, made, a.out_dir, a.report, a.benchmarks)
     if os.geteuid() != 0:
         print("bench_sockperf.py: needs root (network namespaces, AF_XDP)", file=sys.stderr)
         return 2

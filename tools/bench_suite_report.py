@@ -7,6 +7,7 @@ import re
 
 import bench_cost
 import bench_frer
+import bench_sockperf
 from bench_aggregate import headline_table, show, verdict
 
 LOADS = ("idle", "cpu", "net", "both")
@@ -890,4 +891,6 @@ def markdown(results: dict, report_path: str) -> str:
             L += [f"- {d}", ""]
     # tools/bench_cost.py's section comes from its own run: kept as the page had it
     kept = bench_cost.kept_section(report_path)
+    # and tools/bench_sockperf.py's, likewise from its own runs
+    kept += bench_sockperf.kept_section(report_path)
     return "\n".join(L).rstrip() + "\n" + ("\n" + kept if kept else "")
