@@ -30,6 +30,9 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         assert summary["messages"] >= 1000 and summary["lost"] == 0
         assert summary["latency_us"]["p50"] < 1000  # within the cycle it was sent in
         assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
+        # an unmodified program (sockperf under rtnet-run) across the segment
+        prog = summary["unmodified_program"]
+        assert prog["returncode"] == 0 and prog["received"] > 10, prog
         st = json.loads(rtnetctl("-j", "-n", "rtn-ld-s3", "status").stdout)
         assert st["tdma"]["state"] == "synchronised" and st["vnic"]["tap_tx"] > 0
         # rtnetd sizes vnic0 for its NRT slot: slot size - 4 (the RTmac header)
