@@ -173,6 +173,26 @@ def test_sockperf_ping_pong_should_run_over_the_rt_path(lab, tmp_path):
     assert "Malformed" not in dec.stdout and "[Checksum Status: Bad]" not in dec.stdout
 
 
+def test_sockperf_throughput_should_arrive_through_the_station(lab):
+    sockperf = require_tool("sockperf")
+    s1, s2 = lab.station(1), lab.station(2)
+    before = udp_stats(s2.netns)["rx_udp"]
+    srv, _ = start_server(rtnet_run(s2.netns, ["stdbuf", "-oL", sockperf, "server", "-i", s2.ip,
+                                               "-p", "11112"]), b"listen on")
+    try:
+        res = subprocess.run(rtnet_run(s1.netns, [sockperf, "throughput", "-i", s2.ip, "-p",
+                                                  "11112", "-t", "2", "-m", "512", "--mps",
+                                                  "5000"]),
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        stop(srv)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    sent = int(re.search(r"Total of (\d+) messages sent", out).group(1))
+    # every datagram sockperf sent reached the server's station on the real-time path
+    assert sent >= 5000 and udp_stats(s2.netns)["rx_udp"] - before >= sent, out
+
+
 def test_socat_should_be_a_second_unmodified_client(lab, posix_mix):
     socat = require_tool("socat")
     s1, s2 = lab.station(1), lab.station(2)
