@@ -15,8 +15,9 @@ others:
            NRT window each, planned by rtmac's planner), sockperf through rtnet-run.
 
 For each: sockperf ping-pong round trips (p50, p99, p99.9, max; --full-rtt) at 64 bytes and
-sockperf throughput (messages/s and Mbit/s delivered, at 64 and 1024 bytes: the server's
-count of what arrived over what the client sent), idle and under an iperf3 UDP flood that
+sockperf throughput (messages/s and Mbit/s delivered, at 64 and 1024 bytes: what the
+server's station handed to sockets, the stack's ipv4.rx_udp less its rings' drops or the
+kernel's Udp InDatagrams, over what the client sent), idle and under an iperf3 UDP flood that
 shares the wire.  The flood is iperf3 between the two stations' Linux paths: over rteth0's
 kernel path for the kernel column (there is no stack), through vnic0 for the stack's
 columns (the stack's own Linux path, carried in RTmac frames over the same veths and
@@ -26,9 +27,9 @@ counters over each measurement.
 Targets (issue 22): the interposer adds at most 2 us at p50 to the native API's round
 trip (|nomac - native| <= 2 us, judged two-sided); under NoMAC on an idle lab the real-time
 path's p50 is at most 2x kernel UDP's; under the flood TDMA's p99.9 stays within 2 cycles
-(2 ms), kernel UDP's beside it.  The stations' counters give the wake-ups per round trip
-(RT threads, applications) and stamped native datagrams where the time goes, stage by
-stage, in each direction.
+(2 ms), kernel UDP's beside it.  The stations' counters give the wake-ups per datagram
+and direction (RT threads, the receiving application) and stamped native datagrams where
+the time goes, stage by stage, in each direction.
 
     tools/bench_sockperf.py [--runs 3] [--seconds 5]          # under flock /tmp/rtnet-lab.lock
     tools/bench_sockperf.py --report results/bench_sockperf/<sha>/manifest.json
@@ -53,12 +54,12 @@ CPU plan on this 2-vCPU machine: the stations' RT threads run SCHED_FIFO 90, not
 (--rt-cpu N pins both); sockperf, the native ping-pong and iperf3 are not pinned and run
 SCHED_OTHER, as in the kernel column.  With both RT threads pinned to CPU 1 the
 application's wake-up after its station's hand-over (stage "take") had a p99 near 500 us
-against 34 us unpinned, and the round trip's p99 was 588 us against 114 us: an
-application the scheduler puts on the RT threads' CPU waits for them.
+against 34 us unpinned, and the round trip's p99 was 588 us against 114 us (one run of
+the native column each).
 
 Known limit met here: the interposer answers sendto() on a blocking socket whose TX ring is
-full with ENOBUFS, which ends sockperf's throughput client; the rate ladder above works
-around it and the report names the rates refused.
+full with ENOBUFS, which ends sockperf's throughput client; a ladder of lower offered
+rates (MPS_LADDER) works around it and the results name the rates refused.
 """
 from __future__ import annotations
 
