@@ -10,7 +10,7 @@ import time
 
 import pytest
 import vmkit
-from vmkit import guest_script, lab_lock, vmtier
+from vmkit import guest_script, vmtier
 
 pytestmark = pytest.mark.netns
 vm_env = vmkit.vm_env     # the session fixture: QEMU, kernel and initramfs from the cache
@@ -24,7 +24,7 @@ NICS = [{"model": "igb", "mac": "02:52:54:00:01:01", "tap": "rtnvm-a0", "spread"
 @pytest.fixture(scope="module")
 def result(vm_env, tmp_path_factory):
     rundir = os.path.join(vmtier.CACHE, "run")
-    with lab_lock(), vmtier.network():
+    with vmtier.network():
         for n in NICS:
             vmtier.add_tap(n["tap"], n.get("queues", 1))
         t0 = time.monotonic()

@@ -15,7 +15,7 @@ import time
 import pytest
 import vmkit
 from conftest import require_tool
-from vmkit import guest_script, lab_lock, vmtier
+from vmkit import guest_script, vmtier
 
 pytestmark = pytest.mark.netns
 vm_env = vmkit.vm_env     # the session fixture: QEMU, kernel and initramfs from the cache
@@ -34,7 +34,7 @@ def run(vm_env):
     rundir = os.path.join(vmtier.CACHE, "run")
     pcap = os.path.join(rundir, "tdma-bridge.pcapng")
     os.makedirs(rundir, exist_ok=True)
-    with lab_lock(), vmtier.network() as br:
+    with vmtier.network() as br:
         vmtier.add_tap("rtnvm-m0")
         vmtier.add_tap("rtnvm-s0")
         cap = subprocess.Popen([tshark, "-q", "-i", br, "-w", pcap],
@@ -75,6 +75,12 @@ def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
         assert r["driver"] == driver
         assert r["status"]["xdp_mode"] == "native", r["status"]
         assert r["status"]["xsk"]["zerocopy"] is True, r["status"]
+        # the receive stamp comes from the XDP program's data_meta on both drivers
+        xsk = r["status"]["xsk"]
+        assert xsk["rx_kernel_ts"] == xsk["rx_frames"] > 0, xsk
+        # and every frame the driver received was on queue 0, the bound one
+        assert r["rx_per_queue"] and all(n == 0 for q, n in r["rx_per_queue"].items()
+                                         if int(q) != 0), r["rx_per_queue"]
 
 
 def test_the_slave_synchronises_and_calibrates_against_the_other_kernel(run):

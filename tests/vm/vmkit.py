@@ -1,11 +1,10 @@
 """Shared by the guest tier's tests (issue 26): QEMU guests under TCG with real NIC drivers.
 
-Every boot runs under the lab lock (/tmp/rtnet-lab.lock, the machine has two vCPUs).
+Run the tier under the lab lock like tests/netns (flock /tmp/rtnet-lab.lock ...): the
+tests do not take it themselves, so a caller that already holds it cannot deadlock.
 Fetching QEMU and the kernel (tools/vmtier.py) needs no lock; when it fails, or the cache
 is corrupt, the tier skips locally with that one line and fails under CI=true.
 """
-import contextlib
-import fcntl
 import os
 import sys
 
@@ -18,8 +17,6 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 import vmtier  # noqa: E402
 
-LOCK = "/tmp/rtnet-lab.lock"
-
 
 @pytest.fixture(scope="session")
 def vm_env():
@@ -29,20 +26,6 @@ def vm_env():
         return vmtier.fetch()
     except vmtier.VmTierError as exc:
         skip_or_fail(f"guest tier unavailable: {exc}")
-
-
-@contextlib.contextmanager
-def lab_lock():
-    """The lab lock, unless the caller already holds it (RTNET_LAB_LOCKED=1)."""
-    if os.environ.get("RTNET_LAB_LOCKED") == "1":
-        yield
-        return
-    with open(LOCK, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def guest_script(role: str, args: dict) -> str:
