@@ -12,16 +12,19 @@
 #ifndef RTN_TDMA_FSM_H
 #define RTN_TDMA_FSM_H
 
-/* States (the numbers are the ones rtn_tdma_stats.state reports) */
-#define RTN_TDMA_ST_DOWN		0
-#define RTN_TDMA_ST_LISTEN		1	/* master: listening for an active master */
-#define RTN_TDMA_ST_WAIT_SYNC		2	/* slave: no Sync yet */
-#define RTN_TDMA_ST_CALIBRATING		3
-#define RTN_TDMA_ST_SYNCED		4	/* slave: synchronised and calibrated, sending */
-#define RTN_TDMA_ST_MASTER		5	/* primary master sending Sync */
-#define RTN_TDMA_ST_BACKUP_STANDBY	6
-#define RTN_TDMA_ST_BACKUP_ACTIVE	7
-#define RTN_TDMA_ST_SYNC_LOST		8	/* no Sync for sync_loss_cycles: silent */
+/* States (the numbers are the ones rtn_tdma_stats.state reports; rtnet/tdma_stats.py
+ * builds its TdmaStateCode IntEnum from them) */
+enum rtn_tdma_state {
+	RTN_TDMA_ST_DOWN = 0,
+	RTN_TDMA_ST_LISTEN = 1,		/* master: listening for an active master */
+	RTN_TDMA_ST_WAIT_SYNC = 2,	/* slave: no Sync yet */
+	RTN_TDMA_ST_CALIBRATING = 3,
+	RTN_TDMA_ST_SYNCED = 4,		/* slave: synchronised and calibrated, sending */
+	RTN_TDMA_ST_MASTER = 5,		/* primary master sending Sync */
+	RTN_TDMA_ST_BACKUP_STANDBY = 6,
+	RTN_TDMA_ST_BACKUP_ACTIVE = 7,
+	RTN_TDMA_ST_SYNC_LOST = 8,	/* no Sync for sync_loss_cycles: silent */
+};
 #define RTN_TDMA_N_STATES		9
 
 /* What a station is, for the state machine */

@@ -12,6 +12,12 @@ from ._lowlevel import ffi, lib
 from .hist import Histogram
 from .mac import format_mac
 
+# The engine's state numbers, from the C enum itself (enum rtn_tdma_state in
+# csrc/rtn_tdma_fsm.h): DOWN = 0, LISTEN = 1, ...
+TdmaStateCode = enum.IntEnum("TdmaStateCode", {
+    name.removeprefix("RTN_TDMA_ST_"): value
+    for value, name in sorted(ffi.typeof("enum rtn_tdma_state").elements.items())})
+
 
 class TdmaState(enum.StrEnum):
     """The engine's states (csrc/rtn_tdma_fsm.h); each compares equal to its display name."""
@@ -26,12 +32,14 @@ class TdmaState(enum.StrEnum):
     SYNC_LOST = "sync lost"
 
     @property
-    def code(self) -> int:
-        """The number the C engine uses (RTN_TDMA_ST_*)."""
-        return getattr(lib, f"RTN_TDMA_ST_{self.name}")
+    def code(self) -> TdmaStateCode:
+        """The number the C engine uses (enum rtn_tdma_state)."""
+        return TdmaStateCode[self.name]
 
 
-STATES = {state.code: state for state in TdmaState}
+# state number -> display state; every number of the C enum has one
+STATES = {TdmaStateCode[state.name]: state for state in TdmaState}
+assert set(STATES) == set(TdmaStateCode), "TdmaState and enum rtn_tdma_state differ"
 
 COUNTERS = (
     "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_implausible", "sync_relocks",

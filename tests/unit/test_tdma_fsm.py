@@ -72,3 +72,12 @@ def test_a_slave_never_becomes_a_master_and_a_master_never_a_slave():
 
 def test_states_compare_with_their_display_names():
     assert TdmaState.SYNCED == "synchronised" and STATES[lib.RTN_TDMA_ST_MASTER] == "active"
+
+
+def test_state_numbers_are_the_c_enum():
+    """TdmaStateCode is built from enum rtn_tdma_state: each member is the C number."""
+    from rtnet.tdma_stats import TdmaStateCode
+    assert [s.name for s in TdmaStateCode] == [s.name for s in TdmaState]
+    for code in TdmaStateCode:
+        assert code == getattr(lib, f"RTN_TDMA_ST_{code.name}") == TdmaState[code.name].code
+    assert STATES[lib.RTN_TDMA_ST_SYNC_LOST] is TdmaState.SYNC_LOST
