@@ -34,6 +34,7 @@
 #include "../include/rtnet.h"
 #include "rtn_app_priv.h"
 #include "rtn_chan.h"
+#include "rtn_chan_inline.h"
 #include "rtn_core.h"
 #include "rtn_preload_priv.h"
 
@@ -350,6 +351,12 @@ static int open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
 	return rc;
 }
 
+/* What rtn_app_open() says when no daemon answers: none there, or one that just died. */
+static int no_daemon(int rc)
+{
+	return rc == -ENOENT || rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPIPE;
+}
+
 /* Once per process: every later socket falls back the same way. */
 static void no_daemon_warning(void)
 {
@@ -464,7 +471,7 @@ static int go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule 
 		if (rc == 0)
 			rs->lport = (uint16_t)p;
 	} while (rc == -EADDRINUSE && --tries > 0);
-	if (rc == -ENOENT || rc == -ECONNREFUSED) {
+	if (no_daemon(rc)) {
 		if (rp_conf.fail_without_daemon)
 			return -ENETDOWN;
 		no_daemon_warning();
@@ -537,7 +544,7 @@ EXPORT int socket(int domain, int type, int protocol)
 		rs->ethertype = et;
 		rs->nonblock = !!(type & SOCK_NONBLOCK);
 		rc = open_channel(rs, 0, r->slot, r->prio);
-		if (rc == -ENOENT || rc == -ECONNREFUSED) {
+		if (no_daemon(rc)) {
 			rs_free(rs);
 			if (rp_conf.fail_without_daemon)
 				return fail_errno(-ENETDOWN);
@@ -687,6 +694,25 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 /* ---- close, dup, fcntl --------------------------------------------------------------- */
 
+/*
+ * Closing a socket's last descriptor closes its channel, and with it what
+ * is still in the TX ring: let the station take that first, as the kernel
+ * sends a closed UDP socket's queued datagrams (bounded: a station that
+ * does not run in CLOSE_DRAIN_NS is not waited for).
+ */
+#define CLOSE_DRAIN_NS 50000000LL
+
+static void drain_tx(struct rsock *rs)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 100000 };
+	int i;
+
+	for (i = 0; i < CLOSE_DRAIN_NS / ts.tv_nsec && rtn_ring_count(&shm->tx); i++)
+		if (!rp_alive(rs) || nanosleep(&ts, NULL) < 0)
+			break;
+}
+
 EXPORT int close(int fd)
 {
 	struct rsock *rs = rp_lookup(fd);
@@ -694,6 +720,8 @@ EXPORT int close(int fd)
 	rp_epoll_forget_fd(fd); /* nothing to do unless an epoll set holds a socket of ours */
 	if (!rs)
 		return rp_real.close(fd);
+	if (rs->state == RP_RT && __atomic_load_n(&rs->refs, __ATOMIC_RELAXED) == 1)
+		drain_tx(rs);
 	pthread_mutex_lock(&rp_table_lock);
 	if (rp_fds[fd].rs == rs)
 		table_set_locked(fd, NULL, 0);

@@ -416,9 +416,44 @@ static ssize_t send_packet(struct rsock *rs, const struct msghdr *mh, const void
 	return rc < 0 ? rc : (ssize_t)len;
 }
 
+/*
+ * A blocking socket whose TX ring is full waits, as a kernel socket waits
+ * for its send buffer: under TDMA for the next cycle start (the ring drains
+ * at the channel's slot; a futex, woken by the station), under NoMAC (which
+ * publishes no cycles) in sleeps of TX_WAIT_NS while the kicked station
+ * drains it.  -EAGAIN once SO_SNDTIMEO is over, -EINTR for a signal.
+ */
+#define TX_WAIT_NS 100000LL
+
+static int tx_wait(struct rsock *rs, int64_t deadline)
+{
+	int64_t cycle = __atomic_load_n(&rs->ch->shm->cycle_ns, __ATOMIC_RELAXED), wait;
+	struct rtn_app_waitinfo wi;
+
+	wait = cycle > 0 ? 2 * cycle : TX_WAIT_NS;
+	if (deadline) {
+		int64_t left = deadline - now_ns(CLOCK_MONOTONIC);
+
+		if (left <= 0)
+			return -EAGAIN;
+		if (left < wait)
+			wait = left;
+	}
+	if (cycle > 0) {
+		int rc = rtn_app_wait_cycle(rs->ch, &wi, wait);
+
+		return rc == -ENOTCONN ? -ENETDOWN : 0;
+	} else {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = wait };
+
+		return nanosleep(&ts, NULL) < 0 ? -errno : 0;
+	}
+}
+
 ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 {
 	uint8_t buf[RTN_CHAN_MSG_MAX];
+	int64_t deadline = 0;
 	const void *data;
 	ssize_t len, rc;
 
@@ -436,14 +471,30 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 	len = gather(mh, buf, sizeof(buf), &data);
 	if (len < 0)
 		return len;
-	rc = rs->domain == AF_INET ? send_udp(rs, mh, data, (size_t)len) :
-				     send_packet(rs, mh, data, (size_t)len);
+	for (;;) {
+		int w;
+
+		rc = rs->domain == AF_INET ? send_udp(rs, mh, data, (size_t)len) :
+					     send_packet(rs, mh, data, (size_t)len);
+		if (rc != -ENOBUFS)
+			break;
+		/* full: a non-blocking socket is told to come back, a blocking one waits */
+		if (rs->nonblock || (flags & MSG_DONTWAIT))
+			return rp_alive(rs) ? -EAGAIN : -ENETDOWN;
+		if (!rp_alive(rs))
+			return -ENETDOWN;
+		if (!deadline && rs->sndtimeo_ns)
+			deadline = now_ns(CLOCK_MONOTONIC) + rs->sndtimeo_ns;
+		w = tx_wait(rs, deadline);
+		if (w < 0)
+			return w;
+	}
 	if (rc == -ENOTCONN) { /* the station closed the channel */
 		rs->dead = 1;
 		return -ENETDOWN;
 	}
 	/* a killed daemon never says so in the ring: look at its connection now and then */
-	if ((rc == -ENOBUFS || ++rs->sends % ALIVE_CHECK_EVERY == 0) && !rp_alive(rs))
+	if (++rs->sends % ALIVE_CHECK_EVERY == 0 && !rp_alive(rs))
 		return -ENETDOWN;
 	return rc;
 }

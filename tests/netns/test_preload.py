@@ -193,6 +193,31 @@ def test_sockperf_throughput_should_arrive_through_the_station(lab):
     assert sent >= 5000 and udp_stats(s2.netns)["rx_udp"] - before >= sent, out
 
 
+def test_a_blocking_sender_should_wait_for_a_full_ring_not_fail(lab):
+    """sockperf at its maximum rate fills the channel's TX ring: its blocking socket waits
+    for the station to take frames, as a kernel socket waits for its send buffer."""
+    sockperf = require_tool("sockperf")
+    s1, s2 = lab.station(1), lab.station(2)
+    before = request("rteth0", {"cmd": "status"}, netns=s1.netns)["status"]
+    srv, _ = start_server(rtnet_run(s2.netns, ["stdbuf", "-oL", sockperf, "server", "-i", s2.ip,
+                                               "-p", "11113"]), b"listen on")
+    try:
+        res = subprocess.run(rtnet_run(s1.netns, [sockperf, "throughput", "-i", s2.ip, "-p",
+                                                  "11113", "-t", "1", "-m", "64", "--mps",
+                                                  "max"]),
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        stop(srv)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0 and "No buffer space" not in out, out
+    sent = int(re.search(r"Total of (\d+) messages sent", out).group(1))
+    after = request("rteth0", {"cmd": "status"}, netns=s1.netns)["status"]
+    assert sent > 1000
+    # the sender's station carried them: its transmit count rose by at least what was sent
+    assert after["nomac_tx"] - before["nomac_tx"] >= sent, (before["nomac_tx"],
+                                                             after["nomac_tx"], sent)
+
+
 def test_socat_should_be_a_second_unmodified_client(lab, posix_mix):
     socat = require_tool("socat")
     s1, s2 = lab.station(1), lab.station(2)
