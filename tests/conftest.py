@@ -11,10 +11,6 @@ import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
-# The guest tier (tests/vm: QEMU guests under TCG, real NIC drivers) is collected only with
-# RTNET_VM_TIER=1 until it passes reliably (README, "Real hardware and the guest tier").
-collect_ignore = [] if os.environ.get("RTNET_VM_TIER") == "1" else ["vm"]
-
 
 def skip_or_fail(reason: str):
     """Skip locally, fail under CI=true: CI must never pass by skipping."""

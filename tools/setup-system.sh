@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES=(
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm libclang-rt-14-dev clang-format gcc make
   pkg-config iproute2 iputils-ping ethtool rt-tests iperf3 stress-ng tshark procps nftables
-  valgrind sockperf socat
+  valgrind sockperf socat zstd
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -46,3 +46,10 @@ if ! "$py" -c "import rtnet._core" 2>/dev/null || [ "${RTNET_REBUILD:-0}" = 1 ] 
   "$py" -m pip install -q --disable-pip-version-check -e "$here[test]"
   touch "$here/.build-stamp"
 fi
+
+# The guest tier's QEMU (tests/vm): qemu-system-x86 from bookworm-backports (the igb model),
+# installed through tools/vmtier.py's private apt configuration, so backports is never enabled
+# on the machine.  The tier fetches its kernel into build/vm-cache/ itself.  Not fatal here:
+# without QEMU the tier says why (and fails under CI=true).
+"$py" "$here/tools/vmtier.py" qemu >/dev/null \
+  || echo "setup-system: no QEMU for the guest tier (tests/vm will say why)" >&2
