@@ -944,19 +944,31 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 
 /* ---- socket options and names ----------------------------------------------------------- */
 
+/*
+ * The room a program's value-result length says it has for @p want bytes
+ * at @p buf (at most @p want); -errno for a bad length or pointer.
+ */
+static int user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_t *have)
+{
+	if (!len || rp_bad_ptr(len, sizeof(*len)))
+		return -EFAULT;
+	memcpy(have, len, sizeof(*have));
+	if ((int)*have < 0)
+		return -EINVAL;
+	if (*have > want)
+		*have = want;
+	if (*have && (!buf || rp_bad_ptr(buf, *have)))
+		return -EFAULT;
+	return 0;
+}
+
 static int put_int(void *val, socklen_t *len, int v)
 {
 	socklen_t have;
+	int rc = user_room(val, len, sizeof(int), &have);
 
-	if (!len || rp_bad_ptr(len, sizeof(*len)))
-		return fail_errno(-EFAULT);
-	memcpy(&have, len, sizeof(have));
-	if ((int)have < 0)
-		return fail_errno(-EINVAL);
-	if (have > sizeof(int))
-		have = sizeof(int);
-	if (have && (!val || rp_bad_ptr(val, have)))
-		return fail_errno(-EFAULT);
+	if (rc < 0)
+		return fail_errno(rc);
 	memcpy(val, &v, have);
 	memcpy(len, &have, sizeof(have));
 	return 0;
@@ -1124,15 +1136,11 @@ EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 static int put_name(struct sockaddr *addr, socklen_t *len, const void *sa, socklen_t salen)
 {
 	socklen_t have;
+	int rc = user_room(addr, len, salen, &have);
 
-	if (!len || rp_bad_ptr(len, sizeof(*len)))
-		return fail_errno(-EFAULT);
-	memcpy(&have, len, sizeof(have));
-	if ((int)have < 0)
-		return fail_errno(-EINVAL);
-	if (have && (!addr || rp_bad_ptr(addr, have)))
-		return fail_errno(-EFAULT);
-	memcpy(addr, sa, have < salen ? have : salen);
+	if (rc < 0)
+		return fail_errno(rc);
+	memcpy(addr, sa, have);
 	memcpy(len, &salen, sizeof(salen)); /* the full length, as the kernel tells it */
 	return 0;
 }

@@ -5,14 +5,13 @@ import contextlib
 import os
 import re
 import shutil
-import sys
 import tempfile
 import textwrap
 import time
 
 import pytest
-from conftest import daemon_lab, require_tool
-from test_preload import rtnet_run, start_server, stop, udp_stats
+from conftest import daemon_lab
+from test_preload import sent_by_throughput, sockperf, udp_stats
 
 from rtnet import cli, rtroute
 from rtnet.stationctl import request
@@ -61,23 +60,10 @@ def lab():
         shutil.rmtree(d, ignore_errors=True)
 
 
-def sockperf_server(st, port):
-    return start_server(rtnet_run(st.netns, ["stdbuf", "-oL", require_tool("sockperf"),
-                                             "server", "-i", st.ip, "-p", str(port)]),
-                        b"listen on")
-
-
 def test_sockperf_ping_pong_should_cross_the_tdma_gate(lab):
     s1, s2 = lab.station(1), lab.station(2)
     before = udp_stats(s1.netns)["rx_udp"]
-    srv, _ = sockperf_server(s1, 11211)
-    try:
-        res = subprocess_run(rtnet_run(s2.netns, [require_tool("sockperf"), "ping-pong", "-i",
-                                                  s1.ip, "-p", "11211", "-t", "2"]))
-    finally:
-        stop(srv)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out
+    out = sockperf(s1, s2, 11211, "ping-pong", "-t", "2")
     got = int(re.search(r"ReceivedMessages=(\d+)", out).group(1))
     # one request and one reply per cycle at most, each in its station's slot
     assert 0 < got <= 2 * 1_000_000 // CYCLE_US + 10, out
@@ -91,25 +77,8 @@ def test_sockperf_ping_pong_should_cross_the_tdma_gate(lab):
 def test_sockperf_throughput_should_be_carried_in_the_slots(lab):
     s1, s2 = lab.station(1), lab.station(2)
     before = udp_stats(s1.netns)["rx_udp"]
-    srv, _ = sockperf_server(s1, 11212)
-    try:
-        res = subprocess_run(rtnet_run(s2.netns, [require_tool("sockperf"), "throughput", "-i",
-                                                  s1.ip, "-p", "11212", "-t", "2", "-m", "200",
-                                                  "--mps", "500"]))
-    finally:
-        stop(srv)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out
-    sent = int(re.search(r"Total of (\d+) messages sent", out).group(1))
+    sent = sent_by_throughput(sockperf(s1, s2, 11212, "throughput", "-t", "2", "-m", "200",
+                                       "--mps", "500"))
     arrived = udp_stats(s1.netns)["rx_udp"] - before
     # 500 a second fit the slot: what sockperf sent arrived through the station
-    assert sent >= 500 and arrived >= sent, (sent, arrived, out)
-
-
-def subprocess_run(argv):
-    import subprocess
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
-
-
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__]))
+    assert sent >= 500 and arrived >= sent, (sent, arrived)
