@@ -16,9 +16,10 @@
  *   (RTDM_TIMEOUT_INFINITE), a negative value does not wait
  *   (RTDM_TIMEOUT_NONE).
  * - RTNET_RTIOC_EXTPOOL / RTNET_RTIOC_SHRPOOL: grow or shrink the socket's
- *   buffer pool by n; they return the number added or removed.  The
- *   pool is the channel's ring of messages, whose depth is fixed when
- *   the socket goes real-time: before that the count sets the depth.
+ *   buffer pool (16 buffers to start with, as RTnet's) by n; they return
+ *   the number added or removed.  The pool is the channel's ring of
+ *   messages: before the socket goes real-time the count sizes the ring,
+ *   after it the ring's depth (256 by default) holds what fits.
  */
 #ifndef RTNET_H
 #define RTNET_H

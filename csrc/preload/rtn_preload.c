@@ -40,6 +40,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define EPHEMERAL_TRIES 8
+#define RTNET_SOCKET_POOL 16 /* RTnet's buffers per socket before RTNET_RTIOC_EXTPOOL */
 
 struct rp_real rp_real;
 struct rp_conf rp_conf;
@@ -343,7 +344,8 @@ static int open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
 		o.slot = slot;
 	if (prio >= 0)
 		o.prio = prio;
-	while (rs->pool > 0 && o.depth < (uint32_t)rs->pool && o.depth < RTN_CHAN_MAX_DEPTH)
+	/* a ring at least as deep as the RTnet pool the socket asked for */
+	while (o.depth < (uint32_t)(RTNET_SOCKET_POOL + rs->pool) && o.depth < RTN_CHAN_MAX_DEPTH)
 		o.depth *= 2;
 	rc = rtn_app_open(rp_conf.dev, rp_conf.have_netns ? rp_conf.netns : NULL, &o, &rs->ch);
 	if (rc < 0 && rp_conf.verbose)
@@ -870,7 +872,15 @@ static int rtnet_ioctl(struct rsock *rs, unsigned long req, void *argp)
 	}
 	case RTNET_RTIOC_EXTPOOL:
 	case RTNET_RTIOC_SHRPOOL: {
+		/*
+		 * RTnet's socket pool: RTNET_SOCKET_POOL buffers, grown or shrunk by
+		 * n, the return value what was actually added or removed.  Here the
+		 * pool is the channel's ring: before the socket goes real-time the
+		 * count sizes the ring; after, a ring deep enough already holds
+		 * what is asked (added in full), a shallower one adds what fits.
+		 */
 		unsigned int n;
+		int room;
 
 		memcpy(&n, argp, sizeof(n));
 		if (n > RTN_CHAN_MAX_DEPTH)
@@ -881,8 +891,13 @@ static int rtnet_ioctl(struct rsock *rs, unsigned long req, void *argp)
 			rs->pool -= n;
 			return (int)n;
 		}
-		if (rs->state == RP_RT)
-			return 0; /* the ring's depth is fixed once open: nothing added */
+		if (rs->state == RP_RT) {
+			room = (int)rs->ch->depth - RTNET_SOCKET_POOL - rs->pool;
+			if (room < 0)
+				room = 0;
+			if ((int)n > room)
+				n = room;
+		}
 		rs->pool += n;
 		return (int)n;
 	}

@@ -182,10 +182,19 @@ static int client(const char *ip, const char *peer_ip, int port, const char *sel
 	/* RTnet's order of calls (rtt-sender): extend the pool, set the slot, bind */
 	rt = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
 	n = ioctl(rt, RTNET_RTIOC_EXTPOOL, &pool);
-	check(n == (int)pool, "rtnet_extpool", "returned %d", n);
+	check(n == (int)pool, "rtnet_extpool_before_bind", "returned %d", n);
+	n = ioctl(rt, RTNET_RTIOC_SHRPOOL, &pool);
+	check(n == (int)pool, "rtnet_shrpool", "returned %d", n);
 	check(ioctl(rt, RTNET_RTIOC_XMITPARAMS, &params) == 0, "rtnet_xmitparams", "refused");
 	check(bind(rt, (struct sockaddr *)&me, sizeof(me)) == 0, "bind_rt", "bind");
 	check(is_eventfd(rt), "rt_socket_is_on_the_rt_path", "fd %d is not the channel's", rt);
+	/* after bind, as RTnet's rtt-sender: the 256-message ring holds 200 more than 16 */
+	pool = 200;
+	n = ioctl(rt, RTNET_RTIOC_EXTPOOL, &pool);
+	check(n == 200, "rtnet_extpool_after_bind", "returned %d", n);
+	pool = 100;
+	n = ioctl(rt, RTNET_RTIOC_EXTPOOL, &pool);
+	check(n == 256 - 16 - 200, "rtnet_extpool_what_fits", "returned %d", n);
 
 	/* the program's other UDP sockets stay the kernel's */
 	k1 = socket(AF_INET, SOCK_DGRAM, 0);
