@@ -47,8 +47,9 @@ LIBRARY = "librtnet_preload.so"
 
 
 def library_path() -> str:
-    """The built library: next to the package (installed), or in the source tree's build."""
-    for path in (os.path.join(HERE, LIBRARY), os.path.join(ROOT, "csrc", "build", LIBRARY)):
+    """The built library: the source tree's build (a checkout, where make rebuilt it last),
+    else the copy installed next to the package."""
+    for path in (os.path.join(ROOT, "csrc", "build", LIBRARY), os.path.join(HERE, LIBRARY)):
         if os.path.exists(path):
             return path
     raise FileNotFoundError(f"{LIBRARY} is not built (make -C csrc preload, or "
@@ -56,7 +57,7 @@ def library_path() -> str:
 
 
 def include_dir() -> str:
-    for path in (os.path.join(HERE, "include"), os.path.join(ROOT, "csrc", "include")):
+    for path in (os.path.join(ROOT, "csrc", "include"), os.path.join(HERE, "include")):
         if os.path.exists(os.path.join(path, "rtnet.h")):
             return path
     raise FileNotFoundError("rtnet.h is not installed")

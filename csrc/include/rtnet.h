@@ -24,8 +24,13 @@
 #ifndef RTNET_H
 #define RTNET_H
 
+/* what RTnet's rtnet.h brings in through RTDM's header, which its examples rely on */
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 typedef int64_t nanosecs_rel_t;
 typedef uint64_t nanosecs_abs_t;

@@ -98,3 +98,56 @@ def test_no_daemon_falls_back_to_the_kernel_with_one_warning_or_fails(lib, tmp_p
     assert len(warnings) == 1 and "no station daemon" in warnings[0], res.stderr
     res = preloaded(lib, {**base, "RTNET_FALLBACK": "fail"}, (sys.executable, "-c", prog))
     assert res.stdout.split() == ["ENETDOWN"] * 3, res
+
+
+RTNET_EXAMPLE_SHAPE = r"""
+/* what RTnet's POSIX examples (rtt-requester, raw-ethernet) use, with their includes:
+ * libc's and <rtnet.h>, which must bring what RTnet's own header brought through RTDM */
+#include <errno.h>
+#include <mqueue.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <rtnet.h>
+int main(void)
+{
+    struct mq_attr a = { 0 };
+    pthread_attr_t t;
+    long long min = LONG_MAX;                          /* <limits.h> */
+    unsigned int add = 30, params = SOCK_XMIT_PARAMS(SOCK_DEF_PRIO, SOCK_USER_CHANNEL);
+    int64_t timeout = RTDM_TIMEOUT_INFINITE;
+    int sock = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
+    mqd_t mq = mq_open("/rtt", O_RDWR | O_CREAT | O_EXCL, 0600, &a);   /* <fcntl.h> */
+
+    pthread_attr_init(&t);
+    pthread_attr_setstacksize(&t, PTHREAD_STACK_MIN);
+    return ioctl(sock, RTNET_RTIOC_EXTPOOL, &add) + ioctl(sock, RTNET_RTIOC_SHRPOOL, &add) +
+           ioctl(sock, RTNET_RTIOC_XMITPARAMS, &params) + ioctl(sock, RTNET_RTIOC_TIMEOUT, &timeout) +
+           (int)min + (int)mq;
+}
+"""
+
+
+def test_rtnet_h_compiles_with_plain_gcc_as_rtnets_examples_include_it(tmp_path):
+    from conftest import require_tool
+    gcc = require_tool("gcc")
+    src = tmp_path / "shape.c"
+    src.write_text(RTNET_EXAMPLE_SHAPE)
+    res = subprocess.run([gcc, "-Wall", "-Werror", "-c", "-I", run.include_dir(), str(src),
+                          "-o", str(tmp_path / "shape.o")], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+
+
+def test_rtnet_h_numbers_are_rtnets():
+    """RTnet's ioctl numbers (RTNET_REFERENCE.md 2.12): _IOW(4, 0x10.., size)."""
+    import re
+    text = open(os.path.join(run.include_dir(), "rtnet.h")).read()
+    for name, nr, kind in (("RTNET_RTIOC_XMITPARAMS", "0x10", "unsigned int"),
+                           ("RTNET_RTIOC_TIMEOUT", "0x11", "int64_t"),
+                           ("RTNET_RTIOC_EXTPOOL", "0x14", "unsigned int"),
+                           ("RTNET_RTIOC_SHRPOOL", "0x15", "unsigned int")):
+        assert re.search(rf"#define {name} _IOW\(RTIOC_TYPE_NETWORK, {nr}, {kind}\)", text), name
+    assert re.search(r"#define RTDM_CLASS_NETWORK 4\b", text)
+    assert "#define SOCK_XMIT_PARAMS(priority, channel) ((priority) | ((channel) << 16))" in text
