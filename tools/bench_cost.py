@@ -25,6 +25,12 @@ frames of EtherType 0x88B5 between the pair only) and removes it afterwards.
     tools/bench_cost.py --compare old.json    # before/after per stage
     tools/bench_cost.py --stages app_send,app_recv --frames 200 --no-netns
     tools/bench_cost.py --stages slot_run --keep /tmp/cg   # then callgrind_annotate --inclusive=yes
+    tools/bench_cost.py --stages app_sendto,preload_send,app_recvfrom,preload_recv --no-netns
+
+The socket interposer rtnet-run preloads (librtnet_preload.so) is measured
+by its own harness (cost_preload): sendto() and recvfrom() on a real-time
+UDP socket next to the application library's UDP calls on the same socket,
+so the difference is the interposer's own cost per datagram.
 
 Goal (DESIGN.md): the RT path's instructions per 64-byte frame, application
 to application, at most 3x the minimal AF_XDP loop's.
@@ -71,6 +77,16 @@ STAGES = {
     "chan_deliver": ("stages", False, "rtn_chans_rx(): header parse and copy into the RX ring "
                      "(part of rx_dispatch)", "frame"),
     "app_recv": ("stages", False, "rtn_app_recv(): the message taken from the RX ring", "frame"),
+    "app_sendto": ("preload", False, "rtn_app_sendto(): a UDP datagram of a 64-byte payload built "
+                   "in a UDP socket's TX ring (neighbour lookup, IPv4 and UDP headers, checksums)",
+                   "frame"),
+    "preload_send": ("preload", False, "sendto() through the socket interposer on a real-time UDP "
+                     "socket: its checks, the lock, rtn_app_sendto()", "frame"),
+    "app_recvfrom": ("preload", False, "rtn_app_recvfrom(): a UDP datagram of a 64-byte payload "
+                     "taken from the RX ring", "frame"),
+    "preload_recv": ("preload", False, "recvfrom() through the socket interposer: one datagram "
+                     "taken from the RX ring, the sender's address, the notify eventfd re-armed",
+                     "frame"),
     "frer_send": ("stages", False, "802.1CB: sequence number and R-TAG pushed, per copy (2 a "
                   "frame)", "copy"),
     "frer_recover": ("stages", False, "802.1CB: R-TAG stripped and vector recovery, per copy (one "
@@ -169,7 +185,9 @@ def run_stage(stage: str, frames: int, ns: Namespace | None, tmp: str) -> dict:
         prefix = ns.prefix()
     cmd = [*prefix, "valgrind", "--tool=callgrind", "--collect-atstart=no",
            f"--callgrind-out-file={out}", *argv]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    # the interposer's constructor reads RTNET_*: none, so no rules and the same run everywhere
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RTNET_")}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode or not lines:
         err = (r.stderr.strip().splitlines() or ["no output"])[-1]
@@ -288,6 +306,48 @@ def rt_path(stages: dict) -> dict | None:
         out["goal_ratio"] = GOAL_RATIO
         out["goal_met"] = out["ratio"] <= GOAL_RATIO
     return out
+
+
+def interposer(stages: dict) -> dict | None:
+    """The socket interposer's own cost per datagram (rtnet-run): its sendto() and
+    recvfrom() less the native calls'.  Against app_send/app_recv (the EtherType
+    API) as issue 23 asks, and against app_sendto/app_recvfrom (the same UDP socket
+    through the application library), which leaves the interposer's share alone."""
+    out = {}
+    for side, pre, native, udp in (("send", "preload_send", "app_send", "app_sendto"),
+                                   ("recv", "preload_recv", "app_recv", "app_recvfrom")):
+        if pre not in stages:
+            continue
+        ir = stages[pre]["per_unit"]["ir"]
+        d = {"preload": ir}
+        if native in stages:
+            d["minus_" + native] = ir - stages[native]["per_unit"]["ir"]
+        if udp in stages:
+            d["minus_" + udp] = ir - stages[udp]["per_unit"]["ir"]
+        out[side] = d
+    if "recv" in out:
+        out["recv"]["rx_notifies_per_datagram"] = stages["preload_recv"]["per_unit"].get(
+            "rx_notifies", 0.0)
+    return out or None
+
+
+def print_interposer(ip: dict | None):
+    if not ip:
+        return
+    print("\ninterposer's own cost: preload_send - app_send, preload_recv - app_recv "
+          "(instructions per datagram):")
+    for side, pre, native, udp in (("send", "preload_send", "app_send", "app_sendto"),
+                                   ("recv", "preload_recv", "app_recv", "app_recvfrom")):
+        d = ip.get(side)
+        if not d:
+            continue
+        parts = [f"{pre} {fmt(d['preload'])}"]
+        if "minus_" + native in d:
+            parts.append(f"- {native} = {fmt(d['minus_' + native])} (EtherType API: UDP/IPv4 "
+                         "work included)")
+        if "minus_" + udp in d:
+            parts.append(f"- {udp} = {fmt(d['minus_' + udp])} (the same UDP socket)")
+        print("  " + ", ".join(parts))
 
 
 def agreement(passes: list[dict]) -> dict:
@@ -478,9 +538,51 @@ def markdown_section(res: dict) -> str:
               "Copies per frame (from the code, not counted: the stack has no copy counter):", ""]
         L += [f"- {a}: {b}" for a, b in COPIES]
         L.append("")
+    ip = res.get("interposer")
+    if ip:
+        L += ["### The socket interposer (rtnet-run), per datagram", "",
+              "librtnet_preload.so's sendto() and recvfrom() on a real-time UDP socket, as an "
+              "unmodified program calls them under `rtnet-run` (csrc/bench/cost_preload.c: the "
+              "interposer's objects linked into the harness with the station above; the "
+              "socket is an rsock in state RP_RT in the descriptor table under a duplicate of "
+              "its channel's notify eventfd, as the interposer's take-over leaves it; a 64-byte "
+              "payload, a 106-byte frame). app_sendto and app_recvfrom are the same socket "
+              "through the application library's UDP calls, without the interposer.", "",
+              "interposer's own cost: preload_send - app_send, preload_recv - app_recv", "",
+              "| | instructions per datagram |", "|---|---:|"]
+        for side, pre, native, udp in (("send", "preload_send", "app_send", "app_sendto"),
+                                       ("recv", "preload_recv", "app_recv", "app_recvfrom")):
+            d = ip.get(side)
+            if not d:
+                continue
+            L.append(f"| {pre} | {fmt(d['preload'])} |")
+            if "minus_" + native in d:
+                L.append(f"| {pre} - {native} (the EtherType API's 64-byte frame: the UDP/IPv4 "
+                         f"work is in the difference) | {fmt(d['minus_' + native])} |")
+            if "minus_" + udp in d:
+                L.append(f"| **{pre} - {udp}** (the same UDP socket through the library) | "
+                         f"**{fmt(d['minus_' + udp])}** |")
+        L += ["", "The UDP socket's rows are the interposer's own cost: on sending, its layer "
+              "around rtn_app_sendto() (the call's checks, the msghdr, the descriptor lookup, "
+              "the lock); on receiving, its own take from the RX ring (it does not call "
+              "rtn_app_recvfrom(): it copies the frame before parsing it, fills in the sender's "
+              "address and re-arms the notify eventfd, and keeps no stage statistics). "
+              "Against app_send and app_recv, the EtherType API's 64-byte frame, the "
+              "difference also holds what a UDP datagram costs the library (the neighbour "
+              "lookup, the IPv4 and UDP headers and checksums)."]
+        if "recv" in ip:
+            L += ["", "A datagram received through the interposer costs "
+                  f"{ip['recv']['rx_notifies_per_datagram']:g} write of the notify eventfd by "
+                  "the station (outside every figure: the delivery is not counted) and one "
+                  "read() of it by recvfrom() when it empties the ring and re-arms the fd "
+                  "(rtn_app_rx_arm(); its user-space part is in preload_recv), so that poll, "
+                  "select and epoll see the socket as the kernel's. Sending costs no system "
+                  "call under TDMA (no kick)."]
+        L.append("")
     tops = [(n, r["top_functions"]) for n, r in st.items()
             if r.get("top_functions") and n in ("slot_run", "rx_dispatch", "app_recv",
-                                                 "app_send", "rtn_xsk_send", "rtn_xsk_recv")]
+                                                 "app_send", "rtn_xsk_send", "rtn_xsk_recv",
+                                                 "preload_send", "preload_recv")]
     if tops:
         L += ["Where the instructions go (inclusive per unit as `callgrind_annotate "
               "--inclusive=yes` attributes them; nested calls are counted in their callers "
@@ -651,6 +753,8 @@ def main(argv=None) -> int:
     print_table(first, agree)
     rt = rt_path(first["stages"])
     print_rt(rt)
+    ip = interposer(first["stages"])
+    print_interposer(ip)
     print_xdp(xdp)
     ok = True
     if agree:
@@ -677,7 +781,7 @@ def main(argv=None) -> int:
                        "passes": [p["stages"][s]["per_unit"]["ir"] for p in passes]}
                    for s, r in first["stages"].items()},
         "empty_ir_per_region": first["empty_ir_per_region"],
-        "rt_path": rt, "xdp_prog": xdp,
+        "rt_path": rt, "interposer": ip, "xdp_prog": xdp,
         "repeat_agrees": ok if agree else None,
     }
     try:

@@ -5,7 +5,8 @@ Determinism is the property the cost benchmark stands on (issue 23): the
 harness runs fixed frames on a virtual clock, so two runs must agree within
 1% (in practice exactly), and the figure per frame must not depend on how
 many frames were counted.  Only stages without a NIC run here (no root, no
-namespace): the application send and the 802.1CB tagging per copy.
+namespace): the application send, the 802.1CB tagging per copy, and the socket
+interposer's sendto() and recvfrom() beside the library's UDP calls.
 """
 import json
 import os
@@ -23,8 +24,8 @@ TOOL = os.path.join(ROOT, "tools", "bench_cost.py")
 def harness():
     require_tool("valgrind")
     require_tool("make")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "build/bench/cost_stages"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "build/bench/cost_stages",
+                        "build/bench/cost_preload"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
@@ -51,6 +52,31 @@ def test_counts_are_positive_per_unit_and_repeat(harness, tmp_path):
         assert st["ir_per_unit"] == pytest.approx(expect)
         a, b = st["passes"]
         assert abs(a - b) <= 0.01 * min(a, b)
+
+
+def test_interposer_stages_count_and_repeat(harness, tmp_path):
+    """sendto() and recvfrom() through the socket interposer, next to the library's
+    calls on the same UDP socket: positive, and exact on a second pass."""
+    out = tmp_path / "cost.json"
+    r = run_tool("--stages", "app_sendto,preload_send,app_recvfrom,preload_recv", "--frames",
+                 "40", "--repeat", "2", "--out", str(out), timeout=240)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "interposer's own cost: preload_send - app_send, preload_recv - app_recv" in r.stdout
+    res = json.loads(out.read_text())
+    assert res["repeat_agrees"] is True
+    st = res["stages"]
+    for name in ("app_sendto", "preload_send", "app_recvfrom", "preload_recv"):
+        assert st[name]["units"] == 40 and st[name]["regions"] == 40
+        assert st[name]["ir_per_unit"] > 0
+        a, b = st[name]["passes"]
+        assert abs(a - b) <= 0.01 * min(a, b)
+    # the interposer sends through rtn_app_sendto(): never cheaper than the call alone
+    assert st["preload_send"]["ir_per_unit"] > st["app_sendto"]["ir_per_unit"]
+    # each datagram taken empties the ring: the station wrote the armed notify eventfd once
+    assert st["preload_recv"]["per_unit"]["rx_notifies"] == 1
+    ip = res["interposer"]
+    assert ip["send"]["minus_app_sendto"] == pytest.approx(
+        st["preload_send"]["ir_per_unit"] - st["app_sendto"]["ir_per_unit"])
 
 
 def test_per_frame_figure_does_not_depend_on_the_count(harness, tmp_path):
