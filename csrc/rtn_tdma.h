@@ -85,6 +85,7 @@ struct rtn_tdma_cfg {
 	int64_t guard_ns;		/* slack after a full frame: the lateness a slot tolerates */
 	uint32_t sync_loss_cycles;	/* slave: cycles without Sync before going silent */
 	uint32_t listen_cycles;		/* master: cycles to listen before sending Sync (3) */
+	uint32_t mtu;			/* the device MTU slot sizes are checked against */
 	uint32_t n_slots;
 	struct rtn_tdma_slot_cfg slots[RTN_TDMA_MAX_SLOTS];
 };
@@ -180,7 +181,10 @@ struct rtn_tdma_port {
 /** Fill @p c with RTnet's defaults for @p role (100 rounds, ids 0..7, 64 requests). */
 void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role);
 
-/** Check @p c the way the Python validator does (last line of defence). */
+/**
+ * Check @p c: the one TDMA validator (rtmac/tdma_config.py validate() calls it
+ * through cffi and raises its message, which names the setting as Python does).
+ */
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c);
 
 /**

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
  * @file rtn_tdma_cfg.c
- * @brief The TDMA configuration: its defaults and its validation, rule for
- *        rule the same as rtmac/tdma_config.py's.
+ * @brief The TDMA configuration: its defaults and its validation, the one
+ *        validator rtmac/tdma_config.py calls through cffi.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma.h"
@@ -23,146 +24,219 @@ void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 	c->guard_ns = 50000;
 	c->sync_loss_cycles = 5;
 	c->listen_cycles = 3;
+	c->mtu = RTN_TDMA_MAX_SLOT_SIZE;
+}
+
+/*
+ * A whole number outside lo..hi, refused with the one message the option
+ * table's rule gives (rtnet/options.py Option.check): "<name>: <value> below
+ * minimum <lo>" or "... above maximum <hi>".  @p name is what Python calls
+ * the setting (TdmaConfig's field, prefixed "slot <id>: " for a slot's).
+ */
+static int out_of_range(const char *name, long long v, long long lo, long long hi)
+{
+	if (v < lo)
+		return rtn_set_error(-EINVAL, "%s: %lld below minimum %lld", name, v, lo);
+	return rtn_set_error(-EINVAL, "%s: %lld above maximum %lld", name, v, hi);
+}
+
+#define RANGE(name, v, lo, hi)                                                            \
+	do {                                                                              \
+		if ((long long)(v) < (long long)(lo) || (long long)(v) > (long long)(hi)) \
+			return out_of_range(name, (long long)(v), (long long)(lo),        \
+					    (long long)(hi));                             \
+	} while (0)
+
+/* The rules of one slot, in the order Python reported them (rtmac/tdma_config.py). */
+static int slot_check(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *s)
+{
+	const long long max_offset_us = RTN_TDMA_MAX_OFFSET_NS / 1000;
+	uint32_t mtu = c->mtu;
+	char name[48];
+	uint32_t j;
+
+	RANGE("slot id", s->id, 0, RTN_TDMA_MAX_SLOTS - 1);
+	if ((uint32_t)s->id > c->max_slot_id)
+		return rtn_set_error(-EINVAL, "slot %d: id above max_slot_id %u", s->id,
+				     c->max_slot_id);
+	snprintf(name, sizeof(name), "slot %d: offset_us", s->id);
+	if (s->offset_ns < 0 || s->offset_ns > RTN_TDMA_MAX_OFFSET_NS)
+		return out_of_range(name, s->offset_ns / 1000, 0, max_offset_us);
+	snprintf(name, sizeof(name), "slot %d: period", s->id);
+	RANGE(name, s->period, 1, RTN_TDMA_MAX_PERIOD);
+	if (s->phasing < 1 || s->phasing > s->period)
+		return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u outside 1..%u", s->id,
+				     s->phasing, s->period, s->period);
+	if (s->size < RTN_TDMA_MIN_SLOT_SIZE || s->size > mtu)
+		return rtn_set_error(-EINVAL, "slot %d: size %u outside %d..%u (MTU)", s->id,
+				     s->size, RTN_TDMA_MIN_SLOT_SIZE, mtu);
+	if (s->joint >= 0) {
+		const struct rtn_tdma_slot_cfg *primary = NULL;
+
+		snprintf(name, sizeof(name), "slot %d: joint", s->id);
+		RANGE(name, s->joint, 0, RTN_TDMA_MAX_SLOTS - 1);
+		for (j = 0; j < c->n_slots; j++)
+			if (c->slots[j].id == s->joint)
+				primary = &c->slots[j];
+		if (s->joint == s->id)
+			return rtn_set_error(-EINVAL, "slot %d: cannot be joint with itself",
+					     s->id);
+		/* RTnet's check: the primary's id must be below max_slot_id */
+		if ((uint32_t)s->joint >= c->max_slot_id)
+			return rtn_set_error(-EINVAL,
+					     "slot %d: joint slot %d must be below max_slot_id %u",
+					     s->id, s->joint, c->max_slot_id);
+		if (!primary)
+			return rtn_set_error(-EINVAL, "slot %d: joint slot %d does not exist",
+					     s->id, s->joint);
+		if (primary->size != s->size)
+			return rtn_set_error(-EINVAL,
+					     "slot %d: size %u differs from joint slot %d (%u)",
+					     s->id, s->size, s->joint, primary->size);
+		/* a queue is shared with its owner, never passed on: RTnet and the engine */
+		if (primary->joint >= 0)
+			return rtn_set_error(-EINVAL,
+					     "slot %d: joint slot %d is itself joint with slot %d",
+					     s->id, s->joint, primary->joint);
+	}
+	snprintf(name, sizeof(name), "slot %d: window_us", s->id);
+	if (s->window_ns < 0 || s->window_ns > RTN_TDMA_MAX_OFFSET_NS)
+		return out_of_range(name, s->window_ns / 1000, 0, max_offset_us);
+	int64_t frame_ns = rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps);
+	if (s->window_ns && s->window_ns < frame_ns)
+		return rtn_set_error(-EINVAL,
+				     "slot %d: window %lld us is shorter than one %u-byte frame "
+				     "(%g us at %u Mbit/s)",
+				     s->id, (long long)s->window_ns / 1000, s->size + ETH_HLEN_RTN,
+				     frame_ns / 1000.0, c->link_rate_mbps);
+	if (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns) {
+		char what[48];
+
+		if (s->window_ns)
+			snprintf(what, sizeof(what), "a %lld us window",
+				 (long long)s->window_ns / 1000);
+		else
+			snprintf(what, sizeof(what), "a %u-byte frame + guard",
+				 s->size + ETH_HLEN_RTN);
+		return rtn_set_error(-EINVAL,
+				     "slot %d: offset %lld us + %s ends at %g us, past the %lld us "
+				     "cycle",
+				     s->id, (long long)s->offset_ns / 1000, what,
+				     (s->offset_ns + slot_len_ns(c, s)) / 1000.0,
+				     (long long)c->cycle_ns / 1000);
+	}
+	return 0;
+}
+
+/* Whether some cycle has both slots active (Chinese remainder theorem). */
+static int phases_meet(const struct rtn_tdma_slot_cfg *a, const struct rtn_tdma_slot_cfg *b)
+{
+	uint32_t g = a->period, r = b->period;
+
+	while (r) { /* gcd of the periods */
+		uint32_t t = g % r;
+
+		g = r;
+		r = t;
+	}
+	/* some cycle n has n % pa == xa - 1 and n % pb == xb - 1 */
+	return (a->phasing - 1) % g == (b->phasing - 1) % g;
+}
+
+/* Slot @p a before @p b in the overlap scan: by offset, then by id. */
+static int before(const struct rtn_tdma_slot_cfg *a, const struct rtn_tdma_slot_cfg *b)
+{
+	return a->offset_ns < b->offset_ns || (a->offset_ns == b->offset_ns && a->id < b->id);
 }
 
 int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 {
-	rtn_clear_error();
 	/*
-	 * The rules of rtmac/tdma_config.py validate(), rule for rule, so that a
-	 * configuration the Python side accepted never fails here at start;
-	 * tests/unit/test_tdma_cross_check.py holds both sides together.
+	 * The one validator: rtmac/tdma_config.py validate() calls this through
+	 * cffi and raises its message, so each rule and each message is here
+	 * once.  The messages name the settings as Python does (microseconds,
+	 * TdmaConfig's field names); Python keeps only what C cannot see (types,
+	 * names, values that do not fit a field, 0 or -1 given where C reads
+	 * "none").
 	 */
-	const int64_t max_cycle_ns = RTN_TDMA_MAX_CYCLE_NS;
-	const int64_t max_offset_ns = RTN_TDMA_MAX_OFFSET_NS;
-	const int64_t max_guard_ns = RTN_TDMA_MAX_GUARD_NS;
-	const uint32_t max_cal_rounds = RTN_TDMA_MAX_CAL_ROUNDS;
-	const uint32_t max_link_rate = RTN_TDMA_MAX_LINK_RATE_MBPS;
-	const uint32_t max_sync_loss = RTN_TDMA_MAX_SYNC_LOSS;
-	const uint32_t max_period = RTN_TDMA_MAX_PERIOD;
-	const uint32_t min_size = RTN_TDMA_MIN_SLOT_SIZE, max_size = RTN_TDMA_MAX_SLOT_SIZE;
+	const long long min_cycle_us = RTN_TDMA_MIN_CYCLE_NS / 1000;
+	const long long max_cycle_us = RTN_TDMA_MAX_CYCLE_NS / 1000;
+	const struct rtn_tdma_slot_cfg *order[RTN_TDMA_MAX_SLOTS];
 	uint32_t i, j;
+	int rc;
 
+	rtn_clear_error();
 	if (c->role != RTN_TDMA_ROLE_MASTER && c->role != RTN_TDMA_ROLE_SLAVE)
-		return rtn_set_error(-EINVAL, "role must be master or slave");
+		return rtn_set_error(-EINVAL, "role must be 'master' or 'slave'");
 	if (c->role == RTN_TDMA_ROLE_MASTER && c->cycle_ns == 0)
 		return rtn_set_error(-EINVAL, "a master needs a cycle period");
 	/* a slave may leave the cycle at 0: it learns it from the Sync frames */
-	if (c->cycle_ns != 0 && c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS)
-		return rtn_set_error(-EINVAL, "cycle %lld us is below the minimum of %lld us",
-				     (long long)c->cycle_ns / 1000, RTN_TDMA_MIN_CYCLE_NS / 1000);
-	if (c->cycle_ns > max_cycle_ns)
-		return rtn_set_error(-EINVAL, "cycle %lld us is above the maximum of %lld us",
-				     (long long)c->cycle_ns / 1000, (long long)max_cycle_ns / 1000);
+	if (c->cycle_ns != 0 &&
+	    (c->cycle_ns < RTN_TDMA_MIN_CYCLE_NS || c->cycle_ns > RTN_TDMA_MAX_CYCLE_NS))
+		return rtn_set_error(-EINVAL,
+				     "cycle_us: %lld outside the supported range %lld..%lld",
+				     (long long)c->cycle_ns / 1000, min_cycle_us, max_cycle_us);
 	if (c->backup_offset_ns != -1) {
 		if (c->role != RTN_TDMA_ROLE_MASTER)
 			return rtn_set_error(-EINVAL, "a backup offset is only valid for a master");
-		if (c->backup_offset_ns <= 0 || c->backup_offset_ns >= c->cycle_ns)
-			return rtn_set_error(-EINVAL, "backup offset %lld ns outside 1 ns..the cycle "
-					     "(-1: primary master)", (long long)c->backup_offset_ns);
+		if (c->backup_offset_ns <= 0)
+			return out_of_range("backup_offset_us", c->backup_offset_ns / 1000, 1,
+					    max_cycle_us - 1);
+		if (c->backup_offset_ns >= c->cycle_ns)
+			return rtn_set_error(-EINVAL,
+					     "backup_offset_us: %lld is not smaller than the cycle "
+					     "(%lld us)",
+					     (long long)c->backup_offset_ns / 1000,
+					     (long long)c->cycle_ns / 1000);
 	}
-	if (c->cal_rounds > max_cal_rounds)
-		return rtn_set_error(-EINVAL, "calibration rounds %u above %u", c->cal_rounds,
-				     max_cal_rounds);
-	if (c->max_slot_id >= RTN_TDMA_MAX_SLOTS)
-		return rtn_set_error(-EINVAL, "max slot id %u above %d", c->max_slot_id,
-				     RTN_TDMA_MAX_SLOTS - 1);
-	if (c->max_cal_requests < 1 || c->max_cal_requests > RTN_TDMA_MAX_CAL)
-		return rtn_set_error(-EINVAL, "max calibration requests must be 1..%d",
-				     RTN_TDMA_MAX_CAL);
-	if (c->link_rate_mbps > max_link_rate)
-		return rtn_set_error(-EINVAL, "link rate %u Mbit/s above %u", c->link_rate_mbps,
-				     max_link_rate);
-	if (c->guard_ns < 0 || c->guard_ns > max_guard_ns)
-		return rtn_set_error(-EINVAL, "guard %lld ns outside 0..%lld", (long long)c->guard_ns,
-				     (long long)max_guard_ns);
-	if (c->sync_loss_cycles < 1 || c->sync_loss_cycles > max_sync_loss)
-		return rtn_set_error(-EINVAL, "sync loss cycles %u outside 1..%u",
-				     c->sync_loss_cycles, max_sync_loss);
+	RANGE("cal_rounds", c->cal_rounds, 0, RTN_TDMA_MAX_CAL_ROUNDS);
+	RANGE("max_slot_id", c->max_slot_id, 0, RTN_TDMA_MAX_SLOTS - 1);
+	RANGE("max_cal_requests", c->max_cal_requests, 1, RTN_TDMA_MAX_CAL);
+	RANGE("link_rate_mbps", c->link_rate_mbps, 0, RTN_TDMA_MAX_LINK_RATE_MBPS);
+	RANGE("guard_ns", c->guard_ns, 0, RTN_TDMA_MAX_GUARD_NS);
+	RANGE("mtu", c->mtu, RTN_TDMA_MIN_SLOT_SIZE, RTN_TDMA_MAX_SLOT_SIZE);
+	RANGE("sync_loss_cycles", c->sync_loss_cycles, 1, RTN_TDMA_MAX_SYNC_LOSS);
 	if (c->n_slots > RTN_TDMA_MAX_SLOTS)
 		return rtn_set_error(-EINVAL, "too many slots");
 	for (i = 0; i < c->n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
-
-		if (s->id < 0 || (uint32_t)s->id > c->max_slot_id)
-			return rtn_set_error(-EINVAL, "slot %d: id outside 0..max slot id %u",
-					     s->id, c->max_slot_id);
-		if (s->offset_ns < 0 || s->offset_ns > max_offset_ns)
-			return rtn_set_error(-EINVAL, "slot %d: offset %lld ns outside 0..%lld",
-					     s->id, (long long)s->offset_ns, (long long)max_offset_ns);
-		if (s->period < 1 || s->period > max_period || s->phasing < 1 ||
-		    s->phasing > s->period)
-			return rtn_set_error(-EINVAL, "slot %d: phasing %u/%u needs 1 <= x <= y <= %u",
-					     s->id, s->phasing, s->period, max_period);
-		if (s->size < min_size || s->size > max_size)
-			return rtn_set_error(-EINVAL, "slot %d: size %u outside %u..%u",
-					     s->id, s->size, min_size, max_size);
-		if (s->window_ns < 0 || s->window_ns > max_offset_ns)
-			return rtn_set_error(-EINVAL, "slot %d: window %lld ns outside 0..%lld",
-					     s->id, (long long)s->window_ns, (long long)max_offset_ns);
-		if (s->window_ns &&
-		    s->window_ns < rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps))
-			return rtn_set_error(-EINVAL, "slot %d: window %lld ns is shorter than one "
-					     "%u-byte frame (%lld ns)", s->id, (long long)s->window_ns,
-					     s->size + ETH_HLEN_RTN,
-					     (long long)rtn_wire_time_ns(s->size + ETH_HLEN_RTN,
-									 c->link_rate_mbps));
-		if (c->cycle_ns && s->offset_ns + slot_len_ns(c, s) > c->cycle_ns)
-			return rtn_set_error(-EINVAL, "slot %d: runs past the cycle end", s->id);
 		for (j = 0; j < i; j++)
-			if (c->slots[j].id == s->id)
-				return rtn_set_error(-EINVAL, "slot %d: configured twice", s->id);
+			if (c->slots[j].id == c->slots[i].id)
+				return rtn_set_error(-EINVAL, "slot %d: configured twice",
+						     c->slots[i].id);
+		rc = slot_check(c, &c->slots[i]);
+		if (rc)
+			return rc;
 	}
+	/*
+	 * Two slots overlap when their extents meet in a cycle where both are
+	 * active; scanned by offset (then id), as Python did, so the pair named
+	 * is the first one in time.
+	 */
 	for (i = 0; i < c->n_slots; i++) {
 		const struct rtn_tdma_slot_cfg *s = &c->slots[i];
-		int found = 0;
 
-		if (s->joint < 0)
-			continue;
-		if (s->joint == s->id)
-			return rtn_set_error(-EINVAL, "slot %d: cannot be joint with itself", s->id);
-		/* RTnet's check: the primary's id must be below max_slot_id */
-		if ((uint32_t)s->joint >= c->max_slot_id)
-			return rtn_set_error(-EINVAL, "slot %d: joint slot %d must be below max slot id %u",
-					     s->id, s->joint, c->max_slot_id);
-		for (j = 0; j < c->n_slots; j++) {
-			if (c->slots[j].id != s->joint)
-				continue;
-			found = 1;
-			if (c->slots[j].size != s->size)
-				return rtn_set_error(-EINVAL, "slot %d: joint slot %d has a different size",
-						     s->id, s->joint);
-			if (c->slots[j].joint >= 0)
-				return rtn_set_error(-EINVAL, "slot %d: joint slot %d is itself joint",
-						     s->id, s->joint);
-		}
-		if (!found)
-			return rtn_set_error(-EINVAL, "slot %d: joint slot %d does not exist",
-					     s->id, s->joint);
+		for (j = i; j > 0 && before(s, order[j - 1]); j--)
+			order[j] = order[j - 1];
+		order[j] = s;
 	}
-	/* two slots overlap when their windows meet in a cycle where both are active */
 	for (i = 0; i < c->n_slots; i++) {
-		const struct rtn_tdma_slot_cfg *a = &c->slots[i];
+		const struct rtn_tdma_slot_cfg *a = order[i];
 		int64_t a_end = a->offset_ns + slot_len_ns(c, a);
 
 		for (j = i + 1; j < c->n_slots; j++) {
-			const struct rtn_tdma_slot_cfg *b = &c->slots[j];
-			int64_t b_end = b->offset_ns + slot_len_ns(c, b);
-			uint32_t g = a->period, r = b->period;
+			const struct rtn_tdma_slot_cfg *b = order[j];
 
-			if (a->offset_ns >= b_end || b->offset_ns >= a_end)
-				continue;
-			if (window_in_guard(c, a, b) || window_in_guard(c, b, a))
-				continue;
-			while (r) {		/* gcd of the periods */
-				uint32_t t = g % r;
-
-				g = r;
-				r = t;
-			}
-			/* some cycle n has n % pa == xa - 1 and n % pb == xb - 1 (CRT) */
-			if ((a->phasing - 1) % g == (b->phasing - 1) % g)
-				return rtn_set_error(-EINVAL, "slot %d overlaps slot %d", b->id, a->id);
+			if (b->offset_ns >= a_end)
+				break;
+			/* either way round: two slots at one offset sort by id, not by kind */
+			if (phases_meet(a, b) &&
+			    !(window_in_guard(c, a, b) || window_in_guard(c, b, a)))
+				return rtn_set_error(
+					-EINVAL,
+					"slot %d at %lld us overlaps slot %d (%lld..%g us) "
+					"in cycles where both are active",
+					b->id, (long long)b->offset_ns / 1000, a->id,
+					(long long)a->offset_ns / 1000, a_end / 1000.0);
 		}
 	}
 	return 0;

@@ -30,15 +30,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from rtnet._lowlevel import ffi, lib
+from rtnet._lowlevel import ffi, last_error, lib
 from rtnet.errors import ConfigError
 from rtnet.messages import shown
 from rtnet.options import OPTIONS
 
-# The C engine checks every configuration again (rtn_tdma_cfg_check() in
-# csrc/rtn_tdma_cfg.c) with the same rules; tests/unit/test_tdma_cross_check.py
-# holds the two together.  Ranges and defaults come from rtnet.options, which
-# reads the C constants.
+# The rules are the C engine's (rtn_tdma_cfg_check() in csrc/rtn_tdma_cfg.c):
+# validate() calls it through cffi.  Ranges and defaults come from rtnet.options,
+# which reads the C constants.
 MIN_CYCLE_US, MAX_CYCLE_US = OPTIONS["tdma.cycle_us"].limits
 MAX_SLOT_ID_LIMIT = OPTIONS["tdma.max_slot_id"].hi          # the C engine's slot table
 MAX_CAL_REQUESTS = OPTIONS["tdma.max_cal_requests"].hi      # calibration replies a master can hold
@@ -136,6 +135,7 @@ class TdmaConfig:
         c.guard_ns = self.guard_ns
         c.sync_loss_cycles = self.sync_loss_cycles
         c.listen_cycles = listen_cycles
+        c.mtu = self.mtu
         slots = sorted(self.slots.values(), key=lambda s: s.id)
         c.n_slots = len(slots)
         for i, s in enumerate(slots):
@@ -208,79 +208,71 @@ def phases_meet(a: Slot, b: Slot) -> bool:
         (b.phasing - 1) % math.gcd(a.period, b.period)
 
 
-def _validate_globals(c: TdmaConfig) -> None:
+# --- validation: Python checks what C cannot see, then calls the one validator ---------------
+#
+# Every rule about values (ranges, the cycle, the backup offset, slot sizes against the MTU,
+# joint slots, windows, overlaps) is rtn_tdma_cfg_check()'s in csrc/rtn_tdma_cfg.c, with its
+# one message.  What stays here is about Python-only input, which never reaches C: that a
+# setting is a whole number at all (not a str, float or bool), the role's name, the slots
+# mapping and its keys, and values that do not fit their C field or that C reads as "none"
+# (a given cycle 0, a given joint below 0).  Those are refused with the option table's
+# message, the same words C uses for a value outside its range.
+
+# the whole-number fields of a TdmaConfig and of a Slot, with their option-table rows
+_INT_FIELDS = {"cycle_us": "tdma.cycle_us", "backup_offset_us": "tdma.backup_offset_us",
+               **_GLOBAL_KEYS}
+_SLOT_INT_FIELDS = {"id": "tdma.slot.id", "offset_us": "tdma.slot.offset_us",
+                    "phasing": None, "period": "tdma.slot.period", "size": "tdma.slot.size",
+                    "joint": "tdma.slot.joint", "window_us": "tdma.slot.window_us"}
+
+
+def _python_only_globals(c: TdmaConfig) -> None:
+    """The checks C cannot make: types, the role's name, the slots mapping (Python-only)."""
     if c.role not in ROLES:
         raise ConfigError(f"role must be 'master' or 'slave', got {shown(c.role)}")
-    if c.role == "master" or c.cycle_us is not None:
-        if c.cycle_us is None:
-            raise ConfigError("a master needs a cycle period")
-        _check_int("cycle_us", c.cycle_us)
-        lo, hi = LIMITS["cycle_us"]
-        if not lo <= c.cycle_us <= hi:
-            raise ConfigError(f"cycle_us: {shown(c.cycle_us)} outside the supported range "
-                              f"{lo}..{hi}")
-    if c.backup_offset_us is not None:
-        if c.role != "master":
-            raise ConfigError("a backup offset is only valid for a master")
-        _check_int("backup_offset_us", c.backup_offset_us, 1)
-        if c.backup_offset_us >= c.cycle_us:
-            raise ConfigError(f"backup_offset_us: {shown(c.backup_offset_us)} is not smaller "
-                              f"than the cycle ({c.cycle_us} us)")
-    for name, (lo, hi) in LIMITS.items():
-        if name != "cycle_us":
-            _check_int(name, getattr(c, name), lo, hi)
+    for name in _INT_FIELDS:
+        value = getattr(c, name)
+        if value is not None or name not in ("cycle_us", "backup_offset_us"):
+            _check_int(name, value)
+    if c.cycle_us == 0:             # C's "learn it from Sync": a given 0 is a value
+        OPTIONS["tdma.cycle_us"].check(0, "cycle_us")
     if not isinstance(c.slots, dict):
         raise ConfigError(f"slots must be a dict of id -> Slot, got {type(c.slots).__name__}")
 
 
-def _validate_slot(c: TdmaConfig, key, s) -> None:
+def _python_only_slot(key, s) -> None:
+    """The checks C cannot make on one slot: its type, its key, whole numbers (Python-only)."""
     if not isinstance(s, Slot):
         raise ConfigError(f"slot {shown(key)} is not a Slot")
-    _check_int("slot id", s.id, 0, MAX_SLOT_ID_LIMIT)
+    _check_int("slot id", s.id)
+    if not -2**31 <= s.id < 2**31:  # names the slot in every message: must fit C's int32
+        OPTIONS["tdma.slot.id"].check(s.id, "slot id")
     if key != s.id:
         raise ConfigError(f"slot {s.id} stored under id {shown(key)}")
-    if s.id > c.max_slot_id:
-        raise ConfigError(f"slot {s.id}: id above max_slot_id {c.max_slot_id}")
-    _check_int(f"slot {s.id}: offset_us", s.offset_us, 0, MAX_OFFSET_US)
-    _check_int(f"slot {s.id}: period", s.period, 1, MAX_PERIOD)
-    _check_int(f"slot {s.id}: phasing", s.phasing)
-    if not 1 <= s.phasing <= s.period:
-        raise ConfigError(f"slot {s.id}: phasing {shown(s.phasing)}/{s.period} "
-                          f"outside 1..{s.period}")
-    _check_int(f"slot {s.id}: size", s.size)
-    if not MIN_SLOT_SIZE <= s.size <= c.mtu:
-        raise ConfigError(f"slot {s.id}: size {shown(s.size)} outside {MIN_SLOT_SIZE}..{c.mtu} "
-                          f"(MTU)")
-    if s.joint is not None:
-        _check_int(f"slot {s.id}: joint", s.joint, 0, MAX_SLOT_ID_LIMIT)
-        primary = c.slots.get(s.joint)
-        if s.joint == s.id:
-            raise ConfigError(f"slot {s.id}: cannot be joint with itself")
-        if s.joint >= c.max_slot_id:
-            raise ConfigError(f"slot {s.id}: joint slot {s.joint} must be below "
-                              f"max_slot_id {c.max_slot_id}")
-        if primary is None:
-            raise ConfigError(f"slot {s.id}: joint slot {s.joint} does not exist")
-        if primary.size != s.size:
-            raise ConfigError(f"slot {s.id}: size {s.size} differs from joint slot "
-                              f"{s.joint} ({primary.size})")
-        if primary.joint is not None:
-            # a queue is shared with its owner, never passed on: RTnet and the C engine
-            raise ConfigError(f"slot {s.id}: joint slot {s.joint} is itself joint with "
-                              f"slot {primary.joint}")
-    _check_int(f"slot {s.id}: window_us", s.window_us, 0, MAX_OFFSET_US)
-    frame_ns = wire_time_ns(s.size + ETH_HLEN, c.link_rate_mbps)
-    if s.window_us and s.window_us * 1000 < frame_ns:
-        raise ConfigError(f"slot {s.id}: window {s.window_us} us is shorter than one "
-                          f"{s.size + ETH_HLEN}-byte frame ({frame_ns / 1000:g} us at "
-                          f"{c.link_rate_mbps} Mbit/s)")
-    if c.cycle_us is not None:
-        _, end = slot_extent_ns(c, s)
-        if end > c.cycle_us * 1000:
-            what = (f"a {s.window_us} us window" if s.window_us else
-                    f"a {s.size + ETH_HLEN}-byte frame + guard")
-            raise ConfigError(f"slot {s.id}: offset {s.offset_us} us + {what} ends at "
-                              f"{end / 1000:g} us, past the {c.cycle_us} us cycle")
+    for name in _SLOT_INT_FIELDS:
+        value = getattr(s, name)
+        if value is not None or name != "joint":
+            _check_int(f"slot {s.id}: {name}", value)
+    if s.joint is not None and s.joint < 0:     # C's "no joint": a given -1 is a value
+        OPTIONS["tdma.slot.joint"].check(s.joint, f"slot {s.id}: joint")
+
+
+def _unfit(config: TdmaConfig) -> None:
+    """A value too large or too small for its C field, refused with its option's message
+    (Python-only: C cannot hold the value to judge it)."""
+    for name, key in _INT_FIELDS.items():
+        value = getattr(config, name)
+        if value is not None:
+            OPTIONS[key].check(value, name)
+    for s in sorted(config.slots.values(), key=lambda s: s.id):
+        for name, key in _SLOT_INT_FIELDS.items():
+            value = getattr(s, name)
+            if key is not None and value is not None:
+                OPTIONS[key].check(value, "slot id" if name == "id" else f"slot {s.id}: {name}")
+        if not 1 <= s.phasing <= s.period:
+            raise ConfigError(f"slot {s.id}: phasing {shown(s.phasing)}/{s.period} "
+                              f"outside 1..{s.period}")
+    raise ConfigError("a TDMA setting does not fit the C engine's configuration")
 
 
 def _by_key(item) -> tuple:
@@ -290,25 +282,24 @@ def _by_key(item) -> tuple:
 
 
 def validate(config: TdmaConfig) -> TdmaConfig:
-    """Check the whole configuration; return it unchanged or raise ConfigError."""
+    """Check the whole configuration; return it unchanged or raise ConfigError.
+
+    Python checks what only Python can see (above); every other rule is
+    rtn_tdma_cfg_check()'s, whose message is raised as it is.
+    """
     if not isinstance(config, TdmaConfig):
         raise ConfigError(f"expected a TdmaConfig, got {type(config).__name__}")
-    _validate_globals(config)
+    _python_only_globals(config)
     for key, s in sorted(config.slots.items(), key=_by_key):
-        _validate_slot(config, key, s)
-    ordered = sorted(config.slots.values(), key=lambda s: (s.offset_us, s.id))
-    for i, a in enumerate(ordered):
-        a_start, a_end = slot_extent_ns(config, a)
-        for b in ordered[i + 1:]:
-            b_start, b_end = slot_extent_ns(config, b)
-            if b_start >= a_end:
-                break
-            # either way round: two slots at one offset sort by id, not by kind
-            if phases_meet(a, b) and not (window_in_guard(config, a, b) or
-                                          window_in_guard(config, b, a)):
-                raise ConfigError(
-                    f"slot {b.id} at {b.offset_us} us overlaps slot {a.id} "
-                    f"({a.offset_us}..{a_end / 1000:g} us) in cycles where both are active")
+        _python_only_slot(key, s)
+    try:
+        if len(config.slots) > MAX_SLOT_ID_LIMIT + 1:
+            raise OverflowError     # more slots than the C table: some id is out of range
+        c = config.to_c()
+    except OverflowError:
+        _unfit(config)
+    if lib.rtn_tdma_cfg_check(c) != 0:
+        raise ConfigError(last_error())
     return config
 
 

@@ -23,7 +23,7 @@ CSRC = os.path.join(ROOT, "csrc")
 
 NOT_YET_FORMATTED = {
     "rtn_app.c", "rtn_cyclic.c", "rtn_nomac.c", "rtn_pingpong.c", "rtn_probe.c",
-    "rtn_rt.c", "rtn_station.c", "rtn_station_chan.c", "rtn_tdma.c", "rtn_tdma_cfg.c",
+    "rtn_rt.c", "rtn_station.c", "rtn_station_chan.c", "rtn_tdma.c",
     "rtn_tdma_fsm.c", "rtn_tdma_proto.c", "rtn_tdma_queue.c", "rtn_tdma_rx.c", "rtn_tdma_sim.c",
     "rtn_vnic_gso.c", "rtn_vnic_pump.c", "rtn_xdp_detach.c", "xdp_rtnet.bpf.c",
     "rtn_chan.h", "rtn_cyclic.h", "rtn_hist.h", "rtn_pingpong.h",

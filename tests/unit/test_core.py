@@ -22,7 +22,7 @@ def test_check_turns_negative_errno_into_an_exception_with_the_c_message():
         _lowlevel.check(rc)
     except RtnetError as exc:
         assert exc.errno == errno.EINVAL
-        assert "below the minimum" in exc.strerror
+        assert "cycle_us: 50 outside the supported range 100..1000000" in exc.strerror
     else:
         raise AssertionError("a 50 us cycle must be refused")
 
@@ -32,7 +32,7 @@ def _refuse_a_short_cycle():
     _lowlevel.lib.rtn_tdma_cfg_init(cfg, 1)
     cfg.cycle_ns = 50_000
     rc = _lowlevel.lib.rtn_tdma_cfg_check(cfg)
-    assert rc < 0 and "below the minimum" in _lowlevel.last_error()
+    assert rc < 0 and "cycle_us: 50 outside the supported range 100..1000000" in _lowlevel.last_error()
     return cfg
 
 
