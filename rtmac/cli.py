@@ -24,6 +24,7 @@ import json
 import re
 import sys
 
+from rtnet import options
 from rtnet.argtypes import integer, netns_name
 from rtnet.devcmd import RaisingParser, UsageError, fail, parse_device_request
 from rtnet.errors import ConfigError
@@ -67,10 +68,9 @@ def _validated_globals(**kwargs) -> None:
         raise UsageError(str(exc)) from None
 
 
-# tdmacfg's options of "master" and "slave": flag -> option table key
-TDMA_MASTER_FLAGS = {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id",
-                     "-m": "tdma.max_cal_requests"}
-TDMA_SLAVE_FLAGS = {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
+# tdmacfg's options of "master" and "slave": flag -> option table key (the table's rows)
+TDMA_MASTER_FLAGS = options.flags("master")
+TDMA_SLAVE_FLAGS = options.flags("slave")
 
 
 def _settings(a, flags: dict) -> dict:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
+from rtnet import options
 from rtnet._lowlevel import ffi, last_error, lib
 from rtnet.errors import ConfigError
 from rtnet.messages import shown
@@ -47,12 +48,14 @@ MIN_SLOT_SIZE, MAX_MTU = OPTIONS["tdma.slot.size"].limits   # RTnet's MIN_SLOT_S
 MAX_LINK_RATE_MBPS = OPTIONS["link.link_rate_mbps"].hi
 DEFAULT_GUARD_NS = OPTIONS["tdma.guard_ns"].default
 
+# The whole-number settings of a TdmaConfig and of a Slot that the C configuration holds:
+# the option table's rows with a C field (each row's name is the dataclass field's).
+_C_OPTIONS = options.c_fields("link", "tdma")
+_C_SLOT_OPTIONS = options.c_fields("tdma.slot")
+
 # The allowed range of each whole-number setting of a TdmaConfig (the option
 # table's); backup_offset_us is 1..cycle_us - 1 and cycle_us is optional for a slave.
-_GLOBAL_KEYS = {"cycle_us": "tdma.cycle_us", "cal_rounds": "tdma.cal_rounds",
-                "max_slot_id": "tdma.max_slot_id", "max_cal_requests": "tdma.max_cal_requests",
-                "link_rate_mbps": "link.link_rate_mbps", "guard_ns": "tdma.guard_ns",
-                "mtu": "tdma.mtu", "sync_loss_cycles": "tdma.sync_loss_cycles"}
+_GLOBAL_KEYS = {o.name: o.key for o in _C_OPTIONS if o.name != "backup_offset_us"}
 LIMITS = {name: OPTIONS[key].limits for name, key in _GLOBAL_KEYS.items()}
 
 ETH_HLEN = 14
@@ -87,11 +90,12 @@ class Slot:
 
     id: int
     offset_us: int
-    phasing: int = 1
-    period: int = 1
-    size: int = 1500
-    joint: int | None = None
-    window_us: int = 0      # beyond RTnet: a transmit window (0: one frame + guard, as RTnet)
+    phasing: int = 1        # the x of "x/y" (1 <= x <= period); the rest from the table
+    period: int = OPTIONS["tdma.slot.period"].default
+    size: int = OPTIONS["tdma.slot.size"].default
+    joint: int | None = OPTIONS["tdma.slot.joint"].default
+    # beyond RTnet: a transmit window (0: one frame + guard, as RTnet)
+    window_us: int = OPTIONS["tdma.slot.window_us"].default
 
     def active_in(self, cycle_no: int) -> bool:
         return cycle_no % self.period == self.phasing - 1
@@ -126,27 +130,19 @@ class TdmaConfig:
         role = {"master": lib.RTN_TDMA_ROLE_MASTER,
                 "slave": lib.RTN_TDMA_ROLE_SLAVE}.get(self.role, lib.RTN_TDMA_ROLE_NONE)
         lib.rtn_tdma_cfg_init(c, role)
-        c.cycle_ns = (self.cycle_us or 0) * 1000
-        c.backup_offset_ns = -1 if self.backup_offset_us is None else self.backup_offset_us * 1000
-        c.cal_rounds = self.cal_rounds
-        c.max_slot_id = self.max_slot_id
-        c.max_cal_requests = self.max_cal_requests
-        c.link_rate_mbps = self.link_rate_mbps
-        c.guard_ns = self.guard_ns
-        c.sync_loss_cycles = self.sync_loss_cycles
+        # each field from its option-table row: its C name, unit and "not set" value
+        for o in _C_OPTIONS:
+            value = getattr(self, o.name)
+            setattr(c, o.c_field, o.c_none if value is None else value * o.c_scale)
         c.listen_cycles = listen_cycles
-        c.mtu = self.mtu
         slots = sorted(self.slots.values(), key=lambda s: s.id)
         c.n_slots = len(slots)
         for i, s in enumerate(slots):
             cs = c.slots[i]
-            cs.id = s.id
-            cs.offset_ns = s.offset_us * 1000
-            cs.phasing = s.phasing
-            cs.period = s.period
-            cs.size = s.size
-            cs.joint = -1 if s.joint is None else s.joint
-            cs.window_ns = s.window_us * 1000
+            for o in _C_SLOT_OPTIONS:
+                value = getattr(s, o.name)
+                setattr(cs, o.c_field, o.c_none if value is None else value * o.c_scale)
+            cs.phasing = s.phasing      # the x of "x/y": no row of its own
         return c
 
     def validated(self, learned_cycle_us: int | None = None) -> "TdmaConfig":
@@ -219,11 +215,8 @@ def phases_meet(a: Slot, b: Slot) -> bool:
 # message, the same words C uses for a value outside its range.
 
 # the whole-number fields of a TdmaConfig and of a Slot, with their option-table rows
-_INT_FIELDS = {"cycle_us": "tdma.cycle_us", "backup_offset_us": "tdma.backup_offset_us",
-               **_GLOBAL_KEYS}
-_SLOT_INT_FIELDS = {"id": "tdma.slot.id", "offset_us": "tdma.slot.offset_us",
-                    "phasing": None, "period": "tdma.slot.period", "size": "tdma.slot.size",
-                    "joint": "tdma.slot.joint", "window_us": "tdma.slot.window_us"}
+_INT_FIELDS = {o.name: o.key for o in _C_OPTIONS}
+_SLOT_INT_FIELDS = {**{o.name: o.key for o in _C_SLOT_OPTIONS}, "phasing": None}
 
 
 def _python_only_globals(c: TdmaConfig) -> None:

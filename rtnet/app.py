@@ -92,10 +92,12 @@ def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
             raise ConfigError(f"{name} must be an integer, not {v!r}")
     if not 0x0600 <= ethertype <= 0xFFFF:
         raise ConfigError(f"EtherType 0x{ethertype:04x}: must be 0x0600..0xffff")
-    if not 0 <= slot <= 63:
-        raise ConfigError(f"slot {slot}: must be 0..63")
-    if not 0 <= prio <= 31:
-        raise ConfigError(f"priority {prio}: must be 0..31 (0 highest)")
+    slot_lo, slot_hi = OPTIONS["channel.slot"].limits      # the option table's ranges
+    if not slot_lo <= slot <= slot_hi:
+        raise ConfigError(f"slot {slot}: must be {slot_lo}..{slot_hi}")
+    prio_lo, prio_hi = OPTIONS["channel.prio"].limits
+    if not prio_lo <= prio <= prio_hi:
+        raise ConfigError(f"priority {prio}: must be {prio_lo}..{prio_hi} (0 highest)")
     if not OVERHEAD <= max_size <= MSG_MAX:
         raise ConfigError(f"max_size {max_size}: must be {OVERHEAD}..{MSG_MAX} bytes")
     if depth <= 0 or depth & (depth - 1) or depth > MAX_DEPTH:

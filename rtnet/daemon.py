@@ -111,7 +111,7 @@ from dataclasses import replace
 from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 
 from . import config as _config
-from . import configfile, paths, procs
+from . import configfile, options, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture import to_pcapng
@@ -161,6 +161,11 @@ def json_safe(obj):
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     return obj
+
+
+# the settings a tdma.master or tdma.slave request may give: rtmac's flags, from the table
+_FLAG_SETTINGS = {cmd: tuple(OPTIONS[key].name for key in options.flags(cmd).values())
+                  for cmd in ("master", "slave")}
 
 
 def _given(req: dict, names: tuple) -> dict:
@@ -432,11 +437,11 @@ class Daemon:
         return TdmaConfig(role="master", cycle_us=req["cycle_us"],
                           backup_offset_us=backup or None,
                           link_rate_mbps=self.cfg.link_rate_mbps,
-                          **_given(req, ("cal_rounds", "max_slot_id", "max_cal_requests")))
+                          **_given(req, _FLAG_SETTINGS["master"]))
 
     def _slave_config(self, req) -> TdmaConfig:
         return TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
-                          **_given(req, ("cal_rounds", "max_slot_id")))
+                          **_given(req, _FLAG_SETTINGS["slave"]))
 
     def h_tdma_master(self, req, conn):
         cfg = self._master_config(req)

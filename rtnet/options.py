@@ -72,6 +72,14 @@ class Option:
     help: str
     toml: bool = True           # False: set by the stack (from the device), not by a file
     label: str = ""             # what a command-line error calls it (default: its name)
+    # TDMA settings: the field of struct rtn_tdma_cfg (or rtn_tdma_slot_cfg) that holds it,
+    # C's unit per this option's (us -> ns: 1000) and what C reads as "not set"
+    c_field: str = ""
+    c_scale: int = 1
+    c_none: int = 0
+    # tdmacfg's flag of rtmac tdma <dev> master/slave, and the commands that take it
+    flag: str = ""
+    flag_commands: tuple = ()
 
     @property
     def section(self) -> str:
@@ -136,7 +144,8 @@ _ROWS = (
            "run on SCHED_OTHER when SCHED_FIFO is refused"),
     # the wire and the lab's clock model
     Option("link.link_rate_mbps", int, _C.link_rate_mbps, 0, lib.RTN_TDMA_MAX_LINK_RATE_MBPS,
-           "Mbit/s", True, "modelled link rate that paces frames and sizes slots (0: unpaced)"),
+           "Mbit/s", True, "modelled link rate that paces frames and sizes slots (0: unpaced)",
+           c_field="link_rate_mbps"),
     # a second port: IEEE 802.1CB frame replication and elimination (rtn_station_frer.h)
     Option("link.redundant_dev", str, None, None, None, "", False,
            "second device: redundant streams go out on both (none: one port)"),
@@ -154,36 +163,50 @@ _ROWS = (
     # TDMA: the grid (changing it needs a detach)
     Option("tdma.cycle_us", int, None, lib.RTN_TDMA_MIN_CYCLE_NS // _US,
            lib.RTN_TDMA_MAX_CYCLE_NS // _US, "us", False,
-           "cycle period (a master needs it; a slave learns it from Sync)"),
+           "cycle period (a master needs it; a slave learns it from Sync)",
+           c_field="cycle_ns", c_scale=_US),
     Option("tdma.backup_offset_us", int, None, 1, lib.RTN_TDMA_MAX_CYCLE_NS // _US - 1, "us",
-           False, "backup master: its Sync this long after the cycle start (below the cycle)"),
+           False, "backup master: its Sync this long after the cycle start (below the cycle)",
+           c_field="backup_offset_ns", c_scale=_US, c_none=-1),
     # TDMA: staged by a running engine at a cycle start (rtn_tdma_cfg_live)
     Option("tdma.cal_rounds", int, _C.cal_rounds, 0, lib.RTN_TDMA_MAX_CAL_ROUNDS, "rounds", True,
-           "calibration rounds (0: none)", label="calibration rounds"),
+           "calibration rounds (0: none)", label="calibration rounds",
+           c_field="cal_rounds", flag="-c", flag_commands=("master", "slave")),
     Option("tdma.max_slot_id", int, _C.max_slot_id, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True,
-           "highest slot id", label="max slot id"),
+           "highest slot id", label="max slot id",
+           c_field="max_slot_id", flag="-i", flag_commands=("master", "slave")),
     Option("tdma.max_cal_requests", int, _C.max_cal_requests, 1, lib.RTN_TDMA_MAX_CAL,
            "requests", True, "calibration requests a master holds at once",
-           label="max calibration requests"),
+           label="max calibration requests",
+           c_field="max_cal_requests", flag="-m", flag_commands=("master",)),
     Option("tdma.guard_ns", int, _C.guard_ns, 0, lib.RTN_TDMA_MAX_GUARD_NS, "ns", True,
-           "guard after a slot's frame: the lateness a slot tolerates"),
+           "guard after a slot's frame: the lateness a slot tolerates",
+           c_field="guard_ns"),
     Option("tdma.sync_loss_cycles", int, _C.sync_loss_cycles, 1, lib.RTN_TDMA_MAX_SYNC_LOSS,
-           "cycles", True, "cycles without Sync before a slave stops sending"),
+           "cycles", True, "cycles without Sync before a slave stops sending",
+           c_field="sync_loss_cycles"),
     Option("tdma.mtu", int, lib.RTN_TDMA_MAX_SLOT_SIZE, lib.RTN_TDMA_MIN_SLOT_SIZE,
            lib.RTN_TDMA_MAX_SLOT_SIZE, "bytes", True,
-           "the device MTU slot sizes are checked against", toml=False),
+           "the device MTU slot sizes are checked against", toml=False,
+           c_field="mtu"),
     # one TDMA slot ([[tdma.slot]], rtmac tdma <dev> slot)
-    Option("tdma.slot.id", int, None, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True, "slot id"),
+    Option("tdma.slot.id", int, None, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True, "slot id",
+           c_field="id"),
     Option("tdma.slot.offset_us", int, None, 0, lib.RTN_TDMA_MAX_OFFSET_NS // _US, "us", True,
-           "slot offset after the cycle start"),
+           "slot offset after the cycle start",
+           c_field="offset_ns", c_scale=_US),
     Option("tdma.slot.period", int, 1, 1, lib.RTN_TDMA_MAX_PERIOD, "cycles", True,
-           "slot period (the y of phasing \"x/y\", which files and rtmac give)", toml=False),
+           "slot period (the y of phasing \"x/y\", which files and rtmac give)", toml=False,
+           c_field="period"),
     Option("tdma.slot.size", int, lib.RTN_TDMA_MAX_SLOT_SIZE, lib.RTN_TDMA_MIN_SLOT_SIZE,
-           lib.RTN_TDMA_MAX_SLOT_SIZE, "bytes", True, "slot payload size (frames up to size + 14)"),
+           lib.RTN_TDMA_MAX_SLOT_SIZE, "bytes", True, "slot payload size (frames up to size + 14)",
+           c_field="size"),
     Option("tdma.slot.joint", int, None, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", True,
-           "slot whose queue this slot shares"),
+           "slot whose queue this slot shares",
+           c_field="joint", c_none=-1),
     Option("tdma.slot.window_us", int, 0, 0, lib.RTN_TDMA_MAX_OFFSET_NS // _US, "us", True,
-           "transmit window (0: RTnet's one frame plus the guard)"),
+           "transmit window (0: RTnet's one frame plus the guard)",
+           c_field="window_ns", c_scale=_US),
     # what rides on the slots
     Option("vnic.slot", int, 1, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot the VNIC sends in"),
@@ -234,6 +257,16 @@ def toml_keys(name: str) -> set[str]:
 def defaults(name: str) -> dict:
     """``name -> default`` of the options of a section that have one."""
     return {o.name: o.default for o in section(name) if o.default is not None}
+
+
+def c_fields(*sections: str) -> list[Option]:
+    """The options of these sections that a field of the C TDMA configuration holds."""
+    return [o for name in sections for o in section(name) if o.c_field]
+
+
+def flags(command: str) -> dict[str, str]:
+    """``flag -> option key`` of rtmac's ``tdma <dev> <command>`` (tdmacfg's flags)."""
+    return {o.flag: o.key for o in _ROWS if command in o.flag_commands}
 
 
 def table_text() -> str:

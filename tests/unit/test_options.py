@@ -113,3 +113,32 @@ def test_a_guard_change_is_staged_by_the_running_engine_without_recalibration():
 def test_table_text_lists_every_option():
     text = rtnet.options.table_text()
     assert all(key in text for key in OPTIONS)
+
+
+def test_the_c_field_column_names_a_c_field_and_a_dataclass_field():
+    """TdmaConfig.to_c() fills the C structs from these rows alone."""
+    import dataclasses
+    c, cs = ffi.new("struct rtn_tdma_cfg *"), ffi.new("struct rtn_tdma_slot_cfg *")
+    for sections, struct, model in ((("link", "tdma"), c, TdmaConfig), (("tdma.slot",), cs, Slot)):
+        rows = rtnet.options.c_fields(*sections)
+        names = {f.name for f in dataclasses.fields(model)}
+        for o in rows:
+            assert hasattr(struct, o.c_field) and o.name in names, o.key
+    cfg = TdmaConfig(role="master", cycle_us=2000, backup_offset_us=100, guard_ns=7,
+                     slots={3: Slot(3, 10, 2, 4, 100, None, 50)}, max_slot_id=5)
+    out = cfg.to_c()
+    assert (out.cycle_ns, out.backup_offset_ns, out.guard_ns, out.max_slot_id, out.mtu) == \
+        (2_000_000, 100_000, 7, 5, 1500)
+    s = out.slots[0]
+    assert (s.id, s.offset_ns, s.phasing, s.period, s.size, s.joint, s.window_ns) == \
+        (3, 10_000, 2, 4, 100, -1, 50_000)
+    assert TdmaConfig(role="slave").to_c().backup_offset_ns == -1
+
+
+def test_rtmac_flags_and_the_daemon_settings_come_from_the_flag_column():
+    from rtnet import daemon
+    assert cli.TDMA_MASTER_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id",
+                                     "-m": "tdma.max_cal_requests"}
+    assert cli.TDMA_SLAVE_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
+    assert daemon._FLAG_SETTINGS == {"master": ("cal_rounds", "max_slot_id", "max_cal_requests"),
+                                     "slave": ("cal_rounds", "max_slot_id")}
