@@ -57,9 +57,10 @@ application's wake-up after its station's hand-over (stage "take") had a p99 nea
 against 34 us unpinned, and the round trip's p99 was 588 us against 114 us (one run of
 the native column each).
 
-Known limit met here: the interposer answers sendto() on a blocking socket whose TX ring is
-full with ENOBUFS, which ends sockperf's throughput client; a ladder of lower offered
-rates (MPS_LADDER) works around it and the results name the rates refused.
+A blocking socket whose TX ring is full waits for the station (as a kernel socket waits
+for its send buffer); runs of code before that answered ENOBUFS, which ended sockperf's
+throughput client, so a ladder of lower offered rates (MPS_LADDER) is still tried when a
+rate fails and the results name the rates refused.
 """
 from __future__ import annotations
 
@@ -1021,10 +1022,9 @@ def section(text: str, runs: list, man_path: str) -> str:
         "measurement, and kernel UDP's idle ping-pong again at its end; a run whose two "
         f"idle baselines are more than {BASELINE_TOL:.0%} apart is flagged and left out. "
         "Ping-pong: 64-byte datagrams, round trips (`--full-rtt`). Throughput: what the "
-        "server's station delivered to sockets over what sockperf sent, at `--mps max`; "
-        "the interposer answers a full TX ring with ENOBUFS, which ends sockperf, so the "
-        "real-time columns' rate is the highest of a fixed ladder (max, 200k, 100k, 50k, "
-        "...) sockperf could offer, not a ceiling. The flood is iperf3 UDP at "
+        "server's station delivered to sockets over what sockperf sent, at `--mps max` (a "
+        "rate sockperf fails at is retried at the next of a fixed ladder: max, 200k, 100k, "
+        "50k, ...; the offered row says which). The flood is iperf3 UDP at "
         f"{FLOOD_MBPS} Mbit/s, {FLOOD_LEN}-byte datagrams, station 1 to station 2: over "
         "rteth0's kernel path for kernel UDP, through vnic0 (the stack's Linux path, "
         "RTmac frames on the same veths and bridge; under TDMA in the NRT windows) for "
