@@ -46,6 +46,7 @@ import json
 import lzma
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -554,8 +555,13 @@ class Guest:
         shutil.rmtree(self.out, ignore_errors=True)
         os.makedirs(self.out)
         with open(os.path.join(self.out, "guest.sh"), "w") as f:
-            f.write("exec >/tmp/out/guest.log 2>&1\n" "cd /tmp/out\n" + script +
-                    "\necho $? > /tmp/out/rc\n")
+            # the checkout as its own share at its own path: the guest's /tmp and /run are
+            # its own tmpfs, which hide a checkout the host keeps there (a CI clone may be)
+            f.write("exec >/tmp/out/guest.log 2>&1\n"
+                    f"mkdir -p {shlex.quote(ROOT)} 2>/dev/null\n"
+                    "mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=524288,ro "
+                    f"rtnproj {shlex.quote(ROOT)} || echo 'the checkout share did not mount'\n"
+                    "cd /tmp/out\n" + script + "\necho $? > /tmp/out/rc\n")
         self.serial = os.path.join(self.out, "serial.log")
         argv = [env["qemu"], "-accel", "tcg", "-cpu", "max", "-smp", "1",
                 "-m", str(memory_mb), "-nodefaults", "-display", "none", "-no-reboot",
@@ -564,7 +570,9 @@ class Guest:
                 "-serial", f"file:{self.serial}",
                 "-qmp", f"unix:{os.path.join(self.out, 'qmp.sock')},server=on,wait=off",
                 "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
-                "-virtfs", f"local,path={self.out},mount_tag=rtnout,security_model=none"]
+                "-virtfs", f"local,path={self.out},mount_tag=rtnout,security_model=none",
+                "-virtfs", f"local,path={ROOT},mount_tag=rtnproj,security_model=none,"
+                "readonly=on"]
         for i, nic in enumerate(nics):
             argv += nic_args(nic["model"], nic["tap"], nic["mac"], i, nic.get("queues", 1))
         self.argv = argv
