@@ -38,30 +38,13 @@
  */
 #include <netinet/in.h>
 #include <sys/eventfd.h>
-#include <valgrind/callgrind.h>
-#include "../fuzz/station_harness.h"
 #include "../preload/rtn_preload_priv.h"
-#include "cost_app.h"
+#include "cost_station.h"
 
-#define WARMUP 8
 #define PAYLOAD_LEN 64
 #define PORT 5001
 #define PEER_IP 0x0a000003u /* 10.0.0.3 */
 #define PEER_PORT 6000
-
-static int counting;
-static uint64_t regions;
-
-#define MEASURE(stmt)                             \
-	do {                                      \
-		if (counting) {                   \
-			regions++;                \
-			CALLGRIND_TOGGLE_COLLECT; \
-		}                                 \
-		stmt;                             \
-		if (counting)                     \
-			CALLGRIND_TOGGLE_COLLECT; \
-	} while (0)
 
 static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, 0x03 };
 static const uint8_t payload[PAYLOAD_LEN] = { 0x52, 0x54, 0x4e, 0x45, 0x54, 0x21 };
@@ -71,32 +54,12 @@ static struct rtn_app_chan *app;
 static struct chan *chan;
 static int sock = -1; /* the program's descriptor of the real-time socket */
 
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_cost: %s\n", what);
-	exit(2);
-}
-
-/* As cost_stages.c: a TDMA master, one RT slot in a 1 ms cycle. */
+/* As cost_stages.c sets it up, with all the harness's channels closed. */
 static void station(void)
 {
-	struct station_mode m = { .disc = DISC_TDMA_MASTER };
-	struct rtn_tdma_port port;
-	struct rtn_tdma_cfg cfg;
-	struct rtn_tdma *engine;
 	int i;
 
-	station_reset(&m);
-	rtn_tdma_cfg_init(&cfg, RTN_TDMA_ROLE_MASTER);
-	cfg.listen_cycles = 0;
-	harness_slot(&cfg, 0, 100000, 1500, 0);
-	port = rtn_station_tdma_port(H.s);
-	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
-	    rtn_tdma_start(engine, &cfg, fuzz_clock_ns))
-		die("cannot start the TDMA engine");
-	H.s->tdma = engine;
-	H.s->tdma_cfg = cfg;
-	rtn_tdma_set_lazy_begin(engine, 0);
+	cost_station_master();
 	for (i = 0; i < N_CHANS; i++)
 		H.s->live[i] = NULL;
 }
@@ -245,38 +208,21 @@ static void stage_app_recvfrom(uint32_t n)
 
 /* ---- main ------------------------------------------------------------------ */
 
-struct stage {
-	const char *name;
-	void (*run)(uint32_t n);
-};
-
 static const struct stage stages[] = {
-	{ "preload_send", stage_preload_send },
-	{ "preload_recv", stage_preload_recv },
-	{ "app_sendto", stage_app_sendto },
-	{ "app_recvfrom", stage_app_recvfrom },
+	{ "preload_send", stage_preload_send, "frame", 1 },
+	{ "preload_recv", stage_preload_recv, "frame", 1 },
+	{ "app_sendto", stage_app_sendto, "frame", 1 },
+	{ "app_recvfrom", stage_app_recvfrom, "frame", 1 },
 };
 
 int main(int argc, char **argv)
 {
-	const struct stage *st = NULL;
+	const struct stage *st;
 	uint64_t kicks_before, notifies_before;
 	unsigned long n;
-	char *end;
-	size_t i;
 
-	if (argc == 3)
-		for (i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
-			if (!strcmp(argv[1], stages[i].name))
-				st = &stages[i];
-	n = argc == 3 ? strtoul(argv[2], &end, 10) : 0;
-	if (!st || !n || *end || n > 1000000) {
-		fprintf(stderr, "usage: cost_preload STAGE COUNT (1..1000000); stages:");
-		for (i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
-			fprintf(stderr, " %s", stages[i].name);
-		fputc('\n', stderr);
-		return 2;
-	}
+	st = cost_stage_arg(argc, argv, "cost_preload", stages, sizeof(stages) / sizeof(stages[0]),
+			    &n);
 	station();
 	udp_socket();
 	make_rx_frame();
@@ -286,9 +232,9 @@ int main(int argc, char **argv)
 	counting = 1;
 	st->run((uint32_t)n);
 	counting = 0;
-	printf("{\"stage\": \"%s\", \"rounds\": %lu, \"units\": %lu, \"unit\": \"frame\", "
+	printf("{\"stage\": \"%s\", \"rounds\": %lu, \"units\": %lu, \"unit\": \"%s\", "
 	       "\"regions\": %llu, \"counters\": {\"app_kicks\": %llu, \"rx_notifies\": %llu}}\n",
-	       st->name, n, n, (unsigned long long)regions,
+	       st->name, n, n, st->unit, (unsigned long long)regions,
 	       (unsigned long long)(cost_app_kicks(app) - kicks_before),
 	       (unsigned long long)(chan->rx_notifies - notifies_before));
 	return 0;

@@ -24,11 +24,8 @@
  * the count covers, how many brackets it used, and the stack's own counters
  * read after the run (kicks, frames sent, wake-ups of the RT loop).
  */
-#include <valgrind/callgrind.h>
-#include "../fuzz/station_harness.h"
-#include "cost_app.h"
+#include "cost_station.h"
 
-#define WARMUP 8
 #define FRAME_LEN 64 /* as handed to the socket; the FCS is the NIC's */
 #define PAYLOAD_LEN (FRAME_LEN - RTN_APP_OVERHEAD)
 #define CHAN 0 /* EtherType 0x88B5, slot 0, depth 4 */
@@ -36,58 +33,18 @@
 #define GSO_MSS 1448
 #define GSO_HDRS (14 + 20 + 20)
 
-static int counting; /* brackets are live (after the warm-up) */
-static uint64_t regions;
-
-#define MEASURE(stmt)                             \
-	do {                                      \
-		if (counting) {                   \
-			regions++;                \
-			CALLGRIND_TOGGLE_COLLECT; \
-		}                                 \
-		stmt;                             \
-		if (counting)                     \
-			CALLGRIND_TOGGLE_COLLECT; \
-	} while (0)
-
 static struct rtn_app_chan *app;
 static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, 0x03 };
 static const uint8_t payload[PAYLOAD_LEN] = { 0x52, 0x54, 0x4e, 0x45, 0x54, 0x21 };
 static uint8_t rx_frame[FRAME_LEN]; /* a frame of the channel, as a peer would send it */
 
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_cost: %s\n", what);
-	exit(2);
-}
-
-/*
- * The station as a TDMA master with one channel open (the harness opens
- * four) and a schedule of its own: a 1 ms cycle with one RT slot, the
- * channel's (the harness's engines also wake for a VNIC window and a third
- * slot, which would charge every frame with wake-ups it does not need).
- */
-static struct rtn_tdma *engine;
-
+/* The station with one channel open (the harness opens four). */
 static void setup(void)
 {
-	struct station_mode m = { .disc = DISC_TDMA_MASTER };
-	struct rtn_tdma_port port;
-	struct rtn_tdma_cfg cfg;
 	struct chan *c;
 	int i;
 
-	station_reset(&m);
-	rtn_tdma_cfg_init(&cfg, RTN_TDMA_ROLE_MASTER);
-	cfg.listen_cycles = 0;
-	harness_slot(&cfg, 0, 100000, 1500, 0);
-	port = rtn_station_tdma_port(H.s);
-	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
-	    rtn_tdma_start(engine, &cfg, fuzz_clock_ns))
-		die("cannot start the TDMA engine");
-	H.s->tdma = engine;
-	H.s->tdma_cfg = cfg;
-	rtn_tdma_set_lazy_begin(engine, 0);
+	cost_station_master();
 	for (i = 0; i < N_CHANS; i++)
 		if (i != CHAN)
 			H.s->live[i] = NULL;
@@ -414,13 +371,6 @@ static void stage_vnic_gro(uint32_t n)
 
 /* ---- main ------------------------------------------------------------------ */
 
-struct stage {
-	const char *name;
-	void (*run)(uint32_t n);
-	const char *unit;
-	double per_round; /* units per round */
-};
-
 static const struct stage stages[] = {
 	{ "empty", stage_empty, "region", 1 },
 	{ "app_send", stage_app_send, "frame", 1 },
@@ -439,24 +389,12 @@ static const struct stage stages[] = {
 
 int main(int argc, char **argv)
 {
-	const struct stage *st = NULL;
+	const struct stage *st;
 	uint64_t tx_before, kicks_before;
 	unsigned long n;
-	char *end;
-	size_t i;
 
-	if (argc == 3)
-		for (i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
-			if (!strcmp(argv[1], stages[i].name))
-				st = &stages[i];
-	n = argc == 3 ? strtoul(argv[2], &end, 10) : 0;
-	if (!st || !n || *end || n > 1000000) {
-		fprintf(stderr, "usage: cost_stages STAGE COUNT (1..1000000); stages:");
-		for (i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
-			fprintf(stderr, " %s", stages[i].name);
-		fputc('\n', stderr);
-		return 2;
-	}
+	st = cost_stage_arg(argc, argv, "cost_stages", stages, sizeof(stages) / sizeof(stages[0]),
+			    &n);
 	setup();
 	make_rx_frame();
 	make_gso_packet();

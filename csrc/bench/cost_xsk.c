@@ -44,10 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <valgrind/callgrind.h>
 #include "../rtn_core.h"
 #include "../rtn_tdma_proto_inline.h"
 #include "../rtn_xsk_priv.h"
+#include "cost_common.h"
 
 #define FRAME_LEN 64
 #define ETHERTYPE 0x88B5
@@ -56,19 +56,7 @@
 
 enum { SEND, RECV };
 
-static int counting;
-static uint64_t regions, syscalls_kick, polls;
-
-#define MEASURE(stmt)                             \
-	do {                                      \
-		if (counting) {                   \
-			regions++;                \
-			CALLGRIND_TOGGLE_COLLECT; \
-		}                                 \
-		stmt;                             \
-		if (counting)                     \
-			CALLGRIND_TOGGLE_COLLECT; \
-	} while (0)
+static uint64_t syscalls_kick, polls;
 
 static uint8_t frame[FRAME_LEN];
 static uint8_t got[FRAME_LEN];
