@@ -66,7 +66,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import json
 import os
 import re
@@ -81,6 +80,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+
+from bench_runs import begin_run, code_version, now, open_manifest, write_json  # noqa: E402
 
 LAB_NAME = "spk"
 PORT, NATIVE_PORT, POSIX_PORT, IPERF_PORT = 11111, 11112, 11113, 5201
@@ -1070,45 +1071,6 @@ def kept_section(path: str) -> str:
 
 # ---- runs, manifest ----------------------------------------------------------------------
 
-def code_version() -> str:
-    """The short git sha of the code, with -dirty when tracked files have changes (as
-    tools/bench_suite.py names its results)."""
-    def git(*a):
-        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
-                              timeout=30)
-    try:
-        sha = git("rev-parse", "--short", "HEAD")
-        if sha.returncode != 0:
-            return "unknown"
-        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return sha.stdout.strip() + ("-dirty" if dirty else "")
-
-
-def write_json(path: str, obj) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1, default=float)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def read_manifest(path: str, version: str) -> dict:
-    try:
-        with open(path) as f:
-            man = json.load(f)
-    except FileNotFoundError:
-        man = {"code": version, "runs": []}
-    for r in man["runs"]:
-        if r["status"] == "running":
-            r.update(status="failed", reason="interrupted: the run never recorded its end")
-    return man
-
-
 def load_runs(man_path: str) -> tuple[list, list]:
     with open(man_path) as f:
         man = json.load(f)
@@ -1159,11 +1121,8 @@ def main(argv=None) -> int:
     os.chmod(run_dir, 0o755)
     os.environ["RTNET_RUN_DIR"] = run_dir
     version = code_version()
-    base = os.path.join(a.out_dir, "bench_sockperf", a.series or version)
-    os.makedirs(base, exist_ok=True)
-    man_path = os.path.join(base, "manifest.json")
-    man = read_manifest(man_path, version)
-    write_json(man_path, man)
+    man_path, man = open_manifest(os.path.join(a.out_dir, "bench_sockperf", a.series or version),
+                                  version)
     command = " ".join(["tools/bench_sockperf.py", *(sys.argv[1:] if argv is None else argv)])
     conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
     runs, made = [], []
@@ -1179,13 +1138,8 @@ def main(argv=None) -> int:
     try:
         exe = build_native(conf_dir)
         for i in range(a.runs):
-            k = 1 + max((r["run"] for r in man["runs"]), default=0)
-            rdir = os.path.join(base, f"run-{k}")
-            os.makedirs(rdir, exist_ok=True)
-            entry = {"run": k, "dir": f"run-{k}", "status": "running", "command": command,
-                     "start_time": datetime.datetime.now().astimezone().isoformat()}
-            man["runs"].append(entry)
-            write_json(man_path, man)
+            entry, rdir = begin_run(man, man_path, command)
+            k = entry["run"]
             log(f"# run {i + 1} of {a.runs}: {rdir}")
             run = Run(a, exe, conf_dir)
             try:
@@ -1204,7 +1158,7 @@ def main(argv=None) -> int:
                 entry.update(status="failed", reason="interrupted")
                 raise
             finally:
-                entry["end_time"] = datetime.datetime.now().astimezone().isoformat()
+                entry["end_time"] = now()
                 write_json(man_path, man)
                 run.close()
     except KeyboardInterrupt:

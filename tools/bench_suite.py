@@ -68,6 +68,7 @@ import bench_protocol  # noqa: E402
 import bench_suite_report as report  # noqa: E402
 import bench_xdp_flood  # noqa: E402
 from bench_aggregate import merge  # noqa: E402
+from bench_runs import begin_run, code_version, now, open_manifest, write_json  # noqa: E402
 from bench_tdma import line as ct_line  # noqa: E402
 from bench_wakeup import summary as acc_summary  # noqa: E402
 from rfc2544_search import (  # noqa: E402
@@ -949,48 +950,6 @@ def measure(args, argv) -> dict:
     return results
 
 
-def write_json(path: str, obj) -> None:
-    """``obj`` as JSON at ``path``, whole or not at all: a temporary name, then a rename."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1, default=float)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def code_version() -> str:
-    """The short git sha of the code, with -dirty when tracked files have changes."""
-    def git(*a):
-        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
-                              timeout=30)
-    try:
-        sha = git("rev-parse", "--short", "HEAD")
-        if sha.returncode != 0:
-            return "unknown"
-        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return sha.stdout.strip() + ("-dirty" if dirty else "")
-
-
-def read_manifest(path: str, version: str) -> dict:
-    """The manifest at ``path`` (a new one if there is none); a run still marked running
-    was interrupted (its process is gone: runs of one code follow each other), and is
-    marked failed."""
-    try:
-        with open(path) as f:
-            man = json.load(f)
-    except FileNotFoundError:
-        man = {"code": version, "runs": []}
-    for r in man["runs"]:
-        if r["status"] == "running":
-            r.update(status="failed", reason="interrupted: the run never recorded its end")
-    return man
-
-
 CHILD = [sys.executable, os.path.abspath(__file__)]     # what a run is: this file, --one-run
 
 
@@ -1033,31 +992,20 @@ def run_suite(args, argv) -> int:
     the ok ones."""
     version = code_version()
     base = os.path.join(args.out_dir, version)
-    os.makedirs(base, exist_ok=True)
-    man_path = os.path.join(base, "manifest.json")
-    man = read_manifest(man_path, version)
-    write_json(man_path, man)
+    man_path, man = open_manifest(base, version)
     command = " ".join(["tools/bench_suite.py", *argv])
     made = []
     for _ in range(args.runs):
-        k = 1 + max((r["run"] for r in man["runs"]), default=0)
-        run_dir = os.path.join(base, f"run-{k}")
-        os.makedirs(run_dir, exist_ok=True)
-        entry = {"run": k, "dir": f"run-{k}", "status": "running", "command": command,
-                 "protocol": args.protocol_info,
-                 "start_time": datetime.datetime.now().astimezone().isoformat()}
-        man["runs"].append(entry)
-        write_json(man_path, man)
+        entry, run_dir = begin_run(man, man_path, command, protocol=args.protocol_info)
+        k = entry["run"]
         log(f"# run {len(made) + 1} of {args.runs}: {run_dir}")
         try:
             status, reason = run_once(args, argv, run_dir)
         except BaseException:
-            entry.update(status="failed", reason="interrupted",
-                         end_time=datetime.datetime.now().astimezone().isoformat())
+            entry.update(status="failed", reason="interrupted", end_time=now())
             write_json(man_path, man)
             raise
-        entry.update(status=status, end_time=datetime.datetime.now().astimezone().isoformat(),
-                     **({"reason": reason} if reason else {}))
+        entry.update(status=status, end_time=now(), **({"reason": reason} if reason else {}))
         write_json(man_path, man)
         made.append(entry)
         log(f"# run {k}: {status}{': ' + reason if reason else ''}")
