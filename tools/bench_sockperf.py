@@ -244,7 +244,7 @@ def parse_server_total(text: str) -> int | None:
 
 # ---- the run -----------------------------------------------------------------------------
 
-NOMAC_CONF = """
+STATION_HEAD = """
 [station]
 name = "sp{i}"
 ip = "{ip}"
@@ -252,35 +252,21 @@ ip = "{ip}"
 cpu = {cpu}
 priority = {prio}
 allow_fallback = true
-[link]
+"""
+
+# vnic0, the flood's path, and the slot it sends in: 0 under NoMAC, 1 under TDMA
+VNIC = """[vnic]
+enabled = true
+name = "vnic0"
+mode = "batched"
+address = "198.19.0.{i}/24"
+"""
+
+NOMAC_CONF = STATION_HEAD + """[link]
 link_rate_mbps = 0
 [nomac]
-[vnic]
-enabled = true
-name = "vnic0"
-mode = "batched"
-address = "198.19.0.{i}/24"
-slot = 0
-"""
-
-TDMA_HEAD = """
-[station]
-name = "sp{i}"
-ip = "{ip}"
-[rt]
-cpu = {cpu}
-priority = {prio}
-allow_fallback = true
-"""
-
-TDMA_VNIC = """
-[vnic]
-enabled = true
-name = "vnic0"
-mode = "batched"
-address = "198.19.0.{i}/24"
-slot = 1
-"""
+""" + VNIC + "slot = 0\n"
+TDMA_VNIC = "\n" + VNIC + "slot = 1\n"
 
 
 class Run:
@@ -398,7 +384,7 @@ class Run:
         # the slave first, so it is listening when the master's Syncs start
         for st in (self.s2, self.s1):
             if disc == "tdma":
-                body = TDMA_HEAD + p.toml(st.index).replace(
+                body = STATION_HEAD + p.toml(st.index).replace(
                     'role = "slave"', 'role = "slave"\ncal_rounds = 20') + TDMA_VNIC
             else:
                 body = NOMAC_CONF
