@@ -4,6 +4,7 @@ one run and with the median of several."""
 import importlib
 import os
 
+import bench_envelope
 import pytest
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
@@ -43,15 +44,7 @@ def frer_size(link, ratio, extra):
 
 
 def results(diff=-844.5, ratio=1.0, extra=-22.0, cpu=24.0):
-    machine = {"cpu": "test CPU", "ncpus": 2, "mem_gib": 1.0, "os": "test", "kernel": "k",
-               "kernel_version": "v", "cmdline_rt": "none", "preempt": "none",
-               "governor": None, "python": "3"}
-    settings = {"rt_cpu": 1, "load_cpus": "0", "station_priority": 90, "app_priority": 80,
-                "subscriber_priority": 70, "pm_qos": "held", "cycle_us": 1000,
-                "link_rate_mbps": 100, "flood": "none", "messages_per_cell": 10, "chunks": 1,
-                "trial_s": 2.0, "resolution_pct": 1.0, "max_trials": 8, "loss_verify": 1,
-                "disturbed_ms": 5.0, "retry_disturbed": 3, "confirm_s": 30.0,
-                "latency_trials": 20, "latency_trial_s": 1.0, "flood_repeats": 3}
+    machine, settings = bench_envelope.machine(), bench_envelope.settings(flood_repeats=3)
     kernel = {"goodput_mbps": 100.0, "cpu_s_per_gb": 3.0}
     return {
         "envelope": {"command": "tools/bench_suite.py", "start_time": "t0", "end_time": "t1",

@@ -7,6 +7,7 @@ import os
 import sys
 import textwrap
 
+import bench_envelope
 import pytest
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
@@ -145,15 +146,7 @@ CHILD = textwrap.dedent("""
 
 
 def fake_result():
-    machine = {"cpu": "test CPU", "ncpus": 2, "mem_gib": 1.0, "os": "test", "kernel": "k",
-               "kernel_version": "v", "cmdline_rt": "none", "preempt": "none",
-               "governor": None, "python": "3"}
-    settings = {"rt_cpu": 1, "load_cpus": "0", "station_priority": 90, "app_priority": 80,
-                "subscriber_priority": 70, "pm_qos": "held", "cycle_us": 1000,
-                "link_rate_mbps": 100, "flood": "none", "messages_per_cell": 10, "chunks": 1,
-                "trial_s": 2.0, "resolution_pct": 1.0, "max_trials": 8, "loss_verify": 1,
-                "disturbed_ms": 5.0, "retry_disturbed": 3, "confirm_s": 30.0,
-                "latency_trials": 20, "latency_trial_s": 1.0}
+    machine, settings = bench_envelope.machine(), bench_envelope.settings()
     return {"envelope": {"command": "x", "start_time": "2026-01-01T00:00:00", "quick": False,
                          "end_time": "2026-01-01T00:01:00", "seconds": 60.0,
                          "machine": machine, "settings": settings},
@@ -164,14 +157,21 @@ def fake_result():
             "wakeup": {}, "rfc2544": {}, "vnic_cost": {}}
 
 
-def test_every_run_is_in_the_manifest_and_the_report_shows_medians(tmp_path, suite,
-                                                                   monkeypatch, capsys):
+@pytest.fixture
+def fake_runs(tmp_path, suite, monkeypatch):
+    """bench_suite's runs made by the stand-in (CHILD) with fake_result(), under a fixed
+    code version; a test says in FAKE_RUNS how each run ends."""
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     monkeypatch.setattr(suite, "CHILD", [sys.executable, str(child)])
     monkeypatch.setattr(suite, "code_version", lambda: "abc1234")
-    monkeypatch.setattr(suite.report, "figures", lambda results, outdir: {})
     monkeypatch.setenv("FAKE_RESULT", json.dumps(fake_result()))
+
+
+@pytest.mark.usefixtures("fake_runs")
+def test_every_run_is_in_the_manifest_and_the_report_shows_medians(tmp_path, suite,
+                                                                   monkeypatch, capsys):
+    monkeypatch.setattr(suite.report, "figures", lambda results, outdir: {})
     # run 2 dies midway with a half-written results file; runs 1, 3, 4 end well
     monkeypatch.setenv("FAKE_RUNS", json.dumps({
         "1": {"p999": 1000.0, "diff": -844.5, "dies": False},
@@ -223,13 +223,9 @@ def test_every_run_is_in_the_manifest_and_the_report_shows_medians(tmp_path, sui
     assert "Runs: 4 ok of 6 made" in (tmp_path / "C.md").read_text()
 
 
+@pytest.mark.usefixtures("fake_runs")
 def test_no_run_ending_well_is_exit_status_1_and_the_manifest_says_why(tmp_path, suite,
                                                                        monkeypatch, capsys):
-    child = tmp_path / "child.py"
-    child.write_text(CHILD)
-    monkeypatch.setattr(suite, "CHILD", [sys.executable, str(child)])
-    monkeypatch.setattr(suite, "code_version", lambda: "abc1234")
-    monkeypatch.setenv("FAKE_RESULT", json.dumps(fake_result()))
     monkeypatch.setenv("FAKE_RUNS", json.dumps({"1": {"p999": 0, "diff": 0, "dies": True}}))
     argv = ["--runs", "1", "--out-dir", str(tmp_path / "r"), "--report", str(tmp_path / "B.md")]
     assert suite.run_suite(suite.parse_args(argv, need_lab=False), argv) == 1
