@@ -97,15 +97,18 @@ def test_below_the_limit_a_spell_is_not_a_disturbance(mod):
     assert not mod.disturbed_by(0)({"witness_slow_ms": 1e6})
 
 
+def limit_column(order, name, limit):
+    """A column whose trials pass up to ``limit`` percent, each noting ``name`` in ``order``."""
+    def trial(rate):
+        order.append(name)
+        return rate <= limit, {}
+    return trial
+
+
 def test_lockstep_alternates_the_searches_and_each_finds_its_own_limit(mod):
     order = []
-
-    def column(name, limit):
-        def trial(rate):
-            order.append(name)
-            return rate <= limit, {}
-        return trial
-    found = mod.lockstep({1: column(1, 80), 2: column(2, 40)}, 100.0, 1.0, 8)
+    found = mod.lockstep({1: limit_column(order, 1, 80), 2: limit_column(order, 2, 40)},
+                         100.0, 1.0, 8)
     assert 79.0 <= found[1][0][0] <= 80.0 and 39.0 <= found[2][0][0] <= 40.0
     assert order[:8] == [1, 2] * 4                     # in turn while both go on
     assert len(found[1][1]) == order.count(1) and len(found[2][1]) == order.count(2)
@@ -162,13 +165,8 @@ def test_searches_headline_ignores_disturbance_and_the_second_column_retries(mod
 
 def test_searches_columns_take_turns(mod):
     order = []
-
-    def column(name, limit):
-        def trial(rate):
-            order.append(name)
-            return rate <= limit, {}
-        return trial
-    found = mod.searches({1: column(1, 80), 2: column(2, 40)}, 100.0, 1.0, 8)
+    found = mod.searches({1: limit_column(order, 1, 80), 2: limit_column(order, 2, 40)},
+                         100.0, 1.0, 8)
     assert 79.0 <= found[1]["plain"][0][0] <= 80.0 and 39.0 <= found[2]["plain"][0][0] <= 40.0
     assert order[:8] == [1, 2] * 4
 
