@@ -28,12 +28,10 @@
 #include "rtn_core.h"
 #include "rtn_ipv4.h"
 #include "rtn_preload_priv.h"
+#include "rtn_time_inline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define ALIVE_CHECK_EVERY 1024 /* sends between looks at the control connection */
-
-int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
-void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_t *mac);
 
 static int64_t now_ns(clockid_t c)
 {
@@ -41,14 +39,6 @@ static int64_t now_ns(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static ssize_t set_errno(ssize_t rc)
-{
-	if (rc >= 0)
-		return rc;
-	errno = (int)-rc;
-	return -1;
 }
 
 static int iov_ok(const struct iovec *iov, size_t n)
@@ -119,7 +109,7 @@ static struct timespec rx_realtime(const struct rsock *rs, const struct rtn_msg 
 {
 	int64_t off = __atomic_load_n(&rs->ch->shm->clock_offset, __ATOMIC_RELAXED);
 	int64_t stamp = m->rx_ns ? m->rx_ns : m->rx_rt_ns;
-	int64_t real = stamp - off + (now_ns(CLOCK_REALTIME) - now_ns(CLOCK_MONOTONIC));
+	int64_t real = stamp - off + (now_ns(CLOCK_REALTIME) - rtn_now());
 	struct timespec ts = { .tv_sec = real / 1000000000LL, .tv_nsec = real % 1000000000LL };
 
 	return ts;
@@ -268,7 +258,7 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 		return e;
 	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
 		return -EFAULT;
-	deadline = timeout > 0 ? now_ns(CLOCK_MONOTONIC) + timeout : 0;
+	deadline = timeout > 0 ? rtn_now() + timeout : 0;
 	for (;;) {
 		struct pollfd p[2];
 		int wait_ms, n;
@@ -292,7 +282,7 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 			return -EAGAIN;
 		wait_ms = -1;
 		if (deadline) {
-			int64_t left = deadline - now_ns(CLOCK_MONOTONIC);
+			int64_t left = deadline - rtn_now();
 
 			if (left <= 0)
 				return -EAGAIN;
@@ -300,7 +290,7 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 		}
 		p[0] = (struct pollfd){ .fd = rtn_app_fd(rs->ch), .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = rtn_app_ctlfd(rs->ch), .events = POLLRDHUP };
-		n = rp_real.poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
+		n = rp_real.libc_poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
 		if (n < 0)
 			return -errno; /* EINTR: a signal, as the kernel's recv */
 		if (p[1].revents) {
@@ -432,7 +422,7 @@ static int tx_wait(struct rsock *rs, int64_t deadline)
 
 	wait = cycle > 0 ? 2 * cycle : TX_WAIT_NS;
 	if (deadline) {
-		int64_t left = deadline - now_ns(CLOCK_MONOTONIC);
+		int64_t left = deadline - rtn_now();
 
 		if (left <= 0)
 			return -EAGAIN;
@@ -484,7 +474,7 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 		if (!rp_alive(rs))
 			return -ENETDOWN;
 		if (!deadline && rs->sndtimeo_ns)
-			deadline = now_ns(CLOCK_MONOTONIC) + rs->sndtimeo_ns;
+			deadline = rtn_now() + rs->sndtimeo_ns;
 		w = tx_wait(rs, deadline);
 		if (w < 0)
 			return w;
@@ -521,10 +511,10 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
 				  mh && !rp_bad_ptr(mh, sizeof(*mh)) ? mh->msg_namelen : 0, &err);
 
 	if (err)
-		return set_errno(err);
+		return rp_done(err);
 	if (!rs)
-		return rp_real.sendmsg(fd, mh, flags);
-	return set_errno(rp_sendmsg(fd, rs, mh, flags));
+		return rp_real.libc_sendmsg(fd, mh, flags);
+	return rp_done(rp_sendmsg(fd, rs, mh, flags));
 }
 
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
@@ -539,10 +529,10 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const stru
 	struct rsock *rs = judged(fd, to, tolen, &err);
 
 	if (err)
-		return set_errno(err);
+		return rp_done(err);
 	if (!rs)
-		return rp_real.sendto(fd, buf, len, flags, to, tolen);
-	return set_errno(rp_sendmsg(fd, rs, &mh, flags));
+		return rp_real.libc_sendto(fd, buf, len, flags, to, tolen);
+	return rp_done(rp_sendmsg(fd, rs, &mh, flags));
 }
 
 EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -552,8 +542,8 @@ EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
-		return rp_real.send(fd, buf, len, flags);
-	return set_errno(rp_sendmsg(fd, rs, &mh, flags));
+		return rp_real.libc_send(fd, buf, len, flags);
+	return rp_done(rp_sendmsg(fd, rs, &mh, flags));
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len)
@@ -563,8 +553,8 @@ EXPORT ssize_t write(int fd, const void *buf, size_t len)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
-		return rp_real.write(fd, buf, len);
-	return set_errno(rp_sendmsg(fd, rs, &mh, 0));
+		return rp_real.libc_write(fd, buf, len);
+	return rp_done(rp_sendmsg(fd, rs, &mh, 0));
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
@@ -573,10 +563,10 @@ EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
 
 	if (!rs)
-		return rp_real.writev(fd, iov, n);
+		return rp_real.libc_writev(fd, iov, n);
 	if (n < 0)
-		return set_errno(-EINVAL);
-	return set_errno(rp_sendmsg(fd, rs, &mh, 0));
+		return rp_done(-EINVAL);
+	return rp_done(rp_sendmsg(fd, rs, &mh, 0));
 }
 
 EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
@@ -588,18 +578,18 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 	unsigned int i;
 
 	if (err)
-		return (int)set_errno(err);
+		return (int)rp_done(err);
 	if (!rs)
-		return rp_real.sendmmsg(fd, v, n, flags);
+		return rp_real.libc_sendmmsg(fd, v, n, flags);
 	if (n > 1024) /* UIO_MAXIOV, as the kernel caps it */
 		n = 1024;
 	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
-		return (int)set_errno(-EFAULT);
+		return (int)rp_done(-EFAULT);
 	for (i = 0; i < n; i++) {
 		ssize_t rc = rp_sendmsg(fd, rs, &v[i].msg_hdr, flags);
 
 		if (rc < 0)
-			return i ? (int)i : (int)set_errno(rc);
+			return i ? (int)i : (int)rp_done(rc);
 		v[i].msg_len = (unsigned int)rc;
 	}
 	return (int)n;
@@ -610,8 +600,8 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 	struct rsock *rs = rp_lookup_rt(fd);
 
 	if (!rs)
-		return rp_real.recvmsg(fd, mh, flags);
-	return set_errno(rp_recvmsg(fd, rs, mh, flags));
+		return rp_real.libc_recvmsg(fd, mh, flags);
+	return rp_done(rp_recvmsg(fd, rs, mh, flags));
 }
 
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
@@ -623,17 +613,17 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	ssize_t rc;
 
 	if (!rs)
-		return rp_real.recvfrom(fd, buf, len, flags, from, fromlen);
+		return rp_real.libc_recvfrom(fd, buf, len, flags, from, fromlen);
 	if (from) {
 		if (!fromlen || rp_bad_ptr(fromlen, sizeof(*fromlen)))
-			return set_errno(-EFAULT);
+			return rp_done(-EFAULT);
 		mh.msg_name = from;
 		mh.msg_namelen = *fromlen;
 	}
 	rc = rp_recvmsg(fd, rs, &mh, flags);
 	if (rc >= 0 && from)
 		*fromlen = mh.msg_namelen;
-	return set_errno(rc);
+	return rp_done(rc);
 }
 
 EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -648,8 +638,8 @@ EXPORT ssize_t read(int fd, void *buf, size_t len)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
-		return rp_real.read(fd, buf, len);
-	return set_errno(rp_recvmsg(fd, rs, &mh, 0));
+		return rp_real.libc_read(fd, buf, len);
+	return rp_done(rp_recvmsg(fd, rs, &mh, 0));
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
@@ -658,10 +648,10 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
 
 	if (!rs)
-		return rp_real.readv(fd, iov, n);
+		return rp_real.libc_readv(fd, iov, n);
 	if (n < 0)
-		return set_errno(-EINVAL);
-	return set_errno(rp_recvmsg(fd, rs, &mh, 0));
+		return rp_done(-EINVAL);
+	return rp_done(rp_recvmsg(fd, rs, &mh, 0));
 }
 
 EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
@@ -670,18 +660,18 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct
 	unsigned int i;
 
 	if (!rs)
-		return rp_real.recvmmsg(fd, v, n, flags, t);
+		return rp_real.libc_recvmmsg(fd, v, n, flags, t);
 	if (n > 1024)
 		n = 1024;
 	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
-		return (int)set_errno(-EFAULT);
+		return (int)rp_done(-EFAULT);
 	for (i = 0; i < n; i++) {
 		/* after the first, MSG_WAITFORONE takes only what is there */
 		int f = i && (flags & MSG_WAITFORONE) ? flags | MSG_DONTWAIT : flags;
 		ssize_t rc = rp_recvmsg(fd, rs, &v[i].msg_hdr, f & ~MSG_WAITFORONE);
 
 		if (rc < 0)
-			return i ? (int)i : (int)set_errno(rc);
+			return i ? (int)i : (int)rp_done(rc);
 		v[i].msg_len = (unsigned int)rc;
 	}
 	return (int)n;

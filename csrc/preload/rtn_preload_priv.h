@@ -13,6 +13,9 @@
 #ifndef RTN_PRELOAD_PRIV_H
 #define RTN_PRELOAD_PRIV_H
 
+#include <errno.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -60,43 +63,43 @@ struct rp_fd {
 	int cloexec; /* FD_CLOEXEC as the program set it (the real one is always set) */
 };
 
-/** The real libc functions, found with dlsym(RTLD_NEXT) before main. */
+/** The real libc functions (libc_NAME is libc's NAME), found with dlsym(RTLD_NEXT) before main. */
 struct rp_real {
-	int (*socket)(int, int, int);
-	int (*bind)(int, const struct sockaddr *, socklen_t);
-	int (*connect)(int, const struct sockaddr *, socklen_t);
-	ssize_t (*sendmsg)(int, const struct msghdr *, int);
-	ssize_t (*recvmsg)(int, struct msghdr *, int);
-	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
-	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-	ssize_t (*send)(int, const void *, size_t, int);
-	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
-	ssize_t (*recv)(int, void *, size_t, int);
-	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*write)(int, const void *, size_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*writev)(int, const struct iovec *, int);
-	int (*close)(int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*ioctl)(int, unsigned long, ...);
-	int (*getsockname)(int, struct sockaddr *, socklen_t *);
-	int (*getpeername)(int, struct sockaddr *, socklen_t *);
-	int (*setsockopt)(int, int, int, const void *, socklen_t);
-	int (*getsockopt)(int, int, int, void *, socklen_t *);
-	int (*poll)(struct pollfd *, nfds_t, int);
-	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
-	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
-		       const sigset_t *);
-	int (*epoll_create1)(int);
-	int (*epoll_ctl)(int, int, int, struct epoll_event *);
-	int (*epoll_wait)(int, struct epoll_event *, int, int);
-	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
-	int (*shutdown)(int, int);
+	int (*libc_socket)(int, int, int);
+	int (*libc_bind)(int, const struct sockaddr *, socklen_t);
+	int (*libc_connect)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*libc_sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*libc_recvmsg)(int, struct msghdr *, int);
+	int (*libc_sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*libc_recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	ssize_t (*libc_send)(int, const void *, size_t, int);
+	ssize_t (*libc_sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*libc_recv)(int, void *, size_t, int);
+	ssize_t (*libc_recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*libc_read)(int, void *, size_t);
+	ssize_t (*libc_write)(int, const void *, size_t);
+	ssize_t (*libc_readv)(int, const struct iovec *, int);
+	ssize_t (*libc_writev)(int, const struct iovec *, int);
+	int (*libc_close)(int);
+	int (*libc_dup)(int);
+	int (*libc_dup2)(int, int);
+	int (*libc_dup3)(int, int, int);
+	int (*libc_fcntl)(int, int, ...);
+	int (*libc_ioctl)(int, unsigned long, ...);
+	int (*libc_getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*libc_getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*libc_setsockopt)(int, int, int, const void *, socklen_t);
+	int (*libc_getsockopt)(int, int, int, void *, socklen_t *);
+	int (*libc_poll)(struct pollfd *, nfds_t, int);
+	int (*libc_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*libc_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*libc_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+			    const sigset_t *);
+	int (*libc_epoll_create1)(int);
+	int (*libc_epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*libc_epoll_wait)(int, struct epoll_event *, int, int);
+	int (*libc_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*libc_shutdown)(int, int);
 };
 
 /** What rtnet-run told the library (environment), and the rules. */
@@ -131,23 +134,57 @@ static inline struct rsock *rp_lookup_rt(int fd)
 	return rs && rs->state == RP_RT ? rs : NULL;
 }
 
-/* rtn_preload.c */
+/* The calls' way to fail: @p rc is -errno; errno set, -1 returned. */
+static inline long rp_fail(long rc)
+{
+	errno = (int)-rc;
+	return -1;
+}
+
+/* A call's result: a count or 0, or -errno made errno and -1. */
+static inline long rp_done(long rc)
+{
+	return rc >= 0 ? rc : rp_fail(rc);
+}
+
+#define RTNET_SOCKET_POOL 16 /* RTnet's buffers per socket before RTNET_RTIOC_EXTPOOL */
+
+/* rtn_preload.c: settings, rules and the descriptor table */
 void rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int rp_bad_addr(uintptr_t a, size_t len);
 /* by address, never read: a pointer the compiler thinks unwritten is no warning then */
 #define rp_bad_ptr(p, len) rp_bad_addr((uintptr_t)(p), (len))
 int rp_alive(struct rsock *rs);
-/** Drop one descriptor's hold on @p rs (table lock held); frees it with its channel at 0. */
-void rp_unref_locked(struct rsock *rs);
+struct rsock *rp_rs_new(int domain, int type);
+/** Free @p rs with its channel (rtn_app_close()). */
+void rp_rs_free(struct rsock *rs);
+/** @p fd now stands for @p rs (NULL: for nothing of ours); the table lock is held. */
+void rp_table_set_locked(int fd, struct rsock *rs, int cloexec);
+/** The rules left @p rs to the kernel: every descriptor forgets it. */
+void rp_forget(struct rsock *rs);
+/** A packet socket's address: its EtherType, the device, @p mac. */
+void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_t *mac);
+
+/* rtn_preload_judge.c: which path a socket takes, and its channel */
+int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio);
+/** Whether rtn_app_open()'s @p rc means that no daemon answered. */
+int rp_no_daemon(int rc);
+void rp_no_daemon_warning(void);
+/** Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one); 1: no daemon. */
+int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r);
+/** Pending UDP socket @p fd about to talk to @p dst is judged; 0 once decided. */
+int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst);
+/** The same for a send to @p to (anything but AF_INET: left pending). */
+int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
 
 /* rtn_preload_io.c: the data path; -errno on failure */
 ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags);
 ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags);
 int rp_fionread(struct rsock *rs);
 
-/* rtn_preload_wait.c: poll, select and epoll with real-time and kernel descriptors */
+/* rtn_preload_epoll.c: epoll registrations of our sockets */
+/** @p fd (a socket, or an epoll set) is closing: forget its registrations. */
 void rp_epoll_forget_fd(int fd);
-void rp_epoll_forget_epfd(int epfd);
 /** Re-register @p fd (now a real-time socket's) in every epoll set it was in. */
 void rp_epoll_fd_replaced(int fd);
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /**
  * @file rtn_preload_wait.c
- * @brief poll, ppoll, select, pselect and epoll with real-time and kernel
- *        descriptors in one call.
+ * @brief poll, ppoll, select and pselect with real-time and kernel
+ *        descriptors in one call (epoll: rtn_preload_epoll.c).
  *
  * A real-time socket's descriptor is its channel's notify eventfd, which
  * the station writes once per delivery batch while the reader is armed
  * (rtn_app_rx_arm()), so the kernel's own poll and epoll wait on it with
  * the program's other files; nothing spins.  Beside each one the call also
  * watches the channel's control connection, whose hang-up means the daemon
- * is gone: the socket then reports POLLERR and POLLHUP (EPOLLERR, EPOLLHUP)
- * and its calls fail with ENETDOWN.  Readiness to write is always given:
+ * is gone: the socket then reports POLLERR and POLLHUP and its calls fail
+ * with ENETDOWN.  Readiness to write is always given:
  * a full TX ring answers the send with ENOBUFS, as a full device queue
  * does for a kernel UDP socket.
  */
@@ -22,17 +22,10 @@
 #include "rtn_app_priv.h"
 #include "rtn_chan_inline.h"
 #include "rtn_preload_priv.h"
+#include "rtn_time_inline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define STACK_FDS 64
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int ring_has_msg(struct rsock *rs)
 {
@@ -53,7 +46,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 	struct pollfd kstack[2 * STACK_FDS], *k = kstack;
 	short pre_stack[STACK_FDS], *pre = pre_stack;
 	int owner_stack[STACK_FDS], *owner = owner_stack;
-	int64_t deadline = timeout_ns > 0 ? mono_ns() + timeout_ns : 0;
+	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
 	nfds_t i, extra;
 	int rc = 0;
 
@@ -103,14 +96,14 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			ts = (struct timespec){ 0, 0 };
 			tsp = &ts;
 		} else if (timeout_ns >= 0) {
-			int64_t left = deadline ? deadline - mono_ns() : 0;
+			int64_t left = deadline ? deadline - rtn_now() : 0;
 
 			if (left < 0)
 				left = 0;
 			ts = (struct timespec){ left / 1000000000LL, left % 1000000000LL };
 			tsp = &ts;
 		}
-		rc = rp_real.ppoll(k, n + extra, tsp, sigmask);
+		rc = rp_real.libc_ppoll(k, n + extra, tsp, sigmask);
 		if (rc < 0) {
 			rc = -errno;
 			goto out;
@@ -138,7 +131,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 		}
 		/* woken for a message another reader took, or a stale count: wait on */
 		if (count || rc == 0 || any_ready ||
-		    (timeout_ns >= 0 && (!deadline || mono_ns() >= deadline))) {
+		    (timeout_ns >= 0 && (!deadline || rtn_now() >= deadline))) {
 			rc = count;
 			goto out;
 		}
@@ -163,33 +156,25 @@ static int has_rt(const struct pollfd *fds, nfds_t n)
 	return 0;
 }
 
-static int ret(int rc)
-{
-	if (rc >= 0)
-		return rc;
-	errno = -rc;
-	return -1;
-}
-
 EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (n && (!fds || rp_bad_ptr(fds, n * sizeof(*fds))))
-		return rp_real.poll(fds, n, timeout); /* the kernel's EFAULT */
+		return rp_real.libc_poll(fds, n, timeout); /* the kernel's EFAULT */
 	if (!has_rt(fds, n))
-		return rp_real.poll(fds, n, timeout);
-	return ret(poll_mixed(fds, n, timeout < 0 ? -1 : timeout * 1000000LL, NULL));
+		return rp_real.libc_poll(fds, n, timeout);
+	return rp_done(poll_mixed(fds, n, timeout < 0 ? -1 : timeout * 1000000LL, NULL));
 }
 
 EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask)
 {
 	if (n && (!fds || rp_bad_ptr(fds, n * sizeof(*fds))))
-		return rp_real.ppoll(fds, n, t, mask);
+		return rp_real.libc_ppoll(fds, n, t, mask);
 	if (!has_rt(fds, n))
-		return rp_real.ppoll(fds, n, t, mask);
+		return rp_real.libc_ppoll(fds, n, t, mask);
 	if (t && (rp_bad_ptr(t, sizeof(*t)) || t->tv_sec < 0 || t->tv_nsec < 0 ||
 		  t->tv_nsec >= 1000000000L))
-		return ret(rp_bad_ptr(t, sizeof(*t)) ? -EFAULT : -EINVAL);
-	return ret(poll_mixed(fds, n, t ? t->tv_sec * 1000000000LL + t->tv_nsec : -1, mask));
+		return rp_done(rp_bad_ptr(t, sizeof(*t)) ? -EFAULT : -EINVAL);
+	return rp_done(poll_mixed(fds, n, t ? t->tv_sec * 1000000000LL + t->tv_nsec : -1, mask));
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
@@ -287,23 +272,23 @@ EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *t)
 
 	if (!sets_ok(nfds, r, w, x) || !sets_have_rt(nfds, r, w, x) ||
 	    (t && rp_bad_ptr(t, sizeof(*t))))
-		return rp_real.select(nfds, r, w, x, t);
+		return rp_real.libc_select(nfds, r, w, x, t);
 	if (t) {
 		if (t->tv_sec < 0 || t->tv_usec < 0)
-			return ret(-EINVAL);
+			return rp_done(-EINVAL);
 		tmo = t->tv_sec * 1000000000LL + t->tv_usec * 1000LL;
 	}
-	start = mono_ns();
+	start = rtn_now();
 	rc = select_mixed(nfds, r, w, x, tmo, NULL);
 	if (t && rc >= 0) { /* Linux's select leaves the time not slept in it */
-		int64_t left = tmo - (mono_ns() - start);
+		int64_t left = tmo - (rtn_now() - start);
 
 		if (left < 0)
 			left = 0;
 		t->tv_sec = left / 1000000000LL;
 		t->tv_usec = left % 1000000000LL / 1000;
 	}
-	return ret(rc);
+	return rp_done(rc);
 }
 
 EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *t,
@@ -311,159 +296,9 @@ EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct times
 {
 	if (!sets_ok(nfds, r, w, x) || !sets_have_rt(nfds, r, w, x) ||
 	    (t && rp_bad_ptr(t, sizeof(*t))))
-		return rp_real.pselect(nfds, r, w, x, t, mask);
+		return rp_real.libc_pselect(nfds, r, w, x, t, mask);
 	if (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L))
-		return ret(-EINVAL);
-	return ret(
+		return rp_done(-EINVAL);
+	return rp_done(
 		select_mixed(nfds, r, w, x, t ? t->tv_sec * 1000000000LL + t->tv_nsec : -1, mask));
-}
-
-/* ---- epoll ----------------------------------------------------------------------------- */
-
-/*
- * A registration of a pending or real-time socket in an epoll set, kept
- * so that it can follow the socket when it goes real-time, and so that
- * the control connection's hang-up (registered with this entry's address
- * as its data) is given to the program as an event of its socket.
- */
-struct epreg {
-	int epfd, fd, ctlfd;
-	struct epoll_event ev;
-	struct epreg *next;
-};
-
-static struct epreg *regs;
-static int n_regs;
-static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void add_ctl_locked(struct epreg *e)
-{
-	struct rsock *rs = rp_lookup_rt(e->fd);
-	struct epoll_event cev = { .events = EPOLLRDHUP, .data.ptr = e };
-
-	if (!rs || e->ctlfd >= 0 || rtn_app_ctlfd(rs->ch) < 0)
-		return;
-	if (rp_real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, rtn_app_ctlfd(rs->ch), &cev) == 0)
-		e->ctlfd = rtn_app_ctlfd(rs->ch);
-}
-
-static void drop_locked(struct epreg **pp)
-{
-	struct epreg *e = *pp;
-
-	if (e->ctlfd >= 0)
-		rp_real.epoll_ctl(e->epfd, EPOLL_CTL_DEL, e->ctlfd, NULL);
-	*pp = e->next;
-	free(e);
-	n_regs--;
-}
-
-EXPORT int epoll_create1(int flags)
-{
-	return rp_real.epoll_create1(flags);
-}
-
-EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	struct rsock *rs = rp_lookup(fd);
-	struct epreg **pp, *e;
-	int rc;
-
-	if (!rs)
-		return rp_real.epoll_ctl(epfd, op, fd, ev);
-	rc = rp_real.epoll_ctl(epfd, op, fd, ev);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&ep_lock);
-	for (pp = &regs; *pp && !((*pp)->epfd == epfd && (*pp)->fd == fd); pp = &(*pp)->next)
-		;
-	if (op == EPOLL_CTL_DEL) {
-		if (*pp)
-			drop_locked(pp);
-	} else if (op == EPOLL_CTL_MOD && *pp) {
-		(*pp)->ev = *ev;
-	} else if (op == EPOLL_CTL_ADD && !*pp && (e = calloc(1, sizeof(*e)))) {
-		e->epfd = epfd;
-		e->fd = fd;
-		e->ctlfd = -1;
-		e->ev = *ev;
-		e->next = regs;
-		regs = e;
-		n_regs++;
-		add_ctl_locked(e);
-	}
-	pthread_mutex_unlock(&ep_lock);
-	return 0;
-}
-
-void rp_epoll_fd_replaced(int fd)
-{
-	struct epreg *e;
-
-	pthread_mutex_lock(&ep_lock);
-	for (e = regs; e; e = e->next) {
-		if (e->fd != fd)
-			continue;
-		/* the kernel socket's registration went with its file */
-		if (rp_real.epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &e->ev) < 0 && errno == EEXIST)
-			rp_real.epoll_ctl(e->epfd, EPOLL_CTL_MOD, fd, &e->ev);
-		add_ctl_locked(e);
-	}
-	pthread_mutex_unlock(&ep_lock);
-}
-
-void rp_epoll_forget_fd(int fd)
-{
-	struct epreg **pp;
-
-	if (!__atomic_load_n(&n_regs, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&ep_lock);
-	for (pp = &regs; *pp;) {
-		if ((*pp)->fd == fd || (*pp)->epfd == fd)
-			drop_locked(pp);
-		else
-			pp = &(*pp)->next;
-	}
-	pthread_mutex_unlock(&ep_lock);
-}
-
-void rp_epoll_forget_epfd(int epfd)
-{
-	rp_epoll_forget_fd(epfd);
-}
-
-/* Events for our control-connection entries become the program's socket's. */
-static int translate(int epfd, struct epoll_event *evs, int n)
-{
-	int i;
-
-	if (n <= 0 || !__atomic_load_n(&n_regs, __ATOMIC_RELAXED))
-		return n;
-	pthread_mutex_lock(&ep_lock);
-	for (i = 0; i < n; i++) {
-		struct epreg *e;
-
-		for (e = regs; e && (void *)e != evs[i].data.ptr; e = e->next)
-			;
-		if (!e || e->epfd != epfd)
-			continue;
-		if (rp_lookup_rt(e->fd))
-			rp_lookup_rt(e->fd)->dead = 1;
-		evs[i].events = EPOLLERR | EPOLLHUP | (e->ev.events & EPOLLIN);
-		evs[i].data = e->ev.data;
-	}
-	pthread_mutex_unlock(&ep_lock);
-	return n;
-}
-
-EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
-{
-	return translate(epfd, evs, rp_real.epoll_wait(epfd, evs, max, timeout));
-}
-
-EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
-		       const sigset_t *mask)
-{
-	return translate(epfd, evs, rp_real.epoll_pwait(epfd, evs, max, timeout, mask));
 }

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/**
+ * @file rtn_preload_judge.c
+ * @brief Deciding and opening: which path a socket takes by the rules, the
+ *        channel it gets from the station daemon, and the take-over that
+ *        puts the channel's notify eventfd under the socket's number (with
+ *        its epoll registrations moved along).  No daemon: the socket stays
+ *        the kernel's with one warning, or fails (RTNET_FALLBACK=fail).
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include "../include/rtnet.h"
+#include "rtn_app_priv.h"
+#include "rtn_chan.h"
+#include "rtn_chan_inline.h"
+#include "rtn_core.h"
+#include "rtn_preload_priv.h"
+
+#define EPHEMERAL_TRIES 8
+
+/* ---- judging and opening --------------------------------------------------------- */
+
+int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
+{
+	struct rtn_chan_opts o;
+	int rc;
+
+	rtn_chan_opts_init(&o);
+	if (rs->domain == AF_INET)
+		o.udp_port = udp_port;
+	else
+		o.ethertype = rs->ethertype;
+	if (slot >= 0)
+		o.slot = slot;
+	if (prio >= 0)
+		o.prio = prio;
+	/* a ring at least as deep as the RTnet pool the socket asked for */
+	while (o.depth < (uint32_t)(RTNET_SOCKET_POOL + rs->pool) && o.depth < RTN_CHAN_MAX_DEPTH)
+		o.depth *= 2;
+	rc = rtn_app_open(rp_conf.dev, rp_conf.have_netns ? rp_conf.netns : NULL, &o, &rs->ch);
+	if (rc < 0 && rp_conf.verbose)
+		rp_warn("%s", rtn_last_error());
+	return rc;
+}
+
+/* What rtn_app_open() says when no daemon answers: none there, or one that just died. */
+int rp_no_daemon(int rc)
+{
+	return rc == -ENOENT || rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPIPE;
+}
+
+/* Once per process: every later socket falls back the same way. */
+void rp_no_daemon_warning(void)
+{
+	static int said;
+
+	if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		rp_warn("no station daemon for %s: sockets stay the kernel's (%s)", rp_conf.dev,
+			rtn_last_error());
+}
+
+/* The slot priority a socket's own options ask for, where no rule set one. */
+static int own_prio(const struct rsock *rs)
+{
+	if (rs->prio >= 0)
+		return rs->prio;
+	if (rs->so_priority > 0) /* Linux: higher is more urgent; RTnet: 0 is */
+		return rs->so_priority >= 15 ? 0 : 15 - rs->so_priority;
+	if (rs->ip_tos) /* IP precedence 0..7 over the upper half of the range */
+		return 15 - 2 * (rs->ip_tos >> 5);
+	return -1;
+}
+
+/* A port the kernel would give an unbound socket, for a real-time socket sending first. */
+static int ephemeral_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -errno;
+	if (rp_real.libc_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    rp_real.libc_getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	rp_real.libc_close(fd);
+	return port > 0 ? port : -EADDRNOTAVAIL;
+}
+
+/* Learn what the program set on the kernel socket before it is replaced. */
+static void adopt_kernel_options(int fd, struct rsock *rs)
+{
+	struct timeval tv;
+	socklen_t len;
+	int v, fl = rp_real.libc_fcntl(fd, F_GETFL);
+
+	rs->nonblock = fl >= 0 && (fl & O_NONBLOCK);
+	len = sizeof(tv);
+	if (!rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len))
+		rs->rcvtimeo_ns = tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
+	len = sizeof(tv);
+	if (!rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &len))
+		rs->sndtimeo_ns = tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
+#define ADOPT(level, opt, field)                                \
+	len = sizeof(v);                                        \
+	if (!rp_real.libc_getsockopt(fd, level, opt, &v, &len)) \
+		rs->field = v;
+	ADOPT(SOL_SOCKET, SO_PRIORITY, so_priority);
+	ADOPT(IPPROTO_IP, IP_TOS, ip_tos);
+	ADOPT(SOL_SOCKET, SO_TIMESTAMPNS, ts_ns);
+	ADOPT(SOL_SOCKET, SO_TIMESTAMP, ts_us);
+	ADOPT(SOL_SOCKET, SO_TIMESTAMPING, ts_flags);
+#undef ADOPT
+}
+
+/*
+ * Put the channel's notify eventfd under every number standing for @p rs
+ * (the kernel socket closes), and move epoll registrations along.
+ */
+static int take_over(struct rsock *rs)
+{
+	int fd, nfd = rtn_app_fd(rs->ch), moved[64], n = 0, i;
+
+	pthread_mutex_lock(&rp_table_lock);
+	for (fd = 0; fd < RP_MAX_FD; fd++) {
+		if (rp_fds[fd].rs != rs)
+			continue;
+		/* always close-on-exec: a channel cannot survive exec (F_GETFD shows the program's) */
+		if (rp_real.libc_dup3(nfd, fd, O_CLOEXEC) < 0) {
+			int e = errno;
+
+			pthread_mutex_unlock(&rp_table_lock);
+			return -e;
+		}
+		if (n < (int)(sizeof(moved) / sizeof(moved[0])))
+			moved[n++] = fd;
+	}
+	rs->state = RP_RT;
+	pthread_mutex_unlock(&rp_table_lock);
+	for (i = 0; i < n; i++)
+		rp_epoll_fd_replaced(moved[i]);
+	return 0;
+}
+
+/*
+ * A pending UDP socket goes real-time on local port @p port (0: one the
+ * kernel would give).  -errno when the channel cannot be had; with no
+ * daemon and RTNET_FALLBACK=kernel, 1: the caller goes on with the kernel.
+ */
+int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r)
+{
+	int rc, tries = port ? 1 : EPHEMERAL_TRIES, slot, prio;
+
+	adopt_kernel_options(fd, rs);
+	slot = r->slot >= 0 ? r->slot : rs->slot;
+	prio = r->prio >= 0 ? r->prio : own_prio(rs);
+	do {
+		int p = port ? port : ephemeral_port();
+
+		if (p < 0)
+			return p;
+		rc = rp_open_channel(rs, (uint16_t)p, slot, prio);
+		if (rc == 0)
+			rs->lport = (uint16_t)p;
+	} while (rc == -EADDRINUSE && --tries > 0);
+	if (rp_no_daemon(rc)) {
+		if (rp_conf.fail_without_daemon)
+			return -ENETDOWN;
+		rp_no_daemon_warning();
+		return 1;
+	}
+	if (rc < 0)
+		return rc;
+	if (rp_conf.verbose)
+		rp_warn("UDP port %u on the real-time path of %s", rs->lport, rp_conf.dev);
+	return take_over(rs);
+}
+
+/* A pending socket about to talk to @p dst: judged now, so it sends where the rules say. */
+int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
+{
+	const struct rtn_rule *r;
+	int rc;
+
+	r = rtn_rules_match_udp(&rp_conf.rules, rs->laddr, rs->lport, 1,
+				ntohl(dst->sin_addr.s_addr), ntohs(dst->sin_port));
+	if (!r || r->action == RTN_RULE_OS) {
+		rp_forget(rs);
+		return 0;
+	}
+	rc = rp_go_rt(fd, rs, rs->lport, r);
+	if (rc == 1) {
+		rp_forget(rs);
+		return 0;
+	}
+	return rc;
+}
+
+/* Called by the send path for a pending socket with a destination; 0: it is decided. */
+int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
+int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_in dst;
+
+	if (!to || tolen < sizeof(dst) || rp_bad_ptr(to, tolen))
+		return 0;
+	memcpy(&dst, to, sizeof(dst));
+	if (dst.sin_family != AF_INET)
+		return 0;
+	return rp_judge_remote(fd, rs, &dst);
+}
