@@ -171,30 +171,42 @@ class Namespace:
         return ["ip", "netns", "exec", self.name]
 
 
-def run_stage(stage: str, frames: int, ns: Namespace | None, tmp: str) -> dict:
-    binary, netns, _, unit = STAGES[stage]
-    rounds = max(1, frames // ROUND_DIVISOR[unit])
-    out = os.path.join(tmp, f"callgrind.{stage}")
-    exe = os.path.join(BENCH, f"cost_{binary}")
-    argv = [exe, stage, str(rounds)]
-    prefix = []
-    if netns:
-        if ns is None:
-            raise CostError(f"stage {stage} needs the veth namespace")
-        argv += [*ns.ifs, os.path.join(BENCH, "xdp_rtnet.bpf.o")]
-        prefix = ns.prefix()
-    cmd = [*prefix, "valgrind", "--tool=callgrind", "--collect-atstart=no",
-           f"--callgrind-out-file={out}", *argv]
-    # the interposer's constructor reads RTNET_*: none, so no rules and the same run everywhere
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RTNET_")}
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+def harness_result(r: subprocess.CompletedProcess, what: str) -> dict:
+    """The last JSON line a harness printed; a failure as one line."""
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
     if r.returncode or not lines:
         err = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CostError(f"stage {stage} failed (exit {r.returncode}): {err}")
-    res = json.loads(lines[-1])
+        raise CostError(f"{what} failed (exit {r.returncode}): {err}")
+    return json.loads(lines[-1])
+
+
+def callgrind(binary: str, stage: str, rounds: int, tmp: str, prefix=(), extra=()) -> dict:
+    """One run of a harness under callgrind: its JSON line with the instructions
+    collected ("ir") and the path of callgrind's output ("out")."""
+    out = os.path.join(tmp, f"callgrind.{stage}")
+    cmd = [*prefix, "valgrind", "--tool=callgrind", "--collect-atstart=no",
+           f"--callgrind-out-file={out}", os.path.join(BENCH, f"cost_{binary}"), stage,
+           str(rounds), *extra]
+    # the interposer's constructor reads RTNET_*: none, so no rules and the same run everywhere
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RTNET_")}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    res = harness_result(r, f"stage {stage}")
     res.update(parse_callgrind(out))
-    res["top"] = top_functions(out)
+    res["out"] = out
+    return res
+
+
+def run_stage(stage: str, frames: int, ns: Namespace | None, tmp: str) -> dict:
+    binary, netns, _, unit = STAGES[stage]
+    rounds = max(1, frames // ROUND_DIVISOR[unit])
+    prefix, extra = [], []
+    if netns:
+        if ns is None:
+            raise CostError(f"stage {stage} needs the veth namespace")
+        extra = [*ns.ifs, os.path.join(BENCH, "xdp_rtnet.bpf.o")]
+        prefix = ns.prefix()
+    res = callgrind(binary, stage, rounds, tmp, prefix, extra)
+    res["top"] = top_functions(res["out"])
     return res
 
 
@@ -241,11 +253,7 @@ def run_xdp_prog(repeat: int) -> dict:
     r = subprocess.run([os.path.join(BENCH, "cost_xsk"), "xdp_prog", str(repeat),
                         os.path.join(BENCH, "xdp_rtnet.bpf.o")],
                        capture_output=True, text=True, timeout=120)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if r.returncode or not lines:
-        err = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CostError(f"xdp_prog failed (exit {r.returncode}): {err}")
-    return json.loads(lines[-1])
+    return harness_result(r, "xdp_prog")
 
 
 def normalise(raw: dict, empty_per_region: float) -> dict:
@@ -262,24 +270,11 @@ def normalise(raw: dict, empty_per_region: float) -> dict:
 
 
 def one_pass(stages: list[str], frames: int, ns: Namespace | None, tmp: str) -> dict:
-    raw_empty = run_empty(frames, tmp)
+    raw_empty = callgrind("stages", "empty", frames, tmp)
     empty_per_region = raw_empty["ir"] / raw_empty["regions"]
     res = {"empty_ir_per_region": empty_per_region, "stages": {}}
     for s in stages:
         res["stages"][s] = normalise(run_stage(s, frames, ns, tmp), empty_per_region)
-    return res
-
-
-def run_empty(frames: int, tmp: str) -> dict:
-    out = os.path.join(tmp, "callgrind.empty")
-    cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}", os.path.join(BENCH, "cost_stages"), "empty",
-           str(frames)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if r.returncode or not lines:
-        raise CostError(f"the empty stage failed (exit {r.returncode})")
-    res = json.loads(lines[-1])
-    res.update(parse_callgrind(out))
     return res
 
 
