@@ -22,7 +22,7 @@ import threading
 import time
 
 from bench_aggregate import show, verdict
-from rfc2544_search import latency_rounds
+from rfc2544_search import found_rate, latency_rounds
 
 TARGET_THROUGHPUT_RATIO = 0.95   # the targets: with redundancy >= 95% of without,
 TARGET_P99_EXTRA_US = 10.0       # p99 at most 10 us above
@@ -115,8 +115,7 @@ def measure_rfc2544(args, lab, results: dict, *, rt, rt2, et, trial, search, lin
                         return trial(tx, rx, frame, full * pct / 100, seconds)
                 return one
             found = search({1: run(1), 2: run(2)})
-            rates = {p: [f[v][0][0] if f[v][0] else 0.0 for v in ("plain", "retried")]
-                     for p, f in found.items()}
+            rates = {p: found_rate(f) for p, f in found.items()}
             pct1, pct2 = rates[1][0], rates[2][0]
             conf = {p: confirm(lambda seconds, p=p: run(p, seconds)(rates[p][0]), disturbed)
                     for p in (1, 2) if rates[p][0] > 0}

@@ -74,6 +74,7 @@ from bench_wakeup import summary as acc_summary  # noqa: E402
 from rfc2544_search import (  # noqa: E402
     binary_search,
     disturbed_by,
+    found_rate,
     latency_rounds,
     searches,
 )
@@ -449,11 +450,6 @@ def both_searches(args, trials: dict) -> dict:
     one with them, from shared trials, the columns' trials in turn (rfc2544_search)."""
     return searches(trials, 100.0, args.resolution_pct, args.max_trials, args.loss_verify,
                     args.retry_disturbed, disturbed_by(args.disturbed_ms))
-
-
-def found_rate(found: dict) -> tuple[float, float]:
-    """The zero-loss rate (% of line rate) without and with disturbed retries."""
-    return tuple(found[v][0][0] if found[v][0] else 0.0 for v in ("plain", "retried"))
 
 
 def confirmation(args, run_trial, disturbed) -> dict:

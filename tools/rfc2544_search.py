@@ -137,6 +137,12 @@ def searches(trials: dict, hi: float, resolution: float, max_trials: int, verify
     return out
 
 
+def found_rate(found: dict) -> tuple[float, float]:
+    """A column's zero-loss rate (``searches(...)[key]``) without and with disturbed
+    retries: each search's best rate, 0.0 where no trial passed."""
+    return tuple(found[v][0][0] if found[v][0] else 0.0 for v in VARIANTS)
+
+
 def latency_rounds(trials: dict, rounds: int, disturbed=None) -> list[dict]:
     """Dedicated latency trials at the found rate: ``rounds`` rounds of one trial per
     column (``trials[key]() -> (ok, info)``), the columns' order alternating from round to

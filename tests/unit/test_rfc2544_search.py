@@ -171,6 +171,15 @@ def test_searches_columns_take_turns(mod):
     assert order[:8] == [1, 2] * 4
 
 
+def test_found_rate_is_each_searchs_best_rate_or_none_found(mod):
+    found = mod.searches({1: limit_column([], 1, 70), 2: limit_column([], 2, 0)},
+                         100.0, 1.0, 8)
+    plain, retried = mod.found_rate(found[1])
+    assert plain == found[1]["plain"][0][0] and retried == found[1]["retried"][0][0]
+    assert 69.0 <= plain <= 70.0
+    assert mod.found_rate(found[2]) == (0.0, 0.0)      # nothing passed: 0, not None
+
+
 def test_latency_rounds_alternate_the_columns_and_keep_every_round(mod):
     order, n = [], [0]
 
