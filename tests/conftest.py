@@ -70,3 +70,51 @@ def daemon_lab(name: str, stations: int):
             del os.environ["RTNET_RUN_DIR"]
         else:
             os.environ["RTNET_RUN_DIR"] = old
+
+
+TDMA_IPV4_STATION = """
+[station]
+name = "{name}"
+ip = "{ip}"
+[rt]
+allow_fallback = true
+[tdma]
+role = "{role}"
+{cycle}cal_rounds = 10
+[[tdma.slot]]
+id = 0
+offset_us = {offset}
+"""
+
+
+def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
+    """A daemon lab of a TDMA master (slot 0 at 0 us) and a slave (slot 0 at 400 us), each
+    with its real-time IPv4 address and a route to the other: yields the lab once the slave
+    is synchronised.  A generator for module fixtures, as daemon_lab."""
+    import tempfile
+    import textwrap
+    import time
+
+    from rtnet import cli, rtroute
+    from rtnet.stationctl import request
+    d = tempfile.mkdtemp(prefix=f"rtn-{name}-conf-")
+    try:
+        for lab in daemon_lab(name, 2):
+            for st, role, offset in ((lab.station(1), "master", 0),
+                                     (lab.station(2), "slave", 400)):
+                path = os.path.join(d, f"{st.index}.toml")
+                with open(path, "w") as f:
+                    f.write(textwrap.dedent(TDMA_IPV4_STATION.format(
+                        name=f"{name}{st.index}", ip=st.ip, role=role, offset=offset,
+                        cycle=f"cycle_us = {cycle_us}\n" if role == "master" else "")))
+                assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
+            deadline = time.monotonic() + 20
+            while request("rteth0", {"cmd": "status"}, netns=lab.station(2).netns)[
+                    "status"]["tdma"]["state"] != "synchronised":
+                assert time.monotonic() < deadline, "the slave did not synchronise"
+                time.sleep(0.05)    # polling what another process makes true
+            for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
+                assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
+            yield lab
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

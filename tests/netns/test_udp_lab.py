@@ -2,37 +2,19 @@
 UDP sockets app to app both ways (content, order, stamps), the errors of sendto(),
 plain Linux UDP and kernel ping beside the real-time path, rtping over ICMP, bad
 datagrams counted, and a capture that Wireshark's IPv4/UDP/ICMP dissectors accept."""
-import contextlib
 import errno
-import os
-import shutil
 import socket
 import subprocess
-import tempfile
-import textwrap
 import time
 
 import pytest
-from conftest import daemon_lab, require_tool
+from conftest import require_tool, tdma_ipv4_pair
 
 from rtnet import cli, netns, rtroute
 from rtnet.app import UdpSocket
 
 pytestmark = pytest.mark.netns
 
-CONF = """
-[station]
-name = "{name}"
-ip = "{ip}"
-[rt]
-allow_fallback = true
-[tdma]
-role = "{role}"
-{cycle}cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = {offset}
-"""
 SYNC_TOL_NS = 200_000       # the two stations' clocks agree to some us; generous on a VM
 LOOSE_NS = 200_000_000      # "promptly" on a noisy VM
 PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
@@ -40,24 +22,7 @@ PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
 
 @pytest.fixture(scope="module")
 def lab():
-    d = tempfile.mkdtemp(prefix="rtn-u1-conf-")
-    try:
-        with contextlib.contextmanager(daemon_lab)("u1", 2) as lab:
-            for st, role, offset in ((lab.station(1), "master", 0),
-                                     (lab.station(2), "slave", 400)):
-                path = os.path.join(d, f"{st.index}.toml")
-                with open(path, "w") as f:
-                    f.write(textwrap.dedent(CONF.format(
-                        name=f"u{st.index}", ip=st.ip, role=role, offset=offset,
-                        cycle="cycle_us = 1000\n" if role == "master" else "")))
-                assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
-            wait_until(lambda: status(lab.station(2).netns)["tdma"]["state"] == "synchronised",
-                       20, "the slave to synchronise")
-            for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
-                assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
-            yield lab
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    yield from tdma_ipv4_pair("u1")
 
 
 def wait_until(cond, timeout, what):
