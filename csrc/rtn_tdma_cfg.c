@@ -210,7 +210,12 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 	/*
 	 * Two slots overlap when their extents meet in a cycle where both are
 	 * active; scanned by offset (then id), as Python did, so the pair named
-	 * is the first one in time.
+	 * is the first one in time.  A window may start in the guard of an RTnet
+	 * slot, after its frame (window_in_guard()): both are this station's,
+	 * the guard is only the slot's lateness allowance, and the engine puts
+	 * the window's frames on the wire after the slot's, so a late frame
+	 * delays the window, never another station (the planner places a
+	 * station's NRT window there).
 	 */
 	for (i = 0; i < c->n_slots; i++) {
 		const struct rtn_tdma_slot_cfg *s = &c->slots[i];

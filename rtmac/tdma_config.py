@@ -55,8 +55,7 @@ _C_SLOT_OPTIONS = options.c_fields("tdma.slot")
 
 # The allowed range of each whole-number setting of a TdmaConfig (the option
 # table's); backup_offset_us is 1..cycle_us - 1 and cycle_us is optional for a slave.
-_GLOBAL_KEYS = {o.name: o.key for o in _C_OPTIONS if o.name != "backup_offset_us"}
-LIMITS = {name: OPTIONS[key].limits for name, key in _GLOBAL_KEYS.items()}
+LIMITS = {o.name: o.limits for o in _C_OPTIONS if o.name != "backup_offset_us"}
 
 ETH_HLEN = 14
 ETH_ZLEN = 60               # minimum frame without FCS
@@ -82,6 +81,14 @@ def wire_time_ns(frame_len: int, link_rate_mbps: int) -> int:
         return 0
     octets = PREAMBLE_SFD_LEN + max(frame_len, ETH_ZLEN) + ETH_FCS_LEN + IFG_LEN
     return -(-octets * 8 * 1000 // link_rate_mbps)     # rounded up in integers, as the C engine
+
+
+def _fill(c_struct, obj, rows) -> None:
+    """Each C field of ``rows`` from ``obj``'s field of the row's name: in C's unit, or
+    C's "not set" value for None."""
+    for o in rows:
+        value = getattr(obj, o.name)
+        setattr(c_struct, o.c_field, o.c_none if value is None else value * o.c_scale)
 
 
 @dataclass(frozen=True)
@@ -130,19 +137,13 @@ class TdmaConfig:
         role = {"master": lib.RTN_TDMA_ROLE_MASTER,
                 "slave": lib.RTN_TDMA_ROLE_SLAVE}.get(self.role, lib.RTN_TDMA_ROLE_NONE)
         lib.rtn_tdma_cfg_init(c, role)
-        # each field from its option-table row: its C name, unit and "not set" value
-        for o in _C_OPTIONS:
-            value = getattr(self, o.name)
-            setattr(c, o.c_field, o.c_none if value is None else value * o.c_scale)
+        _fill(c, self, _C_OPTIONS)
         c.listen_cycles = listen_cycles
         slots = sorted(self.slots.values(), key=lambda s: s.id)
         c.n_slots = len(slots)
         for i, s in enumerate(slots):
-            cs = c.slots[i]
-            for o in _C_SLOT_OPTIONS:
-                value = getattr(s, o.name)
-                setattr(cs, o.c_field, o.c_none if value is None else value * o.c_scale)
-            cs.phasing = s.phasing      # the x of "x/y": no row of its own
+            _fill(c.slots[i], s, _C_SLOT_OPTIONS)
+            c.slots[i].phasing = s.phasing      # the x of "x/y": no row of its own
         return c
 
     def validated(self, learned_cycle_us: int | None = None) -> "TdmaConfig":
@@ -184,18 +185,6 @@ def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
     if slot.window_us:
         return start, start + slot.window_us * 1000
     return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
-
-
-def window_in_guard(config: TdmaConfig, a: Slot, b: Slot) -> bool:
-    """Whether window ``b`` starts inside the guard of RTnet slot ``a``, after its frame.
-
-    Allowed: both are this station's, the guard is only ``a``'s lateness allowance,
-    and the engine puts the window's frames on the wire after ``a``'s, each ending
-    inside the window, so a late frame of ``a`` delays the window, never another
-    station.  (The planner places a station's NRT window there.)
-    """
-    a_frame_end = a.offset_us * 1000 + wire_time_ns(a.size + ETH_HLEN, config.link_rate_mbps)
-    return bool(b.window_us) and not a.window_us and b.offset_us * 1000 >= a_frame_end
 
 
 def phases_meet(a: Slot, b: Slot) -> bool:
