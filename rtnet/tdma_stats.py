@@ -38,7 +38,7 @@ class TdmaState(enum.StrEnum):
 
 
 # state number -> display state; every number of the C enum has one
-STATES = {TdmaStateCode[state.name]: state for state in TdmaState}
+STATES = {state.code: state for state in TdmaState}
 assert set(STATES) == set(TdmaStateCode), "TdmaState and enum rtn_tdma_state differ"
 
 COUNTERS = (
