@@ -187,19 +187,19 @@ class Lab:
     def set_wire_port(self, station: Station, wire: str, up: bool) -> None:
         """Cut (``up=False``) or mend the bridge port of ``station`` on ``wire`` ("a" or "b"):
         the station's own interface stays up, as when a cable is pulled at the switch."""
-        with IPRoute(netns=self.wire(wire)) as ipr:
-            found = ipr.link_lookup(ifname=station.wire_port)
-            if not found:
-                raise LabError(errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port "
-                                             f"{station.wire_port}")
-            ipr.link("set", index=found[0], state="up" if up else "down")
+        self._set_ports(wire, [station], up)
 
     def set_wire(self, wire: str, up: bool) -> None:
         """Cut (``up=False``) or mend every station's port on ``wire`` at once, as when the
         wire's switch fails or comes back; the stations' own interfaces stay up."""
+        self._set_ports(wire, self.stations, up)
+
+    def _set_ports(self, wire: str, stations: list[Station], up: bool) -> None:
+        """The bridge ports of ``stations`` on ``wire`` up or down; every port is found
+        before any is changed."""
         with IPRoute(netns=self.wire(wire)) as ipr:
             ports = []
-            for st in self.stations:
+            for st in stations:
                 found = ipr.link_lookup(ifname=st.wire_port)
                 if not found:
                     raise LabError(errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port "

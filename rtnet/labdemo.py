@@ -174,6 +174,11 @@ def _vnic_frames(statuses) -> int:
     return sum((s.get("vnic") or {}).get("tap_rx", 0) for s in statuses)
 
 
+def _missing(seqs) -> int:
+    """Sequence numbers missing between the lowest and the highest received."""
+    return (max(seqs) - min(seqs) + 1 - len(set(seqs))) if seqs else 0
+
+
 def _latency_summary(lat) -> dict | None:
     if not lat:
         return None
@@ -431,7 +436,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         lab.forget(ping)
     after = [_status(st.netns) for st in lab.stations]
     lat = sub.latency_ns
-    lost = (max(sub.seqs) - min(sub.seqs) + 1 - len(set(sub.seqs))) if sub.seqs else 0
+    lost = _missing(sub.seqs)
     summary = {
         "stations": _station_rows(lab, before, after),
         "messages": len(lat), "lost": lost,
@@ -470,12 +475,6 @@ def _wire_counts(before: dict | None, after: dict | None) -> list[dict]:
     return out
 
 
-def _set_wire_a(lab: Lab, up: bool) -> None:
-    """Every station's port on wire A cut (or mended): wire A is down, as if its switch
-    failed; the stations' own interfaces stay up."""
-    lab.set_wire("a", up=up)
-
-
 def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     pub_st, sub_st, pub_ch, sub_ch, sub, task = _open_pubsub(lab, plan)
     sub.start()
@@ -497,18 +496,18 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
             time.sleep(max(0.0, min(events) - elapsed))
             elapsed = time.monotonic() - t0
             if "cut" not in marks and elapsed >= cut_at:
-                _set_wire_a(lab, up=False)
+                lab.set_wire("a", up=False)
                 marks["cut"] = time.monotonic()
                 out(f"{elapsed:6.1f}s  wire A taken down (every station's port on "
                     f"{lab.wire_netns}/rtbr0)")
             if "mend" not in marks and elapsed >= mend_at:
-                _set_wire_a(lab, up=True)
+                lab.set_wire("a", up=True)
                 marks["mend"] = time.monotonic()
                 out(f"{elapsed:6.1f}s  wire A restored")
             if elapsed >= next_row:
                 next_row += 0.5
                 seqs = set(sub.seqs)
-                missing = (max(seqs) - min(seqs) + 1 - len(seqs)) if seqs else 0
+                missing = _missing(seqs)
                 w = _wire_counts(stream0, _stream(_status(sub_st.netns), pub_st.mac))
                 state = "down" if "cut" in marks and "mend" not in marks else "up"
                 out(f"{elapsed:6.1f}s  {state:<6} {len(seqs):7d}  {missing:7d}   "
@@ -516,7 +515,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
                     f"{w[0]['duplicates_discarded']:14d} {w[1]['duplicates_discarded']:5d}")
     finally:
         if "cut" in marks and "mend" not in marks:
-            _set_wire_a(lab, up=True)
+            lab.set_wire("a", up=True)
             marks["mend"] = time.monotonic()
         try:
             sent = task.stop().sent
