@@ -18,6 +18,7 @@
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -41,14 +42,24 @@ static int64_t now_ns(clockid_t c)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int iov_ok(const struct iovec *iov, size_t n)
+/*
+ * The program's iovec: at most UIO_MAXIOV pieces, together at most @p max
+ * bytes (EMSGSIZE, as the kernel says before it looks at the memory), each
+ * where a program's memory may be (EFAULT).
+ */
+static int iov_ok(const struct iovec *iov, size_t n, size_t max)
 {
-	size_t i;
+	size_t i, total = 0;
 
 	if (n > 1024)
 		return -EMSGSIZE;
 	if (n && (!iov || rp_bad_ptr(iov, n * sizeof(*iov))))
 		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		if (iov[i].iov_len > max - total)
+			return -EMSGSIZE;
+		total += iov[i].iov_len;
+	}
 	for (i = 0; i < n; i++)
 		if (iov[i].iov_len &&
 		    (!iov[i].iov_base || rp_bad_ptr(iov[i].iov_base, iov[i].iov_len)))
@@ -249,12 +260,13 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 	ssize_t rc;
 	int e;
 
-	if (flags & ~(MSG_DONTWAIT | MSG_PEEK | MSG_TRUNC | MSG_WAITALL | MSG_CMSG_CLOEXEC |
-		      MSG_NOSIGNAL | MSG_WAITFORONE))
-		return flags & MSG_OOB ? -EOPNOTSUPP : -EINVAL;
+	/* as Linux's UDP: no error is ever queued; the flags it does not know (and
+	 * MSG_OOB, on receive) are ignored */
+	if (flags & MSG_ERRQUEUE)
+		return -EAGAIN;
 	if (rp_bad_ptr(mh, sizeof(*mh)) || !mh)
 		return -EFAULT;
-	if ((e = iov_ok(mh->msg_iov, mh->msg_iovlen)))
+	if ((e = iov_ok(mh->msg_iov, mh->msg_iovlen, SIZE_MAX)))
 		return e;
 	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
 		return -EFAULT;
@@ -447,12 +459,11 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 	const void *data;
 	ssize_t len, rc;
 
-	if (flags &
-	    ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_CONFIRM | MSG_DONTROUTE | MSG_MORE | MSG_EOR))
-		return flags & MSG_OOB ? -EOPNOTSUPP : -EINVAL;
+	if (flags & MSG_OOB) /* as Linux's UDP, which ignores the flags it does not know */
+		return -EOPNOTSUPP;
 	if (!mh || rp_bad_ptr(mh, sizeof(*mh)))
 		return -EFAULT;
-	if ((rc = iov_ok(mh->msg_iov, mh->msg_iovlen)))
+	if ((rc = iov_ok(mh->msg_iov, mh->msg_iovlen, RP_FRAME_MAX)))
 		return rc;
 	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
 		return -EFAULT;

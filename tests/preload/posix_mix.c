@@ -318,6 +318,28 @@ static int client(const char *ip, const char *peer_ip, int port, const char *sel
 		check(n < 0 && errno == EOPNOTSUPP, "msg_oob_eopnotsupp", "n %d", n);
 		n = send(rt, "x", 1, 0);
 		check(n < 0 && errno == EDESTADDRREQ, "unconnected_send_edestaddrreq", "n %d", n);
+		/* bad lengths and flags: the kernel's answers for a UDP socket */
+		n = sendto(rt, buf, (size_t)-1, 0, (struct sockaddr *)&peer, sizeof(peer));
+		check(n < 0 && errno == EMSGSIZE, "huge_length_emsgsize", "n %d", n);
+		n = sendto(rt, "x", 1, 0x800000, (struct sockaddr *)&nobody, sizeof(nobody));
+		check(n < 0 && errno == EHOSTUNREACH, "unknown_send_flag_ignored", "n %d", n);
+		n = recv(rt, buf, sizeof(buf), MSG_ERRQUEUE);
+		check(n < 0 && errno == EAGAIN, "msg_errqueue_eagain", "n %d", n);
+		{
+			struct iovec many[2048];
+			struct msghdr mh = { .msg_iov = many, .msg_iovlen = 2048 };
+			struct timeval tv = { 0, 0 };
+			int v;
+
+			for (n = 0; n < 2048; n++)
+				many[n] = (struct iovec){ buf, 1 };
+			n = recvmsg(rt, &mh, MSG_DONTWAIT);
+			check(n < 0 && errno == EMSGSIZE, "too_many_iovecs_emsgsize", "n %d", n);
+			n = setsockopt(rt, SOL_SOCKET, SO_RCVTIMEO, &tv, 3);
+			check(n < 0 && errno == EINVAL, "short_optlen_einval", "n %d", n);
+			n = getsockopt(rt, SOL_SOCKET, SO_TYPE, &v, NULL);
+			check(n < 0 && errno == EFAULT, "null_optlen_efault", "n %d", n);
+		}
 	}
 	/* dup and close-on-exec as the program sees them */
 	d = dup(rt);
