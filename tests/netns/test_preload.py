@@ -5,11 +5,13 @@ EtherType), sockperf ping-pong, socat as a second client, a capture Wireshark de
 and a daemon killed under a running program."""
 import base64
 import contextlib
+import errno as errno_mod
 import os
 import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -311,6 +313,126 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
         assert "got 20 True" in out, out
     for st in (s2, s3):     # through each station's real-time path
         assert udp_stats(st.netns)["rx_udp"] - before[st.index] >= 20
+
+
+HOSTILE_SUBSCRIBER = """
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 4840))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack("4s4s", socket.inet_aton("224.0.0.22"), socket.inet_aton("0.0.0.0")))
+print("joined", flush=True)
+s.settimeout(10)
+while True:
+    d = s.recv(2000)
+    print(d.decode(errors="replace"), flush=True)
+    if d == b"end":
+        break
+"""
+
+
+def forged_udp(src_mac: str, dst_ip: str, payload: bytes, *, dport=4840, src_ip="198.18.0.1",
+               **bad) -> bytes:
+    """A UDP/IPv4 frame to ``dst_ip`` (a group: its MAC) with the header fields in ``bad``
+    (scapy's names: ``chksum`` of UDP as ``udp_chksum``, IP's ``len``, ``flags``...)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    o = [int(x) for x in dst_ip.split(".")]
+    mac = "01:00:5e:%02x:%02x:%02x" % (o[1] & 0x7F, o[2], o[3])
+    udp = UDP(sport=4840, dport=dport)
+    if "udp_chksum" in bad:
+        udp.chksum = bad.pop("udp_chksum")
+    return bytes(Ether(src=src_mac, dst=mac) / IP(src=src_ip, dst=dst_ip, **bad) / udp / payload)
+
+
+def test_forged_datagrams_should_reach_only_a_socket_that_may_have_them(lab, tmp_path):
+    """Frames forged on the bridge port facing a subscriber of 224.0.0.22:4840: the genuine
+    ones arrive, in order; another group, another port, a bad checksum, a length that lies,
+    a fragment and a multicast source never reach the socket, and the station counts the
+    ones it was handed by reason."""
+    from rtnet import netns as _netns
+    s1, s2 = lab.station(1), lab.station(2)
+    rules = tmp_path / "sub.rules"
+    rules.write_text("rt udp *:4840 *\n")
+    hostile = [
+        forged_udp(s1.mac, "224.0.0.23", b"other group"),                 # Linux's
+        forged_udp(s1.mac, "224.0.0.22", b"other port", dport=4841),      # Linux's
+        forged_udp(s1.mac, "224.0.0.22", b"bad checksum", udp_chksum=0x1234),
+        forged_udp(s1.mac, "224.0.0.22", b"length lies", len=400),
+        forged_udp(s1.mac, "224.0.0.22", b"a fragment", flags="MF"),
+        forged_udp(s1.mac, "224.0.0.22", b"from a group", src_ip="224.0.0.5"),
+    ]
+    before = udp_stats(s2.netns)
+    sub, ready = start_server([sys.executable, "-m", "rtnet.run", "-n", s2.netns, "--rules",
+                               str(rules), "--", sys.executable, "-c", HOSTILE_SUBSCRIBER],
+                              b"joined")
+    try:
+        with _netns.entered(lab.wire_netns):
+            raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        with raw:
+            raw.bind((f"s{s2.index}", 0))
+            for i in range(10):
+                for f in hostile:
+                    raw.send(f)
+                raw.send(forged_udp(s1.mac, "224.0.0.22", b"good %d" % i))
+            raw.send(forged_udp(s1.mac, "224.0.0.22", b"end"))
+        out, _ = sub.communicate(timeout=30)
+    finally:
+        stop(sub)
+    got = out.decode().split("\n")[:-1]   # what came after the ready line
+    assert got == [f"good {i}" for i in range(10)] + ["end"], out
+    after = udp_stats(s2.netns)
+    bad = {k: after["bad"][k] - before["bad"][k] for k in after["bad"]}
+    for reason in ("udp_csum", "totlen_long", "fragment", "not_ours"):
+        assert bad[reason] >= 10, (reason, bad)
+    assert after["rx_udp"] - before["rx_udp"] == 11
+
+
+def test_multicast_joins_from_outside_get_the_kernels_errors_and_go_with_the_connection(lab):
+    """ipv4.join on a control connection, as a hostile or careless client sends it: bad
+    requests refused with their errno, the station's table of 32 groups full is ENOBUFS,
+    and every group a connection held is left when it closes."""
+    import json
+
+    from rtnet import paths
+    st = lab.station(3)
+    path = paths.control_socket("rteth0", st.netns)
+
+    def session():
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        f = c.makefile("rwb")
+
+        def ask(req):
+            f.write((req if isinstance(req, bytes) else json.dumps(req).encode()) + b"\n")
+            f.flush()
+            return json.loads(f.readline())
+        return c, ask
+
+    c, ask = session()
+    with c:
+        for req, err in (({"cmd": "ipv4.join", "group": "198.18.0.9"}, "EADDRNOTAVAIL"),
+                         ({"cmd": "ipv4.join", "group": 3758096406}, "EADDRNOTAVAIL"),
+                         ({"cmd": "ipv4.join", "group": "224.0.0.300"}, "EADDRNOTAVAIL"),
+                         ({"cmd": "ipv4.join", "group": "224.1.0.1", "join": "yes"}, None),
+                         ({"cmd": "ipv4.join", "group": "224.1.0.1", "join": False},
+                          "EADDRNOTAVAIL")):
+            r = ask(req)
+            assert r["ok"] is False and r["error"], (req, r)
+            if err:
+                assert r.get("errno") == getattr(errno_mod, err), (req, r)
+        assert ask(b'{"cmd": "ipv4.join", "group": "224.1.0.1", "join": true,,}')["ok"] is False
+        for i in range(32):
+            assert ask({"cmd": "ipv4.join", "group": f"224.1.0.{i + 1}"})["ok"], i
+        r = ask({"cmd": "ipv4.join", "group": "224.1.0.1"})
+        assert r["ok"] is False and r["errno"] == errno_mod.EADDRINUSE
+        r = ask({"cmd": "ipv4.join", "group": "224.1.1.1"})
+        assert r["ok"] is False and r["errno"] == errno_mod.ENOBUFS, r
+    # the connection is gone: its 32 groups with it, so another client gets them all
+    c, ask = session()
+    with c:
+        for i in range(32):
+            assert ask({"cmd": "ipv4.join", "group": f"224.2.0.{i + 1}"})["ok"], i
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab):
