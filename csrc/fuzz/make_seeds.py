@@ -444,8 +444,20 @@ def seeds_preload_rules() -> dict[str, bytes]:
     }
 
 
+def seeds_preload_frame() -> dict[str, bytes]:
+    # a socket selector byte (0 UDP, 1 packet raw, 2 packet dgram), then a received frame
+    return {
+        "udp": u8(0) + udp4(b"sockperf"),
+        "udp_short": u8(0) + udp4(b"x")[:40],
+        "packet_raw": u8(1) + app_frame(),
+        "packet_dgram_bcast": u8(2) + app_frame(dst=BCAST),
+        "packet_tiny": u8(2) + b"\x01" * 13,
+    }
+
+
 TARGETS = {
     "preload_rules": seeds_preload_rules,
+    "preload_frame": seeds_preload_frame,
     "tdma_proto": seeds_tdma_proto, "tunnel": seeds_tunnel, "vnic_gso": seeds_vnic_gso,
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,

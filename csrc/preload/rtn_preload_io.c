@@ -28,6 +28,7 @@
 #include "rtn_chan_inline.h"
 #include "rtn_core.h"
 #include "rtn_ipv4.h"
+#include "rtn_preload_frame.h"
 #include "rtn_preload_priv.h"
 #include "rtn_time_inline.h"
 
@@ -59,11 +60,10 @@ static int iov_ok(const struct iovec *iov, size_t n, size_t max)
 		if (iov[i].iov_len > max - total)
 			return -EMSGSIZE;
 		total += iov[i].iov_len;
-	}
-	for (i = 0; i < n; i++)
 		if (iov[i].iov_len &&
 		    (!iov[i].iov_base || rp_bad_ptr(iov[i].iov_base, iov[i].iov_len)))
 			return -EFAULT;
+	}
 	return 0;
 }
 
@@ -81,38 +81,26 @@ struct rx_view {
 static int view(const struct rsock *rs, const struct rtn_msg *m, uint8_t *copy, struct rx_view *v)
 {
 	uint32_t len = rtn_msg_len(m);
+	struct rp_frame_view f;
 
-	if (len > RTN_CHAN_MSG_MAX || len < 14)
+	if (len > RTN_CHAN_MSG_MAX)
 		return -1;
 	/* parse a private copy: the station may rewrite the slot's bytes meanwhile */
 	memcpy(copy, m->frame, len);
+	if (rp_frame_view(rs->domain, rs->type, copy, len, &f) < 0)
+		return -1;
+	v->data = copy + f.data_off;
+	v->len = f.len;
 	if (rs->domain == AF_PACKET) {
-		uint8_t pkt = copy[0] & 1 ? (memcmp(copy, "\xff\xff\xff\xff\xff\xff", 6) ?
-						     PACKET_MULTICAST :
-						     PACKET_BROADCAST) :
-					    PACKET_HOST;
-
-		rp_packet_name(rs, &v->ll, copy + 6);
-		v->ll.sll_pkttype = pkt;
-		v->data = rs->type == SOCK_RAW ? copy : copy + 14;
-		v->len = rs->type == SOCK_RAW ? len : len - 14;
-		return 0;
+		rp_packet_name(rs, &v->ll, f.src_mac);
+		v->ll.sll_pkttype = f.pkttype;
 	} else {
-		uint32_t ulen;
-
-		if (len < RTN_UDP_HLEN || copy[RTN_IP_OFF] != 0x45 || copy[RTN_IP_OFF + 9] != 17)
-			return -1;
-		ulen = (uint32_t)copy[RTN_L4_OFF + 4] << 8 | copy[RTN_L4_OFF + 5];
-		if (ulen < 8 || RTN_L4_OFF + ulen > len)
-			return -1;
 		memset(&v->from, 0, sizeof(v->from));
 		v->from.sin_family = AF_INET;
-		memcpy(&v->from.sin_addr, copy + RTN_IP_OFF + 12, 4);
-		memcpy(&v->from.sin_port, copy + RTN_L4_OFF, 2);
-		v->data = copy + RTN_UDP_HLEN;
-		v->len = ulen - 8; /* not the frame's: Ethernet pads short ones */
-		return 0;
+		v->from.sin_addr.s_addr = f.src_ip;
+		v->from.sin_port = f.src_port;
 	}
+	return 0;
 }
 
 /* The receive stamp as the kernel's SO_TIMESTAMP* give it: CLOCK_REALTIME. */
