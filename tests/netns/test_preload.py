@@ -80,9 +80,9 @@ def udp_stats(netns) -> dict:
     return request("rteth0", {"cmd": "status"}, netns=netns)["status"]["ipv4"]
 
 
-def start_server(argv, ready_word: bytes, timeout=20):
+def start_server(argv, ready_word: bytes, timeout=20, stdin=None):
     """Start a server process and wait for its ready line (what it prints, not a sleep)."""
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=stdin)
     deadline = time.monotonic() + timeout
     seen = b""
     while time.monotonic() < deadline:
@@ -435,8 +435,9 @@ def test_multicast_joins_from_outside_get_the_kernels_errors_and_go_with_the_con
             assert ask({"cmd": "ipv4.join", "group": f"224.2.0.{i + 1}"})["ok"], i
 
 
-def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab):
-    """Last in the module: it kills station 1's rtnetd (by the PID the fixture started)."""
+def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
+    """Last in the module: it kills station 1's rtnetd (by the PID the fixture started),
+    then starts it again, and the program that saw it die opens a real-time socket anew."""
     s1, s2 = lab.station(1), lab.station(2)
     prog = textwrap.dedent(f"""
         import errno, select, socket, sys
@@ -457,15 +458,32 @@ def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab):
             t.bind(("{s1.ip}", 6401)); print("reopen bound")
         except OSError as e:
             print("reopen", errno.errorcode.get(e.errno, e.errno))
+        print("daemon gone", flush=True)
+        sys.stdin.readline()            # the test has started rtnetd again
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("{s1.ip}", 6402))
+        import os
+        print("after restart", os.readlink(f"/proc/self/fd/{{u.fileno()}}"), flush=True)
     """)
     pid = request("rteth0", {"cmd": "status"}, netns=s1.netns)["status"]["daemon"]["pid"]
-    p, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    p, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready",
+                        stdin=subprocess.PIPE)
     try:
         os.kill(pid, signal.SIGKILL)
-        out, _ = p.communicate(timeout=30)
+        seen = b""
+        while b"daemon gone" not in seen:      # what it prints, not a sleep
+            line = p.stdout.readline()
+            assert line, seen.decode()
+            seen += line
+        conf = tmp_path / "again.toml"
+        conf.write_text(textwrap.dedent(CONF.format(index=s1.index, ip=s1.ip)))
+        assert cli.main(["up", "-n", s1.netns, "-c", str(conf)]) == 0
+        out, _ = p.communicate(b"go\n", timeout=30)
     finally:
         stop(p)
-    text = out.decode()
+    text = (seen + out).decode()
+    # the daemon is back: the same program's new socket is on the real-time path again
+    assert re.search(r"after restart anon_inode:\[eventfd\]", text), text
     m = re.search(r"poll (\d+)", text)
     assert m and int(m.group(1)) & (select.POLLERR | select.POLLHUP), text
     assert "recv ENETDOWN" in text and "send ENETDOWN" in text, text
