@@ -198,7 +198,7 @@ static inline int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn
 	return rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps) + c->guard_ns;
 }
 
-/* Window @p b starts in the guard of RTnet slot @p a, after its frame (tdma_config.py). */
+/* Window @p b starts in the guard of RTnet slot @p a, after its frame (the overlap rule). */
 static inline int window_in_guard(const struct rtn_tdma_cfg *c,
 				  const struct rtn_tdma_slot_cfg *a,
 				  const struct rtn_tdma_slot_cfg *b)

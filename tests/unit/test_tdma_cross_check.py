@@ -1,11 +1,10 @@
-"""The Python validator and the C engine's rtn_tdma_cfg_check() agree on every schedule.
+"""rtmac.tdma_config.validate() and the C engine's rtn_tdma_cfg_check() agree on every schedule.
 
-rtmac.tdma_config.validate() refuses a configuration before anything is
-started; rtn_tdma_cfg_check() checks it again when the engine takes it.  If
-the two disagreed, a file accepted by rtnetd would fail only at start (C
-stricter) or the engine would run a schedule the documented rules refuse
-(Python stricter).  Random schedules, many of them near a limit, go through
-both.
+validate() runs the one rule, rtn_tdma_cfg_check(), on what TdmaConfig.to_c() makes of
+the configuration, after the checks only Python can make (types, the role's name, values
+that do not fit a C field).  If those checks or the conversion were wrong, a file would be
+refused that the engine takes, or one accepted that it refuses at start.  Random
+schedules, many of them near a limit, go through both.
 """
 from dataclasses import replace
 
