@@ -49,6 +49,8 @@ import tempfile
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HERE)
 
+import bench_section  # noqa: E402
+
 from rtnet.argtypes import OneLineParser, integer  # noqa: E402
 
 BENCH = os.path.join(HERE, "csrc", "build", "bench")
@@ -605,34 +607,13 @@ def markdown_section(res: dict) -> str:
 def kept_section(path: str) -> str:
     """The cost section of an existing BENCHMARKS.md ("" if none), for a writer
     that regenerates the rest of the page (tools/bench_suite_report.py)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError:
-        return ""
-    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    return text[a:b + len(SECTION_END)] + "\n" if 0 <= a < b else ""
+    return bench_section.kept(path, SECTION_BEGIN, SECTION_END)
 
 
 def update_benchmarks(path: str, section: str):
     """Replace the cost section of @p path, or append it."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        text = "# Benchmarks\n"
-    except OSError as e:
-        raise CostError(f"--benchmarks {path}: {e.strerror}") from None
-    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    if 0 <= a < b:
-        text = text[:a] + section.rstrip("\n") + text[b + len(SECTION_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        bench_section.replace(path, SECTION_BEGIN, SECTION_END, section)
     except OSError as e:
         raise CostError(f"--benchmarks {path}: {e.strerror}") from None
 

@@ -81,6 +81,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
+import bench_section  # noqa: E402
 from bench_runs import begin_run, code_version, now, open_manifest, write_json  # noqa: E402
 
 LAB_NAME = "spk"
@@ -1029,30 +1030,13 @@ def section(text: str, runs: list, man_path: str) -> str:
 
 def update_benchmarks(path: str, sec: str) -> None:
     """Replace this section of @p path, or append it."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        text = "# Benchmarks\n"
-    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    if 0 <= a < b:
-        text = text[:a] + sec.rstrip("\n") + text[b + len(SECTION_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + sec
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    bench_section.replace(path, SECTION_BEGIN, SECTION_END, sec)
 
 
 def kept_section(path: str) -> str:
     """This section of an existing BENCHMARKS.md ("" if none), for a writer that
     regenerates the rest of the page (tools/bench_suite_report.py)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError:
-        return ""
-    a, b = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    return text[a:b + len(SECTION_END)] + "\n" if 0 <= a < b else ""
+    return bench_section.kept(path, SECTION_BEGIN, SECTION_END)
 
 
 # ---- runs, manifest ----------------------------------------------------------------------

@@ -1,0 +1,41 @@
+"""A benchmark's own section of BENCHMARKS.md, between its begin and end markers: kept
+when another tool rewrites the rest of the page (tools/bench_suite_report.py), replaced
+when the benchmark writes it again.  Shared by tools/bench_cost.py and
+tools/bench_sockperf.py."""
+from __future__ import annotations
+
+import os
+
+
+def kept(path: str, begin: str, end: str) -> str:
+    """The section of an existing page ("" if it or the page is missing), with its newline."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    a, b = text.find(begin), text.find(end)
+    return text[a:b + len(end)] + "\n" if 0 <= a < b else ""
+
+
+def replace(path: str, begin: str, end: str, section: str) -> None:
+    """Put ``section`` in place of the page's section, or after the page; the page is
+    written whole or not at all.  OSError as the file system gives it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = "# Benchmarks\n"
+    a, b = text.find(begin), text.find(end)
+    if 0 <= a < b:
+        text = text[:a] + section.rstrip("\n") + text[b + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
