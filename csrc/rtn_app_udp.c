@@ -82,34 +82,3 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 	ch->next_seq++;
 	return 0;
 }
-
-int rtn_app_udp_payload(const struct rtn_app_chan *ch, const uint8_t *frame, uint32_t len,
-			struct rtn_app_stamps *hdr, struct rtn_app_udp_info *udp)
-{
-	uint32_t end, ulen;
-
-	memset(hdr, 0, sizeof(*hdr));
-	hdr->hdr_len = RTN_APP_ETH_HLEN;
-	/* the station delivers IPv4 without options only (rtn_ip_parse()) */
-	if (len < RTN_UDP_HLEN || frame[RTN_IP_OFF] != 0x45 ||
-	    frame[RTN_IP_OFF + 9] != RTN_IPPROTO_UDP)
-		return -1;
-	ulen = rtn_get_be16(frame + RTN_L4_OFF + 4);
-	end = RTN_L4_OFF + ulen;
-	if (ulen < 8 || end > len)
-		return -1;
-	if (udp) {
-		udp->src_ip = rtn_get_be32(frame + RTN_IP_OFF + 12);
-		udp->dst_ip = rtn_get_be32(frame + RTN_IP_OFF + 16);
-		udp->src_port = rtn_get_be16(frame + RTN_L4_OFF);
-		udp->dst_port = rtn_get_be16(frame + RTN_L4_OFF + 2);
-	}
-	if ((ch->udp_flags & RTN_UDP_F_STAMPED) &&
-	    rtn_app_hdr_parse(frame + RTN_UDP_APP_SHIFT, end - RTN_UDP_APP_SHIFT, hdr) > 0) {
-		hdr->hdr_len += RTN_UDP_APP_SHIFT;
-		return 1;
-	}
-	memset(hdr, 0, sizeof(*hdr));
-	hdr->hdr_len = RTN_UDP_HLEN;
-	return 0;
-}

@@ -25,23 +25,12 @@
 #include "rtn_tdma_fsm.h"
 #include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto_inline.h"
+#include "rtn_wire_inline.h"
 
 #define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
 #define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */
 
 /* ---- helpers ------------------------------------------------------------ */
-
-int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps)
-{
-	uint32_t on_wire;
-
-	if (mbps == 0)
-		return 0;
-	if (len < ETH_ZLEN_RTN)
-		len = ETH_ZLEN_RTN;
-	on_wire = 8 + len + 4 + 12;	/* preamble+SFD, frame, FCS, inter-frame gap */
-	return ((int64_t)on_wire * 8 * 1000 + mbps - 1) / mbps;
-}
 
 int64_t rtn_tdma_cycle_start(const struct rtn_tdma *e, uint32_t n)
 {
@@ -205,7 +194,7 @@ static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t s
 		start = *tx;
 	if (model_start > start)
 		start = model_start;
-	e->wire_free_at = start + rtn_wire_time_ns(len, e->cfg.link_rate_mbps);
+	e->wire_free_at = start + rtn_wire_ns(len, e->cfg.link_rate_mbps);
 	return 0;
 }
 
@@ -388,7 +377,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[e->slot_idx[id]];
 	struct rtn_tdma_slot_stats *ss = &e->st.slot[id];
 	struct queue *q = &e->q[e->queue_of[id]];
-	int64_t min_wt = rtn_wire_time_ns(ETH_ZLEN_RTN, e->cfg.link_rate_mbps);
+	int64_t min_wt = rtn_wire_ns(ETH_ZLEN_RTN, e->cfg.link_rate_mbps);
 
 	if (!e->in_slot) {
 		e->in_slot = 1;
@@ -438,7 +427,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			if (e->sent_in_occ >= UNPACED_BURST)
 				return 1;
 		} else {
-			wt = rtn_wire_time_ns(e->pool[b].len, e->cfg.link_rate_mbps);
+			wt = rtn_wire_ns(e->pool[b].len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
 			if (t < e->slot_start)
 				t = e->slot_start;	/* a chained window, run early */

@@ -10,6 +10,7 @@
 #include "rtn_core.h"
 #include "rtn_tdma.h"
 #include "rtn_tdma_priv.h"
+#include "rtn_wire_inline.h"
 
 void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)
 {
@@ -102,7 +103,7 @@ static int slot_check(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_c
 	snprintf(name, sizeof(name), "slot %d: window_us", s->id);
 	if (s->window_ns < 0 || s->window_ns > RTN_TDMA_MAX_OFFSET_NS)
 		return out_of_range(name, s->window_ns / 1000, 0, max_offset_us);
-	int64_t frame_ns = rtn_wire_time_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps);
+	int64_t frame_ns = rtn_wire_ns(s->size + ETH_HLEN_RTN, c->link_rate_mbps);
 	if (s->window_ns && s->window_ns < frame_ns)
 		return rtn_set_error(-EINVAL,
 				     "slot %d: window %lld us is shorter than one %u-byte frame "
