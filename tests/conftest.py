@@ -4,8 +4,10 @@ Tests that need root, network namespaces, AF_XDP or TAP are marked ``netns``.
 Locally they skip when the machine cannot run them; with CI=true they fail
 instead, so a green CI run means they really ran.
 """
+import json
 import os
 import shutil
+import time
 
 import pytest
 
@@ -72,19 +74,63 @@ def daemon_lab(name: str, stations: int):
             os.environ["RTNET_RUN_DIR"] = old
 
 
-TDMA_IPV4_STATION = """
-[station]
-name = "{name}"
-ip = "{ip}"
-[rt]
-allow_fallback = true
-[tdma]
-role = "{role}"
-{cycle}cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = {offset}
-"""
+def wait_for(cond, timeout: float, what: str = "condition", *, interval: float = 0.02):
+    """Poll ``cond()`` (a state another thread or process makes true, which no event tells
+    us of) until it returns something true, and return that.  It is called at once, then
+    every ``interval`` seconds; the last call is at the deadline, ``timeout`` seconds on.
+    If it is still false then, the test fails with AssertionError ("timed out waiting for
+    ``what``"), which a caller may catch."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(min(interval, left))
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)            # a TOML basic string for the names used here
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(_toml_value, v)) + "]"
+    raise TypeError(f"no TOML for {v!r}")
+
+
+def station_toml(name: str, *, ip: str | None = None, ethertypes=None,
+                 role: str | None = None, cycle_us: int | None = None,
+                 cal_rounds: int | None = None, offset_us: int | None = None,
+                 **tables: dict) -> str:
+    """The text of a lab station's rtnet.toml: ``[station]`` with its name (and ``ip``,
+    ``ethertypes`` if given), ``[rt] allow_fallback = true`` (a lab runs without a
+    real-time kernel), then each further table of ``tables`` (``link={...}``,
+    ``nomac={}``, ``control={...}``) and, for a ``role``, ``[tdma]`` with ``cycle_us``
+    and ``cal_rounds`` if given and slot 0 at ``offset_us`` if given.  Keys left None
+    are left out, so the station's defaults apply."""
+    out = ["[station]", f"name = {_toml_value(name)}"]
+    for key, value in (("ip", ip), ("ethertypes", ethertypes)):
+        if value is not None:
+            out.append(f"{key} = {_toml_value(value)}")
+    out += ["[rt]", "allow_fallback = true"]
+    for table, keys in tables.items():
+        out.append(f"[{table}]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in keys.items()]
+    if role is not None:
+        out += ["[tdma]", f"role = {_toml_value(role)}"]
+        for key, value in (("cycle_us", cycle_us), ("cal_rounds", cal_rounds)):
+            if value is not None:
+                out.append(f"{key} = {value}")
+        if offset_us is not None:
+            out += ["[[tdma.slot]]", "id = 0", f"offset_us = {offset_us}"]
+    else:
+        assert cycle_us is None and cal_rounds is None and offset_us is None, "TDMA needs a role"
+    return "\n".join(out) + "\n"
 
 
 def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
@@ -92,11 +138,10 @@ def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
     with its real-time IPv4 address and a route to the other: yields the lab once the slave
     is synchronised.  A generator for module fixtures, as daemon_lab."""
     import tempfile
-    import textwrap
-    import time
 
     from rtnet import cli, rtroute
     from rtnet.stationctl import request
+    from rtnet.tdma_stats import TdmaState
     d = tempfile.mkdtemp(prefix=f"rtn-{name}-conf-")
     try:
         for lab in daemon_lab(name, 2):
@@ -104,15 +149,13 @@ def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
                                      (lab.station(2), "slave", 400)):
                 path = os.path.join(d, f"{st.index}.toml")
                 with open(path, "w") as f:
-                    f.write(textwrap.dedent(TDMA_IPV4_STATION.format(
-                        name=f"{name}{st.index}", ip=st.ip, role=role, offset=offset,
-                        cycle=f"cycle_us = {cycle_us}\n" if role == "master" else "")))
+                    f.write(station_toml(f"{name}{st.index}", ip=st.ip, role=role,
+                                         cycle_us=cycle_us if role == "master" else None,
+                                         cal_rounds=10, offset_us=offset))
                 assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
-            deadline = time.monotonic() + 20
-            while request("rteth0", {"cmd": "status"}, netns=lab.station(2).netns)[
-                    "status"]["tdma"]["state"] != "synchronised":
-                assert time.monotonic() < deadline, "the slave did not synchronise"
-                time.sleep(0.05)    # polling what another process makes true
+            wait_for(lambda: request("rteth0", {"cmd": "status"}, netns=lab.station(2).netns)[
+                "status"]["tdma"]["state"] == TdmaState.SYNCED, 20, "the slave to synchronise",
+                interval=0.05)
             for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
                 assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
             yield lab

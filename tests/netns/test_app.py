@@ -10,12 +10,14 @@ import time
 
 import numpy as np
 import pytest
+from conftest import wait_for
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
 from rtnet.errors import ChannelError, ConfigError
 from rtnet.lab import Lab
 from rtnet.station import RtSettings, Station
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -27,15 +29,6 @@ SLOT_WINDOW_NS = 300_000    # wire time of a full slot (~125 us) plus generous s
 LOOSE_NS = 100_000_000      # sanity bound for "arrived promptly" on a noisy VM
 SYNC_TOL_NS = 100_000       # tx and rx stamps come from two clocks, synchronised to some us
 RT = RtSettings(priority=80)
-
-
-def wait_for(cond, timeout=5.0, what="condition"):
-    """Poll a condition the code under test makes true (not a sleep standing in for sync)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.002)
 
 
 def open_stations(lab):
@@ -65,7 +58,7 @@ def tdma():
                                          slots={0: Slot(0, SLAVE_SLOT_NS // 1000)}))
             master.start()
             slave.start()
-            wait_for(lambda: slave.stats()["tdma"]["state"] == "synchronised", 10,
+            wait_for(lambda: slave.stats()["tdma"]["state"] == TdmaState.SYNCED, 10,
                      "the slave to synchronise")
             yield lab, master, slave
 
@@ -129,7 +122,7 @@ def test_blocking_recv_wakes_on_arrival(pair):
 
     t = threading.Thread(target=reader)
     t.start()
-    wait_for(lambda: cm.stats()["rx_waiting"] == 1, what="the reader to block")
+    wait_for(lambda: cm.stats()["rx_waiting"] == 1, 5, "the reader to block")
     assert "msg" not in got
     sent_at = time.monotonic_ns()
     cs.send(lab.station(1).mac, b"wake")
@@ -168,7 +161,7 @@ def test_reader_that_stops_loses_only_its_own_messages(tdma):
         got = [busy.recv(timeout=2.0) for _ in range(24)]
         assert [m.payload for m in got] == [bytes([i]) for i in range(24)]
         wait_for(lambda: (lambda s: s["rx_msgs"] + s["rx_drops"])(master.channel_stats(cid)) == 24,
-                 what="the idle channel's 24 messages to be accounted")
+                 5, "the idle channel's 24 messages to be accounted")
         st = idle.stats()
         assert st["rx_queued"] == 8 and st["rx_drops"] == 16
         assert master.channel_stats(cid)["rx_drops"] == 16
@@ -263,7 +256,7 @@ def test_station_closing_the_channel_wakes_and_fails(nomac):
 
         t = threading.Thread(target=reader)
         t.start()
-        wait_for(lambda: ch.stats()["rx_waiting"] == 1, what="the reader to block")
+        wait_for(lambda: ch.stats()["rx_waiting"] == 1, 5, "the reader to block")
         a.close_channel(cid)
         t.join(timeout=5)
         assert not t.is_alive() and err["e"].errno == errno.ENOTCONN

@@ -10,43 +10,19 @@ import textwrap
 import time
 
 import pytest
-from conftest import daemon_lab, require_tool
+from conftest import daemon_lab, require_tool, station_toml, wait_for
 
 from rtnet import cli, netns, paths
 from rtnet._lowlevel import lib
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-MASTER = """
-[station]
-name = "m"
-[rt]
-allow_fallback = true
-[tdma]
-role = "master"
-cycle_us = 1000
-cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = 0
-"""
-
-SLAVE = """
-[station]
-name = "sl"
-[rt]
-allow_fallback = true
-[tdma]
-role = "slave"
-cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = 400
-[control]
-status_group = "nogroup"
-"""
+MASTER = station_toml("m", role="master", cycle_us=1000, cal_rounds=10, offset_us=0)
+SLAVE = station_toml("sl", role="slave", cal_rounds=10, offset_us=400,
+                     control={"status_group": "nogroup"})
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +118,8 @@ def test_up_status_down(capsys, stations, conf):
 
 def test_config_error_starts_nothing(capsys, stations, conf):
     ns = stations[0].netns
-    path = conf("bad.toml", MASTER.replace("cycle_us = 1000", "cycle_us = 50"))
+    path = conf("bad.toml", station_toml("m", role="master", cycle_us=50, cal_rounds=10,
+                                         offset_us=0))
     rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
     assert rc == 1
     assert err.strip() == f"rtnetctl: {path}: tdma.cycle_us: 50 below minimum 100"
@@ -166,7 +143,7 @@ def test_rtnet_conf_runs_the_same_schedule_as_toml(capsys, stations, conf):
         from rtmac import control
         shown = control.send_request("rteth0", {"cmd": "tdma.show"})
     assert shown["config"] == toml_cfg.tdma.to_dict()
-    assert shown["state"] == "active"
+    assert shown["state"] == TdmaState.MASTER
 
 
 def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
@@ -174,7 +151,7 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
-    st = wait_state(capsys, s, "synchronised")
+    st = wait_state(capsys, s, TdmaState.SYNCED)
     assert st["tdma"]["calibration"]["done"] == 10
 
     # rtmac slot changes reach the running daemon; a bad one is refused, schedule intact
@@ -188,7 +165,7 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     shown = json.loads(capsys.readouterr().out)
     assert [(x["id"], x["offset_us"], x["size"]) for x in shown["config"]["slots"]] == \
         [(0, 400, 1500), (1, 600, 200)]
-    assert shown["state"] == "synchronised"
+    assert shown["state"] == TdmaState.SYNCED
 
     # ping by IP (broadcast, then the learnt MAC) and by MAC, through the slots
     rc, out, err = ctl(capsys, "ping", "-n", m, "198.18.0.2", "-c", "3", "-i", "20")
@@ -245,7 +222,7 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
-    wait_state(capsys, s, "synchronised")
+    wait_state(capsys, s, TdmaState.SYNCED)
     before = {ns: status(capsys, ns)["capture"]["frames"] for ns in (m, s)}
     replies = {}
 
@@ -257,11 +234,9 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
     for th in threads:
         th.start()
     # both rings are on once their counters move (the master's Sync goes out every cycle)
-    for ns in (m, s):
-        deadline = time.monotonic() + 5
-        while status(capsys, ns)["capture"]["frames"] == before[ns]:
-            assert time.monotonic() < deadline, f"{ns}: capture did not start"
-            time.sleep(0.01)  # the capture starts in the daemon's process
+    for ns in (m, s):         # the capture starts in the daemon's process
+        wait_for(lambda ns=ns: status(capsys, ns)["capture"]["frames"] != before[ns], 5,
+                 f"the capture in {ns} to start", interval=0.01)
     rc, out, err = ctl(capsys, "ping", "-n", m, stations[1].mac, "-c", "3", "-i", "20")
     assert rc == 0 and out.count("time=") == 3, err
     for th in threads:
@@ -300,7 +275,7 @@ def test_capture_into_a_tiny_ring_should_count_drops_and_leave_tdma_alone(
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
-    wait_state(capsys, s, "synchronised")
+    wait_state(capsys, s, TdmaState.SYNCED)
     path = tmp_path / "tiny.pcapng"
     # a Sync every millisecond, the ring emptied every few: two entries cannot keep up
     rc, out, err = ctl(capsys, "capture", "-n", m, "-w", str(path), "-c", "10000", "-t", "0.5",
@@ -311,7 +286,7 @@ def test_capture_into_a_tiny_ring_should_count_drops_and_leave_tdma_alone(
     assert status(capsys, m)["capture"]["drops"] == res["dropped"]
     from scapy.utils import rdpcap
     assert len(rdpcap(str(path))) == res["frames"]
-    assert status(capsys, s)["tdma"]["state"] == "synchronised"
+    assert status(capsys, s)["tdma"]["state"] == TdmaState.SYNCED
 
 
 def _as_nobody(ns, request: dict) -> str:
@@ -389,7 +364,7 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
     # several requests on one connection are answered in order
     replies = raw(ns, b'{"cmd": "tdma.show"}\nnope\n{"cmd": "status"}\n')
     assert [r["ok"] for r in replies] == [True, False, True]
-    assert status(capsys, ns)["tdma"]["state"] == "active"
+    assert status(capsys, ns)["tdma"]["state"] == TdmaState.MASTER
 
 
 def test_second_daemon_refused_and_sigkill_recovery(capsys, stations, conf):
@@ -414,7 +389,7 @@ def test_second_daemon_refused_and_sigkill_recovery(capsys, stations, conf):
     rc, out, err = ctl(capsys, "up", "-n", ns, "-c", path)
     assert rc == 0, err
     new = status(capsys, ns)
-    assert new["daemon"]["pid"] != pid and new["tdma"]["state"] == "active"
+    assert new["daemon"]["pid"] != pid and new["tdma"]["state"] == TdmaState.MASTER
     assert xdp_programs(ns) == 1
     log = open(os.path.join(os.path.dirname(paths.pid_file("rteth0", ns)), "rteth0.log")).read()
     assert "removed 1 XDP program" in log
@@ -450,10 +425,9 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
         # the daemon's own: the echo service, rtping's IPv4 and rtroute solicit's ARP
         # channels; then the client's
         assert [c["ethertype"] for c in chans] == [0x88B6, 0x0800, 0x0806, 0x88B5]
-    deadline = time.monotonic() + 5
-    while len(status(capsys, ns)["channels"]) != 3:
-        assert time.monotonic() < deadline, "channel not reclaimed after the client left"
-        time.sleep(0.05)  # the daemon notices EOF on its own thread
+    # the daemon notices EOF on its own thread
+    wait_for(lambda: len(status(capsys, ns)["channels"]) == 3, 5,
+             "the channel to be reclaimed after the client left", interval=0.05)
 
 
 CHILD_APP = """
@@ -471,7 +445,7 @@ def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, 
     chan = "\n[[channel]]\nethertype = 0x88B5\n"
     assert ctl(capsys, "up", "-n", m_ns, "-c", conf("m.toml", MASTER + chan))[0] == 0
     assert ctl(capsys, "up", "-n", s_ns, "-c", conf("s.toml", SLAVE + chan))[0] == 0
-    wait_state(capsys, s_ns, "synchronised")
+    wait_state(capsys, s_ns, TdmaState.SYNCED)
     # an application on each station: a message from the slave to the master, with
     # its scheduled, transmit and receive times (global time, sched <= tx <= rx)
     with Channel.open(netns=m_ns, ethertype=0x88B5) as rx, \
@@ -492,8 +466,7 @@ def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, 
     finally:
         child.kill()
         child.wait()
-    deadline = time.monotonic() + 5
-    while [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5):
-        assert time.monotonic() < deadline, "channel not reclaimed after the app died"
-        time.sleep(0.05)  # the daemon notices the closed connection on its own thread
-    assert status(capsys, m_ns)["tdma"]["state"] == "active"
+    # the daemon notices the closed connection on its own thread
+    wait_for(lambda: not [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5),
+             5, "the channel to be reclaimed after the app died", interval=0.05)
+    assert status(capsys, m_ns)["tdma"]["state"] == TdmaState.MASTER

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from conftest import wait_for
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
@@ -33,15 +34,6 @@ OTHER_ET = 0x88B7          # not one of the stations' EtherTypes
 N = 1500
 FORGED = struct.pack(">I", 0xDEAD0000)
 STRANGER = "02:99:99:99:99:01"
-
-
-def wait_for(cond, timeout=10.0, what="condition"):
-    """Poll counters the code under test moves (no event tells us)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def open_station(ls):
@@ -122,9 +114,9 @@ def send_stream(tx, rx, dst: str, n: int, during=None) -> list[int]:
                 during()
             out.send(dst, struct.pack(">I", i) + bytes(40))
             if i % 50 == 49:      # the channel's ring holds a few hundred: let it drain
-                wait_for(lambda i=i: tx.channel_stats(tx_id)["tx_msgs"] >= i + 1,
-                         what="the sender's channel")
-        wait_for(lambda: tx.channel_stats(tx_id)["tx_msgs"] == n, what="the last message")
+                wait_for(lambda i=i: tx.channel_stats(tx_id)["tx_msgs"] >= i + 1, 10,
+                         "the sender's channel")
+        wait_for(lambda: tx.channel_stats(tx_id)["tx_msgs"] == n, 10, "the last message")
         settle(lambda: len(got), lambda: got[-1:] == [n - 1])
     finally:
         done.set()

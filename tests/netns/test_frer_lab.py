@@ -10,10 +10,9 @@ import contextlib
 import struct
 import subprocess
 import threading
-import time
 
 import pytest
-from conftest import require_tool
+from conftest import require_tool, station_toml, wait_for
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtmac.testing import wire_faults
@@ -21,6 +20,7 @@ from rtnet import netns
 from rtnet.app import Channel
 from rtnet.lab import STATION_IF_B, Lab
 from rtnet.station import RtSettings, Station
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -29,15 +29,6 @@ RT = RtSettings(priority=80)
 CYCLE_US = 1000
 SLAVE_SLOT_US = 500
 LOSS_PERCENT = 20
-
-
-def wait_for(cond, timeout=5.0, what="condition"):
-    """Poll a condition the code under test makes true (not a sleep standing in for sync)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.002)
 
 
 def open_station(lab_station, redundant=True):
@@ -61,7 +52,7 @@ def tdma():
         for st in (master, slave, one):
             st.start()
         for st in (slave, one):
-            wait_for(lambda: st.stats()["tdma"]["state"] == "synchronised", 10,
+            wait_for(lambda: st.stats()["tdma"]["state"] == TdmaState.SYNCED, 10,
                      "the slaves to synchronise")
         yield lab, master, slave, one
 
@@ -116,7 +107,8 @@ def run_stream(lab, master, slave, count, *, per_cycle=1, before=None):
             quiet = now == prev[0] and len(got) == now["total"]["passed"] - passed0
             prev[0] = now
             return quiet
-        wait_for(settled, 3.0, "the last copies and the reader")
+        # settled: two looks one interval (2 ms) apart that agree
+        wait_for(settled, 3.0, "the last copies and the reader", interval=0.002)
     finally:
         done.set()
         t.join()
@@ -180,7 +172,7 @@ def test_a_wire_cut_mid_run_loses_and_duplicates_nothing(tdma):
     # (a stall of this VM may cost one, as in the one-wire TDMA tests) and is synchronised
     syncs_in_cut = marks[mend_at][1]["sync_rx"] - marks[cut_at][1]["sync_rx"]
     assert syncs_in_cut >= (mend_at - cut_at) * 0.9
-    assert slave.stats()["tdma"]["state"] == "synchronised"
+    assert slave.stats()["tdma"]["state"] == TdmaState.SYNCED
 
 
 def test_random_loss_on_both_wires_loses_only_what_both_lost(tdma):
@@ -266,7 +258,7 @@ def test_a_one_port_station_on_wire_a_is_unaffected(tdma):
     lab, master, _slave, one = tdma
     fr = one.stats()["frer"]
     assert fr["ports"] == 1 and fr["tx_redundant"] == 0
-    assert one.stats()["tdma"]["state"] == "synchronised"
+    assert one.stats()["tdma"]["state"] == TdmaState.SYNCED
     sync = stream(one, lab.station(1).mac, 0x9021)
     assert sync["total"]["passed"] > 0 and copies(sync, 1) == 0
     tx_id, memfd, kickfd = one.open_channel(ET, redundant=True)    # no second port: plain
@@ -285,34 +277,9 @@ def test_a_one_port_station_on_wire_a_is_unaffected(tdma):
     assert one.stats()["xsk"]["tx_frames"] >= 50
 
 
-DAEMON_MASTER = """
-[station]
-name = "m"
-[rt]
-allow_fallback = true
-[link]
-redundant_dev = "rteth1"
-[tdma]
-role = "master"
-cycle_us = 1000
-cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = 0
-"""
-
-DAEMON_SLAVE = """
-[station]
-name = "sl"
-[rt]
-allow_fallback = true
-[tdma]
-role = "slave"
-cal_rounds = 10
-[[tdma.slot]]
-id = 0
-offset_us = 400
-"""
+DAEMON_MASTER = station_toml("m", role="master", cycle_us=1000, cal_rounds=10, offset_us=0,
+                             link={"redundant_dev": "rteth1"})
+DAEMON_SLAVE = station_toml("sl", role="slave", cal_rounds=10, offset_us=400)
 
 
 def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatch, capsys):
@@ -341,7 +308,7 @@ def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatc
             def synced_on_both():
                 st = status(s)
                 syncs = [x for x in st["frer"]["streams"] if x["ethertype"] == 0x9021]
-                return (st["tdma"]["state"] == "synchronised" and syncs and
+                return (st["tdma"]["state"] == TdmaState.SYNCED and syncs and
                         all(p["passed"] + p["discarded"] > 20 for p in syncs[0]["port"]))
             wait_for(synced_on_both, 15.0, "the slave to take Syncs from both wires")
             assert status(m)["frer"]["ports"] == 2

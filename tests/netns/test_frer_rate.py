@@ -13,7 +13,7 @@ import os
 import time
 
 import pytest
-from conftest import require_tool
+from conftest import require_tool, wait_for
 
 from rtmac.testing import wire_faults
 from rtnet.lab import STATION_IF_B, Lab
@@ -40,15 +40,6 @@ def settle(count, want: int, timeout: float) -> None:
             last, since = now, time.monotonic()
         elif time.monotonic() - since >= 0.5:
             return
-        time.sleep(0.02)
-
-
-def wait_for(cond, timeout: float, what: str) -> None:
-    """Poll the stations' counters (no event tells us)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.02)
 
 

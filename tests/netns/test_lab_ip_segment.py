@@ -16,6 +16,7 @@ from pyroute2 import netns as pr_netns
 
 from rtnet import netns, procs
 from rtnet.lab import RUN_DIR
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -72,7 +73,8 @@ def start_capture(path: str, count: int) -> subprocess.Popen:
 
 
 def test_the_demo_pings_over_icmp_and_every_station_knows_the_others(demo):
-    assert [s["state"] for s in demo["stations"]] == ["active", "stand-by", "synchronised"]
+    assert [s["state"] for s in demo["stations"]] == [TdmaState.MASTER, TdmaState.BACKUP_STANDBY,
+                                                      TdmaState.SYNCED]
     assert demo["rt_ping"]["dst"] == f"198.18.0.{N}" and demo["rt_ping"]["received"] == 3
     assert demo["rt_ping"]["answered_by_rt_thread"] == 3
     for i in range(1, N + 1):

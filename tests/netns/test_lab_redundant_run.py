@@ -10,6 +10,7 @@ import pytest
 from pyroute2 import netns as pr_netns
 
 from rtnet import procs
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -32,7 +33,8 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr
         s = json.loads(r.stdout)
         assert s["redundant"] and s["ok"]
-        assert [st["state"] for st in s["stations"]] == ["active", "stand-by", "synchronised"]
+        assert [st["state"] for st in s["stations"]] == [TdmaState.MASTER,
+                                                         TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
         # one message a cycle for the run (a stalled VM may cost the odd cycle)
         assert s["sent"] >= DURATION_S * 1e6 / CYCLE_US * 0.8, s["sent"]
         assert s["received"] == s["sent"] and s["lost"] == 0

@@ -7,9 +7,9 @@ import os
 import socket
 import subprocess
 import threading
-import time
 
 import pytest
+from conftest import wait_for
 
 from rtmac.frames import FrameKind, decode
 from rtmac.tdma_config import Slot, TdmaConfig
@@ -18,23 +18,13 @@ from rtnet.app import Channel
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
 from rtnet.station import RtSettings, Station
+from rtnet.tdma_stats import TdmaState
 from rtnet.wirecap import WireCapture
 from vnic.tap import Tap
 
 pytestmark = pytest.mark.netns
 
 PORT = 5301
-
-
-def wait_for(pred, timeout=20.0, what="condition"):
-    """Poll another process's state (there is no event for it)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def status(st):
@@ -53,9 +43,9 @@ def lab():
             with open(conf, "w") as f:
                 f.write(labdemo.station_toml(st.index, lab.n))
             stationctl.up(conf, netns=st.netns)
-        want = ["active", "stand-by", "synchronised"]
+        want = [TdmaState.MASTER, TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
         wait_for(lambda: [(status(s).get("tdma") or {}).get("state") for s in lab.stations] == want,
-                 what="the segment synchronised")
+                 20, "the segment synchronised", interval=0.05)
         yield lab
     finally:
         for st in lab.stations:
@@ -115,7 +105,7 @@ def enable_ipv6_on_vnic0(ns: str) -> str:
                                                 "scope", "link"]),
                              capture_output=True, text=True).stdout
         return out.split()[3].split("/")[0] if out.strip() else None
-    return wait_for(link_local, what=f"a link-local address on vnic0 in {ns}")
+    return wait_for(link_local, 20, f"a link-local address on vnic0 in {ns}", interval=0.05)
 
 
 def test_ipv6_link_local_ping_and_tcp_over_vnic0(lab):
@@ -156,7 +146,7 @@ def test_rt_frames_sharing_a_window_with_vnic_frames_are_not_delayed():
                 0: Slot(0, 850, size=200), 1: Slot(1, 870, window_us=125)}))
             m.start()
             s.start()
-            wait_for(lambda: s.stats()["tdma"]["state"] == "synchronised", what="synchronised")
+            wait_for(lambda: s.stats()["tdma"]["state"] == TdmaState.SYNCED, 20, "synchronised")
             taps = []
             for idx, st in ((1, m), (2, s)):
                 ls = lab.station(idx)
@@ -173,7 +163,7 @@ def test_rt_frames_sharing_a_window_with_vnic_frames_are_not_delayed():
             try:
                 with Channel.attach(memfd, kickfd) as tx, \
                         WireCapture(lab.wire_netns, ethertypes={0x9021, et}) as cap:
-                    wait_for(lambda: m.stats()["vnic"]["tap_rx"] > 200, what="the VNIC flood")
+                    wait_for(lambda: m.stats()["vnic"]["tap_rx"] > 200, 20, "the VNIC flood")
                     # 1200 cycles: on a busy VM the flood's frames share the window in as
                     # few as one cycle in ten, and the property needs a hundred such cycles
                     for _ in range(1200):

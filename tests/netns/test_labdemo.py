@@ -11,6 +11,7 @@ from pyroute2 import netns as pr_netns
 
 from rtnet import paths
 from rtnet.labdemo import NRT_SLOT_SIZE
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -25,8 +26,8 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
     try:
         assert r.returncode == 0, r.stderr
         summary = json.loads(r.stdout)
-        assert [s["state"] for s in summary["stations"]] == ["active", "stand-by",
-                                                              "synchronised"]
+        assert [s["state"] for s in summary["stations"]] == [
+            TdmaState.MASTER, TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
         assert summary["messages"] >= 1000 and summary["lost"] == 0
         assert summary["latency_us"]["p50"] < 1000  # within the cycle it was sent in
         assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
@@ -34,7 +35,7 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         prog = summary["unmodified_program"]
         assert prog["returncode"] == 0 and prog["received"] > 10, prog
         st = json.loads(rtnetctl("-j", "-n", "rtn-ld-s3", "status").stdout)
-        assert st["tdma"]["state"] == "synchronised" and st["vnic"]["tap_tx"] > 0
+        assert st["tdma"]["state"] == TdmaState.SYNCED and st["vnic"]["tap_tx"] > 0
         # rtnetd sizes vnic0 for its NRT slot: slot size - 4 (the RTmac header)
         with IPRoute(netns="rtn-ld-s3") as ipr:
             link = ipr.link("get", index=ipr.link_lookup(ifname="vnic0")[0])[0]

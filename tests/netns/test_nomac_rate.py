@@ -7,9 +7,9 @@
   hand-over horizon; the rest wait in the generator (the tester) behind their
   schedule, and past the backlog bound the caller gave are counted as drops.
 """
-import time
 
 import pytest
+from conftest import wait_for
 
 from rtnet._lowlevel import lib
 from rtnet.lab import Lab
@@ -26,21 +26,10 @@ def lab():
         yield lab
 
 
-def wait_for(pred, timeout: float, what: str):
-    """Poll the RT thread's counters (no event tells us)."""
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def run_generator(tx, fps: int, count: int, timeout: float) -> None:
     tx.generate(fps, count, ethertype=ET, length=LEN)
-    deadline = time.monotonic() + timeout
     # the generator publishes what it has left; there is no event for "done"
-    while tx.probe_rx()["generator_left"] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert tx.probe_rx()["generator_left"] == 0, "the generator did not finish"
+    wait_for(lambda: tx.probe_rx()["generator_left"] == 0, timeout, "the generator to finish")
 
 
 @pytest.mark.netns

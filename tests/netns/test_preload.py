@@ -20,24 +20,20 @@ import threading
 import time
 
 import pytest
-from conftest import daemon_lab, require_tool
+from conftest import daemon_lab, require_tool, station_toml
 
 from rtnet import cli, rtroute, run
 from rtnet.stationctl import request
 
 pytestmark = pytest.mark.netns
 
-CONF = """
-[station]
-name = "pl{index}"
-ip = "{ip}"
-ethertypes = [0x88B5]
-[rt]
-allow_fallback = true
-[link]
-link_rate_mbps = 0
-[nomac]
-"""
+
+def conf(st) -> str:
+    """Lab station ``st``'s rtnet.toml: NoMAC, its IPv4 address, EtherType 0x88B5."""
+    return station_toml(f"pl{st.index}", ip=st.ip, ethertypes=[0x88B5],
+                        link={"link_rate_mbps": 0}, nomac={})
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 POSIX_MIX = os.path.join(os.path.dirname(HERE), "preload", "posix_mix.c")
 
@@ -50,7 +46,7 @@ def lab():
             for st in lab.stations:
                 path = os.path.join(d, f"{st.index}.toml")
                 with open(path, "w") as f:
-                    f.write(textwrap.dedent(CONF.format(index=st.index, ip=st.ip)))
+                    f.write(conf(st))
                 assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
             for x in lab.stations:
                 for y in lab.stations:
@@ -475,9 +471,9 @@ def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
             line = p.stdout.readline()
             assert line, seen.decode()
             seen += line
-        conf = tmp_path / "again.toml"
-        conf.write_text(textwrap.dedent(CONF.format(index=s1.index, ip=s1.ip)))
-        assert cli.main(["up", "-n", s1.netns, "-c", str(conf)]) == 0
+        again = tmp_path / "again.toml"
+        again.write_text(conf(s1))
+        assert cli.main(["up", "-n", s1.netns, "-c", str(again)]) == 0
         out, _ = p.communicate(b"go\n", timeout=30)
     finally:
         stop(p)

@@ -8,17 +8,17 @@ import os
 import signal
 import struct
 import subprocess
-import textwrap
 import threading
 import time
 
 import pytest
-from conftest import daemon_lab, skip_or_fail
+from conftest import daemon_lab, skip_or_fail, station_toml, wait_for
 
 from rtmac import control
 from rtnet import cli, paths
 from rtnet.clocks import realtime_minus_monotonic_ns
 from rtnet.rtcfg import cli as rtcfg_cli
+from rtnet.rtcfg.server import ConnState
 
 pytestmark = pytest.mark.netns
 
@@ -26,27 +26,8 @@ LAB = "rcfg"
 PERIOD_MS, HEARTBEAT_MS, THRESHOLD = 200, 500, 2
 LOOSE = 3                       # bounds on times are this many times what they should be
 
-MASTER = """
-[station]
-name = "rtcfg-server"
-[rt]
-allow_fallback = true
-[tdma]
-role = "master"
-cycle_us = 1000
-[[tdma.slot]]
-id = 0
-offset_us = 0
-"""
-
-SLAVE = """
-[station]
-name = "rtcfg-client"
-[rt]
-allow_fallback = true
-[tdma]
-role = "slave"
-"""
+MASTER = station_toml("rtcfg-server", role="master", cycle_us=1000, offset_us=0)
+SLAVE = station_toml("rtcfg-client", role="slave")     # no slot: stage 1 gives it one
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +64,6 @@ def server_state(ns, ip) -> str:
     return next(s["state"] for s in rtcfg_status(ns)["stations"] if s["ip"] == ip)
 
 
-def until(done, what, timeout):
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.1f} s"
-        time.sleep(0.05)   # the daemons are other processes: poll their status
-
-
 def write_pcap(path, frames) -> None:
     """Classic pcap (Ethernet), microsecond stamps."""
     with open(path, "wb") as f:
@@ -109,7 +83,7 @@ def test_rtcfg_configures_two_slaves_and_readmits_a_dead_one(lab, tmp_path):
     confs = {}
     for name, text in (("m", MASTER), ("s", SLAVE)):
         confs[name] = tmp_path / f"{name}.toml"
-        confs[name].write_text(textwrap.dedent(text))
+        confs[name].write_text(text)
     stage1 = {}
     for ip, offset in ((ip2, 400), (ip3, 600)):
         stage1[ip] = tmp_path / f"{ip}.stage1"
@@ -136,25 +110,27 @@ def test_rtcfg_configures_two_slaves_and_readmits_a_dead_one(lab, tmp_path):
         assert [a() for a in announced] == [0, 0] and waited() == 0
         readies = [in_thread(ns, "ready", "-t", "20000") for ns in (s1, s2, s3)]
         assert [r() for r in readies] == [0, 0, 0]
-        assert {s["state"] for s in rtcfg_status(s1)["stations"]} == {"ready"}
+        assert {s["state"] for s in rtcfg_status(s1)["stations"]} == {ConnState.READY}
 
         # station 3's rtnetd dies: the server holds it for dead after heartbeat x threshold
         pid = int(open(paths.pid_file("rteth0", s3)).read())
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
-        until(lambda: server_state(s1, ip3) == "dead", "station 3 dead",
-              LOOSE * (HEARTBEAT_MS * THRESHOLD + PERIOD_MS) / 1000)
+        wait_for(lambda: server_state(s1, ip3) == ConnState.DEAD,
+                 LOOSE * (HEARTBEAT_MS * THRESHOLD + PERIOD_MS) / 1000, "station 3 dead",
+                 interval=0.05)   # the daemons are other processes: poll their status
         assert time.monotonic() - killed >= HEARTBEAT_MS * (THRESHOLD - 1) / 1000
-        assert server_state(s1, ip2) == "ready"
+        assert server_state(s1, ip2) == ConnState.READY
 
         # restarted as a client it is readmitted
         from rtnet.procs import running
-        until(lambda: not running(pid), "the killed daemon gone", 10)
+        wait_for(lambda: not running(pid), 10, "the killed daemon gone", interval=0.05)
         assert cli.main(["up", "-n", s3, "-c", str(confs["s"])]) == 0
         assert rtcfg(s3, "client", "-t", "20000") == 0
         assert rtcfg(s3, "announce", "-t", "20000") == 0
         assert rtcfg(s3, "ready", "-t", "20000") == 0
-        until(lambda: server_state(s1, ip3) == "ready", "station 3 readmitted", 10)
+        wait_for(lambda: server_state(s1, ip3) == ConnState.READY, 10, "station 3 readmitted",
+                 interval=0.05)
         for ns in (s1, s2, s3):
             assert cli.main(["down", "-n", ns]) == 0
 

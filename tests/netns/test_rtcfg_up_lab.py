@@ -15,6 +15,9 @@ from conftest import daemon_lab
 
 from rtmac import control
 from rtnet import cli, paths
+from rtnet.rtcfg.client import ClientState
+from rtnet.rtcfg.server import ConnState
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -93,8 +96,8 @@ def test_rtcfg_brings_up_three_stations_from_the_masters_configuration(lab, tmp_
                               capture_output=True, text=True, check=True).stdout
         assert f"inet {lab.station(n).ip}/24" in addr                # stage 1's vnic up
         st = status(ns)
-        assert st["tdma"]["state"] == "synchronised"
-        assert st["rtcfg"]["state"] == "ready" and st["rtcfg"]["ip"] == lab.station(n).ip
+        assert st["tdma"]["state"] == TdmaState.SYNCED
+        assert st["rtcfg"]["state"] == ClientState.READY and st["rtcfg"]["ip"] == lab.station(n).ip
         # the slave sends in its slot 0: the echo service answers the master through it
         before = st["tdma"]["slots"]["0"]["frames"]
         assert cli.main(["ping", "-n", s1, lab.station(n).ip, "-c", "3", "-i", "20"]) == 0
@@ -103,7 +106,7 @@ def test_rtcfg_brings_up_three_stations_from_the_masters_configuration(lab, tmp_
     server = status(s1)["rtcfg"]
     assert server["role"] == "server" and server["ready_stations"] == 2
     assert {(x["ip"], x["mac"], x["state"]) for x in server["stations"]} == {
-        (lab.station(n).ip, lab.station(n).mac, "ready") for n in (2, 3)}
+        (lab.station(n).ip, lab.station(n).mac, ConnState.READY) for n in (2, 3)}
     assert all(x["last_frame_age_ms"] is not None for x in server["stations"])
     rc, out, err = finish(rtnetctl("status", "-n", s1))
     ips = {lab.station(n).ip for n in (2, 3)}

@@ -10,12 +10,14 @@ station's last published cycle) against its station's, and one station against t
 (TDMA synchronisation).
 """
 import pytest
-from test_app import chan, open_stations, wait_for
+from conftest import wait_for
+from test_app import chan, open_stations
 
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet import stages
 from rtnet.lab import Lab
 from rtnet.stall import StallDetector
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -34,7 +36,7 @@ def tdma():
             slave.attach_tdma(TdmaConfig(role="slave", cal_rounds=10, slots={0: Slot(0, 500)}))
             master.start()
             slave.start()
-            wait_for(lambda: slave.stats()["tdma"]["state"] == "synchronised", 10,
+            wait_for(lambda: slave.stats()["tdma"]["state"] == TdmaState.SYNCED, 10,
                      "the slave to synchronise")
             yield lab, master, slave
 

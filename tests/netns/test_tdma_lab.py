@@ -11,6 +11,7 @@ import contextlib
 import time
 
 import pytest
+from conftest import wait_for
 
 from rtmac.frames import FrameKind, decode
 from rtmac.tdma_config import Slot, TdmaConfig, set_slot, wire_time_ns
@@ -19,6 +20,7 @@ from rtnet.errors import ConfigError, RtnetError
 from rtnet.lab import Lab
 from rtnet.mac import format_mac
 from rtnet.station import RtSettings, Station
+from rtnet.tdma_stats import TdmaState
 from rtnet.wirecap import WireCapture
 
 pytestmark = pytest.mark.netns
@@ -34,17 +36,6 @@ SLAVE = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=20,
                    slots={0: Slot(0, 400)})
 
 
-def wait_for(pred, timeout=10.0, what="condition"):
-    """Poll a state we cannot be notified of (another thread's counters)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture
 def lab3():
     """Name: lab3.  Scope: function.  Three stations up, synchronised and calibrated."""
@@ -57,10 +48,12 @@ def lab3():
             s.attach_tdma(cfg)
             s.start()
             stations.append(s)
-        wait_for(lambda: stations[0].stats()["tdma"]["state"] == "active", what="master active")
-        wait_for(lambda: stations[1].stats()["tdma"]["state"] == "stand-by", what="backup stand-by")
-        wait_for(lambda: stations[2].stats()["tdma"]["state"] == "synchronised",
-                 what="slave synchronised")
+        wait_for(lambda: stations[0].stats()["tdma"]["state"] == TdmaState.MASTER, 10,
+                 "master active")
+        wait_for(lambda: stations[1].stats()["tdma"]["state"] == TdmaState.BACKUP_STANDBY, 10,
+                 "backup stand-by")
+        wait_for(lambda: stations[2].stats()["tdma"]["state"] == TdmaState.SYNCED,
+                 10, "slave synchronised")
         yield lab, stations
     finally:
         for s in stations:
@@ -115,7 +108,7 @@ def test_wire_capture_decodes_field_for_field(lab3):
         # attaching the slave again makes it calibrate again: Request and Reply frames
         s.detach()
         s.attach_tdma(SLAVE)
-        wait_for(lambda: s.stats()["tdma"]["state"] == "synchronised", what="re-calibration")
+        wait_for(lambda: s.stats()["tdma"]["state"] == TdmaState.SYNCED, 10, "re-calibration")
     kinds = {}
     for c in cap.frames:
         from scapy.layers.l2 import Ether
@@ -162,11 +155,11 @@ def test_backup_takes_over_and_the_slave_keeps_going(lab3):
     _lab, (m, b, s) = lab3
     before = s.stats()["tdma"]
     m.close()  # the primary master dies
-    wait_for(lambda: b.stats()["tdma"]["state"] == "active (backup)", what="backup takeover")
+    wait_for(lambda: b.stats()["tdma"]["state"] == TdmaState.BACKUP_ACTIVE, 10, "backup takeover")
     cycle = s.stats()["tdma"]["cycle_no"]
-    wait_for(lambda: s.stats()["tdma"]["cycle_no"] > cycle + 200, what="200 cycles on the backup")
+    wait_for(lambda: s.stats()["tdma"]["cycle_no"] > cycle + 200, 10, "200 cycles on the backup")
     after = s.stats()["tdma"]
-    assert after["state"] == "synchronised"
+    assert after["state"] == TdmaState.SYNCED
     assert after["sync_lost_events"] == before["sync_lost_events"]
     assert b.stats()["tdma"]["backup_takeovers"] >= 1
     assert after["master_mac"] == b.mac
@@ -187,12 +180,12 @@ def test_invalid_configuration_is_refused_and_the_schedule_stays(lab3):
             s.attach_tdma(make())
     assert s.tdma_config == good
     st = s.stats()["tdma"]
-    assert st["state"] == "synchronised" and set(st["slots"]) == {0}
+    assert st["state"] == TdmaState.SYNCED and set(st["slots"]) == {0}
     # a valid change applies without a restart: the state and the cycle keep going
     cycle = st["cycle_no"]
     s.attach_tdma(set_slot(good, Slot(2, 700, size=200)))
     st = s.stats()["tdma"]
-    assert set(st["slots"]) == {0, 2} and st["state"] == "synchronised"
+    assert set(st["slots"]) == {0, 2} and st["state"] == TdmaState.SYNCED
     assert st["config_applied"] >= 1 and st["cycle_no"] >= cycle
 
 
@@ -320,11 +313,11 @@ def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
             raw.send(frames.encode_sync(src="02:99:99:99:99:99", cycle_no=cycle,
                                         xmit_stamp=10**15, sched_xmit_stamp=10**15))
             offsets.append(s.stats()["tdma"]["clock_offset_ns"])
-    wait_for(lambda: s.stats()["tdma"]["rx_bad"] >= before["rx_bad"] + 40, what="bad frames")
+    wait_for(lambda: s.stats()["tdma"]["rx_bad"] >= before["rx_bad"] + 40, 10, "bad frames")
     after = s.stats()["tdma"]
     assert after["rx_bad"] - before["rx_bad"] == 40
     assert after["cal_rpl_unexpected"] - before["cal_rpl_unexpected"] == 10
-    assert after["state"] == "synchronised"
+    assert after["state"] == TdmaState.SYNCED
     # a rogue Sync 10^15 ns in the future would move the clock by days: it never did
     assert all(abs(o - before["clock_offset_ns"]) < 1_000_000 for o in offsets)
     assert abs(after["clock_offset_ns"] - before["clock_offset_ns"]) < 1_000_000
@@ -394,12 +387,13 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
                                             xmit_stamp=stamp, sched_xmit_stamp=stamp))
                 time.sleep(0.002)            # pacing the rogue, about one per two cycles
         end = m.stats()["tdma"]["cycle_no"]
-        wait_for(lambda: m.stats()["tdma"]["cycle_no"] >= end + 20, what="20 more cycles")
+        wait_for(lambda: m.stats()["tdma"]["cycle_no"] >= end + 20, 10, "20 more cycles")
         for st in stations:
             st.set_probe(None)
     after = [st.stats()["tdma"] for st in stations]
     assert all(st.running for st in stations)
-    assert [a["state"] for a in after] == ["active", "stand-by", "synchronised"]
+    assert [a["state"] for a in after] == [TdmaState.MASTER, TdmaState.BACKUP_STANDBY,
+                                           TdmaState.SYNCED]
     # the backup and the slave follow the master and count the forgeries (and the
     # real master's Syncs that a stall delayed beyond the bound, a few).  Not all 120
     # without fail: a hypervisor stall can overflow a veth queue, and a station whose
@@ -439,10 +433,10 @@ def test_master_restart_without_backup_is_followed_again(lab3):
     cfg = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=100_000,
                      slots={0: Slot(0, 400)})
     s.attach_tdma(cfg)                   # a slave that never gives its master up
-    wait_for(lambda: s.stats()["tdma"]["state"] == "synchronised", what="slave synchronised")
+    wait_for(lambda: s.stats()["tdma"]["state"] == TdmaState.SYNCED, 10, "slave synchronised")
     # far enough into the old grid that a count merely passing it would be seen
     old_cycle = wait_for(lambda: (c := s.stats()["tdma"]["cycle_no"]) > 1000 and c,
-                         what="1000 cycles")
+                         10, "1000 cycles")
     relocks = s.stats()["tdma"]["sync_relocks"]
     st0 = lab.station(1)
     m.close()
@@ -450,15 +444,15 @@ def test_master_restart_without_backup_is_followed_again(lab3):
     stations[0] = m2                     # the fixture closes it
     m2.attach_tdma(MASTER)
     m2.start()
-    wait_for(lambda: m2.stats()["tdma"]["state"] == "active", what="new master active")
+    wait_for(lambda: m2.stats()["tdma"]["state"] == TdmaState.MASTER, 10, "new master active")
 
     def follows():
         mc, sc = m2.stats()["tdma"]["cycle_no"], s.stats()["tdma"]["cycle_no"]
         return mc if abs(sc - mc) <= 2 else None
 
-    new_cycle = wait_for(follows, what="the slave on the new master's grid")
+    new_cycle = wait_for(follows, 10, "the slave on the new master's grid")
     st = s.stats()["tdma"]
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
     assert st["sync_relocks"] == relocks + 1
     # three Syncs of the new grid are needed; polling and stalls add some more
     assert new_cycle < 200 < old_cycle

@@ -4,6 +4,7 @@ station's probe frames leave inside its own slot.  Bounds stay loose: the VM sta
 import pytest
 
 from rtnet.labsegment import format_report, run_segment
+from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
@@ -17,7 +18,8 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
     assert report["syncs_captured"] >= CYCLES
     stations = report["stations"]
     assert [s["role"] for s in stations[:2]] == ["master", "backup"]
-    assert [s["state"] for s in stations] == ["active", "stand-by"] + ["synchronised"] * 6
+    assert [s["state"] for s in stations] == ([TdmaState.MASTER, TdmaState.BACKUP_STANDBY]
+                                              + [TdmaState.SYNCED] * 6)
     offsets = [s["slot_offset_us"] for s in stations]
     assert offsets == sorted(set(offsets))          # eight slots, one per station
     for s in stations:

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import require_tool, tdma_ipv4_pair
+from conftest import require_tool, tdma_ipv4_pair, wait_for
 
 from rtnet import cli, netns, rtroute
 from rtnet.app import UdpSocket
@@ -23,14 +23,6 @@ PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
 @pytest.fixture(scope="module")
 def lab():
     yield from tdma_ipv4_pair("u1")
-
-
-def wait_until(cond, timeout, what):
-    """Poll what another process makes true (not a sleep standing in for synchronisation)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def status(ns) -> dict:
@@ -161,7 +153,8 @@ def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, 
         b.bind(PORT + 20)
         t = threading.Thread(target=capture)
         t.start()
-        wait_until(lambda: status(s2.netns)["capture"]["frames"] > 0, 5, "the capture")
+        wait_for(lambda: status(s2.netns)["capture"]["frames"] > 0, 5, "the capture",
+                 interval=0.05)
         for i in range(5):
             a.sendto(b"to b %d" % i, (s2.ip, PORT + 20))
             b.sendto(b"to a %d" % i, (s1.ip, PORT + 20))

@@ -14,6 +14,7 @@ from rtnet._core import lib
 from rtnet.errors import ConfigError
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
+from rtnet.tdma_stats import TdmaState
 from rtnet.wirecap import WireCapture
 from vnic.pair import plan, tdma_pair
 from vnic.tap import Tap, vnic_mtu_for
@@ -193,4 +194,4 @@ def test_tap_deleted_under_running_station(lab):
         assert st["running"]
         # the RT path keeps running: the slave still follows the master's cycles
         assert st["tdma"]["cycles"] > cycles
-        assert stations[1].stats()["tdma"]["state"] == "synchronised"
+        assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
