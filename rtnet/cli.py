@@ -368,10 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     def cmd_bench(args) -> int:
         import os
         import subprocess
-        tool = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "tools", "bench_suite.py")
-        return subprocess.call([sys.executable, tool] + (["--quick"] if args.quick else []))
-    sp = sub.add_parser("bench", help="the seeds' measurements: tools/bench_suite.py")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        return subprocess.call([sys.executable, "-m", "tools.bench_suite"]
+                               + (["--quick"] if args.quick else []), cwd=root)
+    sp = sub.add_parser("bench", help="the seeds' measurements: python3 -m tools.bench_suite")
     sp.add_argument("--quick", action="store_true",
                     help="one run under the protocol's [quick] values, a smoke test as CI "
                          "runs it")

@@ -16,8 +16,8 @@ Reported per run, cyclictest-like in us: the task's wake-up lateness, and
 the end-to-end latency scheduled -> received (global time), which includes
 the wait for the slot.  JSON goes to results/bench_app-<time>.json.
 
-    tools/bench_app.py            # 10 s per mode
-    tools/bench_app.py --quick    # 2 s per mode
+    python3 -m tools.bench_app          # 10 s per mode
+    python3 -m tools.bench_app --quick  # 2 s per mode
 """
 import argparse
 import datetime
@@ -28,13 +28,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from rtmac.tdma_config import Slot, TdmaConfig  # noqa: E402
-from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
-from rtnet.argtypes import integer, number  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
-from rtnet.station import RtSettings, Station  # noqa: E402
+from rtmac.tdma_config import Slot, TdmaConfig
+from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
+from rtnet.argtypes import integer, number
+from rtnet.lab import Lab
+from rtnet.station import RtSettings, Station
 
 ET = 0x88B5
 CYCLE_US = 1000

@@ -21,8 +21,8 @@ import struct
 import threading
 import time
 
-from bench_aggregate import show, verdict
-from rfc2544_search import found_rate, latency_rounds
+from tools.bench_aggregate import show, verdict
+from tools.rfc2544_search import found_rate, latency_rounds
 
 TARGET_THROUGHPUT_RATIO = 0.95   # the targets: with redundancy >= 95% of without,
 TARGET_P99_EXTRA_US = 10.0       # p99 at most 10 us above

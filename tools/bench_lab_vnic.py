@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Linux traffic in the default lab: planned NRT windows against RTnet's slot model.
 
-    python3 tools/bench_lab_vnic.py [--seconds 5] [--pings 500] [--stations 3]
+    python3 -m tools.bench_lab_vnic [--seconds 5] [--pings 500] [--stations 3]
                                     [--json results/bench_lab_vnic.json]
 
 Brings up `rtnetctl lab up`'s segment twice in the same run, one rtnetd per
@@ -26,15 +26,14 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
+from rtnet import labdemo, netns, paths, stationctl
+from rtnet.argtypes import integer
+from rtnet.benchkit import start_iperf_server
+from rtnet.lab import Lab
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-import numpy as np  # noqa: E402
-
-from rtnet import labdemo, netns, paths, stationctl  # noqa: E402
-from rtnet.argtypes import integer  # noqa: E402
-from rtnet.benchkit import start_iperf_server  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
 
 WANT = ["active", "stand-by"]
 

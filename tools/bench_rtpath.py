@@ -6,7 +6,7 @@ station 1 (separate processes pinned to different CPUs, SCHED_FIFO where
 permitted), first over AF_XDP with rtnet's XDP program, then over kernel UDP
 on the same veths with the same settings, and prints both side by side.
 
-    python3 tools/bench_rtpath.py [--count 20000] [--mode auto|native|skb] [--no-pmqos]
+    python3 -m tools.bench_rtpath [--count 20000] [--mode auto|native|skb] [--no-pmqos]
 
 Results go to results/bench_rtpath.json.  Everything is torn down on exit,
 Ctrl-C or error.
@@ -23,13 +23,12 @@ import time
 
 import numpy as np
 
+from rtnet.argtypes import integer
+from rtnet.lab import Lab
+from rtnet.pingpong import UDP_HEADERS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-
-from rtnet.argtypes import integer  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
-from rtnet.pingpong import UDP_HEADERS  # noqa: E402
 
 LAB_NAME = "rtnxbench"
 PCTS = (("min", 0), ("p50", 50), ("p99", 99), ("p99.9", 99.9), ("max", 100))

@@ -8,8 +8,8 @@ baseline is cyclictest with as many threads at the same priority, run before and
 after the segment in the same run; when the two disagree (p99 more than 2x apart)
 the run is flagged, because the machine changed under the measurement.
 
-    tools/bench_scale.py                    # 16 stations, 10,000 cycles
-    tools/bench_scale.py --stations 8 --cycles 3000
+    python3 -m tools.bench_scale  # 16 stations, 10,000 cycles
+    python3 -m tools.bench_scale --stations 8 --cycles 3000
 """
 import argparse
 import datetime
@@ -18,12 +18,10 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from rtnet.argtypes import integer  # noqa: E402
-from rtnet.benchkit import run_cyclictest, sysinfo  # noqa: E402
-from rtnet.lab import MAX_STATIONS  # noqa: E402
-from rtnet.labsegment import RT_PRIORITY, format_report, run_segment  # noqa: E402
+from rtnet.argtypes import integer
+from rtnet.benchkit import run_cyclictest, sysinfo
+from rtnet.lab import MAX_STATIONS
+from rtnet.labsegment import RT_PRIORITY, format_report, run_segment
 
 
 def cyclictest(threads: int, seconds: int) -> dict:

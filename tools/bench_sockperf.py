@@ -31,10 +31,10 @@ path's p50 is at most 2x kernel UDP's; under the flood TDMA's p99.9 stays within
 and direction (RT threads, the receiving application) and stamped native datagrams where
 the time goes, stage by stage, in each direction.
 
-    tools/bench_sockperf.py [--runs 3] [--seconds 5]          # under flock /tmp/rtnet-lab.lock
-    tools/bench_sockperf.py --report results/bench_sockperf/<sha>/manifest.json
-    tools/bench_sockperf.py --runs 1 --series S   # one locked invocation per run, then:
-    tools/bench_sockperf.py --report results/bench_sockperf/S/manifest.json
+    python3 -m tools.bench_sockperf [--runs 3] [--seconds 5]  # under flock /tmp/rtnet-lab.lock
+    python3 -m tools.bench_sockperf --report results/bench_sockperf/<sha>/manifest.json
+    python3 -m tools.bench_sockperf --runs 1 --series S  # one locked invocation per run, then:
+    python3 -m tools.bench_sockperf --report results/bench_sockperf/S/manifest.json
 
 Each run builds its lab fresh and takes it down.  A run's raw JSON goes to
 results/bench_sockperf/<git sha>/run-<k>/bench_sockperf.json, listed in that directory's
@@ -76,13 +76,11 @@ import sys
 import tempfile
 import time
 
+from tools import bench_section
+from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
-
-import bench_section  # noqa: E402
-from bench_runs import begin_run, code_version, now, open_manifest, write_json  # noqa: E402
 
 LAB_NAME = "spk"
 PORT, NATIVE_PORT, POSIX_PORT, IPERF_PORT = 11111, 11112, 11113, 5201
@@ -871,7 +869,7 @@ def derive(res: dict) -> None:
 
 def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
     """The median [min..max] of the runs whose baselines agree (all runs if none does)."""
-    from bench_aggregate import merge, show, verdict
+    from tools.bench_aggregate import merge, show, verdict
     good = [r for r in runs if not r.get("flags")]
     used = good or runs
     m = merge([{"columns": r["columns"], "extra": r["extra"], "derived": r["derived"]}
@@ -1021,9 +1019,9 @@ def section(text: str, runs: list, man_path: str) -> str:
         "disturbed (kept). The stations' RT threads are SCHED_FIFO and not pinned, the "
         "programs SCHED_OTHER (pinning both RT threads to CPU 1 put the application's "
         "wake-up p99 near 500 us).", "",
-        "    " + (cmds[0] if len(cmds) == 1 else "tools/bench_sockperf.py --runs 1 --series S"
+        "    " + (cmds[0] if len(cmds) == 1 else "python3 -m tools.bench_sockperf --runs 1 --series S"
                   " (one locked invocation per run)"),
-        f"    tools/bench_sockperf.py --report {rel} --benchmarks", "",
+        f"    python3 -m tools.bench_sockperf --report {rel} --benchmarks", "",
         f"Code: {', '.join(codes)}. Raw runs: `{rel}` and the run directories beside it.", "",
         text.strip(), "", SECTION_END, ""])
 
@@ -1093,7 +1091,7 @@ def main(argv=None) -> int:
     version = code_version()
     man_path, man = open_manifest(os.path.join(a.out_dir, "bench_sockperf", a.series or version),
                                   version)
-    command = " ".join(["tools/bench_sockperf.py", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python3 -m tools.bench_sockperf", *(sys.argv[1:] if argv is None else argv)])
     conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
     runs, made = [], []
     # SIGTERM tears down as Ctrl-C does

@@ -20,8 +20,8 @@ c. RFC 2544 (seeds/001): zero-loss throughput by binary search and latency
 d. VNIC CPU and context-switch cost at 100 Mbit/s next to the kernel path
    (seeds/003), by vnic/bench.py.
 
-    tools/bench_suite.py            # the protocol's runs (3), each about an hour; BENCHMARKS.md
-    tools/bench_suite.py --quick    # one run of a few minutes, a smoke test for CI
+    python3 -m tools.bench_suite          # the protocol's runs (3), each about an hour; BENCHMARKS.md
+    python3 -m tools.bench_suite --quick  # one run of a few minutes, a smoke test for CI
 
 The rules (trial lengths, rates, repeats, what counts as disturbed, how latency is
 sampled, how many runs) are the protocol's, tools/bench_protocol.toml, explained in
@@ -58,33 +58,12 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
-
-import bench_frer  # noqa: E402
-import bench_protocol  # noqa: E402
-import bench_suite_report as report  # noqa: E402
-import bench_xdp_flood  # noqa: E402
-from bench_aggregate import merge  # noqa: E402
-from bench_runs import begin_run, code_version, now, open_manifest, write_json  # noqa: E402
-from bench_tdma import line as ct_line  # noqa: E402
-from bench_wakeup import summary as acc_summary  # noqa: E402
-from rfc2544_search import (  # noqa: E402
-    binary_search,
-    disturbed_by,
-    found_rate,
-    latency_rounds,
-    searches,
-)
-
-from rtmac.tdma_config import DEFAULT_GUARD_NS  # noqa: E402
-from rtnet import netns  # noqa: E402
-from rtnet._lowlevel import lib  # noqa: E402
-from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe  # noqa: E402
-from rtnet.argtypes import OneLineParser  # noqa: E402
-from rtnet.benchkit import (  # noqa: E402
+from rtmac.tdma_config import DEFAULT_GUARD_NS
+from rtnet import netns
+from rtnet._lowlevel import lib
+from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
+from rtnet.argtypes import OneLineParser
+from rtnet.benchkit import (
     Accumulator,
     run_cyclictest,
     start_iperf_server,
@@ -92,14 +71,30 @@ from rtnet.benchkit import (  # noqa: E402
     stop_stress,
     sysinfo,
 )
-from rtnet.lab import Lab  # noqa: E402
-from rtnet.preflight.measure import measure_wakeups, recommended_guard_us  # noqa: E402
-from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us  # noqa: E402
-from rtnet.stall import StallDetector  # noqa: E402
-from rtnet.station import RtSettings  # noqa: E402
-from vnic import bench as vnic_bench  # noqa: E402
-from vnic.pair import nomac_pair, plan, tdma_pair, vnic_address  # noqa: E402
-from vnic.tap import RTMAC_HLEN  # noqa: E402
+from rtnet.lab import Lab
+from rtnet.preflight.measure import measure_wakeups, recommended_guard_us
+from rtnet.stages import attribute_misses, cause_text, stage_breakdown_us
+from rtnet.stall import StallDetector
+from rtnet.station import RtSettings
+from tools import bench_frer, bench_protocol, bench_xdp_flood
+from tools import bench_suite_report as report
+from tools.bench_aggregate import merge
+from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+from tools.bench_tdma import line as ct_line
+from tools.bench_wakeup import summary as acc_summary
+from tools.rfc2544_search import (
+    binary_search,
+    disturbed_by,
+    found_rate,
+    latency_rounds,
+    searches,
+)
+from vnic import bench as vnic_bench
+from vnic.pair import nomac_pair, plan, tdma_pair, vnic_address
+from vnic.tap import RTMAC_HLEN
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 ET = 0x88B5
 CYCLE_US = 1000
@@ -892,7 +887,7 @@ def measure(args, argv) -> dict:
     started = datetime.datetime.now().astimezone()
     t0 = time.monotonic()
     results = {"envelope": {
-        "command": " ".join(["tools/bench_suite.py", *argv]), "start_time": started.isoformat(),
+        "command": " ".join(["python3 -m tools.bench_suite", *argv]), "start_time": started.isoformat(),
         "quick": args.quick, "sysinfo": sysinfo(), "machine": report.machine(),
         "protocol": args.protocol_info,
         "settings": {"rt_cpu": RT_CPU, "load_cpus": LOAD_CPUS, "station_priority": STATION_PRIO,
@@ -946,7 +941,7 @@ def measure(args, argv) -> dict:
     return results
 
 
-CHILD = [sys.executable, os.path.abspath(__file__)]     # what a run is: this file, --one-run
+CHILD = [sys.executable, "-m", "tools.bench_suite"]   # what a run is: this module, --one-run
 
 
 def run_once(args, argv, run_dir: str) -> tuple[str, str]:
@@ -989,7 +984,7 @@ def run_suite(args, argv) -> int:
     version = code_version()
     base = os.path.join(args.out_dir, version)
     man_path, man = open_manifest(base, version)
-    command = " ".join(["tools/bench_suite.py", *argv])
+    command = " ".join(["python3 -m tools.bench_suite", *argv])
     made = []
     for _ in range(args.runs):
         entry, run_dir = begin_run(man, man_path, command, protocol=args.protocol_info)

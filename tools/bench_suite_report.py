@@ -5,10 +5,8 @@ import os
 import platform
 import re
 
-import bench_cost
-import bench_frer
-import bench_sockperf
-from bench_aggregate import headline_table, show, verdict
+from tools import bench_cost, bench_frer, bench_sockperf
+from tools.bench_aggregate import headline_table, show, verdict
 
 LOADS = ("idle", "cpu", "net", "both")
 # kernel parameters that bear on latency (the rest of the command line is not reported)

@@ -15,8 +15,8 @@ and at the same priority, as the baseline.  Finally it searches the shortest
 cycle that runs the given number of cycles with three stations and no missed
 slot.
 
-    tools/bench_tdma.py                  # 100,000 cycles per load, then the cycle search
-    tools/bench_tdma.py --quick          # 5,000 cycles, short search
+    python3 -m tools.bench_tdma          # 100,000 cycles per load, then the cycle search
+    python3 -m tools.bench_tdma --quick  # 5,000 cycles, short search
 
 Targets (issue): slot lateness p99 <= cyclictest p99 + 20 us; zero missed
 slots except where cyclictest shows a stall of the same size in the same run;
@@ -30,13 +30,11 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from rtmac.tdma_config import LIMITS, Slot, TdmaConfig, wire_time_ns  # noqa: E402
-from rtnet.argtypes import integer, integer_list  # noqa: E402
-from rtnet.benchkit import run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
-from rtnet.station import RtSettings, Station  # noqa: E402
+from rtmac.tdma_config import LIMITS, Slot, TdmaConfig, wire_time_ns
+from rtnet.argtypes import integer, integer_list
+from rtnet.benchkit import run_cyclictest, start_stress, stop_stress, sysinfo
+from rtnet.lab import Lab
+from rtnet.station import RtSettings, Station
 
 PRIORITY = 80
 CPUS = (0, 1, 1)          # master, backup, slave

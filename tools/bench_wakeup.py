@@ -9,8 +9,8 @@ on a noisy VM hits both alike, first idle and then under stress-ng CPU load.
 Both histograms have 1 us bins; percentiles for both come from
 rtnet.hist.Histogram, so they are computed the same way.
 
-    tools/bench_wakeup.py                 # 30 s per tool per load
-    tools/bench_wakeup.py --quick         # a few seconds, for a smoke run
+    python3 -m tools.bench_wakeup          # 30 s per tool per load
+    python3 -m tools.bench_wakeup --quick  # a few seconds, for a smoke run
 
 Target (DESIGN.md): ours p99 <= 1.25 x cyclictest p99, per load.
 """
@@ -23,11 +23,9 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from rtnet.argtypes import integer  # noqa: E402
-from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo  # noqa: E402
-from rtnet.rtthread import PERIOD_MAX_US, PRIO_MAX, PRIO_MIN, RtThread  # noqa: E402
+from rtnet.argtypes import integer
+from rtnet.benchkit import Accumulator, run_cyclictest, start_stress, stop_stress, sysinfo
+from rtnet.rtthread import PERIOD_MAX_US, PRIO_MAX, PRIO_MIN, RtThread
 
 TARGET_RATIO = 1.25
 LOADS = ("idle", "cpu")

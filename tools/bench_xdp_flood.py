@@ -9,8 +9,8 @@ path's RFC 2544 trials: station -> veth -> bridge -> veth -> station, copy mode.
 What station 2 receives per second is what the path can carry, the figure the
 stack's zero-loss rate is compared with (tools/bench_suite.py, part c).
 
-    tools/bench_xdp_flood.py                      # 64-byte frames, CPU 0 -> CPU 1, SCHED_FIFO 90
-    tools/bench_xdp_flood.py --frame 1518 --tx-cpu 1 --rx-cpu 1 --priority 0
+    python3 -m tools.bench_xdp_flood  # 64-byte frames, CPU 0 -> CPU 1, SCHED_FIFO 90
+    python3 -m tools.bench_xdp_flood --frame 1518 --tx-cpu 1 --rx-cpu 1 --priority 0
 
 Needs root; builds its own lab (--lab, default "fl") unless one of that name is up.
 """
@@ -21,15 +21,12 @@ import os
 import sys
 import threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-
-from rtnet._lowlevel import check, ffi, lib  # noqa: E402
-from rtnet.argtypes import integer, number  # noqa: E402
-from rtnet.errors import XskError  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
-from rtnet.mac import parse_mac  # noqa: E402
-from rtnet.xsk import RawSocket  # noqa: E402
+from rtnet._lowlevel import check, ffi, lib
+from rtnet.argtypes import integer, number
+from rtnet.errors import XskError
+from rtnet.lab import Lab
+from rtnet.mac import parse_mac
+from rtnet.xsk import RawSocket
 
 ET = 0x88B5
 BATCH = 64

@@ -51,5 +51,5 @@ fi
 # installed through tools/vmtier.py's private apt configuration, so backports is never enabled
 # on the machine.  The tier fetches its kernel into build/vm-cache/ itself.  Not fatal here:
 # without QEMU the tier says why (and fails under CI=true).
-"$py" "$here/tools/vmtier.py" qemu >/dev/null \
+(cd "$here" && "$py" -m tools.vmtier qemu) >/dev/null \
   || echo "setup-system: no QEMU for the guest tier (tests/vm will say why)" >&2

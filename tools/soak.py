@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Soak: a three-station segment under everything at once, with faults on a schedule.
 
-    python3 tools/soak.py --minutes 30 [--fault-interval 30] [--json results/soak.json]
+    python3 -m tools.soak --minutes 30 [--fault-interval 30] [--json results/soak.json]
 
 The segment is `rtnetctl lab up`'s (rtnet/labdemo.py): station 1 the primary
 master, station 2 the backup master, station 3 a slave, 1 ms cycle, each with
@@ -45,13 +45,12 @@ import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from rtmac import frames
+from rtnet import labdemo, netns, paths, stationctl
+from rtnet.argtypes import integer, number
+from rtnet.lab import Lab
 
-from rtmac import frames  # noqa: E402
-from rtnet import labdemo, netns, paths, stationctl  # noqa: E402
-from rtnet.argtypes import integer, number  # noqa: E402
-from rtnet.lab import Lab  # noqa: E402
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FAULTS = ("forge", "master", "pub", "sub")
 HEALTHY = {1: "active", 2: "stand-by", 3: "synchronised"}
@@ -125,7 +124,7 @@ class Soak:
 
     def start_app(self, kind: str) -> None:
         pub_st, sub_st = self.lab.station(3), self.lab.station(2)
-        argv = [sys.executable, os.path.join(REPO, "tools", "soak_app.py")]
+        argv = [sys.executable, "-m", "tools.soak_app"]
         if kind == "pub":
             argv += ["pub", pub_st.netns, sub_st.mac, self.app_logs["pub"]]
         else:

@@ -29,10 +29,10 @@ bridge (``rtnvm-br0``) and tap devices (``rtnvm-*``) that the helper creates
 and removes; no user-mode networking, no address on the host side, guests use
 198.18.0.0/15 only.
 
-    python3 tools/vmtier.py qemu           # only QEMU (tools/setup-system.sh calls this)
-    python3 tools/vmtier.py fetch          # QEMU, kernel and initramfs into the cache
-    python3 tools/vmtier.py info           # what the cache holds
-    python3 tools/vmtier.py shell-test     # boot one guest, print uname and the NICs
+    python3 -m tools.vmtier qemu        # only QEMU (tools/setup-system.sh calls this)
+    python3 -m tools.vmtier fetch       # QEMU, kernel and initramfs into the cache
+    python3 -m tools.vmtier info        # what the cache holds
+    python3 -m tools.vmtier shell-test  # boot one guest, print uname and the NICs
 
 A failure to fetch, or a corrupt cache, raises :class:`VmTierError` with one
 line (the tests skip locally with it and fail under CI=true).

@@ -22,11 +22,12 @@ def test_socket_stages_repeat_and_clean_up(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     out = tmp_path / "cost.json"
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "bench_cost.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "tools.bench_cost",
                              "--no-build", "--stages", "anchor,rtn_xsk_send,rtn_xsk_recv",
                              "--frames", "50", "--repeat", "2", "--xdp-repeat", "1000",
                              "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
     stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stdout[-2000:] + stderr[-2000:]
     res = json.loads(out.read_text())

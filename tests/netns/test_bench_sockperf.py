@@ -20,10 +20,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_sockperf_goes_through_the_stack_and_the_json_has_the_columns(tmp_path):
     for tool in ("sockperf", "iperf3", "stdbuf", "rtnet-run", "cc"):
         require_tool(tool)
-    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tools", "bench_sockperf.py"),
+    proc = subprocess.Popen([sys.executable, "-m", "tools.bench_sockperf",
                              "--runs", "1", "--seconds", "1", "--columns", "kernel,nomac",
                              "--no-flood", "--out-dir", str(tmp_path), "--series", "t"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT)
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out[-3000:]
     man = json.loads((tmp_path / "bench_sockperf" / "t" / "manifest.json").read_text())

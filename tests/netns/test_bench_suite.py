@@ -38,7 +38,7 @@ def test_quick_suite_writes_complete_results(tmp_path):
         require_tool(tool)
     if (os.cpu_count() or 1) < 2:
         skip_or_fail("the suite needs two CPUs")
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "bench_suite.py"), "--quick",
+    proc = subprocess.run([sys.executable, "-m", "tools.bench_suite", "--quick",
                            "--lab", "bq", "--out-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

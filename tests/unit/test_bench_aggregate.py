@@ -1,17 +1,14 @@
 """tools/bench_aggregate: median, min and max over runs, and the verdict on a target."""
-import importlib
 import json
-import os
 
 import pytest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+from tools import bench_aggregate
 
 
 @pytest.fixture
-def agg(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_aggregate")
+def agg():
+    return bench_aggregate
 
 
 def test_spread_is_the_median_with_min_and_max(agg):

@@ -16,8 +16,9 @@ import sys
 import pytest
 from conftest import require_tool
 
+from tools import bench_cost
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOL = os.path.join(ROOT, "tools", "bench_cost.py")
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +31,8 @@ def harness():
 
 
 def run_tool(*args, timeout=120):
-    return subprocess.run([sys.executable, TOOL, "--no-build", "--no-netns", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "tools.bench_cost", "--no-build", "--no-netns",
+                           *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def test_counts_are_positive_per_unit_and_repeat(harness, tmp_path):
@@ -138,9 +139,6 @@ def test_benchmarks_section_is_replaced_not_repeated(harness, tmp_path):
 
 def test_the_suite_report_keeps_the_cost_section(tmp_path):
     """bench_suite.py regenerates BENCHMARKS.md; the cost section is bench_cost's and stays."""
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    import bench_cost
-
     md = tmp_path / "BENCHMARKS.md"
     section = bench_cost.SECTION_BEGIN + "\n## Cost per frame\n\nfigures\n" + bench_cost.SECTION_END
     md.write_text("# Benchmarks\n\nold suite text\n\n" + section + "\n")

@@ -1,12 +1,9 @@
 """tools/bench_sockperf.py without a lab: sockperf's summaries parsed, a run's targets and
 flags derived, the report over runs (a flagged run left out) and its BENCHMARKS.md
 section replaced between its markers."""
-import importlib
-import os
-
 import pytest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+from tools import bench_sockperf
 
 PINGPONG = """sockperf: [Total Run] RunTime=1.000 sec; Warm up time=400 msec; SentMessages=42516; ReceivedMessages=42515
 sockperf: ========= Printing statistics for Server No: 0
@@ -30,9 +27,8 @@ SERVER = "sockperf: Test end (interrupted by user)\nsockperf: Total 119956 messa
 
 
 @pytest.fixture
-def sp(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_sockperf")
+def sp():
+    return bench_sockperf
 
 
 def test_sockperf_summaries_are_parsed(sp):
@@ -54,7 +50,7 @@ def run(k, kernel, end, nomac, native, tdma_flood, posix=None):
                        "nomac": {"idle": pp(nomac)}, "native": {"idle": pp(native)},
                        "tdma": {"idle": pp(999.0), "flood": pp(999.0, tdma_flood)}},
            "extra": {"kernel_idle_end": {"p50": end}, "posix_rt": {"p50": posix or native}}}
-    sp_mod = importlib.import_module("bench_sockperf")
+    sp_mod = bench_sockperf
     sp_mod.derive(res)
     return res
 

@@ -1,20 +1,16 @@
 """tools/bench_suite_report on a results dict made here: what the pages say about the
 RFC 2544 columns, the two-sided checks, the VNIC's CPU label and the NRT window, with
 one run and with the median of several."""
-import importlib
-import os
-
 import bench_envelope
 import pytest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+from tools import bench_aggregate, bench_suite_report
 
 
 @pytest.fixture
-def mods(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return (importlib.import_module("bench_suite_report"),
-            importlib.import_module("bench_aggregate"))
+def mods():
+    return (bench_suite_report,
+            bench_aggregate)
 
 
 def rt_size(pct, retried, link, lost=0, p99=50.0):

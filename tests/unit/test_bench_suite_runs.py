@@ -1,28 +1,24 @@
 """tools/bench_suite.py without a lab: the protocol file, bad command lines, and the
 repeated runs with their manifest (a run is a child process; here a stand-in that writes
 a results file or dies midway)."""
-import importlib
 import json
-import os
 import sys
 import textwrap
 
 import bench_envelope
 import pytest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+from tools import bench_protocol, bench_suite
 
 
 @pytest.fixture
-def proto(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_protocol")
+def proto():
+    return bench_protocol
 
 
 @pytest.fixture
-def suite(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("bench_suite")
+def suite():
+    return bench_suite
 
 
 def refused(suite, capsys, argv) -> str:

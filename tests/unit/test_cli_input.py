@@ -29,8 +29,6 @@ from rtmac import control
 from rtnet import argtypes, demo, lab, labdemo, messages, names, stationctl
 from rtnet.errors import LabError
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
-
 
 class Refused(Exception):
     """A stand-in was reached that must not be: the test's own failure."""
@@ -250,8 +248,7 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
 ])
 def test_tools_should_refuse_bad_numbers_at_parse_time(monkeypatch, capsys, tool, parse, argv,
                                                        why):
-    monkeypatch.syspath_prepend(TOOLS)
-    module = importlib.import_module(tool)
+    module = importlib.import_module(f"tools.{tool}")
     with pytest.raises(SystemExit) as exc:
         getattr(module, parse)(argv)
     assert exc.value.code == 2

@@ -1,18 +1,14 @@
 """tools/rfc2544_search: RFC 2544's search, with and without ETSI GS NFV-TST 009's loss
 verification (a lossy trial repeated at the same rate), the repeats of trials the VM
 disturbed, and two searches in lockstep."""
-import importlib
-import os
-
 import pytest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+from tools import rfc2544_search
 
 
 @pytest.fixture
-def mod(monkeypatch):
-    monkeypatch.syspath_prepend(TOOLS)
-    return importlib.import_module("rfc2544_search")
+def mod():
+    return rfc2544_search
 
 
 @pytest.fixture

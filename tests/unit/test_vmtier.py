@@ -1,13 +1,9 @@
 """tools/vmtier.py's pure parts: the initramfs's cpio, module dependencies from .modinfo,
 QEMU's NIC arguments and the device names it may create (the guests themselves are
 tests/vm's)."""
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
-import vmtier  # noqa: E402
+from tools import vmtier
 
 
 def test_a_cpio_entry_is_newc_and_four_byte_aligned():

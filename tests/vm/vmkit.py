@@ -11,11 +11,10 @@ import sys
 import pytest
 from conftest import skip_or_fail
 
+from tools import vmtier
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-
-import vmtier  # noqa: E402
 
 
 @pytest.fixture(scope="session")
