@@ -11,8 +11,12 @@ Mirrors tdmacfg and nomaccfg (RTnet utils/net)::
     rtmac tdma plan --stations N ...       (the schedule planner: rtmac/plan_cli.py)
 
 ``-w`` is beyond tdmacfg: the slot becomes a transmit window of that many
-microseconds, filled with as many frames as fit.  Each command becomes one request dict, checked here as far as possible and
-sent to the station daemon (rtmac.control).  Exit status: 0 on success, 2
+microseconds, filled with as many frames as fit.  Each command becomes one request
+dict, checked here as far as possible and sent to the station daemon (rtmac.control).
+The parser checks the form of each value; the ranges are the C rule's
+(rtn_tdma_cfg_check(), through rtmac.tdma_config.validate()), which master and
+slave run on the configuration they give and slot on the slot alone (the
+daemon checks it again with its schedule, which also decides the joint slot).  Exit status: 0 on success, 2
 when the command line is refused before anything is sent, 1 when the
 daemon refuses the request or cannot be reached.  Errors are one line,
 ``rtmac: <dev>: <message>``.
@@ -40,32 +44,36 @@ MAX_CAL_TIMEOUT_MS = 3_600_000     # -t: an hour of calibration is far beyond an
 
 
 def _phasing(text: str) -> tuple[int, int]:
+    """``x/y`` -> (x, y): the form only (1 <= x <= y and y's range are C's rules)."""
     m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text)     # ASCII digits, as few as needed
     if not m:
         raise argparse.ArgumentTypeError(f"invalid phasing: {one_line(text[:40])} (expected x/y)")
-    x, y = int(m.group(1)), int(m.group(2))
-    if not 1 <= x <= y <= tdma_config.MAX_PERIOD:
-        raise argparse.ArgumentTypeError(
-            f"invalid phasing: {text} (need 1 <= x <= y <= {tdma_config.MAX_PERIOD})")
-    return x, y
+    return int(m.group(1)), int(m.group(2))
 
 
-def _size(text: str) -> int:
-    value = integer("slot size", 0, tdma_config.MAX_MTU)(text)
-    if 0 < value < tdma_config.MIN_SLOT_SIZE:
-        raise argparse.ArgumentTypeError(
-            f"invalid slot size: {text} (0 for the MTU, or {tdma_config.MIN_SLOT_SIZE}.."
-            f"{tdma_config.MAX_MTU})")
-    return value
+# -s: 0 for the device MTU, as tdmacfg; otherwise the C rule's 60..MTU
+_size = OPTIONS["tdma.slot.size"].argtype("slot size")
 
 
 # --- request builders: one per subcommand -------------------------------------------------
 
-def _validated_globals(**kwargs) -> None:
+def _validated(**kwargs) -> None:
+    """The C rule on the configuration ``kwargs`` make, its message as a usage error."""
     try:
         tdma_config.validate(TdmaConfig(**kwargs))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _validated_slot(a, phasing: int, period: int) -> None:
+    """The slot's own values through the C rule, in a schedule of this slot alone: the
+    largest slot table and MTU, an unpaced link and no cycle, so that only what holds on
+    every station is refused here (the daemon checks the slot again in its schedule,
+    which decides the joint slot, the MTU and the cycle end)."""
+    slot = tdma_config.Slot(a.id, a.offset_us, phasing, period,
+                            a.size or tdma_config.MAX_MTU, None, a.window_us or 0)
+    _validated(role="slave", max_slot_id=tdma_config.MAX_SLOT_ID_LIMIT, link_rate_mbps=0,
+               slots={a.id: slot})
 
 
 # tdmacfg's options of "master" and "slave": flag -> option table key (the table's rows)
@@ -80,14 +88,14 @@ def _settings(a, flags: dict) -> dict:
 def req_master(a) -> dict:
     backup = a.backup_offset_us or None  # -b 0 means primary master, as in tdmacfg
     settings = _settings(a, TDMA_MASTER_FLAGS)
-    _validated_globals(role="master", cycle_us=a.cycle_us, backup_offset_us=backup, **settings)
+    _validated(role="master", cycle_us=a.cycle_us, backup_offset_us=backup, **settings)
     return {"cmd": "tdma.master", "dev": a.dev, "cycle_us": a.cycle_us,
             "backup_offset_us": backup, **settings}
 
 
 def req_slave(a) -> dict:
     settings = _settings(a, TDMA_SLAVE_FLAGS)
-    _validated_globals(role="slave", **settings)
+    _validated(role="slave", **settings)
     return {"cmd": "tdma.slave", "dev": a.dev, **settings}
 
 
@@ -101,6 +109,7 @@ def req_slot(a) -> dict:
             raise UsageError(f"{' '.join(given)} needs a slot offset")
         return {"cmd": "tdma.remove_slot", "dev": a.dev, "id": a.id}
     phasing, period = a.phasing or (1, 1)
+    _validated_slot(a, phasing, period)
     if a.joint is not None and a.joint == a.id:
         raise UsageError(f"slot {a.id} cannot be joint with itself")
     req = {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
@@ -168,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=OPTIONS["tdma.cycle_us"].help)
     backup = OPTIONS["tdma.backup_offset_us"]
     m.add_argument("-b", dest="backup_offset_us", default=0,       # 0: primary, as tdmacfg
-                   type=integer("backup offset", 0, backup.hi), help=backup.help)
+                   type=backup.argtype("backup offset"), help=backup.help)
     for flag, key in TDMA_MASTER_FLAGS.items():
         OPTIONS[key].add_to(m, flag)
     m.set_defaults(build=req_master)
@@ -185,8 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
     sl.add_argument("-s", dest="size", type=_size)
     sl.add_argument("-j", dest="joint", type=OPTIONS["tdma.slot.joint"].argtype("joint slot id"))
-    sl.add_argument("-w", dest="window_us",
-                    type=integer("window", 1, OPTIONS["tdma.slot.window_us"].hi),
+    sl.add_argument("-w", dest="window_us", type=OPTIONS["tdma.slot.window_us"].argtype("window"),
                     help="a transmit window of this many us (beyond tdmacfg)")
     sl.add_argument("-l", dest="log_file", metavar="file")
     sl.add_argument("-t", dest="cal_timeout_ms",

@@ -50,13 +50,16 @@ def _named(parse, what: str):
     return parse
 
 
-def integer(what: str, lo: int, hi: int):
-    """Type for a whole number in ``lo..hi`` (decimal, ASCII digits)."""
+def integer(what: str, lo: int, hi: int, *, in_range: bool = True):
+    """Type for a whole number in ``lo..hi`` (decimal, ASCII digits).  ``in_range=False``:
+    only the form is checked here (``lo..hi`` is shown in its message), for a value whose
+    range one rule checks later (a TDMA setting: rtn_tdma_cfg_check(), through
+    rtmac.tdma_config.validate())."""
     def parse(text: str) -> int:
         value = None
         if _INT.fullmatch(text) and len(text.lstrip("+-0")) <= _MAX_DIGITS:
             value = int(text)
-        if value is None or not lo <= value <= hi:
+        if value is None or (in_range and not lo <= value <= hi):
             raise argparse.ArgumentTypeError(
                 f"invalid {what}: {_quote(text)} (allowed: {lo}..{hi})")
         return value

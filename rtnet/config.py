@@ -2,7 +2,11 @@
 
 Everything is checked before anything is started; an error is one line
 that names the file, the key (or line) and the allowed range, e.g.
-``rtnet.toml: tdma.cycle_us: 50 below minimum 100``.  :func:`load` picks
+``rtnet.toml: tdma.cycle_us: 50 outside the supported range 100..1000000``.
+A TDMA setting's range is judged by the C core's one rule (rtn_tdma_cfg_check(),
+through rtmac.tdma_config.validate()), whose message follows the file and the
+section; the files' readers check only what C cannot see (types, names, the
+form of a line or value).  :func:`load` picks
 the format from the file: ``*.toml`` is TOML, anything else is read as
 RTnet's shell-variable rtnet.conf.  A file must be UTF-8 text (a UTF-8 byte
 order mark is skipped) of at most 1 MiB.
@@ -55,15 +59,7 @@ import sys
 import tomllib
 from dataclasses import dataclass, replace
 
-from rtmac.tdma_config import (
-    MAX_CYCLE_US,
-    MAX_PERIOD,
-    MIN_CYCLE_US,
-    Slot,
-    TdmaConfig,
-    effective_slot,
-    validate,
-)
+from rtmac.tdma_config import Slot, TdmaConfig, effective_slot, validate
 
 from . import options
 from ._lowlevel import lib
@@ -77,7 +73,6 @@ from .userfiles import Refused, read_regular
 
 PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
 XDP_MODES = ("auto", "native", "skb")
-VNIC_MODES = ("batched", "per-packet")
 MAX_FILE_BYTES = 1 << 20    # configuration files are a few hundred bytes
 MAX_VALUE_CHARS = 4096      # an rtnet.conf value after $VAR expansion
 MIN_ETHERTYPE = 0x0600      # below are 802.3 length fields, not EtherTypes
@@ -97,7 +92,7 @@ _GROUP = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}")
 class VnicConfig:
     enabled: bool = False
     name: str = "vnic0"
-    mode: str = "batched"
+    mode: str = options.OPTIONS["vnic.mode"].default
     address: str | None = None     # CIDR
     slot: int = options.OPTIONS["vnic.slot"].default
 
@@ -199,9 +194,11 @@ class _Checker:
         return value
 
     def option(self, option, value, key=None):
-        """``value`` checked by the option table's rule (rtnet.options), named ``key``."""
+        """``value`` checked by the option table's rule (rtnet.options), named ``key``; a
+        TDMA setting's type only: its range is C's, judged when :meth:`tdma` validates."""
+        check = option.check_type if option.c_checked else option.check
         try:
-            return option.check(value, key)
+            return check(value, key)
         except ConfigError as exc:
             raise ConfigError(one_line(f"{self.source}: {exc}")) from None
 
@@ -285,22 +282,26 @@ class _Checker:
                            f"configured slots: {ids}")
 
     def tdma(self, key, build):
-        """Run the schedule-wide checks of rtmac.tdma_config.validate under ``key``."""
+        """``build()`` validated by rtmac.tdma_config.validate (rtn_tdma_cfg_check()), its
+        message under ``key``; a message about one setting of the TOML section ``key``
+        names it as the file does (``tdma.cycle_us: ...``)."""
         try:
             return validate(build())
         except ConfigError as exc:
+            name, sep, rest = str(exc).partition(": ")
+            if sep and key in ("tdma", "link") and name in options.toml_keys(key):
+                self.fail(f"{key}.{name}", rest)
             self.fail(key, str(exc))
 
 
 def parse_phasing(ck: _Checker, key: str, text) -> tuple[int, int]:
+    """``x/y`` -> (x, y): the form only; 1 <= x <= y and y's range are C's rules."""
     # ASCII digits only (int() would take other scripts' digits), few enough to convert
     m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text) if isinstance(text, str) else None
     if not m:
-        ck.fail(key, f"{shown(text)} is not x/y (1 <= x <= y <= {MAX_PERIOD})")
-    x, y = int(m.group(1)), int(m.group(2))
-    if not 1 <= x <= y <= MAX_PERIOD:
-        ck.fail(key, f"{text} needs 1 <= x <= y <= {MAX_PERIOD}")
-    return x, y
+        ck.fail(key, f"{shown(text)} is not x/y (1 <= x <= y <= "
+                     f"{options.OPTIONS['tdma.slot.period'].hi})")
+    return int(m.group(1)), int(m.group(2))
 
 
 def _ipv4_var(ck, key, text) -> str:
@@ -382,7 +383,7 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
         cfg["discipline"] = "nomac"
 
     vn = ck.table("vnic", doc.get("vnic", {}))
-    vnic_slot = ck.section("vnic", vn, {"enabled", "name", "mode", "address"})["slot"]
+    vnic = ck.section("vnic", vn, {"enabled", "name", "address"})
     address = vn.get("address")
     if address is not None:
         try:
@@ -395,9 +396,9 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
     cfg["vnic"] = VnicConfig(
         enabled=ck.boolean("vnic.enabled", vn.get("enabled", bool(vn))),
         name=ck.ifname("vnic.name", vn.get("name", "vnic0")),
-        mode=ck.choice("vnic.mode", vn.get("mode", "batched"), VNIC_MODES),
+        mode=vnic["mode"],
         address=address,
-        slot=vnic_slot)
+        slot=vnic["slot"])
 
     chans = doc.get("channel", [])
     if not isinstance(chans, list):
@@ -505,6 +506,8 @@ def _client_setup(ck: _Checker, dev: str, dst: str | None, cmds: str | None, bas
 def _toml_link(ck: _Checker, link: dict, device: str) -> dict:
     """[link]: the modelled rate, and a second port with its 802.1CB recovery settings."""
     out = ck.section("link", link)
+    # the rate's range is the TDMA rule's, which judges it whatever the discipline
+    ck.tdma("link", lambda: TdmaConfig(role="slave", link_rate_mbps=out["link_rate_mbps"]))
     if "redundant_dev" in out:
         ck.ifname("link.redundant_dev", out["redundant_dev"])
         if out["redundant_dev"] == device:
@@ -516,19 +519,15 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
     kw = ck.section("tdma", t, {"role", "slot"})
     role = ck.choice("tdma.role", t.get("role", "master"), ("master", "backup", "slave"))
     if role != "slave" and "cycle_us" not in kw:
-        ck.fail("tdma.cycle_us", f"a {role} needs it ({MIN_CYCLE_US}..{MAX_CYCLE_US})")
-    if role == "backup":
-        if "backup_offset_us" not in kw:
-            ck.fail("tdma.backup_offset_us", "a backup master needs it")
-        kw["backup_offset_us"] = ck.integer("tdma.backup_offset_us", t["backup_offset_us"], 1,
-                                            kw["cycle_us"] - 1)
-    elif "backup_offset_us" in kw:
+        ck.fail("tdma.cycle_us", f"a {role} needs it ({options.OPTIONS['tdma.cycle_us'].range_text()})")
+    if role == "backup" and "backup_offset_us" not in kw:
+        ck.fail("tdma.backup_offset_us", "a backup master needs it")
+    if role != "backup" and "backup_offset_us" in kw:
         ck.fail("tdma.backup_offset_us", "only for role = \"backup\"")
     kw.update(role="slave" if role == "slave" else "master", link_rate_mbps=link_rate)
     slots = t.get("slot", [])
     if not isinstance(slots, list):
         ck.fail("tdma.slot", "use [[tdma.slot]] tables")
-    max_id = kw["max_slot_id"]
     out = {}
     for i, s in enumerate(slots):
         key = f"tdma.slot[{i}]"
@@ -536,12 +535,9 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
         for req in ("id", "offset_us"):
             if req not in s:
                 ck.fail(f"{key}.{req}", "missing")
+        # types here; ranges, ids beyond max_slot_id (as RTnet's tdmacfg) and the rest: C's
         sl = {opt.name: ck.option(opt, s[opt.name], f"{key}.{opt.name}")
               for opt in options.section("tdma.slot") if opt.name in s}
-        # ids beyond max_slot_id are refused here, with the key, as RTnet's tdmacfg does
-        for k in ("id", "joint"):
-            if k in sl:
-                ck.integer(f"{key}.{k}", sl[k], 0, max_id)
         if sl["id"] in out:
             ck.fail(f"{key}.id", f"slot {sl['id']} given twice")
         sl["phasing"], sl["period"] = parse_phasing(ck, f"{key}.phasing", s.get("phasing", "1/1"))

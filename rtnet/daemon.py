@@ -169,9 +169,23 @@ _FLAG_SETTINGS = {cmd: tuple(OPTIONS[key].name for key in options.flags(cmd).val
 
 
 def _given(req: dict, names: tuple) -> dict:
-    """The TDMA settings a request gives, each checked by the option table's rule
-    (what it leaves out keeps TdmaConfig's default, which is the table's)."""
-    return {n: OPTIONS[f"tdma.{n}"].check(req[n]) for n in names if n in req}
+    """The TDMA settings a request gives (what it leaves out keeps TdmaConfig's default,
+    which is the table's), as they are: validate() checks their types and the C rule
+    their ranges when the configuration is attached or an RTcfg payload checked."""
+    return {n: req[n] for n in names if n in req}
+
+
+def _channel_args(req: dict, base) -> tuple:
+    """A channel.open request's slot, prio, max_size and depth: the ``[[channel]]``
+    ``base``'s or the table's defaults, in the table's ranges (a request may give a frame
+    up to the C core's largest, RTN_CHAN_MSG_MAX, beyond what a file gives a channel)."""
+    out = []
+    for k in ("slot", "prio", "max_size", "depth"):
+        opt = OPTIONS[f"channel.{k}"]
+        hi = lib.RTN_CHAN_MSG_MAX if k == "max_size" else opt.hi
+        out.append(int_arg(req, k, getattr(base, k, opt.default) if base else opt.default,
+                           opt.lo, hi))
+    return tuple(out)
 
 
 def interface_ipv4(dev: str) -> set[str]:
@@ -575,14 +589,10 @@ class Daemon:
             raise RequestError(f"ethertype {et:#06x} is not real-time on {self.dev} "
                                "(add a [[channel]] or station.ethertypes entry)")
         base = next((c for c in self.cfg.channels if c.ethertype == et), None)
-        dflt = {k: OPTIONS[f"channel.{k}"].default for k in ("slot", "prio", "max_size", "depth")}
-        slot = int_arg(req, "slot", base.slot if base else dflt["slot"], 0, 63)
-        prio = int_arg(req, "prio", base.prio if base else dflt["prio"], 0, 31)
-        max_size = int_arg(req, "max_size", base.max_size if base else dflt["max_size"], 14, 1536)
+        slot, prio, max_size, depth = _channel_args(req, base)
         redundant = req.get("redundant", base.redundant if base else False)
         if not isinstance(redundant, bool):
             raise RequestError(f"redundant: {redundant!r} is not true or false")
-        depth = int_arg(req, "depth", dflt["depth"], 1, 4096)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
                                                            max_size=max_size, depth=depth,
@@ -596,11 +606,7 @@ class Daemon:
         stamped = req.get("stamped", False)
         if not isinstance(stamped, bool):
             raise RequestError(f"stamped: {stamped!r} is not true or false")
-        dflt = {k: OPTIONS[f"channel.{k}"].default for k in ("slot", "prio", "max_size", "depth")}
-        slot = int_arg(req, "slot", dflt["slot"], 0, 63)
-        prio = int_arg(req, "prio", dflt["prio"], 0, 31)
-        max_size = int_arg(req, "max_size", dflt["max_size"], 14, 1536)
-        depth = int_arg(req, "depth", dflt["depth"], 1, 4096)
+        slot, prio, max_size, depth = _channel_args(req, None)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(
                 lib.RTN_ETH_P_IPV4, slot=slot, prio=prio, max_size=max_size, depth=depth,

@@ -9,7 +9,13 @@ rule with one message naming the option and its range.
 
 Where the C core enforces a limit or gives a default, the value comes from it
 through cffi (the RTN_TDMA_* constants and rtn_tdma_cfg_init()), so Python and
-``rtn_tdma_cfg_check()`` cannot disagree.  Which TDMA settings may change on a
+``rtn_tdma_cfg_check()`` cannot disagree.  A TDMA setting (a row with a C
+field) is range-checked by that C rule alone: every entry point (rtnet.toml,
+rtnet.conf, tdma.conf, rtmac, the control socket, RTcfg stage 1) checks only
+its type here (:meth:`Option.check_type`, the ``in_range=False`` argparse
+type) and hands the configuration to rtmac.tdma_config.validate(), which
+raises C's message (``cycle_us: 50 outside the supported range 100..1000000``).
+:meth:`Option.check` is the rule of the other settings, in the same words.  Which TDMA settings may change on a
 running engine is decided by ``rtn_tdma_cfg_live()``; the ``live`` column says
 the same thing for the reader, and tests/unit/test_options.py holds the two
 together.
@@ -80,6 +86,7 @@ class Option:
     # tdmacfg's flag of rtmac tdma <dev> master/slave, and the commands that take it
     flag: str = ""
     flag_commands: tuple = ()
+    choices: tuple = ()         # a name's allowed values (kind str; empty: any name)
 
     @property
     def section(self) -> str:
@@ -93,13 +100,35 @@ class Option:
     def limits(self) -> tuple:
         return self.lo, self.hi
 
+    @property
+    def c_checked(self) -> bool:
+        """Whether rtn_tdma_cfg_check() judges this setting's range (a TDMA setting):
+        the entry points then check only its type, C the rest."""
+        return bool(self.c_field)
+
     def check(self, value, key: str | None = None):
         """``value`` if it is of this option's type and in range, else ConfigError
         naming ``key`` (default: the option's own key) and the range."""
         key = key or self.key
+        value = self.check_type(value, key)
+        if self.kind in (str, bool):
+            return value
+        if self.lo is not None and value < self.lo:
+            raise ConfigError(f"{key}: {shown(value)} below minimum {_num(self.lo)}")
+        if self.hi is not None and value > self.hi:
+            raise ConfigError(f"{key}: {shown(value)} above maximum {_num(self.hi)}")
+        return value
+
+    def check_type(self, value, key: str | None = None):
+        """``value`` if it is of this option's type (a name among the choices, if any),
+        else ConfigError naming ``key`` and the range; the range itself is not checked."""
+        key = key or self.key
         if self.kind is str:
             if not isinstance(value, str):
                 raise ConfigError(f"{key}: {shown(value)} is not a name")
+            if self.choices and value not in self.choices:
+                raise ConfigError(f"{key}: {shown(value)} is not one of "
+                                  f"{', '.join(self.choices)}")
             return value
         if self.kind is bool:
             if not isinstance(value, bool):
@@ -110,20 +139,19 @@ class Option:
                 isinstance(value, float) and not math.isfinite(value)):
             what = "an integer" if self.kind is int else "a number"
             raise ConfigError(f"{key}: {shown(value)} is not {what} ({self.range_text()})")
-        if self.lo is not None and value < self.lo:
-            raise ConfigError(f"{key}: {shown(value)} below minimum {_num(self.lo)}")
-        if self.hi is not None and value > self.hi:
-            raise ConfigError(f"{key}: {shown(value)} above maximum {_num(self.hi)}")
         return value
 
     def range_text(self) -> str:
         return f"{_num(self.lo)}..{_num(self.hi)}"
 
     def argtype(self, what: str | None = None):
-        """An argparse ``type`` for this option (whole or decimal number in range)."""
+        """An argparse ``type`` for this option (whole or decimal number in range; a
+        TDMA setting's range is rtn_tdma_cfg_check()'s, so only its form is checked
+        here and the range is left to validate(), which the commands run)."""
         what = what or self.label or self.name.replace("_", " ")
-        make = integer if self.kind is int else number
-        return make(what, self.lo, self.hi)
+        if self.kind is int:
+            return integer(what, self.lo, self.hi, in_range=not self.c_checked)
+        return number(what, self.lo, self.hi)
 
     def add_to(self, parser: argparse.ArgumentParser, *flags: str, **kw) -> None:
         """Add this option to ``parser`` under ``flags`` with its type, default and help."""
@@ -210,6 +238,10 @@ _ROWS = (
     # what rides on the slots
     Option("vnic.slot", int, 1, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot the VNIC sends in"),
+    Option("vnic.mode", str, "batched", None, None, "", False,
+           "batched: the RT thread drains the TAP in the NRT slot; per-packet: a reader "
+           "thread wakes it for each packet",
+           choices=("batched", "per-packet")),
     # real-time IPv4 (rtnet.ipv4_service): the echo replies the RT thread sends and rtping
     Option("ip.icmp_slot", int, 0, 0, lib.RTN_TDMA_MAX_SLOTS - 1, "", False,
            "TDMA slot ICMP echo replies and rtping's requests leave in", toml=False),
@@ -273,7 +305,7 @@ def table_text() -> str:
     """The table as ``rtnetctl options`` prints it."""
     lines = [f"{'option':24} {'type':5} {'default':>9} {'range':>22} {'unit':8} {'live':4}  help"]
     for o in _ROWS:
-        rng = "" if o.kind in (bool, str) else o.range_text()
+        rng = "|".join(o.choices) if o.kind in (bool, str) else o.range_text()
         dflt = "-" if o.default is None else str(o.default).lower()
         lines.append(f"{o.key:24} {o.kind.__name__:5} {dflt:>9} {rng:>22} {o.unit:8} "
                      f"{'yes' if o.live else 'no':4}  {o.help}")

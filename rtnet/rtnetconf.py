@@ -3,7 +3,11 @@ tdma.conf (its extended mode), read into the same StationConfig as rtnet.toml.
 
 What the variables mean and which are used is in rtnet.config's module text and
 RTNET_REFERENCE.md 3.7-3.9; the checks, the option table and the error format are
-rtnet.config's, so a value refused here reads like one refused in a TOML file.
+rtnet.config's, so a value refused here reads like one refused in a TOML file.  A TDMA
+value (TDMA_CYCLE, TDMA_CAL_ROUNDS, a tdma.conf cycle, backup offset or slot line) is
+read here as a whole number and judged by the C rule when the configuration it
+builds is validated (rtn_tdma_cfg_check(): ``TDMA_CYCLE: cycle_us: 50 outside the
+supported range 100..1000000``).
 """
 from __future__ import annotations
 
@@ -13,17 +17,7 @@ import re
 import shlex
 from dataclasses import replace
 
-from rtmac.tdma_config import (
-    LIMITS,
-    MAX_CYCLE_US,
-    MAX_MTU,
-    MAX_OFFSET_US,
-    MAX_SLOT_ID_LIMIT,
-    MIN_CYCLE_US,
-    MIN_SLOT_SIZE,
-    Slot,
-    TdmaConfig,
-)
+from rtmac.tdma_config import Slot, TdmaConfig
 
 from . import options
 from .config import (
@@ -88,13 +82,21 @@ def parse_shell_vars(text: str, source: str) -> dict:
     return out
 
 
-def _uint_var(ck, key, text, lo, hi) -> int:
+_OPT = options.OPTIONS
+_MAX_DIGITS = 30    # more than any C field holds: refused before int() does the work
+
+
+def _uint_var(ck, key, text, option) -> int:
+    """A whole number for ``option``: its range checked here by the option table's rule,
+    or, for a TDMA setting, by the C rule when the configuration is validated (a value
+    too long for any C field is refused here: C never sees it)."""
+    lo, hi = option.limits
     # ASCII digits only: int() would also take "\uff11\uff10" (fullwidth) or "1_0"
     if not isinstance(text, str) or not re.fullmatch(r"[0-9]+", text):
-        ck.fail(key, f"{shown(text)} is not a whole number ({lo}..{hi})")
-    if len(text.lstrip("0")) > len(str(hi)):    # too long to be in range, or to convert
+        ck.fail(key, f"{shown(text)} is not a whole number ({option.range_text()})")
+    if len(text.lstrip("0")) > (_MAX_DIGITS if option.c_checked else len(str(hi))):
         ck.fail(key, f"{shown(text)} above maximum {hi}")
-    return ck.integer(key, int(text), lo, hi)
+    return int(text) if option.c_checked else ck.option(option, int(text), key)
 
 
 def _netmask_prefix(ck, env) -> int | None:
@@ -122,8 +124,11 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
     if ip is not None:
         ip = _ipv4_var(ck, "IPADDR", ip)
     cal = _uint_var(ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"),
-                    *LIMITS["cal_rounds"])
-    offset = _uint_var(ck, "TDMA_OFFSET", env.get("TDMA_OFFSET", "200"), 1, MAX_OFFSET_US)
+                    _OPT["tdma.cal_rounds"])
+    ck.tdma("TDMA_CAL_ROUNDS", lambda: TdmaConfig(role="slave", cal_rounds=cal))
+    # the master's spacing of its slaves (no C field: the option table's rule); the slot
+    # it gives a station is then C's to judge
+    offset = _uint_var(ck, "TDMA_OFFSET", env.get("TDMA_OFFSET", "200"), _OPT["rtcfg.offset_us"])
     slaves = env.get("TDMA_SLAVES", "10.0.0.2 10.0.0.3 10.0.0.4").split()
     sections = path = None
     if env.get("TDMA_CONFIG") and not (rtcfg and mode == "slave"):
@@ -140,8 +145,7 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
         else:
             tdma = section_config(tck, own_section(tck, sections, ip, mac), sections, cal)
     elif mode == "master":
-        cycle = _uint_var(ck, "TDMA_CYCLE", env.get("TDMA_CYCLE", "5000"), MIN_CYCLE_US,
-                          MAX_CYCLE_US)
+        cycle = _uint_var(ck, "TDMA_CYCLE", env.get("TDMA_CYCLE", "5000"), _OPT["tdma.cycle_us"])
         tdma = ck.tdma("TDMA_CYCLE", lambda: TdmaConfig(
             role="master", cycle_us=cycle, cal_rounds=cal, slots={0: Slot(0, 0)}))
     elif rtcfg:
@@ -164,7 +168,7 @@ def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, sl
                       ) -> StationConfig:
     """The RTcfg side of an rtnet.conf: the server's stations or the client's stage 2."""
     timing = {"timeout_s": _uint_var(ck, "RTCFG_TIMEOUT", env.get("RTCFG_TIMEOUT", str(
-        options.OPTIONS["rtcfg.timeout_s"].default)), *options.OPTIONS["rtcfg.timeout_s"].limits)}
+        _OPT["rtcfg.timeout_s"].default)), _OPT["rtcfg.timeout_s"])}
     base = os.path.dirname(ck.source)
     for key in ("STAGE_2_SRC",) if mode == "slave" else ("STAGE_2_DST", "STAGE_2_CMDS"):
         if env.get(key):
@@ -217,7 +221,6 @@ def _section_invitations(ck: _Checker, sections: list, prefix: int | None,
         seen.add(key)
         if sec["kind"] == "backup-master" and "backup" not in sec:
             ck.fail(f"line {sec['line']}: backup-master:", "needs a backup-offset line")
-        section_config(ck, sec, sections, 0)     # the schedule it gets must pass the checks
         own2 = _stage2_src(ck, f"{where}: stage2", sec.get("stage2"), base) or stage2
         out.append(_rtcfg_call(ck, where, lambda: rtcfg_setup.section_invitation(
             sec["kind"], ip, mac, sec["slots"], prefix, own2, cycle_us=master["cycle"],
@@ -244,30 +247,29 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
         if words[0] in ("ip", "mac", "stage2") and len(words) == 2:
             sec[words[0]] = words[1]
         elif words[0] == "cycle" and len(words) == 2 and sec["kind"] == "master":
-            sec["cycle"] = _uint_var(ck, key, words[1], MIN_CYCLE_US, MAX_CYCLE_US)
+            sec["cycle"] = _uint_var(ck, key, words[1], _OPT["tdma.cycle_us"])
         elif words[0] in ("backup-offset", "backup-slot") and len(words) == 2 \
                 and sec["kind"] == "backup-master":
-            sec["backup"] = _uint_var(ck, key, words[1], 1, MAX_CYCLE_US)
+            sec["backup"] = _uint_var(ck, key, words[1], _OPT["tdma.backup_offset_us"])
         elif words[0] == "slot" and 3 <= len(words) <= 6:
-            sid = _uint_var(ck, key, words[1], 0, MAX_SLOT_ID_LIMIT)
+            # the line's form here; its values are C's to judge with the section's schedule
+            sid = _uint_var(ck, key, words[1], _OPT["tdma.slot.id"])
             phasing, period = parse_phasing(ck, key, words[3]) if len(words) > 3 else (1, 1)
-            size = _uint_var(ck, key, words[4], 0, MAX_MTU) if len(words) > 4 else 0
-            if 0 < size < MIN_SLOT_SIZE:
-                ck.fail(key, f"size {size} below minimum {MIN_SLOT_SIZE} (0 = MTU)")
+            size = _uint_var(ck, key, words[4], _OPT["tdma.slot.size"]) if len(words) > 4 else 0
             if sid in sec["slots"]:
                 ck.fail(key, f"slot {sid} given twice in this {sec['kind']}: section "
                              f"(first on line {sec['slot_lines'][sid]})")
             sec["slot_lines"][sid] = no
-            sec["slots"][sid] = Slot(sid, _uint_var(ck, key, words[2], 0, MAX_OFFSET_US),
-                                     phasing, period, size or MAX_MTU,
-                                     _uint_var(ck, key, words[5], 0, MAX_SLOT_ID_LIMIT)
+            sec["slots"][sid] = Slot(sid, _uint_var(ck, key, words[2], _OPT["tdma.slot.offset_us"]),
+                                     phasing, period, size or _OPT["tdma.slot.size"].default,
+                                     _uint_var(ck, key, words[5], _OPT["tdma.slot.joint"])
                                      if len(words) > 5 else None)
         elif words[0] == "window" and len(words) == 3:
             # beyond RTnet: "window <slot id> <us>" gives a slot of this section a window
-            sid = _uint_var(ck, key, words[1], 0, MAX_SLOT_ID_LIMIT)
+            sid = _uint_var(ck, key, words[1], _OPT["tdma.slot.id"])
             if sid in sec["windows"]:
                 ck.fail(key, f"a window for slot {sid} given twice in this section")
-            sec["windows"][sid] = (no, _uint_var(ck, key, words[2], 1, MAX_OFFSET_US))
+            sec["windows"][sid] = (no, _uint_var(ck, key, words[2], _OPT["tdma.slot.window_us"]))
         else:
             ck.fail(key, f"not valid in a {sec['kind']}: section")
     masters = [s for s in sections if s["kind"] == "master"]
@@ -279,6 +281,8 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
                 ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
             sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
         sec["windows"] = {}
+    for sec in sections:    # every section's schedule, whichever station reads the file
+        section_config(ck, sec, sections, 0)
     return sections
 
 

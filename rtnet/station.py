@@ -32,7 +32,9 @@ from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
 log = logging.getLogger("rtnet.station")
 
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
-VNIC_MODES = {"batched": lib.RTN_VNIC_BATCHED, "per-packet": lib.RTN_VNIC_PER_PACKET}
+# the C code of each of the option table's VNIC modes (vnic.mode's choices)
+VNIC_MODES = dict(zip(OPTIONS["vnic.mode"].choices,
+                      (lib.RTN_VNIC_BATCHED, lib.RTN_VNIC_PER_PACKET), strict=True))
 UMEM_FRAMES = 4096    # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
 STATUS_LATE_RECORDS = 16   # the newest over-deadline records stats() shows
 
@@ -110,14 +112,16 @@ class Station(Closeable):
 
     def __init__(self, ifname: str, *, netns: str | None = None, mac: str | None = None,
                  queue: int = 0, xdp_mode: str = "auto", ethertypes=(), rt: RtSettings = RtSettings(),
-                 clock_offset_ns: int = 0, drift_ppm: float = 0.0, link_rate_mbps: int = 100,
+                 clock_offset_ns: int = OPTIONS["clock.offset_ns"].default,
+                 drift_ppm: float = OPTIONS["clock.drift_ppm"].default,
+                 link_rate_mbps: int = OPTIONS["link.link_rate_mbps"].default,
                  redundant_dev: str | None = None,
                  frer_history_len: int = OPTIONS["link.frer_history_len"].default,
                  frer_reset_ms: int = OPTIONS["link.frer_reset_ms"].default):
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
-        if not -10**12 < clock_offset_ns < 10**12 or not -1000 <= drift_ppm <= 1000:
-            raise ConfigError("clock model: offset within +-1000 s and drift within +-1000 ppm")
+        OPTIONS["clock.offset_ns"].check(clock_offset_ns)      # the lab clock model's ranges
+        OPTIONS["clock.drift_ppm"].check(drift_ppm)
         self.ifname = ifname
         self.netns = netns
         self.mac = mac or interface_mac(ifname, netns)
@@ -299,9 +303,9 @@ class Station(Closeable):
     def _stages_ptr(self):
         return ffi.cast("struct rtn_stages *", lib.rtn_station_stages(self._live()))
 
-    def attach_vnic(self, tap_fd: int, mode: str = "batched", slot: int = 1) -> None:
-        if mode not in VNIC_MODES:
-            raise ConfigError(f"VNIC mode {mode!r}: batched or per-packet")
+    def attach_vnic(self, tap_fd: int, mode: str = OPTIONS["vnic.mode"].default,
+                    slot: int = OPTIONS["vnic.slot"].default) -> None:
+        mode = OPTIONS["vnic.mode"].check_type(mode, "VNIC mode")
         check(lib.rtn_station_vnic_attach(self._live(), tap_fd, VNIC_MODES[mode], slot),
               RtnetError, self.ifname)
 

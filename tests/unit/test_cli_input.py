@@ -183,15 +183,18 @@ def test_rtnetctl_capture_into_an_unwritable_place_should_fail_before_capturing(
 @pytest.mark.parametrize("argv, why", [
     ("tdma rteth0 slot 0 400 -t " + "9" * 5000, "invalid calibration timeout: 999"),
     ("tdma rteth0 slot 0 400 -t 3600001", "(allowed: 0..3600000)"),
-    ("tdma rteth0 master 1000 -m 300", "invalid max calibration requests: 300 (allowed: 1..256)"),
-    ("tdma rteth0 master 1000000000000", "invalid cycle period"),
+    # a value's form at parse time; its range by the C rule before anything is sent
+    ("tdma rteth0 master 1000 -m 300", "max_cal_requests: 300 above maximum 256"),
+    ("tdma rteth0 master 1000000000000", "cycle_us: 1000000000000 outside the supported range"),
     ("tdma rteth0 master \uff11\uff10\uff10\uff10", "invalid cycle period"),
-    ("tdma rteth0 master 1000 -c 1000001", "invalid calibration rounds"),
-    ("tdma rteth0 master 1000 -b 1000000", "invalid backup offset: 1000000 (allowed: 0..999999)"),
+    ("tdma rteth0 master 1000 -c 1000001", "cal_rounds: 1000001 above maximum 1000000"),
+    ("tdma rteth0 master 1000 -c " + "9" * 5000, "invalid calibration rounds"),
+    ("tdma rteth0 master 1000 -b 1000000", "backup_offset_us: 1000000 is not smaller than the "
+                                           "cycle (1000 us)"),
     ("tdma rteth0 slot 1 2200 -p \u0661/\u0662", "invalid phasing"),
-    ("tdma rteth0 slot 64 100", "invalid slot id: 64 (allowed: 0..63)"),
-    ("tdma rteth0 slot 1 100 -j 64", "invalid joint slot id"),
-    ("tdma rteth0 slot 1 1000001", "invalid slot offset"),
+    ("tdma rteth0 slot 64 100", "slot id: 64 above maximum 63"),
+    ("tdma rteth0 slot 1 100 -j 6x", "invalid joint slot id"),
+    ("tdma rteth0 slot 1 1000001", "slot 1: offset_us: 1000001 above maximum 1000000"),
     ("-n a/b tdma rteth0 show", "invalid namespace name"),
     ("tdma a\x00b show", "invalid device name"),
 ])

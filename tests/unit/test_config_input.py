@@ -229,7 +229,7 @@ def test_keys_and_words_with_control_characters_stay_on_one_line():
 
 BAD_FILES = [
     ("bad.toml", b"[tdma]\nrole = 'master'\ncycle_us = 50\n",
-     "tdma.cycle_us: 50 below minimum 100"),
+     "tdma.cycle_us: 50 outside the supported range 100..1000000"),
     ("bad.toml", b"\xff\xfe\x00\x00", "UTF-16 text"),
     ("rtnet.conf", b"TDMA_CYCLE=\xef\xbc\x91\xef\xbc\x90\xef\xbc\x90\xef\xbc\x90\n",
      "TDMA_CYCLE: "),

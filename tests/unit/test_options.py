@@ -3,6 +3,7 @@ import doctest
 
 import pytest
 
+import rtnet._lowlevel
 import rtnet.options
 from rtmac import cli
 from rtmac.tdma_config import Slot, TdmaConfig, validate
@@ -84,14 +85,16 @@ def test_every_tdma_key_of_the_table_is_a_toml_key_with_its_range(opt):
         config.parse_toml(text, "rtnet.toml")
 
 
-def test_rtmac_options_take_type_default_and_range_from_the_table():
+def test_rtmac_options_take_type_and_default_from_the_table_and_the_range_from_c():
     req = cli.parse_request(["tdma", "rteth0", "master", "1000"])[0]
     for name in ("cal_rounds", "max_slot_id", "max_cal_requests"):
         assert req[name] == OPTIONS[f"tdma.{name}"].default
     hi = OPTIONS["tdma.max_cal_requests"].hi
-    with pytest.raises(cli.UsageError, match=rf"invalid max calibration requests: {hi + 1} "
-                                             rf"\(allowed: 1..{hi}\)"):
+    with pytest.raises(cli.UsageError, match=rf"^max_cal_requests: {hi + 1} above maximum {hi}$"):
         cli.parse_request(["tdma", "rteth0", "master", "1000", "-m", str(hi + 1)])
+    with pytest.raises(cli.UsageError, match=rf"invalid max calibration requests: x "
+                                             rf"\(allowed: 1..{hi}\)"):
+        cli.parse_request(["tdma", "rteth0", "master", "1000", "-m", "x"])
 
 
 def test_a_guard_change_is_staged_by_the_running_engine_without_recalibration():
@@ -142,3 +145,46 @@ def test_rtmac_flags_and_the_daemon_settings_come_from_the_flag_column():
     assert cli.TDMA_SLAVE_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
     assert daemon._FLAG_SETTINGS == {"master": ("cal_rounds", "max_slot_id", "max_cal_requests"),
                                      "slave": ("cal_rounds", "max_slot_id")}
+
+
+def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
+    """No entry point checks a TDMA setting's range before C: each refusal ends with
+    rtn_tdma_cfg_check()'s own words."""
+    import threading
+    from types import SimpleNamespace
+
+    from rtnet import rtnetconf
+    from rtnet.daemon import Daemon
+    from rtnet.errors import RtcfgError
+    from rtnet.rtcfg import payload
+
+    said = "cycle_us: 50 outside the supported range 100..1000000"
+    c = TdmaConfig(role="master", cycle_us=50).to_c()
+    assert lib.rtn_tdma_cfg_check(c) != 0 and rtnet._lowlevel.last_error() == said
+    refusals = []
+    for parse in (lambda: config.parse_toml("[tdma]\nrole = 'master'\ncycle_us = 50\n"),
+                  lambda: rtnetconf.parse_rtnet_conf('TDMA_CYCLE="50"\n', rtcfg=False),
+                  lambda: rtnetconf.parse_tdma_conf("master:\nip 10.0.0.1\ncycle 50\n",
+                                                    ip="10.0.0.1"),
+                  lambda: cli.parse_request("tdma rteth0 master 50".split()),
+                  lambda: payload.parse("tdma master 50\n", "rteth0")):
+        with pytest.raises((ConfigError, cli.UsageError, RtcfgError)) as err:
+            parse()
+        refusals.append(str(err.value))
+    d = Daemon.__new__(Daemon)
+    d._lock, d.dev, d.cfg = threading.RLock(), "rteth0", SimpleNamespace(link_rate_mbps=100)
+    d.station = SimpleNamespace(discipline="none", attach_tdma=lambda cfg: cfg.validated())
+    with pytest.raises(ConfigError) as err:
+        d.h_tdma_master({"cmd": "tdma.master", "cycle_us": 50}, None)
+    refusals.append(str(err.value))
+    assert all(r.endswith(said) for r in refusals), refusals
+    assert refusals[0] == f"rtnet.toml: tdma.{said}"
+
+
+def test_vnic_mode_is_a_row_with_its_choices():
+    from rtnet import station
+    assert config.VnicConfig().mode == OPTIONS["vnic.mode"].default == "batched"
+    assert tuple(station.VNIC_MODES) == OPTIONS["vnic.mode"].choices
+    with pytest.raises(ConfigError, match=r"^rtnet\.toml: vnic\.mode: 'fast' is not one of "
+                                          r"batched, per-packet$"):
+        config.parse_toml("[vnic]\nmode = 'fast'\n")

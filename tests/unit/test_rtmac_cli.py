@@ -128,10 +128,12 @@ def test_simple_commands_should_parse(cmdline, cmd):
 # --- refused command lines: one line, exit 2, nothing sent ------------------------------------
 
 @pytest.mark.parametrize("cmdline, message", [
-    ("tdma rteth0 slot 1 2200 -p 3/2", "rtmac: rteth0: argument -p: invalid phasing: 3/2"),
-    ("tdma rteth0 slot 1 2200 -p 0/2", "invalid phasing: 0/2"),
+    # the form is the parser's, the ranges the C rule's (rtn_tdma_cfg_check())
+    ("tdma rteth0 slot 1 2200 -p 3/2", "rtmac: rteth0: slot 1: phasing 3/2 outside 1..2"),
+    ("tdma rteth0 slot 1 2200 -p 0/2", "slot 1: phasing 0/2 outside 1..2"),
     ("tdma rteth0 slot 1 2200 -p 1", "invalid phasing: 1"),
-    ("tdma rteth0 slot 1 2200 -s 40", "rtmac: rteth0: argument -s: invalid slot size: 40"),
+    ("tdma rteth0 slot 1 2200 -s 40", "rtmac: rteth0: slot 1: size 40 outside 60..1500 (MTU)"),
+    ("tdma rteth0 slot 1 2200 -s x", "rtmac: rteth0: argument -s: invalid slot size: x"),
     ("tdma rteth0 slot 1 abc", "invalid slot offset: abc"),
     ("tdma rteth0 slot 1 -5", "rtmac: rteth0: "),
     ("tdma rteth0 slot x 100", "invalid slot id: x"),
@@ -139,12 +141,13 @@ def test_simple_commands_should_parse(cmdline, cmd):
     ("tdma rteth0 slot 2 100 -j 2", "cannot be joint with itself"),
     ("tdma rteth0 frob", "invalid choice: 'frob'"),
     ("tdma rteth0 master", "required: cycle_us"),
-    ("tdma rteth0 master 0", "invalid cycle period: 0"),
-    ("tdma rteth0 master 50", "invalid cycle period: 50 (allowed: 100..1000000)"),
+    ("tdma rteth0 master 0", "cycle_us: 0 below minimum 100"),
+    ("tdma rteth0 master 50", "cycle_us: 50 outside the supported range 100..1000000"),
+    ("tdma rteth0 master 5o", "invalid cycle period: 5o (allowed: 100..1000000)"),
     ("tdma rteth0 master 5000 -b 5000", "not smaller than the cycle"),
-    ("tdma rteth0 master 5000 -m 0", "invalid max calibration requests: 0"),
+    ("tdma rteth0 master 5000 -m 0", "max_cal_requests: 0 below minimum 1"),
     ("tdma rteth0 master 5000 -x 1", "unrecognized arguments: -x 1"),
-    ("tdma rteth0 slave -i 300", "invalid max slot id: 300 (allowed: 0..63)"),
+    ("tdma rteth0 slave -i 300", "max_slot_id: 300 above maximum 63"),
     ("tdma rteth0 detach now", "unrecognized arguments: now"),
     ("nomac rteth0 frob", "invalid choice: 'frob'"),
     ("frob rteth0", "rtmac: argument tdma|nomac: invalid choice: 'frob'"),
