@@ -6,7 +6,25 @@ from tools import bench_frer
 from tools.bench_aggregate import verdict
 from tools.suite_config import LOADS
 from tools.suite_tables import LOAD_NAMES, fmt
-from tools.suite_targets import T_GATE_P999_US, T_SLOT_EXTRA_US, T_WAKE_RATIO
+from tools.suite_targets import T_GATE_CYCLES, T_GATE_P999_US, T_SLOT_EXTRA_US, T_WAKE_RATIO
+
+# What the seeds measured, which the points below set this run against
+SEED_001_LOSS_64B_PCT = 34        # seed 001: its control path's loss at 64-byte frames
+SEED_001_P50_US = 105             # seed 001: one-way latency through its switch, p50
+SEED_001_P999_US = 245            # ... and p99.9
+SEED_002_PREEMPT_RT_US = 80       # seed 002: PREEMPT_RT's worst case
+SEED_002_XENOMAI_US = 31          # seed 002: Xenomai's worst case ...
+SEED_002_XENOMAI_HOURS = 72       # ... over this many hours
+
+# How the points read the figures
+NO_P999 = 1e9                     # a load without a p99.9 is judged as missing the target
+DELIVERED_SHARE = 0.9             # a cell that delivered this share of its messages delivered
+WORSE_US = 100                    # the gate makes the standard application worse beyond this
+ABOUT_A_CYCLE_US = 700            # ... and by about a cycle beyond this (mean difference)
+FLOOD_MISSED_SHARE = 0.01         # the flood degrades the ungated RT column: missed share,
+FLOOD_P99_FACTOR = 2              # or p99 above this many times idle's
+FLOOD_P99_MARGIN_US = 100         # plus this
+FULL_RATE_PCT = 99                # zero-loss throughput counted as the full line rate
 
 
 def _cell(results, app, disc, load):
@@ -21,21 +39,16 @@ def lat_range(rt: dict, key: str) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def discussion(results: dict) -> list[str]:
-    """Each of the seeds' claims checked against this run, with the reason where we differ."""
-    mx = results["matrix"]
-    out = []
-    if not mx:
-        return out
-    loads = [ld for ld in LOADS if _cell(results, "rt", "tdma", ld)]
-    # 1. RT + gate under every load
+def gate_point(results: dict, loads: list) -> str:
+    """The RT application behind the TDMA gate: its p99.9 target per load, and the
+    no-miss target."""
     worst = max(loads, key=lambda ld: _cell(results, "rt", "tdma", ld).get("p999") or 0)
     w = _cell(results, "rt", "tdma", worst)
     missed = sum(_cell(results, "rt", "tdma", ld).get("missed", 0) for ld in loads)
-    verdicts = {ld: verdict(_cell(results, "rt", "tdma", ld).get("p999") or 1e9,
+    verdicts = {ld: verdict(_cell(results, "rt", "tdma", ld).get("p999") or NO_P999,
                             T_GATE_P999_US, "at_most") for ld in loads}
     sent = sum(_cell(results, "rt", "tdma", ld).get("sent", 0) for ld in loads)
-    text = (f"**RT application behind the TDMA gate** (target: p99.9 under 2 cycles under every "
+    text = (f"**RT application behind the TDMA gate** (target: p99.9 under {T_GATE_CYCLES} cycles under every "
             f"load, no missed cycle). Worst p99.9 {fmt(w.get('p999'), 0)} us ({LOAD_NAMES[worst]}); "
             "the p99.9 target per load: " + ", ".join(f"{LOAD_NAMES[ld]} {v}"
                                                       for ld, v in verdicts.items()) + ". "
@@ -43,31 +56,46 @@ def discussion(results: dict) -> list[str]:
                f"{fmt(missed, 0)} missed cycle(s) in {fmt(sent, 0)} messages over {len(loads)} "
                "loads (medians over the runs), so the no-miss target is not met."))
     if missed:
-        lead = results.get("matrix_config", {}).get("lead_us", 0)
-        lost = sum(_cell(results, "rt", "tdma", ld).get("lost", 0) for ld in loads)
-        wk = {ld: results["wakeup"].get(f"tdma/{ld}", {}) for ld in loads}
-        text += (f" Of these, {lost} were lost and {missed - lost} arrived more than a cycle late. "
-                 f"A message misses its cycle when the sending station's RT thread misses the "
-                 f"slot itself (missed occurrences of its RT and NRT slots, table b: "
-                 + ", ".join(f"{wk[ld].get('missed_slots', '-')}" for ld in loads)
-                 + f") or when the application wakes more than the {lead} us hand-over lead "
-                 f"late; the application's worst wake-ups were "
-                 + ", ".join(f"{fmt((wk[ld].get('rt_app_wakeup_us') or {}).get('max'), 0)} us "
-                             f"({LOAD_NAMES[ld]})" for ld in loads)
-                 + "; cyclictest on the same CPU in the same phases reached "
-                 + ", ".join(f"{fmt((wk[ld].get('cyclictest_us') or {}).get('max'), 0)} us"
-                             for ld in loads)
-                 + ". Wake-ups of hundreds of microseconds to milliseconds show in cyclictest "
-                   "too: they are the VM's vCPU stalls (the host deschedules it), which no guest "
-                   "software avoids and which the seed's bare-metal PREEMPT_RT hosts do not have.")
-    out.append(text)
-    # 2. standard app: gate vs no gate
-    def delivered(app, disc, ld):
-        c = _cell(results, app, disc, ld)
-        return c.get("sent") and c.get("received", 0) >= 0.9 * c["sent"]
-    both_ok = [ld for ld in loads if delivered("standard", "tdma", ld) and
-               delivered("standard", "nomac", ld)]
-    starved = [ld for ld in loads if not delivered("standard", "nomac", ld)]
+        text += gate_misses_text(results, loads, missed)
+    return text
+
+
+
+def gate_misses_text(results: dict, loads: list, missed) -> str:
+    """Why the RT application behind the gate missed cycles: lost or late, the
+    station's missed slots, the application's and cyclictest's worst wake-ups."""
+    lead = results.get("matrix_config", {}).get("lead_us", 0)
+    lost = sum(_cell(results, "rt", "tdma", ld).get("lost", 0) for ld in loads)
+    wk = {ld: results["wakeup"].get(f"tdma/{ld}", {}) for ld in loads}
+    return (f" Of these, {lost} were lost and {missed - lost} arrived more than a cycle late. "
+            f"A message misses its cycle when the sending station's RT thread misses the "
+            f"slot itself (missed occurrences of its RT and NRT slots, table b: "
+            + ", ".join(f"{wk[ld].get('missed_slots', '-')}" for ld in loads)
+            + f") or when the application wakes more than the {lead} us hand-over lead "
+            f"late; the application's worst wake-ups were "
+            + ", ".join(f"{fmt((wk[ld].get('rt_app_wakeup_us') or {}).get('max'), 0)} us "
+                        f"({LOAD_NAMES[ld]})" for ld in loads)
+            + "; cyclictest on the same CPU in the same phases reached "
+            + ", ".join(f"{fmt((wk[ld].get('cyclictest_us') or {}).get('max'), 0)} us"
+                        for ld in loads)
+            + ". Wake-ups of hundreds of microseconds to milliseconds show in cyclictest "
+              "too: they are the VM's vCPU stalls (the host deschedules it), which no guest "
+              "software avoids and which the seed's bare-metal PREEMPT_RT hosts do not have.")
+
+
+
+def delivered(results: dict, app: str, disc: str, ld: str) -> bool:
+    """The cell delivered most of its messages (DELIVERED_SHARE)."""
+    c = _cell(results, app, disc, ld)
+    return c.get("sent") and c.get("received", 0) >= DELIVERED_SHARE * c["sent"]
+
+
+
+def standard_point(results: dict, loads: list) -> str:
+    """The standard application with and without the gate, where both delivered."""
+    both_ok = [ld for ld in loads if delivered(results, "standard", "tdma", ld) and
+               delivered(results, "standard", "nomac", ld)]
+    starved = [ld for ld in loads if not delivered(results, "standard", "nomac", ld)]
     diffs = {ld: (_cell(results, "standard", "tdma", ld).get("mean") or 0) -
              (_cell(results, "standard", "nomac", ld).get("mean") or 0) for ld in both_ok}
     p99d = {ld: (_cell(results, "standard", "tdma", ld).get("p99") or 0) -
@@ -81,8 +109,8 @@ def discussion(results: dict) -> list[str]:
                  + f" (average {fmt(avg, 0)} us); at p99: "
                  + ", ".join(f"{LOAD_NAMES[ld]} {fmt(d, 0)} us" for ld, d in p99d.items()) + ". "
                  + ("The gate makes the standard application worse, as in the seed, by "
-                    f"{'about a cycle' if avg > 700 else 'less than a cycle on average'}. "
-                    if avg > 100 else "The gate does not make it worse here. "))
+                    f"{'about a cycle' if avg > ABOUT_A_CYCLE_US else 'less than a cycle on average'}. "
+                    if avg > WORSE_US else "The gate does not make it worse here. "))
     if starved:
         text += ("Under " + " and ".join(LOAD_NAMES[ld] for ld in starved) + " the standard "
                  "application without the gate lost most of its messages to the flood (see the "
@@ -96,15 +124,20 @@ def discussion(results: dict) -> list[str]:
           "application aimed at the window and arriving just after it. Without the gate the "
           "message goes out at once, and the standard application's own lateness (timer slack, "
           "SCHED_OTHER) is all it pays.")
-    out.append(text)
-    # 3. RT without gate under flood
+    return text
+
+
+
+def flood_point(results: dict) -> str | None:
+    """The RT application without the gate under the network flood, against idle."""
     idle = _cell(results, "rt", "nomac", "idle")
     net = _cell(results, "rt", "nomac", "net") or _cell(results, "rt", "nomac", "both")
     if idle and net:
-        degraded = (net.get("missed", 0) > 0.01 * max(1, net.get("sent", 1)) or
-                    (net.get("p99") or 0) > 2 * (idle.get("p99") or 1) + 100)
+        degraded = (net.get("missed", 0) > FLOOD_MISSED_SHARE * max(1, net.get("sent", 1)) or
+                    (net.get("p99") or 0) > FLOOD_P99_FACTOR * (idle.get("p99") or 1)
+                    + FLOOD_P99_MARGIN_US)
         snd = results["wakeup"].get("nomac/net", {}).get("sender_per_s", {})
-        out.append(
+        return (
             f"**RT application without the gate under network flood** (seed: degrades). Idle: "
             f"mean {fmt(idle.get('mean'), 0)} us, p99 {fmt(idle.get('p99'), 0)} us, "
             f"{idle.get('missed', 0)} missed of {idle.get('sent', 0)}. With the flood: "
@@ -127,13 +160,18 @@ def discussion(results: dict) -> list[str]:
                "instead of starving it."
                if degraded else
                "This does not reproduce here: the flood did not keep the transmit queue full."))
-    # 4. RT columns level under CPU load
+    return None
+
+
+
+def cpu_load_point(results: dict) -> str | None:
+    """The two RT columns under CPU load alone, against idle."""
     cn, ct = _cell(results, "rt", "nomac", "cpu"), _cell(results, "rt", "tdma", "cpu")
     inn, itd = _cell(results, "rt", "nomac", "idle"), _cell(results, "rt", "tdma", "idle")
     if cn and ct and inn and itd:
         dn = (cn.get("p99") or 0) - (inn.get("p99") or 0)
         dt = (ct.get("p99") or 0) - (itd.get("p99") or 0)
-        out.append(
+        return (
             f"**The two RT columns under CPU load alone** (seed: level). Mean {fmt(cn.get('mean'), 0)} "
             f"us without the gate and {fmt(ct.get('mean'), 0)} us with it; p99 moved by "
             f"{fmt(dn, 0)} us and {fmt(dt, 0)} us from idle. The CPU load leaves both RT columns "
@@ -142,6 +180,12 @@ def discussion(results: dict) -> list[str]:
             f"{results.get('matrix_config', {}).get('lead_us', '?')} us (the RT application "
             f"writes its message that long before the slot opens) plus the wait for the slot, "
             f"a fixed offset the seed's gate, opened right at the send time, did not have.")
+    return None
+
+
+
+def wakeup_point(results: dict) -> str | None:
+    """The RT thread's wake-ups and the slot lateness next to cyclictest."""
     wk = results["wakeup"]
     if wk:
         parts = []
@@ -158,7 +202,7 @@ def discussion(results: dict) -> list[str]:
                       for b in wk.values() if b["station_wakeup_us"].get("count"))
         ok_slot = all(b["slot_lateness_us"]["p99"] <= b["cyclictest_us"]["p99"] + T_SLOT_EXTRA_US
                       for b in wk.values() if b.get("slot_lateness_us", {}).get("count"))
-        out.append(
+        return (
             f"**Wake-ups next to cyclictest** (DESIGN.md targets: RT thread p99 within "
             f"{T_WAKE_RATIO:g}x of cyclictest's, slot lateness p99 within cyclictest's p99 + "
             f"{T_SLOT_EXTRA_US:g} us; judged per phase, with the spread over runs, in the "
@@ -169,17 +213,25 @@ def discussion(results: dict) -> list[str]:
                f"and {'the slot target is met' if ok_slot else 'the slot target is NOT met'}. ")
             + "Under NoMAC at idle the station thread has no timer wake-ups at all: it sleeps "
               "until an application or the VNIC kicks it, and the timer only paces a backlog. "
-              "The seed 002 numbers (PREEMPT_RT worst case ~80 us, Xenomai 31 us over 72 h) are "
+              f"The seed 002 numbers (PREEMPT_RT worst case ~{SEED_002_PREEMPT_RT_US} us, Xenomai "
+              f"{SEED_002_XENOMAI_US} us over {SEED_002_XENOMAI_HOURS} h) are "
               "worst cases on bare metal; ours are bounded by the VM's stalls, which cyclictest "
               "shows at the same size.")
+    return None
+
+
+
+def rfc2544_point(results: dict) -> str | None:
+    """RFC 2544 on the RT path and through the VNIC against seed 001."""
     rt = results["rfc2544"].get("rt_path", {})
     vn = results["rfc2544"].get("vnic", {}).get("sizes", {})
     if rt:
-        full = [k for k, v in rt.items() if v["throughput_pct"] >= 99]
-        small = {k: v for k, v in rt.items() if v["throughput_pct"] < 99}
-        out.append(
+        full = [k for k, v in rt.items() if v["throughput_pct"] >= FULL_RATE_PCT]
+        small = {k: v for k, v in rt.items() if v["throughput_pct"] < FULL_RATE_PCT}
+        return (
             "**RFC 2544** (seed 001: zero-loss throughput by binary search, latency per frame "
-            "size; its control path lost 34% at 64 B while large frames ran at line rate). "
+            f"size; its control path lost {SEED_001_LOSS_64B_PCT}% at 64 B while large frames ran at "
+            "line rate). "
             f"The real-time path runs at the full modelled line rate for {', '.join(full) or 'no'} "
             "byte frames"
             + (", and below it for " + ", ".join(f"{k} B ({v['throughput_pct']:.0f}%, "
@@ -194,7 +246,7 @@ def discussion(results: dict) -> list[str]:
                  "them)." if small else ".")
             + f" One-way latency at the zero-loss rate: p50 {lat_range(rt, 'p50')} us, p99 "
               f"{lat_range(rt, 'p99')} us, p99.9 {lat_range(rt, 'p99.9')} us across the sizes "
-              "(the seed: ~105 us p50, ~245 us p99.9 through its switch). "
+              f"(the seed: ~{SEED_001_P50_US} us p50, ~{SEED_001_P999_US} us p99.9 through its switch). "
             + ("Through the VNIC the zero-loss throughput is a share of the TDMA NRT slots, "
                f"{min(v['pct_of_nrt_capacity'] for v in vn.values()):.0f}-"
                f"{max(v['pct_of_nrt_capacity'] for v in vn.values()):.0f}% of it depending on size "
@@ -203,13 +255,31 @@ def discussion(results: dict) -> list[str]:
                "shared VM also move a few percent between sizes); its "
                "latency is that of the TDMA grid: a ping round trip waits for NRT slots in both "
                "directions." if vn else ""))
-    out.append(
+    return None
+
+
+
+def testbed_point(results: dict) -> str:
+    """Where this testbed differs from the seed's."""
+    m, st = results["envelope"]["machine"], results["envelope"]["settings"]
+    return (
         "**Where this testbed differs from the seed's.** Both stations are network namespaces "
-        "on one 2-vCPU VM joined by a veth bridge, so sender, receiver, load and flood share "
-        "two CPUs; the 100 Mbit/s link is modelled by the sender's RT thread, not a PHY; there is "
+        f"on one {m['ncpus']}-vCPU VM joined by a veth bridge, so sender, receiver, load and "
+        "flood share two CPUs; the "
+        f"{st['link_rate_mbps']} Mbit/s link is modelled by the sender's RT thread, not a PHY; there is "
         "no switch and no hardware timestamping (one CLOCK_MONOTONIC for both stations); the "
         "kernel is not PREEMPT_RT. The receiving application is an RT subscriber on the reserved "
         "CPU in all four configurations, so the columns differ only in the publisher and the gate. "
         "The host takes the vCPU away for a few milliseconds now and then: maxima in the "
         "milliseconds are those stalls, visible in cyclictest in the same load phase.")
-    return out
+
+
+def discussion(results: dict) -> list[str]:
+    """Each of the seeds' claims checked against this run, with the reason where we differ."""
+    if not results["matrix"]:
+        return []
+    loads = [ld for ld in LOADS if _cell(results, "rt", "tdma", ld)]
+    points = [gate_point(results, loads), standard_point(results, loads), flood_point(results),
+              cpu_load_point(results), wakeup_point(results), rfc2544_point(results),
+              testbed_point(results)]
+    return [p for p in points if p is not None]
