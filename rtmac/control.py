@@ -6,7 +6,7 @@ client writes one JSON object and a newline (``{"cmd": "tdma.slot", "dev":
 "rteth0", ...}``) and reads one JSON line back: ``{"ok": true, ...}`` or
 ``{"ok": false, "error": "one-line message"}``.
 
-Requests built by ``rtmac`` (rtmac/cli.py), all with ``"dev"``:
+Requests built by ``rtmac`` (rtmac/commands.py), all with ``"dev"``:
 
 - ``tdma.master``: cycle_us, backup_offset_us (None = primary), cal_rounds,
   max_slot_id, max_cal_requests

@@ -63,6 +63,7 @@ from rtmac.tdma_config import Slot, TdmaConfig, effective_slot, validate
 
 from . import options
 from ._lowlevel import lib
+from .echo import PING_ETHERTYPE  # the echo service's, always real-time (named here as before)
 from .errors import ConfigError, RtcfgError
 from .mac import CANONICAL_MAC, EXAMPLE_MAC
 from .messages import one_line, shown, shown_path
@@ -71,7 +72,6 @@ from .rtcfg import setup as rtcfg_setup
 from .station import RtSettings
 from .userfiles import Refused, read_regular
 
-PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping)
 XDP_MODES = ("auto", "native", "skb")
 MAX_FILE_BYTES = 1 << 20    # configuration files are a few hundred bytes
 MAX_VALUE_CHARS = 4096      # an rtnet.conf value after $VAR expansion

@@ -1,6 +1,6 @@
 """The daemon's echo service (``rtnetctl ping``): echo requests and replies through the slots.
 
-The service is an application channel on :data:`rtnet.config.PING_ETHERTYPE`
+The service is an application channel on :data:`PING_ETHERTYPE`
 in slot 0, used through the same client as applications
 (:class:`rtnet.app.Channel`, csrc/rtn_app.c); only the descriptors come
 straight from :meth:`rtnet.station.Station.open_channel` instead of the
@@ -26,13 +26,14 @@ import struct
 import threading
 import time
 
-from . import config as _config
 from ._lowlevel import lib
 from .app import Channel, Message
 from .control_server import RequestError
 from .errors import ChannelError, ChannelFull
 from .mac import format_mac, parse_mac
 from .station import Station
+
+PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping); real-time on every station
 
 ECHO_REQUEST, ECHO_REPLY = 1, 2
 ECHO = struct.Struct(">B3x4sqI")        # type, target IPv4, request tx_ns, ident
@@ -58,7 +59,7 @@ class EchoService:
 
     def __init__(self, station: Station, own_ips: set[str]):
         self.own_ips = {socket.inet_aton(ip) for ip in own_ips}
-        self.cid, memfd, kickfd = station.open_channel(_config.PING_ETHERTYPE, slot=0, prio=15,
+        self.cid, memfd, kickfd = station.open_channel(PING_ETHERTYPE, slot=0, prio=15,
                                                        cycles=False, max_size=1514, depth=64)
         try:
             self.chan = Channel.attach(memfd, kickfd)     # owns both descriptors from here on

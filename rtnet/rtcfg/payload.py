@@ -3,7 +3,8 @@
 RTnet's stage-1 data is a shell fragment the client evaluates (``eval
 "$(rtcfg rteth0 client -c)"`` in rtnet.in).  Here it is never executed: each
 line must be one of the commands below, parsed into the same request dicts
-the command line tools send to rtnetd and validated by the same code, and one
+the command line tools send to rtnetd (rtmac's by rtmac.commands, the parser
+rtmac's command line uses) and validated by the same code, and one
 bad line refuses the whole payload (``line N: ...``) before anything of it
 is applied.  Stage-2 data is read the same way.
 
@@ -35,7 +36,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from rtmac import cli as rtmac_cli
+from rtmac import commands as rtmac_commands
+from rtnet.devcmd import UsageError
 from rtnet.errors import RtcfgError
 from rtnet.messages import shown
 
@@ -68,8 +70,8 @@ def _tdma(words: list[str], dev: str) -> dict:
     if refused:
         raise RtcfgError(f"tdma {words[0]}: option {shown(refused[0])} is not allowed here")
     try:
-        request, _ = rtmac_cli.parse_request(["tdma", dev, *words])
-    except rtmac_cli.UsageError as exc:
+        request, _ = rtmac_commands.parse_request(["tdma", dev, *words])
+    except UsageError as exc:
         raise RtcfgError(f"tdma {words[0]}: {exc}") from None
     return request
 
