@@ -1,4 +1,4 @@
-"""tools/bench_suite.py --quick: the results file is complete and well formed.
+"""python3 -m tools.bench_suite --quick: the results file is complete and well formed.
 
 Checks structure, not figures: every matrix cell, load, frame size and VNIC
 run is present, every number is finite, the figures and the report exist, the
