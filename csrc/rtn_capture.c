@@ -164,6 +164,12 @@ void rtn_capture_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, i
 	cap_count(s, rtn_capture_put(s->cap, &h, frame, len, -1, 0));
 }
 
+/* On the RT thread: the ring it mirrors frames into from now on (NULL: none). */
+static void set_capture(struct rtn_station *s, uintptr_t ring)
+{
+	s->cap = (struct rtn_capture *)ring;
+}
+
 int rtn_station_capture_start(struct rtn_station *s, uint32_t snaplen, uint32_t depth)
 {
 	struct rtn_capture *c;
@@ -177,7 +183,7 @@ int rtn_station_capture_start(struct rtn_station *s, uint32_t snaplen, uint32_t 
 	}
 	rc = rtn_capture_create(snaplen, depth, &c);
 	if (rc == 0)
-		rtn_station_post(s, CMD_CAPTURE, (uintptr_t)c);
+		rtn_station_post(s, set_capture, (uintptr_t)c);
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
 	return rc;
@@ -192,7 +198,7 @@ int rtn_station_capture_stop(struct rtn_station *s)
 	c = s->cap;
 	if (c) {
 		/* once the RT thread has run the command, it no longer touches the ring */
-		rtn_station_post(s, CMD_CAPTURE, 0);
+		rtn_station_post(s, set_capture, 0);
 		rtn_capture_destroy(c);
 	}
 	pthread_mutex_unlock(&s->ctl_lock);

@@ -9,68 +9,119 @@
  * frames and the rate generator's (rtn_probe.c) all go through it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include "rtn_core.h"
+#include "rtn_nomac_priv.h"
+#include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
+#include "rtn_vnic_priv.h"
 
-/* The FIFO's next free frame, or NULL when it is full; rtn_nomac_commit() queues it. */
-struct frame_slot *rtn_nomac_slot(struct rtn_station *s)
+/*
+ * NoMAC's FIFO: what the RT thread holds for the (modelled) wire.  Deep
+ * enough to ride out a stall of the thread at full load: 2048 frames are
+ * 13.8 ms of 64-byte frames at 100 Mbit/s (1.4 ms at 1 Gbit/s); with 256 a
+ * 2 ms vCPU stall at line rate overflowed it, and frames offered during the
+ * stall were dropped although the wire could still carry them afterwards.
+ */
+#define NOMAC_FIFO	2048
+/*
+ * NoMAC's link-rate model keeps a virtual wire: each frame has a start time
+ * on it, and none starts before the previous one ends at the link rate.
+ * Frames are handed to the kernel in batches that may run up to
+ * PACE_AHEAD_NS ahead of the clock (the frames a NIC's TX ring would hold);
+ * the thread then sleeps until only PACE_REFILL_NS of wire time is left
+ * queued and tops it up again.  The average rate stays the link rate, and a
+ * wake-up and a kick serve PACE_AHEAD_NS - PACE_REFILL_NS of wire time
+ * (~74 64-byte frames at 100 Mbit/s, ~740 at 1 Gbit/s) instead of a frame
+ * each.  PACE_REFILL_NS is what a wake-up (or a stall of the thread) may be
+ * late before the modelled wire idles; the rate generator (rtn_probe.c)
+ * makes its frames up to the same horizon, so it batches the same way.
+ */
+#define PACE_AHEAD_NS	RTN_NOMAC_PACE_AHEAD_NS
+#define PACE_REFILL_NS	RTN_NOMAC_PACE_REFILL_NS
+
+struct rtn_nomac {
+	struct rtn_station *s;
+	struct frame_slot fifo[NOMAC_FIFO];
+	uint32_t head, tail;
+	int64_t wire_free_at;		/* local time the modelled wire is free again */
+};
+
+int rtn_nomac_create(struct rtn_station *s)
 {
-	uint32_t h = s->nomac_head;
+	struct rtn_nomac *n = calloc(1, sizeof(*n));
 
-	if (h - s->nomac_tail >= NOMAC_FIFO)
+	if (!n)
+		return rtn_set_error(-ENOMEM, "station: out of memory for NoMAC's FIFO");
+	n->s = s;
+	s->nomac = n;
+	return 0;
+}
+
+void rtn_nomac_destroy(struct rtn_station *s)
+{
+	free(s->nomac);
+	s->nomac = NULL;
+}
+
+/* The FIFO's next free frame, or NULL when it is full; nomac_commit() queues it. */
+static struct frame_slot *nomac_slot(void *q)
+{
+	struct rtn_nomac *n = q;
+	uint32_t h = n->head;
+
+	if (h - n->tail >= NOMAC_FIFO)
 		return NULL;
 	/* every writer takes its slot here: the stamp offset is the frame's unless it says */
-	s->nomac_fifo[h % NOMAC_FIFO].stamp_off = STAMP_OFF_OF_FRAME;
-	return &s->nomac_fifo[h % NOMAC_FIFO];
+	n->fifo[h % NOMAC_FIFO].stamp_off = STAMP_OFF_OF_FRAME;
+	return &n->fifo[h % NOMAC_FIFO];
 }
 
-void rtn_nomac_commit(struct rtn_station *s)
+static void nomac_commit(void *q)
 {
-	s->nomac_head++;
+	((struct rtn_nomac *)q)->head++;
 }
 
-static int nomac_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+/* NoMAC has no slots: everything queued goes through the one FIFO. */
+static int nomac_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame,
+		       uint32_t len)
 {
-	struct frame_slot *f = rtn_nomac_slot(s);
+	struct rtn_nomac *n = priv;
+	struct frame_slot *f = nomac_slot(n);
 
 	if (!f)
 		return -ENOBUFS;
 	memcpy(f->data, frame, len);
 	f->len = len;
-	rtn_nomac_commit(s);
+	nomac_commit(n);
 	return 0;
 }
 
 static int take_nomac(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
-		      uint32_t len, void *unused)
+		      uint32_t len, void *arg)
 {
-	struct frame_slot *f = rtn_nomac_slot(s);
+	struct rtn_nomac *n = arg;
+	struct frame_slot *f = nomac_slot(n);
 
 	if (!f)
 		return -ENOBUFS;
 	memcpy(f->data, m->frame, len);
 	f->len = len;
 	f->stamp_off = rtn_chan_tx_off(c, m->frame, len);	/* a UDP socket's: by its channel */
-	rtn_nomac_commit(s);
+	nomac_commit(n);
 	return 0;
 }
 
-static void nomac_collect(struct rtn_station *s, int64_t now_local)
+static void nomac_collect(struct rtn_nomac *n, int64_t now_local)
 {
-	rtn_chans_drain(s, take_nomac, NULL, now_local);	/* NoMAC: local time is global */
-	if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED) {
-		struct frame_slot *f;
+	struct rtn_station *s = n->s;
 
-		while ((f = rtn_nomac_slot(s)) && tap_usable(s)) {
-			int len = rtn_vnic_next_frame(s, f->data, RTN_TDMA_FRAME_MAX);
+	rtn_chans_drain(s, take_nomac, n, now_local);	/* NoMAC: local time is global */
+	if (s->vnic) {
+		struct frame_sink q = { nomac_slot, nomac_commit, n };
 
-			if (!len)
-				break;
-			if (len < 0)
-				continue;
-			f->len = len;
-			rtn_nomac_commit(s);
-		}
+		rtn_vnic_fill(s->vnic, &q);
 	}
 }
 
@@ -88,19 +139,20 @@ static void nomac_collect(struct rtn_station *s, int64_t now_local)
  * refuses stays at the FIFO's head for the next try.  Returns when the wire will
  * have drained to PACE_REFILL_NS (local), INT64_MAX when the FIFO is empty.
  */
-static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
+static int64_t nomac_flush(struct rtn_nomac *n, int64_t now_local)
 {
+	struct rtn_station *s = n->s;
 	int full = 0;
 
-	while (s->nomac_tail != s->nomac_head) {
-		struct frame_slot *f = &s->nomac_fifo[s->nomac_tail % NOMAC_FIFO];
+	while (n->tail != n->head) {
+		struct frame_slot *f = &n->fifo[n->tail % NOMAC_FIFO];
 		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
 				      rtn_app_hdr_tx_off(f->data, f->len) : f->stamp_off;
 		int64_t tx;
 		int rc;
 
-		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < s->wire_free_at)
-			return s->wire_free_at - PACE_REFILL_NS;
+		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < n->wire_free_at)
+			return n->wire_free_at - PACE_REFILL_NS;
 		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, INT64_MAX, &tx);
 		if (rc == -EAGAIN && ++full < TX_RING_TRIES)
 			continue;	/* the refusal kicked the kernel, which sends a batch */
@@ -110,10 +162,10 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;
-			s->wire_free_at = (tx > s->wire_free_at ? tx : s->wire_free_at) +
+			n->wire_free_at = (tx > n->wire_free_at ? tx : n->wire_free_at) +
 					  rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
 		}
-		s->nomac_tail++;
+		n->tail++;
 	}
 	return INT64_MAX;
 }
@@ -126,22 +178,23 @@ static int64_t nomac_flush(struct rtn_station *s, int64_t now_local)
  * PACE_REFILL_NS, or the generator's next frame PACE_REFILL_NS before the
  * horizon passes it.
  */
-static int64_t nomac_pump(struct rtn_station *s, int64_t now_local)
+static int64_t nomac_pump(struct rtn_nomac *n, int64_t now_local)
 {
 	int64_t horizon = now_local + PACE_AHEAD_NS, due, wire;
+	struct frame_sink q = { nomac_slot, nomac_commit, n };
 
-	wire = nomac_flush(s, now_local);
+	wire = nomac_flush(n, now_local);
 	for (;;) {
-		uint32_t tail = s->nomac_tail;
+		uint32_t tail = n->tail;
 
-		due = rtn_probe_generate(s, now_local, horizon);
+		due = rtn_probe_generate(n->s, &q, now_local, horizon);
 		if (due > horizon)
 			break;		/* else it waits for room in the FIFO */
-		wire = nomac_flush(s, now_local);
-		if (s->nomac_tail == tail)
+		wire = nomac_flush(n, now_local);
+		if (n->tail == tail)
 			break;		/* and the wire is full too: the wire's deadline */
 	}
-	wire = nomac_flush(s, now_local);
+	wire = nomac_flush(n, now_local);
 	if (due <= horizon || due == INT64_MAX)
 		return wire;
 	due -= PACE_REFILL_NS;
@@ -149,28 +202,29 @@ static int64_t nomac_pump(struct rtn_station *s, int64_t now_local)
 }
 
 /* What is due now goes out (kicked: the thread may sleep next); the next deadline. */
-static int64_t nomac_next_event(struct rtn_station *s)
+static int64_t nomac_next_event(void *priv)
 {
-	int64_t next = nomac_pump(s, rtn_station_local_now(s));
+	struct rtn_nomac *n = priv;
+	int64_t next = nomac_pump(n, rtn_station_local_now(n->s));
 
-	station_flush(s);
+	station_flush(n->s);
 	return next;
 }
 
-static void nomac_run(struct rtn_station *s, int64_t woke_late)
+static void nomac_run(void *priv, int64_t woke_late)
 {
-	int64_t now_local = local_of(s, rtn_now());
+	struct rtn_nomac *n = priv;
 
-	nomac_collect(s, now_local);
-	nomac_pump(s, local_of(s, rtn_now()));
+	nomac_collect(n, local_of(n->s, rtn_now()));
+	nomac_pump(n, local_of(n->s, rtn_now()));
 }
 
-static int nomac_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)
+static int nomac_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t rx)
 {
 	return rtmac_tunnel_only(frame, len);	/* discipline frames are not ours */
 }
 
-static int64_t nomac_rt_deadline(const struct rtn_station *s)
+static int64_t nomac_hard_deadline(const void *priv)
 {
 	return INT64_MAX;
 }
@@ -181,19 +235,28 @@ static int64_t nomac_rt_deadline(const struct rtn_station *s)
  * a frame, starving everything below it on its CPU for as long as a flood
  * lasts.
  */
-static int nomac_watch_tap(const struct rtn_station *s)
+static int nomac_has_room(const void *priv)
 {
-	return s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED && tap_usable(s) &&
-	       s->nomac_head - s->nomac_tail < NOMAC_FIFO;
+	const struct rtn_nomac *n = priv;
+
+	return n->head - n->tail < NOMAC_FIFO;
+}
+
+static void nomac_attach(void *priv)
+{
 }
 
 const struct rtn_disc_ops rtn_disc_nomac_ops = {
+	.id = RTN_DISC_NOMAC,
+	.attach = nomac_attach,
+	.detach = nomac_attach,
 	.next_event = nomac_next_event,
 	.run = nomac_run,
-	.enqueue = nomac_enqueue,
+	.queue = nomac_queue,
 	.rx_rtmac = nomac_rx_rtmac,
-	.rt_deadline = nomac_rt_deadline,
-	.watch_tap = nomac_watch_tap,
+	.hard_deadline = nomac_hard_deadline,
+	.has_room = nomac_has_room,
 	.kick_senders = 1,
 	.paced_rx = 0,
+	.rate_generator = 1,
 };

@@ -20,181 +20,83 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include "rtn_core.h"
+#include "rtn_nomac_priv.h"
+#include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
-
-int64_t rtn_station_local_now(const struct rtn_station *s)
-{
-	return local_of(s, rtn_now());
-}
-
-/* ---- sending -------------------------------------------------------------- */
-
-/*
- * Sending, for the TDMA engine (its port) and NoMAC alike: stamps in local
- * time, converted from the socket's OS time.
- */
-int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local)
-{
-	struct rtn_station *s = arg;
-	int64_t os = rtn_now(), delta = local_of(s, os) - os, tx;
-	int64_t deadline_os = deadline == INT64_MAX ? INT64_MAX : rtn_sat_sub(deadline, delta);
-	struct rtn_frer_seqgen *gen = rtn_frer_tx_stream(s, frame, len);
-	const uint8_t *sent = frame;
-	int rc;
-
-	if (gen)	/* a redundant stream: tagged, on both ports */
-		rc = rtn_frer_send(s, gen, frame, len, &stamp_off, rtn_sat_add(stamp_add, delta),
-				   deadline_os, &tx, &sent, &len);
-	else
-		rc = rtn_xsk_send_by(s->xsk, frame, len, stamp_off, rtn_sat_add(stamp_add, delta),
-				     deadline_os, &tx);
-	if (rc < 0)
-		return rc;
-	/*
-	 * Two ports: the copies leave at their rings' kicks, port A's batch
-	 * before port B's, so a batch puts that many frames between a frame's
-	 * two copies.  Kept under half the history, a receiver configured alike
-	 * never finds the second copy rogue: discarded, it would lose the frame
-	 * whenever wire A lost the first.  Untagged frames are kicked at the same
-	 * cadence, so that a two-port station's one-port streams leave as its
-	 * redundant ones do (c-frer compares the two on the same stations).
-	 */
-	if (s->frer.xsk_b && ++s->frer.unkicked >= s->frer.skew_max)
-		station_flush(s);
-	if (s->cap)	/* with the stamp the socket wrote into the frame */
-		rtn_capture_tx(s, sent, len, stamp_off,
-			       (uint64_t)rtn_sat_add(tx, rtn_sat_add(stamp_add, delta)), sched, tx);
-	*tx_local = tx + delta;
-	return 0;
-}
-
-/* The TAP of a station without a discipline is not read. */
-static int never(const struct rtn_station *s)
-{
-	return 0;
-}
+#include "rtn_vnic_priv.h"
 
 /* ---- no discipline: nothing is sent, tunnel frames still reach the VNIC ------ */
 
-static int64_t none_next_event(struct rtn_station *s)
+static int64_t none_next_event(void *priv)
 {
 	return INT64_MAX;
 }
 
-static void none_run(struct rtn_station *s, int64_t woke_late)
+static void none_run(void *priv, int64_t woke_late)
 {
 }
 
-static int none_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+static int none_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame,
+		      uint32_t len)
 {
 	return -ENOENT;
 }
 
-static int none_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)
+static int none_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t rx)
 {
 	return rtmac_tunnel_only(frame, len);
 }
 
-static int64_t none_rt_deadline(const struct rtn_station *s)
+static int64_t none_hard_deadline(const void *priv)
 {
 	return INT64_MAX;
 }
 
+static int none_has_room(const void *priv)
+{
+	return 0;
+}
+
+static void none_attach(void *priv)
+{
+}
+
 const struct rtn_disc_ops rtn_disc_none_ops = {
+	.id = RTN_DISC_NONE,
+	.attach = none_attach,
+	.detach = none_attach,
 	.next_event = none_next_event,
 	.run = none_run,
-	.enqueue = none_enqueue,
+	.queue = none_queue,
 	.rx_rtmac = none_rx_rtmac,
-	.rt_deadline = none_rt_deadline,
-	.watch_tap = never,
+	.hard_deadline = none_hard_deadline,
+	.has_room = none_has_room,
 };
 
-/* ---- mailbox (executed on the RT thread, or directly when it is not running) */
+/* ---- attaching a discipline (on the RT thread) ------------------------------ */
 
-static void restart_tdma(struct rtn_station *s, int64_t now_local)
+struct disc_change {
+	const struct rtn_disc_ops *ops;
+	void *priv;
+};
+
+static void set_discipline(struct rtn_station *s, uintptr_t arg)
 {
-	rtn_tdma_start(s->tdma, &s->tdma_cfg, now_local);
+	const struct disc_change *d = (const struct disc_change *)arg;
+
+	s->ops->detach(s->disc_priv);
+	s->ops = d->ops;
+	s->disc_priv = d->priv;
+	s->ops->attach(s->disc_priv);
+	rtn_chans_refresh(s);
 }
 
-static void exec_cmd(struct rtn_station *s)
+/* Control side, under ctl_lock: @p ops with @p priv becomes the station's discipline. */
+static void attach(struct rtn_station *s, const struct rtn_disc_ops *ops, void *priv)
 {
-	int cmd = __atomic_load_n(&s->cmd, __ATOMIC_ACQUIRE);
-	uintptr_t arg = (uintptr_t)s->cmd_arg;
+	struct disc_change d = { ops, priv };
 
-	switch (cmd) {
-	case CMD_NONE:
-		return;
-	case CMD_ATTACH_TDMA:
-		/* the control thread prepared s->tdma and s->tdma_cfg */
-		restart_tdma(s, rtn_station_local_now(s));
-		s->disc = RTN_DISC_TDMA;
-		break;
-	case CMD_ATTACH_NOMAC:
-		s->disc = RTN_DISC_NOMAC;
-		break;
-	case CMD_DETACH:
-		s->disc = RTN_DISC_NONE;
-		break;
-	case CMD_CHAN_ADD:
-		s->live[arg] = &s->chans[arg];
-		break;
-	case CMD_CHAN_DEL:
-		s->live[arg] = NULL;
-		break;
-	case CMD_VNIC_ATTACH:
-		s->vnic_live = 1;
-		break;
-	case CMD_VNIC_DETACH:
-		s->vnic_live = 0;
-		break;
-	case CMD_CAPTURE:
-		s->cap = (struct rtn_capture *)arg;
-		break;
-	}
-	/*
-	 * Cycle starts matter only to applications (published for wait-for-cycle);
-	 * without any, the engine starts each cycle at its first job, which saves a
-	 * slave one wake-up per cycle.
-	 */
-	s->app_chans = 0;
-	for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		s->app_chans += s->live[i] != NULL && s->live[i]->cycles;
-	if (s->tdma)
-		rtn_tdma_set_lazy_begin(s->tdma, !s->app_chans);
-	/* senders kick the RT thread unless a slot picks their messages up (NoMAC) */
-	for (int i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		if (s->chans[i].shm)
-			__atomic_store_n(&s->chans[i].shm->kick_wanted, disc_ops(s)->kick_senders,
-					 __ATOMIC_RELEASE);
-	s->cmd_rc = 0;
-	__atomic_store_n(&s->cmd, CMD_NONE, __ATOMIC_RELEASE);
-	if (rtn_station_running(s))
-		efd_signal(s->done_fd);
-}
-
-/* Control side: run @p cmd on the RT thread and wait for it. */
-int rtn_station_post(struct rtn_station *s, int cmd, uintptr_t arg)
-{
-	s->cmd_arg = (void *)arg;
-	__atomic_store_n(&s->cmd, cmd, __ATOMIC_RELEASE);
-	if (!rtn_station_running(s)) {
-		exec_cmd(s);
-		return s->cmd_rc;
-	}
-	efd_signal(s->efd);
-	for (;;) {
-		struct pollfd p = { .fd = s->done_fd, .events = POLLIN };
-
-		if (poll(&p, 1, 2000) == 1) {
-			efd_drain(s->done_fd);
-			if (__atomic_load_n(&s->cmd, __ATOMIC_ACQUIRE) == CMD_NONE)
-				return s->cmd_rc;
-		} else if (!rtn_station_running(s)) {
-			exec_cmd(s);
-			return s->cmd_rc;
-		}
-	}
+	rtn_station_post(s, set_discipline, (uintptr_t)&d);
 }
 
 /* ---- the RT thread ---------------------------------------------------------- */
@@ -254,9 +156,9 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		int np = 0, tap_idx = -1, port_b_idx = -1, watch_rx;
 		uint64_t rx_before;
 
-		exec_cmd(s);
+		rtn_station_exec_cmd(s);
 		ops = disc_ops(s);
-		next_local = ops->next_event(s);
+		next_local = ops->next_event(s->disc_priv);
 		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
 		if (next_os != INT64_MAX && next_os - rtn_now() < SPIN_WAIT_MAX_NS) {
 			while ((now = rtn_now()) < next_os)
@@ -309,15 +211,15 @@ static int station_body(struct rtn_rt *rt, void *arg)
 					   .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
-		if (s->frer.xsk_b) {	/* the second port wakes the thread as the first does */
+		if (s->xsk_b) {	/* the second port wakes the thread as the first does */
 			port_b_idx = np;
-			p[np++] = (struct pollfd){ .fd = watch_rx ? rtn_xsk_fd(s->frer.xsk_b) : -1,
+			p[np++] = (struct pollfd){ .fd = watch_rx ? rtn_xsk_fd(s->xsk_b) : -1,
 						   .events = POLLIN };
 		}
-		/* NoMAC's batched VNIC: only while its FIFO has room (nomac_watch_tap) */
-		if (ops->watch_tap(s)) {
+		/* a TAP the VNIC leaves to this thread: only while the discipline has room */
+		if (s->vnic && ops->has_room(s->disc_priv) && rtn_vnic_watch_fd(s->vnic) >= 0) {
 			tap_idx = np;
-			p[np++] = (struct pollfd){ .fd = s->tap_fd, .events = POLLIN };
+			p[np++] = (struct pollfd){ .fd = rtn_vnic_watch_fd(s->vnic), .events = POLLIN };
 		}
 		if (poll(p, np, 100) < 0 && errno != EINTR)
 			continue;
@@ -339,25 +241,23 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		}
 		if (p[2].revents & POLLIN) {
 			efd_drain(s->efd);
-			if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
-				VSTAT_ADD(s, wakeups, 1);
+			if (s->vnic)
+				rtn_vnic_kicked(s->vnic);
 		}
-		if (tap_idx >= 0 && (p[tap_idx].revents & POLLIN))
-			VSTAT_ADD(s, wakeups, 1);
-		if (tap_idx >= 0 && (p[tap_idx].revents & (POLLERR | POLLHUP | POLLNVAL)))
-			tap_failed(s);
+		if (tap_idx >= 0)
+			rtn_vnic_tap_events(s->vnic, p[tap_idx].revents);
 work:
 		rx_before = s->st.rx_frames;
 		if (s->rx_poll_at && now >= s->rx_poll_at)
 			s->st.rx_polls++;
 		rtn_station_receive_all(s);
 		s->rx_poll_at = rtn_station_rx_poll_next(s, s->st.rx_frames - rx_before, rtn_now());
-		if (s->vnic_live && s->vnic_mode == RTN_VNIC_PER_PACKET)
-			rtn_vnic_take_from_reader(s);
-		ops->run(s, woke_late);
+		if (s->vnic)
+			rtn_vnic_take(s->vnic, ops->queue, s->disc_priv);
+		ops->run(s->disc_priv, woke_late);
 		station_flush(s);
-		if (s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED)
-			rtn_vnic_write_direct(s, ops->rt_deadline(s));
+		if (s->vnic)
+			rtn_vnic_flush(s->vnic, ops->hard_deadline(s->disc_priv));
 	}
 	return 0;
 }
@@ -375,13 +275,19 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 		return rtn_set_error(-ENOMEM, "station: out of memory");
 	memset(s, 0, sizeof(*s));
 	s->o = *o;
-	s->efd = s->tfd = s->done_fd = s->tap_fd = s->writer_efd = s->reader_stop_efd = -1;
+	s->efd = s->tfd = s->done_fd = -1;
+	s->ops = &rtn_disc_none_ops;
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();
-	s->probe_slot = -1;
 	rtn_hist_init(&s->wake, 0);
-	rtn_hist_init(&s->probe_lat, 0);
 	rtn_stages_init(&s->stages);
+	rc = rtn_probe_create(s);
+	if (!rc)
+		rc = rtn_nomac_create(s);
+	if (!rc)
+		rc = rtn_ip_create(s);
+	if (rc)
+		goto fail;
 	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->tfd = timerfd_create(RTN_CLOCK, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -402,11 +308,6 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 fail:
 	rtn_station_close(s);
 	return rc;
-}
-
-int rtn_station_running(const struct rtn_station *s)
-{
-	return s->rt != NULL;
 }
 
 int rtn_station_start(struct rtn_station *s)
@@ -449,11 +350,11 @@ int rtn_station_attach_tdma(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 	if (rc)
 		goto out;
 	/* first take the old engine away from the RT thread, then hand the new one over */
-	rtn_station_post(s, CMD_DETACH, 0);
+	attach(s, &rtn_disc_none_ops, NULL);
 	old = s->tdma;
 	s->tdma = e;
 	s->tdma_cfg = *cfg;
-	rtn_station_post(s, CMD_ATTACH_TDMA, 0);
+	attach(s, &rtn_disc_tdma_ops, s);
 	rtn_tdma_destroy(old);
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -466,13 +367,13 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 
 	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
-	if (s->disc != RTN_DISC_TDMA || !s->tdma) {
+	if (s->ops != &rtn_disc_tdma_ops || !s->tdma) {
 		rc = rtn_set_error(-ENOENT, "TDMA is not attached");
 	} else if (!rtn_station_running(s)) {
 		rc = rtn_tdma_cfg_check(cfg);
 		if (!rc) {
 			s->tdma_cfg = *cfg;
-			restart_tdma(s, rtn_station_local_now(s));
+			rtn_tdma_start(s->tdma, &s->tdma_cfg, rtn_station_local_now(s));
 		}
 	} else {
 		rc = rtn_tdma_set_config(s->tdma, cfg);
@@ -497,7 +398,7 @@ int rtn_station_attach_nomac(struct rtn_station *s)
 {
 	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
-	rtn_station_post(s, CMD_ATTACH_NOMAC, 0);
+	attach(s, &rtn_disc_nomac_ops, s->nomac);
 	pthread_mutex_unlock(&s->ctl_lock);
 	return 0;
 }
@@ -506,7 +407,7 @@ int rtn_station_detach(struct rtn_station *s)
 {
 	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
-	rtn_station_post(s, CMD_DETACH, 0);
+	attach(s, &rtn_disc_none_ops, NULL);
 	rtn_tdma_destroy(s->tdma);
 	s->tdma = NULL;
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -526,8 +427,8 @@ int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *o
 void rtn_station_stats(const struct rtn_station *s, struct rtn_station_stats *out)
 {
 	*out = s->st;
-	out->discipline = s->disc;
-	out->vnic.mode = s->vnic_live ? s->vnic_mode : RTN_VNIC_OFF;
+	out->discipline = s->ops->id;
+	out->vnic.mode = rtn_vnic_mode(s->vnic);
 	out->clock_offset_ns = s->o.clock_offset_ns;
 	out->drift_ppm = s->o.drift_ppm;
 }
@@ -568,9 +469,12 @@ void rtn_station_close(struct rtn_station *s)
 	stop_rt(s);
 	rtn_capture_destroy(s->cap);
 	rtn_chans_close_all(s);
-	rtn_vnic_release(s);
+	rtn_vnic_destroy(s->vnic_ctl);
 	rtn_tdma_destroy(s->tdma);
 	rtn_frer_close(s);
+	rtn_ip_destroy(s);
+	rtn_nomac_destroy(s);
+	rtn_probe_destroy(s);
 	rtn_xsk_destroy(s->xsk);
 	if (s->efd >= 0)
 		close(s->efd);

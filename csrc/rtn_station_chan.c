@@ -19,6 +19,7 @@
 #include "rtn_app_hdr.h"
 #include "rtn_core.h"
 #include "rtn_ipv4.h"
+#include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
 
 /*
@@ -59,7 +60,7 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 	}
 }
 
-void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame, uint32_t len,
+static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame, uint32_t len,
 		      const struct rtn_app_stamps *st)
 {
 	struct rtn_msg *m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth),
@@ -115,7 +116,15 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 	if (rtn_probe_rx_take(s, type, frame, len, rx_local + off))
 		return;
 	if (type == RTN_ETH_P_IPV4) {
-		rtn_ip_rx(s, frame, len, rx_local, rt_local);
+		uint32_t keep = 0;
+		int staged = 0;
+		struct chan *c = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged);
+
+		if (c) {
+			rtn_chan_deliver(s, c, frame, keep, &st);
+			if (staged)
+				rtn_stages_add(&s->stages, st.seq, st.t);
+		}
 		return;
 	}
 	hdr = rtn_app_hdr_parse(frame, len, &st);
@@ -167,6 +176,41 @@ void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local)
 		if (__atomic_load_n(&c->cycle_waiting, __ATOMIC_ACQUIRE))
 			futex_wake(&c->cycle_seq);
 	}
+}
+
+/*
+ * After a change of the channels or of the discipline, on the RT thread.
+ * Cycle starts matter only to applications (published for wait-for-cycle);
+ * without any, the engine starts each cycle at its first job, which saves a
+ * slave one wake-up per cycle.  Senders kick the RT thread unless a slot
+ * picks their messages up (NoMAC).
+ */
+void rtn_chans_refresh(struct rtn_station *s)
+{
+	int i;
+
+	s->app_chans = 0;
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		s->app_chans += s->live[i] != NULL && s->live[i]->cycles;
+	if (s->tdma)
+		rtn_tdma_set_lazy_begin(s->tdma, !s->app_chans);
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (s->chans[i].shm)
+			__atomic_store_n(&s->chans[i].shm->kick_wanted, disc_ops(s)->kick_senders,
+					 __ATOMIC_RELEASE);
+}
+
+/* On the RT thread: channel @p id is live (or not) from now on. */
+static void chan_add(struct rtn_station *s, uintptr_t id)
+{
+	s->live[id] = &s->chans[id];
+	rtn_chans_refresh(s);
+}
+
+static void chan_del(struct rtn_station *s, uintptr_t id)
+{
+	s->live[id] = NULL;
+	rtn_chans_refresh(s);
 }
 
 int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
@@ -252,7 +296,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 		memset(&s->chans[i], 0, sizeof(s->chans[i]));
 		goto out;
 	}
-	rtn_station_post(s, CMD_CHAN_ADD, i);
+	rtn_station_post(s, chan_add, i);
 	*memfd = fd;
 	*kickfd = dup(s->efd);
 	rc = i;
@@ -270,7 +314,7 @@ int rtn_station_chan_close(struct rtn_station *s, int id)
 		return rtn_set_error(-ENOENT, "no channel %d", id);
 	pthread_mutex_lock(&s->ctl_lock);
 	c = &s->chans[id];
-	rtn_station_post(s, CMD_CHAN_DEL, id);
+	rtn_station_post(s, chan_del, id);
 	rtn_ip_chan_close(s, c);
 	c->shm->alive = 0;
 	futex_wake(&c->shm->rx.head);

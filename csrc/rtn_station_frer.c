@@ -12,19 +12,41 @@
  * takes any sequence number.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
 
 #define MACS_LEN 12 /* the R-TAG goes after the destination and source */
 
+/* One received stream: its source MAC and (encapsulated) EtherType. */
+struct frer_stream {
+	uint8_t src[6];
+	uint16_t ethertype;
+	struct rtn_frer_rcvy r;
+};
+
+/* The station's 802.1CB: the second port's socket is the station's (s->xsk_b). */
+struct station_frer {
+	/* streams[0 .. n_streams - 1] are filled: the RT thread fills an entry,
+	 * then publishes it by raising n_streams (release); readers acquire */
+	uint32_t n_streams;
+	struct frer_stream streams[RTN_STATION_FRER_STREAMS];
+	struct rtn_frer_seqgen gen[65536];		   /* sequence generation per EtherType */
+	uint8_t tx_buf[RTN_TDMA_FRAME_MAX + RTN_RTAG_LEN]; /* the tagged copy */
+	struct rtn_station_frer_stats st;
+};
+
 int rtn_frer_open(struct rtn_station *s)
 {
-	struct station_frer *f = &s->frer;
+	struct station_frer *f = calloc(1, sizeof(*f));
 	uint32_t history = s->o.frer_history ? s->o.frer_history : RTN_STATION_FRER_HISTORY;
 	struct rtn_frer_rcvy probe;
 	int rc;
 
+	if (!f)
+		return rtn_set_error(-ENOMEM, "FRER: out of memory");
+	s->frer = f;
 	/* the recovery's own check, once, so that no stream fails to start later */
 	if (rtn_frer_rcvy_init(&probe, history, s->o.frer_reset_ms, 1))
 		return rtn_set_error(-EINVAL,
@@ -33,23 +55,25 @@ int rtn_frer_open(struct rtn_station *s)
 				     history, RTN_FRER_HISTORY_MIN, RTN_FRER_HISTORY_MAX,
 				     s->o.frer_reset_ms);
 	f->st.history_len = history;
-	f->skew_max = history / 2;
+	s->skew_max = history / 2;
 	f->st.reset_ms = s->o.frer_reset_ms;
 	f->st.ports = 1;
 	if (!s->o.xsk_b.ifname)
 		return 0;
-	rc = rtn_xsk_open(&s->o.xsk_b, &f->xsk_b);
+	rc = rtn_xsk_open(&s->o.xsk_b, &s->xsk_b);
 	if (rc)
 		return rc;
-	rtn_xsk_defer_kick(f->xsk_b, 1);
+	rtn_xsk_defer_kick(s->xsk_b, 1);
 	f->st.ports = 2;
 	return 0;
 }
 
 void rtn_frer_close(struct rtn_station *s)
 {
-	rtn_xsk_destroy(s->frer.xsk_b);
-	s->frer.xsk_b = NULL;
+	rtn_xsk_destroy(s->xsk_b);
+	s->xsk_b = NULL;
+	free(s->frer);
+	s->frer = NULL;
 }
 
 /* ---- sending ---------------------------------------------------------------- */
@@ -69,14 +93,14 @@ struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t 
 	uint16_t type;
 	int i;
 
-	if (!s->frer.xsk_b || len < ETH_HLEN_RTN)
+	if (!s->xsk_b || len < ETH_HLEN_RTN)
 		return NULL;
 	type = rtn_get_be16(frame + 12);
 	if (type == ETH_RTMAC)
-		return is_sync(frame, len) ? &s->frer.gen[type] : NULL;
+		return is_sync(frame, len) ? &s->frer->gen[type] : NULL;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
 		if (s->live[i] && s->live[i]->redundant && s->live[i]->ethertype == type)
-			return &s->frer.gen[type];
+			return &s->frer->gen[type];
 	return NULL;
 }
 
@@ -84,7 +108,7 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 		  uint32_t len, int32_t *stamp_off, int64_t stamp_add, int64_t deadline_os,
 		  int64_t *tx_os, const uint8_t **tagged, uint32_t *tagged_len)
 {
-	struct station_frer *f = &s->frer;
+	struct station_frer *f = s->frer;
 	struct rtn_frer_seqgen before = *gen;
 	int32_t off = *stamp_off >= 0 ? *stamp_off + RTN_RTAG_LEN : -1;
 	int n, rc0, rc1;
@@ -110,7 +134,7 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
 	 * too, even if a stall made it late since.  Refused, it would be lost
 	 * whenever the first wire is down, which is what redundancy is for.
 	 */
-	rc1 = rtn_xsk_send_stamped(f->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, &tx1);
+	rc1 = rtn_xsk_send_stamped(s->xsk_b, f->tx_buf, (uint32_t)n, off, stamp_add, &tx1);
 	f->st.tx_redundant++;
 	f->st.port[0].tx_copies += rc0 == 0;
 	f->st.port[0].tx_errors += rc0 != 0;
@@ -139,7 +163,7 @@ static struct frer_stream *find_stream(struct station_frer *f, const uint8_t *sr
 
 static struct frer_stream *add_stream(struct rtn_station *s, const uint8_t *src, uint16_t type)
 {
-	struct station_frer *f = &s->frer;
+	struct station_frer *f = s->frer;
 	struct frer_stream *st;
 
 	if (f->n_streams == RTN_STATION_FRER_STREAMS)
@@ -155,7 +179,7 @@ static struct frer_stream *add_stream(struct rtn_station *s, const uint8_t *src,
 
 int rtn_frer_rx(struct rtn_station *s, uint32_t port, uint8_t *frame, uint32_t *len, int64_t rx_os)
 {
-	struct station_frer *f = &s->frer;
+	struct station_frer *f = s->frer;
 	struct rtn_station_port_stats *ps = &f->st.port[port];
 	struct frer_stream *st;
 	int32_t seq;
@@ -191,8 +215,8 @@ int rtn_frer_rx(struct rtn_station *s, uint32_t port, uint8_t *frame, uint32_t *
 
 void rtn_station_frer_stats(const struct rtn_station *s, struct rtn_station_frer_stats *out)
 {
-	*out = s->frer.st;
-	out->streams = __atomic_load_n(&s->frer.n_streams, __ATOMIC_ACQUIRE);
+	*out = s->frer->st;
+	out->streams = __atomic_load_n(&s->frer->n_streams, __ATOMIC_ACQUIRE);
 }
 
 int rtn_station_frer_stream(const struct rtn_station *s, uint32_t i,
@@ -201,9 +225,9 @@ int rtn_station_frer_stream(const struct rtn_station *s, uint32_t i,
 	const struct frer_stream *st;
 
 	rtn_clear_error();
-	if (i >= __atomic_load_n(&s->frer.n_streams, __ATOMIC_ACQUIRE))
+	if (i >= __atomic_load_n(&s->frer->n_streams, __ATOMIC_ACQUIRE))
 		return -ENOENT;
-	st = &s->frer.streams[i];
+	st = &s->frer->streams[i];
 	memcpy(out->src, st->src, 6);
 	out->ethertype = st->ethertype;
 	out->total = st->r.total;
@@ -219,8 +243,8 @@ int rtn_station_port_xsk_stats(const struct rtn_station *s, uint32_t port,
 	rtn_clear_error();
 	if (port == 0)
 		return rtn_xsk_stats(s->xsk, out);
-	if (port == 1 && s->frer.xsk_b)
-		return rtn_xsk_stats(s->frer.xsk_b, out);
+	if (port == 1 && s->xsk_b)
+		return rtn_xsk_stats(s->xsk_b, out);
 	memset(out, 0, sizeof(*out));
 	return -ENOENT;
 }

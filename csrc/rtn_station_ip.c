@@ -14,11 +14,37 @@
  * replies of its pings (rtnet/rtping.py) arrive there.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_ipv4_inline.h"
 #include "rtn_station_priv.h"
 #include "rtn_xsk_ip.h"
+
+/* The station's IPv4: set by the control thread, read by the RT thread. */
+struct station_ipv4 {
+	uint32_t addr;		       /* host order, 0 none: atomic */
+	uint32_t icmp_slot, icmp_prio; /* atomic */
+	uint16_t next_id;	       /* IP identification of the echo replies (RT thread) */
+	uint32_t n_neigh;
+	struct rtn_neigh neigh[RTN_NEIGH_MAX];
+	uint32_t groups[RTN_IP_GROUPS];	    /* joined multicast groups, 0 free: atomic */
+	uint32_t group_refs[RTN_IP_GROUPS]; /* their joins (control thread, ctl_lock) */
+	struct rtn_ip_stats st;		    /* RT thread */
+	uint8_t reply[RTN_CHAN_MSG_MAX];    /* an echo reply being built (RT thread) */
+};
+
+int rtn_ip_create(struct rtn_station *s)
+{
+	s->ip = calloc(1, sizeof(*s->ip));
+	return s->ip ? 0 : rtn_set_error(-ENOMEM, "station: out of memory for IPv4");
+}
+
+void rtn_ip_destroy(struct rtn_station *s)
+{
+	free(s->ip);
+	s->ip = NULL;
+}
 
 static int ip_unicast(uint32_t ip)
 {
@@ -44,9 +70,9 @@ int rtn_station_set_ipv4(struct rtn_station *s, uint32_t ip, uint32_t icmp_slot,
 	pthread_mutex_lock(&s->ctl_lock);
 	rc = rtn_xsk_ipv4(s->xsk, ip);
 	if (rc == 0) {
-		__atomic_store_n(&s->ip.icmp_slot, icmp_slot, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->ip.icmp_prio, icmp_prio, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->ip.addr, ip, __ATOMIC_RELEASE);
+		__atomic_store_n(&s->ip->icmp_slot, icmp_slot, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->ip->icmp_prio, icmp_prio, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->ip->addr, ip, __ATOMIC_RELEASE);
 		for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
 			if (s->chans[i].shm && s->chans[i].udp_port)
 				__atomic_store_n(&s->chans[i].shm->udp.ip, ip, __ATOMIC_RELEASE);
@@ -65,27 +91,27 @@ int rtn_station_ipv4_group(struct rtn_station *s, uint32_t group, int on)
 				     group >> 24, group >> 16 & 255, group >> 8 & 255, group & 255);
 	pthread_mutex_lock(&s->ctl_lock);
 	for (i = 0; i < RTN_IP_GROUPS; i++) {
-		if (s->ip.groups[i] == group)
+		if (s->ip->groups[i] == group)
 			break;
-		if (!s->ip.groups[i] && free_at < 0)
+		if (!s->ip->groups[i] && free_at < 0)
 			free_at = i;
 	}
 	if (on && i < RTN_IP_GROUPS) {
-		s->ip.group_refs[i]++;
+		s->ip->group_refs[i]++;
 	} else if (on && free_at < 0) {
 		rc = rtn_set_error(-ENOBUFS, "%d multicast groups are joined already",
 				   RTN_IP_GROUPS);
 	} else if (on) {
 		rc = rtn_xsk_ipv4_group(s->xsk, group, 1);
 		if (rc == 0) {
-			s->ip.group_refs[free_at] = 1;
-			__atomic_store_n(&s->ip.groups[free_at], group, __ATOMIC_RELEASE);
+			s->ip->group_refs[free_at] = 1;
+			__atomic_store_n(&s->ip->groups[free_at], group, __ATOMIC_RELEASE);
 		}
 	} else if (i == RTN_IP_GROUPS) {
 		rc = rtn_set_error(-EADDRNOTAVAIL, "%u.%u.%u.%u is not joined", group >> 24,
 				   group >> 16 & 255, group >> 8 & 255, group & 255);
-	} else if (--s->ip.group_refs[i] == 0) {
-		__atomic_store_n(&s->ip.groups[i], 0, __ATOMIC_RELEASE);
+	} else if (--s->ip->group_refs[i] == 0) {
+		__atomic_store_n(&s->ip->groups[i], 0, __ATOMIC_RELEASE);
 		rtn_xsk_ipv4_group(s->xsk, group, 0);
 	}
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -100,7 +126,7 @@ static int group_joined(const struct rtn_station *s, uint32_t group)
 	if ((group >> 28) != 0xe)
 		return 0;
 	for (i = 0; i < RTN_IP_GROUPS; i++)
-		if (__atomic_load_n(&s->ip.groups[i], __ATOMIC_ACQUIRE) == group)
+		if (__atomic_load_n(&s->ip->groups[i], __ATOMIC_ACQUIRE) == group)
 			return 1;
 	return 0;
 }
@@ -123,8 +149,8 @@ int rtn_station_neigh_set(struct rtn_station *s, const struct rtn_neigh *e, uint
 						     i);
 	}
 	pthread_mutex_lock(&s->ctl_lock);
-	memcpy(s->ip.neigh, e, n * sizeof(*e));
-	s->ip.n_neigh = n;
+	memcpy(s->ip->neigh, e, n * sizeof(*e));
+	s->ip->n_neigh = n;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
 		if (s->chans[i].shm && s->chans[i].udp_port)
 			rtn_neigh_publish(&s->chans[i].shm->udp.neigh, e, n);
@@ -156,7 +182,7 @@ int rtn_station_arp_solicit(struct rtn_station *s, uint32_t ip, int on)
 
 void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out)
 {
-	memcpy(out, &s->ip.st, sizeof(*out)); /* counters of the RT thread: a snapshot */
+	memcpy(out, &s->ip->st, sizeof(*out)); /* counters of the RT thread: a snapshot */
 }
 
 /* Under ctl_lock, from rtn_station_chan_open(): the page gets the address and the table. */
@@ -166,7 +192,7 @@ int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
 
 	if (!c->udp_port)
 		return 0;
-	if (!__atomic_load_n(&s->ip.addr, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE))
 		return rtn_set_error(-EADDRNOTAVAIL, "UDP port %u: the station has no IPv4 address",
 				     c->udp_port);
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
@@ -176,10 +202,10 @@ int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
 	rc = rtn_xsk_udp_port(s->xsk, c->udp_port, 1);
 	if (rc < 0)
 		return rc;
-	c->shm->udp.ip = s->ip.addr;
+	c->shm->udp.ip = s->ip->addr;
 	c->shm->udp.port = c->udp_port;
 	c->shm->udp.flags = c->udp_flags;
-	rtn_neigh_publish(&c->shm->udp.neigh, s->ip.neigh, s->ip.n_neigh);
+	rtn_neigh_publish(&c->shm->udp.neigh, s->ip->neigh, s->ip->n_neigh);
 	return 0;
 }
 
@@ -211,9 +237,10 @@ int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *f
 	if (len >= RTN_UDP_HLEN && rtn_get_be16(frame + 12) == RTN_ETH_P_IPV4 &&
 	    frame[RTN_IP_OFF] == 0x45 && frame[RTN_IP_OFF + 9] == RTN_IPPROTO_UDP &&
 	    rtn_get_be16(frame + RTN_L4_OFF) == c->udp_port &&
-	    rtn_get_be32(frame + RTN_IP_OFF + 12) == __atomic_load_n(&s->ip.addr, __ATOMIC_RELAXED))
+	    rtn_get_be32(frame + RTN_IP_OFF + 12) ==
+		    __atomic_load_n(&s->ip->addr, __ATOMIC_RELAXED))
 		return 1;
-	s->ip.st.tx_refused++;
+	s->ip->st.tx_refused++;
 	return 0;
 }
 
@@ -261,42 +288,32 @@ static struct chan *ping_chan(struct rtn_station *s)
 	return NULL;
 }
 
-/* An echo reply leaves in the station's slot: TDMA's queue, or NoMAC's FIFO. */
+/* An echo reply leaves in the station's slot (TDMA), or in NoMAC's FIFO. */
 static int queue_reply(struct rtn_station *s, const uint8_t *frame, uint32_t len)
 {
-	struct frame_slot *f;
-
-	if (s->disc == RTN_DISC_TDMA && s->tdma)
-		return rtn_tdma_enqueue(s->tdma,
-					__atomic_load_n(&s->ip.icmp_slot, __ATOMIC_RELAXED),
-					__atomic_load_n(&s->ip.icmp_prio, __ATOMIC_RELAXED), frame,
-					len, -1);
-	if (s->disc != RTN_DISC_NOMAC || !(f = rtn_nomac_slot(s)))
-		return -ENOBUFS;
-	memcpy(f->data, frame, len);
-	f->len = len;
-	rtn_nomac_commit(s);
-	return 0;
+	return disc_ops(s)->queue(s->disc_priv,
+				  __atomic_load_n(&s->ip->icmp_slot, __ATOMIC_RELAXED),
+				  __atomic_load_n(&s->ip->icmp_prio, __ATOMIC_RELAXED), frame, len);
 }
 
 static void answer_echo(struct rtn_station *s, const uint8_t *frame, const struct rtn_ip_pkt *p)
 {
-	uint32_t n =
-		rtn_icmp_echo_answer(frame, p, s->ip.reply, sizeof(s->ip.reply), s->ip.next_id++);
+	uint32_t n = rtn_icmp_echo_answer(frame, p, s->ip->reply, sizeof(s->ip->reply),
+					  s->ip->next_id++);
 
-	s->ip.st.rx_echo_request++;
-	if (n && queue_reply(s, s->ip.reply, n) == 0)
-		s->ip.st.tx_echo_reply++;
+	s->ip->st.rx_echo_request++;
+	if (n && queue_reply(s, s->ip->reply, n) == 0)
+		s->ip->st.tx_echo_reply++;
 	else
-		s->ip.st.echo_reply_drops++;
+		s->ip->st.echo_reply_drops++;
 }
 
-void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
-	       int64_t rt_local)
+struct chan *rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
+		       int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len,
+		       int *staged)
 {
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
-	uint32_t own = __atomic_load_n(&s->ip.addr, __ATOMIC_ACQUIRE);
-	struct rtn_app_stamps st;
+	uint32_t own = __atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE);
 	struct rtn_ip_pkt p;
 	struct chan *c = NULL;
 	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
@@ -312,29 +329,29 @@ void rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_
 	if (v == RTN_IP_UDP && (c->udp_flags & RTN_UDP_F_STAMPED)) {
 		/* the RTNX header's offsets are the EtherType frame's, shifted by IP and UDP */
 		hdr = rtn_app_hdr_parse(frame + RTN_UDP_APP_SHIFT,
-					(uint32_t)p.data_off + p.data_len - RTN_UDP_APP_SHIFT, &st);
+					(uint32_t)p.data_off + p.data_len - RTN_UDP_APP_SHIFT, st);
 		if (hdr < 0)
 			v = -RTN_IPBAD_STAMP_HDR;
 	} else {
-		memset(&st, 0, sizeof(st));
-		st.seq = v == RTN_IP_ECHO_REPLY ? p.dport : 0; /* the echo's sequence number */
+		memset(st, 0, sizeof(*st));
+		st->seq = v == RTN_IP_ECHO_REPLY ? p.dport : 0; /* the echo's sequence number */
 	}
 	if (v < 0) {
-		s->ip.st.bad[-v]++;
-		return;
+		s->ip->st.bad[-v]++;
+		return NULL;
 	}
 	if (v == RTN_IP_ECHO_REQUEST) {
 		answer_echo(s, frame, &p);
-		return;
+		return NULL;
 	}
-	st.t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
-	st.t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
+	st->t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
+	st->t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
 	/* what the ring keeps is the IP datagram: Ethernet padding stays behind */
-	rtn_chan_deliver(s, c, frame, RTN_IP_OFF + (uint32_t)p.ip_len, &st);
+	*deliver_len = RTN_IP_OFF + (uint32_t)p.ip_len;
 	if (v == RTN_IP_UDP)
-		s->ip.st.rx_udp++;
+		s->ip->st.rx_udp++;
 	else
-		s->ip.st.rx_echo_reply++;
-	if (hdr > 0)
-		rtn_stages_add(&s->stages, st.seq, st.t);
+		s->ip->st.rx_echo_reply++;
+	*staged = hdr > 0;
+	return c;
 }

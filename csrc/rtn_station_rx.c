@@ -8,6 +8,7 @@
  */
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
+#include "rtn_vnic_priv.h"
 
 /* ---- receiving ------------------------------------------------------------ */
 
@@ -37,16 +38,17 @@ static int receive_one(struct rtn_station *s, struct rtn_xsk_frame *f, int64_t r
 		return 0;
 	type = rtn_get_be16(f->data + 12);
 	if (type == ETH_RTMAC) {
-		int rc = disc_ops(s)->rx_rtmac(s, f->data, f->len, rx);
+		int rc = disc_ops(s)->rx_rtmac(s->disc_priv, f->data, f->len, rx);
 
 		if (rc == 1) {
-			rtn_vnic_rx(s, f->data, f->len);
+			if (!s->vnic || !rtn_vnic_rx(s->vnic, f->data, f->len))
+				return 0;
+			s->tunnel_rx_at = rtn_now();
+			s->tunnel_rx_n++;
 			return 1;
 		}
-		if (rc < 0 && s->vnic_live && f->len >= 18 && (f->data[17] & RTMAC_FLAG_TUNNEL)) {
-			/* a tunnel frame with a bad RTmac header: the VNIC's loss */
-			VSTAT_ADD(s, rx_bad, 1);
-		}
+		if (rc < 0 && s->vnic && f->len >= 18 && (f->data[17] & RTMAC_FLAG_TUNNEL))
+			rtn_vnic_rx_bad(s->vnic); /* a bad RTmac header: the VNIC's loss */
 	} else {
 		rtn_chans_rx(s, type, f->data, f->len, rx, local_of(s, rx_os));
 	}
@@ -69,7 +71,7 @@ static int receive_two(struct rtn_station *s)
 
 	for (;;) {
 		na = rtn_xsk_rx_peek(s->xsk, fa, RX_BATCH, &ta);
-		nb = rtn_xsk_rx_peek(s->frer.xsk_b, fb, RX_BATCH, &tb);
+		nb = rtn_xsk_rx_peek(s->xsk_b, fb, RX_BATCH, &tb);
 		if (na <= 0 && nb <= 0)
 			return queued_for_tap;
 		for (i = j = 0; i < na || j < nb;) {
@@ -81,7 +83,7 @@ static int receive_two(struct rtn_station *s)
 		if (na > 0)
 			rtn_xsk_rx_release(s->xsk);
 		if (nb > 0)
-			rtn_xsk_rx_release(s->frer.xsk_b);
+			rtn_xsk_rx_release(s->xsk_b);
 	}
 }
 
@@ -91,7 +93,7 @@ void rtn_station_receive_all(struct rtn_station *s)
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
-	if (s->frer.xsk_b) {
+	if (s->xsk_b) {
 		queued_for_tap = receive_two(s);
 	} else {
 		while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
@@ -100,8 +102,8 @@ void rtn_station_receive_all(struct rtn_station *s)
 			rtn_xsk_rx_release(s->xsk);
 		}
 	}
-	if (queued_for_tap && s->vnic_live && s->writer_on)
-		efd_signal(s->writer_efd);
+	if (queued_for_tap && s->vnic)
+		rtn_vnic_rx_done(s->vnic);
 }
 
 /* ---- when received frames wake the thread ------------------------------------ */
@@ -139,7 +141,7 @@ int rtn_station_rx_wakes(const struct rtn_station *s, int64_t next_local)
 	if (!disc_ops(s)->paced_rx || next_local == INT64_MAX)
 		return 1;
 	/* an application waits for its messages: they go up at once, not at the next slot */
-	if (s->app_chans || !(s->vnic_live && s->vnic_mode == RTN_VNIC_BATCHED))
+	if (s->app_chans || !(s->vnic && rtn_vnic_paced(s->vnic)))
 		return 1;
 	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }

@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include "rtn_core.h"
+#include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
+#include "rtn_vnic_priv.h"
 
 static int64_t port_truth(void *arg, int64_t local)
 {
@@ -29,24 +31,21 @@ static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, in
 	struct rtn_station *s = arg;
 
 	rtn_chans_drain(s, take_tdma, e, rtn_sat_add(now, rtn_tdma_clock_offset(e)));
-	if (s->probe_slot == (int)slot_id)
-		rtn_probe_refill(s, e, slot_id, now);
-	if (!s->vnic_live || s->vnic_mode != RTN_VNIC_BATCHED)
-		return;
-	if (rtn_tdma_shares_queue(e, slot_id, s->vnic_slot))
-		rtn_vnic_refill(s, e, slot_id, s->vnic_slot, now);
-	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, s->vnic_slot))
-		/* what the RT frames leave of this occurrence: VNIC frames fit it */
-		rtn_vnic_refill(s, e, slot_id, slot_id, now);
+	rtn_probe_refill(s, e, slot_id, now);
+	if (s->vnic)
+		rtn_vnic_refill(s->vnic, e, slot_id, now, s->tdma_cfg.link_rate_mbps);
 }
 
-static int64_t tdma_next_event(struct rtn_station *s)
+static int64_t tdma_next_event(void *priv)
 {
+	struct rtn_station *s = priv;
+
 	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
-static void tdma_run(struct rtn_station *s, int64_t woke_late)
+static void tdma_run(void *priv, int64_t woke_late)
 {
+	struct rtn_station *s = priv;
 	uint64_t missed;
 
 	if (!s->tdma)
@@ -59,47 +58,67 @@ static void tdma_run(struct rtn_station *s, int64_t woke_late)
 	 * deadline; the wake-up came later than the slot tolerates
 	 * (the thread could not run); or anything else.
 	 */
-	if (s->vnic_overran)
+	if (s->vnic && rtn_vnic_overran(s->vnic))
 		s->st.miss_vnic += missed;
 	else if (woke_late > rtn_tdma_guard_ns(s->tdma))
 		s->st.miss_late_wake += missed;
 	else
 		s->st.miss_other += missed;
-	s->vnic_overran = 0;
 }
 
-static int tdma_enqueue(struct rtn_station *s, const uint8_t *frame, uint32_t len)
+static int tdma_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame, uint32_t len)
 {
+	struct rtn_station *s = priv;
+
 	if (!s->tdma)
 		return -ENOENT;
-	return rtn_tdma_enqueue(s->tdma, s->vnic_slot, VNIC_PRIO, frame, len, -1);
+	return rtn_tdma_enqueue(s->tdma, slot, prio, frame, len, -1);
 }
 
-static int tdma_rx_rtmac(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx)
+static int tdma_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t rx)
 {
+	struct rtn_station *s = priv;
+
 	if (!s->tdma)
 		return rtmac_tunnel_only(frame, len);
 	return rtn_tdma_rx(s->tdma, frame, len, rx);
 }
 
-static int64_t tdma_rt_deadline(const struct rtn_station *s)
+static int64_t tdma_hard_deadline(const void *priv)
 {
+	const struct rtn_station *s = priv;
+
 	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
-/* The batched VNIC's TAP is read in the slots (port_before_slot), never polled. */
-static int tap_read_in_slots(const struct rtn_station *s)
+/* Frames are taken in the slots (port_before_slot), never between them. */
+static int tdma_has_room(const void *priv)
 {
 	return 0;
 }
 
+/* The control thread prepared s->tdma and s->tdma_cfg: (re)start the engine. */
+static void tdma_attach(void *priv)
+{
+	struct rtn_station *s = priv;
+
+	rtn_tdma_start(s->tdma, &s->tdma_cfg, rtn_station_local_now(s));
+}
+
+static void tdma_detach(void *priv)
+{
+}
+
 const struct rtn_disc_ops rtn_disc_tdma_ops = {
+	.id = RTN_DISC_TDMA,
+	.attach = tdma_attach,
+	.detach = tdma_detach,
 	.next_event = tdma_next_event,
 	.run = tdma_run,
-	.enqueue = tdma_enqueue,
+	.queue = tdma_queue,
 	.rx_rtmac = tdma_rx_rtmac,
-	.rt_deadline = tdma_rt_deadline,
-	.watch_tap = tap_read_in_slots,
+	.hard_deadline = tdma_hard_deadline,
+	.has_room = tdma_has_room,
 	.kick_senders = 0, /* under TDMA the slot picks their messages up */
 	/*
 	 * Receive stamps come from the XDP program, so received frames can
@@ -107,6 +126,7 @@ const struct rtn_disc_ops rtn_disc_tdma_ops = {
 	 * without losing accuracy (see rx_wakes).
 	 */
 	.paced_rx = 1,
+	.rate_generator = 0,
 };
 
 struct rtn_tdma_port rtn_station_tdma_port(struct rtn_station *s)

@@ -98,15 +98,15 @@ static void drain(int racing, const struct poke *p)
 {
 	struct rtn_station *s = H.s;
 
-	race.take = s->disc == RTN_DISC_TDMA ? take_tdma : take_nomac;
-	race.arg = s->disc == RTN_DISC_TDMA ? (void *)s->tdma : NULL;
+	race.take = s->ops == &rtn_disc_tdma_ops ? take_tdma : take_nomac;
+	race.arg = s->ops == &rtn_disc_tdma_ops ? (void *)s->tdma : (void *)s->nomac;
 	race.armed = racing;
 	memset(race.taken, 0, sizeof(race.taken));
 	if (racing)
 		race.p = *p;
 	rtn_chans_drain(s, racing_take, NULL, rtn_station_local_now(s));
-	if (s->disc == RTN_DISC_NOMAC)
-		nomac_flush(s, rtn_station_local_now(s));
+	if (s->ops == &rtn_disc_nomac_ops)
+		nomac_flush(s->nomac, rtn_station_local_now(s));
 }
 
 static void run_for(int64_t dt_ns)
@@ -114,10 +114,10 @@ static void run_for(int64_t dt_ns)
 	struct rtn_station *s = H.s;
 
 	fuzz_clock_ns += dt_ns;
-	if (s->disc == RTN_DISC_TDMA) {
+	if (s->ops == &rtn_disc_tdma_ops) {
 		rtn_tdma_run(s->tdma, rtn_station_local_now(s));
 	} else {
-		rtn_disc_nomac_ops.run(s, 0);	/* what the RT loop runs under NoMAC */
+		rtn_disc_nomac_ops.run(s->nomac, 0);	/* what the RT loop runs under NoMAC */
 	}
 }
 

@@ -42,7 +42,7 @@ FUZZ_UNTRACED static void capture_check(uint32_t frames)
 /* Every frame is tagged, untagged or a bad tag; every tagged one went to a stream or was refused. */
 FUZZ_UNTRACED static void frer_check(uint32_t frames)
 {
-	const struct rtn_station_frer_stats *f = &H.s->frer.st;
+	const struct rtn_station_frer_stats *f = &H.s->frer->st;
 	uint64_t fed = f->streams_refused;
 	uint32_t i;
 
@@ -50,8 +50,8 @@ FUZZ_UNTRACED static void frer_check(uint32_t frames)
 	    f->port[0].rx_tagged + f->port[0].rx_untagged + f->port[0].bad_tags != frames)
 		fuzz_fail("%u frames, FRER counted %llu", frames,
 			  (unsigned long long)f->port[0].rx_frames);
-	for (i = 0; i < H.s->frer.n_streams; i++) {
-		const struct rtn_frer_rcvy *r = &H.s->frer.streams[i].r;
+	for (i = 0; i < H.s->frer->n_streams; i++) {
+		const struct rtn_frer_rcvy *r = &H.s->frer->streams[i].r;
 
 		fed += r->total.passed + r->total.discarded - r->total.tagless;
 	}
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (H.s->cap)
 		capture_check(frames);
 	if (m.vnic_live) {
-		write_to_tap(H.s, VNIC_RING);
+		write_to_tap(H.s->vnic_ctl, VNIC_RING);
 		tap_drain_check(m.vnet);
 	}
 	for (i = 0; i < N_CHANS; i++)

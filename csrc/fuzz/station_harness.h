@@ -22,7 +22,7 @@
  *
  * station_reset() puts all of it back to the state after setup before each
  * input; it names every field an input can change, and must follow
- * struct rtn_station when that changes.
+ * struct rtn_station and the objects it holds when those change.
  */
 #ifndef RTN_FUZZ_STATION_HARNESS_H
 #define RTN_FUZZ_STATION_HARNESS_H
@@ -34,6 +34,8 @@ static int64_t fuzz_clock_ns;
 #define rtn_now() (fuzz_clock_ns)
 
 #include "../rtn_station.c"
+#include "../rtn_station_tx.c"
+#include "../rtn_station_mbox.c"
 #include "../rtn_station_rx.c"
 #include "../rtn_station_chan.c"
 #include "../rtn_station_tdma.c"
@@ -301,10 +303,10 @@ static void station_setup(void)
 	close(sv[0]);
 	H.tap_peer = sv[1];
 	/* what rtn_station_vnic_attach() allocates for a TAP with IFF_VNET_HDR */
-	H.s->gso_buf = malloc(RTN_GSO_BUF);
-	H.s->rd_buf = malloc(RTN_GSO_BUF);
-	H.s->gro_buf = malloc(RTN_GSO_BUF);
-	if (!H.s->gso_buf || !H.s->rd_buf || !H.s->gro_buf)
+	H.s->vnic_ctl->gso_buf = malloc(RTN_GSO_BUF);
+	H.s->vnic_ctl->rd_buf = malloc(RTN_GSO_BUF);
+	H.s->vnic_ctl->gro_buf = malloc(RTN_GSO_BUF);
+	if (!H.s->vnic_ctl->gso_buf || !H.s->vnic_ctl->rd_buf || !H.s->vnic_ctl->gro_buf)
 		fuzz_fail("out of memory for the VNIC buffers");
 }
 
@@ -328,11 +330,13 @@ struct station_mode {
 FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 {
 	struct rtn_station *s = H.s;
+	struct rtn_vnic *v;
 	int i;
 
 	if (!s)
 		station_setup();
 	s = H.s;
+	v = s->vnic_ctl;
 	fuzz_clock_ns = STATION_T0;
 	stub_rx_clear();
 	stub_xsk.tx_full = m->tx_full;
@@ -340,52 +344,55 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 
 	memset(&s->st, 0, sizeof(s->st));
 	/* the stream table (one port: the sequence generators are never used) */
-	s->frer.n_streams = 0;
-	memset(s->frer.st.port, 0, sizeof(s->frer.st.port));
-	s->frer.st.streams_refused = s->frer.st.tx_redundant = 0;
-	memset(&s->ip.st, 0, sizeof(s->ip.st));
-	s->ip.next_id = 0;
+	s->frer->n_streams = 0;
+	memset(s->frer->st.port, 0, sizeof(s->frer->st.port));
+	s->frer->st.streams_refused = s->frer->st.tx_redundant = 0;
+	memset(&s->ip->st, 0, sizeof(s->ip->st));
+	s->ip->next_id = 0;
 	s->tdma = NULL;
-	s->disc = RTN_DISC_NONE;
+	s->ops = &rtn_disc_none_ops;
+	s->disc_priv = NULL;
 	if (m->disc == DISC_TDMA_SLAVE || m->disc == DISC_TDMA_MASTER) {
 		int k = m->disc == DISC_TDMA_MASTER;
 
 		tdma_snapshot_restore(H.engine[k], H.engine_saved[k]);
 		s->tdma = H.engine[k];
 		s->tdma_cfg = H.cfg[k];
-		s->disc = RTN_DISC_TDMA;
+		s->ops = &rtn_disc_tdma_ops;
+		s->disc_priv = s;
 	} else if (m->disc == DISC_NOMAC) {
-		s->disc = RTN_DISC_NOMAC;
+		s->ops = &rtn_disc_nomac_ops;
+		s->disc_priv = s->nomac;
 	}
-	s->nomac_head = s->nomac_tail = 0;
-	s->wire_free_at = 0;
-	s->probe_slot = -1;
-	s->probe_type = 0;
-	s->probe_len = 0;
-	s->probe_seq = 0;
-	s->probe_sent = 0;
-	s->rate_interval_ns = s->rate_next = 0;
-	s->rate_left = 0;
-	s->probe_rx_type = m->probe_rx_type;
-	s->probe_rx = s->probe_rx_bytes = 0;
-	rtn_hist_init(&s->probe_lat, 0);
+	s->nomac->head = s->nomac->tail = 0;
+	s->nomac->wire_free_at = 0;
+	s->probe->slot = -1;
+	s->probe->type = 0;
+	s->probe->len = 0;
+	s->probe->seq = 0;
+	s->probe->sent = 0;
+	s->probe->rate_interval_ns = s->probe->rate_next = 0;
+	s->probe->rate_left = 0;
+	s->probe->rx_type = m->probe_rx_type;
+	s->probe->rx = s->probe->rx_bytes = 0;
+	rtn_hist_init(&s->probe->lat, 0);
 
 	s->rx_woke = 0;
 	s->rx_light = 0;
 	s->tunnel_rx_n = 0;
 	s->tunnel_rx_avg = 0;
 	s->tunnel_rx_at = 0;
-	s->vnic_live = m->vnic_live;
-	s->vnic_mode = RTN_VNIC_BATCHED;
-	s->vnic_slot = 1;
-	s->to_tap->head = s->to_tap->tail = 0;
-	s->from_tap->head = s->from_tap->tail = 0;
-	s->tap_dead = 0;
-	s->vnic_overran = 0;
-	s->vnet = m->vnet;
-	memset(&s->gso, 0, sizeof(s->gso));
-	rtn_gro_init(&s->gro, s->gro_buf, RTN_GSO_BUF);
-	drain_socket(s->tap_fd);
+	s->vnic = m->vnic_live ? s->vnic_ctl : NULL;
+	v->mode = RTN_VNIC_BATCHED;
+	v->slot = 1;
+	v->to_tap->head = v->to_tap->tail = 0;
+	v->from_tap->head = v->from_tap->tail = 0;
+	v->tap_dead = 0;
+	v->overran = 0;
+	v->vnet = m->vnet;
+	memset(&v->gso, 0, sizeof(v->gso));
+	rtn_gro_init(&v->gro, v->gro_buf, RTN_GSO_BUF);
+	drain_socket(v->tap_fd);
 	drain_socket(H.tap_peer);
 
 	for (i = 0; i < N_CHANS; i++) {
@@ -394,7 +401,7 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 		memcpy(c->shm, H.shm_saved[i], H.shm_size[i]);
 		c->tx_msgs = c->tx_drops = c->rx_msgs = c->rx_drops = c->ring_errors = 0;
 		s->live[i] = c;
-		c->shm->kick_wanted = s->disc == RTN_DISC_NOMAC;
+		c->shm->kick_wanted = s->ops->kick_senders;
 	}
 	if (s->tdma)
 		rtn_tdma_set_lazy_begin(s->tdma, 0);	/* channels listen to cycle starts */

@@ -1,0 +1,151 @@
+"""No two C files of the core call each other, directly or round a loop.
+
+The C core is layered: a file calls only files below it, and where something
+lower must reach up it does so through a function pointer (a port, an ops
+table, a callback), which leaves no symbol reference.  A loop between files
+means neither can be understood, tested or replaced without the other.
+
+The call graph is read from the object files: every csrc/*.c (but the XDP
+program, *.bpf.c) is compiled here as setup.py compiles it for rtnet._core,
+and ``nm`` gives what each object defines (T, D, B, R, C) and what it
+references (U).  An edge a -> b means a references a symbol b defines.
+Strongly connected components (Tarjan) of more than one file are loops.
+The socket interposer (csrc/preload/) is a separate library and not looked at.
+"""
+import concurrent.futures
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import skip_or_fail
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CSRC = os.path.join(ROOT, "csrc")
+sys.path.insert(0, CSRC)
+
+DEFINED = set("TDBRC")
+
+
+def _flags() -> list[str]:
+    """csrc/build_core.py's compiler flags for rtnet._core, without importing cffi's builder."""
+    version = None
+    with open(os.path.join(CSRC, "build_core.py")) as f:
+        for line in f:
+            if line.startswith("VERSION = "):
+                version = line.split('"')[1]
+    assert version, "csrc/build_core.py has no VERSION"
+    return ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror", "-std=gnu11",
+            f'-DRTN_VERSION="{version}"', "-D_GNU_SOURCE", "-I", CSRC]
+
+
+def _sources() -> list[str]:
+    return sorted(p for p in glob.glob(os.path.join(CSRC, "*.c")) if not p.endswith(".bpf.c"))
+
+
+def _compile(cc: str, src: str, out_dir: str) -> str:
+    obj = os.path.join(out_dir, os.path.basename(src)[:-2] + ".o")
+    res = subprocess.run([cc, *_flags(), "-c", src, "-o", obj], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, f"{src} does not compile:\n{res.stderr[-3000:]}"
+    return obj
+
+
+def symbols(nm_output: str) -> tuple[set[str], set[str]]:
+    """What one object defines and what it references, from ``nm``'s output."""
+    defined, undefined = set(), set()
+    for line in nm_output.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in DEFINED:
+            defined.add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            undefined.add(parts[1])
+    return defined, undefined
+
+
+def call_graph(objects: dict[str, tuple[set[str], set[str]]]) -> dict[str, set[str]]:
+    """File -> the files whose symbols it references (itself left out)."""
+    owner = {}
+    for name in sorted(objects):
+        for sym in objects[name][0]:
+            owner.setdefault(sym, name)
+    return {name: {owner[u] for u in undef if u in owner and owner[u] != name}
+            for name, (_, undef) in objects.items()}
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one node, each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph) + 100))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
+
+
+def test_the_cycle_finder_finds_a_known_loop():
+    objs = {
+        "a": ({"fa"}, {"fb"}),
+        "b": ({"fb"}, {"fc", "printf"}),
+        "c": ({"fc"}, {"fa"}),
+        "d": ({"fd"}, {"fa"}),          # calls into the loop, is not part of it
+        "e": ({"fe", "table"}, set()),
+        "f": ({"ff"}, {"table", "fe"}),  # data references count as well
+    }
+    graph = call_graph(objs)
+    assert graph["d"] == {"a"} and graph["f"] == {"e"}
+    assert loops(graph) == [["a", "b", "c"]]
+    assert loops({"x": {"y"}, "y": {"x"}, "z": set()}) == [["x", "y"]]
+    assert loops({"x": {"y"}, "y": {"z"}, "z": set()}) == []
+
+
+def test_symbols_reads_nm_output():
+    out = ("0000000000000000 T rtn_send\n0000000000000010 R rtn_ops\n"
+           "                 U rtn_recv\n0000000000000020 t local_helper\n"
+           "0000000000000004 B counter\n")
+    assert symbols(out) == ({"rtn_send", "rtn_ops", "counter"}, {"rtn_recv"})
+
+
+def test_no_c_file_calls_round_a_loop(tmp_path):
+    cc = shutil.which("gcc") or shutil.which("cc")
+    nm = shutil.which("nm")
+    if cc is None or nm is None:
+        skip_or_fail("gcc and nm are needed (binutils, build-essential)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        objs = list(pool.map(lambda s: _compile(cc, s, str(tmp_path)), _sources()))
+    table = {}
+    for obj in objs:
+        res = subprocess.run([nm, obj], capture_output=True, text=True, check=True)
+        table[os.path.basename(obj)[:-2]] = symbols(res.stdout)
+    graph = call_graph(table)
+    assert len(graph) == len(_sources())
+    found = loops(graph)
+    assert not found, "C files that call each other round a loop (layer them, or reach up " \
+        "through a function pointer):\n" + "\n".join(" <-> ".join(c) for c in found)
