@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_station_chan_priv.h
+ * @brief One application channel as the station keeps it
+ *        (rtn_station_chan.c): its shared memory, its limits and counters.
+ *        Not part of the API.
+ */
+#ifndef RTN_STATION_CHAN_PRIV_H
+#define RTN_STATION_CHAN_PRIV_H
+
+#include <stdint.h>
+#include "rtn_chan.h"
+
+struct chan {
+	struct rtn_chan_shm *shm;
+	uint64_t size;
+	uint32_t depth;	      /* messages per ring: ours, never read back from shm */
+	int cycles;	      /* someone may wait on it for cycle starts */
+	uint64_t ring_errors; /* the application broke its ring's indexes */
+	uint64_t rx_bad_hdr;  /* received application headers that lied about their length */
+	uint16_t ethertype, slot;
+	uint32_t prio, max_size;
+	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
+	uint32_t redundant;	      /* its EtherType goes out on both ports */
+	uint16_t udp_port, udp_flags; /* a UDP socket's (rtn_station_ip.c); 0: not one */
+	int notify_fd;	      /* eventfd written when a delivery finds shm->rx_notify armed */
+	uint64_t rx_notifies; /* writes to it */
+};
+
+#endif
