@@ -122,7 +122,8 @@ def test_config_error_starts_nothing(capsys, stations, conf):
                                          offset_us=0))
     rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
     assert rc == 1
-    assert err.strip() == f"rtnetctl: {path}: tdma.cycle_us: 50 below minimum 100"
+    assert err.strip() == (f"rtnetctl: {path}: tdma.cycle_us: 50 outside the supported range "
+                           "100..1000000")
     assert not os.path.exists(paths.pid_file("rteth0", ns))
     assert not os.path.exists(paths.control_socket("rteth0", ns))
     assert xdp_programs(ns) == 0
