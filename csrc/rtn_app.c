@@ -33,8 +33,8 @@
 #include "rtn_core.h"
 #include "rtn_time_inline.h"
 
-#define WAIT_SLICE_NS	(100 * 1000 * 1000LL)
-#define LEARN_MAX_CYCLE_NS	RTN_NS_PER_SEC	/* TDMA cycles are at most 1 s */
+#define WAIT_SLICE_NS	   (100 * 1000 * 1000LL)
+#define LEARN_MAX_CYCLE_NS RTN_NS_PER_SEC /* TDMA cycles are at most 1 s */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -79,7 +79,8 @@ int rtn_app_attach(int memfd, int kickfd, struct rtn_app_chan **out)
 		uint32_t magic = shm->magic, version = shm->version;
 
 		munmap(shm, st.st_size);
-		return rtn_set_error(-EPROTO, "not a channel of this version (magic 0x%08x, version %u)",
+		return rtn_set_error(-EPROTO,
+				     "not a channel of this version (magic 0x%08x, version %u)",
 				     magic, version);
 	}
 	depth = __atomic_load_n(&shm->depth, __ATOMIC_RELAXED);
@@ -174,7 +175,7 @@ void rtn_app_close(struct rtn_app_chan *ch)
 	if (ch->kickfd >= 0)
 		close(ch->kickfd);
 	if (ch->ctlfd >= 0)
-		close(ch->ctlfd);	/* the daemon reclaims the channel */
+		close(ch->ctlfd); /* the daemon reclaims the channel */
 	free(ch);
 }
 
@@ -215,8 +216,8 @@ void rtn_app_tx_commit(struct rtn_app_chan *ch)
 }
 
 /* Build one message in the TX ring and commit it; the numbering is the caller's. */
-static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
-		   uint32_t len, int64_t sched_ns, uint32_t seq)
+static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload, uint32_t len,
+		   int64_t sched_ns, uint32_t seq)
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	uint32_t flen = RTN_APP_OVERHEAD + len;
@@ -227,9 +228,10 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 
 	rtn_clear_error();
 	if (alive(ch) && (flen > shm->max_size || flen > RTN_CHAN_MSG_MAX))
-		return rtn_set_error(-EMSGSIZE, "payload of %u bytes: the channel carries at most %u",
-				     len, (shm->max_size < RTN_CHAN_MSG_MAX ? shm->max_size :
-					   RTN_CHAN_MSG_MAX) - RTN_APP_OVERHEAD);
+		return rtn_set_error(
+			-EMSGSIZE, "payload of %u bytes: the channel carries at most %u", len,
+			(shm->max_size < RTN_CHAN_MSG_MAX ? shm->max_size : RTN_CHAN_MSG_MAX) -
+				RTN_APP_OVERHEAD);
 	m = rtn_app_tx_slot(ch, &rc);
 	if (!m)
 		return rc;
@@ -252,8 +254,8 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 	return 0;
 }
 
-int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload,
-		 uint32_t len, int64_t sched_ns, uint32_t *seq_out)
+int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payload, uint32_t len,
+		 int64_t sched_ns, uint32_t *seq_out)
 {
 	int rc = put_msg(ch, dst, payload, len, sched_ns, ch->next_seq);
 
@@ -267,7 +269,7 @@ int rtn_app_send(struct rtn_app_chan *ch, const uint8_t dst[6], const void *payl
 
 uint32_t rtn_app_tx_next(const struct rtn_app_chan *ch)
 {
-	return __atomic_load_n(&ch->shm->tx.head, __ATOMIC_RELAXED);	/* ours: we produce */
+	return __atomic_load_n(&ch->shm->tx.head, __ATOMIC_RELAXED); /* ours: we produce */
 }
 
 int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pickup_ns)
@@ -278,9 +280,9 @@ int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pick
 	uint8_t hdr[RTN_APP_XOVERHEAD];
 	struct rtn_app_stamps st;
 
-	if (head - pos - 1 >= ch->depth)	/* not sent (pos >= head), or its slot reused */
+	if (head - pos - 1 >= ch->depth) /* not sent (pos >= head), or its slot reused */
 		return -1;
-	if (tail - pos - 1 >= ch->depth)	/* the station's tail has not passed it */
+	if (tail - pos - 1 >= ch->depth) /* the station's tail has not passed it */
 		return 0;
 	/* the station may still write the page: parse a copy, never the shared bytes */
 	memcpy(hdr, m->frame, sizeof(hdr));
@@ -290,8 +292,8 @@ int rtn_app_tx_pickup(const struct rtn_app_chan *ch, uint32_t pos, int64_t *pick
 	return 1;
 }
 
-int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to,
-		  const void *payload, uint32_t len)
+int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to, const void *payload,
+		  uint32_t len)
 {
 	return put_msg(ch, to->src, payload, len, RTN_APP_SCHED_NOW, to->seq);
 }
@@ -309,11 +311,11 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 {
 	struct rtn_app_stamps hdr;
 	uint32_t plen, n, len = rtn_msg_len(m);
-	int64_t t[RTN_STAMP_N] = { m->sched_ns, m->handover_ns, m->pickup_ns, m->tx_ns,
-				   m->rx_ns, m->rx_rt_ns, rtn_app_global_now(ch) };
+	int64_t t[RTN_STAMP_N] = { m->sched_ns, m->handover_ns, m->pickup_ns,	       m->tx_ns,
+				   m->rx_ns,	m->rx_rt_ns,	rtn_app_global_now(ch) };
 
 	if (len > RTN_CHAN_MSG_MAX)
-		len = RTN_CHAN_MSG_MAX;	/* a broken length: never read past the slot */
+		len = RTN_CHAN_MSG_MAX; /* a broken length: never read past the slot */
 	if ((ch->udp_port ? rtn_app_udp_payload(ch, m->frame, len, &hdr, udp) :
 			    rtn_app_hdr_parse(m->frame, len, &hdr)) < 0)
 		ch->rx_bad_hdr++;
@@ -341,8 +343,8 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 	return n;
 }
 
-static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap,
-		    struct rtn_app_msg_info *info, struct rtn_app_udp_info *udp, int64_t timeout_ns)
+static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,
+		    struct rtn_app_udp_info *udp, int64_t timeout_ns)
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
@@ -352,7 +354,7 @@ static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	rtn_clear_error();
 	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
 	if (m)
-		return take(ch, m, buf, cap, info, udp);	/* hot path: no system call */
+		return take(ch, m, buf, cap, info, udp); /* hot path: no system call */
 	if (!alive(ch))
 		return rtn_set_error(-ENOTCONN, "the station closed the channel");
 	if (timeout_ns == 0)
@@ -387,8 +389,8 @@ static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap,
 	return rc;
 }
 
-int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap,
-		 struct rtn_app_msg_info *info, int64_t timeout_ns)
+int rtn_app_recv(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,
+		 int64_t timeout_ns)
 {
 	return recv_msg(ch, buf, cap, info, NULL, timeout_ns);
 }
@@ -419,11 +421,15 @@ int rtn_app_subscribe(struct rtn_app_chan *ch, struct rtn_app_sample *out, uint3
 			break;
 		if (rc < 0)
 			return got ? (int)got : rc;
-		out[got++] = (struct rtn_app_sample){
-			.seq = info.seq, .len = info.len, .sched_ns = info.sched_ns,
-			.tx_ns = info.tx_ns, .rx_ns = info.rx_ns, .app_ns = info.take_ns,
-			.handover_ns = info.handover_ns, .pickup_ns = info.pickup_ns,
-			.rx_rt_ns = info.rx_rt_ns };
+		out[got++] = (struct rtn_app_sample){ .seq = info.seq,
+						      .len = info.len,
+						      .sched_ns = info.sched_ns,
+						      .tx_ns = info.tx_ns,
+						      .rx_ns = info.rx_ns,
+						      .app_ns = info.take_ns,
+						      .handover_ns = info.handover_ns,
+						      .pickup_ns = info.pickup_ns,
+						      .rx_rt_ns = info.rx_rt_ns };
 	}
 	return got;
 }
@@ -471,7 +477,7 @@ static uint32_t snapshot_cycle(const struct rtn_chan_shm *c, struct rtn_app_wait
  * microseconds cycles are set in; refined while the span grows, so the
  * slave's early clock corrections average out, then kept.
  */
-#define LEARN_SPAN_CYCLES	1024
+#define LEARN_SPAN_CYCLES 1024
 
 static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 {
@@ -482,7 +488,7 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 
 	if (wi->cycle_ns > 0)
 		return;
-	if (learnt < 0) {		/* frozen */
+	if (learnt < 0) { /* frozen */
 		wi->cycle_ns = -learnt;
 		return;
 	}
@@ -501,7 +507,8 @@ static void fill_cycle_ns(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi)
 		} else {
 			learnt = (per + RTN_NS_PER_US / 2) / RTN_NS_PER_US * RTN_NS_PER_US;
 			__atomic_store_n(&ch->learnt_cycle_ns,
-					 dn >= LEARN_SPAN_CYCLES ? -learnt : learnt, __ATOMIC_RELAXED);
+					 dn >= LEARN_SPAN_CYCLES ? -learnt : learnt,
+					 __ATOMIC_RELAXED);
 		}
 	}
 	wi->cycle_ns = learnt;
@@ -527,8 +534,7 @@ int64_t rtn_app_global_now(struct rtn_app_chan *ch)
 	return rtn_sat_add(rtn_now(), rtn_sat_sub(wi.cycle_start, wi.cycle_start_os));
 }
 
-int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
-		       int64_t timeout_ns)
+int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi, int64_t timeout_ns)
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
@@ -555,7 +561,8 @@ int rtn_app_wait_cycle(struct rtn_app_chan *ch, struct rtn_app_waitinfo *wi,
 			int64_t left = deadline - rtn_now();
 
 			if (left <= 0) {
-				rc = rtn_set_error(-ETIMEDOUT, "no TDMA cycle started within %lld us",
+				rc = rtn_set_error(-ETIMEDOUT,
+						   "no TDMA cycle started within %lld us",
 						   (long long)(timeout_ns / 1000));
 				break;
 			}
@@ -579,15 +586,23 @@ void rtn_app_stats(const struct rtn_app_chan *ch, struct rtn_app_stats *out)
 	const struct rtn_chan_shm *shm = ch->shm;
 
 	*out = (struct rtn_app_stats){
-		.channel = ch->channel, .ethertype = shm->ethertype, .slot = shm->slot,
-		.depth = ch->depth, .max_size = shm->max_size,
+		.channel = ch->channel,
+		.ethertype = shm->ethertype,
+		.slot = shm->slot,
+		.depth = ch->depth,
+		.max_size = shm->max_size,
 		.alive = (int32_t)__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE),
-		.tx_sent = ch->tx_sent, .tx_full = ch->tx_full, .kicks = ch->kicks,
-		.rx_received = ch->rx_received, .rx_bad_hdr = ch->rx_bad_hdr,
-		.udp_port = ch->udp_port, .udp_flags = ch->udp_flags,
+		.tx_sent = ch->tx_sent,
+		.tx_full = ch->tx_full,
+		.kicks = ch->kicks,
+		.rx_received = ch->rx_received,
+		.rx_bad_hdr = ch->rx_bad_hdr,
+		.udp_port = ch->udp_port,
+		.udp_flags = ch->udp_flags,
 		.tx_unreachable = ch->tx_unreachable,
 		.rx_drops = __atomic_load_n(&shm->rx.drops, __ATOMIC_RELAXED),
-		.tx_queued = rtn_ring_count(&shm->tx), .rx_queued = rtn_ring_count(&shm->rx),
+		.tx_queued = rtn_ring_count(&shm->tx),
+		.rx_queued = rtn_ring_count(&shm->rx),
 		.rx_waiting = __atomic_load_n(&shm->rx.waiting, __ATOMIC_ACQUIRE),
 		.cycle_waiting = __atomic_load_n(&shm->cycle_waiting, __ATOMIC_ACQUIRE),
 	};

@@ -29,9 +29,9 @@
 #include "rtn_ipv4.h"
 #include "rtn_stages.h"
 
-#define RTN_APP_ETH_HLEN 14
-#define RTN_APP_OVERHEAD 58 /* Ethernet header + extended application header (rtn_app_hdr.h) */
-#define RTN_APP_SCHED_NOW 0 /* sched_ns: "now", in global time */
+#define RTN_APP_ETH_HLEN  14
+#define RTN_APP_OVERHEAD  58 /* Ethernet header + extended application header (rtn_app_hdr.h) */
+#define RTN_APP_SCHED_NOW 0  /* sched_ns: "now", in global time */
 
 struct rtn_app_chan;
 

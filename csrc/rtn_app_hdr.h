@@ -18,22 +18,22 @@
 
 #include <stdint.h>
 
-#define RTN_APP_MAGIC_X 0x52544e58u /* "RTNX" */
-#define RTN_APP_XHDR_LEN 44	    /* RTNX header, Ethernet header excluded */
-#define RTN_APP_HLEN_OFF 38	    /* frame offset of the header length: 14 + 24 */
-#define RTN_APP_HANDOVER_OFF 42	    /* 14 + 28: the application handed the message over */
-#define RTN_APP_PICKUP_OFF 50	    /* 14 + 36: the sender's RT thread picked it up */
-#define RTN_APP_XOVERHEAD 58	    /* 14 + RTN_APP_XHDR_LEN */
+#define RTN_APP_MAGIC_X	     0x52544e58u /* "RTNX" */
+#define RTN_APP_XHDR_LEN     44		 /* RTNX header, Ethernet header excluded */
+#define RTN_APP_HLEN_OFF     38		 /* frame offset of the header length: 14 + 24 */
+#define RTN_APP_HANDOVER_OFF 42		 /* 14 + 28: the application handed the message over */
+#define RTN_APP_PICKUP_OFF   50		 /* 14 + 36: the sender's RT thread picked it up */
+#define RTN_APP_XOVERHEAD    58		 /* 14 + RTN_APP_XHDR_LEN */
 
 /* The stamps of one message, in the order it passes them (RTN_STAMP_*). */
-#define RTN_STAMP_SCHED 0    /* the sender meant to send */
+#define RTN_STAMP_SCHED	   0 /* the sender meant to send */
 #define RTN_STAMP_HANDOVER 1 /* the sending application wrote it into the TX ring */
-#define RTN_STAMP_PICKUP 2   /* the sender's RT thread took it at its slot */
-#define RTN_STAMP_TX 3	     /* handed to the TX ring (the socket) */
-#define RTN_STAMP_RX_XDP 4   /* the receiver's XDP program */
-#define RTN_STAMP_RX_RT 5    /* the receiver's RT thread */
-#define RTN_STAMP_TAKE 6     /* the receiving application took it */
-#define RTN_STAMP_N 7
+#define RTN_STAMP_PICKUP   2 /* the sender's RT thread took it at its slot */
+#define RTN_STAMP_TX	   3 /* handed to the TX ring (the socket) */
+#define RTN_STAMP_RX_XDP   4 /* the receiver's XDP program */
+#define RTN_STAMP_RX_RT	   5 /* the receiver's RT thread */
+#define RTN_STAMP_TAKE	   6 /* the receiving application took it */
+#define RTN_STAMP_N	   7
 
 /** What an application header said (all zero for a frame without one). */
 struct rtn_app_stamps {

@@ -23,8 +23,8 @@
 #include "rtn_core.h"
 
 #define DEFAULT_RUN_DIR "/run/rtnet"
-#define NETNS_DIR "/var/run/netns"
-#define REPLY_MAX 1024
+#define NETNS_DIR	"/var/run/netns"
+#define REPLY_MAX	1024
 
 /* Name of the calling thread's network namespace under /var/run/netns, as rtnet.paths. */
 static void current_netns(char *name, size_t cap)

@@ -25,11 +25,11 @@
 #define RTN_CAP_RX 2
 
 /* rtn_cap_hdr.flags */
-#define RTN_CAP_F_SCHED 1     /* sched_ns is the slot (or cycle) time it was scheduled for */
+#define RTN_CAP_F_SCHED	    1 /* sched_ns is the slot (or cycle) time it was scheduled for */
 #define RTN_CAP_F_XDP_STAMP 2 /* RX: stamp_ns came from the XDP program, not the poll time */
 
-#define RTN_CAP_SNAP_MIN 64
-#define RTN_CAP_SNAP_MAX 2048 /* a whole Ethernet frame, VLAN tag included */
+#define RTN_CAP_SNAP_MIN  64
+#define RTN_CAP_SNAP_MAX  2048 /* a whole Ethernet frame, VLAN tag included */
 #define RTN_CAP_DEPTH_MAX 65536
 
 struct rtn_cap_hdr {

@@ -26,15 +26,16 @@
 #include <stdint.h>
 #include "rtn_neigh.h"
 
-#define RTN_CHAN_MAGIC		0x52544e43u	/* "RTNC" */
-#define RTN_CHAN_VERSION	4		/* 2: struct rtn_msg carries the stage stamps;
+#define RTN_CHAN_MAGIC 0x52544e43u /* "RTNC" */
+#define RTN_CHAN_VERSION \
+	4			       /* 2: struct rtn_msg carries the stage stamps;
 					 * 3: struct rtn_chan_udp after the rings;
 					 * 4: rx_notify and the notify eventfd */
-#define RTN_CHAN_MSG_MAX	1536		/* whole Ethernet frame, no FCS */
-#define RTN_CHAN_MAX_DEPTH	4096		/* messages per ring, a power of two */
-#define RTN_APP_MAGIC		0x52544e41u	/* "RTNA" on the wire */
-#define RTN_APP_HDR_LEN		24
-#define RTN_APP_TX_OFF		30		/* frame offset of rtn_app_hdr.tx_ns: 14 + 16 */
+#define RTN_CHAN_MSG_MAX   1536	       /* whole Ethernet frame, no FCS */
+#define RTN_CHAN_MAX_DEPTH 4096	       /* messages per ring, a power of two */
+#define RTN_APP_MAGIC	   0x52544e41u /* "RTNA" on the wire */
+#define RTN_APP_HDR_LEN	   24
+#define RTN_APP_TX_OFF	   30 /* frame offset of rtn_app_hdr.tx_ns: 14 + 16 */
 
 /**
  * What a channel is opened with: by an application through the station
@@ -42,21 +43,21 @@
  */
 struct rtn_chan_opts {
 	uint16_t ethertype;
-	uint16_t slot;		/* TDMA slot the channel sends in */
-	uint32_t prio;		/* 0 highest .. 31 */
-	uint32_t max_size;	/* largest frame, Ethernet header included */
-	uint32_t depth;		/* messages per ring, power of two */
-	uint32_t no_cycles;	/* nobody waits on this channel for cycle starts (the
+	uint16_t slot;	    /* TDMA slot the channel sends in */
+	uint32_t prio;	    /* 0 highest .. 31 */
+	uint32_t max_size;  /* largest frame, Ethernet header included */
+	uint32_t depth;	    /* messages per ring, power of two */
+	uint32_t no_cycles; /* nobody waits on this channel for cycle starts (the
 				 * daemon's own services): it does not keep the engine
 				 * from starting cycles at their first job */
-	uint32_t redundant;	/* a station with two ports sends the channel's
+	uint32_t redundant; /* a station with two ports sends the channel's
 				 * EtherType on both (rtn_station_frer.h) */
 	/* IPv4/UDP (rtn_ipv4.h): a UDP socket is a channel bound to a port */
-	uint16_t udp_port;	/* 0: an EtherType channel; else the EtherType is IPv4 */
-	uint16_t udp_flags;	/* RTN_UDP_F_* */
+	uint16_t udp_port;  /* 0: an EtherType channel; else the EtherType is IPv4 */
+	uint16_t udp_flags; /* RTN_UDP_F_* */
 };
 
-#define RTN_UDP_F_STAMPED	1	/* datagrams carry the RTNX header (both ends opt in) */
+#define RTN_UDP_F_STAMPED 1 /* datagrams carry the RTNX header (both ends opt in) */
 
 /**
  * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
@@ -68,59 +69,59 @@ void rtn_chan_opts_init(struct rtn_chan_opts *o);
 struct rtn_app_hdr {
 	uint32_t magic;
 	uint32_t seq;
-	int64_t sched_ns;	/* when the sender meant to send (global time) */
-	int64_t tx_ns;		/* written by the sender's RT thread at transmission */
+	int64_t sched_ns; /* when the sender meant to send (global time) */
+	int64_t tx_ns;	  /* written by the sender's RT thread at transmission */
 } __attribute__((packed));
 
 /** One message slot of a ring; the stamps of rtn_app_hdr.h, 0 where absent. */
 struct rtn_msg {
-	uint32_t len;		/* frame length */
+	uint32_t len; /* frame length */
 	uint32_t seq;
 	int64_t sched_ns;
 	int64_t tx_ns;
-	int64_t rx_ns;		/* the receiver's XDP stamp (its RT thread's when there is none) */
-	int64_t handover_ns;	/* the sending application wrote it into its TX ring */
-	int64_t pickup_ns;	/* the sender's RT thread took it at its slot */
-	int64_t rx_rt_ns;	/* the receiver's RT thread took it from the socket */
+	int64_t rx_ns;	     /* the receiver's XDP stamp (its RT thread's when there is none) */
+	int64_t handover_ns; /* the sending application wrote it into its TX ring */
+	int64_t pickup_ns;   /* the sender's RT thread took it at its slot */
+	int64_t rx_rt_ns;    /* the receiver's RT thread took it from the socket */
 	uint8_t frame[RTN_CHAN_MSG_MAX];
 };
 
 struct rtn_ring {
-	uint32_t head __attribute__((aligned(64)));	/* written by the producer */
-	uint32_t tail __attribute__((aligned(64)));	/* written by the consumer */
-	uint32_t size;		/* power of two */
-	uint32_t waiting;	/* consumer sleeps on head (futex) */
-	uint64_t drops;		/* producer found the ring full */
+	uint32_t head __attribute__((aligned(64))); /* written by the producer */
+	uint32_t tail __attribute__((aligned(64))); /* written by the consumer */
+	uint32_t size;				    /* power of two */
+	uint32_t waiting;			    /* consumer sleeps on head (futex) */
+	uint64_t drops;				    /* producer found the ring full */
 };
 
 /** What a UDP channel's sender needs, written by the station. */
 struct rtn_chan_udp {
-	uint32_t ip;			/* the station's real-time IPv4 address, host order; 0 none */
-	uint16_t port;			/* the bound port, 0 for an EtherType channel */
-	uint16_t flags;			/* RTN_UDP_F_* */
-	struct rtn_neigh_table neigh;	/* rtn_neigh.h */
+	uint32_t ip;		      /* the station's real-time IPv4 address, host order; 0 none */
+	uint16_t port;		      /* the bound port, 0 for an EtherType channel */
+	uint16_t flags;		      /* RTN_UDP_F_* */
+	struct rtn_neigh_table neigh; /* rtn_neigh.h */
 };
 
 struct rtn_chan_shm {
 	uint32_t magic;
 	uint32_t version;
-	uint32_t depth;			/* messages per ring */
+	uint32_t depth; /* messages per ring */
 	uint16_t ethertype;
 	uint16_t slot;
 	uint32_t prio;
-	uint32_t max_size;		/* largest frame this channel may send */
+	uint32_t max_size; /* largest frame this channel may send */
 	uint8_t station_mac[6];
 	uint8_t pad[2];
 	/* cycle information, for RTMAC_RTIOC_WAITONCYCLE */
-	uint32_t cycle_seq __attribute__((aligned(64)));	/* futex: +1 per cycle */
+	uint32_t cycle_seq __attribute__((aligned(64))); /* futex: +1 per cycle */
 	uint32_t cycle_waiting;
 	uint32_t cycle_no;
 	int64_t cycle_start_global;
 	int64_t cycle_ns;
 	int64_t clock_offset;
-	int64_t cycle_start_os;		/* the same instant on the host's CLOCK_MONOTONIC */
-	uint32_t alive;			/* cleared by the station when it goes away */
-	uint32_t kick_wanted;		/* NoMAC: write the kick eventfd after sending */
+	int64_t cycle_start_os; /* the same instant on the host's CLOCK_MONOTONIC */
+	uint32_t alive;		/* cleared by the station when it goes away */
+	uint32_t kick_wanted;	/* NoMAC: write the kick eventfd after sending */
 	/*
 	 * Armed (1) by a reader that wants the channel's notify eventfd written
 	 * at the next delivery, so that poll/epoll see the ring as a readable

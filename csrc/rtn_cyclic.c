@@ -18,8 +18,8 @@
 #include "rtn_hist_inline.h"
 #include "rtn_time_inline.h"
 
-#define FIRST_CYCLE_TIMEOUT_NS	(2 * RTN_NS_PER_SEC)
-#define POLL_SLICE_NS		(10 * 1000 * 1000LL)	/* re-check stop while waiting */
+#define FIRST_CYCLE_TIMEOUT_NS (2 * RTN_NS_PER_SEC)
+#define POLL_SLICE_NS	       (10 * 1000 * 1000LL) /* re-check stop while waiting */
 
 /*
  * A run's need, kept until the station took the message it handed over:
@@ -30,9 +30,9 @@
  */
 struct pending_need {
 	int armed;
-	uint32_t pos;			/* TX ring position of the run's last message */
-	int64_t need_ns;		/* scheduled wake-up to the end of the run */
-	int64_t handover_global;	/* the hand-over deadline, global time */
+	uint32_t pos;		 /* TX ring position of the run's last message */
+	int64_t need_ns;	 /* scheduled wake-up to the end of the run */
+	int64_t handover_global; /* the hand-over deadline, global time */
 };
 
 struct rtn_cyclic {
@@ -40,17 +40,17 @@ struct rtn_cyclic {
 	struct rtn_cyclic_opts o;
 	rtn_cyclic_fn fn;
 	void *arg;
-	struct rtn_rt *rt;		/* real-time mode */
-	pthread_t thread;		/* standard mode */
+	struct rtn_rt *rt; /* real-time mode */
+	pthread_t thread;  /* standard mode */
 	int thread_on;
-	uint32_t stop;			/* standard mode stop request */
-	uint32_t done;			/* futex: the loop has returned */
+	uint32_t stop; /* standard mode stop request */
+	uint32_t done; /* futex: the loop has returned */
 	int rc;
 	uint64_t runs;
 	uint64_t missed;
 	int64_t interval_ns;
-	struct rtn_lead lead;		/* handover mode: the lead, written by the task's thread */
-	struct pending_need pending;	/* handover mode: the last run's need, until its pick-up */
+	struct rtn_lead lead;	     /* handover mode: the lead, written by the task's thread */
+	struct pending_need pending; /* handover mode: the last run's need, until its pick-up */
 	struct rtn_hist hist;
 };
 
@@ -87,7 +87,7 @@ static int stopping(const struct rtn_cyclic *c)
 static int first_cycle(struct rtn_cyclic *c, struct rtn_app_waitinfo *wi)
 {
 	int64_t limit = c->o.first_cycle_timeout_ns ? c->o.first_cycle_timeout_ns :
-			FIRST_CYCLE_TIMEOUT_NS;
+						      FIRST_CYCLE_TIMEOUT_NS;
 	int64_t deadline = rtn_now() + limit;
 
 	while (rtn_app_cycle_info(c->ch, wi) < 0) {
@@ -100,8 +100,10 @@ static int first_cycle(struct rtn_cyclic *c, struct rtn_app_waitinfo *wi)
 		if (stopping(c))
 			return 0;
 		if (rtn_now() >= deadline)
-			return rtn_set_error(-ETIMEDOUT, "no TDMA cycle within %lld ms: is the "
-					     "station synchronised?", (long long)(limit / 1000000));
+			return rtn_set_error(-ETIMEDOUT,
+					     "no TDMA cycle within %lld ms: is the "
+					     "station synchronised?",
+					     (long long)(limit / 1000000));
 	}
 	/* a slave's cycle length is learnt from a second cycle start */
 	while (wi->cycle_ns <= 0 && !stopping(c)) {
@@ -150,20 +152,22 @@ static int run_once(struct rtn_cyclic *c, const struct rtn_app_waitinfo *wi, int
 	tls_deadline = deadline;
 	tls_global_shift = wi->cycle_start - wi->cycle_start_os;
 	if (c->o.handover_ns >= 0) {
-		learn_pending(c, wi->cycle_ns);		/* the previous run's, a cycle later */
+		learn_pending(c, wi->cycle_ns); /* the previous run's, a cycle later */
 		before = rtn_app_tx_next(c->ch);
 	}
 	rc = c->fn(c->arg, wi, woke);
 	if (c->o.handover_ns >= 0) {
-		int64_t need = rtn_now() - deadline;	/* wake-up lateness + the run */
+		int64_t need = rtn_now() - deadline; /* wake-up lateness + the run */
 		uint32_t after = rtn_app_tx_next(c->ch);
 
 		if (after != before)
-			c->pending = (struct pending_need){
-				.armed = 1, .pos = after - 1, .need_ns = need,
-				.handover_global = wi->cycle_start + c->o.handover_ns };
+			c->pending = (struct pending_need){ .armed = 1,
+							    .pos = after - 1,
+							    .need_ns = need,
+							    .handover_global = wi->cycle_start +
+									       c->o.handover_ns };
 		else
-			rtn_lead_add(&c->lead, need);	/* nothing sent: no pick-up to wait for */
+			rtn_lead_add(&c->lead, need); /* nothing sent: no pick-up to wait for */
 	}
 	__atomic_store_n(&c->runs, c->runs + 1, __ATOMIC_RELEASE);
 	if (rc < 0) {
@@ -202,7 +206,8 @@ static int rt_body(struct rtn_rt *rt, void *arg)
 	c->interval_ns = pub.cycle_ns;
 	if (c->o.handover_ns >= 0) {
 		if (c->o.handover_ns >= pub.cycle_ns || c->o.lead_ns >= pub.cycle_ns)
-			return rtn_set_error(-ERANGE, "cyclic task: hand-over at %lld us with a "
+			return rtn_set_error(-ERANGE,
+					     "cyclic task: hand-over at %lld us with a "
 					     "lead of %lld us does not fit the %lld us cycle",
 					     (long long)c->o.handover_ns / 1000,
 					     (long long)c->o.lead_ns / 1000,
@@ -233,10 +238,12 @@ static int rt_body(struct rtn_rt *rt, void *arg)
 			__atomic_store_n(&c->missed, c->missed + skip, __ATOMIC_RELAXED);
 		}
 		woke = rtn_rt_wait_until(rt, deadline);
-		wi = (struct rtn_app_waitinfo){
-			.cycle_no = n, .cycle_start = pub.cycle_start + d * pub.cycle_ns,
-			.cycle_start_os = pub.cycle_start_os + d * pub.cycle_ns,
-			.clock_offset = pub.clock_offset, .cycle_ns = pub.cycle_ns };
+		wi = (struct rtn_app_waitinfo){ .cycle_no = n,
+						.cycle_start = pub.cycle_start + d * pub.cycle_ns,
+						.cycle_start_os =
+							pub.cycle_start_os + d * pub.cycle_ns,
+						.clock_offset = pub.clock_offset,
+						.cycle_ns = pub.cycle_ns };
 		if (run_once(c, &wi, deadline, woke))
 			break;
 		n++;
@@ -269,8 +276,10 @@ static int rt_grid_body(struct rtn_rt *rt, struct rtn_cyclic *c)
 			__atomic_store_n(&c->missed, c->missed + skip, __ATOMIC_RELAXED);
 		}
 		woke = rtn_rt_wait_until(rt, deadline);
-		wi = (struct rtn_app_waitinfo){ .cycle_no = n, .cycle_start = deadline - off,
-						.cycle_start_os = deadline - off, .cycle_ns = per };
+		wi = (struct rtn_app_waitinfo){ .cycle_no = n,
+						.cycle_start = deadline - off,
+						.cycle_start_os = deadline - off,
+						.cycle_ns = per };
 		if (run_once(c, &wi, deadline, woke))
 			break;
 		deadline += per;
@@ -340,8 +349,8 @@ static int rt_body_done(struct rtn_rt *rt, void *arg)
 	return rc;
 }
 
-int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
-		     rtn_cyclic_fn fn, void *arg, struct rtn_cyclic **out)
+int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o, rtn_cyclic_fn fn,
+		     void *arg, struct rtn_cyclic **out)
 {
 	struct rtn_cyclic *c;
 	int rc;
@@ -354,10 +363,10 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 	if (o->offset_ns < 0 || o->interval_ns < 0 || o->first_cycle_timeout_ns < 0 ||
 	    o->lead_ns < 0 || o->lead_start_ns < 0 || o->handover_ns < -1)
 		return rtn_set_error(-EINVAL, "cyclic task: offset, interval, timeout and lead "
-				     "must not be negative");
+					      "must not be negative");
 	if (o->handover_ns >= 0 && (o->mode != RTN_CYCLIC_MODE_RT || o->interval_ns))
 		return rtn_set_error(-EINVAL, "cyclic task: a hand-over deadline needs the "
-				     "real-time mode on the TDMA cycle");
+					      "real-time mode on the TDMA cycle");
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return rtn_set_error(-ENOMEM, "cyclic task: out of memory");
@@ -371,12 +380,13 @@ int rtn_cyclic_start(struct rtn_app_chan *ch, const struct rtn_cyclic_opts *o,
 		struct rtn_rt_opts rto = o->rt;
 
 		if (rto.period_ns <= 0)
-			rto.period_ns = 1000000;	/* unused by a body; rtn_rt validates it */
+			rto.period_ns = 1000000; /* unused by a body; rtn_rt validates it */
 		rc = rtn_rt_start(&rto, rt_body_done, c, &c->rt);
 	} else {
 		rc = -pthread_create(&c->thread, NULL, std_main, c);
 		if (rc)
-			rtn_set_error(rc, "cyclic task: cannot create the thread: %s", strerror(-rc));
+			rtn_set_error(rc, "cyclic task: cannot create the thread: %s",
+				      strerror(-rc));
 		else
 			c->thread_on = 1;
 	}
@@ -454,7 +464,7 @@ int rtn_cyclic_stop(struct rtn_cyclic *c, struct rtn_cyclic_stats *final)
 	if (!c)
 		return 0;
 	if (c->rt) {
-		rtn_rt_read_stats(c->rt, &rs);	/* policy etc. while the thread exists */
+		rtn_rt_read_stats(c->rt, &rs); /* policy etc. while the thread exists */
 		rtn_rt_stop(c->rt, NULL);
 	} else if (c->thread_on) {
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);

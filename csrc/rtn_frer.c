@@ -7,9 +7,9 @@
 #include <string.h>
 #include "rtn_frer.h"
 
-#define SEQ_SPACE 65536u
+#define SEQ_SPACE    65536u
 #define MAX_RESET_MS 3600000u
-#define RING_MASK (RTN_FRER_HISTORY_MAX - 1) /* RTN_FRER_HISTORY_MAX divides SEQ_SPACE */
+#define RING_MASK    (RTN_FRER_HISTORY_MAX - 1) /* RTN_FRER_HISTORY_MAX divides SEQ_SPACE */
 
 _Static_assert((RTN_FRER_HISTORY_MAX & RING_MASK) == 0 && SEQ_SPACE % RTN_FRER_HISTORY_MAX == 0,
 	       "the history ring must divide the sequence space");

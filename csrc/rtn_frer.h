@@ -58,15 +58,15 @@
 
 #include <stdint.h>
 
-#define RTN_RTAG_ETHERTYPE 0xF1C1
-#define RTN_RTAG_LEN 6		   /* pushed after the MAC addresses */
-#define RTN_RTAG_ETH_HLEN 14	   /* an Ethernet header: what a frame must at least have */
-#define RTN_RTAG_NONE -1	   /* the sequence of a frame without an R-TAG */
-#define RTN_FRER_HISTORY_MIN 2	   /* frerSeqRcvyHistoryLength: 2 (the default) .. */
-#define RTN_FRER_HISTORY_MAX 1024  /* .. this */
-#define RTN_FRER_DEFAULT_HISTORY 2 /* 802.1CB: the minimum and the default */
+#define RTN_RTAG_ETHERTYPE	  0xF1C1
+#define RTN_RTAG_LEN		  6    /* pushed after the MAC addresses */
+#define RTN_RTAG_ETH_HLEN	  14   /* an Ethernet header: what a frame must at least have */
+#define RTN_RTAG_NONE		  -1   /* the sequence of a frame without an R-TAG */
+#define RTN_FRER_HISTORY_MIN	  2    /* frerSeqRcvyHistoryLength: 2 (the default) .. */
+#define RTN_FRER_HISTORY_MAX	  1024 /* .. this */
+#define RTN_FRER_DEFAULT_HISTORY  2    /* 802.1CB: the minimum and the default */
 #define RTN_FRER_DEFAULT_RESET_MS 2000
-#define RTN_FRER_MAX_PORTS 2
+#define RTN_FRER_MAX_PORTS	  2
 
 /** What arriving packets did, on one port or on the whole stream (frerCpsSeqRcvy*). */
 struct rtn_frer_port_counters {

@@ -16,11 +16,11 @@
 #define RTN_HIST_BINS 4000 /* 1 us each: 4 ms of range above lo_ns */
 
 struct rtn_hist {
-	uint32_t seq;          /* odd while the writer is updating */
-	int64_t lo_ns;         /* value at the lower edge of bin 0 */
-	uint64_t count;        /* samples, including under- and overflows */
-	uint64_t underflow;    /* samples below lo_ns */
-	uint64_t overflow;     /* samples at or above lo_ns + RTN_HIST_BINS us */
+	uint32_t seq;	    /* odd while the writer is updating */
+	int64_t lo_ns;	    /* value at the lower edge of bin 0 */
+	uint64_t count;	    /* samples, including under- and overflows */
+	uint64_t underflow; /* samples below lo_ns */
+	uint64_t overflow;  /* samples at or above lo_ns + RTN_HIST_BINS us */
 	int64_t min_ns;
 	int64_t max_ns;
 	int64_t sum_ns;

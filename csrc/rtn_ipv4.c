@@ -9,9 +9,9 @@
 #include "rtn_ipv4_inline.h"
 
 #define ETH_MIN_FRAME 60 /* without FCS: shorter frames are padded to this */
-#define IP_DF 0x4000
-#define IP_MF 0x2000
-#define IP_OFFMASK 0x1fff
+#define IP_DF	      0x4000
+#define IP_MF	      0x2000
+#define IP_OFFMASK    0x1fff
 
 uint16_t rtn_inet_csum(const uint8_t *p, uint32_t len)
 {

@@ -21,12 +21,12 @@
 
 #include <stdint.h>
 
-#define RTN_ETH_P_IPV4 2048	 /* 0x0800 */
-#define RTN_IP_HLEN 20		 /* what we send: no options */
-#define RTN_IP_OFF 14		 /* frame offset of the IPv4 header */
-#define RTN_L4_OFF 34		 /* 14 + 20: UDP or ICMP header of what we send */
-#define RTN_UDP_HLEN 42		 /* 14 + 20 + 8: where a UDP payload starts */
-#define RTN_ICMP_HLEN 42	 /* 14 + 20 + 8: where ICMP echo data starts */
+#define RTN_ETH_P_IPV4	    2048 /* 0x0800 */
+#define RTN_IP_HLEN	    20	 /* what we send: no options */
+#define RTN_IP_OFF	    14	 /* frame offset of the IPv4 header */
+#define RTN_L4_OFF	    34	 /* 14 + 20: UDP or ICMP header of what we send */
+#define RTN_UDP_HLEN	    42	 /* 14 + 20 + 8: where a UDP payload starts */
+#define RTN_ICMP_HLEN	    42	 /* 14 + 20 + 8: where ICMP echo data starts */
 #define RTN_UDP_MAX_PAYLOAD 1472 /* 1514 - 42: one Ethernet frame, no fragments */
 /*
  * A stamped socket's datagram (both ends opt in) starts its UDP payload with
@@ -35,43 +35,43 @@
  * plus the shift.  The RT threads' stamps land inside the checksummed
  * datagram, so whoever writes one updates the UDP checksum (RFC 1624).
  */
-#define RTN_UDP_APP_SHIFT 28  /* RTN_UDP_HLEN - 14 */
-#define RTN_UDP_XOVERHEAD 86  /* RTN_UDP_HLEN + 44 (RTN_APP_XHDR_LEN) */
-#define RTN_UDP_TX_OFF 58     /* RTN_APP_TX_OFF + 28 */
-#define RTN_UDP_PICKUP_OFF 78 /* RTN_APP_PICKUP_OFF + 28 */
-#define RTN_IP_TTL 64
-#define RTN_IP_BROADCAST 4294967295u /* 255.255.255.255 */
-#define RTN_IPPROTO_ICMP 1
-#define RTN_IPPROTO_UDP 17
-#define RTN_ICMP_ECHO_REPLY 0
+#define RTN_UDP_APP_SHIFT     28 /* RTN_UDP_HLEN - 14 */
+#define RTN_UDP_XOVERHEAD     86 /* RTN_UDP_HLEN + 44 (RTN_APP_XHDR_LEN) */
+#define RTN_UDP_TX_OFF	      58 /* RTN_APP_TX_OFF + 28 */
+#define RTN_UDP_PICKUP_OFF    78 /* RTN_APP_PICKUP_OFF + 28 */
+#define RTN_IP_TTL	      64
+#define RTN_IP_BROADCAST      4294967295u /* 255.255.255.255 */
+#define RTN_IPPROTO_ICMP      1
+#define RTN_IPPROTO_UDP	      17
+#define RTN_ICMP_ECHO_REPLY   0
 #define RTN_ICMP_ECHO_REQUEST 8
 
 /* What rtn_ip_parse() found (> 0). */
-#define RTN_IP_UDP 1
+#define RTN_IP_UDP	    1
 #define RTN_IP_ECHO_REQUEST 2
-#define RTN_IP_ECHO_REPLY 3
+#define RTN_IP_ECHO_REPLY   3
 
 /* Why a frame was refused: rtn_ip_parse() returns the negated reason. */
-#define RTN_IPBAD_TRUNCATED 1	/* shorter than an IPv4 header */
-#define RTN_IPBAD_VERSION 2	/* not version 4 */
-#define RTN_IPBAD_IHL 3		/* header length below 20 bytes or beyond the frame */
-#define RTN_IPBAD_OPTIONS 4	/* IP options: not on the real-time path */
+#define RTN_IPBAD_TRUNCATED   1 /* shorter than an IPv4 header */
+#define RTN_IPBAD_VERSION     2 /* not version 4 */
+#define RTN_IPBAD_IHL	      3 /* header length below 20 bytes or beyond the frame */
+#define RTN_IPBAD_OPTIONS     4 /* IP options: not on the real-time path */
 #define RTN_IPBAD_TOTLEN_LONG 5 /* total length claims more than the frame holds */
 #define RTN_IPBAD_TOTLEN_SHORT \
-	6		     /* total length below the headers, or the frame
+	6			/* total length below the headers, or the frame
 					 * carries more than it (beyond minimum-size padding) */
-#define RTN_IPBAD_FRAGMENT 7 /* MF set or a fragment offset */
-#define RTN_IPBAD_CSUM 8     /* IPv4 header checksum */
-#define RTN_IPBAD_PROTO 9    /* neither UDP nor ICMP */
-#define RTN_IPBAD_UDP_LEN 10 /* UDP length below 8 or beyond the IP payload */
-#define RTN_IPBAD_UDP_CSUM 11
+#define RTN_IPBAD_FRAGMENT   7	/* MF set or a fragment offset */
+#define RTN_IPBAD_CSUM	     8	/* IPv4 header checksum */
+#define RTN_IPBAD_PROTO	     9	/* neither UDP nor ICMP */
+#define RTN_IPBAD_UDP_LEN    10 /* UDP length below 8 or beyond the IP payload */
+#define RTN_IPBAD_UDP_CSUM   11
 #define RTN_IPBAD_ICMP_SHORT 12 /* ICMP shorter than an echo header */
-#define RTN_IPBAD_ICMP_CSUM 13
-#define RTN_IPBAD_ICMP_TYPE 14 /* ICMP other than echo request/reply */
-#define RTN_IPBAD_NOT_OURS 15  /* to another address, or from a broadcast/zero one */
-#define RTN_IPBAD_NO_PORT 16   /* UDP to a port no socket is bound to */
-#define RTN_IPBAD_STAMP_HDR 17 /* a stamped socket's datagram without a sound RTNX header */
-#define RTN_IPBAD_N 18	       /* reasons 1..17; index 0 unused */
+#define RTN_IPBAD_ICMP_CSUM  13
+#define RTN_IPBAD_ICMP_TYPE  14 /* ICMP other than echo request/reply */
+#define RTN_IPBAD_NOT_OURS   15 /* to another address, or from a broadcast/zero one */
+#define RTN_IPBAD_NO_PORT    16 /* UDP to a port no socket is bound to */
+#define RTN_IPBAD_STAMP_HDR  17 /* a stamped socket's datagram without a sound RTNX header */
+#define RTN_IPBAD_N	     18 /* reasons 1..17; index 0 unused */
 
 /** A parsed datagram: offsets into the frame, values in host order. */
 struct rtn_ip_pkt {

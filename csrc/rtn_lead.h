@@ -23,10 +23,10 @@
 
 #include <stdint.h>
 
-#define RTN_LEAD_WINDOW 1024	 /* runs between two updates */
-#define RTN_LEAD_BINS 2000	 /* 1 us each: needs up to 2 ms are told apart */
-#define RTN_LEAD_MARGIN_NS 20000 /* above the quantile */
-#define RTN_LEAD_MIN_NS 10000
+#define RTN_LEAD_WINDOW	      1024  /* runs between two updates */
+#define RTN_LEAD_BINS	      2000  /* 1 us each: needs up to 2 ms are told apart */
+#define RTN_LEAD_MARGIN_NS    20000 /* above the quantile */
+#define RTN_LEAD_MIN_NS	      10000
 #define RTN_LEAD_QUANTILE_PPM 999000 /* p99.9 of the recent needs */
 
 struct rtn_lead {

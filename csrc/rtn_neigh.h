@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#define RTN_NEIGH_MAX 64
+#define RTN_NEIGH_MAX	     64
 #define RTN_NEIGH_READ_TRIES 1000 /* a reader gives up after this many torn reads */
 
 struct rtn_neigh {

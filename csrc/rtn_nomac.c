@@ -24,7 +24,7 @@
  * 2 ms vCPU stall at line rate overflowed it, and frames offered during the
  * stall were dropped although the wire could still carry them afterwards.
  */
-#define NOMAC_FIFO	2048
+#define NOMAC_FIFO 2048
 /*
  * NoMAC's link-rate model keeps a virtual wire: each frame has a start time
  * on it, and none starts before the previous one ends at the link rate.
@@ -38,14 +38,14 @@
  * late before the modelled wire idles; the rate generator (rtn_probe.c)
  * makes its frames up to the same horizon, so it batches the same way.
  */
-#define PACE_AHEAD_NS	RTN_NOMAC_PACE_AHEAD_NS
-#define PACE_REFILL_NS	RTN_NOMAC_PACE_REFILL_NS
+#define PACE_AHEAD_NS  RTN_NOMAC_PACE_AHEAD_NS
+#define PACE_REFILL_NS RTN_NOMAC_PACE_REFILL_NS
 
 struct rtn_nomac {
 	struct rtn_station *s;
 	struct frame_slot fifo[NOMAC_FIFO];
 	uint32_t head, tail;
-	int64_t wire_free_at;		/* local time the modelled wire is free again */
+	int64_t wire_free_at; /* local time the modelled wire is free again */
 };
 
 int rtn_nomac_create(struct rtn_station *s)
@@ -84,8 +84,7 @@ static void nomac_commit(void *q)
 }
 
 /* NoMAC has no slots: everything queued goes through the one FIFO. */
-static int nomac_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame,
-		       uint32_t len)
+static int nomac_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame, uint32_t len)
 {
 	struct rtn_nomac *n = priv;
 	struct frame_slot *f = nomac_slot(n);
@@ -108,7 +107,7 @@ static int take_nomac(struct rtn_station *s, const struct chan *c, const struct 
 		return -ENOBUFS;
 	memcpy(f->data, m->frame, len);
 	f->len = len;
-	f->stamp_off = rtn_chan_tx_off(c, m->frame, len);	/* a UDP socket's: by its channel */
+	f->stamp_off = rtn_chan_tx_off(c, m->frame, len); /* a UDP socket's: by its channel */
 	nomac_commit(n);
 	return 0;
 }
@@ -117,7 +116,7 @@ static void nomac_collect(struct rtn_nomac *n, int64_t now_local)
 {
 	struct rtn_station *s = n->s;
 
-	rtn_chans_drain(s, take_nomac, n, now_local);	/* NoMAC: local time is global */
+	rtn_chans_drain(s, take_nomac, n, now_local); /* NoMAC: local time is global */
 	if (s->vnic) {
 		struct frame_sink q = { nomac_slot, nomac_commit, n };
 
@@ -130,7 +129,7 @@ static void nomac_collect(struct rtn_nomac *n, int64_t now_local)
  * socket sends a batch of 32 per kick), so a few tries in a row usually find
  * room; past that, look again this much later.
  */
-#define TX_RING_TRIES 64
+#define TX_RING_TRIES	 64
 #define TX_RING_RETRY_NS 20000
 
 /*
@@ -147,7 +146,8 @@ static int64_t nomac_flush(struct rtn_nomac *n, int64_t now_local)
 	while (n->tail != n->head) {
 		struct frame_slot *f = &n->fifo[n->tail % NOMAC_FIFO];
 		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
-				      rtn_app_hdr_tx_off(f->data, f->len) : f->stamp_off;
+				      rtn_app_hdr_tx_off(f->data, f->len) :
+				      f->stamp_off;
 		int64_t tx;
 		int rc;
 
@@ -155,8 +155,8 @@ static int64_t nomac_flush(struct rtn_nomac *n, int64_t now_local)
 			return n->wire_free_at - PACE_REFILL_NS;
 		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, INT64_MAX, &tx);
 		if (rc == -EAGAIN && ++full < TX_RING_TRIES)
-			continue;	/* the refusal kicked the kernel, which sends a batch */
-		if (rc == -EAGAIN)	/* still full: the frame waits in the FIFO */
+			continue;  /* the refusal kicked the kernel, which sends a batch */
+		if (rc == -EAGAIN) /* still full: the frame waits in the FIFO */
 			return now_local + TX_RING_RETRY_NS;
 		if (rc < 0) {
 			s->st.nomac_drops++;
@@ -189,10 +189,10 @@ static int64_t nomac_pump(struct rtn_nomac *n, int64_t now_local)
 
 		due = rtn_probe_generate(n->s, &q, now_local, horizon);
 		if (due > horizon)
-			break;		/* else it waits for room in the FIFO */
+			break; /* else it waits for room in the FIFO */
 		wire = nomac_flush(n, now_local);
 		if (n->tail == tail)
-			break;		/* and the wire is full too: the wire's deadline */
+			break; /* and the wire is full too: the wire's deadline */
 	}
 	wire = nomac_flush(n, now_local);
 	if (due <= horizon || due == INT64_MAX)
@@ -221,7 +221,7 @@ static void nomac_run(void *priv, int64_t woke_late)
 
 static int nomac_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t rx)
 {
-	return rtmac_tunnel_only(frame, len);	/* discipline frames are not ours */
+	return rtmac_tunnel_only(frame, len); /* discipline frames are not ours */
 }
 
 static int64_t nomac_hard_deadline(const void *priv)

@@ -12,7 +12,7 @@
 #include "rtn_pingpong.h"
 #include "rtn_time_inline.h"
 
-#define PP_MAX_FRAME 2048
+#define PP_MAX_FRAME   2048
 #define PP_SEQ_OFF_ETH 14
 
 static inline void put_be32(uint8_t *p, uint32_t v)
@@ -28,8 +28,7 @@ static inline uint32_t get_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static void record(uint32_t i, uint32_t warmup, int64_t rtt, int64_t *rtts,
-		   struct rtn_hist *hist)
+static void record(uint32_t i, uint32_t warmup, int64_t rtt, int64_t *rtts, struct rtn_hist *hist)
 {
 	if (i < warmup)
 		return;
@@ -85,8 +84,7 @@ int rtn_pp_xsk_client(struct rtn_xsk *x, const uint8_t *tmpl, uint32_t len, uint
 	return (int)res->received;
 }
 
-int rtn_pp_xsk_responder(struct rtn_xsk *x, uint32_t count, int idle_us,
-			 struct rtn_pp_result *res)
+int rtn_pp_xsk_responder(struct rtn_xsk *x, uint32_t count, int idle_us, struct rtn_pp_result *res)
 {
 	uint8_t frame[PP_MAX_FRAME], mac[6];
 	int64_t ts, last = rtn_now();
@@ -147,7 +145,8 @@ int rtn_pp_udp_client(int fd, uint32_t len, uint32_t count, uint32_t warmup, int
 			n = recv(fd, echo, sizeof(echo), MSG_DONTWAIT);
 			if (n < 0) {
 				if (errno != EAGAIN && errno != EINTR && errno != ECONNREFUSED)
-					return rtn_set_error(-errno, "UDP recv: %s", strerror(errno));
+					return rtn_set_error(-errno, "UDP recv: %s",
+							     strerror(errno));
 				if (rtn_now() < deadline)
 					continue;
 				res->lost++;

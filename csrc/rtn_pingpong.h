@@ -17,9 +17,9 @@
 
 struct rtn_pp_result {
 	uint64_t sent;
-	uint64_t received;    /* echoes matched to their request */
-	uint64_t lost;        /* requests without an echo within the timeout */
-	uint64_t stray;       /* frames that were not the awaited echo */
+	uint64_t received; /* echoes matched to their request */
+	uint64_t lost;	   /* requests without an echo within the timeout */
+	uint64_t stray;	   /* frames that were not the awaited echo */
 };
 
 /**
@@ -32,8 +32,7 @@ int rtn_pp_xsk_client(struct rtn_xsk *x, const uint8_t *tmpl, uint32_t len, uint
 		      uint32_t warmup, int timeout_us, int64_t *rtts, struct rtn_hist *hist,
 		      struct rtn_pp_result *res);
 /** Echo @p count frames with source and destination MAC swapped; stop after @p idle_us. */
-int rtn_pp_xsk_responder(struct rtn_xsk *x, uint32_t count, int idle_us,
-			 struct rtn_pp_result *res);
+int rtn_pp_xsk_responder(struct rtn_xsk *x, uint32_t count, int idle_us, struct rtn_pp_result *res);
 /** The same over a connected, non-blocking UDP socket; payload of @p len bytes. */
 int rtn_pp_udp_client(int fd, uint32_t len, uint32_t count, uint32_t warmup, int timeout_us,
 		      int64_t *rtts, struct rtn_hist *hist, struct rtn_pp_result *res);

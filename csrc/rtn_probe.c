@@ -21,15 +21,15 @@ struct rtn_probe {
 
 	/* rate generator (RFC 2544 trials under NoMAC): frames due every interval */
 	int64_t rate_interval_ns;
-	int64_t rate_next;		/* local time the next frame is due */
+	int64_t rate_next; /* local time the next frame is due */
 	uint64_t rate_left;
-	int64_t rate_backlog_ns;	/* how far behind schedule a frame may wait for room */
-	uint8_t rate_dst[6];		/* the generator's destination */
+	int64_t rate_backlog_ns; /* how far behind schedule a frame may wait for room */
+	uint8_t rate_dst[6];	 /* the generator's destination */
 
 	/* probe receiver: counts and one-way latency of probe frames */
 	uint16_t rx_type;
 	uint64_t rx, rx_bytes;
-	struct rtn_hist lat;	/* receive stamp minus the sender's transmit stamp */
+	struct rtn_hist lat; /* receive stamp minus the sender's transmit stamp */
 };
 
 int rtn_probe_create(struct rtn_station *s)
@@ -56,8 +56,7 @@ static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
  * timing can be measured with no application in the loop) and the rate
  * generator's destination for RFC 2544 trials.
  */
-static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global,
-			const uint8_t *dst)
+static void build_probe(struct rtn_station *s, uint8_t *f, int64_t sched_global, const uint8_t *dst)
 {
 	struct rtn_probe *p = s->probe;
 	memset(f, 0, p->len);
@@ -147,10 +146,12 @@ int rtn_station_set_probe(struct rtn_station *s, int slot_id, uint16_t ethertype
 {
 	struct rtn_probe *p = s->probe;
 	rtn_clear_error();
-	if (slot_id >= RTN_TDMA_MAX_SLOTS || (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
+	if (slot_id >= RTN_TDMA_MAX_SLOTS ||
+	    (slot_id >= 0 && (len < 60 || len > RTN_TDMA_FRAME_MAX)))
 		return rtn_set_error(-EINVAL, "probe: slot below %d and length 60..%d",
 				     RTN_TDMA_MAX_SLOTS, RTN_TDMA_FRAME_MAX);
-	if (slot_id >= 0 && (ethertype < 0x0600 || ethertype == ETH_RTMAC || ethertype == ETH_RTCFG))
+	if (slot_id >= 0 &&
+	    (ethertype < 0x0600 || ethertype == ETH_RTMAC || ethertype == ETH_RTCFG))
 		return rtn_set_error(-EINVAL, "probe: EtherType 0x%04x not allowed", ethertype);
 	/* plain stores: the RT thread reads them at a slot start; a torn update costs one frame */
 	p->type = ethertype;
@@ -172,19 +173,22 @@ int rtn_station_set_rate_probe(struct rtn_station *s, uint16_t ethertype, uint32
 	struct rtn_probe *p = s->probe;
 	rtn_clear_error();
 	if (!disc_ops(s)->rate_generator && count)
-		return rtn_set_error(-EINVAL, "rate probe: attach NoMAC first (TDMA sends in slots)");
+		return rtn_set_error(-EINVAL,
+				     "rate probe: attach NoMAC first (TDMA sends in slots)");
 	if (count && (len < 60 || len > RTN_TDMA_FRAME_MAX || rate_pps < 1 || rate_pps > 10000000))
-		return rtn_set_error(-EINVAL, "rate probe: length 60..%d and rate 1..10000000 frames/s",
+		return rtn_set_error(-EINVAL,
+				     "rate probe: length 60..%d and rate 1..10000000 frames/s",
 				     RTN_TDMA_FRAME_MAX);
 	if (backlog_ns < 0 || backlog_ns > RTN_RATE_BACKLOG_MAX_NS)
-		return rtn_set_error(-EINVAL, "rate probe: backlog 0..%d ns", RTN_RATE_BACKLOG_MAX_NS);
+		return rtn_set_error(-EINVAL, "rate probe: backlog 0..%d ns",
+				     RTN_RATE_BACKLOG_MAX_NS);
 	p->type = ethertype;
 	p->len = len;
 	p->rate_interval_ns = count ? (int64_t)(1000000000ull / rate_pps) : 0;
 	p->rate_next = rtn_station_local_now(s);
 	p->rate_backlog_ns = backlog_ns;
 	memcpy(p->rate_dst, dst ? dst : broadcast, 6);
-	s->st.generator_lag_max_ns = 0;	/* per run: the RT thread is idle on it */
+	s->st.generator_lag_max_ns = 0; /* per run: the RT thread is idle on it */
 	__atomic_store_n(&p->rate_left, count, __ATOMIC_RELEASE);
 	efd_signal(s->efd);
 	return 0;

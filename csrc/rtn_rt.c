@@ -25,17 +25,17 @@
 #include "rtn_rt.h"
 #include "rt_sched_posix.h"
 
-#define RT_THREAD_NAME "rtnet-rt"
+#define RT_THREAD_NAME	  "rtnet-rt"
 #define RT_STACK_HEADROOM (256 * 1024) /* above the prefaulted part */
-#define RT_PAGE 4096
+#define RT_PAGE		  4096
 
 struct rtn_rt {
 	struct rtn_rt_opts opts;
 	rtn_rt_body_fn body;
 	void *arg;
 	pthread_t thread;
-	int dma_fd;                 /* /dev/cpu_dma_latency, -1 if not held */
-	sem_t ready;                /* thread -> rtn_rt_start: settings applied */
+	int dma_fd;  /* /dev/cpu_dma_latency, -1 if not held */
+	sem_t ready; /* thread -> rtn_rt_start: settings applied */
 
 	/* Written by the thread before it posts @ready, read-only afterwards. */
 	int policy;
@@ -116,8 +116,8 @@ static void format_cpuset(const cpu_set_t *set, char *buf, size_t len)
 		if (first == cpu) {
 			pos += snprintf(buf + pos, len - pos, "%s%d", pos ? "," : "", cpu);
 		} else {
-			pos += snprintf(buf + pos, len - pos, "%s%d-%d", pos ? "," : "",
-					first, cpu);
+			pos += snprintf(buf + pos, len - pos, "%s%d-%d", pos ? "," : "", first,
+					cpu);
 		}
 	}
 }
@@ -154,12 +154,12 @@ static int validate_cpu(int cpu)
 	}
 	format_cpuset(&set, allowed, sizeof(allowed));
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) {
-		return rtn_set_error(-EINVAL, "CPU %d is not available: allowed CPUs are %s",
-				     cpu, allowed);
+		return rtn_set_error(-EINVAL, "CPU %d is not available: allowed CPUs are %s", cpu,
+				     allowed);
 	}
 	if (cpu_is_offline(cpu)) {
-		return rtn_set_error(-EINVAL, "CPU %d is offline: allowed CPUs are %s",
-				     cpu, allowed);
+		return rtn_set_error(-EINVAL, "CPU %d is offline: allowed CPUs are %s", cpu,
+				     allowed);
 	}
 	return 0;
 }
@@ -167,8 +167,8 @@ static int validate_cpu(int cpu)
 static int validate_opts(const struct rtn_rt_opts *o)
 {
 	if (o->priority < RTN_RT_PRIO_MIN || o->priority > RTN_RT_PRIO_MAX) {
-		return rtn_set_error(-EINVAL, "priority %d out of range %d..%d",
-				     o->priority, RTN_RT_PRIO_MIN, RTN_RT_PRIO_MAX);
+		return rtn_set_error(-EINVAL, "priority %d out of range %d..%d", o->priority,
+				     RTN_RT_PRIO_MIN, RTN_RT_PRIO_MAX);
 	}
 	if (o->period_ns <= 0 || o->period_ns > RTN_RT_PERIOD_MAX_NS) {
 		return rtn_set_error(-EINVAL, "period %lld ns out of range 1..%lld ns",
@@ -194,8 +194,7 @@ static __attribute__((noinline)) void prefault_stack(size_t bytes)
 
 static int setup_fail(struct rtn_rt *rt, int err, const char *what)
 {
-	snprintf(rt->setup_msg, sizeof(rt->setup_msg), "%s: %s%s", what,
-		 strerror(-err),
+	snprintf(rt->setup_msg, sizeof(rt->setup_msg), "%s: %s%s", what, strerror(-err),
 		 rt->opts.allow_fallback ? "" : " (run as root or set allow_fallback)");
 	return err;
 }
@@ -222,8 +221,7 @@ static int apply_settings(struct rtn_rt *rt)
 		err = -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 		if (err) {
 			snprintf(rt->setup_msg, sizeof(rt->setup_msg),
-				 "cannot pin the RT thread to CPU %d: %s", o->cpu,
-				 strerror(-err));
+				 "cannot pin the RT thread to CPU %d: %s", o->cpu, strerror(-err));
 			return err;
 		}
 	}
@@ -234,8 +232,8 @@ static int apply_settings(struct rtn_rt *rt)
 		return setup_fail(rt, err, what);
 	}
 	rt->fallback = err != 0;
-	rt->policy = rt_sched_get_policy(&rt->priority) == SCHED_FIFO ?
-		     RTN_RT_POLICY_FIFO : RTN_RT_POLICY_OTHER;
+	rt->policy = rt_sched_get_policy(&rt->priority) == SCHED_FIFO ? RTN_RT_POLICY_FIFO :
+									RTN_RT_POLICY_OTHER;
 
 	err = memlock_get();
 	if (err && !o->allow_fallback) {
@@ -344,8 +342,7 @@ static void rt_free(struct rtn_rt *rt)
 	free(rt);
 }
 
-int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg,
-		 struct rtn_rt **out)
+int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg, struct rtn_rt **out)
 {
 	pthread_attr_t attr;
 	struct rtn_rt *rt;

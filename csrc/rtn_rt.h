@@ -23,13 +23,13 @@
 #include <stdint.h>
 #include "rtn_hist.h"
 
-#define RTN_RT_POLICY_OTHER 0
-#define RTN_RT_POLICY_FIFO 1
-#define RTN_RT_PRIO_MIN 1
-#define RTN_RT_PRIO_MAX 99
-#define RTN_RT_PERIOD_MAX_NS 10000000000LL /* 10 s: beyond that it is not a cycle */
+#define RTN_RT_POLICY_OTHER	   0
+#define RTN_RT_POLICY_FIFO	   1
+#define RTN_RT_PRIO_MIN		   1
+#define RTN_RT_PRIO_MAX		   99
+#define RTN_RT_PERIOD_MAX_NS	   10000000000LL /* 10 s: beyond that it is not a cycle */
 #define RTN_RT_PREFAULT_DEFAULT_KB 256
-#define RTN_RT_PREFAULT_MAX_KB 65536
+#define RTN_RT_PREFAULT_MAX_KB	   65536
 
 struct rtn_rt;
 
@@ -41,28 +41,28 @@ struct rtn_rt;
 typedef int (*rtn_rt_body_fn)(struct rtn_rt *rt, void *arg);
 
 struct rtn_rt_opts {
-	int cpu;                     /* -1: do not pin */
-	int priority;                /* 1..99, SCHED_FIFO */
-	int64_t period_ns;           /* built-in loop period; > 0 */
-	int allow_fallback;          /* run SCHED_OTHER if FIFO is refused */
-	int hold_dma_latency;        /* hold /dev/cpu_dma_latency at 0 */
-	uint32_t prefault_stack_kb;  /* 0: RTN_RT_PREFAULT_DEFAULT_KB */
+	int cpu;		    /* -1: do not pin */
+	int priority;		    /* 1..99, SCHED_FIFO */
+	int64_t period_ns;	    /* built-in loop period; > 0 */
+	int allow_fallback;	    /* run SCHED_OTHER if FIFO is refused */
+	int hold_dma_latency;	    /* hold /dev/cpu_dma_latency at 0 */
+	uint32_t prefault_stack_kb; /* 0: RTN_RT_PREFAULT_DEFAULT_KB */
 };
 
 struct rtn_rt_stats {
-	int policy;                  /* RTN_RT_POLICY_* actually applied */
-	int priority;                /* applied priority (0 under SCHED_OTHER) */
-	int cpu;                     /* pinned CPU, -1 if not pinned */
-	int tid;                     /* kernel thread id, for /proc checks */
+	int policy;   /* RTN_RT_POLICY_* actually applied */
+	int priority; /* applied priority (0 under SCHED_OTHER) */
+	int cpu;      /* pinned CPU, -1 if not pinned */
+	int tid;      /* kernel thread id, for /proc checks */
 	int64_t period_ns;
-	uint64_t wakeups;            /* calls to rtn_rt_wait_until() */
-	uint64_t missed;             /* periods skipped by the built-in loop */
-	int fallback;                /* FIFO was refused, running SCHED_OTHER */
-	int dma_latency_held;        /* /dev/cpu_dma_latency open at 0 */
-	int memory_locked;           /* mlockall() succeeded */
-	int running;                 /* thread has not returned yet */
-	int body_rc;                 /* return code of the body */
-	struct rtn_hist hist;        /* lateness of each wake-up, ns */
+	uint64_t wakeups;     /* calls to rtn_rt_wait_until() */
+	uint64_t missed;      /* periods skipped by the built-in loop */
+	int fallback;	      /* FIFO was refused, running SCHED_OTHER */
+	int dma_latency_held; /* /dev/cpu_dma_latency open at 0 */
+	int memory_locked;    /* mlockall() succeeded */
+	int running;	      /* thread has not returned yet */
+	int body_rc;	      /* return code of the body */
+	struct rtn_hist hist; /* lateness of each wake-up, ns */
 };
 
 /** Fill @p o with the defaults (cpu -1, priority 90, 1 ms, PM QoS held). */
@@ -75,8 +75,7 @@ void rtn_rt_opts_init(struct rtn_rt_opts *o);
  * @return 0 and *out, or a negative errno with rtn_last_error() set
  *         (e.g. -EPERM "SCHED_FIFO priority 90 refused: ...").
  */
-int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg,
-		 struct rtn_rt **out);
+int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg, struct rtn_rt **out);
 
 /**
  * Sleep until the absolute time @p deadline_ns (CLOCK_MONOTONIC) and record

@@ -24,17 +24,17 @@
 #include "rtn_app_hdr.h"
 #include "rtn_hist.h"
 
-#define RTN_STAGE_APP 0	  /* scheduled -> hand-over: the application woke late */
-#define RTN_STAGE_QUEUE 1 /* hand-over -> pick-up: waiting for the RT thread's slot */
-#define RTN_STAGE_SLOT 2  /* pick-up -> TX: in the slot's queue (skipped slots) */
-#define RTN_STAGE_WIRE 3  /* TX -> receiver's XDP stamp */
-#define RTN_STAGE_RX_RT 4 /* XDP stamp -> the receiver's RT thread */
-#define RTN_STAGE_TAKE 5  /* RT thread -> the receiving application */
-#define RTN_STAGE_N 6
-#define RTN_STAGES_LATE_MAX 1024		 /* over-deadline records kept, the newest */
-#define RTN_STAGES_OUTLIER_DEFAULT_NS 200000LL	 /* a stage longer than this is an outlier */
+#define RTN_STAGE_APP		       0 /* scheduled -> hand-over: the application woke late */
+#define RTN_STAGE_QUEUE		       1 /* hand-over -> pick-up: waiting for the RT thread's slot */
+#define RTN_STAGE_SLOT		       2 /* pick-up -> TX: in the slot's queue (skipped slots) */
+#define RTN_STAGE_WIRE		       3 /* TX -> receiver's XDP stamp */
+#define RTN_STAGE_RX_RT		       4 /* XDP stamp -> the receiver's RT thread */
+#define RTN_STAGE_TAKE		       5 /* RT thread -> the receiving application */
+#define RTN_STAGE_N		       6
+#define RTN_STAGES_LATE_MAX	       1024	 /* over-deadline records kept, the newest */
+#define RTN_STAGES_OUTLIER_DEFAULT_NS  200000LL	 /* a stage longer than this is an outlier */
 #define RTN_STAGES_DEADLINE_DEFAULT_NS 1000000LL /* scheduled -> last stamp; one lab cycle */
-#define RTN_STAGES_WIRE_LO_NS -500000LL		 /* the wire stage's histogram starts here */
+#define RTN_STAGES_WIRE_LO_NS	       -500000LL /* the wire stage's histogram starts here */
 
 /** One message over its deadline. */
 struct rtn_stage_late {

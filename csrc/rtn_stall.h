@@ -29,15 +29,15 @@
 #include <stdint.h>
 #include "rtn_hist.h"
 
-#define RTN_STALL_MAX_CPUS 64
-#define RTN_STALL_RECS 4096 /* per CPU, the newest */
-#define RTN_STALL_PERIOD_DEFAULT_NS 500000LL
+#define RTN_STALL_MAX_CPUS	       64
+#define RTN_STALL_RECS		       4096 /* per CPU, the newest */
+#define RTN_STALL_PERIOD_DEFAULT_NS    500000LL
 #define RTN_STALL_THRESHOLD_DEFAULT_NS 100000LL
-#define RTN_STALL_WORK_DEFAULT_NS 2000LL
-#define RTN_STALL_SLOW_FACTOR_DEFAULT 4
-#define RTN_STALL_SLOW_FACTOR_MAX 1000
-#define RTN_STALL_GAP 0	 /* the CPU did not run the thread from due_ns to woke_ns */
-#define RTN_STALL_SLOW 1 /* the CPU ran slowly from due_ns to woke_ns */
+#define RTN_STALL_WORK_DEFAULT_NS      2000LL
+#define RTN_STALL_SLOW_FACTOR_DEFAULT  4
+#define RTN_STALL_SLOW_FACTOR_MAX      1000
+#define RTN_STALL_GAP		       0 /* the CPU did not run the thread from due_ns to woke_ns */
+#define RTN_STALL_SLOW		       1 /* the CPU ran slowly from due_ns to woke_ns */
 
 /**
  * One record (CLOCK_MONOTONIC): a gap, the thread was due at @p due_ns and

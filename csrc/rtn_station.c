@@ -36,8 +36,7 @@ static void none_run(void *priv, int64_t woke_late)
 {
 }
 
-static int none_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame,
-		      uint32_t len)
+static int none_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame, uint32_t len)
 {
 	return -ENOENT;
 }
@@ -114,7 +113,7 @@ static void arm_timer(struct rtn_station *s, int64_t os_deadline)
  * Longest sleep without watching the eventfd: control commands and the stop
  * request wait at most this long for the thread (see station_body).
  */
-#define QUIET_SLEEP_MAX_NS	10000000
+#define QUIET_SLEEP_MAX_NS 10000000
 
 /*
  * Only the timer can usefully wake the thread: under TDMA with the batched
@@ -142,7 +141,7 @@ static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
  * the lab VM) and often comes later than the deadline itself.  The lab's
  * plan has one such gap every cycle (the master's Sync, then its RT slot).
  */
-#define SPIN_WAIT_MAX_NS	10000
+#define SPIN_WAIT_MAX_NS 10000
 
 static int station_body(struct rtn_rt *rt, void *arg)
 {
@@ -211,7 +210,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 					   .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 		p[np++] = (struct pollfd){ .fd = s->efd, .events = POLLIN };
-		if (s->xsk_b) {	/* the second port wakes the thread as the first does */
+		if (s->xsk_b) { /* the second port wakes the thread as the first does */
 			port_b_idx = np;
 			p[np++] = (struct pollfd){ .fd = watch_rx ? rtn_xsk_fd(s->xsk_b) : -1,
 						   .events = POLLIN };
@@ -219,7 +218,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		/* a TAP the VNIC leaves to this thread: only while the discipline has room */
 		if (s->vnic && ops->has_room(s->disc_priv) && rtn_vnic_watch_fd(s->vnic) >= 0) {
 			tap_idx = np;
-			p[np++] = (struct pollfd){ .fd = rtn_vnic_watch_fd(s->vnic), .events = POLLIN };
+			p[np++] = (struct pollfd){ .fd = rtn_vnic_watch_fd(s->vnic),
+						   .events = POLLIN };
 		}
 		if (poll(p, np, 100) < 0 && errno != EINTR)
 			continue;
@@ -231,7 +231,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			if (read(s->tfd, &ticks, sizeof(ticks)) > 0 && armed != INT64_MAX) {
 				timer_woke(s, armed, now);
 				woke_late = now - armed;
-				armed = INT64_MIN;	/* fired: re-arm on the next round */
+				armed = INT64_MIN; /* fired: re-arm on the next round */
 			}
 			rtn_station_rx_wake_rearm(s);
 		} else if ((p[0].revents & POLLIN) ||
@@ -386,7 +386,8 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 			for (i = 0; i < 2000 && rtn_tdma_config_pending(s->tdma); i++)
 				usleep(1000);
 			if (rtn_tdma_config_pending(s->tdma))
-				rc = rtn_set_error(-ETIMEDOUT, "configuration not applied: "
+				rc = rtn_set_error(-ETIMEDOUT,
+						   "configuration not applied: "
 						   "no cycle start (waiting for Sync?)");
 		}
 	}
@@ -460,7 +461,6 @@ int rtn_station_xdp_mode(const struct rtn_station *s)
 {
 	return rtn_xsk_mode(s->xsk);
 }
-
 
 void rtn_station_close(struct rtn_station *s)
 {

@@ -27,30 +27,30 @@
 #include "rtn_tdma.h"
 #include "rtn_xsk.h"
 
-#define RTN_STATION_MAX_CHANS	16
+#define RTN_STATION_MAX_CHANS 16
 
-#define RTN_DISC_NONE	0
-#define RTN_DISC_TDMA	1
-#define RTN_DISC_NOMAC	2
+#define RTN_DISC_NONE  0
+#define RTN_DISC_TDMA  1
+#define RTN_DISC_NOMAC 2
 
-#define RTN_VNIC_OFF		0
-#define RTN_VNIC_BATCHED	1	/* drained by the RT thread in the NRT slot */
-#define RTN_VNIC_PER_PACKET	2	/* a reader thread wakes the RT thread per packet */
+#define RTN_VNIC_OFF	    0
+#define RTN_VNIC_BATCHED    1 /* drained by the RT thread in the NRT slot */
+#define RTN_VNIC_PER_PACKET 2 /* a reader thread wakes the RT thread per packet */
 
 /* NoMAC's link model hands frames over this far ahead of their wire time (rtn_station_priv.h) */
-#define RTN_NOMAC_PACE_AHEAD_NS		1000000
-#define RTN_NOMAC_PACE_REFILL_NS	500000
+#define RTN_NOMAC_PACE_AHEAD_NS	 1000000
+#define RTN_NOMAC_PACE_REFILL_NS 500000
 /* the most a rate generator's frame may wait for FIFO room behind its schedule (rtn_probe.c) */
-#define RTN_RATE_BACKLOG_MAX_NS		1000000000
+#define RTN_RATE_BACKLOG_MAX_NS 1000000000
 
 struct rtn_station_opts {
 	struct rtn_xsk_opts xsk;
 	struct rtn_rt_opts rt;
 	uint8_t mac[6];
 	uint8_t pad[2];
-	int64_t clock_offset_ns;	/* simulated clock error (lab) */
+	int64_t clock_offset_ns; /* simulated clock error (lab) */
 	double drift_ppm;
-	uint32_t link_rate_mbps;	/* NoMAC pacing (TDMA has its own in its config) */
+	uint32_t link_rate_mbps; /* NoMAC pacing (TDMA has its own in its config) */
 	/*
 	 * A second port for IEEE 802.1CB redundancy (rtn_station_frer.h): its
 	 * device in xsk_b.ifname (NULL: one port), the rest as for xsk; the
@@ -66,38 +66,38 @@ struct rtn_chan_stats {
 	uint16_t ethertype;
 	uint16_t slot;
 	uint64_t tx_msgs;
-	uint64_t tx_drops;	/* refused by the discipline (too big, queue full) */
+	uint64_t tx_drops; /* refused by the discipline (too big, queue full) */
 	uint64_t rx_msgs;
-	uint64_t rx_drops;	/* the application did not read in time */
-	uint64_t ring_errors;	/* the application wrote impossible ring indexes */
-	uint64_t rx_bad_hdr;	/* received application headers that lied (dropped) */
-	uint64_t rx_notifies;	/* writes of the notify eventfd (rtn_station_chan_notifyfd) */
+	uint64_t rx_drops;    /* the application did not read in time */
+	uint64_t ring_errors; /* the application wrote impossible ring indexes */
+	uint64_t rx_bad_hdr;  /* received application headers that lied (dropped) */
+	uint64_t rx_notifies; /* writes of the notify eventfd (rtn_station_chan_notifyfd) */
 };
 
 struct rtn_vnic_stats {
 	int32_t mode;
-	uint64_t tap_rx;		/* wire frames (segments) from TAP reads (Linux -> wire) */
+	uint64_t tap_rx; /* wire frames (segments) from TAP reads (Linux -> wire) */
 	uint64_t tap_rx_bytes;
-	uint64_t tap_tx;		/* wire frames (segments) in TAP writes (wire -> Linux) */
+	uint64_t tap_tx; /* wire frames (segments) in TAP writes (wire -> Linux) */
 	uint64_t tap_tx_bytes;
-	uint64_t tx_dropped;		/* too big for the slot, or queue full */
-	uint64_t rx_dropped;		/* ring to the TAP writer full, or malformed */
-	uint64_t rx_bad;		/* malformed tunnel frames */
-	uint64_t tap_errors;		/* read/write errors (e.g. TAP deleted) */
-	uint64_t wakeups;		/* RT thread wake-ups caused by the VNIC */
-	uint64_t tap_reads;		/* read() calls that returned a packet */
-	uint64_t tap_writes;		/* write() calls that took a packet */
-	uint64_t tx_bad;		/* malformed packets from the TAP (vnet header) */
+	uint64_t tx_dropped; /* too big for the slot, or queue full */
+	uint64_t rx_dropped; /* ring to the TAP writer full, or malformed */
+	uint64_t rx_bad;     /* malformed tunnel frames */
+	uint64_t tap_errors; /* read/write errors (e.g. TAP deleted) */
+	uint64_t wakeups;    /* RT thread wake-ups caused by the VNIC */
+	uint64_t tap_reads;  /* read() calls that returned a packet */
+	uint64_t tap_writes; /* write() calls that took a packet */
+	uint64_t tx_bad;     /* malformed packets from the TAP (vnet header) */
 };
 
 struct rtn_station_stats {
 	int32_t discipline;
 	int32_t running;
-	uint64_t loops;			/* RT thread wake-ups, any cause */
+	uint64_t loops; /* RT thread wake-ups, any cause */
 	uint64_t timer_wakeups;
-	uint64_t spin_waits;		/* short waits spun instead of slept */
-	uint64_t rx_wakeups;		/* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
-	uint64_t rx_polls;		/* timer wake-ups that looked at the sockets in a flood */
+	uint64_t spin_waits; /* short waits spun instead of slept */
+	uint64_t rx_wakeups; /* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
+	uint64_t rx_polls;   /* timer wake-ups that looked at the sockets in a flood */
 	/*
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's
@@ -112,13 +112,13 @@ struct rtn_station_stats {
 	uint64_t miss_other;
 	uint64_t vnic_overruns;
 	uint64_t rx_frames;
-	uint64_t rx_other;		/* frames of no known EtherType */
+	uint64_t rx_other; /* frames of no known EtherType */
 	uint64_t nomac_tx;
 	uint64_t nomac_drops;
 	/* the rate generator's run: its latest hand-over to the FIFO behind schedule */
 	int64_t generator_lag_max_ns;
-	uint64_t capture_frames;	/* frames mirrored into the capture ring */
-	uint64_t capture_drops;		/* frames the capture ring had no room for */
+	uint64_t capture_frames; /* frames mirrored into the capture ring */
+	uint64_t capture_drops;	 /* frames the capture ring had no room for */
 	int64_t clock_offset_ns;
 	double drift_ppm;
 	struct rtn_vnic_stats vnic;
@@ -157,8 +157,8 @@ int rtn_station_xdp_mode(const struct rtn_station *s);
  * its rings (struct rtn_chan_shm) in *memfd and an eventfd the sender may
  * write to wake a NoMAC station in *kickfd; both belong to the caller.
  */
-int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
-			  int *memfd, int *kickfd);
+int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, int *memfd,
+			  int *kickfd);
 /**
  * A new descriptor of channel @p id's notify eventfd (the caller's): the
  * station writes it at a delivery to the RX ring that finds the ring's

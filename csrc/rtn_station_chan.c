@@ -28,8 +28,7 @@
  * channel allows, or refused by @p take, is dropped and counted against
  * that channel only.
  */
-void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
-		     int64_t pickup_global)
+void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, int64_t pickup_global)
 {
 	uint32_t i, n;
 
@@ -42,8 +41,9 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 		if (rtn_ring_cons_check(&c->shm->tx, c->depth))
 			c->ring_errors++;
 		/* at most one ring's worth per call, whatever the indexes say */
-		for (n = 0; n < c->depth &&
-			    (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
+		for (n = 0;
+		     n < c->depth &&
+		     (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
 		     n++) {
 			uint32_t len = rtn_msg_len(m);
 
@@ -60,11 +60,11 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 	}
 }
 
-static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame, uint32_t len,
-		      const struct rtn_app_stamps *st)
+static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame,
+			     uint32_t len, const struct rtn_app_stamps *st)
 {
-	struct rtn_msg *m = rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth),
-					       c->depth);
+	struct rtn_msg *m =
+		rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
 
 	if (!m) {
 		/* the application stopped reading: its loss, nobody else's */
@@ -85,7 +85,7 @@ static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_
 	m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
 	rtn_ring_prod_commit(&c->shm->rx);
 	c->rx_msgs++;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);	/* as for cycle_waiting */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* as for cycle_waiting */
 	if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
 		futex_wake(&c->shm->rx.head);
 	/* a reader in poll/epoll: one write per arming, so once per delivery batch */
@@ -145,7 +145,7 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 	if (!matched)
 		s->st.rx_other++;
 	else if (hdr > 0)
-		rtn_stages_add(&s->stages, st.seq, st.t);	/* through the RT thread's stamp */
+		rtn_stages_add(&s->stages, st.seq, st.t); /* through the RT thread's stamp */
 }
 
 /* The TDMA engine's on_cycle: publish each cycle start to the channels' readers. */
@@ -213,8 +213,8 @@ static void chan_del(struct rtn_station *s, uintptr_t id)
 	rtn_chans_refresh(s);
 }
 
-int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
-			  int *memfd, int *kickfd)
+int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, int *memfd,
+			  int *kickfd)
 {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
@@ -225,19 +225,22 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 		return rtn_set_error(-EINVAL, "channel depth %u: a power of two up to %d", o->depth,
 				     RTN_CHAN_MAX_DEPTH);
 	if (o->max_size < ETH_HLEN_RTN || o->max_size > RTN_CHAN_MSG_MAX)
-		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d",
-				     o->max_size, RTN_CHAN_MSG_MAX);
+		return rtn_set_error(-EINVAL, "channel maximum size %u outside 14..%d", o->max_size,
+				     RTN_CHAN_MSG_MAX);
 	/* RTcfg is served by the daemon itself (its channels have no_cycles): never an app's */
 	if (o->ethertype < 0x0600 || o->ethertype == ETH_RTMAC ||
 	    (o->ethertype == ETH_RTCFG && !o->no_cycles))
-		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel", o->ethertype);
+		return rtn_set_error(-EINVAL, "EtherType 0x%04x cannot carry a channel",
+				     o->ethertype);
 	if (o->prio > 31)
 		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
 	/* IPv4 is a UDP socket's (or the daemon's ping channel's), whole frames of it nobody's */
 	if (o->udp_port ? o->ethertype != RTN_ETH_P_IPV4 || (o->udp_flags & ~RTN_UDP_F_STAMPED) :
 			  o->ethertype == RTN_ETH_P_IPV4 && (!o->no_cycles || o->udp_flags))
-		return rtn_set_error(-EINVAL, "an IPv4 channel is a UDP socket (EtherType 0x0800 "
-				     "with a port, flags %u)", RTN_UDP_F_STAMPED);
+		return rtn_set_error(-EINVAL,
+				     "an IPv4 channel is a UDP socket (EtherType 0x0800 "
+				     "with a port, flags %u)",
+				     RTN_UDP_F_STAMPED);
 	pthread_mutex_lock(&s->ctl_lock);
 	for (i = 0; i < RTN_STATION_MAX_CHANS && s->chans[i].shm; i++)
 		;
@@ -282,11 +285,17 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o,
 		close(fd);
 		goto out;
 	}
-	s->chans[i] = (struct chan){ .shm = shm, .size = size, .depth = o->depth,
-				     .cycles = !o->no_cycles, .ethertype = o->ethertype,
-				     .slot = o->slot, .prio = o->prio, .max_size = o->max_size,
+	s->chans[i] = (struct chan){ .shm = shm,
+				     .size = size,
+				     .depth = o->depth,
+				     .cycles = !o->no_cycles,
+				     .ethertype = o->ethertype,
+				     .slot = o->slot,
+				     .prio = o->prio,
+				     .max_size = o->max_size,
 				     .redundant = !!o->redundant,
-				     .udp_port = o->udp_port, .udp_flags = o->udp_flags,
+				     .udp_port = o->udp_port,
+				     .udp_flags = o->udp_flags,
 				     .notify_fd = nfd };
 	rc = rtn_ip_chan_open(s, &s->chans[i]);
 	if (rc < 0) {
@@ -353,10 +362,15 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 	if (id < 0 || id >= RTN_STATION_MAX_CHANS || !s->chans[id].shm)
 		return rtn_set_error(-ENOENT, "no channel %d", id);
 	c = &s->chans[id];
-	*out = (struct rtn_chan_stats){ .id = id, .ethertype = c->ethertype, .slot = c->slot,
-					.tx_msgs = c->tx_msgs, .tx_drops = c->tx_drops,
-					.rx_msgs = c->rx_msgs, .rx_drops = c->rx_drops,
-					.ring_errors = c->ring_errors, .rx_bad_hdr = c->rx_bad_hdr,
+	*out = (struct rtn_chan_stats){ .id = id,
+					.ethertype = c->ethertype,
+					.slot = c->slot,
+					.tx_msgs = c->tx_msgs,
+					.tx_drops = c->tx_drops,
+					.rx_msgs = c->rx_msgs,
+					.rx_drops = c->rx_drops,
+					.ring_errors = c->ring_errors,
+					.rx_bad_hdr = c->rx_bad_hdr,
 					.rx_notifies = c->rx_notifies };
 	return 0;
 }

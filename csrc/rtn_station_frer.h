@@ -60,7 +60,7 @@
  * wires, or one wire trailing the other by as many.
  */
 #define RTN_STATION_FRER_HISTORY 32
-#define RTN_STATION_PORTS 2
+#define RTN_STATION_PORTS	 2
 
 /** What one port sent and received (counted by the station). */
 struct rtn_station_port_stats {

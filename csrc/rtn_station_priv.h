@@ -43,7 +43,7 @@
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_time_inline.h"
 
-#define RX_BATCH	64
+#define RX_BATCH 64
 
 struct rtn_vnic;
 struct rtn_nomac;
@@ -51,12 +51,12 @@ struct rtn_probe;
 struct station_frer;
 struct station_ipv4;
 
-#define STAMP_OFF_OF_FRAME	(-2)	/* frame_slot.stamp_off: rtn_app_hdr_tx_off() decides */
+#define STAMP_OFF_OF_FRAME (-2) /* frame_slot.stamp_off: rtn_app_hdr_tx_off() decides */
 
 /* A frame held for the wire: NoMAC's FIFO, the VNIC's rings. */
 struct frame_slot {
 	uint32_t len;
-	int32_t stamp_off;	/* NoMAC FIFO: where the TX stamp goes (-1 none) */
+	int32_t stamp_off; /* NoMAC FIFO: where the TX stamp goes (-1 none) */
 	uint8_t data[RTN_TDMA_FRAME_MAX];
 };
 
@@ -76,22 +76,22 @@ struct rtn_station {
 	int rx_woke;		/* a received frame woke the thread since the last timer wake-up */
 	int64_t tunnel_rx_at;	/* OS time a tunnel frame for the VNIC last arrived */
 	uint32_t tunnel_rx_n;	/* tunnel frames since the last timer wake-up */
-	uint32_t tunnel_rx_avg;	/* their running average per timer wake-up, x16 */
+	uint32_t tunnel_rx_avg; /* their running average per timer wake-up, x16 */
 	int rx_light;		/* few enough for an RX wake-up to pay */
-	int64_t rx_poll_at;	/* OS time: a flood, the sockets are looked at on the timer (0: off) */
-	int64_t rx_seen_at;	/* OS time of the last round that took frames (rtn_station_rx_poll_next) */
-	int app_chans;		/* application channels open (not the daemon's own): what
+	int64_t rx_poll_at; /* OS time: a flood, the sockets are looked at on the timer (0: off) */
+	int64_t rx_seen_at; /* OS time of the last round that took frames (rtn_station_rx_poll_next) */
+	int app_chans;	    /* application channels open (not the daemon's own): what
 				 * arrives for them wakes the thread (rtn_station_rx_wakes) */
 	struct rtn_xsk *xsk;
-	struct rtn_xsk *xsk_b;	/* port 1's socket, NULL with one port */
-	uint32_t unkicked;	/* frames (pairs) sent since the last kicks of the two rings */
-	uint32_t skew_max;	/* .. at most this many: half the FRER history (rtn_station_send) */
-	struct station_frer *frer;	/* 802.1CB over the two ports */
+	struct rtn_xsk *xsk_b; /* port 1's socket, NULL with one port */
+	uint32_t unkicked;     /* frames (pairs) sent since the last kicks of the two rings */
+	uint32_t skew_max;     /* .. at most this many: half the FRER history (rtn_station_send) */
+	struct station_frer *frer; /* 802.1CB over the two ports */
 	struct rtn_rt *rt;
-	int efd;		/* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
-	int tfd;		/* absolute timer for the discipline's next deadline */
-	int done_fd;		/* RT thread -> control: mailbox command done */
-	int64_t t0;		/* OS time the clock model starts from */
+	int efd;     /* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
+	int tfd;     /* absolute timer for the discipline's next deadline */
+	int done_fd; /* RT thread -> control: mailbox command done */
+	int64_t t0;  /* OS time the clock model starts from */
 	pthread_mutex_t ctl_lock;
 
 	/* mailbox: a function the RT thread runs (NULL: none) */
@@ -102,25 +102,25 @@ struct rtn_station {
 	/* discipline: owned by the RT thread while it runs (rtn_station.c attaches it) */
 	const struct rtn_disc_ops *ops;
 	void *disc_priv;
-	struct rtn_tdma *tdma;		/* the TDMA engine, for its clock offset too */
-	struct rtn_tdma_cfg tdma_cfg;	/* for (re)starts on the RT thread */
+	struct rtn_tdma *tdma;	      /* the TDMA engine, for its clock offset too */
+	struct rtn_tdma_cfg tdma_cfg; /* for (re)starts on the RT thread */
 	struct rtn_nomac *nomac;
 
 	struct station_ipv4 *ip;
 	struct rtn_probe *probe;
 
 	struct chan chans[RTN_STATION_MAX_CHANS];
-	struct chan *live[RTN_STATION_MAX_CHANS];	/* as seen by the RT thread */
+	struct chan *live[RTN_STATION_MAX_CHANS]; /* as seen by the RT thread */
 
-	struct rtn_vnic *vnic;		/* the RT thread's view: NULL while none is live */
-	struct rtn_vnic *vnic_ctl;	/* the control thread's: attached or not */
+	struct rtn_vnic *vnic;	   /* the RT thread's view: NULL while none is live */
+	struct rtn_vnic *vnic_ctl; /* the control thread's: attached or not */
 
 	/* capture ring: set by a mailbox command (the RT thread's view), NULL when off */
 	struct rtn_capture *cap;
 
 	struct rtn_station_stats st;
-	struct rtn_hist wake;		/* timer wake-up lateness on the RT thread */
-	struct rtn_stages stages;	/* received application messages, stage by stage */
+	struct rtn_hist wake;	  /* timer wake-up lateness on the RT thread */
+	struct rtn_stages stages; /* received application messages, stage by stage */
 };
 
 #include "rtn_station_disc_priv.h"
@@ -135,12 +135,11 @@ struct rtn_station {
  * @p deadline: the local time after which it must not be handed over
  * (INT64_MAX: none), -ETIME then
  */
-int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		     int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local);
+int rtn_station_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off, int64_t stamp_add,
+		     int64_t sched, int64_t deadline, int64_t *tx_local);
 /* Run @p fn on the RT thread (directly when it is not running) and wait. */
 int rtn_station_post(struct rtn_station *s, rtn_cmd_fn fn, uintptr_t arg);
 /* RT thread: run the command posted, if any. */
 void rtn_station_exec_cmd(struct rtn_station *s);
-
 
 #endif

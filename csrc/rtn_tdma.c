@@ -27,8 +27,8 @@
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_wire_inline.h"
 
-#define UNPACED_BURST 64	/* frames per occurrence when the NIC paces */
-#define PACE_AHEAD_NS 30000	/* see rtn_station.c: the virtual wire may lead the clock */
+#define UNPACED_BURST 64    /* frames per occurrence when the NIC paces */
+#define PACE_AHEAD_NS 30000 /* see rtn_station.c: the virtual wire may lead the clock */
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -57,8 +57,7 @@ static int slot_active(const struct rtn_tdma_slot_cfg *s, uint32_t cycle_no)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
-		    struct rtn_tdma **out)
+int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port, struct rtn_tdma **out)
 {
 	struct rtn_tdma *e;
 
@@ -126,7 +125,8 @@ int rtn_tdma_set_config(struct rtn_tdma *e, const struct rtn_tdma_cfg *c)
 	if (rc)
 		return rc;
 	if (!rtn_tdma_cfg_live(&e->cfg, c))
-		return rtn_set_error(-EINVAL, "changing the role or the cycle needs a detach first");
+		return rtn_set_error(-EINVAL,
+				     "changing the role or the cycle needs a detach first");
 	if (__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
 		return rtn_set_error(-EBUSY, "a configuration change is still pending");
 	e->staging = *c;
@@ -185,7 +185,7 @@ static int xmit_from(struct rtn_tdma *e, uint8_t *frame, uint32_t len, int32_t s
 	int64_t start = e->wire_free_at;
 
 	if (rc == -ETIME)
-		return rc;	/* too late for its slot: the caller counts it */
+		return rc; /* too late for its slot: the caller counts it */
 	if (rc < 0) {
 		e->st.tx_errors++;
 		return rc;
@@ -224,8 +224,8 @@ static void send_req_cal(struct rtn_tdma *e, const struct rtn_tdma_slot_cfg *s)
 	int64_t tx;
 	int len;
 
-	len = rtn_tdma_encode_req_cal(f, sizeof(f), e->st.master_mac, e->mac, 0,
-				      reply_cycle, (uint64_t)s->offset_ns, &off);
+	len = rtn_tdma_encode_req_cal(f, sizeof(f), e->st.master_mac, e->mac, 0, reply_cycle,
+				      (uint64_t)s->offset_ns, &off);
 	if (len <= 0 || xmit(e, f, len, off, 0, e->slot_start, &tx))
 		return;
 	e->st.cal_req_tx++;
@@ -266,8 +266,9 @@ static void add_job(struct rtn_tdma *e, int64_t offset, uint16_t kind, uint16_t 
 
 static const struct rtn_tdma_slot_cfg *job_slot(const struct rtn_tdma *e, const struct job *j)
 {
-	return j->kind == JOB_SLOT && e->slot_idx[j->arg] >= 0 ? &e->cfg.slots[e->slot_idx[j->arg]]
-							       : NULL;
+	return j->kind == JOB_SLOT && e->slot_idx[j->arg] >= 0 ?
+		       &e->cfg.slots[e->slot_idx[j->arg]] :
+		       NULL;
 }
 
 /*
@@ -298,8 +299,7 @@ static void record_sync_error(struct rtn_tdma *e, int64_t now)
 	/* before calibration the error is just the uncompensated delay */
 	if (!e->port.truth || !e->have_sync || !e->calibrated || sends_sync(e))
 		return;
-	rtn_hist_add(&e->st.sync_error,
-		     now + e->st.clock_offset - e->port.truth(e->port.arg, now));
+	rtn_hist_add(&e->st.sync_error, now + e->st.clock_offset - e->port.truth(e->port.arg, now));
 }
 
 static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
@@ -344,8 +344,8 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 	}
 	if (e->st.state == RTN_TDMA_ST_MASTER)
 		add_job(e, 0, JOB_SYNC, 0);
-	if (is_backup(e) && (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY ||
-			     e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
+	if (is_backup(e) &&
+	    (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY || e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
 		add_job(e, e->cfg.backup_offset_ns, JOB_BACKUP, 0);
 	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
 		struct cal_reply *r = &e->replies[i];
@@ -395,7 +395,8 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		e->sent_in_occ = 0;
 		e->resume_at = 0;
 		ss->occurrences++;
-		if (e->st.state == RTN_TDMA_ST_CALIBRATING || e->st.state == RTN_TDMA_ST_WAIT_SYNC) {
+		if (e->st.state == RTN_TDMA_ST_CALIBRATING ||
+		    e->st.state == RTN_TDMA_ST_WAIT_SYNC) {
 			/* the slot is lent to the master for its reply (TDMA spec) */
 			if (e->st.state == RTN_TDMA_ST_CALIBRATING && id == e->cal_slot &&
 			    !e->req_outstanding)
@@ -418,7 +419,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt = 0, t = 0;	/* wt: unpaced, no wire time */
+		int64_t tx, wt = 0, t = 0; /* wt: unpaced, no wire time */
 		int rc;
 
 		if (b == NIL)
@@ -430,7 +431,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			wt = rtn_wire_ns(e->pool[b].len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
 			if (t < e->slot_start)
-				t = e->slot_start;	/* a chained window, run early */
+				t = e->slot_start; /* a chained window, run early */
 			if (t + wt > e->slot_end) {
 				ss->deferred++;
 				return 1;
@@ -449,8 +450,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		 * occurrence; if it was the first, the occurrence is missed.
 		 */
 		rc = xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			       e->st.clock_offset, e->slot_start, t,
-			       e->slot_end - wt, &tx);
+			       e->st.clock_offset, e->slot_start, t, e->slot_end - wt, &tx);
 		if (rc == -ETIME) {
 			if (e->sent_in_occ) {
 				ss->deferred++;
@@ -542,8 +542,8 @@ static int64_t first_job_offset(const struct rtn_tdma *e, uint32_t n)
 
 	if (e->st.state == RTN_TDMA_ST_MASTER)
 		return 0;
-	if (is_backup(e) && (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY ||
-			     e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
+	if (is_backup(e) &&
+	    (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY || e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
 		first = e->cfg.backup_offset_ns;
 	for (i = 0; i < RTN_TDMA_MAX_CAL; i++)
 		if (e->replies[i].used && e->replies[i].reply_cycle == n &&
@@ -592,7 +592,7 @@ static void end_listen(struct rtn_tdma *e)
 {
 	/* nobody else is sending Sync: this station owns the grid */
 	e->grid_valid = 1;
-	e->base_no = 1;		/* RTnet's first Sync carries cycle_no 1 */
+	e->base_no = 1; /* RTnet's first Sync carries cycle_no 1 */
 	e->base_start = e->listen_until;
 	e->cur_no = 1;
 	e->begun = 0;
@@ -684,7 +684,7 @@ int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t
 	if (!e->cfg.link_rate_mbps)
 		return INT64_MAX;
 	if (start < e->slot_start)
-		start = e->slot_start;		/* a chained window, run early */
+		start = e->slot_start; /* a chained window, run early */
 	return e->slot_end > start ? e->slot_end - start : 0;
 }
 

@@ -33,59 +33,59 @@
 #include "rtn_hist.h"
 #include "rtn_tdma_fsm.h"
 
-#define RTN_TDMA_MAX_SLOTS	64	/* slot ids 0..63 (RTnet default 0..7) */
-#define RTN_TDMA_PRIOS		32	/* 0 = highest ... 31 = lowest, as RTnet */
-#define RTN_TDMA_POOL		1024	/* frame buffers owned by the engine */
-#define RTN_TDMA_FRAME_MAX	1536	/* Ethernet frame without FCS, VLAN-free */
-#define RTN_TDMA_QUEUE_MAX	256	/* frames waiting per slot queue */
-#define RTN_TDMA_MAX_CAL	256	/* calibration replies a master can hold */
-#define RTN_TDMA_CAL_KEEP	1024	/* calibration rounds kept for the median */
-#define RTN_TDMA_MIN_CYCLE_NS	100000LL	/* 100 us */
-#define RTN_TDMA_MAX_CYCLE_NS	1000000000LL	/* 1 s */
-#define RTN_TDMA_MAX_PERIOD	1024	/* largest slot period (-p x/y: y) */
+#define RTN_TDMA_MAX_SLOTS    64	   /* slot ids 0..63 (RTnet default 0..7) */
+#define RTN_TDMA_PRIOS	      32	   /* 0 = highest ... 31 = lowest, as RTnet */
+#define RTN_TDMA_POOL	      1024	   /* frame buffers owned by the engine */
+#define RTN_TDMA_FRAME_MAX    1536	   /* Ethernet frame without FCS, VLAN-free */
+#define RTN_TDMA_QUEUE_MAX    256	   /* frames waiting per slot queue */
+#define RTN_TDMA_MAX_CAL      256	   /* calibration replies a master can hold */
+#define RTN_TDMA_CAL_KEEP     1024	   /* calibration rounds kept for the median */
+#define RTN_TDMA_MIN_CYCLE_NS 100000LL	   /* 100 us */
+#define RTN_TDMA_MAX_CYCLE_NS 1000000000LL /* 1 s */
+#define RTN_TDMA_MAX_PERIOD   1024	   /* largest slot period (-p x/y: y) */
 /*
  * The limits of the other settings: rtn_tdma_cfg_check() enforces them and
  * rtnet/options.py reads them through cffi, so each has one definition.
  */
-#define RTN_TDMA_MAX_OFFSET_NS	1000000000	/* slot offset and window: up to 1 s */
-#define RTN_TDMA_MAX_GUARD_NS	1000000000	/* guard after a slot's frame */
-#define RTN_TDMA_MAX_CAL_ROUNDS	1000000
-#define RTN_TDMA_MAX_LINK_RATE_MBPS	400000	/* 400GBASE; 0 means unpaced */
-#define RTN_TDMA_MAX_SYNC_LOSS	1000000	/* cycles without Sync before going silent */
-#define RTN_TDMA_MIN_SLOT_SIZE	60	/* RTnet's MIN_SLOT_SIZE */
-#define RTN_TDMA_MAX_SLOT_SIZE	1500	/* Ethernet MTU without jumbo frames */
+#define RTN_TDMA_MAX_OFFSET_NS	    1000000000 /* slot offset and window: up to 1 s */
+#define RTN_TDMA_MAX_GUARD_NS	    1000000000 /* guard after a slot's frame */
+#define RTN_TDMA_MAX_CAL_ROUNDS	    1000000
+#define RTN_TDMA_MAX_LINK_RATE_MBPS 400000  /* 400GBASE; 0 means unpaced */
+#define RTN_TDMA_MAX_SYNC_LOSS	    1000000 /* cycles without Sync before going silent */
+#define RTN_TDMA_MIN_SLOT_SIZE	    60	    /* RTnet's MIN_SLOT_SIZE */
+#define RTN_TDMA_MAX_SLOT_SIZE	    1500    /* Ethernet MTU without jumbo frames */
 
 /* Roles */
-#define RTN_TDMA_ROLE_NONE	0	/* detached */
-#define RTN_TDMA_ROLE_MASTER	1	/* primary master (backup_offset_ns < 0) or backup */
-#define RTN_TDMA_ROLE_SLAVE	2
+#define RTN_TDMA_ROLE_NONE   0 /* detached */
+#define RTN_TDMA_ROLE_MASTER 1 /* primary master (backup_offset_ns < 0) or backup */
+#define RTN_TDMA_ROLE_SLAVE  2
 
 /* Slot lateness and sync error histograms start here (sync error is signed). */
-#define RTN_TDMA_SYNC_HIST_LO_NS	-2000000LL
+#define RTN_TDMA_SYNC_HIST_LO_NS -2000000LL
 
 struct rtn_tdma_slot_cfg {
-	int32_t id;		/* -1: unused entry */
-	int64_t offset_ns;	/* from the cycle start */
-	uint32_t phasing;	/* 1..period: active when cycle_no % period == phasing - 1 */
+	int32_t id;	   /* -1: unused entry */
+	int64_t offset_ns; /* from the cycle start */
+	uint32_t phasing;  /* 1..period: active when cycle_no % period == phasing - 1 */
 	uint32_t period;
-	uint32_t size;		/* payload bytes (RTnet -s); frames may be size + 14 long */
-	int32_t joint;		/* share this slot's queue, -1: none */
-	int64_t window_ns;	/* 0: RTnet's slot (one full frame + guard); else a transmit
+	uint32_t size;	   /* payload bytes (RTnet -s); frames may be size + 14 long */
+	int32_t joint;	   /* share this slot's queue, -1: none */
+	int64_t window_ns; /* 0: RTnet's slot (one full frame + guard); else a transmit
 				 * window of this length, filled with as many frames as fit */
 };
 
 struct rtn_tdma_cfg {
-	int32_t role;			/* RTN_TDMA_ROLE_* */
-	int64_t cycle_ns;		/* master: the cycle; slave: 0 = learn it from Sync */
-	int64_t backup_offset_ns;	/* master: < 0 primary, >= 0 backup master */
-	uint32_t cal_rounds;		/* calibration rounds (0: calibrated at once) */
+	int32_t role;		  /* RTN_TDMA_ROLE_* */
+	int64_t cycle_ns;	  /* master: the cycle; slave: 0 = learn it from Sync */
+	int64_t backup_offset_ns; /* master: < 0 primary, >= 0 backup master */
+	uint32_t cal_rounds;	  /* calibration rounds (0: calibrated at once) */
 	uint32_t max_slot_id;
 	uint32_t max_cal_requests;
-	uint32_t link_rate_mbps;	/* 0: unpaced (real NIC paces) */
-	int64_t guard_ns;		/* slack after a full frame: the lateness a slot tolerates */
-	uint32_t sync_loss_cycles;	/* slave: cycles without Sync before going silent */
-	uint32_t listen_cycles;		/* master: cycles to listen before sending Sync (3) */
-	uint32_t mtu;			/* the device MTU slot sizes are checked against */
+	uint32_t link_rate_mbps;   /* 0: unpaced (real NIC paces) */
+	int64_t guard_ns;	   /* slack after a full frame: the lateness a slot tolerates */
+	uint32_t sync_loss_cycles; /* slave: cycles without Sync before going silent */
+	uint32_t listen_cycles;	   /* master: cycles to listen before sending Sync (3) */
+	uint32_t mtu;		   /* the device MTU slot sizes are checked against */
 	uint32_t n_slots;
 	struct rtn_tdma_slot_cfg slots[RTN_TDMA_MAX_SLOTS];
 };
@@ -93,60 +93,60 @@ struct rtn_tdma_cfg {
 struct rtn_tdma_slot_stats {
 	int32_t id;
 	uint32_t queue_depth;
-	uint64_t occurrences;	/* active occurrences reached */
+	uint64_t occurrences; /* active occurrences reached */
 	uint64_t frames;
 	uint64_t bytes;
-	uint64_t missed;	/* occurrences skipped: woke too late to fit a frame */
-	uint64_t late_starts;	/* occurrences started later than guard_ns */
-	uint64_t deferred;	/* frames that did not fit and waited for the next occurrence */
+	uint64_t missed;      /* occurrences skipped: woke too late to fit a frame */
+	uint64_t late_starts; /* occurrences started later than guard_ns */
+	uint64_t deferred;    /* frames that did not fit and waited for the next occurrence */
 };
 
 struct rtn_tdma_stats {
 	uint32_t seq;
 	int32_t role;
 	int32_t state;
-	int32_t backup;			/* configured as backup master */
+	int32_t backup; /* configured as backup master */
 	uint32_t cycle_no;
 	int64_t cycle_ns;
-	int64_t cycle_start;		/* local time of the current cycle start */
-	int64_t clock_offset;		/* global = local + clock_offset */
-	int64_t master_delay_ns;	/* calibrated master-to-slave delay (mean) */
+	int64_t cycle_start;	 /* local time of the current cycle start */
+	int64_t clock_offset;	 /* global = local + clock_offset */
+	int64_t master_delay_ns; /* calibrated master-to-slave delay (mean) */
 	int64_t cal_min_ns;
 	int64_t cal_max_ns;
 	uint32_t cal_rounds_done;
 	uint32_t cal_rounds;
 	uint8_t master_mac[6];
-	uint64_t cycles;		/* cycle starts executed */
+	uint64_t cycles; /* cycle starts executed */
 	uint64_t sync_tx;
 	uint64_t sync_rx;
-	uint64_t sync_foreign;		/* Sync from a station we do not follow, or while active */
-	uint64_t sync_implausible;	/* Sync outside the plausibility bounds: ignored */
-	uint64_t sync_relocks;		/* followed a master that restarted on a new grid */
+	uint64_t sync_foreign;	   /* Sync from a station we do not follow, or while active */
+	uint64_t sync_implausible; /* Sync outside the plausibility bounds: ignored */
+	uint64_t sync_relocks;	   /* followed a master that restarted on a new grid */
 	uint64_t sync_lost_events;
 	uint64_t backup_takeovers;
 	uint64_t cal_req_tx;
 	uint64_t cal_req_rx;
 	uint64_t cal_rpl_tx;
 	uint64_t cal_rpl_rx;
-	uint64_t cal_rpl_unexpected;	/* replies to requests never sent */
-	uint64_t cal_overflow;		/* more pending requests than max_cal_requests */
-	uint64_t cal_rpl_late;		/* reply cycle already over */
-	uint64_t cal_implausible;	/* request or reply with impossible stamps or cycles */
-	uint64_t rx_bad;		/* malformed / wrong version / unknown TDMA frames */
-	uint64_t rx_foreign_disc;	/* RTmac frames of another discipline */
+	uint64_t cal_rpl_unexpected; /* replies to requests never sent */
+	uint64_t cal_overflow;	     /* more pending requests than max_cal_requests */
+	uint64_t cal_rpl_late;	     /* reply cycle already over */
+	uint64_t cal_implausible;    /* request or reply with impossible stamps or cycles */
+	uint64_t rx_bad;	     /* malformed / wrong version / unknown TDMA frames */
+	uint64_t rx_foreign_disc;    /* RTmac frames of another discipline */
 	uint64_t frames_tx;
 	uint64_t bytes_tx;
-	uint64_t queue_drops;		/* queue full or no buffer */
-	uint64_t too_big;		/* frame longer than its slot's size + 14 */
-	uint64_t no_slot;		/* frame for a slot that does not exist */
+	uint64_t queue_drops; /* queue full or no buffer */
+	uint64_t too_big;     /* frame longer than its slot's size + 14 */
+	uint64_t no_slot;     /* frame for a slot that does not exist */
 	uint64_t missed_slots;
 	uint64_t late_starts;
-	uint64_t tx_errors;		/* port refused a frame */
+	uint64_t tx_errors; /* port refused a frame */
 	uint64_t config_applied;
-	uint64_t cycles_skipped;	/* cycles jumped over at once after a very long stall */
+	uint64_t cycles_skipped; /* cycles jumped over at once after a very long stall */
 	struct rtn_tdma_slot_stats slot[RTN_TDMA_MAX_SLOTS];
 	struct rtn_hist slot_lateness;	/* first transmission minus scheduled slot start */
-	struct rtn_hist slot0_lateness;	/* the same for slot 0 only: RTnet's real-time slot */
+	struct rtn_hist slot0_lateness; /* the same for slot 0 only: RTnet's real-time slot */
 	struct rtn_hist sync_error;	/* estimated global time minus true global time */
 };
 
@@ -167,8 +167,8 @@ struct rtn_tdma_port {
 	 * the local time after which the frame must not be handed over (the
 	 * last moment it still fits its slot; INT64_MAX: none): later, the
 	 * port sends nothing and returns -ETIME */
-	int (*send)(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		    int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local);
+	int (*send)(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off, int64_t stamp_add,
+		    int64_t sched, int64_t deadline, int64_t *tx_local);
 	int64_t (*truth)(void *arg, int64_t local);
 	/* optional: called when a slot occurrence starts, to move frames that
 	 * wait elsewhere (application rings, the VNIC) into the engine's queues */
@@ -199,8 +199,7 @@ int rtn_tdma_cfg_live(const struct rtn_tdma_cfg *old, const struct rtn_tdma_cfg 
 /** Wire time of a frame of @p len bytes (no FCS) at @p mbps: preamble, FCS, IFG, padding. */
 int64_t rtn_wire_time_ns(uint32_t len, uint32_t mbps);
 
-int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port,
-		    struct rtn_tdma **out);
+int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port, struct rtn_tdma **out);
 void rtn_tdma_destroy(struct rtn_tdma *e);
 
 /**
@@ -245,8 +244,8 @@ int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t 
  * @return 0, -EMSGSIZE (larger than the slot allows), -ENOENT (no such
  *         slot), -ENOBUFS (queue or pool full); each one is counted.
  */
-int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
-		     const uint8_t *frame, uint32_t len, int32_t stamp_off);
+int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const uint8_t *frame,
+		     uint32_t len, int32_t stamp_off);
 
 /** Frames waiting in the queue that slot @p slot_id sends from (0 if none). */
 uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id);

@@ -43,8 +43,8 @@ int rtn_tdma_fsm(int state, int event, int kind, int calibrated)
 		return RTN_TDMA_ST_DOWN;
 	case RTN_TDMA_EV_LISTEN_DONE:
 		if (state == RTN_TDMA_ST_LISTEN && master)
-			return kind == RTN_TDMA_FSM_BACKUP ? RTN_TDMA_ST_BACKUP_ACTIVE
-							   : RTN_TDMA_ST_MASTER;
+			return kind == RTN_TDMA_FSM_BACKUP ? RTN_TDMA_ST_BACKUP_ACTIVE :
+							     RTN_TDMA_ST_MASTER;
 		break;
 	case RTN_TDMA_EV_SYNC:
 		switch (state) {

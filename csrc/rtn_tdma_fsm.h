@@ -16,33 +16,33 @@
  * builds its TdmaStateCode IntEnum from them) */
 enum rtn_tdma_state {
 	RTN_TDMA_ST_DOWN = 0,
-	RTN_TDMA_ST_LISTEN = 1,		/* master: listening for an active master */
-	RTN_TDMA_ST_WAIT_SYNC = 2,	/* slave: no Sync yet */
+	RTN_TDMA_ST_LISTEN = 1,	   /* master: listening for an active master */
+	RTN_TDMA_ST_WAIT_SYNC = 2, /* slave: no Sync yet */
 	RTN_TDMA_ST_CALIBRATING = 3,
-	RTN_TDMA_ST_SYNCED = 4,		/* slave: synchronised and calibrated, sending */
-	RTN_TDMA_ST_MASTER = 5,		/* primary master sending Sync */
+	RTN_TDMA_ST_SYNCED = 4, /* slave: synchronised and calibrated, sending */
+	RTN_TDMA_ST_MASTER = 5, /* primary master sending Sync */
 	RTN_TDMA_ST_BACKUP_STANDBY = 6,
 	RTN_TDMA_ST_BACKUP_ACTIVE = 7,
-	RTN_TDMA_ST_SYNC_LOST = 8,	/* no Sync for sync_loss_cycles: silent */
+	RTN_TDMA_ST_SYNC_LOST = 8, /* no Sync for sync_loss_cycles: silent */
 };
-#define RTN_TDMA_N_STATES		9
+#define RTN_TDMA_N_STATES 9
 
 /* What a station is, for the state machine */
-#define RTN_TDMA_FSM_PRIMARY		0	/* master, no backup offset */
-#define RTN_TDMA_FSM_BACKUP		1	/* master with a backup offset */
-#define RTN_TDMA_FSM_SLAVE		2
-#define RTN_TDMA_FSM_N_KINDS		3
+#define RTN_TDMA_FSM_PRIMARY 0 /* master, no backup offset */
+#define RTN_TDMA_FSM_BACKUP  1 /* master with a backup offset */
+#define RTN_TDMA_FSM_SLAVE   2
+#define RTN_TDMA_FSM_N_KINDS 3
 
 /* Events */
-#define RTN_TDMA_EV_ATTACH		0	/* configured and started */
-#define RTN_TDMA_EV_DETACH		1
-#define RTN_TDMA_EV_LISTEN_DONE		2	/* master: listened, heard no active master */
-#define RTN_TDMA_EV_SYNC		3	/* a Sync was taken for the clock */
-#define RTN_TDMA_EV_CALIBRATED		4	/* the calibration rounds are done */
-#define RTN_TDMA_EV_SYNC_TIMEOUT	5	/* sync_loss_cycles without a Sync taken */
-#define RTN_TDMA_EV_PRIMARY_SILENT	6	/* backup check: no Sync from the primary */
-#define RTN_TDMA_EV_PRIMARY_ALIVE	7	/* backup check: the primary's Sync is here */
-#define RTN_TDMA_N_EVENTS		8
+#define RTN_TDMA_EV_ATTACH	   0 /* configured and started */
+#define RTN_TDMA_EV_DETACH	   1
+#define RTN_TDMA_EV_LISTEN_DONE	   2 /* master: listened, heard no active master */
+#define RTN_TDMA_EV_SYNC	   3 /* a Sync was taken for the clock */
+#define RTN_TDMA_EV_CALIBRATED	   4 /* the calibration rounds are done */
+#define RTN_TDMA_EV_SYNC_TIMEOUT   5 /* sync_loss_cycles without a Sync taken */
+#define RTN_TDMA_EV_PRIMARY_SILENT 6 /* backup check: no Sync from the primary */
+#define RTN_TDMA_EV_PRIMARY_ALIVE  7 /* backup check: the primary's Sync is here */
+#define RTN_TDMA_N_EVENTS	   8
 
 /**
  * The state after @p event in @p state, for a station of @p kind

@@ -14,16 +14,16 @@
 #include "rtn_tdma.h"
 #include "rtn_tdma_proto_inline.h"
 
-#define NIL 0xFFFFu		/* end of a buffer list */
+#define NIL 0xFFFFu /* end of a buffer list */
 
 enum job_kind { JOB_SYNC, JOB_BACKUP, JOB_RPL_CAL, JOB_SLOT };
 
 struct job {
 	int64_t offset;
-	int64_t due;		/* when it may run: its offset, or earlier for a window that
+	int64_t due; /* when it may run: its offset, or earlier for a window that
 				 * follows the station's previous slot without a gap */
 	uint16_t kind;
-	uint16_t arg;		/* slot id or reply index */
+	uint16_t arg; /* slot id or reply index */
 };
 
 struct buf {
@@ -36,7 +36,7 @@ struct buf {
 struct queue {
 	uint16_t head[RTN_TDMA_PRIOS];
 	uint16_t tail[RTN_TDMA_PRIOS];
-	uint32_t nonempty;	/* bit p set: sub-queue p has frames */
+	uint32_t nonempty; /* bit p set: sub-queue p has frames */
 	uint32_t depth;
 };
 
@@ -68,12 +68,12 @@ struct rtn_tdma {
 
 	struct rtn_tdma_cfg cfg;
 	struct rtn_tdma_cfg staging;
-	int pending;				/* staging waits for a cycle start */
+	int pending; /* staging waits for a cycle start */
 
 	/* slot id -> index in cfg.slots, or -1 */
 	int16_t slot_idx[RTN_TDMA_MAX_SLOTS];
-	int16_t queue_of[RTN_TDMA_MAX_SLOTS];	/* effective queue per id, or -1 */
-	int16_t cal_slot;			/* slot used for calibration requests */
+	int16_t queue_of[RTN_TDMA_MAX_SLOTS]; /* effective queue per id, or -1 */
+	int16_t cal_slot;		      /* slot used for calibration requests */
 
 	struct queue q[RTN_TDMA_MAX_SLOTS];
 	struct buf pool[RTN_TDMA_POOL];
@@ -85,8 +85,8 @@ struct rtn_tdma {
 	int64_t base_start;
 	int64_t cycle_ns;
 	uint32_t cur_no;
-	int begun;				/* cycle cur_no has been started */
-	int lazy_begin;				/* start a cycle at its first job */
+	int begun;	/* cycle cur_no has been started */
+	int lazy_begin; /* start a cycle at its first job */
 	struct job jobs[RTN_TDMA_MAX_SLOTS + 2 + RTN_TDMA_MAX_CAL];
 	int n_jobs;
 	int next_job;
@@ -100,23 +100,23 @@ struct rtn_tdma {
 	/* synchronisation */
 	int64_t listen_until;
 	int heard_sync;
-	uint32_t last_sync_no;			/* cycle of the last Sync taken */
-	uint32_t heard_no;			/* ... or heard from our master, off the grid */
+	uint32_t last_sync_no; /* cycle of the last Sync taken */
+	uint32_t heard_no;     /* ... or heard from our master, off the grid */
 	int have_sync;
 	uint8_t sync_src[6];
-	int64_t prev_sched;			/* last sane Sync while learning the cycle */
+	int64_t prev_sched; /* last sane Sync while learning the cycle */
 	uint32_t prev_sched_no;
 	int64_t prev_rx;
 	uint8_t prev_src[6];
 	int have_prev_sched;
-	struct sync_candidate cand;		/* Syncs of a grid we do not follow (yet) */
+	struct sync_candidate cand; /* Syncs of a grid we do not follow (yet) */
 
 	/* calibration (requester side) */
 	int calibrated;
 	int req_outstanding;
 	uint64_t req_xmit;
 	uint32_t req_reply_cycle;
-	int64_t cal_samples[RTN_TDMA_CAL_KEEP];	/* the last rounds' delays */
+	int64_t cal_samples[RTN_TDMA_CAL_KEEP]; /* the last rounds' delays */
 
 	/* calibration (master side) */
 	struct cal_reply replies[RTN_TDMA_MAX_CAL];
@@ -153,10 +153,8 @@ static inline int is_backup(const struct rtn_tdma *e)
 /* Sending Sync: the primary when active, a backup while the primary is silent. */
 static inline int sends_sync(const struct rtn_tdma *e)
 {
-	return e->st.state == RTN_TDMA_ST_MASTER ||
-	       e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE;
+	return e->st.state == RTN_TDMA_ST_MASTER || e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE;
 }
-
 
 static inline int fsm_kind(const struct rtn_tdma *e)
 {
@@ -199,13 +197,12 @@ static inline int64_t slot_len_ns(const struct rtn_tdma_cfg *c, const struct rtn
 }
 
 /* Window @p b starts in the guard of RTnet slot @p a, after its frame (the overlap rule). */
-static inline int window_in_guard(const struct rtn_tdma_cfg *c,
-				  const struct rtn_tdma_slot_cfg *a,
+static inline int window_in_guard(const struct rtn_tdma_cfg *c, const struct rtn_tdma_slot_cfg *a,
 				  const struct rtn_tdma_slot_cfg *b)
 {
 	return b->window_ns > 0 && a->window_ns == 0 &&
-	       b->offset_ns >= a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN,
-							       c->link_rate_mbps);
+	       b->offset_ns >=
+		       a->offset_ns + rtn_wire_time_ns(a->size + ETH_HLEN_RTN, c->link_rate_mbps);
 }
 
 /* ---- queues: popped in rtn_tdma.c's slots, filled in rtn_tdma_queue.c ---- */
@@ -249,6 +246,5 @@ void rtn_tdma_pool_init(struct rtn_tdma *e);
 /* rtn_tdma_rx.c */
 /** Forget what the receive side learnt about other grids (at attach). */
 void rtn_tdma_rx_reset(struct rtn_tdma *e);
-
 
 #endif

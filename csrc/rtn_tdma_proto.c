@@ -17,25 +17,23 @@ _Static_assert(sizeof(struct tdma_frm_sync) == TDMA_SYNC_LEN, "sync");
 _Static_assert(sizeof(struct tdma_frm_req_cal) == TDMA_REQ_CAL_LEN, "req_cal");
 _Static_assert(sizeof(struct tdma_frm_rpl_cal) == TDMA_RPL_CAL_LEN, "rpl_cal");
 
-#define RTMAC_OFF	ETH_HLEN_RTN
-#define TDMA_OFF	(ETH_HLEN_RTN + RTMAC_HLEN)
-#define BODY_OFF	(TDMA_OFF + TDMA_HLEN)
+#define RTMAC_OFF ETH_HLEN_RTN
+#define TDMA_OFF  (ETH_HLEN_RTN + RTMAC_HLEN)
+#define BODY_OFF  (TDMA_OFF + TDMA_HLEN)
 
-static const uint8_t broadcast[ETH_ALEN_RTN] = {
-	0xff, 0xff, 0xff, 0xff, 0xff, 0xff
-};
+static const uint8_t broadcast[ETH_ALEN_RTN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /*
  * Common part of every TDMA frame.  The frame is padded with zeros to the
  * 60-byte Ethernet minimum here, as a NIC would do: veth and AF_XDP do not
  * pad, and an RTnet receiver must see the same bytes on every medium.
  */
-static int tdma_frame_start(uint8_t *buf, uint32_t size, const uint8_t *dst,
-			    const uint8_t *src, uint16_t id, const char *what)
+static int tdma_frame_start(uint8_t *buf, uint32_t size, const uint8_t *dst, const uint8_t *src,
+			    uint16_t id, const char *what)
 {
 	if (size < ETH_ZLEN_RTN) {
-		return rtn_set_error(-ENOSPC, "%s frame needs %d bytes, buffer has %u",
-				     what, ETH_ZLEN_RTN, size);
+		return rtn_set_error(-ENOSPC, "%s frame needs %d bytes, buffer has %u", what,
+				     ETH_ZLEN_RTN, size);
 	}
 	memset(buf, 0, ETH_ZLEN_RTN);
 	memcpy(buf, dst, ETH_ALEN_RTN);
@@ -49,9 +47,8 @@ static int tdma_frame_start(uint8_t *buf, uint32_t size, const uint8_t *dst,
 	return ETH_ZLEN_RTN;
 }
 
-int rtn_tdma_encode_sync(uint8_t *buf, uint32_t size, const uint8_t *src,
-			 uint32_t cycle_no, uint64_t xmit_stamp,
-			 uint64_t sched_xmit_stamp, uint32_t *xmit_off)
+int rtn_tdma_encode_sync(uint8_t *buf, uint32_t size, const uint8_t *src, uint32_t cycle_no,
+			 uint64_t xmit_stamp, uint64_t sched_xmit_stamp, uint32_t *xmit_off)
 {
 	int len = tdma_frame_start(buf, size, broadcast, src, TDMA_FRM_SYNC, "sync");
 
@@ -68,13 +65,11 @@ int rtn_tdma_encode_sync(uint8_t *buf, uint32_t size, const uint8_t *src,
 	return len;
 }
 
-int rtn_tdma_encode_req_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
-			    const uint8_t *src, uint64_t xmit_stamp,
-			    uint32_t reply_cycle, uint64_t reply_slot_offset,
+int rtn_tdma_encode_req_cal(uint8_t *buf, uint32_t size, const uint8_t *dst, const uint8_t *src,
+			    uint64_t xmit_stamp, uint32_t reply_cycle, uint64_t reply_slot_offset,
 			    uint32_t *xmit_off)
 {
-	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_REQ_CAL,
-				   "calibration request");
+	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_REQ_CAL, "calibration request");
 
 	rtn_clear_error();
 	if (len < 0) {
@@ -89,13 +84,11 @@ int rtn_tdma_encode_req_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
 	return len;
 }
 
-int rtn_tdma_encode_rpl_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
-			    const uint8_t *src, uint64_t request_xmit_stamp,
-			    uint64_t reception_stamp, uint64_t xmit_stamp,
-			    uint32_t *xmit_off)
+int rtn_tdma_encode_rpl_cal(uint8_t *buf, uint32_t size, const uint8_t *dst, const uint8_t *src,
+			    uint64_t request_xmit_stamp, uint64_t reception_stamp,
+			    uint64_t xmit_stamp, uint32_t *xmit_off)
 {
-	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_RPL_CAL,
-				   "calibration reply");
+	int len = tdma_frame_start(buf, size, dst, src, TDMA_FRM_RPL_CAL, "calibration reply");
 
 	rtn_clear_error();
 	if (len < 0) {
@@ -115,8 +108,7 @@ int rtn_tdma_encode_rpl_cal(uint8_t *buf, uint32_t size, const uint8_t *dst,
  * Same order as RTnet's rtmac_proto_rx(): version first, then the tunnel
  * flag, then the discipline type.
  */
-static int rtmac_check(const uint8_t *frame, uint32_t len,
-		       struct rtn_tdma_msg *out)
+static int rtmac_check(const uint8_t *frame, uint32_t len, struct rtn_tdma_msg *out)
 {
 	if (len < ETH_HLEN_RTN) {
 		return RTN_FRM_TRUNC_ETH;
@@ -231,8 +223,8 @@ const char *rtn_frm_reason(int code)
 	}
 }
 
-int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner,
-			   uint32_t inner_len, const uint8_t *station_mac)
+int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner, uint32_t inner_len,
+			   const uint8_t *station_mac)
 {
 	uint32_t payload;
 
@@ -248,7 +240,7 @@ int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner,
 	}
 	/* memmove: callers may encapsulate in place at out = inner - 4. */
 	memmove(out + TDMA_OFF, inner + ETH_HLEN_RTN, payload);
-	out[RTMAC_OFF] = inner[12];	/* RTmac type = inner EtherType */
+	out[RTMAC_OFF] = inner[12]; /* RTmac type = inner EtherType */
 	out[RTMAC_OFF + 1] = inner[13];
 	out[RTMAC_OFF + 2] = RTMAC_VERSION;
 	out[RTMAC_OFF + 3] = RTMAC_FLAG_TUNNEL;
@@ -258,8 +250,7 @@ int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner,
 	return payload + TDMA_OFF;
 }
 
-int rtn_rtmac_tunnel_decap(uint8_t *out, uint32_t size, const uint8_t *frame,
-			   uint32_t len)
+int rtn_rtmac_tunnel_decap(uint8_t *out, uint32_t size, const uint8_t *frame, uint32_t len)
 {
 	struct rtn_tdma_msg hdr;
 	uint8_t eth[ETH_HLEN_RTN];

@@ -53,8 +53,8 @@ void rtn_tdma_pool_init(struct rtn_tdma *e)
 	}
 }
 
-int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio,
-		     const uint8_t *frame, uint32_t len, int32_t stamp_off)
+int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const uint8_t *frame,
+		     uint32_t len, int32_t stamp_off)
 {
 	struct queue *q;
 	const struct rtn_tdma_slot_cfg *s;

@@ -31,16 +31,16 @@
 #include "rtn_tdma_priv.h"
 #include "rtn_tdma_proto_inline.h"
 
-#define SYNC_STAMP_MAX		(INT64_MAX / 4)	/* ~36 years of ns; later is forged */
-#define SYNC_TOL_MIN_NS		20000		/* a Sync may move the clock by at least */
-#define SYNC_TOL_MAX_NS		200000		/* ... and by at most (before drift) */
-#define SYNC_TOL_CYCLE_DIV	20		/* 5% of the cycle, between those */
-#define SYNC_DRIFT_PPM		200		/* two clocks 100 ppm off each way */
-#define SYNC_DRIFT_CYCLES	100		/* drift allowance stops growing here */
-#define SYNC_MAX_GAP		(1 << 20)	/* cycles between two Syncs of one grid */
-#define SYNC_RELOCK_COUNT	3		/* consistent Syncs that prove a new grid */
-#define SYNC_CAND_GAP		16		/* cycles between two of them */
-#define LEARN_GAP		16		/* cycles between the two Syncs that teach the cycle */
+#define SYNC_STAMP_MAX	   (INT64_MAX / 4) /* ~36 years of ns; later is forged */
+#define SYNC_TOL_MIN_NS	   20000	   /* a Sync may move the clock by at least */
+#define SYNC_TOL_MAX_NS	   200000	   /* ... and by at most (before drift) */
+#define SYNC_TOL_CYCLE_DIV 20		   /* 5% of the cycle, between those */
+#define SYNC_DRIFT_PPM	   200		   /* two clocks 100 ppm off each way */
+#define SYNC_DRIFT_CYCLES  100		   /* drift allowance stops growing here */
+#define SYNC_MAX_GAP	   (1 << 20)	   /* cycles between two Syncs of one grid */
+#define SYNC_RELOCK_COUNT  3		   /* consistent Syncs that prove a new grid */
+#define SYNC_CAND_GAP	   16		   /* cycles between two of them */
+#define LEARN_GAP	   16		   /* cycles between the two Syncs that teach the cycle */
 
 /*
  * How far a Sync may move the clock or stray from the grid, @p gap cycles
@@ -69,7 +69,8 @@ static int sync_sane(const struct rtn_tdma_msg *m, int64_t cycle_bound)
 {
 	int64_t late;
 
-	if (m->xmit_stamp > (uint64_t)SYNC_STAMP_MAX || m->sched_xmit_stamp > (uint64_t)SYNC_STAMP_MAX)
+	if (m->xmit_stamp > (uint64_t)SYNC_STAMP_MAX ||
+	    m->sched_xmit_stamp > (uint64_t)SYNC_STAMP_MAX)
 		return 0;
 	late = (int64_t)m->xmit_stamp - (int64_t)m->sched_xmit_stamp;
 	return late > -SYNC_TOL_MIN_NS && late < cycle_bound;
@@ -150,9 +151,9 @@ static int learn_cycle(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 
 enum sync_verdict {
 	VERDICT_IGNORE,
-	VERDICT_FOLLOW,	/* on the grid we follow */
-	VERDICT_ACQUIRE,	/* a new grid: its cycle may still have to be learnt */
-	VERDICT_RELOCK,	/* a new grid, consistent over SYNC_RELOCK_COUNT cycles of our length */
+	VERDICT_FOLLOW,	 /* on the grid we follow */
+	VERDICT_ACQUIRE, /* a new grid: its cycle may still have to be learnt */
+	VERDICT_RELOCK,	 /* a new grid, consistent over SYNC_RELOCK_COUNT cycles of our length */
 };
 
 static enum sync_verdict judge_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m,
@@ -161,8 +162,9 @@ static enum sync_verdict judge_sync(struct rtn_tdma *e, const struct rtn_tdma_ms
 	int lost = e->st.state == RTN_TDMA_ST_SYNC_LOST;
 	int followed = e->have_sync && !memcmp(m->src, e->sync_src, 6);
 	int32_t gap = (int32_t)(m->cycle_no - e->last_sync_no);
-	int64_t bound = e->have_sync && !lost && e->cycle_ns ? e->cycle_ns
-			: e->cfg.cycle_ns ? e->cfg.cycle_ns : RTN_TDMA_MAX_CYCLE_NS;
+	int64_t bound = e->have_sync && !lost && e->cycle_ns ? e->cycle_ns :
+			e->cfg.cycle_ns			     ? e->cfg.cycle_ns :
+							       RTN_TDMA_MAX_CYCLE_NS;
 
 	if (!sync_sane(m, bound)) {
 		e->st.sync_implausible++;
@@ -192,7 +194,7 @@ static enum sync_verdict judge_sync(struct rtn_tdma *e, const struct rtn_tdma_ms
 static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t offset)
 {
 	e->cand.count = 0;
-	e->have_prev_sched = 0;		/* learning samples belong to one acquisition */
+	e->have_prev_sched = 0; /* learning samples belong to one acquisition */
 	e->st.sync_rx++;
 	e->st.clock_offset = offset;
 	memcpy(e->st.master_mac, m->src, 6);
@@ -223,14 +225,14 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 		e->st.sync_foreign++;
 		return;
 	}
-	offset = rtn_sat_sub(rtn_sat_add((int64_t)(m->xmit_stamp & INT64_MAX),
-					 e->st.master_delay_ns), rx);
+	offset = rtn_sat_sub(
+		rtn_sat_add((int64_t)(m->xmit_stamp & INT64_MAX), e->st.master_delay_ns), rx);
 	switch (judge_sync(e, m, offset)) {
 	case VERDICT_IGNORE:
 		return;
 	case VERDICT_ACQUIRE:
 		if (!learn_cycle(e, m, rx))
-			return;		/* a slave needs a second Sync to know the cycle */
+			return; /* a slave needs a second Sync to know the cycle */
 		break;
 	case VERDICT_FOLLOW:
 	case VERDICT_RELOCK:
@@ -288,8 +290,8 @@ static int64_t kth_smallest(int64_t *a, int n, int k)
  */
 static void calibration_done(struct rtn_tdma *e)
 {
-	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done
-							  : RTN_TDMA_CAL_KEEP;
+	int n = e->st.cal_rounds_done < RTN_TDMA_CAL_KEEP ? (int)e->st.cal_rounds_done :
+							    RTN_TDMA_CAL_KEEP;
 
 	e->calibrated = 1;
 	e->st.master_delay_ns = 0;
@@ -297,8 +299,8 @@ static void calibration_done(struct rtn_tdma *e)
 		int64_t hi = kth_smallest(e->cal_samples, n, n / 2);
 
 		/* an even count: the mean of the two middle rounds */
-		e->st.master_delay_ns = n & 1 ? hi
-					      : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
+		e->st.master_delay_ns =
+			n & 1 ? hi : (kth_smallest(e->cal_samples, n, n / 2 - 1) + hi) / 2;
 	}
 	raise_event(e, RTN_TDMA_EV_CALIBRATED);
 }
@@ -328,7 +330,7 @@ static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 			free_r = &e->replies[i];
 	}
 	if (used >= e->cfg.max_cal_requests || !free_r) {
-		e->st.cal_overflow++;	/* RTnet: "Too many calibration requests pending!" */
+		e->st.cal_overflow++; /* RTnet: "Too many calibration requests pending!" */
 		return;
 	}
 	free_r->used = 1;
@@ -403,4 +405,3 @@ int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t 
 	stats_end(e);
 	return kind < 0 ? kind : 0;
 }
-

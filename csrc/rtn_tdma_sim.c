@@ -13,7 +13,7 @@
 #define MAX_FLIGHT 4096
 
 struct flight {
-	int64_t at;		/* true arrival time */
+	int64_t at; /* true arrival time */
 	int64_t tx_true;
 	uint32_t src;
 	uint32_t len;
@@ -25,14 +25,14 @@ struct sim_station {
 	uint32_t idx;
 	int started, alive;
 	int64_t offset_ns;
-	double drift;		/* ppm / 1e6 */
+	double drift; /* ppm / 1e6 */
 	struct rtn_tdma *e;
 	struct rtn_sim_rx *log;
 	uint32_t n_log;
-	int64_t nic_free;	/* true time the station's NIC finishes its last frame */
-	int64_t ev_local;	/* the engine's next event we drew a wake-up for */
-	int64_t wake_true;	/* when the thread actually wakes for it */
-	uint64_t wakeups;	/* times the engine ran (a thread's wake-ups) */
+	int64_t nic_free;  /* true time the station's NIC finishes its last frame */
+	int64_t ev_local;  /* the engine's next event we drew a wake-up for */
+	int64_t wake_true; /* when the thread actually wakes for it */
+	uint64_t wakeups;  /* times the engine ran (a thread's wake-ups) */
 	/* a stall after the stamp: the next stall_frames frames leave stall_ns late */
 	uint32_t stall_frames;
 	int64_t stall_ns;
@@ -72,8 +72,8 @@ static int64_t to_true(const struct sim_station *t, int64_t local)
 	return (int64_t)((double)(local - t->offset_ns) / (1.0 + t->drift));
 }
 
-static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
-		    int64_t stamp_add, int64_t sched, int64_t deadline, int64_t *tx_local)
+static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off, int64_t stamp_add,
+		    int64_t sched, int64_t deadline, int64_t *tx_local)
 {
 	struct sim_station *t = arg;
 	struct rtn_sim *s = t->sim;
@@ -86,9 +86,9 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off,
 	}
 	local = to_local(t, at);
 	if (local > deadline)
-		return -ETIME;	/* as rtn_xsk_send_by(): nothing sent */
+		return -ETIME; /* as rtn_xsk_send_by(): nothing sent */
 	if (!t->alive)
-		return 0;	/* a dead station's frames never reach the wire */
+		return 0; /* a dead station's frames never reach the wire */
 	if (s->n_fl >= MAX_FLIGHT || len > RTN_TDMA_FRAME_MAX)
 		return rtn_set_error(-ENOBUFS, "sim: wire full");
 	if (stamp_off >= 0)
@@ -115,8 +115,8 @@ static int64_t sim_truth(void *arg, int64_t local)
 	return to_true(arg, local);
 }
 
-int rtn_sim_create(uint32_t n, int64_t latency_ns, int64_t wake_jitter_ns,
-		   uint32_t seed, uint32_t log_cap, struct rtn_sim **out)
+int rtn_sim_create(uint32_t n, int64_t latency_ns, int64_t wake_jitter_ns, uint32_t seed,
+		   uint32_t log_cap, struct rtn_sim **out)
 {
 	struct rtn_sim *s;
 	uint32_t i;
@@ -133,7 +133,7 @@ int rtn_sim_create(uint32_t n, int64_t latency_ns, int64_t wake_jitter_ns,
 	s->jitter = wake_jitter_ns;
 	s->rng = seed ? seed : 1;
 	s->log_cap = log_cap;
-	s->now = 1000000;	/* start away from zero, like a real clock */
+	s->now = 1000000; /* start away from zero, like a real clock */
 	for (i = 0; i < n && s->fl; i++) {
 		struct sim_station *t = &s->st[i];
 		struct rtn_tdma_port port = { .send = sim_send, .truth = sim_truth, .arg = t };
@@ -263,7 +263,7 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_end)
 {
 	for (;;) {
 		int64_t next = INT64_MAX;
-		int who = -1, kind = 0;	/* kind 0: station event, 1: delivery */
+		int who = -1, kind = 0; /* kind 0: station event, 1: delivery */
 		uint32_t i, fi = 0;
 
 		for (i = 0; i < s->n; i++) {
@@ -278,7 +278,8 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_end)
 			if (ev != t->ev_local) {
 				/* a thread wakes a little late for every deadline */
 				t->ev_local = ev;
-				t->wake_true = to_true(t, ev) +
+				t->wake_true =
+					to_true(t, ev) +
 					(s->jitter ? (int64_t)(rnd(s) % (uint64_t)s->jitter) : 0);
 				if (t->wake_true < s->now)
 					t->wake_true = s->now;
@@ -331,8 +332,7 @@ void rtn_sim_stats(const struct rtn_sim *s, uint32_t i, struct rtn_tdma_stats *o
 		rtn_tdma_read_stats(s->st[i].e, out);
 }
 
-uint32_t rtn_sim_rx_log(const struct rtn_sim *s, uint32_t i, struct rtn_sim_rx *out,
-			uint32_t max)
+uint32_t rtn_sim_rx_log(const struct rtn_sim *s, uint32_t i, struct rtn_sim_rx *out, uint32_t max)
 {
 	uint32_t n;
 

@@ -18,20 +18,20 @@
 #include "rtn_tdma.h"
 
 #define RTN_SIM_MAX_STATIONS 8
-#define RTN_SIM_HEAD 64		/* bytes of each received frame kept in the log */
+#define RTN_SIM_HEAD	     64 /* bytes of each received frame kept in the log */
 
 struct rtn_sim_rx {
-	int64_t tx_true;	/* true time the sender handed the frame to the wire */
-	int64_t rx_true;	/* true time it arrived */
-	uint32_t src;		/* sending station */
+	int64_t tx_true; /* true time the sender handed the frame to the wire */
+	int64_t rx_true; /* true time it arrived */
+	uint32_t src;	 /* sending station */
 	uint32_t len;
 	uint8_t head[RTN_SIM_HEAD];
 };
 
 struct rtn_sim;
 
-int rtn_sim_create(uint32_t n_stations, int64_t latency_ns, int64_t wake_jitter_ns,
-		   uint32_t seed, uint32_t log_capacity, struct rtn_sim **out);
+int rtn_sim_create(uint32_t n_stations, int64_t latency_ns, int64_t wake_jitter_ns, uint32_t seed,
+		   uint32_t log_capacity, struct rtn_sim **out);
 void rtn_sim_destroy(struct rtn_sim *s);
 
 /** Configure and start station @p i at the current true time. */
@@ -61,8 +61,7 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_true);
 int64_t rtn_sim_now(const struct rtn_sim *s);
 void rtn_sim_stats(const struct rtn_sim *s, uint32_t i, struct rtn_tdma_stats *out);
 /** Frames station @p i received (oldest first); returns the count copied. */
-uint32_t rtn_sim_rx_log(const struct rtn_sim *s, uint32_t i, struct rtn_sim_rx *out,
-			uint32_t max);
+uint32_t rtn_sim_rx_log(const struct rtn_sim *s, uint32_t i, struct rtn_sim_rx *out, uint32_t max);
 /** Forget the receive log of every station. */
 void rtn_sim_clear_logs(struct rtn_sim *s);
 /** Hand @p frame to station @p i's engine as if received now (bad-input tests). */

@@ -17,9 +17,9 @@
 
 typedef int64_t rtn_ns_t;
 
-#define RTN_NS_PER_US 1000LL
+#define RTN_NS_PER_US  1000LL
 #define RTN_NS_PER_SEC 1000000000LL
-#define RTN_CLOCK CLOCK_MONOTONIC
+#define RTN_CLOCK      CLOCK_MONOTONIC
 
 static inline rtn_ns_t rtn_ts_to_ns(const struct timespec *ts)
 {

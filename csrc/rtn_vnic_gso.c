@@ -22,18 +22,18 @@
 
 _Static_assert(RTN_GSO_BUF == RTN_VNET_HDR_LEN + RTN_GSO_MAX + 256, "RTN_GSO_BUF");
 
-#define ETH_P_IPV4	0x0800
-#define ETH_P_IPV6	0x86DD
-#define IPPROTO_TCP_	6
-#define IPPROTO_UDP_	17
-#define TCPF_FIN	0x01
-#define TCPF_PSH	0x08
-#define TCPF_ACK	0x10
-#define TCPF_CWR	0x80
+#define ETH_P_IPV4   0x0800
+#define ETH_P_IPV6   0x86DD
+#define IPPROTO_TCP_ 6
+#define IPPROTO_UDP_ 17
+#define TCPF_FIN     0x01
+#define TCPF_PSH     0x08
+#define TCPF_ACK     0x10
+#define TCPF_CWR     0x80
 
 struct l4_hdrs {
-	uint32_t l3, l4;	/* offsets of the IP and transport headers */
-	uint32_t l4_len;	/* transport header + payload, from the IP header */
+	uint32_t l3, l4; /* offsets of the IP and transport headers */
+	uint32_t l4_len; /* transport header + payload, from the IP header */
 	int v6;
 	uint8_t proto;
 };
@@ -61,7 +61,7 @@ static uint64_t csum_add(uint64_t sum, const uint8_t *p, uint32_t len)
 	}
 	if (len) {
 		h = 0;
-		memcpy(&h, p, 1);	/* padded with a zero byte */
+		memcpy(&h, p, 1); /* padded with a zero byte */
 		sum += h;
 	}
 	return sum;
@@ -84,7 +84,7 @@ static uint64_t pseudo_sum(const uint8_t *f, const struct l4_hdrs *h, uint32_t l
 	uint8_t ph[40];
 
 	if (!h->v6) {
-		memcpy(ph, f + h->l3 + 12, 8);		/* source, destination */
+		memcpy(ph, f + h->l3 + 12, 8); /* source, destination */
 		ph[8] = 0;
 		ph[9] = h->proto;
 		rtn_put_be16(ph + 10, (uint16_t)l4_len);
@@ -167,7 +167,7 @@ int rtn_l4_csum_ok(const uint8_t *frame, uint32_t len)
 	if (h.l4 + n > len || (h.proto != IPPROTO_TCP_ && h.proto != IPPROTO_UDP_))
 		return 0;
 	if (h.proto == IPPROTO_UDP_ && !h.v6 && n >= 8 && !frame[h.l4 + 6] && !frame[h.l4 + 7])
-		return 1;	/* IPv4 UDP without a checksum */
+		return 1; /* IPv4 UDP without a checksum */
 	return csum_fold(csum_add(pseudo_sum(frame, &h, n), frame + h.l4, n)) == 0xffff;
 }
 
@@ -271,7 +271,7 @@ int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
 	if (g->index)
 		flags &= (uint8_t)~TCPF_CWR;
 	if (!last)
-		flags &= (uint8_t)~(TCPF_FIN | TCPF_PSH);
+		flags &= (uint8_t) ~(TCPF_FIN | TCPF_PSH);
 	out[g->l4 + 13] = flags;
 	out[g->l4 + 16] = out[g->l4 + 17] = 0;
 	sum = csum_add(pseudo_sum(out, &h, flen - g->l4), out + g->l4, flen - g->l4);
@@ -331,7 +331,7 @@ int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len)
 	g->nseg = 1;
 	hlen = gro_candidate(frame, len, &h);
 	if (hlen < 0 || !tcp_csum_ok(frame, len, &h))
-		return 0;	/* alone, untouched: Linux checks it itself */
+		return 0; /* alone, untouched: Linux checks it itself */
 	g->l3 = h.l3;
 	g->l4 = h.l4;
 	g->hdr_len = (uint32_t)hlen;
@@ -359,7 +359,8 @@ int rtn_gro_append(struct rtn_gro *g, const uint8_t *f, uint32_t len)
 		return 0;
 	/* ports; ack; data offset; window; options (the header bytes past the checksum) */
 	if (memcmp(f + l4, m + l4, 4) || memcmp(f + l4 + 8, m + l4 + 8, 5) ||
-	    memcmp(f + l4 + 14, m + l4 + 14, 2) || memcmp(f + l4 + 18, m + l4 + 18, g->hdr_len - l4 - 18))
+	    memcmp(f + l4 + 14, m + l4 + 14, 2) ||
+	    memcmp(f + l4 + 18, m + l4 + 18, g->hdr_len - l4 - 18))
 		return 0;
 	if (rtn_get_be32(f + l4 + 4) != g->next_seq)
 		return 0;

@@ -19,22 +19,22 @@
 #include <stdint.h>
 
 /* struct virtio_net_hdr (linux/virtio_net.h), the TAP's default 10 bytes */
-#define RTN_VNET_HDR_LEN		10
-#define RTN_VNET_F_NEEDS_CSUM		1
-#define RTN_VNET_F_DATA_VALID		2
-#define RTN_VNET_GSO_NONE		0
-#define RTN_VNET_GSO_TCPV4		1
-#define RTN_VNET_GSO_UDP		3
-#define RTN_VNET_GSO_TCPV6		4
-#define RTN_VNET_GSO_ECN		0x80
+#define RTN_VNET_HDR_LEN      10
+#define RTN_VNET_F_NEEDS_CSUM 1
+#define RTN_VNET_F_DATA_VALID 2
+#define RTN_VNET_GSO_NONE     0
+#define RTN_VNET_GSO_TCPV4    1
+#define RTN_VNET_GSO_UDP      3
+#define RTN_VNET_GSO_TCPV6    4
+#define RTN_VNET_GSO_ECN      0x80
 
 /*
  * Largest super-packet a TAP read returns (the tun driver's GSO limit), and
  * the buffer for one: virtio header + RTN_GSO_MAX + 256 bytes of headers
  * (rtn_vnic_gso.c checks the sum).
  */
-#define RTN_GSO_MAX			65536
-#define RTN_GSO_BUF			65802
+#define RTN_GSO_MAX 65536
+#define RTN_GSO_BUF 65802
 
 /*
  * Fields in host byte order: the tun driver uses the legacy (native)
@@ -51,14 +51,14 @@ struct rtn_vnet_hdr {
 
 /* Cursor over one packet read from the TAP (Linux -> wire). */
 struct rtn_gso_seg {
-	uint8_t *pkt;		/* the frame after the vnet header (checksums fixed in place) */
+	uint8_t *pkt; /* the frame after the vnet header (checksums fixed in place) */
 	uint32_t len;
-	uint32_t l3, l4, hdr_len;	/* offsets of IP and TCP, length of all headers */
-	uint32_t mss;		/* payload per segment (gso_size) */
-	uint32_t off;		/* next payload byte to send */
-	uint32_t index;		/* next segment */
+	uint32_t l3, l4, hdr_len; /* offsets of IP and TCP, length of all headers */
+	uint32_t mss;		  /* payload per segment (gso_size) */
+	uint32_t off;		  /* next payload byte to send */
+	uint32_t index;		  /* next segment */
 	uint32_t nseg;
-	int32_t gso;		/* 0: a single frame, passed on as it is */
+	int32_t gso; /* 0: a single frame, passed on as it is */
 	int32_t v6;
 };
 
@@ -79,14 +79,14 @@ uint32_t rtn_gso_left(const struct rtn_gso_seg *g);
 
 /* One super-packet being built (wire -> Linux). */
 struct rtn_gro {
-	uint8_t *out;		/* vnet header, then the merged frame */
+	uint8_t *out; /* vnet header, then the merged frame */
 	uint32_t cap;
-	uint32_t len;		/* frame bytes after the vnet header */
+	uint32_t len; /* frame bytes after the vnet header */
 	uint32_t l3, l4, hdr_len;
-	uint32_t mss;		/* payload of the first segment */
+	uint32_t mss; /* payload of the first segment */
 	uint32_t nseg;
 	uint32_t next_seq;
-	int32_t open;		/* later segments may still join */
+	int32_t open; /* later segments may still join */
 };
 
 void rtn_gro_init(struct rtn_gro *g, uint8_t *out, uint32_t cap);

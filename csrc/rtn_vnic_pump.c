@@ -28,11 +28,11 @@
 #include "rtn_vnic_gso.h"
 #include "rtn_vnic_priv.h"
 
-#define VNIC_RING	512	/* frames between the RT thread and a VNIC helper */
-#define VNIC_PRIO	31	/* RTnet: NRT traffic is the lowest priority */
+#define VNIC_RING 512 /* frames between the RT thread and a VNIC helper */
+#define VNIC_PRIO 31  /* RTnet: NRT traffic is the lowest priority */
 /* batched VNIC: the RT thread writes to the TAP only with this much time to spare */
-#define VNIC_WRITE_SLACK_NS	100000
-#define VNIC_WRITE_COST_NS	10000	/* budget per TAP write (netif_rx included) */
+#define VNIC_WRITE_SLACK_NS 100000
+#define VNIC_WRITE_COST_NS  10000 /* budget per TAP write (netif_rx included) */
 
 /* VNIC counters are bumped by the RT thread and the VNIC helper threads alike */
 #define VSTAT_ADD(v, field, n) __atomic_fetch_add(&(v)->s->st.vnic.field, (n), __ATOMIC_RELAXED)
@@ -45,18 +45,18 @@ struct frame_ring {
 };
 
 struct rtn_vnic {
-	struct rtn_station *s;		/* its clock, eventfd, MAC and counters */
+	struct rtn_station *s; /* its clock, eventfd, MAC and counters */
 	int tap_fd;
-	int mode;			/* RTN_VNIC_BATCHED or RTN_VNIC_PER_PACKET */
-	uint32_t slot;			/* TDMA: the slot its frames go in */
-	struct frame_ring *to_tap;	/* RT -> writer thread */
-	struct frame_ring *from_tap;	/* reader thread -> RT (per-packet mode) */
+	int mode;		     /* RTN_VNIC_BATCHED or RTN_VNIC_PER_PACKET */
+	uint32_t slot;		     /* TDMA: the slot its frames go in */
+	struct frame_ring *to_tap;   /* RT -> writer thread */
+	struct frame_ring *from_tap; /* reader thread -> RT (per-packet mode) */
 	int writer_efd, reader_stop_efd;
 	pthread_t writer, reader;
 	int writer_on, reader_on;
 	volatile int stop;
-	int tap_dead;			/* the TAP went away: stop touching it */
-	int overran;			/* the last TAP writes ran past a deadline */
+	int tap_dead; /* the TAP went away: stop touching it */
+	int overran;  /* the last TAP writes ran past a deadline */
 	/*
 	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
 	 * TAP writes are merged segments.  Each buffer has one user: gso_buf
@@ -65,7 +65,7 @@ struct rtn_vnic {
 	 */
 	int vnet;
 	uint8_t *gso_buf, *rd_buf, *gro_buf;
-	struct rtn_gso_seg gso;		/* the super-packet being sent, kept across slots */
+	struct rtn_gso_seg gso; /* the super-packet being sent, kept across slots */
 	struct rtn_gro gro;
 	uint8_t scratch[RTN_TDMA_FRAME_MAX + 8];
 };
@@ -116,11 +116,10 @@ static inline int tap_usable(const struct rtn_vnic *v)
 /* ---- Linux -> wire ---------------------------------------------------------- */
 
 static int rtn_vnic_encap(struct rtn_vnic *v, const uint8_t *inner, uint32_t len, uint8_t *out,
-		   uint32_t cap)
+			  uint32_t cap)
 {
 	return rtn_rtmac_tunnel_encap(out, cap, inner, len, v->s->o.mac);
 }
-
 
 /* One read from the TAP, without blocking, counted.  0: none waiting, or the TAP died. */
 static ssize_t tap_read(struct rtn_vnic *v, uint8_t *buf, size_t cap)
@@ -160,7 +159,7 @@ static int rtn_vnic_pull(struct rtn_vnic *v, uint8_t *inner, uint32_t cap)
 			}
 		}
 		n = rtn_gso_next(&v->gso, inner, cap);
-		if (n <= 0) {	/* cannot happen: rtn_gso_begin checked the sizes */
+		if (n <= 0) { /* cannot happen: rtn_gso_begin checked the sizes */
 			v->gso.index = v->gso.nseg;
 			VSTAT_ADD(v, tx_bad, 1);
 			return -1;
@@ -184,7 +183,7 @@ static int rtn_vnic_next_frame(struct rtn_vnic *v, uint8_t *out, uint32_t cap)
 	int n = rtn_vnic_pull(v, inner, sizeof(inner)), len;
 
 	if (n <= 0)
-		return n;	/* a bad packet is counted by rtn_vnic_pull */
+		return n; /* a bad packet is counted by rtn_vnic_pull */
 	len = rtn_vnic_encap(v, inner, n, out, cap);
 	if (len < 0) {
 		VSTAT_ADD(v, tx_dropped, 1);
@@ -212,7 +211,8 @@ void rtn_vnic_refill(struct rtn_vnic *v, struct rtn_tdma *e, uint32_t slot_id, i
 	if (rtn_tdma_shares_queue(e, slot_id, v->slot))
 		queue_slot = v->slot;
 	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, v->slot))
-		queue_slot = slot_id;	/* what the RT frames leave of this occurrence: VNIC frames fit it */
+		queue_slot =
+			slot_id; /* what the RT frames leave of this occurrence: VNIC frames fit it */
 	else
 		return;
 	size = rtn_tdma_slot_size(e, queue_slot);
@@ -346,7 +346,7 @@ static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 
 		if (v->vnet) {
 			n += gro_collect(v, max - n, &segs, &bytes);
-			if (!segs) {	/* larger than a super-packet: cannot be */
+			if (!segs) { /* larger than a super-packet: cannot be */
 				VSTAT_ADD(v, rx_dropped, 1);
 				continue;
 			}
@@ -388,8 +388,9 @@ void rtn_vnic_flush(struct rtn_vnic *v, int64_t next_local)
 	slack = next_local == INT64_MAX ? INT64_MAX : next_local - rtn_station_local_now(v->s);
 	if (slack <= VNIC_WRITE_SLACK_NS)
 		return;
-	write_to_tap(v, (uint32_t)(slack == INT64_MAX ? VNIC_RING
-				   : (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
+	write_to_tap(v, (uint32_t)(slack == INT64_MAX ?
+					   VNIC_RING :
+					   (slack - VNIC_WRITE_SLACK_NS) / VNIC_WRITE_COST_NS + 1));
 	/* the budget is an estimate: count every time the writes ran into real-time work */
 	if (next_local != INT64_MAX && rtn_station_local_now(v->s) > next_local) {
 		v->s->st.vnic_overruns++;
@@ -503,7 +504,7 @@ static void *vnic_reader(void *arg)
 		if (poll(p, 2, 200) <= 0 || !(p[0].revents & POLLIN)) {
 			if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
 				tap_failed(v);
-				break;	/* TAP deleted under us */
+				break; /* TAP deleted under us */
 			}
 			continue;
 		}
@@ -576,10 +577,11 @@ static int tap_has_vnet_hdr(int fd)
 
 	memset(&ifr, 0, sizeof(ifr));
 	if (ioctl(fd, TUNGETIFF, &ifr) < 0 || !(ifr.ifr_flags & IFF_VNET_HDR))
-		return 0;	/* not a TAP (a test's socket), or one without the header */
+		return 0; /* not a TAP (a test's socket), or one without the header */
 	if (ioctl(fd, TUNGETVNETHDRSZ, &sz) < 0 || sz != RTN_VNET_HDR_LEN)
-		return rtn_set_error(-EINVAL, "VNIC: TAP vnet header of %d bytes, only %d supported",
-				     sz, RTN_VNET_HDR_LEN);
+		return rtn_set_error(-EINVAL,
+				     "VNIC: TAP vnet header of %d bytes, only %d supported", sz,
+				     RTN_VNET_HDR_LEN);
 	return 1;
 }
 

@@ -37,7 +37,8 @@ int rtn_xdp_attached(const char *ifname)
 		id = 0;
 		err = query(ifindex, modes[i], &id);
 		if (err)
-			return rtn_set_error(err, "%s: query XDP program: %s", ifname, strerror(-err));
+			return rtn_set_error(err, "%s: query XDP program: %s", ifname,
+					     strerror(-err));
 		n += id != 0;
 	}
 	return n;

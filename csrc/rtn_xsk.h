@@ -15,30 +15,30 @@
 
 #include <stdint.h>
 
-#define RTN_XDP_MODE_AUTO 0
+#define RTN_XDP_MODE_AUTO   0
 #define RTN_XDP_MODE_NATIVE 1
-#define RTN_XDP_MODE_SKB 2
+#define RTN_XDP_MODE_SKB    2
 
-#define RTN_XSK_COPY 0     /* rtn_xsk_opts.zerocopy: bind in copy mode */
+#define RTN_XSK_COPY	 0 /* rtn_xsk_opts.zerocopy: bind in copy mode */
 #define RTN_XSK_ZEROCOPY 1 /* zero-copy, refused if the driver has none */
-#define RTN_XSK_ZC_AUTO 2  /* zero-copy where the driver offers it, copy mode otherwise */
+#define RTN_XSK_ZC_AUTO	 2 /* zero-copy where the driver offers it, copy mode otherwise */
 
-#define RTN_XSK_MAX_ETHERTYPES 14 /* map holds 16: RTmac and RTcfg are always in */
-#define RTN_XSK_FRAME_SIZE 4096    /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
+#define RTN_XSK_MAX_ETHERTYPES 14   /* map holds 16: RTmac and RTcfg are always in */
+#define RTN_XSK_FRAME_SIZE     4096 /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
 
 struct rtn_xsk;
 
 struct rtn_xsk_opts {
 	const char *ifname;
-	const char *bpf_obj_path;   /* xdp_rtnet.bpf.o */
-	const char *pin_dir;        /* NULL, or a bpffs directory to pin rt_ethertypes in */
+	const char *bpf_obj_path; /* xdp_rtnet.bpf.o */
+	const char *pin_dir;	  /* NULL, or a bpffs directory to pin rt_ethertypes in */
 	uint32_t queue;
-	int mode;                   /* RTN_XDP_MODE_* */
-	uint32_t frames;            /* UMEM frames, a power of two >= 64 */
-	int zerocopy;               /* RTN_XSK_COPY, RTN_XSK_ZEROCOPY or RTN_XSK_ZC_AUTO */
-	int busy_poll;              /* spin on the RX ring instead of poll(2) */
+	int mode;	 /* RTN_XDP_MODE_* */
+	uint32_t frames; /* UMEM frames, a power of two >= 64 */
+	int zerocopy;	 /* RTN_XSK_COPY, RTN_XSK_ZEROCOPY or RTN_XSK_ZC_AUTO */
+	int busy_poll;	 /* spin on the RX ring instead of poll(2) */
 	uint32_t n_ethertypes;
-	uint16_t ethertypes[14];    /* extra real-time EtherTypes (host order) */
+	uint16_t ethertypes[14]; /* extra real-time EtherTypes (host order) */
 };
 
 struct rtn_xsk_stats {
@@ -46,25 +46,25 @@ struct rtn_xsk_stats {
 	uint64_t rx_bytes;
 	uint64_t tx_frames;
 	uint64_t tx_bytes;
-	uint64_t tx_ring_full;      /* sends refused with -EAGAIN */
-	uint64_t tx_kicks;          /* sendto() calls that handed queued frames to the kernel */
-	uint64_t rx_empty_polls;    /* RX ring checks that found nothing */
-	uint64_t fill_fail;         /* frames that could not go back to the fill ring */
-	uint64_t invalid_desc;      /* descriptors outside the UMEM or too long */
-	uint64_t rx_kernel_ts;      /* frames stamped by the XDP program */
-	uint64_t truncated;         /* frames larger than the caller's buffer */
-	uint64_t xdp_redirected;    /* XDP program: frames steered to AF_XDP (all CPUs) */
-	uint64_t xdp_passed;        /* XDP program: frames passed to the stack */
-	int mode;                   /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
-	int zerocopy;               /* 1 when the socket is bound zero-copy */
+	uint64_t tx_ring_full;	 /* sends refused with -EAGAIN */
+	uint64_t tx_kicks;	 /* sendto() calls that handed queued frames to the kernel */
+	uint64_t rx_empty_polls; /* RX ring checks that found nothing */
+	uint64_t fill_fail;	 /* frames that could not go back to the fill ring */
+	uint64_t invalid_desc;	 /* descriptors outside the UMEM or too long */
+	uint64_t rx_kernel_ts;	 /* frames stamped by the XDP program */
+	uint64_t truncated;	 /* frames larger than the caller's buffer */
+	uint64_t xdp_redirected; /* XDP program: frames steered to AF_XDP (all CPUs) */
+	uint64_t xdp_passed;	 /* XDP program: frames passed to the stack */
+	int mode;		 /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
+	int zerocopy;		 /* 1 when the socket is bound zero-copy */
 };
 
 /** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */
 struct rtn_xsk_frame {
 	uint8_t *data;
 	uint32_t len;
-	int64_t rx_ts;		/* kernel receive stamp (XDP), or the poll time if none */
-	int kernel_ts;		/* 1 when rx_ts came from the XDP program */
+	int64_t rx_ts; /* kernel receive stamp (XDP), or the poll time if none */
+	int kernel_ts; /* 1 when rx_ts came from the XDP program */
 };
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out);
@@ -91,8 +91,8 @@ int rtn_xsk_send(struct rtn_xsk *x, const void *frame, uint32_t len, int64_t *tx
  * submission (RTnet's rtskb_tx_timestamp: Sync frames carry local time plus
  * the clock offset).  A negative @p stamp_offset writes nothing.
  */
-int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
-			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts);
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+			 int64_t stamp_add, int64_t *tx_ts);
 /**
  * Like rtn_xsk_send_stamped(), but only while rtn_now() is at most
  * @p deadline when the stamp is taken: later, nothing is sent and the
@@ -114,8 +114,7 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
  * valid until rtn_xsk_rx_release(), which must follow before the next peek.
  * Returns the number of frames (0 if none), never waits.
  */
-int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
-		    int64_t *rx_ts);
+int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max, int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
 /**
  * Batch transmissions: with @p on, sends only submit their descriptors and

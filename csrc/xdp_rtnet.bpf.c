@@ -129,7 +129,7 @@ static __always_inline int steer_ipv4(void *data, void *data_end)
 		return 0;
 	if (bpf_ntohs(ip->frag_off) & 0x1fff)
 		return 0;
-	ihl = ip->ihl * 4;	/* 0..60: a bounded variable offset the verifier accepts */
+	ihl = ip->ihl * 4; /* 0..60: a bounded variable offset the verifier accepts */
 	if (ihl < sizeof(*ip))
 		return 0;
 	l4 = (__u8 *)ip + ihl;
@@ -145,7 +145,7 @@ static __always_inline int steer_ipv4(void *data, void *data_end)
 	}
 	if (ip->protocol != IPPROTO_ICMP || dst != *own || l4[1] != 0)
 		return 0;
-	if (l4[0] == 8)		/* echo request: the RT thread answers */
+	if (l4[0] == 8) /* echo request: the RT thread answers */
 		return 1;
 	port = (__u16)(l4[4] << 8 | l4[5]);
 	return l4[0] == 0 && bpf_map_lookup_elem(&rt_icmp_ids, &port) != 0;
@@ -170,7 +170,7 @@ struct rtn_rx_meta {
 	__u64 magic;
 	__u64 rx_ns;
 };
-#define RTN_RX_META_MAGIC 0x52544e5852584d31ULL	/* "RTNXRXM1" */
+#define RTN_RX_META_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
 
 static __always_inline void stamp(struct xdp_md *ctx)
 {
@@ -178,7 +178,7 @@ static __always_inline void stamp(struct xdp_md *ctx)
 	void *data;
 
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
-		return;	/* driver without metadata: user space stamps at poll time */
+		return; /* driver without metadata: user space stamps at poll time */
 	meta = (void *)(long)ctx->data_meta;
 	data = (void *)(long)ctx->data;
 	if ((void *)(meta + 1) > data)

@@ -42,9 +42,9 @@
 #include "cost_station.h"
 
 #define PAYLOAD_LEN 64
-#define PORT 5001
-#define PEER_IP 0x0a000003u /* 10.0.0.3 */
-#define PEER_PORT 6000
+#define PORT	    5001
+#define PEER_IP	    0x0a000003u /* 10.0.0.3 */
+#define PEER_PORT   6000
 
 static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, 0x03 };
 static const uint8_t payload[PAYLOAD_LEN] = { 0x52, 0x54, 0x4e, 0x45, 0x54, 0x21 };

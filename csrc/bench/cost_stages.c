@@ -26,12 +26,12 @@
  */
 #include "cost_station.h"
 
-#define FRAME_LEN 64 /* as handed to the socket; the FCS is the NIC's */
+#define FRAME_LEN   64 /* as handed to the socket; the FCS is the NIC's */
 #define PAYLOAD_LEN (FRAME_LEN - RTN_APP_OVERHEAD)
-#define CHAN 0 /* EtherType 0x88B5, slot 0, depth 4 */
+#define CHAN	    0 /* EtherType 0x88B5, slot 0, depth 4 */
 #define GSO_PAYLOAD 64000
-#define GSO_MSS 1448
-#define GSO_HDRS (14 + 20 + 20)
+#define GSO_MSS	    1448
+#define GSO_HDRS    (14 + 20 + 20)
 
 static struct rtn_app_chan *app;
 static const uint8_t peer_mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, 0x03 };

@@ -49,9 +49,9 @@
 #include "../rtn_xsk_priv.h"
 #include "cost_common.h"
 
-#define FRAME_LEN 64
-#define ETHERTYPE 0x88B5
-#define WARMUP 16
+#define FRAME_LEN   64
+#define ETHERTYPE   0x88B5
+#define WARMUP	    16
 #define UMEM_FRAMES 256
 
 enum { SEND, RECV };

@@ -13,8 +13,8 @@
 #include "../rtn_chan_inline.h"
 #include "fuzz_input.h"
 
-#define APP_DEPTH	4
-#define APP_ETHERTYPE	0x88B5
+#define APP_DEPTH     4
+#define APP_ETHERTYPE 0x88B5
 
 /* The header rtn_station_chan_open() writes. */
 static inline void app_shm_init(struct rtn_chan_shm *shm)

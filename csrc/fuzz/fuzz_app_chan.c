@@ -29,10 +29,21 @@ static int64_t fuzz_clock_ns = 1000 * RTN_NS_PER_SEC;
 #include "../rtn_app.c"
 #include "app_harness.h"
 
-enum { OP_POKE, OP_DELIVER, OP_PUBLISH, OP_SEND, OP_RECV, OP_CYCLE_INFO, OP_WAIT_CYCLE,
-       OP_STATS, OP_SUBSCRIBE, OP_SEND_RAW, OP_KINDS };
+enum {
+	OP_POKE,
+	OP_DELIVER,
+	OP_PUBLISH,
+	OP_SEND,
+	OP_RECV,
+	OP_CYCLE_INFO,
+	OP_WAIT_CYCLE,
+	OP_STATS,
+	OP_SUBSCRIBE,
+	OP_SEND_RAW,
+	OP_KINDS
+};
 
-#define MAX_PAYLOAD	(RTN_CHAN_MSG_MAX - RTN_APP_ETH_HLEN)
+#define MAX_PAYLOAD (RTN_CHAN_MSG_MAX - RTN_APP_ETH_HLEN)
 
 static uint8_t *shm_bytes(struct rtn_app_chan *ch)
 {
@@ -49,7 +60,7 @@ static void station_deliver(struct rtn_app_chan *ch, struct fuzz_in *in)
 	const uint8_t *p = fuzz_span(in, len, &got);
 
 	if ((uint64_t)((uint8_t *)(m + 1) - shm_bytes(ch)) > ch->size)
-		return;	/* a memory larger than needed still has the station's layout */
+		return; /* a memory larger than needed still has the station's layout */
 	memset(m->frame, 0, sizeof(m->frame));
 	memcpy(m->frame, p, got);
 	m->len = len;
@@ -121,7 +132,7 @@ static void operate(struct rtn_app_chan *ch, struct fuzz_in *in, uint8_t op)
 		const uint8_t *p = fuzz_span(in, len < 64 ? len : 64, &got);
 
 		memcpy(frame, p, got);
-		if (len >= RTN_APP_ETH_HLEN && fuzz_u8(in) & 1) {	/* mostly the right type */
+		if (len >= RTN_APP_ETH_HLEN && fuzz_u8(in) & 1) { /* mostly the right type */
 			frame[12] = ch->shm->ethertype >> 8;
 			frame[13] = ch->shm->ethertype & 0xff;
 		}
@@ -137,9 +148,11 @@ static void operate(struct rtn_app_chan *ch, struct fuzz_in *in, uint8_t op)
 
 		rc = rtn_app_recv(ch, buf, cap, &info, 0);
 		free(buf);
-		if (rc >= 0 && ((uint32_t)rc > cap || (uint32_t)rc > MAX_PAYLOAD || info.len < (uint32_t)rc))
-			fuzz_fail("rtn_app_recv returned %d bytes (buffer %u, payload %u, frames carry %d)",
-				  rc, cap, info.len, MAX_PAYLOAD);
+		if (rc >= 0 &&
+		    ((uint32_t)rc > cap || (uint32_t)rc > MAX_PAYLOAD || info.len < (uint32_t)rc))
+			fuzz_fail(
+				"rtn_app_recv returned %d bytes (buffer %u, payload %u, frames carry %d)",
+				rc, cap, info.len, MAX_PAYLOAD);
 		if (info.len > MAX_PAYLOAD && rc >= 0)
 			fuzz_fail("rtn_app_recv reports a %u-byte payload", info.len);
 		if (rc < 0 && rc != -EAGAIN && rc != -ENOTCONN)
@@ -196,7 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_clock_ns = 1000 * RTN_NS_PER_SEC;
 	/* the memory as the station left it, zeros after the header */
 	if (ftruncate(memfd, 0) < 0 || ftruncate(memfd, (off_t)mem_size) < 0 ||
-	    pwrite(memfd, &pristine, sizeof(pristine) < mem_size ? sizeof(pristine) : mem_size, 0) < 0)
+	    pwrite(memfd, &pristine, sizeof(pristine) < mem_size ? sizeof(pristine) : mem_size, 0) <
+		    0)
 		fuzz_fail("cannot reset channel memory: %s", strerror(errno));
 	for (i = 0; i < pre; i++) {
 		uint8_t b[8];
@@ -213,7 +227,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc < 0) {
 		if (rc != -EINVAL && rc != -EPROTO)
 			fuzz_fail("rtn_app_attach returned %d: %s", rc, rtn_last_error());
-		close(fd);	/* on failure they stay the caller's */
+		close(fd); /* on failure they stay the caller's */
 		close(kick);
 	} else {
 		if (ch->size != mem_size)

@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rtn_stages_set(&stages, (int64_t)fuzz_u64(&in), (int64_t)fuzz_u64(&in));
 	rtn_stages_add(&stages, st.seq, st.t);
 	for (k = 0; k < RTN_STAGE_N; k++)
-		check(stages.hist[k].count <= stages.msgs && stages.outliers[k] <= stages.hist[k].count);
+		check(stages.hist[k].count <= stages.msgs &&
+		      stages.outliers[k] <= stages.hist[k].count);
 	check(stages.late <= stages.msgs);
 	free(frame);
 	return 0;

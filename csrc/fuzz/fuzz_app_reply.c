@@ -28,15 +28,15 @@ static int fuzz_connect(int fd, const struct sockaddr *sa, socklen_t len);
 
 #include "app_harness.h"
 
-#define MAX_FDS		5
-#define MAX_PARTS	4
+#define MAX_FDS	  5
+#define MAX_PARTS 4
 
 static struct {
 	const uint8_t *reply;
 	size_t len;
 	uint32_t parts, fd_part, nfds;
 	int fds[MAX_FDS];
-	int peer;		/* the daemon's end, closed after rtn_app_open */
+	int peer; /* the daemon's end, closed after rtn_app_open */
 } plan;
 
 static void send_part(int sock, const uint8_t *p, size_t n, int with_fds)
@@ -46,7 +46,7 @@ static void send_part(int sock, const uint8_t *p, size_t n, int with_fds)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!n)
-		return;	/* a stream carries descriptors only with at least one byte */
+		return; /* a stream carries descriptors only with at least one byte */
 	if (with_fds && plan.nfds) {
 		struct cmsghdr *c;
 
@@ -88,7 +88,7 @@ static int fuzz_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int pool[4];	/* channel memfd, eventfd, /dev/null, too small a memfd */
+	static int pool[4]; /* channel memfd, eventfd, /dev/null, too small a memfd */
 	struct fuzz_in in = fuzz_in_make(data, size);
 	uint8_t how = fuzz_u8(&in), kinds = fuzz_u8(&in), split = fuzz_u8(&in);
 	struct rtn_chan_opts o;

@@ -22,7 +22,7 @@
 #include "../rtn_frer.h"
 #include "fuzz_input.h"
 
-#define SEQS 65536
+#define SEQS	  65536
 #define MAX_FRAME 256
 
 static uint8_t delivered[SEQS / 8]; /* passed since it last entered the window */

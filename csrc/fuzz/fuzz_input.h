@@ -92,8 +92,7 @@ static inline const uint8_t *fuzz_span(struct fuzz_in *in, size_t n, size_t *got
  * A broken invariant: one line naming the target and what broke, then
  * abort() so libFuzzer keeps the input as a crash artifact.
  */
-__attribute__((noreturn, format(printf, 1, 2)))
-static inline void fuzz_fail(const char *fmt, ...)
+__attribute__((noreturn, format(printf, 1, 2))) static inline void fuzz_fail(const char *fmt, ...)
 {
 	va_list ap;
 

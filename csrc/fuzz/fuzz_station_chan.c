@@ -31,7 +31,7 @@ enum { OP_SEND, OP_POKE, OP_DRAIN, OP_RACE, OP_RUN, OP_RX, OP_CYCLE, OP_TAP, OP_
  * drains the channels, so more cycles only make an input slower (an input
  * of a few hundred runs of 65 ms each took most of a second).
  */
-#define TIME_BUDGET_NS	(32 * 1000000LL)
+#define TIME_BUDGET_NS (32 * 1000000LL)
 
 struct poke {
 	int chan;
@@ -117,7 +117,7 @@ static void run_for(int64_t dt_ns)
 	if (s->ops == &rtn_disc_tdma_ops) {
 		rtn_tdma_run(s->tdma, rtn_station_local_now(s));
 	} else {
-		rtn_disc_nomac_ops.run(s->nomac, 0);	/* what the RT loop runs under NoMAC */
+		rtn_disc_nomac_ops.run(s->nomac, 0); /* what the RT loop runs under NoMAC */
 	}
 }
 
@@ -134,7 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_in in = fuzz_in_make(data, size);
 	uint8_t b0 = fuzz_u8(&in);
 	struct station_mode m = { .disc = b0 & 1 ? DISC_NOMAC : DISC_TDMA_MASTER,
-				  .tx_full = (b0 >> 1) & 1, .vnic_live = (b0 >> 2) & 1,
+				  .tx_full = (b0 >> 1) & 1,
+				  .vnic_live = (b0 >> 2) & 1,
 				  .vnet = (b0 >> 3) & 1 };
 	uint8_t f[RTN_CHAN_MSG_MAX + 64];
 	uint32_t ops = 0;
@@ -150,7 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		switch (op) {
 		case OP_SEND: {
 			int chan = fuzz_u8(&in) % N_CHANS;
-			uint32_t len = ETH_HLEN_RTN + fuzz_u16(&in) % (RTN_CHAN_MSG_MAX - ETH_HLEN_RTN + 1);
+			uint32_t len = ETH_HLEN_RTN +
+				       fuzz_u16(&in) % (RTN_CHAN_MSG_MAX - ETH_HLEN_RTN + 1);
 			const uint8_t *body = fuzz_span(&in, fuzz_u8(&in), &got);
 
 			frame_for(f, len, chan, body, got);
@@ -173,14 +175,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_RX: {
 			int chan = fuzz_u8(&in) % N_CHANS;
-			uint32_t len = ETH_HLEN_RTN + fuzz_u16(&in) % (sizeof(f) - ETH_HLEN_RTN + 1);
+			uint32_t len =
+				ETH_HLEN_RTN + fuzz_u16(&in) % (sizeof(f) - ETH_HLEN_RTN + 1);
 			const uint8_t *body = fuzz_span(&in, fuzz_u8(&in), &got);
 			uint8_t *exact;
 
 			frame_for(f, len, chan, body, got);
 			exact = fuzz_exact_copy(f, len);
-			rtn_chans_rx(H.s, chan_type_of[chan], exact, len, rtn_station_local_now(H.s),
-				     rtn_station_local_now(H.s));
+			rtn_chans_rx(H.s, chan_type_of[chan], exact, len,
+				     rtn_station_local_now(H.s), rtn_station_local_now(H.s));
 			free(exact);
 			break;
 		}

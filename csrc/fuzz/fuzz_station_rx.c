@@ -56,15 +56,17 @@ FUZZ_UNTRACED static void frer_check(uint32_t frames)
 		fed += r->total.passed + r->total.discarded - r->total.tagless;
 	}
 	if (fed != f->port[0].rx_tagged)
-		fuzz_fail("%llu tagged frames, %llu through the streams", (unsigned long long)
-			  f->port[0].rx_tagged, (unsigned long long)fed);
+		fuzz_fail("%llu tagged frames, %llu through the streams",
+			  (unsigned long long)f->port[0].rx_tagged, (unsigned long long)fed);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = fuzz_in_make(data, size);
 	uint8_t b0 = fuzz_u8(&in);
-	struct station_mode m = { .disc = b0 & 3, .vnic_live = (b0 >> 2) & 1, .vnet = (b0 >> 3) & 1,
+	struct station_mode m = { .disc = b0 & 3,
+				  .vnic_live = (b0 >> 2) & 1,
+				  .vnet = (b0 >> 3) & 1,
 				  .probe_rx_type = probe_types[(b0 >> 4) & 3] };
 	uint32_t frames = 0, i;
 
@@ -87,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  (unsigned long long)H.s->st.rx_frames);
 	frer_check(frames);
 	if (stub_xsk.rx_pos != stub_xsk.rx_n || stub_xsk.peeked)
-		fuzz_fail("rtn_station_receive_all left %u frames in the ring", stub_xsk.rx_n - stub_xsk.rx_pos);
+		fuzz_fail("rtn_station_receive_all left %u frames in the ring",
+			  stub_xsk.rx_n - stub_xsk.rx_pos);
 	if (H.s->cap)
 		capture_check(frames);
 	if (m.vnic_live) {

@@ -53,9 +53,11 @@ static void check_accepted(const uint8_t *frame, uint32_t len, const struct rtn_
 
 	if (len < need)
 		fuzz_fail("accepted a %u-byte frame of kind %d that needs %u", len, kind, need);
-	if (m->kind != kind || m->rtmac_type != RTMAC_TYPE_TDMA || (m->rtmac_flags & RTMAC_FLAG_TUNNEL))
-		fuzz_fail("accepted frame decoded inconsistently (kind %u, type 0x%04x, flags 0x%02x)",
-			  m->kind, m->rtmac_type, m->rtmac_flags);
+	if (m->kind != kind || m->rtmac_type != RTMAC_TYPE_TDMA ||
+	    (m->rtmac_flags & RTMAC_FLAG_TUNNEL))
+		fuzz_fail(
+			"accepted frame decoded inconsistently (kind %u, type 0x%04x, flags 0x%02x)",
+			m->kind, m->rtmac_type, m->rtmac_flags);
 	n = encode_like(m, enc, sizeof(enc));
 	if (n != ETH_ZLEN_RTN)
 		fuzz_fail("encoder returned %d for a 60-byte buffer", n);
@@ -87,8 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_fail("decoder returned %d, not a reject code", kind);
 		if (!strcmp(rtn_frm_reason(kind), rtn_frm_reason(0)))
 			fuzz_fail("reject code %d has no reason text", kind);
-		if (len >= ETH_HLEN_RTN &&
-		    (memcmp(m.dst, frame, 6) || memcmp(m.src, frame + 6, 6)))
+		if (len >= ETH_HLEN_RTN && (memcmp(m.dst, frame, 6) || memcmp(m.src, frame + 6, 6)))
 			fuzz_fail("reject %d did not report the addresses it read", kind);
 	}
 	/* encoders refuse a buffer below the Ethernet minimum instead of writing past it */

@@ -35,26 +35,26 @@ static void run_counted(struct rtn_tdma *e, int64_t now);
 
 #include "fuzz_input.h"
 
-#define N_STATIONS	3
-#define LATENCY_NS	5000
-#define JITTER_NS	10000
+#define N_STATIONS 3
+#define LATENCY_NS 5000
+#define JITTER_NS  10000
 /* far above what the longest step needs (655 cycles of 100 us, a few jobs each) */
-#define WORK_MAX	200000
+#define WORK_MAX 200000
 /* simulated cycles per input: enough to synchronise (listen, three calibration
  * rounds) and then some; more only makes each input slower */
-#define CYCLES_MAX	24
-#define DATA_TYPE	0x88B5
+#define CYCLES_MAX 24
+#define DATA_TYPE  0x88B5
 
 static struct rtn_sim *sim;
 static struct rtn_sim sim_saved;
 static struct rtn_tdma *engine_saved[N_STATIONS];
 static uint64_t work;
-static int queued_data;		/* this input queued frames: check the pool at its end */
+static int queued_data; /* this input queued frames: check the pool at its end */
 
 static const uint8_t macs[3][6] = {
-	{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x01 },		/* primary master */
-	{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x02 },		/* backup master */
-	{ 0x02, 0x99, 0x99, 0x99, 0x99, 0x99 },		/* nobody in the segment */
+	{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x01 }, /* primary master */
+	{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x02 }, /* backup master */
+	{ 0x02, 0x99, 0x99, 0x99, 0x99, 0x99 }, /* nobody in the segment */
 };
 
 static void run_counted(struct rtn_tdma *e, int64_t now)
@@ -71,18 +71,20 @@ static void run_counted(struct rtn_tdma *e, int64_t now)
 		fuzz_fail("grid in use with a cycle of %lld ns", (long long)e->cycle_ns);
 	next = rtn_tdma_next_event(e);
 	if (next <= now)
-		fuzz_fail("run at %lld left work due at %lld (its loop guard stopped it): state %d, "
-			  "cycle %u, cycle_ns %lld", (long long)now, (long long)next, e->st.state,
-			  e->cur_no, (long long)e->cycle_ns);
+		fuzz_fail(
+			"run at %lld left work due at %lld (its loop guard stopped it): state %d, "
+			"cycle %u, cycle_ns %lld",
+			(long long)now, (long long)next, e->st.state, e->cur_no,
+			(long long)e->cycle_ns);
 }
 
 /* ---- counters that may only grow ------------------------------------------ */
 
 /* the uint64_t counters from cycles up to the per-slot array */
-#define FIXED_COUNTERS \
+#define FIXED_COUNTERS                                                                       \
 	((offsetof(struct rtn_tdma_stats, slot) - offsetof(struct rtn_tdma_stats, cycles)) / \
 	 sizeof(uint64_t))
-#define N_COUNTERS	(FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + 9)
+#define N_COUNTERS (FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + 9)
 
 FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)
 {
@@ -117,8 +119,9 @@ FUZZ_UNTRACED static void check_counters(uint64_t (*prev)[N_COUNTERS])
 		counters(sim->st[i].e, now);
 		for (k = 0; k < N_COUNTERS; k++)
 			if (now[k] < prev[i][k])
-				fuzz_fail("station %u: counter %u went down from %llu to %llu", i, k,
-					  (unsigned long long)prev[i][k], (unsigned long long)now[k]);
+				fuzz_fail("station %u: counter %u went down from %llu to %llu", i,
+					  k, (unsigned long long)prev[i][k],
+					  (unsigned long long)now[k]);
 		memcpy(prev[i], now, sizeof(now));
 	}
 }
@@ -133,7 +136,8 @@ FUZZ_UNTRACED static void check_pool(const struct rtn_tdma *e, uint32_t station)
 			fuzz_fail("station %u: the free list loops", station);
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++) {
 		if (e->q[i].depth > RTN_TDMA_QUEUE_MAX)
-			fuzz_fail("station %u: queue %u holds %u frames", station, i, e->q[i].depth);
+			fuzz_fail("station %u: queue %u holds %u frames", station, i,
+				  e->q[i].depth);
 		queued += e->q[i].depth;
 	}
 	if (free_n + queued != RTN_TDMA_POOL)
@@ -146,8 +150,13 @@ FUZZ_UNTRACED static void check_pool(const struct rtn_tdma *e, uint32_t station)
 static void slot(struct rtn_tdma_cfg *c, uint32_t id, int64_t offset, uint32_t size,
 		 uint32_t period, uint32_t phasing, int64_t window)
 {
-	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id, .offset_ns = offset,
-		.phasing = phasing, .period = period, .size = size, .joint = -1, .window_ns = window };
+	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id,
+							     .offset_ns = offset,
+							     .phasing = phasing,
+							     .period = period,
+							     .size = size,
+							     .joint = -1,
+							     .window_ns = window };
 }
 
 struct setup {
@@ -163,8 +172,10 @@ static void window_after_slot0(struct rtn_tdma_cfg *c, int64_t len)
 {
 	const struct rtn_tdma_slot_cfg *s0 = &c->slots[0];
 
-	slot(c, 1, s0->offset_ns + rtn_wire_time_ns(s0->size + ETH_HLEN_RTN, c->link_rate_mbps) +
-		   c->guard_ns, s0->size, 1, 1, len);
+	slot(c, 1,
+	     s0->offset_ns + rtn_wire_time_ns(s0->size + ETH_HLEN_RTN, c->link_rate_mbps) +
+		     c->guard_ns,
+	     s0->size, 1, 1, len);
 }
 
 /*
@@ -173,8 +184,8 @@ static void window_after_slot0(struct rtn_tdma_cfg *c, int64_t len)
  * lays a master out); the slave may have a second slot, at 80% every other
  * cycle, or a window after its slot 0.
  */
-static void layout(struct rtn_tdma_cfg *c, uint32_t i, int64_t cycle, uint32_t size,
-		   uint8_t flags, uint8_t cal)
+static void layout(struct rtn_tdma_cfg *c, uint32_t i, int64_t cycle, uint32_t size, uint8_t flags,
+		   uint8_t cal)
 {
 	c->n_slots = 0;
 	c->cycle_ns = i == 2 ? 0 : cycle;
@@ -232,8 +243,17 @@ static void make_configs(struct fuzz_in *in, struct setup *su)
 
 /* ---- records ---------------------------------------------------------------- */
 
-enum { REC_RAW, REC_SYNC, REC_REQ_CAL, REC_RPL_CAL, REC_DATA, REC_ALIVE, REC_SLOT,
-       REC_STALL, REC_KINDS };
+enum {
+	REC_RAW,
+	REC_SYNC,
+	REC_REQ_CAL,
+	REC_RPL_CAL,
+	REC_DATA,
+	REC_ALIVE,
+	REC_SLOT,
+	REC_STALL,
+	REC_KINDS
+};
 
 static const uint8_t *src_of(uint8_t sel)
 {
@@ -254,7 +274,7 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 {
 	struct sim_station *t = &sim->st[i];
 	struct rtn_tdma *e = t->e;
-	uint64_t now_global = (uint64_t)sim->now;	/* true time is the lab's global time */
+	uint64_t now_global = (uint64_t)sim->now; /* true time is the lab's global time */
 	uint8_t f[RTN_TDMA_FRAME_MAX];
 	size_t got;
 
@@ -271,7 +291,8 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 		uint64_t xmit = now_global + fuzz_u64(in);
 		uint64_t sched = xmit + fuzz_u64(in);
 
-		inject(i, f, (uint32_t)rtn_tdma_encode_sync(f, sizeof(f), src, cycle, xmit, sched, NULL));
+		inject(i, f,
+		       (uint32_t)rtn_tdma_encode_sync(f, sizeof(f), src, cycle, xmit, sched, NULL));
 		break;
 	}
 	case REC_REQ_CAL: {
@@ -280,8 +301,9 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 		uint32_t reply_cycle = e->cur_no + fuzz_u32(in);
 		uint64_t offset = fuzz_u64(in);
 
-		inject(i, f, (uint32_t)rtn_tdma_encode_req_cal(f, sizeof(f), e->mac, src, xmit,
-							      reply_cycle, offset, NULL));
+		inject(i, f,
+		       (uint32_t)rtn_tdma_encode_req_cal(f, sizeof(f), e->mac, src, xmit,
+							 reply_cycle, offset, NULL));
 		break;
 	}
 	case REC_RPL_CAL: {
@@ -290,8 +312,9 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 		uint64_t rx = req + fuzz_u64(in);
 		uint64_t tx = rx + fuzz_u64(in);
 
-		inject(i, f, (uint32_t)rtn_tdma_encode_rpl_cal(f, sizeof(f), e->mac, src, req, rx, tx,
-							      NULL));
+		inject(i, f,
+		       (uint32_t)rtn_tdma_encode_rpl_cal(f, sizeof(f), e->mac, src, req, rx, tx,
+							 NULL));
 		break;
 	}
 	case REC_DATA: {

@@ -16,8 +16,8 @@
 #include "../rtn_tdma_proto.h"
 #include "fuzz_input.h"
 
-#define RTMAC_OFF	ETH_HLEN_RTN
-#define INNER_OFF	(ETH_HLEN_RTN + RTMAC_HLEN)
+#define RTMAC_OFF ETH_HLEN_RTN
+#define INNER_OFF (ETH_HLEN_RTN + RTMAC_HLEN)
 
 static int is_reject(int rc)
 {
@@ -92,12 +92,14 @@ static void check_encap(const uint8_t *inner, uint32_t len, const uint8_t *mac)
 	/* in place, as the station does with headroom in front of the inner frame */
 	buf = malloc(cap);
 	memcpy(buf + RTMAC_HLEN, inner, len);
-	if (rtn_rtmac_tunnel_encap(buf, cap, buf + RTMAC_HLEN, len, mac) != n || memcmp(buf, out, cap))
+	if (rtn_rtmac_tunnel_encap(buf, cap, buf + RTMAC_HLEN, len, mac) != n ||
+	    memcmp(buf, out, cap))
 		fuzz_fail("encap in place differs from encap into another buffer");
 	back = malloc(len);
 	if (rtn_rtmac_tunnel_decap(back, len, out, cap) != (int)len)
 		fuzz_fail("an encapsulated frame does not decapsulate");
-	if (memcmp(back, inner, 6) || memcmp(back + 6, mac, 6) || memcmp(back + 12, inner + 12, len - 12))
+	if (memcmp(back, inner, 6) || memcmp(back + 6, mac, 6) ||
+	    memcmp(back + 12, inner + 12, len - 12))
 		fuzz_fail("decap(encap(frame)) is not the frame with the station's source");
 	free(back);
 	free(buf);

@@ -22,9 +22,9 @@
 #include "fuzz_input.h"
 #include "inet_check.h"
 
-#define MAX_FRAMES	64
-#define L3		INET_ETH_HLEN
-#define L4		(INET_ETH_HLEN + 20)
+#define MAX_FRAMES 64
+#define L3	   INET_ETH_HLEN
+#define L4	   (INET_ETH_HLEN + 20)
 
 struct frame {
 	uint8_t *data;
@@ -109,7 +109,8 @@ static void check_write(const struct rtn_gro *g, uint32_t wlen, const struct fra
 		if (inet_be32(segs[i].data + L4 + 4) != seq)
 			fuzz_fail("segment %u merged out of sequence", i);
 		if (pl > vh.gso_size || (i + 1 < n && pl != vh.gso_size))
-			fuzz_fail("segment %u of %u carries %u bytes, gso_size %u", i, n, pl, vh.gso_size);
+			fuzz_fail("segment %u of %u carries %u bytes, gso_size %u", i, n, pl,
+				  vh.gso_size);
 		if (memcmp(m + off, segs[i].data + g->hdr_len, pl))
 			fuzz_fail("segment %u payload not where it belongs", i);
 		seq += pl;
@@ -157,7 +158,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (open < 0) {
 			if (open != -EMSGSIZE || f[first].len <= g.cap - RTN_VNET_HDR_LEN)
-				fuzz_fail("rtn_gro_begin refused a %u-byte frame with %d", f[first].len, open);
+				fuzz_fail("rtn_gro_begin refused a %u-byte frame with %d",
+					  f[first].len, open);
 			continue;
 		}
 		while (open > 0 && i < n && rtn_gro_append(&g, f[i].data, f[i].len))

@@ -22,9 +22,9 @@
 #include "fuzz_input.h"
 #include "inet_check.h"
 
-#define TCP_FIN	0x01
-#define TCP_PSH	0x08
-#define TCP_CWR	0x80
+#define TCP_FIN 0x01
+#define TCP_PSH 0x08
+#define TCP_CWR 0x80
 
 static void check_segment(const struct rtn_gso_seg *g, const uint8_t *orig, const uint8_t *seg,
 			  uint32_t flen, uint32_t i, uint32_t *payload_off)
@@ -35,10 +35,12 @@ static void check_segment(const struct rtn_gso_seg *g, const uint8_t *orig, cons
 	if (flen <= hl || chunk > g->mss)
 		fuzz_fail("segment %u: %u bytes for %u of headers and mss %u", i, flen, hl, g->mss);
 	if (i + 1 < g->nseg && chunk != g->mss)
-		fuzz_fail("segment %u of %u carries %u bytes, not the mss %u", i, g->nseg, chunk, g->mss);
+		fuzz_fail("segment %u of %u carries %u bytes, not the mss %u", i, g->nseg, chunk,
+			  g->mss);
 	if (!g->v6) {
 		if (inet_be16(seg + l3 + 2) != flen - l3)
-			fuzz_fail("segment %u: IPv4 total length %u, frame %u", i, inet_be16(seg + l3 + 2), flen);
+			fuzz_fail("segment %u: IPv4 total length %u, frame %u", i,
+				  inet_be16(seg + l3 + 2), flen);
 		if (inet_be16(seg + l3 + 4) != (uint16_t)(inet_be16(orig + l3 + 4) + i))
 			fuzz_fail("segment %u: IPv4 id not advanced by one per segment", i);
 		if (!inet_ipv4_hdr_ok(seg + l3, l4 - l3))
@@ -49,7 +51,8 @@ static void check_segment(const struct rtn_gso_seg *g, const uint8_t *orig, cons
 			fuzz_fail("segment %u: IPv4 header fields changed", i);
 	} else {
 		if (inet_be16(seg + l3 + 4) != flen - l4)
-			fuzz_fail("segment %u: IPv6 payload length %u, frame %u", i, inet_be16(seg + l3 + 4), flen);
+			fuzz_fail("segment %u: IPv6 payload length %u, frame %u", i,
+				  inet_be16(seg + l3 + 4), flen);
 		if (memcmp(seg + l3, orig + l3, 4) || memcmp(seg + l3 + 6, orig + l3 + 6, 34))
 			fuzz_fail("segment %u: IPv6 header fields changed", i);
 	}
@@ -60,9 +63,10 @@ static void check_segment(const struct rtn_gso_seg *g, const uint8_t *orig, cons
 	if (i)
 		want_flags &= (uint8_t)~TCP_CWR;
 	if (i + 1 < g->nseg)
-		want_flags &= (uint8_t)~(TCP_FIN | TCP_PSH);
+		want_flags &= (uint8_t) ~(TCP_FIN | TCP_PSH);
 	if (seg[l4 + 13] != want_flags)
-		fuzz_fail("segment %u: TCP flags 0x%02x, expected 0x%02x", i, seg[l4 + 13], want_flags);
+		fuzz_fail("segment %u: TCP flags 0x%02x, expected 0x%02x", i, seg[l4 + 13],
+			  want_flags);
 	if (memcmp(seg + l4, orig + l4, 4) || memcmp(seg + l4 + 8, orig + l4 + 8, 5) ||
 	    memcmp(seg + l4 + 14, orig + l4 + 14, 2) ||
 	    memcmp(seg + l4 + 18, orig + l4 + 18, hl - l4 - 18))
@@ -78,7 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = fuzz_in_make(data, size);
 	uint16_t sel = fuzz_u16(&in);
-	uint32_t max_frame = sel & 0x8000 ? RTN_TDMA_FRAME_MAX : 60 + sel % (RTN_TDMA_FRAME_MAX - 59);
+	uint32_t max_frame = sel & 0x8000 ? RTN_TDMA_FRAME_MAX :
+					    60 + sel % (RTN_TDMA_FRAME_MAX - 59);
 	uint32_t len = in.left > RTN_GSO_BUF ? RTN_GSO_BUF : (uint32_t)in.left;
 	/* what the segments are judged against; not the buffer itself, which they must not change */
 	static uint8_t orig[RTN_GSO_BUF];
@@ -107,11 +112,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t need = g.hdr_len + (g.len - g.off < g.mss ? g.len - g.off : g.mss);
 
 			if (rtn_gso_next(&g, out, need - 1) != -ENOSPC || rtn_gso_left(&g) != n - i)
-				fuzz_fail("segment %u: a buffer one byte short was not refused cleanly", i);
+				fuzz_fail(
+					"segment %u: a buffer one byte short was not refused cleanly",
+					i);
 		}
 		k = rtn_gso_next(&g, out, max_frame);
 		if (k <= 0 || (uint32_t)k > max_frame)
-			fuzz_fail("frame %u of %d: rtn_gso_next returned %d (limit %u)", i, n, k, max_frame);
+			fuzz_fail("frame %u of %d: rtn_gso_next returned %d (limit %u)", i, n, k,
+				  max_frame);
 		if (!g.gso) {
 			if ((uint32_t)k != g.len || memcmp(out, orig, k))
 				fuzz_fail("a single frame was not passed on as it is");

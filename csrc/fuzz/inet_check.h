@@ -11,10 +11,10 @@
 #include <stdint.h>
 #include "fuzz_input.h"
 
-#define INET_ETH_HLEN	14
-#define INET_P_IPV4	0x0800
-#define INET_P_IPV6	0x86DD
-#define INET_PROTO_TCP	6
+#define INET_ETH_HLEN  14
+#define INET_P_IPV4    0x0800
+#define INET_P_IPV6    0x86DD
+#define INET_PROTO_TCP 6
 
 static inline uint16_t inet_be16(const uint8_t *p)
 {
@@ -61,7 +61,7 @@ static inline int inet_tcp_ok(const uint8_t *f, uint32_t len, uint32_t l4, int v
 	uint64_t sum;
 
 	if (!v6) {
-		sum = inet_sum(0, f + INET_ETH_HLEN + 12, 8);	/* source, destination */
+		sum = inet_sum(0, f + INET_ETH_HLEN + 12, 8); /* source, destination */
 		sum += INET_PROTO_TCP + tcp_len;
 	} else {
 		sum = inet_sum(0, f + INET_ETH_HLEN + 8, 32);

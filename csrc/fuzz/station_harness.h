@@ -48,22 +48,25 @@ static int64_t fuzz_clock_ns;
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
-#define STATION_T0		(1000 * RTN_NS_PER_SEC)
-#define STATION_MAC		{ 0x02, 0x52, 0x54, 0x00, 0x00, 0x02 }
-#define XSK_FRAME_SIZE		RTN_XSK_FRAME_SIZE /* the station's UMEM frames */
-#define STUB_RX_MAX		512
-#define N_CHANS			4
-#define STATION_IP		0x0a000002u /* 10.0.0.2: IPv4 to it reaches the UDP socket */
+#define STATION_T0 (1000 * RTN_NS_PER_SEC)
+#define STATION_MAC                                \
+	{                                          \
+		0x02, 0x52, 0x54, 0x00, 0x00, 0x02 \
+	}
+#define XSK_FRAME_SIZE RTN_XSK_FRAME_SIZE /* the station's UMEM frames */
+#define STUB_RX_MAX    512
+#define N_CHANS	       4
+#define STATION_IP     0x0a000002u /* 10.0.0.2: IPv4 to it reaches the UDP socket */
 
 /* ---- the AF_XDP socket --------------------------------------------------- */
 
 struct rtn_xsk {
 	struct rtn_xsk_frame rx[STUB_RX_MAX];
-	uint8_t *orig[STUB_RX_MAX];	/* the frames as received (the station strips R-TAGs in place) */
-	uint8_t batch_end[STUB_RX_MAX];	/* a peek stops after this frame */
+	uint8_t *orig[STUB_RX_MAX]; /* the frames as received (the station strips R-TAGs in place) */
+	uint8_t batch_end[STUB_RX_MAX]; /* a peek stops after this frame */
 	uint32_t rx_n, rx_pos;
 	int peeked;
-	int tx_full;			/* sends fail with -EAGAIN, as with a full TX ring */
+	int tx_full; /* sends fail with -EAGAIN, as with a full TX ring */
 	uint64_t tx_frames;
 	uint8_t tx_copy[XSK_FRAME_SIZE];
 };
@@ -76,14 +79,34 @@ int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out)
 	return 0;
 }
 
-void rtn_xsk_close(struct rtn_xsk *x) {}
-void rtn_xsk_destroy(struct rtn_xsk *x) {}
-int rtn_xsk_mode(const struct rtn_xsk *x) { return RTN_XDP_MODE_SKB; }
-const char *rtn_xsk_fallback_reason(const struct rtn_xsk *x) { return ""; }
-int rtn_xsk_fd(const struct rtn_xsk *x) { return -1; }
-uint32_t rtn_xsk_frame_size(const struct rtn_xsk *x) { return XSK_FRAME_SIZE; }
-void rtn_xsk_defer_kick(struct rtn_xsk *x, int on) {}
-void rtn_xsk_flush(struct rtn_xsk *x) {}
+void rtn_xsk_close(struct rtn_xsk *x)
+{
+}
+void rtn_xsk_destroy(struct rtn_xsk *x)
+{
+}
+int rtn_xsk_mode(const struct rtn_xsk *x)
+{
+	return RTN_XDP_MODE_SKB;
+}
+const char *rtn_xsk_fallback_reason(const struct rtn_xsk *x)
+{
+	return "";
+}
+int rtn_xsk_fd(const struct rtn_xsk *x)
+{
+	return -1;
+}
+uint32_t rtn_xsk_frame_size(const struct rtn_xsk *x)
+{
+	return XSK_FRAME_SIZE;
+}
+void rtn_xsk_defer_kick(struct rtn_xsk *x, int on)
+{
+}
+void rtn_xsk_flush(struct rtn_xsk *x)
+{
+}
 
 int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 {
@@ -115,8 +138,8 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	return 0;
 }
 
-int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len,
-			 int stamp_offset, int64_t stamp_add, int64_t *tx_ts)
+int rtn_xsk_send_stamped(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
+			 int64_t stamp_add, int64_t *tx_ts)
 {
 	return rtn_xsk_send_by(x, frame, len, stamp_offset, stamp_add, INT64_MAX, tx_ts);
 }
@@ -131,8 +154,7 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 	return -ENOSYS;
 }
 
-int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max,
-		    int64_t *rx_ts)
+int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max, int64_t *rx_ts)
 {
 	uint32_t n = 0;
 
@@ -155,11 +177,26 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 }
 
 /* The XDP program's IPv4 maps (rtn_xsk_ip.c): nothing to steer without a kernel. */
-int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on) { return 0; }
-int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip) { return 0; }
-int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on) { return 0; }
-int rtn_xsk_ipv4_group(struct rtn_xsk *x, uint32_t group, int on) { return 0; }
-int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on) { return 0; }
+int rtn_xsk_udp_port(struct rtn_xsk *x, uint16_t port, int on)
+{
+	return 0;
+}
+int rtn_xsk_ipv4(struct rtn_xsk *x, uint32_t ip)
+{
+	return 0;
+}
+int rtn_xsk_icmp_id(struct rtn_xsk *x, uint16_t id, int on)
+{
+	return 0;
+}
+int rtn_xsk_ipv4_group(struct rtn_xsk *x, uint32_t group, int on)
+{
+	return 0;
+}
+int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on)
+{
+	return 0;
+}
 
 /* Queue a received frame (copied to a buffer of exactly @p len bytes; NULL: a bad descriptor). */
 static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts, int end_batch)
@@ -169,7 +206,8 @@ static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts,
 	if (x->rx_n >= STUB_RX_MAX)
 		return;
 	x->rx[x->rx_n] = (struct rtn_xsk_frame){ .data = data ? fuzz_exact_copy(data, len) : NULL,
-						 .len = data ? len : 0, .rx_ts = rx_ts,
+						 .len = data ? len : 0,
+						 .rx_ts = rx_ts,
 						 .kernel_ts = rx_ts != 0 };
 	x->orig[x->rx_n] = data ? fuzz_exact_copy(data, len) : NULL;
 	x->batch_end[x->rx_n++] = (uint8_t)end_batch;
@@ -189,14 +227,19 @@ FUZZ_UNTRACED static void stub_rx_clear(void)
 
 /* ---- the real-time thread: never started ---------------------------------- */
 
-int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg,
-		 struct rtn_rt **out)
+int rtn_rt_start(const struct rtn_rt_opts *o, rtn_rt_body_fn body, void *arg, struct rtn_rt **out)
 {
 	return -ENOSYS;
 }
 
-int rtn_rt_should_stop(const struct rtn_rt *rt) { return 1; }
-int rtn_rt_stop(struct rtn_rt *rt, struct rtn_rt_stats *final) { return 0; }
+int rtn_rt_should_stop(const struct rtn_rt *rt)
+{
+	return 1;
+}
+int rtn_rt_stop(struct rtn_rt *rt, struct rtn_rt_stats *final)
+{
+	return 0;
+}
 
 void rtn_rt_read_stats(const struct rtn_rt *rt, struct rtn_rt_stats *out)
 {
@@ -212,19 +255,24 @@ static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	{ .ethertype = 0x88B5, .slot = 0, .prio = 0, .max_size = 1514, .depth = 4 },
 	{ .ethertype = 0x88B6, .slot = 2, .prio = 5, .max_size = 200, .depth = 2 },
 	{ .ethertype = 0x88B5, .slot = 1, .prio = 31, .max_size = RTN_CHAN_MSG_MAX, .depth = 1 },
-	{ .ethertype = RTN_ETH_P_IPV4, .slot = 0, .prio = 3, .max_size = 1514, .depth = 2,
-	  .udp_port = 5000, .udp_flags = RTN_UDP_F_STAMPED },
+	{ .ethertype = RTN_ETH_P_IPV4,
+	  .slot = 0,
+	  .prio = 3,
+	  .max_size = 1514,
+	  .depth = 2,
+	  .udp_port = 5000,
+	  .udp_flags = RTN_UDP_F_STAMPED },
 };
 
 struct harness {
 	struct rtn_station *s;
-	struct rtn_capture *cap;		/* room for every frame of one input */
-	struct rtn_tdma *engine[2];		/* slave, master */
+	struct rtn_capture *cap;    /* room for every frame of one input */
+	struct rtn_tdma *engine[2]; /* slave, master */
 	struct rtn_tdma *engine_saved[2];
 	struct rtn_tdma_cfg cfg[2];
 	struct rtn_chan_shm *shm_saved[N_CHANS];
 	uint64_t shm_size[N_CHANS];
-	int tap_peer;			/* the harness's end of the VNIC's "TAP" */
+	int tap_peer; /* the harness's end of the VNIC's "TAP" */
 };
 
 static struct harness H;
@@ -232,8 +280,13 @@ static struct harness H;
 static void harness_slot(struct rtn_tdma_cfg *c, uint32_t id, int64_t offset, uint32_t size,
 			 int64_t window)
 {
-	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id, .offset_ns = offset,
-		.phasing = 1, .period = 1, .size = size, .joint = -1, .window_ns = window };
+	c->slots[c->n_slots++] = (struct rtn_tdma_slot_cfg){ .id = (int32_t)id,
+							     .offset_ns = offset,
+							     .phasing = 1,
+							     .period = 1,
+							     .size = size,
+							     .joint = -1,
+							     .window_ns = window };
 }
 
 /* Channel memory on the heap: same size and contents as the memfd the station made. */
@@ -319,9 +372,9 @@ FUZZ_UNTRACED static void drain_socket(int fd)
 }
 
 struct station_mode {
-	int disc;		/* DISC_* */
+	int disc; /* DISC_* */
 	int vnic_live;
-	int vnet;		/* the TAP has IFF_VNET_HDR */
+	int vnet; /* the TAP has IFF_VNET_HDR */
 	uint16_t probe_rx_type;
 	int tx_full;
 };
@@ -404,7 +457,7 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 		c->shm->kick_wanted = s->ops->kick_senders;
 	}
 	if (s->tdma)
-		rtn_tdma_set_lazy_begin(s->tdma, 0);	/* channels listen to cycle starts */
+		rtn_tdma_set_lazy_begin(s->tdma, 0); /* channels listen to cycle starts */
 }
 
 /* ---- the application's end of a channel, trusting only its own geometry ----- */
@@ -446,22 +499,24 @@ static inline void app_drain(int id, int check)
 	uint32_t tail = shm->rx.tail, head = __atomic_load_n(&shm->rx.head, __ATOMIC_ACQUIRE);
 
 	if (check && head - tail > depth)
-		fuzz_fail("channel %d: the station committed %u messages to a ring of %u",
-			  id, head - tail, depth);
+		fuzz_fail("channel %d: the station committed %u messages to a ring of %u", id,
+			  head - tail, depth);
 	for (; check && tail != head; tail++) {
 		const struct rtn_msg *m = &app_msgs(id, 1)[tail & (depth - 1)];
 
 		if (m->len < ETH_HLEN_RTN || m->len > RTN_CHAN_MSG_MAX)
 			fuzz_fail("channel %d: received message of %u bytes", id, m->len);
 		if (rtn_get_be16(m->frame + 12) != chan_opts[id].ethertype)
-			fuzz_fail("channel %d: received EtherType 0x%04x", id, rtn_get_be16(m->frame + 12));
+			fuzz_fail("channel %d: received EtherType 0x%04x", id,
+				  rtn_get_be16(m->frame + 12));
 		if (chan_opts[id].udp_port) {
 			/* a UDP socket gets sound datagrams to its port, nothing else */
 			struct rtn_ip_pkt p;
 
 			if (rtn_ip_parse(m->frame, m->len, &p) != RTN_IP_UDP ||
 			    p.dport != chan_opts[id].udp_port)
-				fuzz_fail("channel %d: received a datagram that is not its own", id);
+				fuzz_fail("channel %d: received a datagram that is not its own",
+					  id);
 		}
 	}
 	__atomic_store_n(&shm->rx.tail, head, __ATOMIC_RELEASE);
@@ -493,7 +548,8 @@ static inline void tap_drain_check(int vnet)
 			continue;
 		k = rtn_gso_begin(&g, pkt, (uint32_t)n, RTN_GSO_MAX);
 		if (k < 2)
-			fuzz_fail("the station wrote a merged packet that does not segment (%d)", k);
+			fuzz_fail("the station wrote a merged packet that does not segment (%d)",
+				  k);
 	}
 }
 

@@ -36,16 +36,16 @@ typedef int64_t nanosecs_rel_t;
 typedef uint64_t nanosecs_abs_t;
 
 #define RTDM_TIMEOUT_INFINITE 0
-#define RTDM_TIMEOUT_NONE (-1)
+#define RTDM_TIMEOUT_NONE     (-1)
 
 /* RTDM device classes */
 #define RTDM_CLASS_NETWORK 4
-#define RTDM_CLASS_RTMAC 5
+#define RTDM_CLASS_RTMAC   5
 #define RTIOC_TYPE_NETWORK RTDM_CLASS_NETWORK
 
 #define RTNET_RTIOC_XMITPARAMS _IOW(RTIOC_TYPE_NETWORK, 0x10, unsigned int)
-#define RTNET_RTIOC_PRIORITY RTNET_RTIOC_XMITPARAMS /* legacy name */
-#define RTNET_RTIOC_TIMEOUT _IOW(RTIOC_TYPE_NETWORK, 0x11, int64_t)
+#define RTNET_RTIOC_PRIORITY   RTNET_RTIOC_XMITPARAMS /* legacy name */
+#define RTNET_RTIOC_TIMEOUT    _IOW(RTIOC_TYPE_NETWORK, 0x11, int64_t)
 /* 0x12 RTNET_RTIOC_CALLBACK is kernel-only; 0x13 RTNET_RTIOC_NONBLOCK was removed */
 #define RTNET_RTIOC_EXTPOOL _IOW(RTIOC_TYPE_NETWORK, 0x14, unsigned int)
 #define RTNET_RTIOC_SHRPOOL _IOW(RTIOC_TYPE_NETWORK, 0x15, unsigned int)
@@ -57,9 +57,9 @@ typedef uint64_t nanosecs_abs_t;
 #define SOCK_NRT_PRIO (SOCK_MAX_PRIO + 31)
 
 /* channels: the TDMA slot a socket sends in */
-#define SOCK_DEF_RT_CHANNEL 0
+#define SOCK_DEF_RT_CHANNEL  0
 #define SOCK_DEF_NRT_CHANNEL 1
-#define SOCK_USER_CHANNEL 2
+#define SOCK_USER_CHANNEL    2
 
 #define SOCK_XMIT_PARAMS(priority, channel) ((priority) | ((channel) << 16))
 

@@ -32,7 +32,7 @@
 #include "rtn_preload_priv.h"
 #include "rtn_time_inline.h"
 
-#define EXPORT __attribute__((visibility("default")))
+#define EXPORT		  __attribute__((visibility("default")))
 #define ALIVE_CHECK_EVERY 1024 /* sends between looks at the control connection */
 
 static int64_t now_ns(clockid_t c)

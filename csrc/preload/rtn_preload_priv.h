@@ -27,9 +27,9 @@
 #include "rtn_app.h"
 #include "rtn_rules.h"
 
-#define RP_MAX_FD 65536	     /* descriptors above it stay the kernel's */
-#define RP_DEFAULT_DEPTH 256 /* messages per ring, as rtn_chan_opts_init() */
-#define RP_FRAME_MAX 1514
+#define RP_MAX_FD	 65536 /* descriptors above it stay the kernel's */
+#define RP_DEFAULT_DEPTH 256   /* messages per ring, as rtn_chan_opts_init() */
+#define RP_FRAME_MAX	 1514
 
 enum rp_state {
 	RP_PENDING = 1, /* an AF_INET datagram socket not judged yet: the kernel's for now */

@@ -24,7 +24,7 @@
 #include "rtn_preload_priv.h"
 #include "rtn_time_inline.h"
 
-#define EXPORT __attribute__((visibility("default")))
+#define EXPORT	  __attribute__((visibility("default")))
 #define STACK_FDS 64
 
 static int ring_has_msg(struct rsock *rs)

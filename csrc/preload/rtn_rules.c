@@ -12,7 +12,7 @@
 #include "rtn_rules.h"
 
 #define WORDS_MAX 8
-#define WORD_MAX 64
+#define WORD_MAX  64
 
 struct line_ctx {
 	const char *origin;

@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RTN_RULES_MAX 64
-#define RTN_RULE_RT 1
-#define RTN_RULE_OS 2
-#define RTN_RULE_UDP 1
+#define RTN_RULES_MAX	64
+#define RTN_RULE_RT	1
+#define RTN_RULE_OS	2
+#define RTN_RULE_UDP	1
 #define RTN_RULE_PACKET 2
 
 struct rtn_rule {
