@@ -19,6 +19,7 @@ when the command line is refused before anything is sent, 1 when the
 daemon refuses the request or cannot be reached.  Errors are one line,
 ``rtmac: <dev>: <message>``.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,6 +42,7 @@ EXIT_FAILED = 1
 
 # --- output --------------------------------------------------------------------------------
 
+
 def _print_show(dev: str, reply: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps({k: v for k, v in reply.items() if k != "ok"}, sort_keys=True))
@@ -57,13 +59,17 @@ def _print_show(dev: str, reply: dict, as_json: bool) -> None:
     print(f"{dev}: TDMA {role}, cycle {cycle}{state}")
     # the window column only when a slot has one: an RTnet schedule shows as tdmacfg's
     windows = any(s.get("window_us") for s in cfg.get("slots", []))
-    print(f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}"
-          + (f" {'window_us':>9}" if windows else ""))
+    print(
+        f"{'slot':>4} {'offset_us':>10} {'phasing':>8} {'size':>6} {'joint':>5}"
+        + (f" {'window_us':>9}" if windows else "")
+    )
     for s in cfg.get("slots", []):
         joint = "-" if s.get("joint") is None else str(s["joint"])
         window = f" {s['window_us'] or '-':>9}" if windows else ""
-        print(f"{s['id']:>4} {s['offset_us']:>10} {str(s['phasing']) + '/' + str(s['period']):>8}"
-              f" {s['size']:>6} {joint:>5}{window}")
+        print(
+            f"{s['id']:>4} {s['offset_us']:>10} {str(s['phasing']) + '/' + str(s['period']):>8}"
+            f" {s['size']:>6} {joint:>5}{window}"
+        )
 
 
 def _write_cal_log(path: str, reply: dict) -> None:
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["tdma", "plan"]:
         from . import plan_cli  # plans for a segment: no station, no device
+
         return plan_cli.main(argv[2:])
     try:
         request, args = parse_request(argv)

@@ -12,6 +12,7 @@ A refused command line is a :class:`rtnet.devcmd.UsageError`.
 >>> parse_request("tdma rteth0 master 1000".split())[0]["cycle_us"]
 1000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,15 +28,14 @@ from rtnet.options import OPTIONS
 from . import tdma_config
 from .tdma_config import TdmaConfig
 
-__all__ = ["TDMA_MASTER_FLAGS", "TDMA_SLAVE_FLAGS", "UsageError", "build_parser",
-           "parse_request"]
+__all__ = ["TDMA_MASTER_FLAGS", "TDMA_SLAVE_FLAGS", "UsageError", "build_parser", "parse_request"]
 
-MAX_CAL_TIMEOUT_MS = 3_600_000     # -t: an hour of calibration is far beyond any cycle
+MAX_CAL_TIMEOUT_MS = 3_600_000  # -t: an hour of calibration is far beyond any cycle
 
 
 def _phasing(text: str) -> tuple[int, int]:
     """``x/y`` -> (x, y): the form only (1 <= x <= y and y's range are C's rules)."""
-    m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text)     # ASCII digits, as few as needed
+    m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text)  # ASCII digits, as few as needed
     if not m:
         raise argparse.ArgumentTypeError(f"invalid phasing: {one_line(text[:40])} (expected x/y)")
     return int(m.group(1)), int(m.group(2))
@@ -46,6 +46,7 @@ _size = OPTIONS["tdma.slot.size"].argtype("slot size")
 
 
 # --- request builders: one per subcommand -------------------------------------------------
+
 
 def _validated(**kwargs) -> None:
     """The C rule on the configuration ``kwargs`` make, its message as a usage error."""
@@ -60,10 +61,15 @@ def _validated_slot(a, phasing: int, period: int) -> None:
     largest slot table and MTU, an unpaced link and no cycle, so that only what holds on
     every station is refused here (the daemon checks the slot again in its schedule,
     which decides the joint slot, the MTU and the cycle end)."""
-    slot = tdma_config.Slot(a.id, a.offset_us, phasing, period,
-                            a.size or tdma_config.MAX_MTU, None, a.window_us or 0)
-    _validated(role="slave", max_slot_id=tdma_config.MAX_SLOT_ID_LIMIT, link_rate_mbps=0,
-               slots={a.id: slot})
+    slot = tdma_config.Slot(
+        a.id, a.offset_us, phasing, period, a.size or tdma_config.MAX_MTU, None, a.window_us or 0
+    )
+    _validated(
+        role="slave",
+        max_slot_id=tdma_config.MAX_SLOT_ID_LIMIT,
+        link_rate_mbps=0,
+        slots={a.id: slot},
+    )
 
 
 # tdmacfg's options of "master" and "slave": flag -> option table key (the table's rows)
@@ -79,8 +85,13 @@ def req_master(a) -> dict:
     backup = a.backup_offset_us or None  # -b 0 means primary master, as in tdmacfg
     settings = _settings(a, TDMA_MASTER_FLAGS)
     _validated(role="master", cycle_us=a.cycle_us, backup_offset_us=backup, **settings)
-    return {"cmd": "tdma.master", "dev": a.dev, "cycle_us": a.cycle_us,
-            "backup_offset_us": backup, **settings}
+    return {
+        "cmd": "tdma.master",
+        "dev": a.dev,
+        "cycle_us": a.cycle_us,
+        "backup_offset_us": backup,
+        **settings,
+    }
 
 
 def req_slave(a) -> dict:
@@ -91,10 +102,18 @@ def req_slave(a) -> dict:
 
 def req_slot(a) -> dict:
     if a.offset_us is None:
-        given = [opt for opt, val in (("-p", a.phasing), ("-s", a.size), ("-j", a.joint),
-                                      ("-w", a.window_us), ("-l", a.log_file),
-                                      ("-t", a.cal_timeout_ms))
-                 if val is not None]
+        given = [
+            opt
+            for opt, val in (
+                ("-p", a.phasing),
+                ("-s", a.size),
+                ("-j", a.joint),
+                ("-w", a.window_us),
+                ("-l", a.log_file),
+                ("-t", a.cal_timeout_ms),
+            )
+            if val is not None
+        ]
         if given:
             raise UsageError(f"{' '.join(given)} needs a slot offset")
         return {"cmd": "tdma.remove_slot", "dev": a.dev, "id": a.id}
@@ -102,11 +121,20 @@ def req_slot(a) -> dict:
     _validated_slot(a, phasing, period)
     if a.joint is not None and a.joint == a.id:
         raise UsageError(f"slot {a.id} cannot be joint with itself")
-    req = {"cmd": "tdma.slot", "dev": a.dev, "id": a.id, "offset_us": a.offset_us,
-           "phasing": phasing, "period": period, "size": a.size or 0, "joint": a.joint,
-           "cal_timeout_ms": a.cal_timeout_ms or 0, "cal_results": a.log_file is not None}
+    req = {
+        "cmd": "tdma.slot",
+        "dev": a.dev,
+        "id": a.id,
+        "offset_us": a.offset_us,
+        "phasing": phasing,
+        "period": period,
+        "size": a.size or 0,
+        "joint": a.joint,
+        "cal_timeout_ms": a.cal_timeout_ms or 0,
+        "cal_results": a.log_file is not None,
+    }
     if a.window_us:
-        req["window_us"] = a.window_us     # only then: tdmacfg's requests stay as they were
+        req["window_us"] = a.window_us  # only then: tdmacfg's requests stay as they were
     return req
 
 
@@ -116,25 +144,38 @@ def req_simple(cmd: str):
 
 # --- the parser --------------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
-    p = RaisingParser(prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax).")
-    p.add_argument("-n", "--netns", type=netns_name,
-                   help="network namespace of the station (like ip -n)")
+    p = RaisingParser(
+        prog="rtmac", description="Configure RTmac disciplines (tdmacfg/nomaccfg syntax)."
+    )
+    p.add_argument(
+        "-n", "--netns", type=netns_name, help="network namespace of the station (like ip -n)"
+    )
     disc = p.add_subparsers(dest="discipline", required=True, metavar="tdma|nomac")
 
     tdma = disc.add_parser("tdma", help="TDMA discipline (tdmacfg)")
     tdma.add_argument("dev")
-    cmds = tdma.add_subparsers(dest="command", required=True,
-                               metavar="master|slave|slot|detach|show")
+    cmds = tdma.add_subparsers(
+        dest="command", required=True, metavar="master|slave|slot|detach|show"
+    )
 
     # types, ranges, defaults and help from the option table (rtnet.options), which
     # the configuration files and the daemon use too
     m = cmds.add_parser("master", help="become (backup) master")
-    m.add_argument("cycle_us", type=OPTIONS["tdma.cycle_us"].argtype("cycle period"),
-                   help=OPTIONS["tdma.cycle_us"].help)
+    m.add_argument(
+        "cycle_us",
+        type=OPTIONS["tdma.cycle_us"].argtype("cycle period"),
+        help=OPTIONS["tdma.cycle_us"].help,
+    )
     backup = OPTIONS["tdma.backup_offset_us"]
-    m.add_argument("-b", dest="backup_offset_us", default=0,       # 0: primary, as tdmacfg
-                   type=backup.argtype("backup offset"), help=backup.help)
+    m.add_argument(
+        "-b",
+        dest="backup_offset_us",
+        default=0,  # 0: primary, as tdmacfg
+        type=backup.argtype("backup offset"),
+        help=backup.help,
+    )
     for flag, key in TDMA_MASTER_FLAGS.items():
         OPTIONS[key].add_to(m, flag)
     m.set_defaults(build=req_master)
@@ -146,16 +187,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     sl = cmds.add_parser("slot", help="add/replace a slot, or remove it (no offset)")
     sl.add_argument("id", type=OPTIONS["tdma.slot.id"].argtype("slot id"))
-    sl.add_argument("offset_us", nargs="?",
-                    type=OPTIONS["tdma.slot.offset_us"].argtype("slot offset"))
+    sl.add_argument(
+        "offset_us", nargs="?", type=OPTIONS["tdma.slot.offset_us"].argtype("slot offset")
+    )
     sl.add_argument("-p", dest="phasing", type=_phasing, metavar="x/y")
     sl.add_argument("-s", dest="size", type=_size)
     sl.add_argument("-j", dest="joint", type=OPTIONS["tdma.slot.joint"].argtype("joint slot id"))
-    sl.add_argument("-w", dest="window_us", type=OPTIONS["tdma.slot.window_us"].argtype("window"),
-                    help="a transmit window of this many us (beyond tdmacfg)")
+    sl.add_argument(
+        "-w",
+        dest="window_us",
+        type=OPTIONS["tdma.slot.window_us"].argtype("window"),
+        help="a transmit window of this many us (beyond tdmacfg)",
+    )
     sl.add_argument("-l", dest="log_file", metavar="file")
-    sl.add_argument("-t", dest="cal_timeout_ms",
-                    type=integer("calibration timeout", 0, MAX_CAL_TIMEOUT_MS))
+    sl.add_argument(
+        "-t", dest="cal_timeout_ms", type=integer("calibration timeout", 0, MAX_CAL_TIMEOUT_MS)
+    )
     sl.set_defaults(build=req_slot)
 
     d = cmds.add_parser("detach", help="detach TDMA")

@@ -20,6 +20,7 @@ Requests built by ``rtmac`` (rtmac/commands.py), all with ``"dev"``:
   ``TdmaConfig.to_dict()`` or None, optional ``"state"``), ``nomac.attach``,
   ``nomac.detach``
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,9 @@ def socket_path(dev: str, netns: str | None = None) -> str:
     return paths.control_socket(check_dev(dev), netns)
 
 
-def send_request(dev: str, request: dict, timeout: float | None = 30.0,
-                 netns: str | None = None) -> dict:
+def send_request(
+    dev: str, request: dict, timeout: float | None = 30.0, netns: str | None = None
+) -> dict:
     """Send one request to the daemon of ``dev`` and return its reply.
 
     Raises NoDaemonError when nothing listens, ControlError when the reply
@@ -62,6 +64,7 @@ def send_request(dev: str, request: dict, timeout: float | None = 30.0,
         return control_client.call(check_dev(dev), request, netns=netns, timeout=timeout)
     except control_client.ControlClientError as exc:
         if exc.no_daemon:
-            raise NoDaemonError(exc.errno, "no rtnetd running on this device "
-                                           "(start it with rtnetctl up)") from None
+            raise NoDaemonError(
+                exc.errno, "no rtnetd running on this device (start it with rtnetctl up)"
+            ) from None
         raise ControlError(exc.errno, exc.strerror) from None

@@ -9,6 +9,7 @@ frames (doc/TDMA.spec rev 2.1a, "Frame Formats") inside the RTmac header
 >>> len(frame), decode(frame).cycle_no
 (60, 5)
 """
+
 from __future__ import annotations
 
 import enum
@@ -92,24 +93,41 @@ def _encoded(fn, *args) -> tuple[bytes, int]:
 
 def encode_sync_ex(src, cycle_no: int, xmit_stamp: int, sched_xmit_stamp: int) -> tuple[bytes, int]:
     """Sync frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_sync, parse_mac(src), _u(cycle_no, 32, "cycle_no"),
-                    _u(xmit_stamp, 64, "xmit_stamp"), _u(sched_xmit_stamp, 64, "sched_xmit_stamp"))
+    return _encoded(
+        lib.rtn_tdma_encode_sync,
+        parse_mac(src),
+        _u(cycle_no, 32, "cycle_no"),
+        _u(xmit_stamp, 64, "xmit_stamp"),
+        _u(sched_xmit_stamp, 64, "sched_xmit_stamp"),
+    )
 
 
-def encode_req_cal_ex(dst, src, xmit_stamp: int, reply_cycle: int,
-                      reply_slot_offset: int) -> tuple[bytes, int]:
+def encode_req_cal_ex(
+    dst, src, xmit_stamp: int, reply_cycle: int, reply_slot_offset: int
+) -> tuple[bytes, int]:
     """Request Calibration frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_req_cal, parse_mac(dst), parse_mac(src),
-                    _u(xmit_stamp, 64, "xmit_stamp"), _u(reply_cycle, 32, "reply_cycle"),
-                    _u(reply_slot_offset, 64, "reply_slot_offset"))
+    return _encoded(
+        lib.rtn_tdma_encode_req_cal,
+        parse_mac(dst),
+        parse_mac(src),
+        _u(xmit_stamp, 64, "xmit_stamp"),
+        _u(reply_cycle, 32, "reply_cycle"),
+        _u(reply_slot_offset, 64, "reply_slot_offset"),
+    )
 
 
-def encode_rpl_cal_ex(dst, src, request_xmit_stamp: int, reception_stamp: int,
-                      xmit_stamp: int) -> tuple[bytes, int]:
+def encode_rpl_cal_ex(
+    dst, src, request_xmit_stamp: int, reception_stamp: int, xmit_stamp: int
+) -> tuple[bytes, int]:
     """Reply Calibration frame and the offset of its ``xmit_stamp`` field."""
-    return _encoded(lib.rtn_tdma_encode_rpl_cal, parse_mac(dst), parse_mac(src),
-                    _u(request_xmit_stamp, 64, "request_xmit_stamp"),
-                    _u(reception_stamp, 64, "reception_stamp"), _u(xmit_stamp, 64, "xmit_stamp"))
+    return _encoded(
+        lib.rtn_tdma_encode_rpl_cal,
+        parse_mac(dst),
+        parse_mac(src),
+        _u(request_xmit_stamp, 64, "request_xmit_stamp"),
+        _u(reception_stamp, 64, "reception_stamp"),
+        _u(xmit_stamp, 64, "xmit_stamp"),
+    )
 
 
 def encode_sync(src, cycle_no: int, xmit_stamp: int, sched_xmit_stamp: int) -> bytes:
@@ -122,7 +140,9 @@ def encode_req_cal(dst, src, xmit_stamp: int, reply_cycle: int, reply_slot_offse
     return encode_req_cal_ex(dst, src, xmit_stamp, reply_cycle, reply_slot_offset)[0]
 
 
-def encode_rpl_cal(dst, src, request_xmit_stamp: int, reception_stamp: int, xmit_stamp: int) -> bytes:
+def encode_rpl_cal(
+    dst, src, request_xmit_stamp: int, reception_stamp: int, xmit_stamp: int
+) -> bytes:
     """Reply Calibration frame, padded to 60 bytes."""
     return encode_rpl_cal_ex(dst, src, request_xmit_stamp, reception_stamp, xmit_stamp)[0]
 
@@ -134,12 +154,18 @@ def decode(frame: bytes) -> TdmaFrame:
     rc = lib.rtn_tdma_decode(frame, len(frame), msg)
     if rc < 0:
         raise FrameError(Reject(rc))
-    return TdmaFrame(kind=FrameKind(rc), dst=format_mac(msg.dst), src=format_mac(msg.src),
-                     cycle_no=msg.cycle_no, xmit_stamp=msg.xmit_stamp,
-                     sched_xmit_stamp=msg.sched_xmit_stamp, reply_cycle=msg.reply_cycle,
-                     reply_slot_offset=msg.reply_slot_offset,
-                     request_xmit_stamp=msg.request_xmit_stamp,
-                     reception_stamp=msg.reception_stamp)
+    return TdmaFrame(
+        kind=FrameKind(rc),
+        dst=format_mac(msg.dst),
+        src=format_mac(msg.src),
+        cycle_no=msg.cycle_no,
+        xmit_stamp=msg.xmit_stamp,
+        sched_xmit_stamp=msg.sched_xmit_stamp,
+        reply_cycle=msg.reply_cycle,
+        reply_slot_offset=msg.reply_slot_offset,
+        request_xmit_stamp=msg.request_xmit_stamp,
+        reception_stamp=msg.reception_stamp,
+    )
 
 
 def tunnel_encapsulate(inner: bytes, station_mac) -> bytes:

@@ -27,6 +27,7 @@ that much after the window.  20 us covers the synchronisation error this lab's
 slaves show under CPU load with software timestamps (p50 -13 to -17 us in the
 soak benchmark); with hardware timestamps a few microseconds would do.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,7 @@ from rtnet.errors import ConfigError
 
 from .tdma_config import DEFAULT_GUARD_NS, ETH_HLEN, Slot, TdmaConfig, validate, wire_time_ns
 
-SYNC_FRAME_LEN = 60          # a Sync on the wire: padded to the Ethernet minimum
+SYNC_FRAME_LEN = 60  # a Sync on the wire: padded to the Ethernet minimum
 DEFAULT_GAP_US = 20
 DEFAULT_BACKUP_OFFSET = True
 
@@ -47,10 +48,10 @@ def _us_up(ns: int) -> int:
 
 @dataclass(frozen=True)
 class StationPlan:
-    index: int               # 1-based, as the lab numbers stations
-    role: str                # "master", "backup" or "slave"
-    rt: Slot                 # slot 0
-    window: Slot             # slot 1, with window_us
+    index: int  # 1-based, as the lab numbers stations
+    role: str  # "master", "backup" or "slave"
+    rt: Slot  # slot 0
+    window: Slot  # slot 1, with window_us
 
     @property
     def window_end_us(self) -> int:
@@ -76,22 +77,31 @@ class Plan:
 
     def tcp_capacity_mbps(self, index: int) -> float:
         """TCP payload the window can carry: whole full-size frames per cycle."""
-        frames = self.station(index).window.window_us * 1000 // wire_time_ns(
-            self.nrt_size + ETH_HLEN, self.link_rate_mbps)
-        mss = self.nrt_size - 4 - 20 - 32      # tunnel header, IPv4, TCP with timestamps
+        frames = (
+            self.station(index).window.window_us
+            * 1000
+            // wire_time_ns(self.nrt_size + ETH_HLEN, self.link_rate_mbps)
+        )
+        mss = self.nrt_size - 4 - 20 - 32  # tunnel header, IPv4, TCP with timestamps
         return frames * mss * 8 / self.cycle_us
 
-    def tdma_config(self, index: int, *, cal_rounds: int = 100,
-                    sync_loss_cycles: int = 5) -> TdmaConfig:
+    def tdma_config(
+        self, index: int, *, cal_rounds: int = 100, sync_loss_cycles: int = 5
+    ) -> TdmaConfig:
         st = self.station(index)
         master = st.role in ("master", "backup")
-        return validate(TdmaConfig(
-            role="master" if master else "slave",
-            cycle_us=self.cycle_us if master else None,
-            backup_offset_us=self.backup_offset_us if st.role == "backup" else None,
-            cal_rounds=cal_rounds, slots={0: st.rt, 1: st.window},
-            link_rate_mbps=self.link_rate_mbps, guard_ns=self.guard_ns,
-            sync_loss_cycles=sync_loss_cycles))
+        return validate(
+            TdmaConfig(
+                role="master" if master else "slave",
+                cycle_us=self.cycle_us if master else None,
+                backup_offset_us=self.backup_offset_us if st.role == "backup" else None,
+                cal_rounds=cal_rounds,
+                slots={0: st.rt, 1: st.window},
+                link_rate_mbps=self.link_rate_mbps,
+                guard_ns=self.guard_ns,
+                sync_loss_cycles=sync_loss_cycles,
+            )
+        )
 
     # ---- output --------------------------------------------------------------
     def tdma_conf(self, ips: list[str] | None = None) -> str:
@@ -99,8 +109,10 @@ class Plan:
         ``window <slot> <us>`` line per NRT window (a line RTnet files never contain).
         ``ips`` default to the lab's 198.18.0.N."""
         ips = ips or [f"198.18.0.{st.index}" for st in self.stations]
-        out = [f"# {len(self.stations)} stations, cycle {self.cycle_us} us at "
-               f"{self.link_rate_mbps} Mbit/s, planned by rtmac tdma plan"]
+        out = [
+            f"# {len(self.stations)} stations, cycle {self.cycle_us} us at "
+            f"{self.link_rate_mbps} Mbit/s, planned by rtmac tdma plan"
+        ]
         for st, ip in zip(self.stations, ips):
             kind = {"master": "master:", "backup": "backup-master:", "slave": "slave:"}[st.role]
             out += ["", kind, f"ip {ip}"]
@@ -116,15 +128,21 @@ class Plan:
     def toml(self, index: int) -> str:
         """The station's [link] and [tdma] sections of rtnet.toml."""
         st = self.station(index)
-        head = {"master": f'role = "master"\ncycle_us = {self.cycle_us}',
-                "backup": f'role = "backup"\ncycle_us = {self.cycle_us}\n'
-                          f"backup_offset_us = {self.backup_offset_us}",
-                "slave": 'role = "slave"'}[st.role]
-        out = [f"[link]\nlink_rate_mbps = {self.link_rate_mbps}\n[tdma]\n{head}\n"
-               f"guard_ns = {self.guard_ns}"]
+        head = {
+            "master": f'role = "master"\ncycle_us = {self.cycle_us}',
+            "backup": f'role = "backup"\ncycle_us = {self.cycle_us}\n'
+            f"backup_offset_us = {self.backup_offset_us}",
+            "slave": 'role = "slave"',
+        }[st.role]
+        out = [
+            f"[link]\nlink_rate_mbps = {self.link_rate_mbps}\n[tdma]\n{head}\n"
+            f"guard_ns = {self.guard_ns}"
+        ]
         for s in (st.rt, st.window):
-            out.append(f"[[tdma.slot]]\nid = {s.id}\noffset_us = {s.offset_us}\nsize = {s.size}"
-                       + (f"\nwindow_us = {s.window_us}" if s.window_us else ""))
+            out.append(
+                f"[[tdma.slot]]\nid = {s.id}\noffset_us = {s.offset_us}\nsize = {s.size}"
+                + (f"\nwindow_us = {s.window_us}" if s.window_us else "")
+            )
         return "\n".join(out) + "\n"
 
     def segments(self) -> list[tuple[int, int, str, str]]:
@@ -132,8 +150,9 @@ class Plan:
         sync_len = _us_up(wire_time_ns(SYNC_FRAME_LEN, self.link_rate_mbps))
         seg = [(0, sync_len, "sync", "Sync")]
         if self.backup_offset_us is not None:
-            seg.append((self.backup_offset_us, self.backup_offset_us + sync_len, "sync",
-                        "backup Sync"))
+            seg.append(
+                (self.backup_offset_us, self.backup_offset_us + sync_len, "sync", "backup Sync")
+            )
         for st in self.stations:
             rt_frame = _us_up(wire_time_ns(st.rt.size + ETH_HLEN, self.link_rate_mbps))
             seg.append((st.rt.offset_us, st.rt.offset_us + rt_frame, "rt", f"RT {st.index}"))
@@ -150,41 +169,59 @@ class Plan:
             a, b = int(start / scale), max(int(start / scale) + 1, int(math.ceil(end / scale)))
             for i in range(a, min(b, width)):
                 row[i] = marks[kind]
-        lines = [f"cycle {self.cycle_us} us at {self.link_rate_mbps} Mbit/s, "
-                 f"1 char = {scale:g} us (S Sync, R RT slot, = NRT window)",
-                 "|" + "".join(row) + "|"]
+        lines = [
+            f"cycle {self.cycle_us} us at {self.link_rate_mbps} Mbit/s, "
+            f"1 char = {scale:g} us (S Sync, R RT slot, = NRT window)",
+            "|" + "".join(row) + "|",
+        ]
         for st in self.stations:
-            lines.append(f"  station {st.index:2d} {st.role:<6}  RT slot 0 at {st.rt.offset_us:5d} us "
-                         f"({st.rt.size} B)   NRT window at {st.window.offset_us:5d} us for "
-                         f"{st.window.window_us:4d} us ({self.window_share(st.index):.0%}, "
-                         f"TCP {self.tcp_capacity_mbps(st.index):.1f} Mbit/s)")
+            lines.append(
+                f"  station {st.index:2d} {st.role:<6}  RT slot 0 at {st.rt.offset_us:5d} us "
+                f"({st.rt.size} B)   NRT window at {st.window.offset_us:5d} us for "
+                f"{st.window.window_us:4d} us ({self.window_share(st.index):.0%}, "
+                f"TCP {self.tcp_capacity_mbps(st.index):.1f} Mbit/s)"
+            )
         return "\n".join(lines)
 
     def png(self, path: str) -> None:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
         colours = {"sync": "#444444", "rt": "#d62728", "nrt": "#1f77b4"}
         fig, ax = plt.subplots(figsize=(12, 1.2 + 0.25 * len(self.stations)))
         for start, end, kind, label in self.segments():
             y = 0 if kind == "sync" else int(label.split()[1])
             ax.barh(y, end - start, left=start, color=colours[kind], height=0.8)
-        ax.set_yticks(range(len(self.stations) + 1),
-                      ["Sync"] + [f"station {s.index}" for s in self.stations])
+        ax.set_yticks(
+            range(len(self.stations) + 1), ["Sync"] + [f"station {s.index}" for s in self.stations]
+        )
         ax.invert_yaxis()
         ax.set_xlim(0, self.cycle_us)
         ax.set_xlabel("us after the cycle start")
-        ax.set_title(f"TDMA cycle {self.cycle_us} us, {self.link_rate_mbps} Mbit/s: "
-                     "Sync (grey), RT slots (red), NRT windows (blue)")
+        ax.set_title(
+            f"TDMA cycle {self.cycle_us} us, {self.link_rate_mbps} Mbit/s: "
+            "Sync (grey), RT slots (red), NRT windows (blue)"
+        )
         fig.tight_layout()
         fig.savefig(path, dpi=100)
         plt.close(fig)
 
 
-def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
-         rt_sizes: int | list[int] = 200, nrt_size: int = 1500, backup: bool = True,
-         guard_ns: int = DEFAULT_GUARD_NS, gap_us: int = DEFAULT_GAP_US,
-         weights: list[float] | None = None, windows_us: dict[int, int] | None = None) -> Plan:
+def plan(
+    stations: int,
+    *,
+    cycle_us: int = 1000,
+    link_rate_mbps: int = 100,
+    rt_sizes: int | list[int] = 200,
+    nrt_size: int = 1500,
+    backup: bool = True,
+    guard_ns: int = DEFAULT_GUARD_NS,
+    gap_us: int = DEFAULT_GAP_US,
+    weights: list[float] | None = None,
+    windows_us: dict[int, int] | None = None,
+) -> Plan:
     """Lay out a cycle for ``stations`` stations (station 1 master, 2 backup if ``backup``).
 
     ``weights`` divide the free wire time among the windows (default equal);
@@ -211,8 +248,7 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
     rt_frame = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps)) for s in sizes]
     rt_len = [_us_up(wire_time_ns(s + ETH_HLEN, link_rate_mbps) + guard_ns) for s in sizes]
     min_window = _us_up(wire_time_ns(nrt_size + ETH_HLEN, link_rate_mbps))
-    fixed = (sync_frame + backup_len + sum(rt_frame) + stations * gap_us
-             + sum(windows_us.values()))
+    fixed = sync_frame + backup_len + sum(rt_frame) + stations * gap_us + sum(windows_us.values())
     free = cycle_us - fixed
     shared = [i for i in range(1, stations + 1) if i not in windows_us]
     total_w = sum(weights[i - 1] for i in shared)
@@ -230,7 +266,8 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
                 f"Mbit/s: Sync {sync_frame + backup_len} us + RT frames {sum(rt_frame)} us + "
                 f"gaps {stations * gap_us} us leave station {i} a window of {lengths[i]} us, "
                 f"less than one {nrt_size + ETH_HLEN}-byte frame plus the RT guard ({need} us); "
-                f"use a longer cycle or fewer stations")
+                f"use a longer cycle or fewer stations"
+            )
     out, t, backup_offset = [], sync_frame, None
     for i in range(1, stations + 1):
         role = "master" if i == 1 else "backup" if (i == 2 and backup) else "slave"
@@ -243,7 +280,7 @@ def plan(stations: int, *, cycle_us: int = 1000, link_rate_mbps: int = 100,
     if t - gap_us > cycle_us:
         raise ConfigError(f"the plan ends at {t - gap_us} us, past the {cycle_us} us cycle")
     p = Plan(cycle_us, link_rate_mbps, guard_ns, gap_us, backup_offset, nrt_size, tuple(out))
-    for st in p.stations:            # every station's schedule passes the normal validation
+    for st in p.stations:  # every station's schedule passes the normal validation
         p.tdma_config(st.index)
     return p
 

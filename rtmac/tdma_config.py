@@ -25,6 +25,7 @@ object, so a refused change leaves the running configuration intact.
 >>> effective_slot(cfg, 1).offset_us, sorted(cfg.slots)
 (1000, [0, 1])
 """
+
 from __future__ import annotations
 
 import math
@@ -40,11 +41,11 @@ from rtnet.options import OPTIONS
 # validate() calls it through cffi.  Ranges and defaults come from rtnet.options,
 # which reads the C constants.
 MIN_CYCLE_US, MAX_CYCLE_US = OPTIONS["tdma.cycle_us"].limits
-MAX_SLOT_ID_LIMIT = OPTIONS["tdma.max_slot_id"].hi          # the C engine's slot table
-MAX_CAL_REQUESTS = OPTIONS["tdma.max_cal_requests"].hi      # calibration replies a master can hold
+MAX_SLOT_ID_LIMIT = OPTIONS["tdma.max_slot_id"].hi  # the C engine's slot table
+MAX_CAL_REQUESTS = OPTIONS["tdma.max_cal_requests"].hi  # calibration replies a master can hold
 MAX_OFFSET_US = OPTIONS["tdma.slot.offset_us"].hi
 MAX_PERIOD = OPTIONS["tdma.slot.period"].hi
-MIN_SLOT_SIZE, MAX_MTU = OPTIONS["tdma.slot.size"].limits   # RTnet's MIN_SLOT_SIZE; no jumbo frames
+MIN_SLOT_SIZE, MAX_MTU = OPTIONS["tdma.slot.size"].limits  # RTnet's MIN_SLOT_SIZE; no jumbo frames
 MAX_LINK_RATE_MBPS = OPTIONS["link.link_rate_mbps"].hi
 DEFAULT_GUARD_NS = OPTIONS["tdma.guard_ns"].default
 
@@ -58,7 +59,7 @@ _C_SLOT_OPTIONS = options.c_fields("tdma.slot")
 LIMITS = {o.name: o.limits for o in _C_OPTIONS if o.name != "backup_offset_us"}
 
 ETH_HLEN = 14
-ETH_ZLEN = 60               # minimum frame without FCS
+ETH_ZLEN = 60  # minimum frame without FCS
 ETH_FCS_LEN = 4
 PREAMBLE_SFD_LEN = 8
 IFG_LEN = 12
@@ -80,7 +81,7 @@ def wire_time_ns(frame_len: int, link_rate_mbps: int) -> int:
     if link_rate_mbps == 0:
         return 0
     octets = PREAMBLE_SFD_LEN + max(frame_len, ETH_ZLEN) + ETH_FCS_LEN + IFG_LEN
-    return -(-octets * 8 * 1000 // link_rate_mbps)     # rounded up in integers, as the C engine
+    return -(-octets * 8 * 1000 // link_rate_mbps)  # rounded up in integers, as the C engine
 
 
 def _fill(c_struct, obj, rows) -> None:
@@ -97,7 +98,7 @@ class Slot:
 
     id: int
     offset_us: int
-    phasing: int = 1        # the x of "x/y" (1 <= x <= period); the rest from the table
+    phasing: int = 1  # the x of "x/y" (1 <= x <= period); the rest from the table
     period: int = OPTIONS["tdma.slot.period"].default
     size: int = OPTIONS["tdma.slot.size"].default
     joint: int | None = OPTIONS["tdma.slot.joint"].default
@@ -134,8 +135,9 @@ class TdmaConfig:
         """This configuration as a ``struct rtn_tdma_cfg *`` for the C engine (validate first)."""
         c = ffi.new("struct rtn_tdma_cfg *")
         # no check here (validate() does it): a role the engine lacks is its "none"
-        role = {"master": lib.RTN_TDMA_ROLE_MASTER,
-                "slave": lib.RTN_TDMA_ROLE_SLAVE}.get(self.role, lib.RTN_TDMA_ROLE_NONE)
+        role = {"master": lib.RTN_TDMA_ROLE_MASTER, "slave": lib.RTN_TDMA_ROLE_SLAVE}.get(
+            self.role, lib.RTN_TDMA_ROLE_NONE
+        )
         lib.rtn_tdma_cfg_init(c, role)
         _fill(c, self, _C_OPTIONS)
         c.listen_cycles = listen_cycles
@@ -143,7 +145,7 @@ class TdmaConfig:
         c.n_slots = len(slots)
         for i, s in enumerate(slots):
             _fill(c.slots[i], s, _C_SLOT_OPTIONS)
-            c.slots[i].phasing = s.phasing      # the x of "x/y": no row of its own
+            c.slots[i].phasing = s.phasing  # the x of "x/y": no row of its own
         return c
 
     def validated(self, learned_cycle_us: int | None = None) -> "TdmaConfig":
@@ -184,13 +186,16 @@ def slot_extent_ns(config: TdmaConfig, slot: Slot) -> tuple[int, int]:
     start = slot.offset_us * 1000
     if slot.window_us:
         return start, start + slot.window_us * 1000
-    return start, start + wire_time_ns(slot.size + ETH_HLEN, config.link_rate_mbps) + config.guard_ns
+    return start, start + wire_time_ns(
+        slot.size + ETH_HLEN, config.link_rate_mbps
+    ) + config.guard_ns
 
 
 def phases_meet(a: Slot, b: Slot) -> bool:
     """Whether some cycle has both slots active (Chinese remainder theorem)."""
-    return (a.phasing - 1) % math.gcd(a.period, b.period) == \
-        (b.phasing - 1) % math.gcd(a.period, b.period)
+    return (a.phasing - 1) % math.gcd(a.period, b.period) == (b.phasing - 1) % math.gcd(
+        a.period, b.period
+    )
 
 
 # --- validation: Python checks what C cannot see, then calls the one validator ---------------
@@ -216,7 +221,7 @@ def _python_only_globals(c: TdmaConfig) -> None:
         value = getattr(c, name)
         if value is not None or name not in ("cycle_us", "backup_offset_us"):
             _check_int(name, value)
-    if c.cycle_us == 0:             # C's "learn it from Sync": a given 0 is a value
+    if c.cycle_us == 0:  # C's "learn it from Sync": a given 0 is a value
         OPTIONS["tdma.cycle_us"].check(0, "cycle_us")
     if not isinstance(c.slots, dict):
         raise ConfigError(f"slots must be a dict of id -> Slot, got {type(c.slots).__name__}")
@@ -227,7 +232,7 @@ def _python_only_slot(key, s) -> None:
     if not isinstance(s, Slot):
         raise ConfigError(f"slot {shown(key)} is not a Slot")
     _check_int("slot id", s.id)
-    if not -2**31 <= s.id < 2**31:  # names the slot in every message: must fit C's int32
+    if not -(2**31) <= s.id < 2**31:  # names the slot in every message: must fit C's int32
         OPTIONS["tdma.slot.id"].check(s.id, "slot id")
     if key != s.id:
         raise ConfigError(f"slot {s.id} stored under id {shown(key)}")
@@ -235,7 +240,7 @@ def _python_only_slot(key, s) -> None:
         value = getattr(s, name)
         if value is not None or name != "joint":
             _check_int(f"slot {s.id}: {name}", value)
-    if s.joint is not None and s.joint < 0:     # C's "no joint": a given -1 is a value
+    if s.joint is not None and s.joint < 0:  # C's "no joint": a given -1 is a value
         OPTIONS["tdma.slot.joint"].check(s.joint, f"slot {s.id}: joint")
 
 
@@ -252,8 +257,9 @@ def _unfit(config: TdmaConfig) -> None:
             if key is not None and value is not None:
                 OPTIONS[key].check(value, "slot id" if name == "id" else f"slot {s.id}: {name}")
         if not 1 <= s.phasing <= s.period:
-            raise ConfigError(f"slot {s.id}: phasing {shown(s.phasing)}/{s.period} "
-                              f"outside 1..{s.period}")
+            raise ConfigError(
+                f"slot {s.id}: phasing {shown(s.phasing)}/{s.period} outside 1..{s.period}"
+            )
     raise ConfigError("a TDMA setting does not fit the C engine's configuration")
 
 
@@ -276,7 +282,7 @@ def validate(config: TdmaConfig) -> TdmaConfig:
         _python_only_slot(key, s)
     try:
         if len(config.slots) > MAX_SLOT_ID_LIMIT + 1:
-            raise OverflowError     # more slots than the C table: some id is out of range
+            raise OverflowError  # more slots than the C table: some id is out of range
         c = config.to_c()
     except OverflowError:
         _unfit(config)
@@ -319,10 +325,16 @@ def apply_request(config: TdmaConfig, request: dict) -> TdmaConfig:
         return remove_slot(config, request.get("id"))
     if cmd == "tdma.slot":
         size = request.get("size", 0)
-        return set_slot(config, Slot(id=request.get("id"), offset_us=request.get("offset_us"),
-                                     phasing=request.get("phasing", 1),
-                                     period=request.get("period", 1),
-                                     size=config.mtu if size == 0 else size,
-                                     joint=request.get("joint"),
-                                     window_us=request.get("window_us", 0)))
+        return set_slot(
+            config,
+            Slot(
+                id=request.get("id"),
+                offset_us=request.get("offset_us"),
+                phasing=request.get("phasing", 1),
+                period=request.get("period", 1),
+                size=config.mtu if size == 0 else size,
+                joint=request.get("joint"),
+                window_us=request.get("window_us", 0),
+            ),
+        )
     raise ConfigError(f"not a slot request: {shown(cmd)}")

@@ -3,6 +3,7 @@
 Everything above this module uses Python values only; cdata never leaves the
 object that owns it.
 """
+
 import errno as _errno
 
 from . import __version__

@@ -13,6 +13,7 @@ The cyclic helpers (``publish_cyclic``, ``subscribe``) live in rtnet.cyclic
 and are re-exported here; rtnet.cyclic does not import this module (both take
 the message sizes from rtnet.app_limits).
 """
+
 from __future__ import annotations
 
 import errno
@@ -42,7 +43,7 @@ class Message:
     rx_ns: int
     payload: bytes
     ethertype: int
-    dst: str                 # where the frame was addressed: this station, broadcast, multicast
+    dst: str  # where the frame was addressed: this station, broadcast, multicast
     # the other stage stamps (rtnet.stages): hand-over by the sending application, pick-up
     # by its RT thread, this station's RT thread, this application's take
     handover_ns: int = 0
@@ -56,8 +57,8 @@ class WaitInfo:
     """One TDMA cycle, as RTnet's struct rtmac_waitinfo."""
 
     cycle_no: int
-    cycle_start_ns: int      # global time
-    cycle_start_os_ns: int   # the same instant on this host's CLOCK_MONOTONIC
+    cycle_start_ns: int  # global time
+    cycle_start_os_ns: int  # the same instant on this host's CLOCK_MONOTONIC
     clock_offset_ns: int
     cycle_ns: int
 
@@ -86,13 +87,18 @@ def _check_sent(rc: int, what: str) -> None:
 
 
 def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
-    for name, v in (("ethertype", ethertype), ("slot", slot), ("prio", prio),
-                    ("max_size", max_size), ("depth", depth)):
+    for name, v in (
+        ("ethertype", ethertype),
+        ("slot", slot),
+        ("prio", prio),
+        ("max_size", max_size),
+        ("depth", depth),
+    ):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ConfigError(f"{name} must be an integer, not {v!r}")
     if not 0x0600 <= ethertype <= 0xFFFF:
         raise ConfigError(f"EtherType 0x{ethertype:04x}: must be 0x0600..0xffff")
-    slot_lo, slot_hi = OPTIONS["channel.slot"].limits      # the option table's ranges
+    slot_lo, slot_hi = OPTIONS["channel.slot"].limits  # the option table's ranges
     if not slot_lo <= slot <= slot_hi:
         raise ConfigError(f"slot {slot}: must be {slot_lo}..{slot_hi}")
     prio_lo, prio_hi = OPTIONS["channel.prio"].limits
@@ -122,18 +128,30 @@ class Channel(Closeable):
         self.id = st["channel"]
 
     @classmethod
-    def open(cls, dev: str = "rteth0", *, netns: str | None = None, ethertype: int,
-             slot: int = OPTIONS["channel.slot"].default,
-             prio: int = OPTIONS["channel.prio"].default,
-             max_size: int = OPTIONS["channel.max_size"].default,
-             depth: int = OPTIONS["channel.depth"].default,
-             redundant: bool | None = None) -> "Channel":
+    def open(
+        cls,
+        dev: str = "rteth0",
+        *,
+        netns: str | None = None,
+        ethertype: int,
+        slot: int = OPTIONS["channel.slot"].default,
+        prio: int = OPTIONS["channel.prio"].default,
+        max_size: int = OPTIONS["channel.max_size"].default,
+        depth: int = OPTIONS["channel.depth"].default,
+        redundant: bool | None = None,
+    ) -> "Channel":
         """Ask the station daemon on ``dev`` for a channel (kept while this object is open).
         ``redundant``: on a station with two ports, send on both (None: the daemon's
         ``[[channel]]`` setting)."""
         _validate_open(ethertype, slot, prio, max_size, depth)
-        request = {"cmd": "channel.open", "ethertype": ethertype, "slot": slot, "prio": prio,
-                   "max_size": max_size, "depth": depth}
+        request = {
+            "cmd": "channel.open",
+            "ethertype": ethertype,
+            "slot": slot,
+            "prio": prio,
+            "max_size": max_size,
+            "depth": depth,
+        }
         if redundant is not None:
             request["redundant"] = OPTIONS["channel.redundant"].check(redundant)
         return cls._open_request(dev, request, netns)
@@ -146,14 +164,18 @@ class Channel(Closeable):
         except control_client.ControlClientError as exc:
             if exc.refused:
                 raise ChannelError(exc.errno, f"{dev}: channel refused: {exc.strerror}") from None
-            if exc.filename:                # the C library words this one the same way
-                raise ChannelError(exc.errno, f"no station daemon at {exc.filename} "
-                                              f"({os.strerror(exc.errno)})") from None
+            if exc.filename:  # the C library words this one the same way
+                raise ChannelError(
+                    exc.errno, f"no station daemon at {exc.filename} ({os.strerror(exc.errno)})"
+                ) from None
             raise ChannelError(exc.errno, f"{dev}: {exc.strerror}") from None
         try:
             if len(fds) != 3:
-                raise ChannelError(errno.EPROTO, f"{dev}: daemon sent {len(fds)} descriptors, "
-                                                 "expected 3 (memfd, kickfd, notifyfd)")
+                raise ChannelError(
+                    errno.EPROTO,
+                    f"{dev}: daemon sent {len(fds)} descriptors, "
+                    "expected 3 (memfd, kickfd, notifyfd)",
+                )
             out = ffi.new("struct rtn_app_chan **")
             check(lib.rtn_app_attach(fds[0], fds[1], out), ChannelError, dev)
         except BaseException:
@@ -161,7 +183,7 @@ class Channel(Closeable):
                 os.close(fd)
             sock.close()
             raise
-        lib.rtn_app_set_notifyfd(out[0], fds[2])     # the channel owns it from here
+        lib.rtn_app_set_notifyfd(out[0], fds[2])  # the channel owns it from here
         return cls(out[0], sock)
 
     @classmethod
@@ -211,9 +233,20 @@ class Channel(Closeable):
             return None
         check(rc, ChannelError, "recv")
         i = self._info
-        return Message(format_mac(i.src), i.seq, i.sched_ns, i.tx_ns, i.rx_ns,
-                       bytes(ffi.buffer(self._buf, rc)), i.ethertype, format_mac(i.dst),
-                       i.handover_ns, i.pickup_ns, i.rx_rt_ns, i.take_ns)
+        return Message(
+            format_mac(i.src),
+            i.seq,
+            i.sched_ns,
+            i.tx_ns,
+            i.rx_ns,
+            bytes(ffi.buffer(self._buf, rc)),
+            i.ethertype,
+            format_mac(i.dst),
+            i.handover_ns,
+            i.pickup_ns,
+            i.rx_rt_ns,
+            i.take_ns,
+        )
 
     # -- cycles --------------------------------------------------------------------------
     def wait_cycle(self, timeout: float | None = None) -> WaitInfo | None:
@@ -241,10 +274,26 @@ class Channel(Closeable):
     def stats(self) -> dict:
         st = ffi.new("struct rtn_app_stats *")
         lib.rtn_app_stats(self._live(), st)
-        out = {k: getattr(st, k) for k in (
-            "channel", "ethertype", "slot", "depth", "max_size", "tx_sent", "tx_full", "kicks",
-            "rx_received", "rx_drops", "tx_queued", "rx_queued", "rx_waiting",
-            "cycle_waiting", "rx_bad_hdr")}
+        out = {
+            k: getattr(st, k)
+            for k in (
+                "channel",
+                "ethertype",
+                "slot",
+                "depth",
+                "max_size",
+                "tx_sent",
+                "tx_full",
+                "kicks",
+                "rx_received",
+                "rx_drops",
+                "tx_queued",
+                "rx_queued",
+                "rx_waiting",
+                "cycle_waiting",
+                "rx_bad_hdr",
+            )
+        }
         out["alive"] = bool(st.alive)
         out["station_mac"] = format_mac(st.station_mac)
         return out
@@ -282,8 +331,8 @@ class Channel(Closeable):
             self._ctl = None
 
 
-
 # -- UDP sockets ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Datagram:
@@ -300,9 +349,9 @@ class Datagram:
     pickup_ns: int = 0
     rx_rt_ns: int = 0
     take_ns: int = 0
-    dst: tuple[str, int] = ("", 0)   # where it was sent: this station or the broadcast
+    dst: tuple[str, int] = ("", 0)  # where it was sent: this station or the broadcast
 
-    def __iter__(self):              # data, (ip, port), stamps = sock.recvfrom()
+    def __iter__(self):  # data, (ip, port), stamps = sock.recvfrom()
         return iter((self.data, self.peer, self))
 
 
@@ -329,11 +378,17 @@ class UdpSocket(Closeable):
     ...     data, (ip, port), stamps = s.recvfrom(timeout=1.0)
     """
 
-    def __init__(self, dev: str = "rteth0", *, netns: str | None = None, stamped: bool = False,
-                 slot: int = OPTIONS["channel.slot"].default,
-                 prio: int = OPTIONS["channel.prio"].default,
-                 max_size: int = OPTIONS["channel.max_size"].default,
-                 depth: int = OPTIONS["channel.depth"].default):
+    def __init__(
+        self,
+        dev: str = "rteth0",
+        *,
+        netns: str | None = None,
+        stamped: bool = False,
+        slot: int = OPTIONS["channel.slot"].default,
+        prio: int = OPTIONS["channel.prio"].default,
+        max_size: int = OPTIONS["channel.max_size"].default,
+        depth: int = OPTIONS["channel.depth"].default,
+    ):
         _validate_open(lib.RTN_ETH_P_IPV4, slot, prio, max_size, depth)
         self.dev, self.netns, self.stamped = dev, netns, bool(stamped)
         self._opts = {"slot": slot, "prio": prio, "max_size": max_size, "depth": depth}
@@ -351,15 +406,16 @@ class UdpSocket(Closeable):
             raise ChannelError(errno.EINVAL, f"already bound to port {self.port}")
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 0xFFFF:
             raise ConfigError(f"UDP port {port!r}: must be 1..65535")
-        request = {"cmd": "channel.open", "udp_port": port, "stamped": self.stamped,
-                   **self._opts}
+        request = {"cmd": "channel.open", "udp_port": port, "stamped": self.stamped, **self._opts}
         self._chan = Channel._open_request(self.dev, request, self.netns)
         self.port = port
 
     def _live(self) -> Channel:
         if self._chan is None:
-            raise ChannelError(errno.EBADF if self._closed else errno.ENOTCONN,
-                               "socket is closed" if self._closed else "socket is not bound")
+            raise ChannelError(
+                errno.EBADF if self._closed else errno.ENOTCONN,
+                "socket is closed" if self._closed else "socket is not bound",
+            )
         return self._chan
 
     def sendto(self, data: bytes, addr: tuple[str, int], sched_ns: int | None = None) -> int:
@@ -380,22 +436,34 @@ class UdpSocket(Closeable):
         if len(data) > MSG_MAX:
             raise ChannelError(errno.EMSGSIZE, f"datagram of {len(data)} bytes: too large")
         sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
-        _check_sent(lib.rtn_app_sendto(ch._live(), dst, port, data, len(data), sched,
-                                       self._seq), "sendto")
+        _check_sent(
+            lib.rtn_app_sendto(ch._live(), dst, port, data, len(data), sched, self._seq), "sendto"
+        )
         return self._seq[0]
 
     def recvfrom(self, timeout: float | None = None) -> Datagram | None:
         """The next datagram, waiting up to ``timeout`` seconds (None: forever, 0: poll)."""
         ch = self._live()
-        rc = lib.rtn_app_recvfrom(ch._live(), ch._buf, MSG_MAX, ch._info, self._from,
-                                  _timeout_ns(timeout))
+        rc = lib.rtn_app_recvfrom(
+            ch._live(), ch._buf, MSG_MAX, ch._info, self._from, _timeout_ns(timeout)
+        )
         if rc == -errno.EAGAIN:
             return None
         check(rc, ChannelError, "recvfrom")
         i, f = ch._info, self._from
-        return Datagram(bytes(ffi.buffer(ch._buf, rc)), (_ip_text(f.src_ip), f.src_port),
-                        i.seq, i.sched_ns, i.tx_ns, i.rx_ns, i.handover_ns, i.pickup_ns,
-                        i.rx_rt_ns, i.take_ns, (_ip_text(f.dst_ip), f.dst_port))
+        return Datagram(
+            bytes(ffi.buffer(ch._buf, rc)),
+            (_ip_text(f.src_ip), f.src_port),
+            i.seq,
+            i.sched_ns,
+            i.tx_ns,
+            i.rx_ns,
+            i.handover_ns,
+            i.pickup_ns,
+            i.rx_rt_ns,
+            i.take_ns,
+            (_ip_text(f.dst_ip), f.dst_port),
+        )
 
     @property
     def channel(self) -> Channel:

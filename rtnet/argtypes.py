@@ -17,6 +17,7 @@ argparse.ArgumentTypeError: invalid count: 0 (allowed: 1..100)
 Traceback (most recent call last):
 argparse.ArgumentTypeError: invalid seconds: nan (allowed: 0.001..60)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ from .names import interface_name_problem, netns_name_problem
 
 _INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
-_MAX_DIGITS = 30          # longer than any limit here; int() of more is work for nothing
+_MAX_DIGITS = 30  # longer than any limit here; int() of more is work for nothing
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -46,7 +47,7 @@ def _quote(text: str) -> str:
 
 
 def _named(parse, what: str):
-    parse.__name__ = what      # argparse names the type in some of its own messages
+    parse.__name__ = what  # argparse names the type in some of its own messages
     return parse
 
 
@@ -55,14 +56,17 @@ def integer(what: str, lo: int, hi: int, *, in_range: bool = True):
     only the form is checked here (``lo..hi`` is shown in its message), for a value whose
     range one rule checks later (a TDMA setting: rtn_tdma_cfg_check(), through
     rtmac.tdma_config.validate())."""
+
     def parse(text: str) -> int:
         value = None
         if _INT.fullmatch(text) and len(text.lstrip("+-0")) <= _MAX_DIGITS:
             value = int(text)
         if value is None or (in_range and not lo <= value <= hi):
             raise argparse.ArgumentTypeError(
-                f"invalid {what}: {_quote(text)} (allowed: {lo}..{hi})")
+                f"invalid {what}: {_quote(text)} (allowed: {lo}..{hi})"
+            )
         return value
+
     return _named(parse, what)
 
 
@@ -75,17 +79,21 @@ def power_of_two(what: str, lo: int, hi: int):
         if value & (value - 1):
             raise argparse.ArgumentTypeError(f"invalid {what}: {value} is not a power of two")
         return value
+
     return _named(parse, what)
 
 
 def number(what: str, lo: float, hi: float):
     """Type for a finite decimal number in ``lo..hi``."""
+
     def parse(text: str) -> float:
         value = float(text) if _FLOAT.fullmatch(text) else math.nan
         if not (math.isfinite(value) and lo <= value <= hi):
             raise argparse.ArgumentTypeError(
-                f"invalid {what}: {_quote(text)} (allowed: {lo:g}..{hi:g})")
+                f"invalid {what}: {_quote(text)} (allowed: {lo:g}..{hi:g})"
+            )
         return value
+
     return _named(parse, what)
 
 
@@ -95,6 +103,7 @@ def integer_list(what: str, lo: int, hi: int):
 
     def parse(text: str) -> list[int]:
         return [one(part) for part in text.split(",") if part]
+
     return _named(parse, what)
 
 

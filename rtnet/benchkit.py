@@ -4,6 +4,7 @@ histogram accumulation and the JSON envelope.
 Benchmarks print their figures next to a baseline measured in the same run;
 these helpers make the baseline side identical for every tool.
 """
+
 import math
 import os
 import platform
@@ -39,14 +40,31 @@ class Accumulator:
             self.min_ns = min_ns if self.min_ns is None else min(self.min_ns, min_ns)
             self.max_ns = max_ns if self.max_ns is None else max(self.max_ns, max_ns)
         self.chunks += 1
-        one = Histogram(0, np.asarray(bins, dtype=np.uint64)[:NBINS], count, underflow,
-                        overflow, min_ns, max_ns, sum_ns)
-        self.per_chunk.append({"count": int(count), "p99": one.percentile_ns(99) / 1000,
-                               "max": max_ns / 1000})
+        one = Histogram(
+            0,
+            np.asarray(bins, dtype=np.uint64)[:NBINS],
+            count,
+            underflow,
+            overflow,
+            min_ns,
+            max_ns,
+            sum_ns,
+        )
+        self.per_chunk.append(
+            {"count": int(count), "p99": one.percentile_ns(99) / 1000, "max": max_ns / 1000}
+        )
 
     def histogram(self) -> Histogram:
-        return Histogram(0, self.bins, self.count, self.underflow, self.overflow,
-                         self.min_ns or 0, self.max_ns or 0, self.sum_ns)
+        return Histogram(
+            0,
+            self.bins,
+            self.count,
+            self.underflow,
+            self.overflow,
+            self.min_ns or 0,
+            self.max_ns or 0,
+            self.sum_ns,
+        )
 
 
 def parse_cyclictest(text: str):
@@ -57,8 +75,13 @@ def parse_cyclictest(text: str):
     """
     bins = np.zeros(NBINS, dtype=np.uint64)
     fields = {}
-    combine = {"Total": sum, "Min Latencies": min, "Avg Latencies": lambda v: sum(v) // len(v),
-               "Max Latencies": max, "Histogram Overflows": sum}
+    combine = {
+        "Total": sum,
+        "Min Latencies": min,
+        "Avg Latencies": lambda v: sum(v) // len(v),
+        "Max Latencies": max,
+        "Histogram Overflows": sum,
+    }
     for line in text.splitlines():
         m = re.match(r"^(\d+)((?:\s+\d+)+)\s*$", line)
         if m:
@@ -66,25 +89,54 @@ def parse_cyclictest(text: str):
             if idx < NBINS:
                 bins[idx] = sum(int(x) for x in m.group(2).split())
             continue
-        m = re.match(r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|"
-                     r"Histogram Overflows):((?:\s+\d+)+)", line)
+        m = re.match(
+            r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|"
+            r"Histogram Overflows):((?:\s+\d+)+)",
+            line,
+        )
         if m:
             fields[m.group(1)] = combine[m.group(1)]([int(x) for x in m.group(2).split()])
     missing = {"Total", "Min Latencies", "Max Latencies", "Histogram Overflows"} - set(fields)
     if missing:
         raise RuntimeError(f"cyclictest output lacks {', '.join(sorted(missing))}")
     if fields["Total"] != int(bins.sum()):
-        raise RuntimeError(f"cyclictest histogram sums to {int(bins.sum())}, "
-                           f"Total says {fields['Total']}")
+        raise RuntimeError(
+            f"cyclictest histogram sums to {int(bins.sum())}, Total says {fields['Total']}"
+        )
     return bins, fields
 
 
-def run_cyclictest(cyclictest: str, *, seconds: int, priority: int, cpus: str,
-                   threads: int = 1, period_us: int = 1000, acc=None):
+def run_cyclictest(
+    cyclictest: str,
+    *,
+    seconds: int,
+    priority: int,
+    cpus: str,
+    threads: int = 1,
+    period_us: int = 1000,
+    acc=None,
+):
     """Run cyclictest and add its histogram (all threads summed) to ``acc``."""
     acc = acc if acc is not None else Accumulator()
-    cmd = [cyclictest, "-m", "-p", str(priority), "-a", cpus, "-t", str(threads),
-           "-i", str(int(period_us)), "-d", "0", "-q", "-D", str(int(seconds)), "-h", str(NBINS)]
+    cmd = [
+        cyclictest,
+        "-m",
+        "-p",
+        str(priority),
+        "-a",
+        cpus,
+        "-t",
+        str(threads),
+        "-i",
+        str(int(period_us)),
+        "-d",
+        "0",
+        "-q",
+        "-D",
+        str(int(seconds)),
+        "-h",
+        str(NBINS),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -96,21 +148,23 @@ def run_cyclictest(cyclictest: str, *, seconds: int, priority: int, cpus: str,
     # percentiles are conservative for both tools alike.
     idx = np.arange(NBINS)
     sum_ns = int(((idx + 0.5) * 1000 * bins).sum()) + overflow * f["Max Latencies"] * 1000
-    acc.add(bins, count, 0, overflow, f["Min Latencies"] * 1000,
-            f["Max Latencies"] * 1000 + 999, sum_ns)
+    acc.add(
+        bins, count, 0, overflow, f["Min Latencies"] * 1000, f["Max Latencies"] * 1000 + 999, sum_ns
+    )
     return acc, cmd
 
 
-def start_stress(stress_ng: str, seconds: float, ncpus: int | None = None,
-                 taskset: str | None = None):
+def start_stress(
+    stress_ng: str, seconds: float, ncpus: int | None = None, taskset: str | None = None
+):
     """stress-ng CPU workers (``ncpus``, default one per CPU), on ``taskset`` CPUs if given."""
     ncpus = ncpus or os.cpu_count() or 1
-    cmd = [stress_ng, "--cpu", str(ncpus), "--timeout", f"{int(math.ceil(seconds))}s",
-           "--quiet"]
+    cmd = [stress_ng, "--cpu", str(ncpus), "--timeout", f"{int(math.ceil(seconds))}s", "--quiet"]
     if taskset is not None:
         cmd += ["--taskset", taskset]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     time.sleep(2.0)  # let the workers spin up before measuring
     if proc.poll() is not None:
         raise RuntimeError(f"{' '.join(cmd)} exited early with {proc.returncode}")
@@ -147,8 +201,9 @@ def listening(pid: int, port: int) -> bool:
     return False
 
 
-def start_iperf_server(lab, station, bind_ip: str, *, one_off: bool = False,
-                       timeout: float = 10.0) -> subprocess.Popen:
+def start_iperf_server(
+    lab, station, bind_ip: str, *, one_off: bool = False, timeout: float = 10.0
+) -> subprocess.Popen:
     """iperf3 -s in ``station``'s namespace, returned once it listens: a client started
     before that fails to connect, and iperf3 gives no readiness signal of its own."""
     argv = ["iperf3", "-s"] + (["-1"] if one_off else []) + ["-B", bind_ip]
@@ -158,7 +213,7 @@ def start_iperf_server(lab, station, bind_ip: str, *, one_off: bool = False,
         if srv.poll() is not None or time.monotonic() > deadline:
             lab.stop(srv)
             raise RuntimeError(f"iperf3 -s in {station.netns} did not start listening")
-        time.sleep(0.01)    # another process's socket: poll its table
+        time.sleep(0.01)  # another process's socket: poll its table
     return srv
 
 
@@ -170,7 +225,8 @@ def sysinfo() -> dict:
     except OSError:
         pass
     u = platform.uname()
-    return {"uname": " ".join([u.system, u.node, u.release, u.version, u.machine]),
-            "realtime": rt, "ncpus": os.cpu_count()}
-
-
+    return {
+        "uname": " ".join([u.system, u.node, u.release, u.version, u.machine]),
+        "realtime": rt,
+        "ncpus": os.cpu_count(),
+    }

@@ -13,6 +13,7 @@ CLOCK_MONOTONIC with the offset between the two clocks read once for the
 whole capture; its direction is in epb_flags; its comment carries the
 stack stamps in the segment's global time (the TDMA time).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,23 +24,27 @@ from ._lowlevel import ffi, lib
 
 @dataclass(frozen=True)
 class CapturedFrame:
-    outbound: bool              # sent by this station (else received)
-    data: bytes                 # the first snaplen bytes
-    orig_len: int               # the frame's length
-    stamp_ns: int               # global time of the TX hand-over / the RX stamp
-    os_ns: int                  # the same instant on CLOCK_MONOTONIC
-    sched_ns: int | None        # TX under TDMA: the slot occurrence (Sync: cycle) start
-    xdp_stamp: bool             # RX: the stamp is the XDP program's (else the poll time)
+    outbound: bool  # sent by this station (else received)
+    data: bytes  # the first snaplen bytes
+    orig_len: int  # the frame's length
+    stamp_ns: int  # global time of the TX hand-over / the RX stamp
+    os_ns: int  # the same instant on CLOCK_MONOTONIC
+    sched_ns: int | None  # TX under TDMA: the slot occurrence (Sync: cycle) start
+    xdp_stamp: bool  # RX: the stamp is the XDP program's (else the poll time)
 
     @classmethod
     def from_c(cls, rec) -> "CapturedFrame":
         h = rec.h
         kept = min(h.cap_len, lib.RTN_CAP_SNAP_MAX)
-        return cls(outbound=h.dir == lib.RTN_CAP_TX,
-                   data=bytes(ffi.buffer(rec.data, kept)), orig_len=h.orig_len,
-                   stamp_ns=h.stamp_ns, os_ns=h.os_ns,
-                   sched_ns=h.sched_ns if h.flags & lib.RTN_CAP_F_SCHED else None,
-                   xdp_stamp=bool(h.flags & lib.RTN_CAP_F_XDP_STAMP))
+        return cls(
+            outbound=h.dir == lib.RTN_CAP_TX,
+            data=bytes(ffi.buffer(rec.data, kept)),
+            orig_len=h.orig_len,
+            stamp_ns=h.stamp_ns,
+            os_ns=h.os_ns,
+            sched_ns=h.sched_ns if h.flags & lib.RTN_CAP_F_SCHED else None,
+            xdp_stamp=bool(h.flags & lib.RTN_CAP_F_XDP_STAMP),
+        )
 
     def comment(self) -> str:
         """The stack stamps, global time in ns: ``rtnet tx handover=... sched=...``,
@@ -50,12 +55,18 @@ class CapturedFrame:
         return f"rtnet rx {'xdp' if self.xdp_stamp else 'poll'}={self.stamp_ns}"
 
 
-def to_pcapng(frames, *, realtime_minus_monotonic: int, snaplen: int,
-              ifname: str | None = None) -> bytes:
+def to_pcapng(
+    frames, *, realtime_minus_monotonic: int, snaplen: int, ifname: str | None = None
+) -> bytes:
     """A pcapng file of ``frames`` (CapturedFrame), time-stamped in CLOCK_REALTIME."""
     out = bytearray(pcapng.section_header())
     out += pcapng.interface_description(snaplen, ifname)
     for f in frames:
-        out += pcapng.enhanced_packet(max(0, f.os_ns + realtime_minus_monotonic), f.data,
-                                      f.orig_len, outbound=f.outbound, comment=f.comment())
+        out += pcapng.enhanced_packet(
+            max(0, f.os_ns + realtime_minus_monotonic),
+            f.data,
+            f.orig_len,
+            outbound=f.outbound,
+            comment=f.comment(),
+        )
     return bytes(out)

@@ -3,6 +3,7 @@
 Like iproute2: human-readable output by default, JSON with -j, one-line
 errors (``rtnetctl: <cause>``) and a non-zero exit status on any failure.
 """
+
 import argparse
 import contextlib
 import json
@@ -23,8 +24,8 @@ PING_TIMEOUT_MS = (1, 60_000)
 CAPTURE_COUNT = (1, 10_000)
 CAPTURE_SECONDS = (0.001, 60.0)
 CAPTURE_RING = (2, 4096)
-MAX_WAIT_S = 3600.0          # --timeout of up, --duration of lab up
-MAX_FRAMES = 1_000_000       # lab frames --count
+MAX_WAIT_S = 3600.0  # --timeout of up, --duration of lab up
+MAX_FRAMES = 1_000_000  # lab frames --count
 
 
 def _print_json(obj) -> None:
@@ -35,13 +36,18 @@ def _print_json(obj) -> None:
 # -- lab ----------------------------------------------------------------------
 def cmd_lab_up(args) -> int:
     from .lab import Lab
+
     if not args.bare:
         from . import labdemo
 
         # a refused run leaves nothing half-built, and an existing lab of the name untouched
-        summary = labdemo.run(args.name, args.stations, args.duration,
-                              out=(lambda *_: None) if args.json else print,
-                              redundant=args.redundant)
+        summary = labdemo.run(
+            args.name,
+            args.stations,
+            args.duration,
+            out=(lambda *_: None) if args.json else print,
+            redundant=args.redundant,
+        )
         if args.json:
             _print_json(summary)
         return 0 if summary.get("ok", True) else 1
@@ -63,6 +69,7 @@ def cmd_lab_up(args) -> int:
 
 def cmd_lab_down(args) -> int:
     from .lab import Lab, all_labs
+
     names = all_labs() if args.all else [args.name]
     removed = []
     for name in names:
@@ -79,6 +86,7 @@ def cmd_lab_down(args) -> int:
 
 def cmd_lab_status(args) -> int:
     from .lab import Lab, all_labs
+
     names = all_labs()
     if args.name_given:
         names = [args.name]
@@ -96,13 +104,17 @@ def cmd_lab_status(args) -> int:
         print(f"lab {s['name']}: namespaces {' '.join(s['namespaces'])}")
         for w in s["wires"]:
             ports = " ".join(f"{p['ifname']}:{p['state']}" for p in w["ports"])
-            print(f"  wire {w['wire'].upper()} {w['netns']}/{w['bridge']}: "
-                  f"{w.get('error') or ports or 'no ports'}")
+            print(
+                f"  wire {w['wire'].upper()} {w['netns']}/{w['bridge']}: "
+                f"{w.get('error') or ports or 'no ports'}"
+            )
         for st in s["stations"]:
             for link in st["links"]:
                 xdp = " xdp" if link["xdp"] else ""
-                print(f"  s{st['index']} {link['ifname']:<8} {link['state']:<5} {link['mac']} "
-                      f"{' '.join(link['addresses'])} mtu {link['mtu']}{xdp}")
+                print(
+                    f"  s{st['index']} {link['ifname']:<8} {link['state']:<5} {link['mac']} "
+                    f"{' '.join(link['addresses'])} mtu {link['mtu']}{xdp}"
+                )
         for p in s["processes"]:
             print(f"  process {p['pid']} in {p['netns']}")
     return 0
@@ -110,8 +122,14 @@ def cmd_lab_status(args) -> int:
 
 def cmd_lab_demo(args) -> int:
     from .demo import run_frame_demo
-    result = run_frame_demo(name=args.name, stations=args.stations, count=args.count,
-                            keep=args.keep, out=None if args.json else sys.stdout)
+
+    result = run_frame_demo(
+        name=args.name,
+        stations=args.stations,
+        count=args.count,
+        keep=args.keep,
+        out=None if args.json else sys.stdout,
+    )
     if args.json:
         _print_json(result)
     return 0 if result["ok"] else 1
@@ -120,9 +138,17 @@ def cmd_lab_demo(args) -> int:
 # -- station daemon -------------------------------------------------------------
 def cmd_up(args) -> int:
     from .stationctl import up
+
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
-    info = up(args.config, dev=args.dev, netns=args.netns, timeout=args.timeout,
-              rtcfg=args.rtcfg, say=say, redundant_dev=args.redundant_dev)
+    info = up(
+        args.config,
+        dev=args.dev,
+        netns=args.netns,
+        timeout=args.timeout,
+        rtcfg=args.rtcfg,
+        say=say,
+        redundant_dev=args.redundant_dev,
+    )
     if args.json:
         _print_json(info)
     else:
@@ -132,24 +158,30 @@ def cmd_up(args) -> int:
             how = f", RTcfg server: {len(r['stations'])} stations configured and ready"
         elif r:
             how = ", RTcfg client: configured and ready"
-        print(f"{info['dev']}: rtnetd running (pid {info['pid']}, {info['discipline']}, "
-              f"log {info['log']}){how}")
+        print(
+            f"{info['dev']}: rtnetd running (pid {info['pid']}, {info['discipline']}, "
+            f"log {info['log']}){how}"
+        )
     return 0
 
 
 def cmd_down(args) -> int:
     from .stationctl import down
+
     info = down(args.dev, netns=args.netns)
     if args.json:
         _print_json(info)
     else:
-        print(f"{args.dev}: {info['result']}"
-              + (f" (cleaned {', '.join(info['cleaned'])})" if info["cleaned"] else ""))
+        print(
+            f"{args.dev}: {info['result']}"
+            + (f" (cleaned {', '.join(info['cleaned'])})" if info["cleaned"] else "")
+        )
     return 0
 
 
 def cmd_status(args) -> int:
     from .stationctl import format_status, request
+
     status = request(args.dev, {"cmd": "status"}, netns=args.netns)["status"]
     if args.json:
         _print_json(status)
@@ -160,8 +192,16 @@ def cmd_status(args) -> int:
 
 def cmd_ping(args) -> int:
     from .stationctl import request
-    req = {"cmd": "ping", "dst": args.dst, "count": args.count, "interval_ms": args.interval,
-           "size": args.size, "timeout_ms": args.timeout, "echo": args.echo}
+
+    req = {
+        "cmd": "ping",
+        "dst": args.dst,
+        "count": args.count,
+        "interval_ms": args.interval,
+        "size": args.size,
+        "timeout_ms": args.timeout,
+        "echo": args.echo,
+    }
     events = []
 
     def show(ev):
@@ -169,8 +209,10 @@ def cmd_ping(args) -> int:
         if args.json:
             return
         if ev["event"] == "reply":
-            print(f"{args.size} bytes from {ev['from']}: seq={ev['seq']} "
-                  f"time={ev['rtt_us']:.1f} us", flush=True)
+            print(
+                f"{args.size} bytes from {ev['from']}: seq={ev['seq']} time={ev['rtt_us']:.1f} us",
+                flush=True,
+            )
         else:
             print(f"seq={ev['seq']}: no reply within {args.timeout} ms", flush=True)
 
@@ -191,8 +233,13 @@ def cmd_capture(args) -> int:
     import base64
 
     from .stationctl import request
-    req = {"cmd": "capture", "count": args.count, "duration_ms": max(1, round(args.time * 1000)),
-           "depth": args.ring}
+
+    req = {
+        "cmd": "capture",
+        "count": args.count,
+        "duration_ms": max(1, round(args.time * 1000)),
+        "depth": args.ring,
+    }
     # Open the file first: one that cannot be written must not cost the capture.  Append
     # mode leaves an existing file as it is until the frames are there.
     existed = os.path.exists(args.write)
@@ -212,7 +259,7 @@ def cmd_capture(args) -> int:
             f.truncate(0)
             f.write(base64.b64decode(reply["pcapng_b64"]))
             f.flush()
-        except OSError as exc:   # e.g. the disk filled up meanwhile
+        except OSError as exc:  # e.g. the disk filled up meanwhile
             raise RtnetError(exc.errno, f"{args.write}: {exc.strerror}") from None
     if args.json:
         _print_json({"frames": reply["frames"], "dropped": reply["dropped"], "file": args.write})
@@ -224,9 +271,12 @@ def cmd_capture(args) -> int:
 
 def cmd_check(args) -> int:
     from .preflight import check_machine, failed, format_change, format_table, target_for
+
     if args.netns:
-        raise ConfigError("check reads this namespace's devices and /sys: run it inside the "
-                          "namespace instead (ip netns exec NAME rtnetctl check)")
+        raise ConfigError(
+            "check reads this namespace's devices and /sys: run it inside the "
+            "namespace instead (ip netns exec NAME rtnetctl check)"
+        )
     if args.unthrottle and not args.apply:
         raise ConfigError("--unthrottle only goes with --apply")
     target = target_for(args.dev, args.config)
@@ -234,8 +284,10 @@ def cmd_check(args) -> int:
     if args.measure:
         from .preflight import measured_rt_cpu
         from .preflight.measure import check_wakeup, measure_wakeups
-        results.append(check_wakeup(measure_wakeups(measured_rt_cpu(target), args.measure,
-                                                    target.priority)))
+
+        results.append(
+            check_wakeup(measure_wakeups(measured_rt_cpu(target), args.measure, target.priority))
+        )
     if args.json:
         _print_json([r.to_json() for r in results])
     else:
@@ -248,20 +300,27 @@ def cmd_check(args) -> int:
 
 def cmd_version(args) -> int:
     from ._lowlevel import core_version
+
     print(f"rtnetctl {__version__} (C core {core_version()})")
     return 0
 
 
 def _stations(text: str) -> int:
     from .lab import MAX_STATIONS  # imports pyroute2: only when the option is given
+
     return integer("stations", 1, MAX_STATIONS)(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="rtnet-xdp station and lab control")
     p.add_argument("-j", "--json", action="store_true", help="JSON output")
-    p.add_argument("-n", "--netns", default=None, type=netns_name,
-                   help="network namespace of the station (like ip -n)")
+    p.add_argument(
+        "-n",
+        "--netns",
+        default=None,
+        type=netns_name,
+        help="network namespace of the station (like ip -n)",
+    )
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     lab = sub.add_parser("lab", help="the lab: stations as network namespaces on one bridge")
@@ -276,90 +335,188 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = lab_cmd("up", cmd_lab_up, "bring up the demo segment (or, with --bare, only the lab)")
     sp.add_argument("--stations", type=_stations, default=3, help="number of stations (default 3)")
-    sp.add_argument("--duration", type=number("duration", 0.1, MAX_WAIT_S), default=5.0,
-                    help="seconds of live view before the summary (default 5)")
-    sp.add_argument("--bare", action="store_true",
-                    help="only the namespaces, veths and bridge: no daemons, no traffic")
-    sp.add_argument("--redundant", action="store_true",
-                    help="two independent wires, every station with rteth0 on wire A and rteth1 "
-                         "on wire B: the segment runs IEEE 802.1CB on both, the publisher on a "
-                         "redundant channel, wire A cut and restored during the run (with "
-                         "--bare: the namespaces only)")
+    sp.add_argument(
+        "--duration",
+        type=number("duration", 0.1, MAX_WAIT_S),
+        default=5.0,
+        help="seconds of live view before the summary (default 5)",
+    )
+    sp.add_argument(
+        "--bare",
+        action="store_true",
+        help="only the namespaces, veths and bridge: no daemons, no traffic",
+    )
+    sp.add_argument(
+        "--redundant",
+        action="store_true",
+        help="two independent wires, every station with rteth0 on wire A and rteth1 "
+        "on wire B: the segment runs IEEE 802.1CB on both, the publisher on a "
+        "redundant channel, wire A cut and restored during the run (with "
+        "--bare: the namespaces only)",
+    )
     sp = lab_cmd("down", cmd_lab_down, "remove the lab and everything it started")
     sp.add_argument("--all", action="store_true", help="remove every lab found")
     sp = lab_cmd("status", cmd_lab_status, "list what exists")
-    sp = lab_cmd("frames", cmd_lab_demo, "exchange raw real-time frames over AF_XDP between stations")
+    sp = lab_cmd(
+        "frames", cmd_lab_demo, "exchange raw real-time frames over AF_XDP between stations"
+    )
     sp.add_argument("--stations", type=_stations, default=2)
-    sp.add_argument("--count", type=integer("count", 1, MAX_FRAMES), default=1000,
-                    help="frames to send (default 1000)")
+    sp.add_argument(
+        "--count",
+        type=integer("count", 1, MAX_FRAMES),
+        default=1000,
+        help="frames to send (default 1000)",
+    )
     sp.add_argument("--keep", action="store_true", help="leave the lab up afterwards")
 
     def station_cmd(name, func, help_):
         sp = sub.add_parser(name, help=help_)
-        sp.add_argument("-n", "--netns", default=argparse.SUPPRESS, type=netns_name,
-                        help="network namespace of the station (like ip -n)")
-        sp.add_argument("--dev", default="rteth0", type=interface_name,
-                        help="real-time device (default rteth0)")
+        sp.add_argument(
+            "-n",
+            "--netns",
+            default=argparse.SUPPRESS,
+            type=netns_name,
+            help="network namespace of the station (like ip -n)",
+        )
+        sp.add_argument(
+            "--dev", default="rteth0", type=interface_name, help="real-time device (default rteth0)"
+        )
         sp.add_argument("-j", "--json", action="store_true", default=argparse.SUPPRESS)
         sp.set_defaults(func=func)
         return sp
 
     sp = station_cmd("up", cmd_up, "start the station daemon (rtnetd) detached")
-    sp.add_argument("-c", "--config", default="/etc/rtnet/rtnet.toml",
-                    help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)")
-    sp.add_argument("--timeout", type=number("timeout", 0.1, MAX_WAIT_S), default=20.0,
-                    help="seconds to wait for the daemon to answer (default 20)")
-    sp.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
-                    help="bring the segment up with RTcfg: the master serves the stations' "
-                         "configuration, a slave receives its IP and slots (default: yes for "
-                         "rtnet.conf, as rtnet start does; rtnet.toml: [rtcfg] enabled)")
-    sp.add_argument("--redundant-dev", type=interface_name, default=None,
-                    help="second device: IEEE 802.1CB redundancy on two wires "
-                         "(overrides link.redundant_dev)")
+    sp.add_argument(
+        "-c",
+        "--config",
+        default="/etc/rtnet/rtnet.toml",
+        help="rtnet.toml or rtnet.conf (default /etc/rtnet/rtnet.toml)",
+    )
+    sp.add_argument(
+        "--timeout",
+        type=number("timeout", 0.1, MAX_WAIT_S),
+        default=20.0,
+        help="seconds to wait for the daemon to answer (default 20)",
+    )
+    sp.add_argument(
+        "--rtcfg",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="bring the segment up with RTcfg: the master serves the stations' "
+        "configuration, a slave receives its IP and slots (default: yes for "
+        "rtnet.conf, as rtnet start does; rtnet.toml: [rtcfg] enabled)",
+    )
+    sp.add_argument(
+        "--redundant-dev",
+        type=interface_name,
+        default=None,
+        help="second device: IEEE 802.1CB redundancy on two wires (overrides link.redundant_dev)",
+    )
     sp.set_defaults(dev=None)
     station_cmd("down", cmd_down, "stop the station daemon and clean up after it")
     station_cmd("status", cmd_status, "show the station's state and counters")
-    sp = station_cmd("ping", cmd_ping, "ICMP echo through the real-time slots (RTnet's rtping); "
-                     "to a MAC, or with --echo, the daemon's echo service")
-    sp.add_argument("dst", help="the peer station's IPv4 address (ICMP, needs a route: "
-                                "rtroute add) or MAC (echo service)")
-    sp.add_argument("--echo", action="store_true",
-                    help="the echo service on its own EtherType instead of ICMP")
-    sp.add_argument("-c", dest="count", type=integer("count", *PING_COUNT), default=4,
-                    help="count (default 4)")
-    sp.add_argument("-i", dest="interval", type=integer("interval", *PING_INTERVAL_MS),
-                    default=1000, help="interval in ms (default 1000)")
-    sp.add_argument("-s", dest="size", type=integer("size", *PING_SIZE), default=56,
-                    help="ICMP echo data bytes, at most 1472 (default 56); with the echo "
-                         "service, bytes after the Ethernet header")
-    sp.add_argument("-t", dest="timeout", type=integer("timeout", *PING_TIMEOUT_MS),
-                    default=500, help="reply timeout in ms (default 500)")
-    sp = station_cmd("capture", cmd_capture,
-                     "record what the real-time thread sends and receives into a pcapng file")
-    sp.add_argument("-w", dest="write", required=True, metavar="FILE",
-                    help="pcapng file to write")
-    sp.add_argument("-c", dest="count", type=integer("count", *CAPTURE_COUNT), default=100,
-                    help="stop after this many frames (default 100)")
-    sp.add_argument("-t", dest="time", type=number("time", *CAPTURE_SECONDS), default=10.0,
-                    help="stop after this many seconds (default 10)")
-    sp.add_argument("-B", dest="ring", type=power_of_two("ring", *CAPTURE_RING), default=1024,
-                    metavar="FRAMES", help="capture ring entries, a power of two (default 1024); "
-                    "the real-time thread drops and counts what does not fit")
+    sp = station_cmd(
+        "ping",
+        cmd_ping,
+        "ICMP echo through the real-time slots (RTnet's rtping); "
+        "to a MAC, or with --echo, the daemon's echo service",
+    )
+    sp.add_argument(
+        "dst",
+        help="the peer station's IPv4 address (ICMP, needs a route: "
+        "rtroute add) or MAC (echo service)",
+    )
+    sp.add_argument(
+        "--echo", action="store_true", help="the echo service on its own EtherType instead of ICMP"
+    )
+    sp.add_argument(
+        "-c", dest="count", type=integer("count", *PING_COUNT), default=4, help="count (default 4)"
+    )
+    sp.add_argument(
+        "-i",
+        dest="interval",
+        type=integer("interval", *PING_INTERVAL_MS),
+        default=1000,
+        help="interval in ms (default 1000)",
+    )
+    sp.add_argument(
+        "-s",
+        dest="size",
+        type=integer("size", *PING_SIZE),
+        default=56,
+        help="ICMP echo data bytes, at most 1472 (default 56); with the echo "
+        "service, bytes after the Ethernet header",
+    )
+    sp.add_argument(
+        "-t",
+        dest="timeout",
+        type=integer("timeout", *PING_TIMEOUT_MS),
+        default=500,
+        help="reply timeout in ms (default 500)",
+    )
+    sp = station_cmd(
+        "capture",
+        cmd_capture,
+        "record what the real-time thread sends and receives into a pcapng file",
+    )
+    sp.add_argument("-w", dest="write", required=True, metavar="FILE", help="pcapng file to write")
+    sp.add_argument(
+        "-c",
+        dest="count",
+        type=integer("count", *CAPTURE_COUNT),
+        default=100,
+        help="stop after this many frames (default 100)",
+    )
+    sp.add_argument(
+        "-t",
+        dest="time",
+        type=number("time", *CAPTURE_SECONDS),
+        default=10.0,
+        help="stop after this many seconds (default 10)",
+    )
+    sp.add_argument(
+        "-B",
+        dest="ring",
+        type=power_of_two("ring", *CAPTURE_RING),
+        default=1024,
+        metavar="FRAMES",
+        help="capture ring entries, a power of two (default 1024); "
+        "the real-time thread drops and counts what does not fit",
+    )
 
     sp = sub.add_parser("check", help="preflight: what decides real-time timing on this machine")
-    sp.add_argument("dev", nargs="?", default=None, type=interface_name,
-                    help="real-time device (default: the configuration's, else rteth0)")
-    sp.add_argument("-c", "--config", default=None,
-                    help="rtnet.toml or rtnet.conf of the station (rt.cpu, rt.priority, device)")
+    sp.add_argument(
+        "dev",
+        nargs="?",
+        default=None,
+        type=interface_name,
+        help="real-time device (default: the configuration's, else rteth0)",
+    )
+    sp.add_argument(
+        "-c",
+        "--config",
+        default=None,
+        help="rtnet.toml or rtnet.conf of the station (rt.cpu, rt.priority, device)",
+    )
     sp.add_argument("-j", "--json", action="store_true", default=argparse.SUPPRESS)
-    sp.add_argument("--apply", action="store_true",
-                    help="make the fixable settings (each write printed, old -> new)")
-    sp.add_argument("--unthrottle", action="store_true",
-                    help="with --apply, also lift RT throttling (sched_rt_runtime_us -1)")
-    sp.add_argument("--measure", type=number("measure seconds", 0.5, 600), default=0,
-                    metavar="SECONDS",
-                    help="also run a SCHED_FIFO thread on the RT CPU this long and report how "
-                         "late it wakes, with the TDMA guard that covers it")
+    sp.add_argument(
+        "--apply",
+        action="store_true",
+        help="make the fixable settings (each write printed, old -> new)",
+    )
+    sp.add_argument(
+        "--unthrottle",
+        action="store_true",
+        help="with --apply, also lift RT throttling (sched_rt_runtime_us -1)",
+    )
+    sp.add_argument(
+        "--measure",
+        type=number("measure seconds", 0.5, 600),
+        default=0,
+        metavar="SECONDS",
+        help="also run a SCHED_FIFO thread on the RT CPU this long and report how "
+        "late it wakes, with the TDMA guard that covers it",
+    )
     sp.set_defaults(func=cmd_check)
 
     sp = sub.add_parser("version", help="show versions")
@@ -368,13 +525,19 @@ def build_parser() -> argparse.ArgumentParser:
     def cmd_bench(args) -> int:
         import os
         import subprocess
+
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        return subprocess.call([sys.executable, "-m", "tools.bench_suite"]
-                               + (["--quick"] if args.quick else []), cwd=root)
+        return subprocess.call(
+            [sys.executable, "-m", "tools.bench_suite"] + (["--quick"] if args.quick else []),
+            cwd=root,
+        )
+
     sp = sub.add_parser("bench", help="the seeds' measurements: python3 -m tools.bench_suite")
-    sp.add_argument("--quick", action="store_true",
-                    help="one run under the protocol's [quick] values, a smoke test as CI "
-                         "runs it")
+    sp.add_argument(
+        "--quick",
+        action="store_true",
+        help="one run under the protocol's [quick] values, a smoke test as CI runs it",
+    )
     sp.set_defaults(func=cmd_bench)
     return p
 

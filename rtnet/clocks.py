@@ -6,6 +6,7 @@ other, and two plain reads in a row are as far apart as whatever stalled the thr
 between them: on this VM the hypervisor takes a vCPU for milliseconds, and every
 timestamp converted would move by that much.
 """
+
 from __future__ import annotations
 
 import time

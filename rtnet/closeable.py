@@ -5,6 +5,7 @@ keeps until it is released (an XDP program, a UMEM, a netdev).  Each defines
 close(); this base gives them the same context-manager protocol and closes
 whatever was forgotten when the object is collected.
 """
+
 from __future__ import annotations
 
 from typing import Self

@@ -50,6 +50,7 @@ with stage 2.  Project extensions to rtnet.conf: RTNET_DEV (default rteth0),
 TDMA_CAL_ROUNDS (default 100) and RTCFG_TIMEOUT (seconds for the whole RTcfg
 bring-up, default 120, 0 = wait forever as RTnet does).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -73,15 +74,25 @@ from .station import RtSettings
 from .userfiles import Refused, read_regular
 
 XDP_MODES = ("auto", "native", "skb")
-MAX_FILE_BYTES = 1 << 20    # configuration files are a few hundred bytes
-MAX_VALUE_CHARS = 4096      # an rtnet.conf value after $VAR expansion
-MIN_ETHERTYPE = 0x0600      # below are 802.3 length fields, not EtherTypes
+MAX_FILE_BYTES = 1 << 20  # configuration files are a few hundred bytes
+MAX_VALUE_CHARS = 4096  # an rtnet.conf value after $VAR expansion
+MIN_ETHERTYPE = 0x0600  # below are 802.3 length fields, not EtherTypes
 # Steering one of these to the real-time path would take it away from Linux.
 LINUX_ETHERTYPES = {
-    0x0800: "IPv4", 0x0806: "ARP", 0x8035: "RARP", 0x8100: "802.1Q VLAN", 0x86DD: "IPv6",
-    0x8847: "MPLS", 0x8848: "MPLS multicast", 0x8863: "PPPoE discovery",
-    0x8864: "PPPoE session", 0x888E: "802.1X", 0x88A8: "802.1ad VLAN", 0x88CC: "LLDP",
-    0x88F7: "PTP", 0x9100: "VLAN double tag",
+    0x0800: "IPv4",
+    0x0806: "ARP",
+    0x8035: "RARP",
+    0x8100: "802.1Q VLAN",
+    0x86DD: "IPv6",
+    0x8847: "MPLS",
+    0x8848: "MPLS multicast",
+    0x8863: "PPPoE discovery",
+    0x8864: "PPPoE session",
+    0x888E: "802.1X",
+    0x88A8: "802.1ad VLAN",
+    0x88CC: "LLDP",
+    0x88F7: "PTP",
+    0x9100: "VLAN double tag",
 }
 # The stack's own protocols, always real-time: not for applications.
 STACK_ETHERTYPES = {0x9021: "RTmac", 0x9022: "RTcfg"}
@@ -93,7 +104,7 @@ class VnicConfig:
     enabled: bool = False
     name: str = "vnic0"
     mode: str = options.OPTIONS["vnic.mode"].default
-    address: str | None = None     # CIDR
+    address: str | None = None  # CIDR
     slot: int = options.OPTIONS["vnic.slot"].default
 
 
@@ -118,20 +129,20 @@ class StationConfig:
     ethertypes: tuple = ()
     rt: RtSettings = RtSettings()
     link_rate_mbps: int = options.OPTIONS["link.link_rate_mbps"].default
-    redundant_dev: str | None = None     # a second port (IEEE 802.1CB)
+    redundant_dev: str | None = None  # a second port (IEEE 802.1CB)
     frer_history_len: int = options.OPTIONS["link.frer_history_len"].default
     frer_reset_ms: int = options.OPTIONS["link.frer_reset_ms"].default
     clock_offset_ns: int = options.OPTIONS["clock.offset_ns"].default
     drift_ppm: float = options.OPTIONS["clock.drift_ppm"].default
-    discipline: str = "none"        # tdma | nomac | none
+    discipline: str = "none"  # tdma | nomac | none
     tdma: TdmaConfig | None = None
     vnic: VnicConfig = VnicConfig()
     channels: tuple = ()
-    group: str | None = None         # may change things, besides root
+    group: str | None = None  # may change things, besides root
     status_group: str | None = None  # may read status / tdma.show
-    ip: str | None = None            # real-time IPv4 address: IPADDR or station.ip
-                                     # (rtnet.ipv4_service; RTcfg stage 1 may replace it)
-    rtcfg: rtcfg_setup.RtcfgSetup | None = None   # what rtnetctl up runs (None: no RTcfg)
+    ip: str | None = None  # real-time IPv4 address: IPADDR or station.ip
+    # (rtnet.ipv4_service; RTcfg stage 1 may replace it)
+    rtcfg: rtcfg_setup.RtcfgSetup | None = None  # what rtnetctl up runs (None: no RTcfg)
 
     def steered_ethertypes(self) -> tuple:
         """EtherTypes the XDP program hands to the real-time path (besides RTmac/RTcfg)."""
@@ -143,6 +154,7 @@ class StationConfig:
 
 
 # -- checking values ------------------------------------------------------------------
+
 
 def key_name(key) -> str:
     """A key or word from a file as an error names it: as written if plain, else quoted."""
@@ -159,8 +171,9 @@ def read_text(path: str) -> str:
         data = read_regular(path, MAX_FILE_BYTES)
     except Refused as exc:
         if exc.too_large:
-            raise ConfigError(f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, "
-                              "not a configuration") from None
+            raise ConfigError(
+                f"{name}: larger than {MAX_FILE_BYTES >> 20} MiB, not a configuration"
+            ) from None
         raise ConfigError(str(exc)) from None
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ConfigError(f"{name}: UTF-16 text; save it as UTF-8")
@@ -168,8 +181,9 @@ def read_text(path: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{name}: line {line}: not UTF-8 text "
-                          f"(byte {data[exc.start]:#04x})") from None
+        raise ConfigError(
+            f"{name}: line {line}: not UTF-8 text (byte {data[exc.start]:#04x})"
+        ) from None
 
 
 class _Checker:
@@ -202,8 +216,9 @@ class _Checker:
         except ConfigError as exc:
             raise ConfigError(one_line(f"{self.source}: {exc}")) from None
 
-    def section(self, name: str, table: dict, extra: set = frozenset(),
-                where: str | None = None) -> dict:
+    def section(
+        self, name: str, table: dict, extra: set = frozenset(), where: str | None = None
+    ) -> dict:
         """The numeric keys of section ``name`` checked against the option table,
         defaults filled in; other keys must be in ``extra`` (the caller checks
         those).  ``where`` names the table in messages (``channel[2]``)."""
@@ -220,7 +235,7 @@ class _Checker:
     def number(self, key, value, lo, hi):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(key, f"{shown(value)} is not a number ({lo}..{hi})")
-        if not lo <= value <= hi:      # also refuses nan
+        if not lo <= value <= hi:  # also refuses nan
             self.fail(key, f"{shown(value)} outside {lo}..{hi}")
         return float(value)
 
@@ -242,8 +257,11 @@ class _Checker:
     def ifname(self, key, value):
         problem = interface_name_problem(value)
         if problem:
-            self.fail(key, f"{shown(value)}: {problem} (the kernel takes 1..15 bytes, "
-                           "no '/', ':' or white space, not '.' or '..')")
+            self.fail(
+                key,
+                f"{shown(value)}: {problem} (the kernel takes 1..15 bytes, "
+                "no '/', ':' or white space, not '.' or '..')",
+            )
         return value
 
     def ethertype(self, key, value):
@@ -255,11 +273,13 @@ class _Checker:
         if not 0 <= value <= 0xFFFF:
             self.fail(key, f"{shown(value)} outside {MIN_ETHERTYPE:#06x}..0xffff")
         if value in LINUX_ETHERTYPES:
-            self.fail(key, f"{value:#06x} is {LINUX_ETHERTYPES[value]}, which Linux needs "
-                           f"({allowed})")
+            self.fail(
+                key, f"{value:#06x} is {LINUX_ETHERTYPES[value]}, which Linux needs ({allowed})"
+            )
         if value in STACK_ETHERTYPES:
-            self.fail(key, f"{value:#06x} is {STACK_ETHERTYPES[value]}, always real-time "
-                           f"({allowed})")
+            self.fail(
+                key, f"{value:#06x} is {STACK_ETHERTYPES[value]}, always real-time ({allowed})"
+            )
         return value
 
     def table(self, key, value):
@@ -270,16 +290,20 @@ class _Checker:
     def known(self, section: str, table: dict, allowed):
         for k in table:
             if k not in allowed:
-                self.fail(f"{section}.{key_name(k)}" if section else key_name(k),
-                          f"unknown key (allowed: {', '.join(sorted(allowed))})")
+                self.fail(
+                    f"{section}.{key_name(k)}" if section else key_name(k),
+                    f"unknown key (allowed: {', '.join(sorted(allowed))})",
+                )
 
     def slot_exists(self, key, tdma: TdmaConfig | None, slot_id: int):
         """Traffic for a slot the schedule lacks would be dropped: refuse it here."""
         if tdma is not None and effective_slot(tdma, slot_id) is None:
             ids = ", ".join(map(str, sorted(tdma.slots))) or "none"
             fallback = " (nor slot 0, which slot 1 falls back to)" if slot_id == 1 else ""
-            self.fail(key, f"slot {slot_id} is not in the TDMA schedule{fallback}; "
-                           f"configured slots: {ids}")
+            self.fail(
+                key,
+                f"slot {slot_id} is not in the TDMA schedule{fallback}; configured slots: {ids}",
+            )
 
     def tdma(self, key, build):
         """``build()`` validated by rtmac.tdma_config.validate (rtn_tdma_cfg_check()), its
@@ -299,8 +323,10 @@ def parse_phasing(ck: _Checker, key: str, text) -> tuple[int, int]:
     # ASCII digits only (int() would take other scripts' digits), few enough to convert
     m = re.fullmatch(r"([0-9]{1,9})/([0-9]{1,9})", text) if isinstance(text, str) else None
     if not m:
-        ck.fail(key, f"{shown(text)} is not x/y (1 <= x <= y <= "
-                     f"{options.OPTIONS['tdma.slot.period'].hi})")
+        ck.fail(
+            key,
+            f"{shown(text)} is not x/y (1 <= x <= y <= {options.OPTIONS['tdma.slot.period'].hi})",
+        )
     return int(m.group(1)), int(m.group(2))
 
 
@@ -325,40 +351,55 @@ def _station_ip(ck, value) -> str:
 
 # -- TOML -----------------------------------------------------------------------------
 
-_SECTIONS = {"station", "rt", "link", "clock", "tdma", "nomac", "vnic", "channel", "control",
-             "rtcfg"}
+_SECTIONS = {
+    "station",
+    "rt",
+    "link",
+    "clock",
+    "tdma",
+    "nomac",
+    "vnic",
+    "channel",
+    "control",
+    "rtcfg",
+}
 
 
-def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = None
-               ) -> StationConfig:
+def parse_toml(
+    text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = None
+) -> StationConfig:
     """``rtcfg``: True or False overrides ``[rtcfg] enabled`` (rtnetctl up --rtcfg)."""
     ck = _Checker(source)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         ck.fail_file(str(exc))
-    except RecursionError:      # tomllib descends once per level of nesting
+    except RecursionError:  # tomllib descends once per level of nesting
         ck.fail_file("arrays or tables nested too deeply")
-    except ValueError as exc:   # int() refuses numbers of more than 4300 digits
+    except ValueError as exc:  # int() refuses numbers of more than 4300 digits
         limit = sys.get_int_max_str_digits()
         long_number = re.search(r"[0-9a-fA-F_]{%d,}" % (limit + 1), text)
         if long_number:
-            ck.fail(f"line {text.count(chr(10), 0, long_number.start()) + 1}",
-                    f"a number of {long_number.end() - long_number.start()} digits "
-                    f"(at most {limit})")
+            ck.fail(
+                f"line {text.count(chr(10), 0, long_number.start()) + 1}",
+                f"a number of {long_number.end() - long_number.start()} digits (at most {limit})",
+            )
         ck.fail_file(f"unreadable value: {str(exc).split(';')[0]}")
     ck.known("", doc, _SECTIONS)
     cfg = {}
 
     st = ck.table("station", doc.get("station", {}))
     ck.known("station", st, {"name", "device", "mac", "xdp_mode", "ethertypes", "ip"})
-    cfg["name"] = ck.string("station.name", st.get("name", "station"),
-                            re.compile(r"[A-Za-z0-9_.-]{1,32}"), "1-32 letters, digits, . _ -")
+    cfg["name"] = ck.string(
+        "station.name",
+        st.get("name", "station"),
+        re.compile(r"[A-Za-z0-9_.-]{1,32}"),
+        "1-32 letters, digits, . _ -",
+    )
     cfg["device"] = ck.ifname("station.device", st.get("device", "rteth0"))
     if "mac" in st:
-        cfg["mac"] = ck.string("station.mac", st["mac"], CANONICAL_MAC,
-                               f"a MAC like {EXAMPLE_MAC}")
-    if "ip" in st:      # the real-time IPv4 address, as rtnet.conf's IPADDR
+        cfg["mac"] = ck.string("station.mac", st["mac"], CANONICAL_MAC, f"a MAC like {EXAMPLE_MAC}")
+    if "ip" in st:  # the real-time IPv4 address, as rtnet.conf's IPADDR
         cfg["ip"] = _station_ip(ck, st["ip"])
     cfg["xdp_mode"] = ck.choice("station.xdp_mode", st.get("xdp_mode", "auto"), XDP_MODES)
     ets = st.get("ethertypes", [])
@@ -391,14 +432,16 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
                 raise ValueError
             ipaddress.ip_interface(address)
         except ValueError:
-            ck.fail("vnic.address",
-                    f"{shown(address)} is not an address with prefix like 198.18.1.1/24")
+            ck.fail(
+                "vnic.address", f"{shown(address)} is not an address with prefix like 198.18.1.1/24"
+            )
     cfg["vnic"] = VnicConfig(
         enabled=ck.boolean("vnic.enabled", vn.get("enabled", bool(vn))),
         name=ck.ifname("vnic.name", vn.get("name", "vnic0")),
         mode=vnic["mode"],
         address=address,
-        slot=vnic["slot"])
+        slot=vnic["slot"],
+    )
 
     chans = doc.get("channel", [])
     if not isinstance(chans, list):
@@ -417,10 +460,13 @@ def parse_toml(text: str, source: str = "rtnet.toml", *, rtcfg: bool | None = No
     cfg["channels"] = tuple(out)
     steered = StationConfig(ethertypes=cfg["ethertypes"], channels=cfg["channels"])
     if len(steered.steered_ethertypes()) > lib.RTN_XSK_MAX_ETHERTYPES:
-        ck.fail("station.ethertypes", f"{len(steered.steered_ethertypes())} real-time "
-                f"EtherTypes with the [[channel]] ones and the echo service "
-                f"{PING_ETHERTYPE:#06x}; the XDP program steers at most "
-                f"{lib.RTN_XSK_MAX_ETHERTYPES}")
+        ck.fail(
+            "station.ethertypes",
+            f"{len(steered.steered_ethertypes())} real-time "
+            f"EtherTypes with the [[channel]] ones and the echo service "
+            f"{PING_ETHERTYPE:#06x}; the XDP program steers at most "
+            f"{lib.RTN_XSK_MAX_ETHERTYPES}",
+        )
 
     ctl = ck.table("control", doc.get("control", {}))
     ck.known("control", ctl, {"group", "status_group"})
@@ -469,11 +515,24 @@ def _toml_rtcfg(ck: _Checker, t: dict, cfg: dict, override: bool | None):
         if cfg["vnic"].enabled and cfg["vnic"].address:
             prefix = ipaddress.ip_interface(cfg["vnic"].address).network.prefixlen
         # a segment with a VNIC has it on every station: the slaves' come up with their IP
-        invs = _rtcfg_call(ck, "rtcfg.slaves", lambda: rtcfg_setup.simple_invitations(
-            slaves, offset, prefix, stage2, vnic=cfg["vnic"].enabled, cycle_us=tdma.cycle_us))
+        invs = _rtcfg_call(
+            ck,
+            "rtcfg.slaves",
+            lambda: rtcfg_setup.simple_invitations(
+                slaves, offset, prefix, stage2, vnic=cfg["vnic"].enabled, cycle_us=tdma.cycle_us
+            ),
+        )
         return rtcfg_setup.RtcfgSetup("server", tuple(invs), **kw)
-    return _client_setup(ck, cfg["device"], given.get("stage2_dst"), given.get("stage2_cmds"),
-                         base, where["stage2_dst"], where["stage2_cmds"], kw)
+    return _client_setup(
+        ck,
+        cfg["device"],
+        given.get("stage2_dst"),
+        given.get("stage2_cmds"),
+        base,
+        where["stage2_dst"],
+        where["stage2_cmds"],
+        kw,
+    )
 
 
 def _rtcfg_call(ck: _Checker, key: str, build):
@@ -494,11 +553,18 @@ def _stage2_src(ck: _Checker, key: str, path: str | None, base: str) -> str | No
     return _rtcfg_call(ck, key, lambda: rtcfg_setup.read_stage2(_in_dir(path, base)))
 
 
-def _client_setup(ck: _Checker, dev: str, dst: str | None, cmds: str | None, base: str,
-                  dst_key: str, cmds_key: str, kw: dict) -> rtcfg_setup.RtcfgSetup:
+def _client_setup(
+    ck: _Checker,
+    dev: str,
+    dst: str | None,
+    cmds: str | None,
+    base: str,
+    dst_key: str,
+    cmds_key: str,
+    kw: dict,
+) -> rtcfg_setup.RtcfgSetup:
     if dst:
-        dst = _rtcfg_call(ck, dst_key,
-                          lambda: rtcfg_setup.check_destination(_in_dir(dst, base)))
+        dst = _rtcfg_call(ck, dst_key, lambda: rtcfg_setup.check_destination(_in_dir(dst, base)))
     cmds = _rtcfg_call(ck, cmds_key, lambda: rtcfg_setup.checked_commands(cmds or "", dev))
     return rtcfg_setup.RtcfgSetup("client", stage2_dst=dst or None, stage2_cmds=cmds, **kw)
 
@@ -519,11 +585,13 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
     kw = ck.section("tdma", t, {"role", "slot"})
     role = ck.choice("tdma.role", t.get("role", "master"), ("master", "backup", "slave"))
     if role != "slave" and "cycle_us" not in kw:
-        ck.fail("tdma.cycle_us", f"a {role} needs it ({options.OPTIONS['tdma.cycle_us'].range_text()})")
+        ck.fail(
+            "tdma.cycle_us", f"a {role} needs it ({options.OPTIONS['tdma.cycle_us'].range_text()})"
+        )
     if role == "backup" and "backup_offset_us" not in kw:
         ck.fail("tdma.backup_offset_us", "a backup master needs it")
     if role != "backup" and "backup_offset_us" in kw:
-        ck.fail("tdma.backup_offset_us", "only for role = \"backup\"")
+        ck.fail("tdma.backup_offset_us", 'only for role = "backup"')
     kw.update(role="slave" if role == "slave" else "master", link_rate_mbps=link_rate)
     slots = t.get("slot", [])
     if not isinstance(slots, list):
@@ -536,8 +604,11 @@ def _toml_tdma(ck: _Checker, t: dict, link_rate: int) -> TdmaConfig:
             if req not in s:
                 ck.fail(f"{key}.{req}", "missing")
         # types here; ranges, ids beyond max_slot_id (as RTnet's tdmacfg) and the rest: C's
-        sl = {opt.name: ck.option(opt, s[opt.name], f"{key}.{opt.name}")
-              for opt in options.section("tdma.slot") if opt.name in s}
+        sl = {
+            opt.name: ck.option(opt, s[opt.name], f"{key}.{opt.name}")
+            for opt in options.section("tdma.slot")
+            if opt.name in s
+        }
         if sl["id"] in out:
             ck.fail(f"{key}.id", f"slot {sl['id']} given twice")
         sl["phasing"], sl["period"] = parse_phasing(ck, f"{key}.phasing", s.get("phasing", "1/1"))

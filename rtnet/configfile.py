@@ -1,5 +1,6 @@
 """A station's configuration file, in either of its formats: rtnet.toml (rtnet.config) or
 RTnet's rtnet.conf and tdma.conf (rtnet.rtnetconf), told apart by the file's name."""
+
 from __future__ import annotations
 
 from .config import StationConfig, parse_toml, read_text

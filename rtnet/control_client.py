@@ -26,6 +26,7 @@ EREMOTEIO                 the daemon refused (``ok: false``); the message is its
 Used by rtnet.stationctl (rtnetctl), rtmac.control (rtmac) and rtnet.app
 (Channel.open).
 """
+
 from __future__ import annotations
 
 import errno
@@ -66,8 +67,7 @@ def _connect(dev: str, netns: str | None, timeout: float | None) -> socket.socke
     except OSError as exc:
         sock.close()
         err = exc.errno or errno.ECONNREFUSED
-        raise ControlClientError(err, f"{path}: {exc.strerror or os.strerror(err)}",
-                                 path) from None
+        raise ControlClientError(err, f"{path}: {exc.strerror or os.strerror(err)}", path) from None
     return sock
 
 
@@ -77,9 +77,9 @@ class _LineReader:
     def __init__(self, sock: socket.socket, max_fds: int, fds: list[int]):
         self._sock = sock
         self._max_fds = max_fds
-        self._fds = fds                  # every descriptor received, for the caller to own
+        self._fds = fds  # every descriptor received, for the caller to own
         self._buf = bytearray()
-        self._scanned = 0                # bytes of _buf known to hold no newline
+        self._scanned = 0  # bytes of _buf known to hold no newline
 
     def _recv(self) -> bytes:
         if not self._max_fds:
@@ -95,7 +95,7 @@ class _LineReader:
                 if end + 1 > MAX_REPLY:
                     break
                 line = bytes(self._buf[:end])
-                del self._buf[:end + 1]
+                del self._buf[: end + 1]
                 self._scanned = 0
                 return line
             self._scanned = len(self._buf)
@@ -103,12 +103,13 @@ class _LineReader:
                 break
             chunk = self._recv()
             if not chunk:
-                if self._buf:            # a last line without its newline: judge what came
+                if self._buf:  # a last line without its newline: judge what came
                     line = bytes(self._buf)
                     self._buf.clear()
                     return line
-                raise ControlClientError(errno.ECONNRESET,
-                                         "rtnetd closed the connection without replying")
+                raise ControlClientError(
+                    errno.ECONNRESET, "rtnetd closed the connection without replying"
+                )
             self._buf += chunk
         raise ControlClientError(errno.EMSGSIZE, f"reply from rtnetd longer than {MAX_REPLY} bytes")
 
@@ -116,15 +117,14 @@ class _LineReader:
 def _parse(line: bytes) -> dict:
     try:
         obj = json.loads(line)
-    except (ValueError, RecursionError):   # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         obj = None
     if not isinstance(obj, dict):
         raise ControlClientError(errno.EPROTO, "malformed reply from rtnetd")
     return obj
 
 
-def _exchange(sock: socket.socket, request: dict, on_event, max_fds: int,
-              fds: list[int]) -> dict:
+def _exchange(sock: socket.socket, request: dict, on_event, max_fds: int, fds: list[int]) -> dict:
     try:
         sock.sendall(json.dumps(request).encode() + b"\n")
         lines = _LineReader(sock, max_fds, fds)
@@ -132,7 +132,7 @@ def _exchange(sock: socket.socket, request: dict, on_event, max_fds: int,
             reply = _parse(lines.next_line())
             if "ok" in reply:
                 break
-            if on_event is None:         # only requests that announce events get them
+            if on_event is None:  # only requests that announce events get them
                 raise ControlClientError(errno.EPROTO, "malformed reply from rtnetd")
             on_event(reply)
     except socket.timeout:
@@ -141,8 +141,9 @@ def _exchange(sock: socket.socket, request: dict, on_event, max_fds: int,
         raise
     except OSError as exc:
         err = exc.errno or errno.EIO
-        raise ControlClientError(err, f"control socket: {exc.strerror or os.strerror(err)}") \
-            from None
+        raise ControlClientError(
+            err, f"control socket: {exc.strerror or os.strerror(err)}"
+        ) from None
     if reply["ok"] is not True:
         message = reply.get("error")
         message = one_line(message) if isinstance(message, str) and message else "request failed"
@@ -150,8 +151,14 @@ def _exchange(sock: socket.socket, request: dict, on_event, max_fds: int,
     return reply
 
 
-def call(dev: str, request: dict, *, netns: str | None = None, timeout: float | None = 30.0,
-         on_event: Callable[[dict], None] | None = None) -> dict:
+def call(
+    dev: str,
+    request: dict,
+    *,
+    netns: str | None = None,
+    timeout: float | None = 30.0,
+    on_event: Callable[[dict], None] | None = None,
+) -> dict:
     """Send ``request`` to the daemon of ``dev`` in network namespace ``netns`` (default:
     the caller's) and return its ``ok`` reply.
 
@@ -163,8 +170,9 @@ def call(dev: str, request: dict, *, netns: str | None = None, timeout: float | 
         return _exchange(sock, request, on_event, 0, [])
 
 
-def call_keep(dev: str, request: dict, *, netns: str | None = None, max_fds: int,
-              timeout: float | None = 30.0) -> tuple[socket.socket, dict, list[int]]:
+def call_keep(
+    dev: str, request: dict, *, netns: str | None = None, max_fds: int, timeout: float | None = 30.0
+) -> tuple[socket.socket, dict, list[int]]:
     """Like :func:`call`, but take up to ``max_fds`` descriptors passed with the reply and
     keep the connection: returns (socket, reply, fds), all the caller's to close."""
     sock = _connect(dev, netns, timeout)

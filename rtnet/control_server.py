@@ -38,6 +38,7 @@ device name), privilege, and only then the handler.  Every exception from a
 handler becomes an error reply; one the handler did not mean (anything but
 RequestError and the validation errors) is also logged, as one line.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -59,11 +60,11 @@ from .errors import ConfigError, RtnetError
 
 log = logging.getLogger("rtnetd")
 
-SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)   # Linux >= 4.13
+SO_PEERGROUPS = getattr(socket, "SO_PEERGROUPS", 59)  # Linux >= 4.13
 RECV_SIZE = 65536
 SEND_CHUNK = 256 * 1024
-MAX_ERROR = 1000          # characters of an error message that go into a reply
-DRAIN_SECONDS = 1.0       # how long a refused connection is read before it is closed
+MAX_ERROR = 1000  # characters of an error message that go into a reply
+DRAIN_SECONDS = 1.0  # how long a refused connection is read before it is closed
 DRAIN_BYTES = 16 * 1024 * 1024
 
 
@@ -82,7 +83,7 @@ class Peer:
     pid: int
     uid: int
     gid: int
-    groups: frozenset[int]    # the primary gid and every supplementary group
+    groups: frozenset[int]  # the primary gid and every supplementary group
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Limits:
 
     def __post_init__(self):
         for name in ("idle_timeout", "line_timeout", "write_timeout"):
-            if not getattr(self, name) > 0:     # a socket time-out of 0 means non-blocking
+            if not getattr(self, name) > 0:  # a socket time-out of 0 means non-blocking
                 raise ValueError(f"{name} must be more than 0 s")
 
 
@@ -125,8 +126,10 @@ class WithFds:
 
 def group_policy(control_gid: int | None) -> Callable[[Peer], bool]:
     """Root, or a member (primary or supplementary) of ``control_gid``, is privileged."""
+
     def privileged(peer: Peer) -> bool:
         return peer.uid == 0 or (control_gid is not None and control_gid in peer.groups)
+
     return privileged
 
 
@@ -134,8 +137,13 @@ def group_policy(control_gid: int | None) -> Callable[[Peer], bool]:
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _getsockopt = _libc.getsockopt
-_getsockopt.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
-                        ctypes.POINTER(ctypes.c_uint32)]
+_getsockopt.argtypes = [
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.POINTER(ctypes.c_uint32),
+]
 _getsockopt.restype = ctypes.c_int
 
 
@@ -150,9 +158,11 @@ def peer_supplementary_groups(sock: socket.socket) -> tuple[int, ...]:
     while True:
         buf = (ctypes.c_uint32 * count)()
         size = ctypes.c_uint32(ctypes.sizeof(buf))
-        if _getsockopt(sock.fileno(), socket.SOL_SOCKET, SO_PEERGROUPS, buf,
-                       ctypes.byref(size)) == 0:
-            return tuple(buf[:size.value // ctypes.sizeof(ctypes.c_uint32)])
+        if (
+            _getsockopt(sock.fileno(), socket.SOL_SOCKET, SO_PEERGROUPS, buf, ctypes.byref(size))
+            == 0
+        ):
+            return tuple(buf[: size.value // ctypes.sizeof(ctypes.c_uint32)])
         err = ctypes.get_errno()
         if err != errno.ERANGE or size.value <= ctypes.sizeof(buf):
             raise OSError(err, f"SO_PEERGROUPS: {os.strerror(err)}")
@@ -160,8 +170,9 @@ def peer_supplementary_groups(sock: socket.socket) -> tuple[int, ...]:
 
 
 def peer_of(sock: socket.socket) -> Peer:
-    pid, uid, gid = struct.unpack("iII", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                         struct.calcsize("iII")))
+    pid, uid, gid = struct.unpack(
+        "iII", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
+    )
     return Peer(pid, uid, gid, frozenset((gid, *peer_supplementary_groups(sock))))
 
 
@@ -180,7 +191,7 @@ def nested_deeper_than(line: bytes, limit: int) -> bool:
     overestimate how deep the parser would go, never underestimate it.
     """
     if line.count(b"[") + line.count(b"{") <= limit:
-        return False          # not enough opening brackets to get that deep
+        return False  # not enough opening brackets to get that deep
     depth = 0
     for c in _JSON_STRING.sub(b"", line).translate(None, _NOT_BRACKET):
         if c in b"[{":
@@ -238,12 +249,19 @@ def encode_reply(obj: dict) -> bytes:
         return json.dumps(error_reply("internal error: reply cannot be encoded")).encode() + b"\n"
     if len(line) > MAX_REPLY:
         log.error("control reply of %d bytes is longer than %d", len(line), MAX_REPLY)
-        return json.dumps(error_reply(f"reply of {len(line)} bytes is longer than "
-                                      f"the {MAX_REPLY} bytes allowed")).encode() + b"\n"
+        return (
+            json.dumps(
+                error_reply(
+                    f"reply of {len(line)} bytes is longer than the {MAX_REPLY} bytes allowed"
+                )
+            ).encode()
+            + b"\n"
+        )
     return line
 
 
 # -- one connection -------------------------------------------------------------------------------
+
 
 class Connection:
     """One client connection, as its handlers see it."""
@@ -263,10 +281,10 @@ class Connection:
         try:
             self.sock.settimeout(self._limits.write_timeout)
             if fds:
-                view = view[socket.send_fds(self.sock, [view[:SEND_CHUNK]], list(fds)):]
+                view = view[socket.send_fds(self.sock, [view[:SEND_CHUNK]], list(fds)) :]
             while view:
-                view = view[self.sock.send(view[:SEND_CHUNK]):]
-        except OSError as exc:     # socket.timeout included
+                view = view[self.sock.send(view[:SEND_CHUNK]) :]
+        except OSError as exc:  # socket.timeout included
             raise ClientGone(exc.errno, "client does not read its replies") from None
 
     def hold(self, key, release: Callable[[], None]) -> None:
@@ -294,12 +312,17 @@ class Connection:
             key, release = self._held.popitem()
             try:
                 release()
-            except Exception as exc:   # one failed release must not keep the others
-                log.error("control connection: releasing %r: %s: %s", key,
-                          type(exc).__name__, _message(exc))
+            except Exception as exc:  # one failed release must not keep the others
+                log.error(
+                    "control connection: releasing %r: %s: %s",
+                    key,
+                    type(exc).__name__,
+                    _message(exc),
+                )
 
 
 # -- the server ------------------------------------------------------------------------------------
+
 
 class ControlServer:
     """Serve ``commands`` on ``listener`` (bound and listening; the server closes it).
@@ -310,10 +333,16 @@ class ControlServer:
     does not serve (rtnetd: another device's name).
     """
 
-    def __init__(self, listener: socket.socket, commands: dict[str, Command], *,
-                 privileged: Callable[[Peer], bool] = group_policy(None), who: str = "root",
-                 check_request: Callable[[dict], None] | None = None,
-                 limits: Limits = Limits()):
+    def __init__(
+        self,
+        listener: socket.socket,
+        commands: dict[str, Command],
+        *,
+        privileged: Callable[[Peer], bool] = group_policy(None),
+        who: str = "root",
+        check_request: Callable[[dict], None] | None = None,
+        limits: Limits = Limits(),
+    ):
         self.listener = listener
         self.commands = dict(commands)
         self.limits = limits
@@ -321,7 +350,7 @@ class ControlServer:
         self._who = who
         self._check_request = check_request
         self._stopping = threading.Event()
-        self._serving = threading.Lock()      # held by serve(); close() waits for it
+        self._serving = threading.Lock()  # held by serve(); close() waits for it
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._lock = threading.Lock()
         self._pools: dict[bool, set[Connection]] = {True: set(), False: set()}
@@ -370,7 +399,7 @@ class ControlServer:
             threads = list(self._threads)
         for conn in conns:
             try:
-                conn.sock.shutdown(socket.SHUT_RD)    # wakes its thread's recv
+                conn.sock.shutdown(socket.SHUT_RD)  # wakes its thread's recv
             except OSError:
                 pass
         deadline = time.monotonic() + join_timeout
@@ -401,8 +430,11 @@ class ControlServer:
             log.error("control socket: peer credentials: %s", _message(exc))
             _send_now_and_close(sock, "cannot read peer credentials")
             return
-        limit = (self.limits.privileged_connections if privileged
-                 else self.limits.unprivileged_connections)
+        limit = (
+            self.limits.privileged_connections
+            if privileged
+            else self.limits.unprivileged_connections
+        )
         with self._lock:
             pool = self._pools[privileged]
             if len(pool) >= limit:
@@ -413,8 +445,9 @@ class ControlServer:
         if conn is None:
             _send_now_and_close(sock, "too many control connections")
             return
-        t = threading.Thread(target=self._serve_conn, args=(conn,), daemon=True,
-                             name="rtnetd-client")
+        t = threading.Thread(
+            target=self._serve_conn, args=(conn,), daemon=True, name="rtnetd-client"
+        )
         with self._lock:
             self._threads.add(t)
         t.start()
@@ -425,7 +458,7 @@ class ControlServer:
             self._read_requests(conn)
         except ClientGone:
             pass
-        except Exception as exc:   # a fault here must end this connection, not the daemon
+        except Exception as exc:  # a fault here must end this connection, not the daemon
             log.error("control connection: %s: %s", type(exc).__name__, _message(exc))
         finally:
             conn.release_all()
@@ -438,17 +471,19 @@ class ControlServer:
         lim = self.limits
         sock = conn.sock
         buf = bytearray()
-        since = time.monotonic()   # idle: since the last reply; partial line: since its first byte
+        since = time.monotonic()  # idle: since the last reply; partial line: since its first byte
         while not self._stopping.is_set():
             if buf:
-                timeout, why = lim.line_timeout, \
-                    f"request line not finished within {lim.line_timeout:g} s"
+                timeout, why = (
+                    lim.line_timeout,
+                    f"request line not finished within {lim.line_timeout:g} s",
+                )
             elif conn.holding:
                 timeout, why = None, ""
             else:
                 timeout, why = lim.idle_timeout, f"no request for {lim.idle_timeout:g} s"
             left = None if timeout is None else since + timeout - time.monotonic()
-            if left is not None and left <= 0:     # (a time-out of 0 would mean non-blocking)
+            if left is not None and left <= 0:  # (a time-out of 0 would mean non-blocking)
                 self._refuse(conn, why)
                 return
             sock.settimeout(left)
@@ -460,7 +495,7 @@ class ControlServer:
             except OSError:
                 return
             if not chunk:
-                return                 # the client is done; a partial line is dropped
+                return  # the client is done; a partial line is dropped
             if not buf:
                 since = time.monotonic()
             buf += chunk
@@ -508,12 +543,16 @@ class ControlServer:
         except (ConfigError, RtnetError, KeyError, TypeError, ValueError) as exc:
             reply = error_reply(_message(exc))
             if isinstance(exc, OSError) and exc.errno:
-                reply["errno"] = exc.errno      # the C library returns it (rtn_app_open)
+                reply["errno"] = exc.errno  # the C library returns it (rtn_app_open)
             return reply
         except Exception as exc:
             msg = _message(exc)
-            log.error("control request %s: %s: %s", cmd if isinstance(cmd, str) else "?",
-                      type(exc).__name__, " ".join(msg.split()))
+            log.error(
+                "control request %s: %s: %s",
+                cmd if isinstance(cmd, str) else "?",
+                type(exc).__name__,
+                " ".join(msg.split()),
+            )
             return error_reply(f"internal error: {type(exc).__name__}: {msg}")
 
     def _refuse(self, conn: Connection, error: str) -> None:

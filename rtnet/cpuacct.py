@@ -13,6 +13,7 @@ only by the caller's choice (on this machine the lab's traffic is all there
 is).  Without cgroup v2 the figure is the sum of this process's threads and
 its waited-for children, which misses children still running.
 """
+
 from __future__ import annotations
 
 import os
@@ -100,7 +101,7 @@ class LabCpu:
                 f.write(str(os.getpid()))
         except OSError:
             pass
-        for _ in range(50):          # children reaped a moment ago may still be listed
+        for _ in range(50):  # children reaped a moment ago may still be listed
             try:
                 os.rmdir(self.path)
                 break
@@ -119,8 +120,11 @@ class LabCpu:
         return 0.0
 
     def sample(self) -> dict:
-        return {"lab_cpu_s": self.lab_cpu_s(), "ksoftirqd_cpu_s": ksoftirqd_cpu_s(),
-                "t": time.monotonic()}
+        return {
+            "lab_cpu_s": self.lab_cpu_s(),
+            "ksoftirqd_cpu_s": ksoftirqd_cpu_s(),
+            "t": time.monotonic(),
+        }
 
     @staticmethod
     def between(a: dict, b: dict) -> dict:

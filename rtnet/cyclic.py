@@ -19,6 +19,7 @@ it starts at a quarter of the cycle and follows p99.9 of what the task's
 own runs needed from wake-up to hand-over, plus 20 us, rising at once and
 falling slowly; CyclicStats reports the lead in force.
 """
+
 from __future__ import annotations
 
 import errno
@@ -34,9 +35,19 @@ from .hist import Histogram
 from .mac import parse_mac
 from .rtthread import fill_rt_opts
 
-SAMPLE_DTYPE = np.dtype([("seq", "<u4"), ("len", "<u4"), ("sched_ns", "<i8"),
-                         ("tx_ns", "<i8"), ("rx_ns", "<i8"), ("app_ns", "<i8"),
-                         ("handover_ns", "<i8"), ("pickup_ns", "<i8"), ("rx_rt_ns", "<i8")])
+SAMPLE_DTYPE = np.dtype(
+    [
+        ("seq", "<u4"),
+        ("len", "<u4"),
+        ("sched_ns", "<i8"),
+        ("tx_ns", "<i8"),
+        ("rx_ns", "<i8"),
+        ("app_ns", "<i8"),
+        ("handover_ns", "<i8"),
+        ("pickup_ns", "<i8"),
+        ("rx_rt_ns", "<i8"),
+    ]
+)
 assert SAMPLE_DTYPE.itemsize == ffi.sizeof("struct rtn_app_sample")
 
 _POLICY = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED_OTHER"}
@@ -44,26 +55,26 @@ _POLICY = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED
 
 @dataclass(frozen=True)
 class CyclicStats:
-    mode: str                # "rt" or "standard"
+    mode: str  # "rt" or "standard"
     policy: str
     priority: int
     cpu: int | None
     memory_locked: bool
     running: bool
-    rc: int                  # the loop's result (0, or a negative errno)
+    rc: int  # the loop's result (0, or a negative errno)
     runs: int
     missed: int
     interval_ns: int
     handover_ns: int | None  # None: the task wakes at its offset
-    lead_ns: int             # the hand-over lead in force
+    lead_ns: int  # the hand-over lead in force
     lead_auto: bool
     lead_updates: int
-    lead_late: int           # hand-overs after the lead in force had run out
-    lead_beyond: int         # runs that needed more than half a cycle: stalls
+    lead_late: int  # hand-overs after the lead in force had run out
+    lead_beyond: int  # runs that needed more than half a cycle: stalls
     lead_need_max_ns: int
     sent: int
-    refused: int             # TX ring full
-    histogram: Histogram     # lateness of each wake-up
+    refused: int  # TX ring full
+    histogram: Histogram  # lateness of each wake-up
 
     def summary_us(self) -> dict:
         return self.histogram.summary_us()
@@ -72,12 +83,25 @@ class CyclicStats:
 class CyclicTask:
     """The built-in publisher running on ``channel``; start() it or use publish_cyclic()."""
 
-    def __init__(self, channel, dst, *, payload_size: int = 0, offset_us: float = 0,
-                 cycles: int = 0, standard: bool = False, interval_us: float | None = None,
-                 cpu: int | None = None, priority: int = 80, allow_fallback: bool = False,
-                 hold_dma_latency: bool = True, first_cycle_timeout: float = 2.0,
-                 handover_us: float | None = None, lead_us: float | None = None,
-                 lead_start_us: float | None = None):
+    def __init__(
+        self,
+        channel,
+        dst,
+        *,
+        payload_size: int = 0,
+        offset_us: float = 0,
+        cycles: int = 0,
+        standard: bool = False,
+        interval_us: float | None = None,
+        cpu: int | None = None,
+        priority: int = 80,
+        allow_fallback: bool = False,
+        hold_dma_latency: bool = True,
+        first_cycle_timeout: float = 2.0,
+        handover_us: float | None = None,
+        lead_us: float | None = None,
+        lead_start_us: float | None = None,
+    ):
         if not isinstance(payload_size, int) or not 0 <= payload_size <= MAX_PAYLOAD:
             raise ConfigError(f"payload_size {payload_size!r}: 0..{MAX_PAYLOAD}")
         if not isinstance(cycles, int) or cycles < 0:
@@ -92,8 +116,13 @@ class CyclicTask:
         self.channel = channel
         self._opts = ffi.new("struct rtn_cyclic_opts *")
         lib.rtn_cyclic_opts_init(self._opts)
-        fill_rt_opts(ffi.addressof(self._opts, "rt"), cpu=cpu, priority=priority,
-                     allow_fallback=allow_fallback, hold_dma_latency=hold_dma_latency)
+        fill_rt_opts(
+            ffi.addressof(self._opts, "rt"),
+            cpu=cpu,
+            priority=priority,
+            allow_fallback=allow_fallback,
+            hold_dma_latency=hold_dma_latency,
+        )
         self._opts.offset_ns = int(offset_us * 1000)
         self._opts.cycles = cycles
         self._opts.mode = lib.RTN_CYCLIC_MODE_STANDARD if standard else lib.RTN_CYCLIC_MODE_RT
@@ -104,7 +133,7 @@ class CyclicTask:
             self._opts.lead_ns = int(lead_us * 1000) if lead_us else 0
             self._opts.lead_start_ns = int(lead_start_us * 1000) if lead_start_us else 0
         self._pub = ffi.new("struct rtn_cyclic_pub *")
-        if isinstance(dst, tuple):          # (ip, port): the channel is a UDP socket's
+        if isinstance(dst, tuple):  # (ip, port): the channel is a UDP socket's
             try:
                 ip, port = dst
                 self._pub.dst_ip = int.from_bytes(socket.inet_aton(ip), "big")
@@ -124,8 +153,13 @@ class CyclicTask:
             return self
         self._pub.ch = self.channel._live()
         out = ffi.new("struct rtn_cyclic **")
-        check(lib.rtn_cyclic_start(self._pub.ch, self._opts, lib.rtn_cyclic_publisher_fn(),
-                                   self._pub, out), ChannelError, "cyclic task")
+        check(
+            lib.rtn_cyclic_start(
+                self._pub.ch, self._opts, lib.rtn_cyclic_publisher_fn(), self._pub, out
+            ),
+            ChannelError,
+            "cyclic task",
+        )
         self._c = out[0]
         self._final = None
         self.channel._tasks.add(self)
@@ -141,10 +175,26 @@ class CyclicTask:
     def _convert(self, st) -> CyclicStats:
         return CyclicStats(
             "standard" if st.mode == lib.RTN_CYCLIC_MODE_STANDARD else "rt",
-            _POLICY.get(st.policy, "SCHED_OTHER"), st.priority, None if st.cpu < 0 else st.cpu,
-            bool(st.memory_locked), bool(st.running), st.rc, st.runs, st.missed, st.interval_ns,
-            None if st.handover_ns < 0 else st.handover_ns, st.lead_ns, bool(st.lead_auto),
-            st.lead_updates, st.lead_late, st.lead_beyond, st.lead_need_max_ns, self._pub.sent, self._pub.refused, Histogram.from_c(ffi.addressof(st, "hist")))
+            _POLICY.get(st.policy, "SCHED_OTHER"),
+            st.priority,
+            None if st.cpu < 0 else st.cpu,
+            bool(st.memory_locked),
+            bool(st.running),
+            st.rc,
+            st.runs,
+            st.missed,
+            st.interval_ns,
+            None if st.handover_ns < 0 else st.handover_ns,
+            st.lead_ns,
+            bool(st.lead_auto),
+            st.lead_updates,
+            st.lead_late,
+            st.lead_beyond,
+            st.lead_need_max_ns,
+            self._pub.sent,
+            self._pub.refused,
+            Histogram.from_c(ffi.addressof(st, "hist")),
+        )
 
     def stats(self) -> CyclicStats:
         if self._c is None:
@@ -185,16 +235,22 @@ def _check_handover(channel, handover_us, lead_us, own_grid: bool) -> None:
             raise ConfigError("lead_us needs handover_us (the slot to hand over for)")
         return
     if own_grid:
-        raise ConfigError("handover_us needs the real-time task on the TDMA cycle "
-                          "(not standard=True or interval_us)")
+        raise ConfigError(
+            "handover_us needs the real-time task on the TDMA cycle "
+            "(not standard=True or interval_us)"
+        )
     if handover_us < 0 or (lead_us is not None and lead_us <= 0):
-        raise ConfigError(f"handover_us {handover_us} must not be negative and lead_us "
-                          f"{lead_us} must be positive (None: automatic)")
+        raise ConfigError(
+            f"handover_us {handover_us} must not be negative and lead_us "
+            f"{lead_us} must be positive (None: automatic)"
+        )
     info = channel.cycle_info()
     cycle_us = info.cycle_ns / 1000 if info is not None and info.cycle_ns > 0 else None
     if cycle_us is not None and (handover_us >= cycle_us or (lead_us or 0) >= cycle_us):
-        raise ConfigError(f"a lead of {lead_us} us before a hand-over at {handover_us} us "
-                          f"cannot be met in the {cycle_us:g} us cycle")
+        raise ConfigError(
+            f"a lead of {lead_us} us before a hand-over at {handover_us} us "
+            f"cannot be met in the {cycle_us:g} us cycle"
+        )
 
 
 def publish_cyclic(channel, dst, count: int = 0, **kw) -> CyclicTask:
@@ -214,8 +270,11 @@ def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
         raise ConfigError(f"idle_timeout {idle_timeout}: must be positive")
     arr = np.zeros(count, dtype=SAMPLE_DTYPE)
     ptr = ffi.from_buffer("struct rtn_app_sample[]", arr, require_writable=True)
-    n = check(lib.rtn_app_subscribe(channel._live(), ptr, count, int(idle_timeout * 1e9)),
-              ChannelError, "subscribe")
+    n = check(
+        lib.rtn_app_subscribe(channel._live(), ptr, count, int(idle_timeout * 1e9)),
+        ChannelError,
+        "subscribe",
+    )
     return arr[:n].copy()
 
 
@@ -223,6 +282,10 @@ def latencies_ns(samples: np.ndarray) -> dict:
     """Per-message latencies in ns: scheduled -> transmitted -> received -> taken by the
     application (global time); sched_to_app is the true end-to-end latency."""
     s = samples
-    return {"sched_to_tx": s["tx_ns"] - s["sched_ns"], "tx_to_rx": s["rx_ns"] - s["tx_ns"],
-            "sched_to_rx": s["rx_ns"] - s["sched_ns"], "rx_to_app": s["app_ns"] - s["rx_ns"],
-            "sched_to_app": s["app_ns"] - s["sched_ns"]}
+    return {
+        "sched_to_tx": s["tx_ns"] - s["sched_ns"],
+        "tx_to_rx": s["rx_ns"] - s["tx_ns"],
+        "sched_to_rx": s["rx_ns"] - s["sched_ns"],
+        "rx_to_app": s["app_ns"] - s["rx_ns"],
+        "sched_to_app": s["app_ns"] - s["sched_ns"],
+    }

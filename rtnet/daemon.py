@@ -90,6 +90,7 @@ sizes shared with the clients: rtnet.control_protocol.
   its address, once the slots before it in the payload carry it.
 - ``shutdown``: replies, then stops the daemon like SIGTERM.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -131,10 +132,10 @@ from .station import Station
 log = logging.getLogger("rtnetd")
 
 CAPTURE_MAX_FRAMES = 10_000
-CAPTURE_SNAPLEN = 2048     # bytes kept of each frame: a whole Ethernet frame, VLAN tag included
-CAPTURE_DEPTH = 1024       # capture ring entries: ~40 ms of a saturated 100 Mbit/s link
+CAPTURE_SNAPLEN = 2048  # bytes kept of each frame: a whole Ethernet frame, VLAN tag included
+CAPTURE_DEPTH = 1024  # capture ring entries: ~40 ms of a saturated 100 Mbit/s link
 CAPTURE_MAX_DEPTH = 4096
-CAPTURE_POLL_S = 0.005     # how often the ring is emptied while capturing
+CAPTURE_POLL_S = 0.005  # how often the ring is emptied while capturing
 
 
 class StartError(Exception):
@@ -142,6 +143,7 @@ class StartError(Exception):
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
 
 def read_pid(path: str) -> int | None:
     try:
@@ -154,8 +156,10 @@ def read_pid(path: str) -> int | None:
 def json_safe(obj):
     """Histograms -> summaries plus non-zero buckets; dict keys -> str."""
     if isinstance(obj, Histogram):
-        return {"summary_us": obj.summary_us(),
-                "buckets_us": {str(k): v for k, v in obj.nonzero_bins_us().items()}}
+        return {
+            "summary_us": obj.summary_us(),
+            "buckets_us": {str(k): v for k, v in obj.nonzero_bins_us().items()},
+        }
     if isinstance(obj, dict):
         return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -164,8 +168,10 @@ def json_safe(obj):
 
 
 # the settings a tdma.master or tdma.slave request may give: rtmac's flags, from the table
-_FLAG_SETTINGS = {cmd: tuple(OPTIONS[key].name for key in options.flags(cmd).values())
-                  for cmd in ("master", "slave")}
+_FLAG_SETTINGS = {
+    cmd: tuple(OPTIONS[key].name for key in options.flags(cmd).values())
+    for cmd in ("master", "slave")
+}
 
 
 def _given(req: dict, names: tuple) -> dict:
@@ -183,8 +189,9 @@ def _channel_args(req: dict, base) -> tuple:
     for k in ("slot", "prio", "max_size", "depth"):
         opt = OPTIONS[f"channel.{k}"]
         hi = lib.RTN_CHAN_MSG_MAX if k == "max_size" else opt.hi
-        out.append(int_arg(req, k, getattr(base, k, opt.default) if base else opt.default,
-                           opt.lo, hi))
+        out.append(
+            int_arg(req, k, getattr(base, k, opt.default) if base else opt.default, opt.lo, hi)
+        )
     return tuple(out)
 
 
@@ -200,13 +207,16 @@ def interface_ipv4(dev: str) -> set[str]:
 
 # -- TAP for the VNIC ------------------------------------------------------------------------
 
+
 def vnic_mtu(cfg: _config.StationConfig) -> int:
     """The VNIC's MTU as RTnet sets it: the NRT slot's size minus the RTmac header under TDMA,
     otherwise the RT device's MTU (at most 1500) minus that header."""
     from vnic.tap import RTMAC_HLEN, vnic_mtu_for
+
     if cfg.discipline == "tdma" and cfg.tdma is not None:
         return vnic_mtu_for(cfg.tdma, cfg.vnic.slot)
     from pyroute2 import IPRoute
+
     with IPRoute() as ipr:
         found = ipr.link_lookup(ifname=cfg.device)
         if not found:
@@ -218,14 +228,15 @@ def vnic_mtu(cfg: _config.StationConfig) -> int:
 def open_vnic(cfg: _config.StationConfig, mac: str):
     """vnic.tap.Tap for ``cfg.vnic`` in the daemon's own namespace, sized for its slot."""
     from vnic.tap import MIN_TXQUEUELEN, Tap, txqueuelen_for
+
     qlen = MIN_TXQUEUELEN
     if cfg.discipline == "tdma" and cfg.tdma is not None and cfg.tdma.cycle_us:
         qlen = txqueuelen_for(cfg.tdma.cycle_us, cfg.link_rate_mbps)
-    return Tap(cfg.vnic.name, mac=mac, mtu=vnic_mtu(cfg), address=cfg.vnic.address,
-               txqueuelen=qlen)
+    return Tap(cfg.vnic.name, mac=mac, mtu=vnic_mtu(cfg), address=cfg.vnic.address, txqueuelen=qlen)
 
 
 # -- the daemon ------------------------------------------------------------------------------
+
 
 class Daemon:
     def __init__(self, cfg: _config.StationConfig):
@@ -235,8 +246,8 @@ class Daemon:
         self.pid_path = paths.pid_file(self.dev)
         self.station: Station | None = None
         self.echo: EchoService | None = None
-        self.ips: set[str] = set()             # the station's IPv4 addresses (echo, RTcfg)
-        self.tap = None                        # vnic.tap.Tap while the VNIC is attached
+        self.ips: set[str] = set()  # the station's IPv4 addresses (echo, RTcfg)
+        self.tap = None  # vnic.tap.Tap while the VNIC is attached
         self.control: ControlServer | None = None
         self._pid_fd: int | None = None
         # serialises changes (Python only); re-entrant: an RTcfg payload is checked and
@@ -245,11 +256,17 @@ class Daemon:
         self._stop = threading.Event()
         self._started = time.monotonic()
         self._chan_ids: set[int] = set()
-        self._rtcfg_ip: str | None = None      # the IP of the RTcfg payload being applied
+        self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
-        self.rtcfg = RtcfgService(lambda: self.station, self.dev, self._rtcfg_apply,
-                                  self._own_ip, self._nrt_mtu, self._stop)
-        self.rtcfg.on_peer = self.ipv4.learn       # peers' IP and MAC fill the table
+        self.rtcfg = RtcfgService(
+            lambda: self.station,
+            self.dev,
+            self._rtcfg_apply,
+            self._own_ip,
+            self._nrt_mtu,
+            self._stop,
+        )
+        self.rtcfg.on_peer = self.ipv4.learn  # peers' IP and MAC fill the table
         self.admin_gid = self._gid(cfg.group, "control.group")
         self.status_gid = self._gid(cfg.status_group, "control.status_group")
 
@@ -277,17 +294,19 @@ class Daemon:
                 # (its main thread already shows as a zombie): wait for that.
                 if other is None or procs.running(other) or time.monotonic() > deadline:
                     os.close(fd)
-                    raise StartError(f"{self.dev}: rtnetd already running (pid {other}, "
-                                     f"{self.pid_path})") from None
+                    raise StartError(
+                        f"{self.dev}: rtnetd already running (pid {other}, {self.pid_path})"
+                    ) from None
                 time.sleep(0.05)
         self._pid_fd = fd
         stale = read_pid(self.pid_path)
         if stale is not None and stale != os.getpid():
-            log.warning("%s: cleaning up after rtnetd %d that did not stop cleanly",
-                        self.dev, stale)
+            log.warning(
+                "%s: cleaning up after rtnetd %d that did not stop cleanly", self.dev, stale
+            )
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
-        for dev in (self.dev, self.cfg.redundant_dev):     # the second port's too
+        for dev in (self.dev, self.cfg.redundant_dev):  # the second port's too
             if dev and lib.rtn_xdp_attached(dev.encode()) > 0:
                 rc = lib.rtn_xdp_detach(dev.encode())
                 if rc < 0:
@@ -300,16 +319,23 @@ class Daemon:
         cfg = self.cfg
         self.acquire()
         try:
-            self.station = Station(cfg.device, mac=cfg.mac, xdp_mode=cfg.xdp_mode,
-                                   ethertypes=cfg.steered_ethertypes(), rt=cfg.rt,
-                                   clock_offset_ns=cfg.clock_offset_ns, drift_ppm=cfg.drift_ppm,
-                                   link_rate_mbps=cfg.link_rate_mbps,
-                                   redundant_dev=cfg.redundant_dev,
-                                   frer_history_len=cfg.frer_history_len,
-                                   frer_reset_ms=cfg.frer_reset_ms)
+            self.station = Station(
+                cfg.device,
+                mac=cfg.mac,
+                xdp_mode=cfg.xdp_mode,
+                ethertypes=cfg.steered_ethertypes(),
+                rt=cfg.rt,
+                clock_offset_ns=cfg.clock_offset_ns,
+                drift_ppm=cfg.drift_ppm,
+                link_rate_mbps=cfg.link_rate_mbps,
+                redundant_dev=cfg.redundant_dev,
+                frer_history_len=cfg.frer_history_len,
+                frer_reset_ms=cfg.frer_reset_ms,
+            )
         except (RtnetError, ConfigError) as exc:
-            raise StartError(exc.strerror if isinstance(exc, OSError) and exc.strerror
-                             else str(exc)) from None
+            raise StartError(
+                exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            ) from None
         st = self.station
         try:
             if cfg.discipline == "tdma":
@@ -355,10 +381,10 @@ class Daemon:
                 os.unlink(self.sock_path)
             except FileNotFoundError:
                 pass
-            self.control.close()          # ends the connections; they release their channels
+            self.control.close()  # ends the connections; they release their channels
             self.control = None
-        self.rtcfg.close()                     # before the station: it holds a channel
-        self.ipv4.close()                      # so does rtping
+        self.rtcfg.close()  # before the station: it holds a channel
+        self.ipv4.close()  # so does rtping
         if self.echo is not None:
             self.echo.close()
             self.echo = None
@@ -389,24 +415,38 @@ class Daemon:
     def control_server(self, listener: socket.socket) -> ControlServer:
         """The control protocol on ``listener``, with this daemon's commands and groups."""
         group = f" or group {self.cfg.group}" if self.cfg.group else ""
-        return ControlServer(listener, self._commands(), privileged=group_policy(self.admin_gid),
-                             who=f"root{group}", check_request=self._check_dev)
+        return ControlServer(
+            listener,
+            self._commands(),
+            privileged=group_policy(self.admin_gid),
+            who=f"root{group}",
+            check_request=self._check_dev,
+        )
 
     def _commands(self) -> dict[str, Command]:
         ip_read, ip_changes = self.ipv4.handlers()
         read_only = {"status": self.h_status, "tdma.show": self.h_tdma_show, **ip_read}
         changes = {
-            "tdma.master": self.h_tdma_master, "tdma.slave": self.h_tdma_slave,
-            "tdma.slot": self.h_tdma_slot, "tdma.remove_slot": self.h_tdma_slot,
-            "tdma.detach": self.h_tdma_detach, "nomac.attach": self.h_nomac_attach,
-            "nomac.detach": self.h_nomac_detach, "ping": self.h_ping,
-            "capture": self.h_capture, "channel.open": self.h_channel_open,
-            "channel.close": self.h_channel_close, "ipv4.join": self.h_ipv4_join,
+            "tdma.master": self.h_tdma_master,
+            "tdma.slave": self.h_tdma_slave,
+            "tdma.slot": self.h_tdma_slot,
+            "tdma.remove_slot": self.h_tdma_slot,
+            "tdma.detach": self.h_tdma_detach,
+            "nomac.attach": self.h_nomac_attach,
+            "nomac.detach": self.h_nomac_detach,
+            "ping": self.h_ping,
+            "capture": self.h_capture,
+            "channel.open": self.h_channel_open,
+            "channel.close": self.h_channel_close,
+            "ipv4.join": self.h_ipv4_join,
             "shutdown": self.h_shutdown,
-            **self.rtcfg.handlers(), **ip_changes,
+            **self.rtcfg.handlers(),
+            **ip_changes,
         }
-        return {**{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
-                **{cmd: Command(h) for cmd, h in changes.items()}}
+        return {
+            **{cmd: Command(h, read_only=True) for cmd, h in read_only.items()},
+            **{cmd: Command(h) for cmd, h in changes.items()},
+        }
 
     def _check_dev(self, req: dict) -> None:
         dev = req.get("dev", self.dev)
@@ -421,15 +461,20 @@ class Daemon:
             chans = [self.station.channel_stats(c) for c in sorted(self._chan_ids)]
         stats = json_safe(stats)
         stats["channels"] = chans
-        stats["daemon"] = {"pid": os.getpid(), "name": self.cfg.name, "device": self.dev,
-                           "config": self.cfg.source,
-                           "uptime_s": round(time.monotonic() - self._started, 3),
-                           "channels": len(self._chan_ids),
-                           # what an application may open a channel for (rtnet-run's rules)
-                           "ethertypes": [et for et in self.cfg.steered_ethertypes()
-                                          if et != _config.PING_ETHERTYPE]}
+        stats["daemon"] = {
+            "pid": os.getpid(),
+            "name": self.cfg.name,
+            "device": self.dev,
+            "config": self.cfg.source,
+            "uptime_s": round(time.monotonic() - self._started, 3),
+            "channels": len(self._chan_ids),
+            # what an application may open a channel for (rtnet-run's rules)
+            "ethertypes": [
+                et for et in self.cfg.steered_ethertypes() if et != _config.PING_ETHERTYPE
+            ],
+        }
         stats["tdma_config"] = tdma_cfg.to_dict() if tdma_cfg else None
-        stats["rtcfg"] = self.rtcfg.status()    # outside self._lock: RTcfg applies under it
+        stats["rtcfg"] = self.rtcfg.status()  # outside self._lock: RTcfg applies under it
         stats["ipv4"] = self.ipv4.status()
         return {"status": stats}
 
@@ -437,25 +482,32 @@ class Daemon:
         with self._lock:
             cfg = self.station.tdma_config
             tdma = self.station.stats()["tdma"] if cfg else None
-        return {"config": cfg.to_dict() if cfg else None,
-                "state": tdma["state"] if tdma else None}
+        return {"config": cfg.to_dict() if cfg else None, "state": tdma["state"] if tdma else None}
 
     def _require_free(self):
         disc = self.station.discipline
         if disc != "none":
-            raise RequestError(f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
-                               f"already attached (detach it first)")
+            raise RequestError(
+                f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
+                f"already attached (detach it first)"
+            )
 
     def _master_config(self, req) -> TdmaConfig:
         backup = req.get("backup_offset_us")
-        return TdmaConfig(role="master", cycle_us=req["cycle_us"],
-                          backup_offset_us=backup or None,
-                          link_rate_mbps=self.cfg.link_rate_mbps,
-                          **_given(req, _FLAG_SETTINGS["master"]))
+        return TdmaConfig(
+            role="master",
+            cycle_us=req["cycle_us"],
+            backup_offset_us=backup or None,
+            link_rate_mbps=self.cfg.link_rate_mbps,
+            **_given(req, _FLAG_SETTINGS["master"]),
+        )
 
     def _slave_config(self, req) -> TdmaConfig:
-        return TdmaConfig(role="slave", link_rate_mbps=self.cfg.link_rate_mbps,
-                          **_given(req, _FLAG_SETTINGS["slave"]))
+        return TdmaConfig(
+            role="slave",
+            link_rate_mbps=self.cfg.link_rate_mbps,
+            **_given(req, _FLAG_SETTINGS["slave"]),
+        )
 
     def h_tdma_master(self, req, conn):
         cfg = self._master_config(req)
@@ -542,8 +594,7 @@ class Daemon:
             if size > 1472:
                 raise RequestError(f"size: {size} outside 0..1472")
             return self.ipv4.ping(dst, count, interval, size, timeout, emit=conn.send)
-        return self.echo.ping(dst, count, interval, size, timeout,
-                              emit=conn.send)
+        return self.echo.ping(dst, count, interval, size, timeout, emit=conn.send)
 
     def h_capture(self, req, conn):
         count = int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
@@ -567,10 +618,17 @@ class Daemon:
             self.station.capture_stop()
         dropped = self.station.stats()["capture"]["drops"] - drops_before
         # CAPTURE_MAX_FRAMES records of CAPTURE_SNAPLEN bytes fit in MAX_REPLY once in base64
-        data = to_pcapng(frames, realtime_minus_monotonic=realtime_minus_monotonic,
-                         snaplen=CAPTURE_SNAPLEN, ifname=self.dev)
-        return {"frames": len(frames), "dropped": dropped,
-                "pcapng_b64": base64.b64encode(data).decode()}
+        data = to_pcapng(
+            frames,
+            realtime_minus_monotonic=realtime_minus_monotonic,
+            snaplen=CAPTURE_SNAPLEN,
+            ifname=self.dev,
+        )
+        return {
+            "frames": len(frames),
+            "dropped": dropped,
+            "pcapng_b64": base64.b64encode(data).decode(),
+        }
 
     def h_channel_open(self, req, conn):
         if "udp_port" in req:
@@ -583,20 +641,24 @@ class Daemon:
         if et == _config.PING_ETHERTYPE:
             raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
         if et in _config.STACK_ETHERTYPES:
-            raise RequestError(f"ethertype {et:#06x} is {_config.STACK_ETHERTYPES[et]}, "
-                               "served by the daemon itself")
+            raise RequestError(
+                f"ethertype {et:#06x} is {_config.STACK_ETHERTYPES[et]}, "
+                "served by the daemon itself"
+            )
         if et not in self.cfg.steered_ethertypes():
-            raise RequestError(f"ethertype {et:#06x} is not real-time on {self.dev} "
-                               "(add a [[channel]] or station.ethertypes entry)")
+            raise RequestError(
+                f"ethertype {et:#06x} is not real-time on {self.dev} "
+                "(add a [[channel]] or station.ethertypes entry)"
+            )
         base = next((c for c in self.cfg.channels if c.ethertype == et), None)
         slot, prio, max_size, depth = _channel_args(req, base)
         redundant = req.get("redundant", base.redundant if base else False)
         if not isinstance(redundant, bool):
             raise RequestError(f"redundant: {redundant!r} is not true or false")
         with self._lock:
-            cid, memfd, kickfd = self.station.open_channel(et, slot=slot, prio=prio,
-                                                           max_size=max_size, depth=depth,
-                                                           redundant=redundant)
+            cid, memfd, kickfd = self.station.open_channel(
+                et, slot=slot, prio=prio, max_size=max_size, depth=depth, redundant=redundant
+            )
             self._chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)
 
@@ -609,8 +671,14 @@ class Daemon:
         slot, prio, max_size, depth = _channel_args(req, None)
         with self._lock:
             cid, memfd, kickfd = self.station.open_channel(
-                lib.RTN_ETH_P_IPV4, slot=slot, prio=prio, max_size=max_size, depth=depth,
-                udp_port=port, stamped=stamped)
+                lib.RTN_ETH_P_IPV4,
+                slot=slot,
+                prio=prio,
+                max_size=max_size,
+                depth=depth,
+                udp_port=port,
+                stamped=stamped,
+            )
             self._chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)
 
@@ -638,8 +706,9 @@ class Daemon:
             if not isinstance(group, str) or not ipaddress.IPv4Address(group).is_multicast:
                 raise ValueError
         except ValueError:
-            raise RtnetError(errno.EADDRNOTAVAIL,
-                             f"group: {group!r} is not an IPv4 multicast address") from None
+            raise RtnetError(
+                errno.EADDRNOTAVAIL, f"group: {group!r} is not an IPv4 multicast address"
+            ) from None
         key = ("ipv4.group", group)
         if not join:
             if not conn.let_go(key):
@@ -684,20 +753,32 @@ class Daemon:
 
     def _rtcfg_apply(self, stage: int, requests: list, info: dict) -> None:
         """A client's stage-1 or stage-2 payload: checked whole, then applied (RtcfgError)."""
-        handlers = {"tdma.master": self.h_tdma_master, "tdma.slave": self.h_tdma_slave,
-                    "tdma.slot": self.h_tdma_slot, "tdma.remove_slot": self.h_tdma_slot,
-                    "tdma.detach": self.h_tdma_detach, "vnic.address": self._vnic_address,
-                    "vnic.up": self._vnic_up, "station.ip": self._station_ip}
+        handlers = {
+            "tdma.master": self.h_tdma_master,
+            "tdma.slave": self.h_tdma_slave,
+            "tdma.slot": self.h_tdma_slot,
+            "tdma.remove_slot": self.h_tdma_slot,
+            "tdma.detach": self.h_tdma_detach,
+            "vnic.address": self._vnic_address,
+            "vnic.up": self._vnic_up,
+            "station.ip": self._station_ip,
+        }
         with self._lock:
             view = rtcfg_apply.StationView(
-                self.station.discipline, self.station.tdma_config, self.tap is not None,
-                info.get("ip"), self._master_config, self._slave_config,
-                vnic_slot=self.cfg.vnic.slot if self.cfg.vnic.enabled else None)
+                self.station.discipline,
+                self.station.tdma_config,
+                self.tap is not None,
+                info.get("ip"),
+                self._master_config,
+                self._slave_config,
+                vnic_slot=self.cfg.vnic.slot if self.cfg.vnic.enabled else None,
+            )
             rtcfg_apply.check(requests, view)
-            self._rtcfg_ip = info.get("ip")     # station.ip may change it on the way
+            self._rtcfg_ip = info.get("ip")  # station.ip may change it on the way
             try:
-                rtcfg_apply.run(requests, {c: (lambda r, h=h: h(r, None))
-                                           for c, h in handlers.items()})
+                rtcfg_apply.run(
+                    requests, {c: (lambda r, h=h: h(r, None)) for c, h in handlers.items()}
+                )
             except (RequestError, RtnetError, ConfigError, OSError) as exc:
                 # checked as a whole above: only the system can refuse here
                 message = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
@@ -713,13 +794,18 @@ class Daemon:
         try:
             self.ipv4.set_address(ip)
         except (ConfigError, RtnetError) as exc:
-            log.warning("%s: RTcfg address %s not taken as the real-time one: %s", self.dev, ip,
-                        exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)
+            log.warning(
+                "%s: RTcfg address %s not taken as the real-time one: %s",
+                self.dev,
+                ip,
+                exc.strerror if isinstance(exc, OSError) and exc.strerror else exc,
+            )
 
     def _vnic_slot_ready(self, tdma: TdmaConfig | None) -> bool:
         """Whether the schedule carries the VNIC: an RTcfg slave gets its slot later."""
         return self.cfg.discipline != "tdma" or (
-            tdma is not None and effective_slot(tdma, self.cfg.vnic.slot) is not None)
+            tdma is not None and effective_slot(tdma, self.cfg.vnic.slot) is not None
+        )
 
     def _open_vnic(self) -> None:
         """The TAP, sized for the slot the running schedule gives it."""
@@ -735,12 +821,12 @@ class Daemon:
         self.tap.set_address(req["cidr"])
 
     def _vnic_up(self, req, conn=None):
-        ip = ipaddress.IPv4Address(self._rtcfg_ip)     # RTnet's ifconfig vnic0 up $IPADDR
+        ip = ipaddress.IPv4Address(self._rtcfg_ip)  # RTnet's ifconfig vnic0 up $IPADDR
         self._vnic_address({"cidr": f"{ip}/{rtcfg_payload.classful_prefix(ip)}"})
 
     def _station_ip(self, req, conn=None):
         self.ips.add(req["ip"])
-        self._rtcfg_ip = req["ip"]               # the real-time address too, once applied
+        self._rtcfg_ip = req["ip"]  # the real-time address too, once applied
         if self.echo is not None:
             self.echo.own_ips.add(socket.inet_aton(req["ip"]))
 
@@ -753,15 +839,25 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="rtnetd", description="rtnet-xdp station daemon")
     p.add_argument("-c", "--config", required=True, help="rtnet.toml or rtnet.conf")
     p.add_argument("--dev", help="real-time device (overrides the configuration)")
-    p.add_argument("--rtcfg", action=argparse.BooleanOptionalAction, default=None,
-                   help="read the configuration for a segment brought up with RTcfg "
-                        "(default: rtnet.conf yes, rtnet.toml as [rtcfg] enabled says)")
-    p.add_argument("--redundant-dev", type=interface_name,
-                   help="second device for IEEE 802.1CB redundancy (overrides link.redundant_dev)")
+    p.add_argument(
+        "--rtcfg",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read the configuration for a segment brought up with RTcfg "
+        "(default: rtnet.conf yes, rtnet.toml as [rtcfg] enabled says)",
+    )
+    p.add_argument(
+        "--redundant-dev",
+        type=interface_name,
+        help="second device for IEEE 802.1CB redundancy (overrides link.redundant_dev)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="rtnetd: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="rtnetd: %(message)s",
+        stream=sys.stderr,
+    )
     try:
         cfg = configfile.load(args.config, rtcfg=args.rtcfg)
         if args.dev:
@@ -780,8 +876,13 @@ def main(argv=None) -> int:
         daemon.close()
         print(f"rtnetd: {exc}", file=sys.stderr, flush=True)
         return 1
-    log.info("%s: running (pid %d, %s, control %s)", cfg.device, os.getpid(),
-             cfg.discipline, daemon.sock_path)
+    log.info(
+        "%s: running (pid %d, %s, control %s)",
+        cfg.device,
+        os.getpid(),
+        cfg.discipline,
+        daemon.sock_path,
+    )
     print("rtnetd: ready", file=sys.stderr, flush=True)
     try:
         daemon.serve()

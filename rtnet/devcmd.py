@@ -1,6 +1,7 @@
 """What the tools that drive one device's rtnetd in RTnet's syntax share (rtmac for
 tdmacfg and nomaccfg, rtcfg): a parser whose refusals are exceptions, the device check,
 and the one error line they print."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,9 @@ class RaisingParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parse_device_request(parser: argparse.ArgumentParser,
-                         argv: list[str]) -> tuple[dict, argparse.Namespace]:
+def parse_device_request(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[dict, argparse.Namespace]:
     """Command line -> (request dict, parsed arguments): each subcommand sets ``build``,
     which makes the request; UsageError if refused, a bad device name included."""
     args = parser.parse_args(argv)

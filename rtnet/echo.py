@@ -17,6 +17,7 @@ sequence number (rtn_app_reply()), the requester's transmit stamp and its
 ident, so the requester pairs it with its request and measures the round
 trip between its own station's transmit and receive stamps.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,14 +34,13 @@ from .errors import ChannelError, ChannelFull
 from .mac import format_mac, parse_mac
 from .station import Station
 
-PING_ETHERTYPE = 0x88B6     # the daemons' echo service (rtnetctl ping); real-time on every station
+PING_ETHERTYPE = 0x88B6  # the daemons' echo service (rtnetctl ping); real-time on every station
 
 ECHO_REQUEST, ECHO_REPLY = 1, 2
-ECHO = struct.Struct(">B3x4sqI")        # type, target IPv4, request tx_ns, ident
-APP_HDR = lib.RTN_APP_OVERHEAD - lib.RTN_APP_ETH_HLEN   # the application header, before ECHO
+ECHO = struct.Struct(">B3x4sqI")  # type, target IPv4, request tx_ns, ident
+APP_HDR = lib.RTN_APP_OVERHEAD - lib.RTN_APP_ETH_HLEN  # the application header, before ECHO
 BROADCAST = "ff:ff:ff:ff:ff:ff"
 NO_TARGET = b"\0" * 4
-
 
 
 def wait_reply(q: queue.Queue, deadline: float, match):
@@ -54,15 +54,17 @@ def wait_reply(q: queue.Queue, deadline: float, match):
         if match(r):
             return r
 
+
 class EchoService:
     """A channel on PING_ETHERTYPE: answers echo requests, hands replies to waiting pings."""
 
     def __init__(self, station: Station, own_ips: set[str]):
         self.own_ips = {socket.inet_aton(ip) for ip in own_ips}
-        self.cid, memfd, kickfd = station.open_channel(PING_ETHERTYPE, slot=0, prio=15,
-                                                       cycles=False, max_size=1514, depth=64)
+        self.cid, memfd, kickfd = station.open_channel(
+            PING_ETHERTYPE, slot=0, prio=15, cycles=False, max_size=1514, depth=64
+        )
         try:
-            self.chan = Channel.attach(memfd, kickfd)     # owns both descriptors from here on
+            self.chan = Channel.attach(memfd, kickfd)  # owns both descriptors from here on
         except BaseException:
             os.close(memfd)
             os.close(kickfd)
@@ -92,7 +94,7 @@ class EchoService:
             try:
                 msg = self.chan.recv(timeout=0.2)
             except ChannelError:
-                return                      # the station closed the channel
+                return  # the station closed the channel
             if msg is not None:
                 self._handle(msg)
 
@@ -108,7 +110,7 @@ class EchoService:
             try:
                 self._send(self.chan.reply, msg, bytes(reply))
             except RequestError:
-                pass   # full ring: the requester sees a timeout, as with a lost frame
+                pass  # full ring: the requester sees a timeout, as with a lost frame
         elif kind == ECHO_REPLY:
             with self._lock:
                 q = self._waiters.get(ident)
@@ -147,12 +149,16 @@ class EchoService:
         finally:
             with self._lock:
                 del self._waiters[ident]
-        return {"sent": count, "received": len(rtts), "rtts_us": rtts,
-                "worst_us": max(rtts) if rtts else None}
+        return {
+            "sent": count,
+            "received": len(rtts),
+            "rtts_us": rtts,
+            "worst_us": max(rtts) if rtts else None,
+        }
 
     def close(self) -> None:
         self._stop = True
         self._thread.join(timeout=2)
         if self._thread.is_alive():
-            return   # still inside recv: leave the channel mapped rather than unmap under it
+            return  # still inside recv: leave the channel mapped rather than unmap under it
         self.chan.close()

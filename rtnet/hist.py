@@ -3,6 +3,7 @@
 The C side only counts; percentiles and formatting live here.  Values are
 kept in nanoseconds internally and reported in microseconds, as cyclictest does.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,8 +30,16 @@ class Histogram:
         snap = ffi.new("struct rtn_hist *")
         lib.rtn_hist_read(h, snap)
         bins = np.frombuffer(ffi.buffer(snap.bins), dtype=np.uint32).astype(np.uint64)
-        return cls(snap.lo_ns, bins, snap.count, snap.underflow, snap.overflow,
-                   snap.min_ns, snap.max_ns, snap.sum_ns)
+        return cls(
+            snap.lo_ns,
+            bins,
+            snap.count,
+            snap.underflow,
+            snap.overflow,
+            snap.min_ns,
+            snap.max_ns,
+            snap.sum_ns,
+        )
 
     @property
     def avg_ns(self) -> float:
@@ -80,9 +89,16 @@ class Histogram:
         nz = np.nonzero(bins)[0]
         lo = self.lo_ns + int(nz[0]) * BIN_NS if len(nz) else self.min_ns
         hi = self.lo_ns + (int(nz[-1]) + 1) * BIN_NS if len(nz) else self.max_ns
-        return Histogram(self.lo_ns, bins, count, under, over,
-                         self.min_ns if under else lo, self.max_ns if over else min(hi, self.max_ns),
-                         self.sum_ns - earlier.sum_ns)
+        return Histogram(
+            self.lo_ns,
+            bins,
+            count,
+            under,
+            over,
+            self.min_ns if under else lo,
+            self.max_ns if over else min(hi, self.max_ns),
+            self.sum_ns - earlier.sum_ns,
+        )
 
     @staticmethod
     def combine(hists: list["Histogram"]) -> "Histogram":
@@ -90,12 +106,16 @@ class Histogram:
         if not hists or any(h.lo_ns != hists[0].lo_ns for h in hists):
             raise ValueError("combine: needs histograms with the same bins")
         counted = [h for h in hists if h.count]
-        return Histogram(hists[0].lo_ns, np.sum([h.bins for h in hists], axis=0),
-                         sum(h.count for h in hists), sum(h.underflow for h in hists),
-                         sum(h.overflow for h in hists),
-                         min((h.min_ns for h in counted), default=0),
-                         max((h.max_ns for h in counted), default=0),
-                         sum(h.sum_ns for h in hists))
+        return Histogram(
+            hists[0].lo_ns,
+            np.sum([h.bins for h in hists], axis=0),
+            sum(h.count for h in hists),
+            sum(h.underflow for h in hists),
+            sum(h.overflow for h in hists),
+            min((h.min_ns for h in counted), default=0),
+            max((h.max_ns for h in counted), default=0),
+            sum(h.sum_ns for h in hists),
+        )
 
     def nonzero_bins_us(self) -> dict:
         """Non-empty buckets only, keyed by lower edge in us (for JSON, as cyclictest)."""

@@ -3,6 +3,7 @@
 ``BAD_REASONS`` maps each RTN_IPBAD_* reason to the name ``rtnetctl status`` and
 the tests use, taken from the header itself so a new reason cannot be missed.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -16,14 +17,14 @@ def _reasons() -> dict[int, str]:
     out = {}
     for name in dir(lib):
         if name.startswith("RTN_IPBAD_") and name != "RTN_IPBAD_N":
-            out[getattr(lib, name)] = name[len("RTN_IPBAD_"):].lower()
+            out[getattr(lib, name)] = name[len("RTN_IPBAD_") :].lower()
     return dict(sorted(out.items()))
 
 
 BAD_REASONS = _reasons()
 ETH_P_IPV4 = lib.RTN_ETH_P_IPV4
-UDP_HLEN = lib.RTN_UDP_HLEN                 # Ethernet + IPv4 + UDP headers
-UDP_XOVERHEAD = lib.RTN_UDP_XOVERHEAD       # the same and a stamped socket's RTNX header
+UDP_HLEN = lib.RTN_UDP_HLEN  # Ethernet + IPv4 + UDP headers
+UDP_XOVERHEAD = lib.RTN_UDP_XOVERHEAD  # the same and a stamped socket's RTNX header
 UDP_MAX_PAYLOAD = lib.RTN_UDP_MAX_PAYLOAD
 
 
@@ -46,23 +47,44 @@ def ip_text(v: int) -> str:
     return str(ipaddress.IPv4Address(v))
 
 
-def echo_frame(dst_mac: bytes, src_mac: bytes, src_ip: str, dst_ip: str, ident: int, seq: int,
-               data: bytes, *, reply: bool = False, ip_id: int = 0) -> bytes:
+def echo_frame(
+    dst_mac: bytes,
+    src_mac: bytes,
+    src_ip: str,
+    dst_ip: str,
+    ident: int,
+    seq: int,
+    data: bytes,
+    *,
+    reply: bool = False,
+    ip_id: int = 0,
+) -> bytes:
     """An ICMP echo request (or reply) frame, built by the C core (rtn_icmp_echo_finish)."""
     from ._lowlevel import ffi
+
     if len(data) > UDP_MAX_PAYLOAD:
         raise ConfigError(f"echo data of {len(data)} bytes: at most {UDP_MAX_PAYLOAD}")
     buf = ffi.new("uint8_t[]", lib.RTN_ICMP_HLEN + len(data))
     ffi.memmove(buf + lib.RTN_ICMP_HLEN, data, len(data))
-    n = lib.rtn_icmp_echo_finish(buf, dst_mac, src_mac, ip_int(src_ip), ip_int(dst_ip),
-                                 lib.RTN_ICMP_ECHO_REPLY if reply else lib.RTN_ICMP_ECHO_REQUEST,
-                                 ident, seq, ip_id, len(data))
+    n = lib.rtn_icmp_echo_finish(
+        buf,
+        dst_mac,
+        src_mac,
+        ip_int(src_ip),
+        ip_int(dst_ip),
+        lib.RTN_ICMP_ECHO_REPLY if reply else lib.RTN_ICMP_ECHO_REQUEST,
+        ident,
+        seq,
+        ip_id,
+        len(data),
+    )
     return bytes(ffi.buffer(buf, n))
 
 
 def parse(frame: bytes):
     """rtn_ip_parse() of a whole frame: (verdict > 0 or -reason, struct rtn_ip_pkt)."""
     from ._lowlevel import ffi
+
     pkt = ffi.new("struct rtn_ip_pkt *")
     return lib.rtn_ip_parse(frame, len(frame), pkt), pkt
 
@@ -72,10 +94,12 @@ def format_status(st: dict | None) -> list[str]:
     if not st:
         return []
     bad = {k: v for k, v in st.get("bad", {}).items() if v}
-    out = [f"  ipv4 {st.get('address') or '(no address)'}: udp rx {st.get('rx_udp', 0)}, "
-           f"echo requests {st.get('rx_echo_request', 0)} (replies {st.get('tx_echo_reply', 0)}, "
-           f"dropped {st.get('echo_reply_drops', 0)}), echo replies {st.get('rx_echo_reply', 0)}, "
-           f"tx refused {st.get('tx_refused', 0)}"]
+    out = [
+        f"  ipv4 {st.get('address') or '(no address)'}: udp rx {st.get('rx_udp', 0)}, "
+        f"echo requests {st.get('rx_echo_request', 0)} (replies {st.get('tx_echo_reply', 0)}, "
+        f"dropped {st.get('echo_reply_drops', 0)}), echo replies {st.get('rx_echo_reply', 0)}, "
+        f"tx refused {st.get('tx_refused', 0)}"
+    ]
     if bad:
         out.append("    refused: " + ", ".join(f"{k} {v}" for k, v in bad.items()))
     for n in st.get("neighbours", []):
@@ -84,14 +108,22 @@ def format_status(st: dict | None) -> list[str]:
 
 
 ETH_P_ARP = 0x0806
-_ARP_HEAD = bytes.fromhex("0001" "0800" "06" "04")      # Ethernet/IPv4 (RFC 826)
+_ARP_HEAD = bytes.fromhex("000108000604")  # Ethernet/IPv4 (RFC 826)
 
 
 def arp_request(src_mac: bytes, src_ip: str, target_ip: str) -> bytes:
     """A broadcast ARP request for ``target_ip`` (RTnet's rtroute solicit), padded to 60."""
-    frame = (b"\xff" * 6 + src_mac + ETH_P_ARP.to_bytes(2, "big") + _ARP_HEAD + b"\0\1" +
-             src_mac + ip_int(src_ip).to_bytes(4, "big") + bytes(6) +
-             ip_int(target_ip).to_bytes(4, "big"))
+    frame = (
+        b"\xff" * 6
+        + src_mac
+        + ETH_P_ARP.to_bytes(2, "big")
+        + _ARP_HEAD
+        + b"\0\1"
+        + src_mac
+        + ip_int(src_ip).to_bytes(4, "big")
+        + bytes(6)
+        + ip_int(target_ip).to_bytes(4, "big")
+    )
     return frame + bytes(60 - len(frame))
 
 

@@ -24,6 +24,7 @@ requests leave in the station's ICMP slot through the daemon's IPv4 channel
 round trip is from the request's hand-over to the reply's XDP stamp, both in
 the station's global time.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,7 +51,7 @@ from .mac import parse_mac
 from .neighbours import NeighbourTable, neighbour_mac
 from .options import OPTIONS
 
-ECHO_REPLY = 3                      # rtn_ip_parse(): RTN_IP_ECHO_REPLY
+ECHO_REPLY = 3  # rtn_ip_parse(): RTN_IP_ECHO_REPLY
 
 
 class Ipv4Service:
@@ -71,7 +72,7 @@ class Ipv4Service:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._arp: Channel | None = None
-        self._arp_lock = threading.Lock()       # one solicit at a time on the ARP channel
+        self._arp_lock = threading.Lock()  # one solicit at a time on the ARP channel
 
     @property
     def station(self):
@@ -83,9 +84,9 @@ class Ipv4Service:
         if ip:
             self.set_address(ip)
         slot = OPTIONS["ip.icmp_slot"].default
-        self._cid, memfd, kickfd = self.station.open_channel(ETH_P_IPV4, slot=slot, prio=0,
-                                                             cycles=False, max_size=1514,
-                                                             depth=64)
+        self._cid, memfd, kickfd = self.station.open_channel(
+            ETH_P_IPV4, slot=slot, prio=0, cycles=False, max_size=1514, depth=64
+        )
         try:
             self._chan = Channel.attach(memfd, kickfd)
         except BaseException:
@@ -95,8 +96,9 @@ class Ipv4Service:
             raise
         self._thread = threading.Thread(target=self._run, name="rtnetd-rtping", daemon=True)
         self._thread.start()
-        arp_cid, memfd, kickfd = self.station.open_channel(ETH_P_ARP, slot=slot, prio=0,
-                                                           cycles=False, max_size=1514, depth=16)
+        arp_cid, memfd, kickfd = self.station.open_channel(
+            ETH_P_ARP, slot=slot, prio=0, cycles=False, max_size=1514, depth=16
+        )
         try:
             self._arp = Channel.attach(memfd, kickfd)
         except BaseException:
@@ -116,7 +118,7 @@ class Ipv4Service:
         if self._thread is not None:
             self._thread.join(timeout=2)
             if self._thread.is_alive():
-                return          # still inside recv: leave the channel mapped
+                return  # still inside recv: leave the channel mapped
         if self._chan is not None:
             self._chan.close()
             self._chan = None
@@ -126,16 +128,24 @@ class Ipv4Service:
                 self._arp = None
 
     def status(self) -> dict:
-        return {"address": self.address,
-                "neighbours": [{"ip": ip, "mac": mac} for ip, mac in self.table.as_dict().items()],
-                **self.station.ip_stats()}
+        return {
+            "address": self.address,
+            "neighbours": [{"ip": ip, "mac": mac} for ip, mac in self.table.as_dict().items()],
+            **self.station.ip_stats(),
+        }
 
     # -- the neighbour table ---------------------------------------------------------------
     def handlers(self) -> tuple[dict, dict]:
         """(read-only, changing) request handlers."""
-        return ({"route.list": self.h_list, "route.get": self.h_get},
-                {"route.add": self.h_add, "route.del": self.h_del, "route.set": self.h_set,
-                 "route.solicit": self.h_solicit})
+        return (
+            {"route.list": self.h_list, "route.get": self.h_get},
+            {
+                "route.add": self.h_add,
+                "route.del": self.h_del,
+                "route.set": self.h_set,
+                "route.solicit": self.h_solicit,
+            },
+        )
 
     def _apply(self, entries: dict[str, str]) -> None:
         # the station checks and publishes the whole table, or refuses it and keeps the old one
@@ -236,12 +246,13 @@ class Ipv4Service:
             if self._arp is None:
                 raise RequestError("the ARP channel is closed")
             while self._arp.recv(timeout=0) is not None:
-                pass                            # replies of an earlier solicit
+                pass  # replies of an earlier solicit
             station.steer_arp_replies(ip, True)
             try:
                 try:
-                    self._arp.send_raw(arp_request(bytes.fromhex(station.mac.replace(":", "")),
-                                                   self.address, ip))
+                    self._arp.send_raw(
+                        arp_request(bytes.fromhex(station.mac.replace(":", "")), self.address, ip)
+                    )
                 except ChannelError as exc:
                     raise RequestError(f"ARP channel: {os.strerror(exc.errno)}") from None
                 deadline = time.monotonic() + timeout_s
@@ -250,8 +261,7 @@ class Ipv4Service:
                     if msg is None:
                         break
                     # the channel gives what follows the Ethernet header
-                    got = arp_reply_sender(bytes(12) + ETH_P_ARP.to_bytes(2, "big") +
-                                           msg.payload)
+                    got = arp_reply_sender(bytes(12) + ETH_P_ARP.to_bytes(2, "big") + msg.payload)
                     if got is not None and got[0] == ip:
                         return got[1]
             finally:
@@ -267,7 +277,7 @@ class Ipv4Service:
                 return
             if msg is None:
                 continue
-            frame = bytes(14) + msg.payload          # the parser reads whole frames
+            frame = bytes(14) + msg.payload  # the parser reads whole frames
             verdict, pkt = parse(frame)
             if verdict != ECHO_REPLY:
                 continue
@@ -287,7 +297,7 @@ class Ipv4Service:
             raise RequestError(f"{dst}: no route (rtroute add {dst} <mac> dev <dev>)")
         station = self.station
         with self._wlock:
-            ident = random.randint(1, 0xFFFF)     # not guessable: replies are steered by it
+            ident = random.randint(1, 0xFFFF)  # not guessable: replies are steered by it
             while ident in self._waiters:
                 ident = random.randint(1, 0xFFFF)
             q = self._waiters[ident] = queue.Queue()
@@ -297,8 +307,16 @@ class Ipv4Service:
         try:
             for seq in range(1, count + 1):
                 t0 = time.monotonic()
-                frame = echo_frame(parse_mac(mac), parse_mac(station.mac), self.address, dst,
-                                   ident, seq & 0xFFFF, data, ip_id=seq & 0xFFFF)
+                frame = echo_frame(
+                    parse_mac(mac),
+                    parse_mac(station.mac),
+                    self.address,
+                    dst,
+                    ident,
+                    seq & 0xFFFF,
+                    data,
+                    ip_id=seq & 0xFFFF,
+                )
                 with self._send_lock:
                     sent_ns = self._chan.global_now()
                     try:
@@ -307,8 +325,9 @@ class Ipv4Service:
                         raise RequestError("ICMP channel full") from None
                     except ChannelError as exc:
                         raise RequestError(f"ICMP channel: {os.strerror(exc.errno)}") from None
-                got = wait_reply(q, t0 + timeout_ms / 1000,
-                                 lambda r, n=seq & 0xFFFF: r[0] == n and r[3] == size)
+                got = wait_reply(
+                    q, t0 + timeout_ms / 1000, lambda r, n=seq & 0xFFFF: r[0] == n and r[3] == size
+                )
                 if got is None:
                     emit({"event": "timeout", "seq": seq})
                 else:
@@ -321,5 +340,9 @@ class Ipv4Service:
             station.steer_echo_replies(ident, False)
             with self._wlock:
                 del self._waiters[ident]
-        return {"sent": count, "received": len(rtts), "rtts_us": rtts,
-                "worst_us": max(rtts) if rtts else None}
+        return {
+            "sent": count,
+            "received": len(rtts),
+            "rtts_us": rtts,
+            "worst_us": max(rtts) if rtts else None,
+        }

@@ -22,6 +22,7 @@ bridges never meet, so the shared MAC is never seen twice on one segment.
 Processes the lab starts in its stations are recorded by PID in
 /run/rtnet/lab-<name>/ and only those are stopped by ``down()``.
 """
+
 import dataclasses
 import errno
 import os
@@ -44,14 +45,14 @@ from .mac import format_mac
 PREFIX = "rtn-"
 BRIDGE = "rtbr0"
 STATION_IF = "rteth0"
-STATION_IF_B = "rteth1"      # a redundant lab's second port, on wire B
-WIRES = ("a", "b")           # a redundant lab's wires; a plain lab has only A
+STATION_IF_B = "rteth1"  # a redundant lab's second port, on wire B
+WIRES = ("a", "b")  # a redundant lab's wires; a plain lab has only A
 # A redundant lab's devices take a full-size frame with its 6-byte IEEE 802.1CB R-TAG
 # (1514 + 6 bytes; a veth drops what exceeds its MTU + 18), as a real network carrying
 # R-TAGs needs its MTU raised by the tag.
 REDUNDANT_MTU = 1506
 MAX_STATIONS = 32
-LAB_MAC_PREFIX = bytes((0x02, 0x52, 0x54, 0x00, 0x00))   # locally administered; station N adds N
+LAB_MAC_PREFIX = bytes((0x02, 0x52, 0x54, 0x00, 0x00))  # locally administered; station N adds N
 RUN_DIR = os.environ.get("RTNET_RUN_DIR", "/run/rtnet")
 _NAME_RE = re.compile(r"^[a-z0-9]{1,10}$")
 
@@ -110,7 +111,9 @@ class Lab:
 
     def __init__(self, name: str = "lab", stations: int = 3, redundant: bool = False):
         if not _NAME_RE.match(name):
-            raise LabError(errno.EINVAL, f"lab name {name!r}: use 1-10 lower-case letters or digits")
+            raise LabError(
+                errno.EINVAL, f"lab name {name!r}: use 1-10 lower-case letters or digits"
+            )
         if not 1 <= stations <= MAX_STATIONS:
             raise LabError(errno.EINVAL, f"--stations {stations}: must be 1..{MAX_STATIONS}")
         self.name = name
@@ -157,8 +160,11 @@ class Lab:
         if os.geteuid() != 0:
             raise LabError(errno.EPERM, "lab up: needs root (creates network namespaces)")
         if self.exists():
-            raise LabError(errno.EEXIST, f"lab {self.name!r} already exists "
-                                         f"(rtnetctl lab down --name {self.name} removes it)")
+            raise LabError(
+                errno.EEXIST,
+                f"lab {self.name!r} already exists "
+                f"(rtnetctl lab down --name {self.name} removes it)",
+            )
         try:
             self._build()
         except BaseException as exc:
@@ -181,8 +187,9 @@ class Lab:
             with IPRoute(netns=st.netns) as ipr:
                 ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
             for wire_ns, ifname, ip in wires:
-                _attach(st, wire_ns, ifname, getattr(st, ip),
-                        REDUNDANT_MTU if self.redundant else 1500)
+                _attach(
+                    st, wire_ns, ifname, getattr(st, ip), REDUNDANT_MTU if self.redundant else 1500
+                )
 
     def set_wire_port(self, station: Station, wire: str, up: bool) -> None:
         """Cut (``up=False``) or mend the bridge port of ``station`` on ``wire`` ("a" or "b"):
@@ -202,8 +209,9 @@ class Lab:
             for st in stations:
                 found = ipr.link_lookup(ifname=st.wire_port)
                 if not found:
-                    raise LabError(errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port "
-                                                 f"{st.wire_port}")
+                    raise LabError(
+                        errno.ENODEV, f"wire {wire} of lab {self.name!r} has no port {st.wire_port}"
+                    )
                 ports.append(found[0])
             for port in ports:
                 ipr.link("set", index=port, state="up" if up else "down")
@@ -297,9 +305,17 @@ class Lab:
     # -- status ------------------------------------------------------------
     def status(self) -> dict:
         spaces = self.existing_namespaces()
-        out = {"name": self.name, "exists": bool(spaces), "namespaces": spaces, "stations": [],
-               "wires": [_wire_status(which, ns) for which, ns in
-                         zip(WIRES, (self.wire_netns, self.wire_b_netns)) if ns in spaces]}
+        out = {
+            "name": self.name,
+            "exists": bool(spaces),
+            "namespaces": spaces,
+            "stations": [],
+            "wires": [
+                _wire_status(which, ns)
+                for which, ns in zip(WIRES, (self.wire_netns, self.wire_b_netns))
+                if ns in spaces
+            ],
+        }
         for ns in spaces:
             m = re.match(rf"^{PREFIX}{self.name}-s(\d+)$", ns)
             if not m:
@@ -326,8 +342,9 @@ def _attach(st: Station, wire_ns: str, ifname: str, ip: str, mtu: int) -> None:
     the station's MAC and ``ip``), ``s<N>`` as a port of the wire's bridge; both ends
     take frames of ``mtu`` bytes plus the Ethernet header."""
     with IPRoute(netns=wire_ns) as ipr:
-        ipr.link("add", ifname=st.wire_port, kind="veth",
-                 peer={"ifname": ifname, "net_ns_fd": st.netns})
+        ipr.link(
+            "add", ifname=st.wire_port, kind="veth", peer={"ifname": ifname, "net_ns_fd": st.netns}
+        )
         port = ipr.link_lookup(ifname=st.wire_port)[0]
         ipr.link("set", index=port, mtu=mtu)
         ipr.link("set", index=port, master=ipr.link_lookup(ifname=BRIDGE)[0], state="up")
@@ -335,8 +352,14 @@ def _attach(st: Station, wire_ns: str, ifname: str, ip: str, mtu: int) -> None:
         # would; a station that only listens (a NoMAC receiver) is otherwise never
         # learnt, and every frame to it is flooded (br_flood cloned each one).  Not
         # sticky: a frame from another port still moves the entry, as a learnt one does.
-        ipr.neigh("add", family=socket.AF_BRIDGE, ifindex=port, lladdr=st.mac,
-                  state=ndmsg.states["noarp"], flags=ndmsg.flags["master"])
+        ipr.neigh(
+            "add",
+            family=socket.AF_BRIDGE,
+            ifindex=port,
+            lladdr=st.mac,
+            state=ndmsg.states["noarp"],
+            flags=ndmsg.flags["master"],
+        )
     with IPRoute(netns=st.netns) as ipr:
         dev = ipr.link_lookup(ifname=ifname)[0]
         ipr.link("set", index=dev, address=st.mac, mtu=mtu)
@@ -352,8 +375,7 @@ def _wire_status(which: str, ns: str) -> dict:
             for link in ipr.get_links():
                 name = link.get_attr("IFLA_IFNAME")
                 if name not in ("lo", BRIDGE):
-                    out["ports"].append({"ifname": name,
-                                         "state": link.get_attr("IFLA_OPERSTATE")})
+                    out["ports"].append({"ifname": name, "state": link.get_attr("IFLA_OPERSTATE")})
     except OSError as exc:
         out["error"] = str(exc)
     out["ports"].sort(key=lambda p: (len(p["ifname"]), p["ifname"]))
@@ -400,16 +422,20 @@ def _station_status(ns: str, index: int) -> dict:
                     continue
                 xdp = link.get_attr("IFLA_XDP")
                 attached = xdp.get_attr("IFLA_XDP_ATTACHED") if xdp else None
-                addrs = [f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"
-                         for a in ipr.get_addr(index=link["index"])]
-                st["links"].append({
-                    "ifname": name,
-                    "mac": link.get_attr("IFLA_ADDRESS"),
-                    "state": link.get_attr("IFLA_OPERSTATE"),
-                    "mtu": link.get_attr("IFLA_MTU"),
-                    "addresses": addrs,
-                    "xdp": bool(attached),
-                })
+                addrs = [
+                    f"{a.get_attr('IFA_ADDRESS')}/{a['prefixlen']}"
+                    for a in ipr.get_addr(index=link["index"])
+                ]
+                st["links"].append(
+                    {
+                        "ifname": name,
+                        "mac": link.get_attr("IFLA_ADDRESS"),
+                        "state": link.get_attr("IFLA_OPERSTATE"),
+                        "mtu": link.get_attr("IFLA_MTU"),
+                        "addresses": addrs,
+                        "xdp": bool(attached),
+                    }
+                )
     except OSError as exc:
         st["error"] = str(exc)
     return st

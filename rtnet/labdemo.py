@@ -37,6 +37,7 @@ wire A is taken down and later restored, as if its switch failed; the
 summary gives the messages sent, received, lost and the duplicates the
 subscriber's station discarded per wire.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,6 +64,7 @@ MAX_DEMO_STATIONS = 16
 def segment_plan(n: int):
     """The demo segment's schedule for ``n`` stations (rtmac.plan)."""
     from rtmac.plan import plan, shortest_cycle_us
+
     kw = dict(rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE)
     return plan(n, cycle_us=shortest_cycle_us(n, **kw), **kw)
 
@@ -84,15 +86,21 @@ def station_toml(index: int, n: int, *, windows: bool = True, redundant: bool = 
     st = p.station(index)
     if not windows:
         if n > 7:
-            raise LabError(errno.EINVAL, f"RTnet's slot layout of the demo holds 7 stations, not {n}")
+            raise LabError(
+                errno.EINVAL, f"RTnet's slot layout of the demo holds 7 stations, not {n}"
+            )
         p = dataclasses.replace(p, cycle_us=1000, backup_offset_us=100)
-        st = dataclasses.replace(st, rt=Slot(0, 100 * index, size=RT_SLOT_SIZE),
-                                 window=Slot(1, 800, phasing=index, period=n,
-                                             size=NRT_SLOT_SIZE))
-    role = {"master": f'role = "master"\ncycle_us = {p.cycle_us}',
-            "backup": f'role = "backup"\ncycle_us = {p.cycle_us}\n'
-                      f"backup_offset_us = {p.backup_offset_us}",
-            "slave": 'role = "slave"'}[st.role]
+        st = dataclasses.replace(
+            st,
+            rt=Slot(0, 100 * index, size=RT_SLOT_SIZE),
+            window=Slot(1, 800, phasing=index, period=n, size=NRT_SLOT_SIZE),
+        )
+    role = {
+        "master": f'role = "master"\ncycle_us = {p.cycle_us}',
+        "backup": f'role = "backup"\ncycle_us = {p.cycle_us}\n'
+        f"backup_offset_us = {p.backup_offset_us}",
+        "slave": 'role = "slave"',
+    }[st.role]
     link = f'[link]\nredundant_dev = "{STATION_IF_B}"\n' if redundant else ""
     return f"""# demo station {index} of {n}, written by rtnetctl lab up
 [station]
@@ -182,29 +190,39 @@ def _missing(seqs) -> int:
 def _latency_summary(lat) -> dict | None:
     if not lat:
         return None
-    return ({k: _pct(lat, q) for k, q in (("p50", 50), ("p99", 99), ("p99.9", 99.9))}
-            | {"max": max(lat) / 1000.0})
+    return {k: _pct(lat, q) for k, q in (("p50", 50), ("p99", 99), ("p99.9", 99.9))} | {
+        "max": max(lat) / 1000.0
+    }
 
 
 def _station_rows(lab, before, after) -> list[dict]:
-    return [{
-        "index": st.index, "netns": st.netns, "state": (a.get("tdma") or {}).get("state"),
-        "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
-        - (b.get("tdma") or {}).get("missed_slots", 0),
-        "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
-        .get("summary_us", {}).get("p99"),
-        "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
-    } for st, b, a in zip(lab.stations, before, after)]
+    return [
+        {
+            "index": st.index,
+            "netns": st.netns,
+            "state": (a.get("tdma") or {}).get("state"),
+            "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
+            - (b.get("tdma") or {}).get("missed_slots", 0),
+            "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
+            .get("summary_us", {})
+            .get("p99"),
+            "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
+        }
+        for st, b, a in zip(lab.stations, before, after)
+    ]
 
 
 def _print_stations(rows, out) -> None:
     for s in rows:
-        out(f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}  "
+        out(
+            f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}  "
             f"sync error p99 {s['sync_error_p99_us'] if s['sync_error_p99_us'] is not None else '-'} us  "
-            f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us")
+            f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us"
+        )
 
 
 # -- bringing the segment up ---------------------------------------------------------------------
+
 
 def _start_segment(lab: Lab, plan, out, redundant: bool) -> None:
     """One rtnetd per station with its real-time address, wait until every station is in
@@ -219,13 +237,16 @@ def _start_segment(lab: Lab, plan, out, redundant: bool) -> None:
         ports = f"rteth0 {st.mac} {station_ip(st.index)}"
         if redundant:
             ports = f"rteth0 (wire A) + rteth1 (wire B) {st.mac} {station_ip(st.index)}"
-        out(f"  station {st.index} ({role}): rtnetd pid {info['pid']}, {ports}, "
-            f"vnic0 198.19.0.{st.index}, slot 0 at {plan.station(st.index).rt.offset_us} us")
+        out(
+            f"  station {st.index} ({role}): rtnetd pid {info['pid']}, {ports}, "
+            f"vnic0 198.19.0.{st.index}, slot 0 at {plan.station(st.index).rt.offset_us} us"
+        )
     want = {1: "active", 2: "stand-by"}
     deadline = time.monotonic() + 20
     while True:
-        states = {st.index: (_status(st.netns).get("tdma") or {}).get("state")
-                  for st in lab.stations}
+        states = {
+            st.index: (_status(st.netns).get("tdma") or {}).get("state") for st in lab.stations
+        }
         if all(states[i] == want.get(i, "synchronised") for i in states):
             break
         if time.monotonic() > deadline:
@@ -233,9 +254,11 @@ def _start_segment(lab: Lab, plan, out, redundant: bool) -> None:
         time.sleep(0.1)  # the daemons are other processes: poll their state
     out("all stations synchronised and calibrated")
     load_neighbours(lab)
-    out(f"real-time IPv4: station N is {station_ip(1).rsplit('.', 1)[0]}.N; each station's "
+    out(
+        f"real-time IPv4: station N is {station_ip(1).rsplit('.', 1)[0]}.N; each station's "
         f"neighbour table holds the other {lab.n - 1} (rtroute -f "
-        f"{hosts_file(lab.stations[0])})")
+        f"{hosts_file(lab.stations[0])})"
+    )
 
 
 def hosts_file(st: Station) -> str:
@@ -248,6 +271,7 @@ def load_neighbours(lab: Lab) -> None:
     from rtmac import control
 
     from . import rtroute
+
     for st in lab.stations:
         path = hosts_file(st)
         with open(path, "w") as f:
@@ -258,19 +282,31 @@ def load_neighbours(lab: Lab) -> None:
         try:
             rtroute.apply_file({"file": path, "netns": st.netns})
         except (control.ControlError, OSError) as exc:
-            raise LabError(exc.errno or errno.EIO,
-                           f"rtroute -n {st.netns} -f {path}: {exc.strerror or exc}") from None
+            raise LabError(
+                exc.errno or errno.EIO, f"rtroute -n {st.netns} -f {path}: {exc.strerror or exc}"
+            ) from None
 
 
 def rt_ping(lab: Lab, src: int, dst: int, count: int = 3, interval_ms: int = 100) -> dict:
     """``rtnetctl -n <src> ping <dst's address>``: ICMP echo on the real-time path; the
     daemon's reply (sent, received, rtts_us, worst_us) and its per-echo events."""
-    req = {"cmd": "ping", "dst": station_ip(dst), "count": count, "interval_ms": interval_ms,
-           "size": 56, "timeout_ms": 500, "echo": False}
-    events: list[dict] = []              # one per echo: reply or timeout
-    reply = stationctl.request("rteth0", req, netns=lab.station(src).netns,
-                               timeout=count * (interval_ms + 500) / 1000 + 10,
-                               on_event=events.append)
+    req = {
+        "cmd": "ping",
+        "dst": station_ip(dst),
+        "count": count,
+        "interval_ms": interval_ms,
+        "size": 56,
+        "timeout_ms": 500,
+        "echo": False,
+    }
+    events: list[dict] = []  # one per echo: reply or timeout
+    reply = stationctl.request(
+        "rteth0",
+        req,
+        netns=lab.station(src).netns,
+        timeout=count * (interval_ms + 500) / 1000 + 10,
+        on_event=events.append,
+    )
     return reply | {"events": events}
 
 
@@ -296,18 +332,37 @@ def run_unmodified_program(lab: Lab, out) -> dict | None:
     def under_rtnet_run(st: Station, argv: list[str]) -> list[str]:
         return [sys.executable, "-m", "rtnet.run", "-n", st.netns, "--", *argv]
 
-    server = subprocess.Popen(under_rtnet_run(last, ["stdbuf", "-oL", sockperf, "server", "-i",
-                                                     last.ip, "-p", str(SOCKPERF_PORT)]),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        under_rtnet_run(
+            last, ["stdbuf", "-oL", sockperf, "server", "-i", last.ip, "-p", str(SOCKPERF_PORT)]
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         # the server says where it listens once its socket is bound: then the client may go
         for line in server.stdout:
             if "listen on" in line or server.poll() is not None:
                 break
-        res = subprocess.run(under_rtnet_run(first, [sockperf, "ping-pong", "-i", last.ip,
-                                                     "-p", str(SOCKPERF_PORT),
-                                                     "-t", str(SOCKPERF_SECONDS)]),
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            under_rtnet_run(
+                first,
+                [
+                    sockperf,
+                    "ping-pong",
+                    "-i",
+                    last.ip,
+                    "-p",
+                    str(SOCKPERF_PORT),
+                    "-t",
+                    str(SOCKPERF_SECONDS),
+                ],
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         server.terminate()
         try:
@@ -318,70 +373,93 @@ def run_unmodified_program(lab: Lab, out) -> dict | None:
     text = res.stdout + res.stderr
     got = re.search(r"ReceivedMessages=(\d+)", text)
     pct = {p: float(v) for p, v in re.findall(r"percentile (\d+\.\d+) = +([\d.]+)", text)}
-    result = {"program": "sockperf ping-pong", "client": first.netns, "server": last.netns,
-              "returncode": res.returncode,
-              "received": int(got.group(1)) if got else 0,
-              "p50_us": pct.get("50.000"), "p99_us": pct.get("99.000"),
-              "p99_9_us": pct.get("99.900")}
+    result = {
+        "program": "sockperf ping-pong",
+        "client": first.netns,
+        "server": last.netns,
+        "returncode": res.returncode,
+        "received": int(got.group(1)) if got else 0,
+        "p50_us": pct.get("50.000"),
+        "p99_us": pct.get("99.000"),
+        "p99_9_us": pct.get("99.900"),
+    }
     if res.returncode != 0 or not got:
-        out(f"  unmodified program: sockperf under rtnet-run failed: "
-            f"{(text.strip().splitlines() or ['no output'])[-1]}")
+        out(
+            f"  unmodified program: sockperf under rtnet-run failed: "
+            f"{(text.strip().splitlines() or ['no output'])[-1]}"
+        )
         return result
-    out(f"  unmodified program: rtnet-run -n {first.netns} -- sockperf ping-pong -i {last.ip}: "
+    out(
+        f"  unmodified program: rtnet-run -n {first.netns} -- sockperf ping-pong -i {last.ip}: "
         f"{result['received']} round trips in {SOCKPERF_SECONDS} s over the real-time path, "
         f"p50 {result['p50_us']:.0f} us, p99 {result['p99_us']:.0f} us, "
-        f"p99.9 {result['p99_9_us']:.0f} us")
+        f"p99.9 {result['p99_9_us']:.0f} us"
+    )
     return result
 
 
 # -- the runs --------------------------------------------------------------------------------------
 
-def run(name: str = "lab", stations: int = 3, duration: float = 5.0, out=print,
-        redundant: bool = False) -> dict:
+
+def run(
+    name: str = "lab", stations: int = 3, duration: float = 5.0, out=print, redundant: bool = False
+) -> dict:
     """Bring up the demo segment, show it for ``duration`` seconds, return the summary.
     ``redundant``: on a redundant lab, with wire A cut and mended during the run."""
     if not 2 <= stations <= MAX_DEMO_STATIONS:
-        raise LabError(errno.EINVAL, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations")
+        raise LabError(
+            errno.EINVAL, f"--stations {stations}: the demo runs 2..{MAX_DEMO_STATIONS} stations"
+        )
     if duration <= 0:
         raise LabError(errno.EINVAL, f"--duration {duration:g}: must be positive")
 
     plan = segment_plan(stations)
-    lab = Lab(name, stations, redundant=redundant).up()   # refused: nothing of ours to remove
+    lab = Lab(name, stations, redundant=redundant).up()  # refused: nothing of ours to remove
     try:
         return _run(lab, plan, duration, out, redundant)
     except BaseException:
-        lab.down()      # nothing half-built stays behind (interrupted too)
+        lab.down()  # nothing half-built stays behind (interrupted too)
         raise
 
 
 def _run(lab: Lab, plan, duration: float, out, redundant: bool) -> dict:
     wires = f"bridge {lab.wire_netns}/rtbr0"
     if redundant:
-        wires = (f"bridges {lab.wire_netns}/rtbr0 (wire A) and {lab.wire_b_netns}/rtbr0 "
-                 f"(wire B)")
-    out(f"lab {lab.name}: {lab.n} stations, {wires}, TDMA cycle {plan.cycle_us} us, "
-        f"an NRT window of {plan.station(1).window.window_us} us per station")
+        wires = f"bridges {lab.wire_netns}/rtbr0 (wire A) and {lab.wire_b_netns}/rtbr0 (wire B)"
+    out(
+        f"lab {lab.name}: {lab.n} stations, {wires}, TDMA cycle {plan.cycle_us} us, "
+        f"an NRT window of {plan.station(1).window.window_us} us per station"
+    )
     out(plan.drawing())
     _start_segment(lab, plan, out, redundant)
     target = lab.stations[-1]
     answered = _status(target.netns)["ipv4"]["tx_echo_reply"]
     ping = rt_ping(lab, 1, lab.n)
     answered = _status(target.netns)["ipv4"]["tx_echo_reply"] - answered
-    ping_summary = {"src": station_ip(1), "dst": station_ip(lab.n), "sent": ping["sent"],
-                    "received": ping["received"], "worst_us": ping["worst_us"],
-                    "answered_by_rt_thread": answered}
-    out(f"rtnetctl -n {lab.station(1).netns} ping {station_ip(lab.n)} -c {ping['sent']}: "
+    ping_summary = {
+        "src": station_ip(1),
+        "dst": station_ip(lab.n),
+        "sent": ping["sent"],
+        "received": ping["received"],
+        "worst_us": ping["worst_us"],
+        "answered_by_rt_thread": answered,
+    }
+    out(
+        f"rtnetctl -n {lab.station(1).netns} ping {station_ip(lab.n)} -c {ping['sent']}: "
         f"ICMP echo, {ping['received']}/{ping['sent']} replies"
         + (f" (worst rtt {ping['worst_us']:.1f} us)" if ping["worst_us"] is not None else "")
-        + f"; station {target.index}'s RT thread answered {answered}")
+        + f"; station {target.index}'s RT thread answered {answered}"
+    )
     if redundant:
         summary = _run_redundant(lab, plan, duration, out)
     else:
         summary = _run_plain(lab, plan, duration, out)
     summary["rt_ping"] = ping_summary
     summary["unmodified_program"] = None if redundant else run_unmodified_program(lab, out)
-    out(f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} ping {station_ip(lab.n)}; "
-        f"remove it with rtnetctl lab down{'' if lab.name == 'lab' else ' --name ' + lab.name}")
+    out(
+        f"the lab stays up: try rtnetctl -n {lab.stations[0].netns} ping {station_ip(lab.n)}; "
+        f"remove it with rtnetctl lab down{'' if lab.name == 'lab' else ' --name ' + lab.name}"
+    )
     return summary
 
 
@@ -389,6 +467,7 @@ def _open_pubsub(lab: Lab, plan):
     """The subscriber on station 1, the publisher's cyclic task on the last station."""
     from .app import Channel
     from .cyclic import CyclicTask
+
     pub_st, sub_st = lab.stations[-1], lab.stations[0]
     sub_ch = Channel.open(netns=sub_st.netns, ethertype=APP_ETHERTYPE)
     try:
@@ -397,34 +476,60 @@ def _open_pubsub(lab: Lab, plan):
         sub_ch.close()
         raise
     sub = _Subscriber(sub_ch)
-    task = CyclicTask(pub_ch, sub_st.mac, payload_size=32,
-                      offset_us=max(0, plan.station(pub_st.index).rt.offset_us - 50),
-                      priority=70, allow_fallback=True)
+    task = CyclicTask(
+        pub_ch,
+        sub_st.mac,
+        payload_size=32,
+        offset_us=max(0, plan.station(pub_st.index).rt.offset_us - 50),
+        priority=70,
+        allow_fallback=True,
+    )
     return pub_st, sub_st, pub_ch, sub_ch, sub, task
 
 
 def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
     pub_st, sub_st, pub_ch, sub_ch, sub, task = _open_pubsub(lab, plan)
     sub.start()
-    ping = lab.spawn(lab.stations[1], ["ping", "-q", "-i", "0.2", "-w", str(int(duration) + 1),
-                                       "-s", "1200", f"198.19.0.{pub_st.index}"],
-                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ping = lab.spawn(
+        lab.stations[1],
+        [
+            "ping",
+            "-q",
+            "-i",
+            "0.2",
+            "-w",
+            str(int(duration) + 1),
+            "-s",
+            "1200",
+            f"198.19.0.{pub_st.index}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     before = [_status(st.netns) for st in lab.stations]
     task.start()
     t0 = time.monotonic()
-    out(f"publisher on station {pub_st.index} -> subscriber on station {sub_st.index}; "
-        f"ping over vnic0 from station 2; {duration:g} s")
+    out(
+        f"publisher on station {pub_st.index} -> subscriber on station {sub_st.index}; "
+        f"ping over vnic0 from station 2; {duration:g} s"
+    )
     out("   time   msgs  lat p50  lat p99  lat max (us)  missed slots  vnic frames")
     try:
         while (elapsed := time.monotonic() - t0) < duration:
             time.sleep(min(0.5, max(0.05, duration - elapsed)))
             now = [_status(st.netns) for st in lab.stations]
             lat = list(sub.latency_ns)
-            row = (f"{time.monotonic() - t0:6.1f}s {len(lat):6d}  "
-                   + (f"{_pct(lat, 50):7.1f}  {_pct(lat, 99):7.1f}  {max(lat) / 1000:8.1f}     "
-                      if lat else "      -        -         -     ")
-                   + f"{_missed(now) - _missed(before):8d}     "
-                   f"{_vnic_frames(now) - _vnic_frames(before):8d}")
+            row = (
+                f"{time.monotonic() - t0:6.1f}s {len(lat):6d}  "
+                + (
+                    f"{_pct(lat, 50):7.1f}  {_pct(lat, 99):7.1f}  {max(lat) / 1000:8.1f}     "
+                    if lat
+                    else "      -        -         -     "
+                )
+                + f"{_missed(now) - _missed(before):8d}     "
+                f"{_vnic_frames(now) - _vnic_frames(before):8d}"
+            )
             out(row)
     finally:
         task.stop()
@@ -439,7 +544,8 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
     lost = _missing(sub.seqs)
     summary = {
         "stations": _station_rows(lab, before, after),
-        "messages": len(lat), "lost": lost,
+        "messages": len(lat),
+        "lost": lost,
         "latency_us": _latency_summary(lat),
         "vnic_ping": next((line for line in ping_out.splitlines() if "packet loss" in line), None),
     }
@@ -447,9 +553,11 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
     _print_stations(summary["stations"], out)
     if lat:
         L = summary["latency_us"]
-        out(f"  cyclic messages: {len(lat)} received, {lost} lost; end-to-end (scheduled send -> "
+        out(
+            f"  cyclic messages: {len(lat)} received, {lost} lost; end-to-end (scheduled send -> "
             f"subscriber) p50 {L['p50']:.1f} us, p99 {L['p99']:.1f} us, p99.9 {L['p99.9']:.1f} us, "
-            f"max {L['max']:.1f} us (cycle {plan.cycle_us} us)")
+            f"max {L['max']:.1f} us (cycle {plan.cycle_us} us)"
+        )
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
     return summary
 
@@ -470,8 +578,14 @@ def _wire_counts(before: dict | None, after: dict | None) -> list[dict]:
         b = before["port"][port] if before else {"passed": 0, "discarded": 0}
         a = after["port"][port] if after else {"passed": 0, "discarded": 0}
         passed, discarded = a["passed"] - b["passed"], a["discarded"] - b["discarded"]
-        out.append({"wire": "ab"[port], "copies": passed + discarded, "passed": passed,
-                    "duplicates_discarded": discarded})
+        out.append(
+            {
+                "wire": "ab"[port],
+                "copies": passed + discarded,
+                "passed": passed,
+                "duplicates_discarded": discarded,
+            }
+        )
     return out
 
 
@@ -484,9 +598,11 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     stream0 = _stream(before[0], pub_st.mac)
     task.start()
     t0 = time.monotonic()
-    out(f"publisher on station {pub_st.index} -> subscriber on station {sub_st.index} on a "
+    out(
+        f"publisher on station {pub_st.index} -> subscriber on station {sub_st.index} on a "
         f"redundant channel (IEEE 802.1CB: every message on both wires); wire A down from "
-        f"{cut_at:.1f} s to {mend_at:.1f} s of {duration:g} s")
+        f"{cut_at:.1f} s to {mend_at:.1f} s of {duration:g} s"
+    )
     out("   time  wire A    msgs  missing   copies via A  via B   discarded on A  on B")
     sent = 0
     try:
@@ -498,8 +614,10 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
             if "cut" not in marks and elapsed >= cut_at:
                 lab.set_wire("a", up=False)
                 marks["cut"] = time.monotonic()
-                out(f"{elapsed:6.1f}s  wire A taken down (every station's port on "
-                    f"{lab.wire_netns}/rtbr0)")
+                out(
+                    f"{elapsed:6.1f}s  wire A taken down (every station's port on "
+                    f"{lab.wire_netns}/rtbr0)"
+                )
             if "mend" not in marks and elapsed >= mend_at:
                 lab.set_wire("a", up=True)
                 marks["mend"] = time.monotonic()
@@ -510,9 +628,11 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
                 missing = _missing(seqs)
                 w = _wire_counts(stream0, _stream(_status(sub_st.netns), pub_st.mac))
                 state = "down" if "cut" in marks and "mend" not in marks else "up"
-                out(f"{elapsed:6.1f}s  {state:<6} {len(seqs):7d}  {missing:7d}   "
+                out(
+                    f"{elapsed:6.1f}s  {state:<6} {len(seqs):7d}  {missing:7d}   "
                     f"{w[0]['copies']:12d} {w[1]['copies']:6d}   "
-                    f"{w[0]['duplicates_discarded']:14d} {w[1]['duplicates_discarded']:5d}")
+                    f"{w[0]['duplicates_discarded']:14d} {w[1]['duplicates_discarded']:5d}"
+                )
     finally:
         if "cut" in marks and "mend" not in marks:
             lab.set_wire("a", up=True)
@@ -536,30 +656,42 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     summary = {
         "redundant": True,
         "stations": _station_rows(lab, before, after),
-        "sent": sent, "received": received, "lost": sent - received,
+        "sent": sent,
+        "received": received,
+        "lost": sent - received,
         "duplicates_delivered": len(seqs) - received,
-        "wire_a_down": {"from_s": round(marks["cut"] - t0, 3),
-                        "to_s": round(marks["mend"] - t0, 3),
-                        "received_meanwhile": during_cut},
+        "wire_a_down": {
+            "from_s": round(marks["cut"] - t0, 3),
+            "to_s": round(marks["mend"] - t0, 3),
+            "received_meanwhile": during_cut,
+        },
         "wires": wires,
         "latency_us": _latency_summary(sub.latency_ns),
     }
     summary["ok"] = summary["lost"] == 0 and summary["duplicates_delivered"] == 0 and sent > 0
     out("summary:")
     _print_stations(summary["stations"], out)
-    out(f"  redundant stream station {pub_st.index} -> station {sub_st.index}: {sent} sent, "
+    out(
+        f"  redundant stream station {pub_st.index} -> station {sub_st.index}: {sent} sent, "
         f"{received} received, {summary['lost']} lost, {summary['duplicates_delivered']} "
-        f"delivered twice")
+        f"delivered twice"
+    )
     d = summary["wire_a_down"]
-    out(f"  wire A down {d['from_s']:.1f} s to {d['to_s']:.1f} s: {d['received_meanwhile']} "
-        f"messages arrived meanwhile, over wire B")
+    out(
+        f"  wire A down {d['from_s']:.1f} s to {d['to_s']:.1f} s: {d['received_meanwhile']} "
+        f"messages arrived meanwhile, over wire B"
+    )
     for w in wires:
-        out(f"  wire {w['wire'].upper()}: {w['copies']} copies arrived at station {sub_st.index}, "
-            f"{w['passed']} passed on first, {w['duplicates_discarded']} duplicates discarded")
+        out(
+            f"  wire {w['wire'].upper()}: {w['copies']} copies arrived at station {sub_st.index}, "
+            f"{w['passed']} passed on first, {w['duplicates_discarded']} duplicates discarded"
+        )
     if summary["latency_us"]:
         L = summary["latency_us"]
-        out(f"  end-to-end (scheduled send -> subscriber) p50 {L['p50']:.1f} us, p99 "
-            f"{L['p99']:.1f} us, max {L['max']:.1f} us (cycle {plan.cycle_us} us)")
+        out(
+            f"  end-to-end (scheduled send -> subscriber) p50 {L['p50']:.1f} us, p99 "
+            f"{L['p99']:.1f} us, max {L['max']:.1f} us (cycle {plan.cycle_us} us)"
+        )
     if not summary["ok"]:
         out("  REDUNDANCY FAILED: a message was lost or delivered twice")
     return summary

@@ -13,6 +13,7 @@ lateness.
 >>> report["stations"][2]["probes_in_slot"]         # doctest: +SKIP
 0.9995
 """
+
 from __future__ import annotations
 
 import bisect
@@ -32,19 +33,21 @@ from .wirecap import WireCapture
 
 PROBE_ETHERTYPE = 0x88B5
 PROBE_LEN = 64
-TX_STAMP_OFF = 30          # the probe's transmit stamp (csrc/rtn_probe.c, RTN_APP_TX_OFF)
+TX_STAMP_OFF = 30  # the probe's transmit stamp (csrc/rtn_probe.c, RTN_APP_TX_OFF)
 CAL_ROUNDS = 20
-SYNC_LOSS_CYCLES = 20      # longer than this VM's hypervisor stalls (a few ms)
+SYNC_LOSS_CYCLES = 20  # longer than this VM's hypervisor stalls (a few ms)
 RT_PRIORITY = 80
-STAMP_SLACK_NS = 20_000    # a wake-up may stamp this much after the window's modelled end
+STAMP_SLACK_NS = 20_000  # a wake-up may stamp this much after the window's modelled end
 
 
 def slave_clock(index: int) -> dict:
     """A distinct clock model per slave: offsets of tens of us, drifts of +-100 ppm."""
     if index <= 2:
         return {}
-    return {"clock_offset_ns": (index * 13_000) % 90_000 - 45_000,
-            "drift_ppm": ((index * 37) % 200) - 100.0}
+    return {
+        "clock_offset_ns": (index * 13_000) % 90_000 - 45_000,
+        "drift_ppm": ((index * 37) % 200) - 100.0,
+    }
 
 
 def _wait(pred, timeout: float, what: str):
@@ -60,8 +63,9 @@ def _expected_state(role: str) -> str:
     return {"master": "active", "backup": "stand-by"}.get(role, "synchronised")
 
 
-def run_segment(name: str, n: int, *, cycles: int, cycle_us: int | None = None,
-                progress=None) -> dict:
+def run_segment(
+    name: str, n: int, *, cycles: int, cycle_us: int | None = None, progress=None
+) -> dict:
     """Bring up ``n`` stations, run ``cycles`` cycles of probes, report per station."""
     cycle_us = cycle_us or shortest_cycle_us(n)
     seg = plan(n, cycle_us=cycle_us)
@@ -71,25 +75,37 @@ def run_segment(name: str, n: int, *, cycles: int, cycle_us: int | None = None,
     with Lab(name, n) as lab:
         try:
             for i, st in enumerate(lab.stations, 1):
-                s = Station(st.ifname, netns=st.netns,
-                            rt=RtSettings(cpu=(i - 1) % ncpu, priority=RT_PRIORITY),
-                            **slave_clock(i))
-                s.attach_tdma(seg.tdma_config(i, cal_rounds=CAL_ROUNDS,
-                                              sync_loss_cycles=SYNC_LOSS_CYCLES))
+                s = Station(
+                    st.ifname,
+                    netns=st.netns,
+                    rt=RtSettings(cpu=(i - 1) % ncpu, priority=RT_PRIORITY),
+                    **slave_clock(i),
+                )
+                s.attach_tdma(
+                    seg.tdma_config(i, cal_rounds=CAL_ROUNDS, sync_loss_cycles=SYNC_LOSS_CYCLES)
+                )
                 s.start()
                 stations.append(s)
             roles = [p.role for p in seg.stations]
-            _wait(lambda: all(s.stats()["tdma"]["state"] == _expected_state(r)
-                              for s, r in zip(stations, roles)),
-                  timeout=30 + n, what=f"{n} stations to synchronise")
+            _wait(
+                lambda: all(
+                    s.stats()["tdma"]["state"] == _expected_state(r)
+                    for s, r in zip(stations, roles)
+                ),
+                timeout=30 + n,
+                what=f"{n} stations to synchronise",
+            )
             say(f"{n} stations synchronised on a {cycle_us} us cycle")
             before = [s.stats()["tdma"] for s in stations]
             with WireCapture(lab.wire_netns, ethertypes={0x9021, PROBE_ETHERTYPE}) as cap:
                 for s in stations:
                     s.set_probe(0, ethertype=PROBE_ETHERTYPE, length=PROBE_LEN)
                 start = stations[0].stats()["tdma"]["cycle_no"]
-                _wait(lambda: stations[0].stats()["tdma"]["cycle_no"] >= start + cycles + 20,
-                      timeout=cycles * cycle_us / 1e6 * 3 + 30, what=f"{cycles} cycles")
+                _wait(
+                    lambda: stations[0].stats()["tdma"]["cycle_no"] >= start + cycles + 20,
+                    timeout=cycles * cycle_us / 1e6 * 3 + 30,
+                    what=f"{cycles} cycles",
+                )
                 for s in stations:
                     s.set_probe(None)
             after = [s.stats()["tdma"] for s in stations]
@@ -118,10 +134,10 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
     probe_wire = wire_time_ns(PROBE_LEN, seg.link_rate_mbps)
     for c in probes:
         i = index.get(format_mac(c.data[6:12]))
-        tx = int.from_bytes(c.data[TX_STAMP_OFF:TX_STAMP_OFF + 8], "big")
+        tx = int.from_bytes(c.data[TX_STAMP_OFF : TX_STAMP_OFF + 8], "big")
         k = bisect.bisect_right(grid, tx) - 1
         if i is None or k < 0:
-            continue       # not ours, or sent before the first captured Sync
+            continue  # not ours, or sent before the first captured Sync
         rt = seg.stations[i].rt
         lo = rt.offset_us * 1000
         hi = lo + wire_time_ns(rt.size + 14, seg.link_rate_mbps) + seg.guard_ns
@@ -132,31 +148,50 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
     for i, (sp, b, a) in enumerate(zip(seg.stations, before, after)):
         err = a["sync_error"].since(b["sync_error"])
         late = a["slot0_lateness"].since(b["slot0_lateness"])
-        out.append({
-            "index": sp.index, "role": sp.role, "mac": macs[i], "state": a["state"],
-            "slot_offset_us": sp.rt.offset_us,
-            "probes": counts[i]["probes"],
-            "probes_in_slot": counts[i]["in_slot"] / counts[i]["probes"] if counts[i]["probes"]
-            else 0.0,
-            "missed_slots": a["missed_slots"] - b["missed_slots"],
-            "sync_error_us": err.summary_us() if err.count else None,
-            "slot_lateness_us": late.summary_us(),
-        })
-    return {"stations_n": len(macs), "cycle_us": seg.cycle_us, "cycles": cycles,
-            "link_rate_mbps": seg.link_rate_mbps, "syncs_captured": len(syncs),
-            "stations": out}
+        out.append(
+            {
+                "index": sp.index,
+                "role": sp.role,
+                "mac": macs[i],
+                "state": a["state"],
+                "slot_offset_us": sp.rt.offset_us,
+                "probes": counts[i]["probes"],
+                "probes_in_slot": counts[i]["in_slot"] / counts[i]["probes"]
+                if counts[i]["probes"]
+                else 0.0,
+                "missed_slots": a["missed_slots"] - b["missed_slots"],
+                "sync_error_us": err.summary_us() if err.count else None,
+                "slot_lateness_us": late.summary_us(),
+            }
+        )
+    return {
+        "stations_n": len(macs),
+        "cycle_us": seg.cycle_us,
+        "cycles": cycles,
+        "link_rate_mbps": seg.link_rate_mbps,
+        "syncs_captured": len(syncs),
+        "stations": out,
+    }
 
 
 def format_report(report: dict) -> list[str]:
     """One line per station, cyclictest style (us)."""
-    lines = [f"# {report['stations_n']} stations, cycle {report['cycle_us']} us, "
-             f"{report['cycles']} cycles, {report['syncs_captured']} Syncs captured"]
+    lines = [
+        f"# {report['stations_n']} stations, cycle {report['cycle_us']} us, "
+        f"{report['cycles']} cycles, {report['syncs_captured']} Syncs captured"
+    ]
     for s in report["stations"]:
         late, err = s["slot_lateness_us"], s["sync_error_us"]
-        e = (f"sync error p50 {err['p50']:7.1f} p99 {err['p99']:7.1f} min {err['min']:7.1f} "
-             f"max {err['max']:7.1f}" if err else "sync error      -  (the master's clock)")
-        lines.append(f"S{s['index']:<2} {s['role']:6} slot {s['slot_offset_us']:5} us  "
-                     f"probes {s['probes']:6} in slot {100 * s['probes_in_slot']:6.2f}%  "
-                     f"lateness p50 {late['p50']:6.1f} p99 {late['p99']:6.1f} max "
-                     f"{late['max'] or 0:7.1f}  missed {s['missed_slots']:4}  {e}")
+        e = (
+            f"sync error p50 {err['p50']:7.1f} p99 {err['p99']:7.1f} min {err['min']:7.1f} "
+            f"max {err['max']:7.1f}"
+            if err
+            else "sync error      -  (the master's clock)"
+        )
+        lines.append(
+            f"S{s['index']:<2} {s['role']:6} slot {s['slot_offset_us']:5} us  "
+            f"probes {s['probes']:6} in slot {100 * s['probes_in_slot']:6.2f}%  "
+            f"lateness p50 {late['p50']:6.1f} p99 {late['p99']:6.1f} max "
+            f"{late['max'] or 0:7.1f}  missed {s['missed_slots']:4}  {e}"
+        )
     return lines

@@ -7,6 +7,7 @@ Text is six groups of one or two hex digits separated by colons, as Linux's
 ether_aton() reads it; :data:`CANONICAL_MAC` is the two-digit form this project
 writes and configuration files must use (they are compared as text).
 """
+
 from __future__ import annotations
 
 import re

@@ -10,17 +10,18 @@ passed through :func:`one_line` before they are printed.
 >>> one_line("bad\\x1b[2J value")
 'bad\\\\x1b[2J value'
 """
+
 from __future__ import annotations
 
 import reprlib
 
-MAX_SHOWN = 60       # characters of a quoted value
+MAX_SHOWN = 60  # characters of a quoted value
 MAX_PATH_SHOWN = 160
-MAX_LINE = 300       # characters of a whole message built from quoted words
+MAX_LINE = 300  # characters of a whole message built from quoted words
 
 
 def _int_text(value: int) -> str:
-    if abs(value) < 10 ** 18:
+    if abs(value) < 10**18:
         return str(value)
     sign = "negative " if value < 0 else ""
     if value.bit_length() < 14000:
@@ -63,12 +64,13 @@ def bounded(text: str) -> str:
     """``text`` cut in the middle if longer than MAX_LINE: its start and end say the most."""
     if len(text) <= MAX_LINE:
         return text
-    return f"{text[:MAX_LINE // 2]}...{text[-(MAX_LINE // 3):]}"
+    return f"{text[: MAX_LINE // 2]}...{text[-(MAX_LINE // 3) :]}"
 
 
 def one_line(text: str) -> str:
     """``text`` with every character that does not print written as an escape."""
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )

@@ -12,10 +12,11 @@ True
 >>> interface_name_problem("a" * 16)
 '16 bytes, longer than the 15 an interface name may have'
 """
+
 from __future__ import annotations
 
-IFNAMSIZ = 16        # the kernel's buffer, NUL included
-NAME_MAX = 255       # longest file name (a namespace is a file in /var/run/netns)
+IFNAMSIZ = 16  # the kernel's buffer, NUL included
+NAME_MAX = 255  # longest file name (a namespace is a file in /var/run/netns)
 
 
 def _common_problem(name, limit: int, what: str) -> str | None:

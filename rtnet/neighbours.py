@@ -13,6 +13,7 @@ file for ``rtroute -f``: one ``<ip> <mac> <dev>`` a line, ``#`` comments.
 >>> parse_hosts("10.0.0.3 02:00:00:00:00:03 rteth0  # s3\\n")
 [('10.0.0.3', '02:00:00:00:00:03', 'rteth0')]
 """
+
 from __future__ import annotations
 
 from ._lowlevel import lib
@@ -23,7 +24,7 @@ from .messages import shown
 from .names import interface_name_problem
 
 MAX_ENTRIES = lib.RTN_NEIGH_MAX
-MAX_HOSTS_FILE = 64 * 1024          # bytes: a host-routes file is a few lines
+MAX_HOSTS_FILE = 64 * 1024  # bytes: a host-routes file is a few lines
 
 
 def neighbour_mac(text, what: str = "hardware address") -> str:
@@ -93,8 +94,9 @@ def parse_hosts(text: str, source: str = "hosts file") -> list[tuple[str, str, s
         if problem:
             raise ConfigError(f"{where}: device {shown(words[2])}: {problem}")
         if (ip, words[2]) in seen:
-            raise ConfigError(f"{where}: {ip} on {words[2]} given already on line "
-                              f"{seen[(ip, words[2])]}")
+            raise ConfigError(
+                f"{where}: {ip} on {words[2]} given already on line {seen[(ip, words[2])]}"
+            )
         seen[(ip, words[2])] = no
         out.append((ip, mac, words[2]))
     return out

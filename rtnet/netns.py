@@ -6,6 +6,7 @@ in the namespace it was created in.  ``python -m rtnet.netns NS -- CMD ...``
 runs a command inside a namespace without shelling out to ``ip``;
 :func:`command` is what code uses to start one.
 """
+
 import contextlib
 import ctypes
 import os

@@ -7,6 +7,7 @@ The lab runs one daemon per station namespace, all on a device named
 rteth0, so the namespace is what tells them apart; a command run inside a
 station's namespace finds that station's daemon without being told.
 """
+
 import os
 
 DEFAULT_RUN_DIR = "/run/rtnet"

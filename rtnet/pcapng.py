@@ -6,6 +6,7 @@ Enhanced Packet Block per frame carrying its direction in ``epb_flags``
 (inbound/outbound) and, optionally, an ``opt_comment``.  Little-endian, as
 the host writes it; tshark and scapy read it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -39,7 +40,7 @@ def _options(opts: list[bytes]) -> bytes:
 
 
 def _block(kind: int, body: bytes) -> bytes:
-    total = 12 + len(body)       # type, total length, body, total length again
+    total = 12 + len(body)  # type, total length, body, total length again
     return struct.pack("<II", kind, total) + body + struct.pack("<I", total)
 
 
@@ -56,18 +57,31 @@ def interface_description(snaplen: int, name: str | None = None) -> bytes:
     return _block(_IDB, struct.pack("<HHI", LINKTYPE_ETHERNET, 0, snaplen) + _options(opts))
 
 
-def enhanced_packet(ts_ns: int, data: bytes, orig_len: int | None = None, *,
-                    outbound: bool | None = None, comment: str | None = None) -> bytes:
+def enhanced_packet(
+    ts_ns: int,
+    data: bytes,
+    orig_len: int | None = None,
+    *,
+    outbound: bool | None = None,
+    comment: str | None = None,
+) -> bytes:
     """One frame of interface 0 at ``ts_ns`` (ns since the epoch); ``data`` as kept,
     ``orig_len`` its length on the wire (default: ``len(data)``)."""
     if ts_ns < 0:
         raise ValueError(f"time stamp {ts_ns} before the epoch")
     opts = []
     if outbound is not None:
-        opts.append(_option(_EPB_FLAGS, struct.pack("<I", _DIR_OUTBOUND if outbound
-                                                    else _DIR_INBOUND)))
+        opts.append(
+            _option(_EPB_FLAGS, struct.pack("<I", _DIR_OUTBOUND if outbound else _DIR_INBOUND))
+        )
     if comment:
         opts.append(_option(_OPT_COMMENT, comment.encode()))
-    body = struct.pack("<IIIII", 0, ts_ns >> 32, ts_ns & 0xFFFFFFFF, len(data),
-                       len(data) if orig_len is None else orig_len)
+    body = struct.pack(
+        "<IIIII",
+        0,
+        ts_ns >> 32,
+        ts_ns & 0xFFFFFFFF,
+        len(data),
+        len(data) if orig_len is None else orig_len,
+    )
     return _block(_EPB, body + _pad4(data) + _options(opts))

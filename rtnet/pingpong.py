@@ -8,6 +8,7 @@ and both spin on a non-blocking receive, so AF_XDP and kernel UDP are
 measured the same way.  The responder prints ``ready`` once its socket is
 open; the client writes its round-trip times (ns, -1 for lost) as JSON.
 """
+
 import argparse
 import json
 import os
@@ -23,7 +24,7 @@ from .errors import RtnetError
 from .mac import parse_mac
 from .xsk import RawSocket
 
-UDP_HEADERS = 14 + 20 + 8   # Ethernet + IPv4 + UDP: UDP payloads give equal frame sizes
+UDP_HEADERS = 14 + 20 + 8  # Ethernet + IPv4 + UDP: UDP payloads give equal frame sizes
 SO_BUSY_POLL = 46
 
 
@@ -69,8 +70,9 @@ def run(a) -> dict:
     with pmqos.cpu_latency(0 if a.pmqos else None) as held:
         out["pmqos"] = held
         if a.path == "xsk":
-            with RawSocket(a.ifname, ethertypes=[a.ethertype], mode=a.mode,
-                           busy_poll=a.so_busy_poll) as sock:
+            with RawSocket(
+                a.ifname, ethertypes=[a.ethertype], mode=a.mode, busy_poll=a.so_busy_poll
+            ) as sock:
                 out["xdp_mode"] = sock.mode
                 out["fallback_reason"] = sock.fallback_reason
                 x = sock._x  # the C object, handed to the C loop only
@@ -78,11 +80,25 @@ def run(a) -> dict:
                 if a.role == "responder":
                     check(lib.rtn_pp_xsk_responder(x, total, idle_us, res))
                 else:
-                    tmpl = (parse_mac(a.peer_mac) + parse_mac(a.local_mac) + struct.pack("!H", a.ethertype))
+                    tmpl = (
+                        parse_mac(a.peer_mac)
+                        + parse_mac(a.local_mac)
+                        + struct.pack("!H", a.ethertype)
+                    )
                     tmpl = tmpl.ljust(a.size, b"\xa5")
-                    check(lib.rtn_pp_xsk_client(x, tmpl, len(tmpl), a.count, a.warmup,
-                                                timeout_us, ffi.from_buffer("int64_t[]", rtts),
-                                                ffi.NULL, res))
+                    check(
+                        lib.rtn_pp_xsk_client(
+                            x,
+                            tmpl,
+                            len(tmpl),
+                            a.count,
+                            a.warmup,
+                            timeout_us,
+                            ffi.from_buffer("int64_t[]", rtts),
+                            ffi.NULL,
+                            res,
+                        )
+                    )
                 out["stats"] = sock.stats()
         else:
             with _udp_socket(a) as s:
@@ -90,10 +106,18 @@ def run(a) -> dict:
                 if a.role == "responder":
                     check(lib.rtn_pp_udp_responder(s.fileno(), total, idle_us, res))
                 else:
-                    check(lib.rtn_pp_udp_client(s.fileno(), a.size - UDP_HEADERS, a.count,
-                                                a.warmup, timeout_us,
-                                                ffi.from_buffer("int64_t[]", rtts), ffi.NULL,
-                                                res))
+                    check(
+                        lib.rtn_pp_udp_client(
+                            s.fileno(),
+                            a.size - UDP_HEADERS,
+                            a.count,
+                            a.warmup,
+                            timeout_us,
+                            ffi.from_buffer("int64_t[]", rtts),
+                            ffi.NULL,
+                            res,
+                        )
+                    )
     out.update(_result(res))
     if a.role == "client":
         out["rtt_ns"] = rtts.tolist()
@@ -101,7 +125,9 @@ def run(a) -> dict:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python3 -m rtnet.pingpong", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python3 -m rtnet.pingpong", description=__doc__.split("\n")[0]
+    )
     p.add_argument("path", choices=("xsk", "udp"))
     p.add_argument("role", choices=("client", "responder"))
     p.add_argument("--ifname", default="rteth0")
@@ -116,7 +142,9 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=200)
     p.add_argument("--size", type=int, default=64, help="Ethernet frame bytes (without FCS)")
     p.add_argument("--timeout", type=float, default=0.1, help="seconds to wait for one echo")
-    p.add_argument("--idle", type=float, default=10.0, help="responder gives up after this idle time")
+    p.add_argument(
+        "--idle", type=float, default=10.0, help="responder gives up after this idle time"
+    )
     p.add_argument("--cpu", type=int)
     p.add_argument("--fifo", type=int, default=50, help="SCHED_FIFO priority, 0 for SCHED_OTHER")
     p.add_argument("--pmqos", action="store_true", help="hold /dev/cpu_dma_latency at 0")

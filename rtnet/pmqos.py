@@ -4,6 +4,7 @@ Waking a halted vCPU from a deep C-state costs tens of microseconds; writing 0
 to /dev/cpu_dma_latency keeps CPUs out of deep idle states for as long as the
 file stays open.
 """
+
 import contextlib
 import os
 import struct

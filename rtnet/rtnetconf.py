@@ -9,6 +9,7 @@ read here as a whole number and judged by the C rule when the configuration it
 builds is validated (rtn_tdma_cfg_check(): ``TDMA_CYCLE: cycle_us: 50 outside the
 supported range 100..1000000``).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -43,12 +44,39 @@ from .rtcfg import setup as rtcfg_setup
 # -- rtnet.conf and tdma.conf -------------------------------------------------------
 
 # Variables of rtnet.conf.in that only concern loading RTnet's kernel modules: accepted, unused.
-_RTNET_IGNORED = {"RTNET_MOD", "RTIFCONFIG", "RTCFG", "TDMACFG", "MODULE_EXT", "RT_DRIVER",
-                  "RT_DRIVER_OPTIONS", "REBIND_RT_NICS", "RT_LOOPBACK", "RT_PROTOCOLS", "RTCAP",
-                  "prefix", "exec_prefix", "sbindir", "sysconfdir", "UPDELAY"}
-_RTNET_USED = {"IPADDR", "NETMASK", "TDMA_MODE", "TDMA_SLAVES", "TDMA_CYCLE", "TDMA_OFFSET",
-               "TDMA_CONFIG", "RTNET_DEV", "TDMA_CAL_ROUNDS", "STAGE_2_SRC", "STAGE_2_DST",
-               "STAGE_2_CMDS", "RTCFG_TIMEOUT"}
+_RTNET_IGNORED = {
+    "RTNET_MOD",
+    "RTIFCONFIG",
+    "RTCFG",
+    "TDMACFG",
+    "MODULE_EXT",
+    "RT_DRIVER",
+    "RT_DRIVER_OPTIONS",
+    "REBIND_RT_NICS",
+    "RT_LOOPBACK",
+    "RT_PROTOCOLS",
+    "RTCAP",
+    "prefix",
+    "exec_prefix",
+    "sbindir",
+    "sysconfdir",
+    "UPDELAY",
+}
+_RTNET_USED = {
+    "IPADDR",
+    "NETMASK",
+    "TDMA_MODE",
+    "TDMA_SLAVES",
+    "TDMA_CYCLE",
+    "TDMA_OFFSET",
+    "TDMA_CONFIG",
+    "RTNET_DEV",
+    "TDMA_CAL_ROUNDS",
+    "STAGE_2_SRC",
+    "STAGE_2_DST",
+    "STAGE_2_CMDS",
+    "RTCFG_TIMEOUT",
+}
 
 
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -58,7 +86,7 @@ def parse_shell_vars(text: str, source: str) -> dict:
     """``NAME=value`` lines as ``rtnet start`` sources them (comments, quotes, ``$VAR``)."""
     ck = _Checker(source)
     out = {}
-    for no, line in enumerate(text.split("\n"), 1):   # lines as the shell counts them
+    for no, line in enumerate(text.split("\n"), 1):  # lines as the shell counts them
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -76,14 +104,16 @@ def parse_shell_vars(text: str, source: str) -> dict:
         refs = list(_VAR_REF.finditer(value))
         size = len(value) + sum(len(out.get(r.group(1), "")) - len(r.group(0)) for r in refs)
         if size > MAX_VALUE_CHARS:
-            ck.fail(f"line {no}: {key_name(m.group(1))}", f"a value of {size} characters (after $ "
-                                                f"expansion), at most {MAX_VALUE_CHARS}")
+            ck.fail(
+                f"line {no}: {key_name(m.group(1))}",
+                f"a value of {size} characters (after $ expansion), at most {MAX_VALUE_CHARS}",
+            )
         out[m.group(1)] = _VAR_REF.sub(lambda v: out.get(v.group(1), ""), value)
     return out
 
 
 _OPT = options.OPTIONS
-_MAX_DIGITS = 30    # more than any C field holds: refused before int() does the work
+_MAX_DIGITS = 30  # more than any C field holds: refused before int() does the work
 
 
 def _uint_var(ck, key, text, option) -> int:
@@ -109,8 +139,14 @@ def _netmask_prefix(ck, env) -> int | None:
         ck.fail("NETMASK", f"{shown(mask)} is not a netmask like 255.255.255.0")
 
 
-def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None = None,
-                     read_file=None, rtcfg: bool = True) -> StationConfig:
+def parse_rtnet_conf(
+    text: str,
+    source: str = "rtnet.conf",
+    *,
+    mac: str | None = None,
+    read_file=None,
+    rtcfg: bool = True,
+) -> StationConfig:
     """``rtcfg``: bring the segment up with RTcfg, as ``rtnet start`` does (module text)."""
     ck = _Checker(source)
     env = parse_shell_vars(text, source)
@@ -123,8 +159,9 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
     ip = env.get("IPADDR", None if rtcfg and mode == "slave" else "10.0.0.1")
     if ip is not None:
         ip = _ipv4_var(ck, "IPADDR", ip)
-    cal = _uint_var(ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"),
-                    _OPT["tdma.cal_rounds"])
+    cal = _uint_var(
+        ck, "TDMA_CAL_ROUNDS", env.get("TDMA_CAL_ROUNDS", "100"), _OPT["tdma.cal_rounds"]
+    )
     ck.tdma("TDMA_CAL_ROUNDS", lambda: TdmaConfig(role="slave", cal_rounds=cal))
     # the master's spacing of its slaves (no C field: the option table's rule); the slot
     # it gives a station is then C's to judge
@@ -138,7 +175,7 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
         except ConfigError as exc:
             ck.fail("TDMA_CONFIG", str(exc))
         tck, sections = _Checker(path), tdma_sections(tdma_text, path)
-        if rtcfg:       # the master: section, whatever IPADDR says (RTnet's submit_cfg)
+        if rtcfg:  # the master: section, whatever IPADDR says (RTnet's submit_cfg)
             master = next(s for s in sections if s["kind"] == "master")
             ip = _ipv4_var(tck, f"line {master['line']}: ip", master.get("ip", ip))
             tdma = section_config(tck, master, sections, cal)
@@ -146,29 +183,49 @@ def parse_rtnet_conf(text: str, source: str = "rtnet.conf", *, mac: str | None =
             tdma = section_config(tck, own_section(tck, sections, ip, mac), sections, cal)
     elif mode == "master":
         cycle = _uint_var(ck, "TDMA_CYCLE", env.get("TDMA_CYCLE", "5000"), _OPT["tdma.cycle_us"])
-        tdma = ck.tdma("TDMA_CYCLE", lambda: TdmaConfig(
-            role="master", cycle_us=cycle, cal_rounds=cal, slots={0: Slot(0, 0)}))
+        tdma = ck.tdma(
+            "TDMA_CYCLE",
+            lambda: TdmaConfig(
+                role="master", cycle_us=cycle, cal_rounds=cal, slots={0: Slot(0, 0)}
+            ),
+        )
     elif rtcfg:
         tdma = ck.tdma("TDMA_MODE", lambda: TdmaConfig(role="slave", cal_rounds=cal))
     else:
         if ip not in slaves:
             ck.fail("TDMA_SLAVES", f"IPADDR {ip} is not listed, so it has no slot")
         k = slaves.index(ip) + 1
-        tdma = ck.tdma("TDMA_OFFSET", lambda: TdmaConfig(
-            role="slave", cal_rounds=cal, slots={0: Slot(0, k * offset)}))
-    out = StationConfig(source=source, name=ip or dev, device=dev, mac=mac, discipline="tdma",
-                        tdma=tdma, ip=ip)
+        tdma = ck.tdma(
+            "TDMA_OFFSET",
+            lambda: TdmaConfig(role="slave", cal_rounds=cal, slots={0: Slot(0, k * offset)}),
+        )
+    out = StationConfig(
+        source=source, name=ip or dev, device=dev, mac=mac, discipline="tdma", tdma=tdma, ip=ip
+    )
     if not rtcfg:
         return out
     return _rtnet_conf_rtcfg(ck, env, out, mode, slaves, offset, sections, path)
 
 
-def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, slaves: list,
-                      offset: int, sections: list | None, tdma_path: str | None
-                      ) -> StationConfig:
+def _rtnet_conf_rtcfg(
+    ck: _Checker,
+    env: dict,
+    cfg: StationConfig,
+    mode: str,
+    slaves: list,
+    offset: int,
+    sections: list | None,
+    tdma_path: str | None,
+) -> StationConfig:
     """The RTcfg side of an rtnet.conf: the server's stations or the client's stage 2."""
-    timing = {"timeout_s": _uint_var(ck, "RTCFG_TIMEOUT", env.get("RTCFG_TIMEOUT", str(
-        _OPT["rtcfg.timeout_s"].default)), _OPT["rtcfg.timeout_s"])}
+    timing = {
+        "timeout_s": _uint_var(
+            ck,
+            "RTCFG_TIMEOUT",
+            env.get("RTCFG_TIMEOUT", str(_OPT["rtcfg.timeout_s"].default)),
+            _OPT["rtcfg.timeout_s"],
+        )
+    }
     base = os.path.dirname(ck.source)
     for key in ("STAGE_2_SRC",) if mode == "slave" else ("STAGE_2_DST", "STAGE_2_CMDS"):
         if env.get(key):
@@ -176,8 +233,16 @@ def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, sl
     # the VNIC as rtnet start has it: the master's up with IPADDR, a slave's with stage 1
     # (opened once a slot carries it)
     if mode == "slave":
-        setup = _client_setup(ck, cfg.device, env.get("STAGE_2_DST"), env.get("STAGE_2_CMDS"),
-                              base, "STAGE_2_DST", "STAGE_2_CMDS", timing)
+        setup = _client_setup(
+            ck,
+            cfg.device,
+            env.get("STAGE_2_DST"),
+            env.get("STAGE_2_CMDS"),
+            base,
+            "STAGE_2_DST",
+            "STAGE_2_CMDS",
+            timing,
+        )
         return replace(cfg, rtcfg=setup, vnic=VnicConfig(enabled=True))
     prefix = _netmask_prefix(ck, env)
     stage2 = _stage2_src(ck, "STAGE_2_SRC", env.get("STAGE_2_SRC"), base)
@@ -186,18 +251,27 @@ def _rtnet_conf_rtcfg(ck: _Checker, env: dict, cfg: StationConfig, mode: str, sl
     if sections is None:
         if len(set(slaves)) != len(slaves):
             ck.fail("TDMA_SLAVES", "an address is listed twice")
-        invs = _rtcfg_call(ck, "TDMA_SLAVES", lambda: rtcfg_setup.simple_invitations(
-            slaves, offset, prefix, stage2, cycle_us=cfg.tdma.cycle_us))
+        invs = _rtcfg_call(
+            ck,
+            "TDMA_SLAVES",
+            lambda: rtcfg_setup.simple_invitations(
+                slaves, offset, prefix, stage2, cycle_us=cfg.tdma.cycle_us
+            ),
+        )
     else:
         invs = _section_invitations(_Checker(tdma_path), sections, prefix, stage2)
     own = ipaddress.IPv4Address(cfg.ip)
     address = f"{own}/{prefix if prefix is not None else rtcfg_payload.classful_prefix(own)}"
-    return replace(cfg, rtcfg=rtcfg_setup.RtcfgSetup("server", tuple(invs), **timing),
-                   vnic=VnicConfig(enabled=True, address=address))
+    return replace(
+        cfg,
+        rtcfg=rtcfg_setup.RtcfgSetup("server", tuple(invs), **timing),
+        vnic=VnicConfig(enabled=True, address=address),
+    )
 
 
-def _section_invitations(ck: _Checker, sections: list, prefix: int | None,
-                         stage2: str | None) -> list:
+def _section_invitations(
+    ck: _Checker, sections: list, prefix: int | None, stage2: str | None
+) -> list:
     """Extended mode: a station for every slave: and backup-master: section; a section's
     ``stage2`` file (beyond rtnet.in, which honours it for backup masters only) replaces
     STAGE_2_SRC for that station."""
@@ -213,8 +287,9 @@ def _section_invitations(ck: _Checker, sections: list, prefix: int | None,
         ip = _ipv4_var(ck, f"{where}: ip", sec["ip"]) if sec.get("ip") else None
         mac = None
         if sec.get("mac"):
-            mac = ck.string(f"{where}: mac", sec["mac"].lower(), CANONICAL_MAC,
-                            f"a MAC like {EXAMPLE_MAC}")
+            mac = ck.string(
+                f"{where}: mac", sec["mac"].lower(), CANONICAL_MAC, f"a MAC like {EXAMPLE_MAC}"
+            )
         key = ip or mac
         if key in seen:
             ck.fail(where, f"{key} has a section already")
@@ -222,9 +297,22 @@ def _section_invitations(ck: _Checker, sections: list, prefix: int | None,
         if sec["kind"] == "backup-master" and "backup" not in sec:
             ck.fail(f"line {sec['line']}: backup-master:", "needs a backup-offset line")
         own2 = _stage2_src(ck, f"{where}: stage2", sec.get("stage2"), base) or stage2
-        out.append(_rtcfg_call(ck, where, lambda: rtcfg_setup.section_invitation(
-            sec["kind"], ip, mac, sec["slots"], prefix, own2, cycle_us=master["cycle"],
-            backup_offset_us=sec.get("backup"))))
+        out.append(
+            _rtcfg_call(
+                ck,
+                where,
+                lambda: rtcfg_setup.section_invitation(
+                    sec["kind"],
+                    ip,
+                    mac,
+                    sec["slots"],
+                    prefix,
+                    own2,
+                    cycle_us=master["cycle"],
+                    backup_offset_us=sec.get("backup"),
+                ),
+            )
+        )
     return out
 
 
@@ -232,13 +320,14 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
     """The sections of an extended-mode tdma.conf, each line checked; exactly one master."""
     ck = _Checker(source)
     sections = []
-    for no, line in enumerate(text.split("\n"), 1):   # lines as an editor counts them
+    for no, line in enumerate(text.split("\n"), 1):  # lines as an editor counts them
         words = line.split("#", 1)[0].split()
         if not words:
             continue
         if words[0] in ("master:", "backup-master:", "slave:") and len(words) == 1:
-            sections.append({"kind": words[0][:-1], "line": no, "slots": {}, "slot_lines": {},
-                             "windows": {}})
+            sections.append(
+                {"kind": words[0][:-1], "line": no, "slots": {}, "slot_lines": {}, "windows": {}}
+            )
             continue
         if not sections:
             ck.fail(f"line {no}", f"{shown(words[0])} before master:, backup-master: or slave:")
@@ -248,8 +337,11 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
             sec[words[0]] = words[1]
         elif words[0] == "cycle" and len(words) == 2 and sec["kind"] == "master":
             sec["cycle"] = _uint_var(ck, key, words[1], _OPT["tdma.cycle_us"])
-        elif words[0] in ("backup-offset", "backup-slot") and len(words) == 2 \
-                and sec["kind"] == "backup-master":
+        elif (
+            words[0] in ("backup-offset", "backup-slot")
+            and len(words) == 2
+            and sec["kind"] == "backup-master"
+        ):
             sec["backup"] = _uint_var(ck, key, words[1], _OPT["tdma.backup_offset_us"])
         elif words[0] == "slot" and 3 <= len(words) <= 6:
             # the line's form here; its values are C's to judge with the section's schedule
@@ -257,13 +349,20 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
             phasing, period = parse_phasing(ck, key, words[3]) if len(words) > 3 else (1, 1)
             size = _uint_var(ck, key, words[4], _OPT["tdma.slot.size"]) if len(words) > 4 else 0
             if sid in sec["slots"]:
-                ck.fail(key, f"slot {sid} given twice in this {sec['kind']}: section "
-                             f"(first on line {sec['slot_lines'][sid]})")
+                ck.fail(
+                    key,
+                    f"slot {sid} given twice in this {sec['kind']}: section "
+                    f"(first on line {sec['slot_lines'][sid]})",
+                )
             sec["slot_lines"][sid] = no
-            sec["slots"][sid] = Slot(sid, _uint_var(ck, key, words[2], _OPT["tdma.slot.offset_us"]),
-                                     phasing, period, size or _OPT["tdma.slot.size"].default,
-                                     _uint_var(ck, key, words[5], _OPT["tdma.slot.joint"])
-                                     if len(words) > 5 else None)
+            sec["slots"][sid] = Slot(
+                sid,
+                _uint_var(ck, key, words[2], _OPT["tdma.slot.offset_us"]),
+                phasing,
+                period,
+                size or _OPT["tdma.slot.size"].default,
+                _uint_var(ck, key, words[5], _OPT["tdma.slot.joint"]) if len(words) > 5 else None,
+            )
         elif words[0] == "window" and len(words) == 3:
             # beyond RTnet: "window <slot id> <us>" gives a slot of this section a window
             sid = _uint_var(ck, key, words[1], _OPT["tdma.slot.id"])
@@ -281,15 +380,18 @@ def tdma_sections(text: str, source: str = "tdma.conf") -> list[dict]:
                 ck.fail(f"line {no}: window", f"slot {sid} has no slot line in this section")
             sec["slots"][sid] = replace(sec["slots"][sid], window_us=us)
         sec["windows"] = {}
-    for sec in sections:    # every section's schedule, whichever station reads the file
+    for sec in sections:  # every section's schedule, whichever station reads the file
         section_config(ck, sec, sections, 0)
     return sections
 
 
 def own_section(ck: _Checker, sections: list, ip: str | None, mac: str | None) -> dict:
     """This station's section, by ``ip`` or ``mac``."""
-    mine = [s for s in sections
-            if (ip and s.get("ip") == ip) or (mac and s.get("mac", "").lower() == mac.lower())]
+    mine = [
+        s
+        for s in sections
+        if (ip and s.get("ip") == ip) or (mac and s.get("mac", "").lower() == mac.lower())
+    ]
     if not mine:
         ck.fail("ip", f"no section for this station (ip {ip}{', mac ' + mac if mac else ''})")
     return mine[0]
@@ -310,8 +412,14 @@ def section_config(ck: _Checker, sec: dict, sections: list, cal_rounds: int) -> 
     return ck.tdma(f"line {sec['line']} ({sec['kind']})", lambda: TdmaConfig(**kw))
 
 
-def parse_tdma_conf(text: str, source: str = "tdma.conf", *, ip: str | None = None,
-                    mac: str | None = None, cal_rounds: int = 100) -> TdmaConfig:
+def parse_tdma_conf(
+    text: str,
+    source: str = "tdma.conf",
+    *,
+    ip: str | None = None,
+    mac: str | None = None,
+    cal_rounds: int = 100,
+) -> TdmaConfig:
     """The extended-mode file: the section of this station (by ``ip`` or ``mac``)."""
     ck = _Checker(source)
     sections = tdma_sections(text, source)

@@ -21,6 +21,7 @@ or by RTcfg.
 Exit status: 0 on success, 2 when the command line or file is refused, 1 when a
 daemon refuses or cannot be reached.  Errors are one line, ``rtroute: <message>``.
 """
+
 from __future__ import annotations
 
 import glob
@@ -39,8 +40,10 @@ from rtnet.neighbours import MAX_HOSTS_FILE, neighbour_mac, parse_hosts
 from rtnet.userfiles import Refused, read_regular
 
 EXIT_USAGE, EXIT_FAILED = 2, 1
-USAGE = ("usage: rtroute [-n netns] [add <ip> <mac> dev <dev> | del <ip> [dev <dev>] | "
-         "get <ip> [dev <dev>] | solicit <ip> dev <dev> | -f <file>]")
+USAGE = (
+    "usage: rtroute [-n netns] [add <ip> <mac> dev <dev> | del <ip> [dev <dev>] | "
+    "get <ip> [dev <dev>] | solicit <ip> dev <dev> | -f <file>]"
+)
 
 
 def _dev(word: str) -> str:
@@ -61,8 +64,11 @@ def _opt_dev(rest: list[str], required: bool) -> str | None:
     if not rest and not required:
         return None
     if len(rest) != 2 or rest[0] != "dev":
-        raise UsageError("expected 'dev <dev>'" + ("" if required else " or nothing") +
-                         f" after the address, got {shown(' '.join(rest))}")
+        raise UsageError(
+            "expected 'dev <dev>'"
+            + ("" if required else " or nothing")
+            + f" after the address, got {shown(' '.join(rest))}"
+        )
     return _dev(rest[1])
 
 
@@ -74,7 +80,7 @@ def parse_args(argv: list[str]) -> dict:
             raise UsageError("-n needs a namespace name")
         try:
             netns = netns_name(args[1])
-        except Exception as exc:        # argparse's ArgumentTypeError
+        except Exception as exc:  # argparse's ArgumentTypeError
             raise UsageError(str(exc)) from None
         args = args[2:]
     if not args:
@@ -91,20 +97,28 @@ def parse_args(argv: list[str]) -> dict:
             mac = neighbour_mac(rest[1])
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        return {"action": "add", "netns": netns, "ip": _ip(rest[0]), "mac": mac,
-                "dev": _opt_dev(rest[2:], True)}
+        return {
+            "action": "add",
+            "netns": netns,
+            "ip": _ip(rest[0]),
+            "mac": mac,
+            "dev": _opt_dev(rest[2:], True),
+        }
     if cmd in ("del", "get"):
         if not rest:
             raise UsageError(f"{cmd} <ip> [dev <dev>]")
         if "netmask" in rest:
             raise UsageError("network routes are not supported: host routes only")
-        return {"action": cmd, "netns": netns, "ip": _ip(rest[0]),
-                "dev": _opt_dev(rest[1:], False)}
+        return {"action": cmd, "netns": netns, "ip": _ip(rest[0]), "dev": _opt_dev(rest[1:], False)}
     if cmd == "solicit":
         if not rest:
             raise UsageError("solicit <ip> dev <dev>")
-        return {"action": "solicit", "netns": netns, "ip": _ip(rest[0]),
-                "dev": _opt_dev(rest[1:], True)}
+        return {
+            "action": "solicit",
+            "netns": netns,
+            "ip": _ip(rest[0]),
+            "dev": _opt_dev(rest[1:], True),
+        }
     raise UsageError(f"unknown command {shown(cmd)}")
 
 
@@ -140,22 +154,31 @@ def apply_file(a: dict) -> None:
     by_dev: dict[str, dict[str, str]] = {}
     for ip, mac, dev in lines:
         by_dev.setdefault(dev, {})[ip] = mac
-    before = {dev: {r["ip"]: r["mac"] for r in _call(dev, {"cmd": "route.list"},
-                                                      a["netns"])["routes"]}
-              for dev in by_dev}
+    before = {
+        dev: {r["ip"]: r["mac"] for r in _call(dev, {"cmd": "route.list"}, a["netns"])["routes"]}
+        for dev in by_dev
+    }
     done = []
     try:
         for dev, new in by_dev.items():
             table = {**before[dev], **new}
-            _call(dev, {"cmd": "route.set", "routes": [{"ip": i, "mac": m}
-                                                       for i, m in table.items()]}, a["netns"])
+            _call(
+                dev,
+                {"cmd": "route.set", "routes": [{"ip": i, "mac": m} for i, m in table.items()]},
+                a["netns"],
+            )
             done.append(dev)
     except (control.ControlError, OSError):
         for dev in done:
             try:
-                _call(dev, {"cmd": "route.set", "routes": [{"ip": i, "mac": m}
-                                                           for i, m in before[dev].items()]},
-                      a["netns"])
+                _call(
+                    dev,
+                    {
+                        "cmd": "route.set",
+                        "routes": [{"ip": i, "mac": m} for i, m in before[dev].items()],
+                    },
+                    a["netns"],
+                )
             except (control.ControlError, OSError):
                 pass
         raise
@@ -181,8 +204,13 @@ def run(a: dict) -> None:
         return
     devs = [a["dev"]] if a.get("dev") else _devices(netns)
     if a["action"] == "list":
-        _print_table([(r["ip"], r["mac"], dev) for dev in devs
-                      for r in _call(dev, {"cmd": "route.list"}, netns)["routes"]])
+        _print_table(
+            [
+                (r["ip"], r["mac"], dev)
+                for dev in devs
+                for r in _call(dev, {"cmd": "route.list"}, netns)["routes"]
+            ]
+        )
         return
     # del / get without a device: the stations whose table has the address
     found = []
@@ -214,8 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     except control.ControlError as exc:
         return fail("rtroute", a.get("dev"), exc.strerror or str(exc), EXIT_FAILED)
     except OSError as exc:
-        return fail("rtroute", a.get("dev"), f"{exc.filename or ''}: {exc.strerror}".lstrip(": "),
-                    EXIT_FAILED)
+        return fail(
+            "rtroute",
+            a.get("dev"),
+            f"{exc.filename or ''}: {exc.strerror}".lstrip(": "),
+            EXIT_FAILED,
+        )
     return 0
 
 

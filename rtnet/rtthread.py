@@ -8,6 +8,7 @@ Python only starts, stops and reads it; the thread never calls into Python.
     ...     time.sleep(1)
     ...     print(rt.stats().summary_us())
 """
+
 import errno
 import os
 from dataclasses import dataclass
@@ -26,18 +27,18 @@ _POLICY_NAMES = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: 
 
 @dataclass(frozen=True)
 class RtThreadStats:
-    policy: str            # "SCHED_FIFO" or "SCHED_OTHER", as applied
-    priority: int          # applied priority, 0 under SCHED_OTHER
-    cpu: int | None        # pinned CPU, None if not pinned
-    tid: int               # kernel thread id (/proc/<pid>/task/<tid>)
+    policy: str  # "SCHED_FIFO" or "SCHED_OTHER", as applied
+    priority: int  # applied priority, 0 under SCHED_OTHER
+    cpu: int | None  # pinned CPU, None if not pinned
+    tid: int  # kernel thread id (/proc/<pid>/task/<tid>)
     period_us: float
     wakeups: int
-    missed: int            # periods skipped after a stall longer than a period
-    fallback: bool         # SCHED_FIFO was refused and allow_fallback was set
+    missed: int  # periods skipped after a stall longer than a period
+    fallback: bool  # SCHED_FIFO was refused and allow_fallback was set
     dma_latency_held: bool  # /dev/cpu_dma_latency held at 0
     memory_locked: bool
     running: bool
-    histogram: Histogram   # lateness of each wake-up
+    histogram: Histogram  # lateness of each wake-up
 
     def summary_us(self) -> dict:
         return self.histogram.summary_us()
@@ -66,15 +67,25 @@ def validate(period_us, cpu, priority, prefault_stack_kb) -> None:
             raise ConfigError(f"cpu must be an integer or None, not {cpu!r}")
         allowed = _allowed_cpus()
         if cpu not in allowed:
-            raise ConfigError(f"CPU {cpu} is not available: allowed CPUs are "
-                              f"{_format_cpus(allowed)}")
+            raise ConfigError(
+                f"CPU {cpu} is not available: allowed CPUs are {_format_cpus(allowed)}"
+            )
     if not isinstance(prefault_stack_kb, int) or not 0 < prefault_stack_kb <= PREFAULT_MAX_KB:
-        raise ConfigError(f"prefault_stack_kb {prefault_stack_kb!r} out of range "
-                          f"1..{PREFAULT_MAX_KB}")
+        raise ConfigError(
+            f"prefault_stack_kb {prefault_stack_kb!r} out of range 1..{PREFAULT_MAX_KB}"
+        )
 
 
-def fill_rt_opts(opts, *, period_us=1000, cpu=None, priority=90, allow_fallback=False,
-                 hold_dma_latency=True, prefault_stack_kb=lib.RTN_RT_PREFAULT_DEFAULT_KB):
+def fill_rt_opts(
+    opts,
+    *,
+    period_us=1000,
+    cpu=None,
+    priority=90,
+    allow_fallback=False,
+    hold_dma_latency=True,
+    prefault_stack_kb=lib.RTN_RT_PREFAULT_DEFAULT_KB,
+):
     """Fill a ``struct rtn_rt_opts`` (validated first)."""
     validate(period_us, cpu, priority, prefault_stack_kb)
     lib.rtn_rt_opts_init(opts)
@@ -93,9 +104,15 @@ class RtThread:
     where SCHED_FIFO is refused; without it, start() raises RtThreadError.
     """
 
-    def __init__(self, period_us: float = 1000, cpu: int | None = None, priority: int = 90,
-                 allow_fallback: bool = False, hold_dma_latency: bool = True,
-                 prefault_stack_kb: int = lib.RTN_RT_PREFAULT_DEFAULT_KB):
+    def __init__(
+        self,
+        period_us: float = 1000,
+        cpu: int | None = None,
+        priority: int = 90,
+        allow_fallback: bool = False,
+        hold_dma_latency: bool = True,
+        prefault_stack_kb: int = lib.RTN_RT_PREFAULT_DEFAULT_KB,
+    ):
         validate(period_us, cpu, priority, prefault_stack_kb)
         self.period_us = period_us
         self.cpu = cpu
@@ -108,9 +125,15 @@ class RtThread:
 
     def _opts(self):
         opts = ffi.new("struct rtn_rt_opts *")
-        fill_rt_opts(opts, period_us=self.period_us, cpu=self.cpu, priority=self.priority,
-                     allow_fallback=self.allow_fallback, hold_dma_latency=self.hold_dma_latency,
-                     prefault_stack_kb=self.prefault_stack_kb)
+        fill_rt_opts(
+            opts,
+            period_us=self.period_us,
+            cpu=self.cpu,
+            priority=self.priority,
+            allow_fallback=self.allow_fallback,
+            hold_dma_latency=self.hold_dma_latency,
+            prefault_stack_kb=self.prefault_stack_kb,
+        )
         return opts
 
     @property

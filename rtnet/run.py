@@ -30,6 +30,7 @@ and child share it, and one of them at a time may use it.
 --include-dir prints the directory of rtnet.h (RTnet's socket ioctls), for
 `gcc -I"$(rtnet-run --include-dir)" prog.c`; --library the library's path.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,9 @@ def library_path() -> str:
     for path in (os.path.join(ROOT, "csrc", "build", LIBRARY), os.path.join(HERE, LIBRARY)):
         if os.path.exists(path):
             return path
-    raise FileNotFoundError(f"{LIBRARY} is not built (make -C csrc preload, or "
-                            "tools/setup-system.sh)")
+    raise FileNotFoundError(
+        f"{LIBRARY} is not built (make -C csrc preload, or tools/setup-system.sh)"
+    )
 
 
 def include_dir() -> str:
@@ -91,6 +93,7 @@ def station_facts(dev: str, ns: str | None) -> dict:
 def _prefix_on(dev: str, addr: str) -> int | None:
     """The prefix Linux has for ``addr`` on ``dev`` (the segment's subnet), if it has one."""
     from pyroute2 import IPRoute
+
     with IPRoute() as ipr:
         idx = ipr.link_lookup(ifname=dev)
         if not idx:
@@ -113,8 +116,11 @@ def environment(args, facts: dict, lib: str) -> dict:
     if args.verbose:
         env["RTNET_VERBOSE"] = "1"
     env["RTNET_RUN_DIR"] = paths.base_dir()
-    for key, name in (("addr", "RTNET_RT_ADDR"), ("subnet", "RTNET_RT_SUBNET"),
-                      ("ifindex", "RTNET_IFINDEX")):
+    for key, name in (
+        ("addr", "RTNET_RT_ADDR"),
+        ("subnet", "RTNET_RT_SUBNET"),
+        ("ifindex", "RTNET_IFINDEX"),
+    ):
         if facts.get(key):
             env[name] = str(facts[key])
         else:
@@ -129,19 +135,25 @@ def environment(args, facts: dict, lib: str) -> dict:
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(
-        prog="rtnet-run", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="rtnet-run",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an unmodified, dynamically linked program with its UDP and packet "
-                    "sockets on a station's real-time path.",
-        epilog=__doc__.split("\n\n", 2)[2])
+        "sockets on a station's real-time path.",
+        epilog=__doc__.split("\n\n", 2)[2],
+    )
     ap.add_argument("-n", "--netns", help="the station's network namespace (default: ours)")
-    ap.add_argument("--dev", type=interface_name, default="rteth0",
-                    help="the station's device (default rteth0)")
+    ap.add_argument(
+        "--dev", type=interface_name, default="rteth0", help="the station's device (default rteth0)"
+    )
     ap.add_argument("--rules", metavar="FILE", help="rules file (first match wins)")
-    ap.add_argument("--fallback", choices=("kernel", "fail"), default="kernel",
-                    help="no station daemon: sockets stay the kernel's with one warning "
-                         "(kernel, the default) or their calls fail with ENETDOWN (fail)")
-    ap.add_argument("-v", "--verbose", action="store_true",
-                    help="say which sockets go real-time")
+    ap.add_argument(
+        "--fallback",
+        choices=("kernel", "fail"),
+        default="kernel",
+        help="no station daemon: sockets stay the kernel's with one warning "
+        "(kernel, the default) or their calls fail with ENETDOWN (fail)",
+    )
+    ap.add_argument("-v", "--verbose", action="store_true", help="say which sockets go real-time")
     ap.add_argument("--include-dir", action="store_true", help="print where rtnet.h is")
     ap.add_argument("--library", action="store_true", help="print the library's path")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS")
@@ -169,17 +181,27 @@ def main(argv=None) -> int:
             raise FileNotFoundError(f"network namespace {args.netns!r} does not exist")
         facts = station_facts(args.dev, args.netns)
     except (OSError, control_client.ControlClientError) as exc:
-        print(f"rtnet-run: {exc.strerror or exc}" if isinstance(exc, OSError) and exc.strerror
-              else f"rtnet-run: {exc}", file=sys.stderr)
+        print(
+            f"rtnet-run: {exc.strerror or exc}"
+            if isinstance(exc, OSError) and exc.strerror
+            else f"rtnet-run: {exc}",
+            file=sys.stderr,
+        )
         return 2
     if not facts:
         where = f" in {args.netns}" if args.netns else ""
         if args.fallback == "fail":
-            print(f"rtnet-run: no station daemon for {args.dev}{where}: its sockets will "
-                  "fail with ENETDOWN", file=sys.stderr)
+            print(
+                f"rtnet-run: no station daemon for {args.dev}{where}: its sockets will "
+                "fail with ENETDOWN",
+                file=sys.stderr,
+            )
         else:
-            print(f"rtnet-run: no station daemon for {args.dev}{where}: the program's "
-                  "sockets stay the kernel's", file=sys.stderr)
+            print(
+                f"rtnet-run: no station daemon for {args.dev}{where}: the program's "
+                "sockets stay the kernel's",
+                file=sys.stderr,
+            )
     env = environment(args, facts, lib)
     argv = netns.command(args.netns, args.command) if args.netns else args.command
     try:

@@ -6,6 +6,7 @@ time, the RT thread's pick-up at its slot, the TX hand-over, the receiver's XDP 
 RT thread, the receiving application's take.  ``CAUSES`` names what a stage's lateness
 means for a missed deadline.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,9 +25,14 @@ STAGE_TITLES = {
     "take": "receiver's RT thread -> application",
 }
 # a missed deadline, by the stage that took the time
-CAUSES = {"app": "application woke late", "queue": "RT thread woke late",
-          "slot": "slot skipped", "wire": "wire", "rx_rt": "receiver late",
-          "take": "receiver late"}
+CAUSES = {
+    "app": "application woke late",
+    "queue": "RT thread woke late",
+    "slot": "slot skipped",
+    "wire": "wire",
+    "rx_rt": "receiver late",
+    "take": "receiver late",
+}
 DROPPED = "frame dropped"
 assert len(STAGES) == lib.RTN_STAGE_N
 
@@ -38,28 +44,38 @@ class LateRecord:
     """One message over its deadline; times in ns."""
 
     seq: int
-    stage: str | None        # the stage that took the time (None: no stage stamped)
+    stage: str | None  # the stage that took the time (None: no stage stamped)
     sched_ns: int
     total_ns: int
-    excess_ns: int           # how far that stage ran above its running baseline
-    stage_ns: dict           # every stamped stage's duration
+    excess_ns: int  # how far that stage ran above its running baseline
+    stage_ns: dict  # every stamped stage's duration
 
     @property
     def cause(self) -> str:
         return CAUSES.get(self.stage, "unknown")
 
     def to_dict(self) -> dict:
-        return {"seq": self.seq, "stage": self.stage, "cause": self.cause,
-                "sched_ns": self.sched_ns, "total_us": self.total_ns / 1000,
-                "excess_us": self.excess_ns / 1000,
-                "stage_us": {k: v / 1000 for k, v in self.stage_ns.items()}}
+        return {
+            "seq": self.seq,
+            "stage": self.stage,
+            "cause": self.cause,
+            "sched_ns": self.sched_ns,
+            "total_us": self.total_ns / 1000,
+            "excess_us": self.excess_ns / 1000,
+            "stage_us": {k: v / 1000 for k, v in self.stage_ns.items()},
+        }
 
 
 def _record(r) -> LateRecord:
     stage = STAGES[r.stage] if 0 <= r.stage < len(STAGES) else None
-    return LateRecord(r.seq, stage, r.sched_ns, r.total_ns, r.excess_ns,
-                      {STAGES[k]: r.stage_ns[k] for k in range(len(STAGES))
-                       if r.stage_ns[k] != _UNSTAMPED})
+    return LateRecord(
+        r.seq,
+        stage,
+        r.sched_ns,
+        r.total_ns,
+        r.excess_ns,
+        {STAGES[k]: r.stage_ns[k] for k in range(len(STAGES)) if r.stage_ns[k] != _UNSTAMPED},
+    )
 
 
 class LateReader:
@@ -87,14 +103,22 @@ def summary(stages_ptr, *, late: int | None = None) -> dict:
     """Histograms, outliers per stage and the newest ``late`` over-deadline records (None:
     every one kept)."""
     st = stages_ptr
-    out = {"messages": int(st.msgs), "late": int(st.late),
-           "outlier_us": st.outlier_ns / 1000, "deadline_us": st.deadline_ns / 1000,
-           "stages": {name: {"title": STAGE_TITLES[name],
-                             "hist": Histogram.from_c(ffi.addressof(st.hist[k])),
-                             "outliers": int(st.outliers[k])}
-                      for k, name in enumerate(STAGES)}}
+    out = {
+        "messages": int(st.msgs),
+        "late": int(st.late),
+        "outlier_us": st.outlier_ns / 1000,
+        "deadline_us": st.deadline_ns / 1000,
+        "stages": {
+            name: {
+                "title": STAGE_TITLES[name],
+                "hist": Histogram.from_c(ffi.addressof(st.hist[k])),
+                "outliers": int(st.outliers[k]),
+            }
+            for k, name in enumerate(STAGES)
+        },
+    }
     recs = LateReader(st).read() if late is None or late > 0 else []
-    out["late_records"] = [r.to_dict() for r in recs[-late if late else 0:]]
+    out["late_records"] = [r.to_dict() for r in recs[-late if late else 0 :]]
     return out
 
 
@@ -119,14 +143,20 @@ SAMPLE_STAMPS = ("sched_ns", "handover_ns", "pickup_ns", "tx_ns", "rx_ns", "rx_r
 def stage_breakdown_us(samples) -> dict:
     """p50/p99/p99.9/max (us) of each stage over a subscribe() array, stamped messages only."""
     import numpy as np
+
     out = {}
     for k, name in enumerate(STAGES):
         a, b = samples[SAMPLE_STAMPS[k]], samples[SAMPLE_STAMPS[k + 1]]
         d = (b - a)[(a != 0) & (b != 0)].astype(np.int64)
         if len(d):
             q = np.percentile(d, [50, 99, 99.9]) / 1000
-            out[name] = {"n": int(len(d)), "p50": float(q[0]), "p99": float(q[1]),
-                         "p999": float(q[2]), "max": float(d.max()) / 1000}
+            out[name] = {
+                "n": int(len(d)),
+                "p50": float(q[0]),
+                "p99": float(q[1]),
+                "p999": float(q[2]),
+                "max": float(d.max()) / 1000,
+            }
     return out
 
 
@@ -142,19 +172,29 @@ def attribute_misses(records: list, lost: int, stalls: list, slack_ns: int = 0) 
         hit = [s for s in stalls if s.overlaps(start, end)]
         gaps = [s for s in hit if s.kind == "gap"]
         slow = [s for s in hit if s.kind == "slow"]
-        c = by_cause.setdefault(r.cause, {"misses": 0, "with_stall": 0, "in_slow": 0,
-                                          "excess_us": []})
+        c = by_cause.setdefault(
+            r.cause, {"misses": 0, "with_stall": 0, "in_slow": 0, "excess_us": []}
+        )
         c["misses"] += 1
         c["with_stall"] += bool(gaps)
         c["in_slow"] += bool(slow) and not gaps
         c["excess_us"].append(round(r.excess_ns / 1000, 1))
-        listed.append({**r.to_dict(), "stall_us": max((s.gap_ns for s in gaps), default=0) / 1000,
-                       "stall_cpus": sorted({s.cpu for s in gaps}),
-                       "slowdown": max((s.slowdown for s in slow), default=0.0),
-                       "slow_cpus": sorted({s.cpu for s in slow})})
+        listed.append(
+            {
+                **r.to_dict(),
+                "stall_us": max((s.gap_ns for s in gaps), default=0) / 1000,
+                "stall_cpus": sorted({s.cpu for s in gaps}),
+                "slowdown": max((s.slowdown for s in slow), default=0.0),
+                "slow_cpus": sorted({s.cpu for s in slow}),
+            }
+        )
     if lost:
-        by_cause[DROPPED] = {"misses": int(lost), "with_stall": None, "in_slow": None,
-                             "excess_us": []}
+        by_cause[DROPPED] = {
+            "misses": int(lost),
+            "with_stall": None,
+            "in_slow": None,
+            "excess_us": [],
+        }
     return {"by_cause": by_cause, "misses": listed}
 
 

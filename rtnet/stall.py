@@ -6,6 +6,7 @@ and every spell in which the CPU ran a fixed unit of work several times slower t
 ...     run_the_benchmark()
 ...     gaps = det.gaps()                          # [Stall(cpu, due_ns, woke_ns, kind), ...]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,11 +48,17 @@ class StallDetector(Closeable):
 
     BATCH = 512
 
-    def __init__(self, cpus, *, period_us: float = lib.RTN_STALL_PERIOD_DEFAULT_NS / 1000,
-                 threshold_us: float = lib.RTN_STALL_THRESHOLD_DEFAULT_NS / 1000,
-                 priority: int = 99, allow_fallback: bool = False,
-                 slow_factor: int = lib.RTN_STALL_SLOW_FACTOR_DEFAULT,
-                 work_us: float = lib.RTN_STALL_WORK_DEFAULT_NS / 1000):
+    def __init__(
+        self,
+        cpus,
+        *,
+        period_us: float = lib.RTN_STALL_PERIOD_DEFAULT_NS / 1000,
+        threshold_us: float = lib.RTN_STALL_THRESHOLD_DEFAULT_NS / 1000,
+        priority: int = 99,
+        allow_fallback: bool = False,
+        slow_factor: int = lib.RTN_STALL_SLOW_FACTOR_DEFAULT,
+        work_us: float = lib.RTN_STALL_WORK_DEFAULT_NS / 1000,
+    ):
         self.cpus = [int(c) for c in cpus]
         o = ffi.new("struct rtn_stall_opts *")
         lib.rtn_stall_opts_init(o)
@@ -59,8 +66,11 @@ class StallDetector(Closeable):
         o.priority, o.allow_fallback = priority, int(allow_fallback)
         o.slow_factor, o.work_ns = int(slow_factor), int(work_us * 1000)
         out = ffi.new("struct rtn_stall **")
-        check(lib.rtn_stall_start(o, ffi.new("int[]", self.cpus), len(self.cpus), out),
-              RtThreadError, "stall detector")
+        check(
+            lib.rtn_stall_start(o, ffi.new("int[]", self.cpus), len(self.cpus), out),
+            RtThreadError,
+            "stall detector",
+        )
         self._st = out[0]
         self._next = [0] * len(self.cpus)
         self._buf = ffi.new("struct rtn_stall_rec[]", self.BATCH)
@@ -73,8 +83,9 @@ class StallDetector(Closeable):
         if self._st is not None:
             for i in range(len(self.cpus)):
                 while True:
-                    got = lib.rtn_stall_read(self._st, i, self._next[i], self._buf, self.BATCH,
-                                             self._nxt)
+                    got = lib.rtn_stall_read(
+                        self._st, i, self._next[i], self._buf, self.BATCH, self._nxt
+                    )
                     if got < 0:
                         break
                     self._gaps.extend(_stall(r) for r in self._buf[0:got])

@@ -6,6 +6,7 @@
 ...     st.stats()["tdma"]["state"]
 'active'
 """
+
 from __future__ import annotations
 
 import errno
@@ -33,10 +34,11 @@ log = logging.getLogger("rtnet.station")
 
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
 # the C code of each of the option table's VNIC modes (vnic.mode's choices)
-VNIC_MODES = dict(zip(OPTIONS["vnic.mode"].choices,
-                      (lib.RTN_VNIC_BATCHED, lib.RTN_VNIC_PER_PACKET), strict=True))
-UMEM_FRAMES = 4096    # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
-STATUS_LATE_RECORDS = 16   # the newest over-deadline records stats() shows
+VNIC_MODES = dict(
+    zip(OPTIONS["vnic.mode"].choices, (lib.RTN_VNIC_BATCHED, lib.RTN_VNIC_PER_PACKET), strict=True)
+)
+UMEM_FRAMES = 4096  # frames of RTN_XSK_FRAME_SIZE bytes, all locked in memory
+STATUS_LATE_RECORDS = 16  # the newest over-deadline records stats() shows
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,24 @@ def interface_mac(ifname: str, netns: str | None) -> str:
     siocgifhwaddr = 0x8927
     with _netns.entered(netns), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         try:
-            res = fcntl.ioctl(sock.fileno(), siocgifhwaddr,
-                              struct.pack("256s", ifname.encode()[:15]))
+            res = fcntl.ioctl(
+                sock.fileno(), siocgifhwaddr, struct.pack("256s", ifname.encode()[:15])
+            )
         except OSError:
             raise RtnetError(errno.ENODEV, f"{ifname}: no such interface") from None
     return format_mac(res[18:24])
 
 
-def _fill_second_port(opts, ifname: str, redundant_dev: str | None, queue: int, ethertypes,
-                      xdp_mode: str, history_len: int, reset_ms: int) -> list:
+def _fill_second_port(
+    opts,
+    ifname: str,
+    redundant_dev: str | None,
+    queue: int,
+    ethertypes,
+    xdp_mode: str,
+    history_len: int,
+    reset_ms: int,
+) -> list:
     """The second port of ``opts`` (IEEE 802.1CB, rtn_station_frer.h): the same socket
     settings on ``redundant_dev``; returns the cdata to keep alive."""
     opts.frer_history = OPTIONS["link.frer_history_len"].check(history_len)
@@ -71,11 +82,15 @@ def _fill_second_port(opts, ifname: str, redundant_dev: str | None, queue: int, 
         return []
     problem = interface_name_problem(redundant_dev)
     if problem or redundant_dev == ifname:
-        raise ConfigError(f"second device {redundant_dev!r}: "
-                          f"{problem or 'the first port already'}")
-    return fill_xsk_opts(opts.xsk_b, redundant_dev, queue=queue,
-                         extra=validate_ethertypes(ethertypes), mode=xdp_mode,
-                         frames=UMEM_FRAMES)
+        raise ConfigError(f"second device {redundant_dev!r}: {problem or 'the first port already'}")
+    return fill_xsk_opts(
+        opts.xsk_b,
+        redundant_dev,
+        queue=queue,
+        extra=validate_ethertypes(ethertypes),
+        mode=xdp_mode,
+        frames=UMEM_FRAMES,
+    )
 
 
 def frer_stats(s) -> dict:
@@ -85,64 +100,105 @@ def frer_stats(s) -> dict:
     lib.rtn_station_frer_stats(s, st)
     port_keys = ("rx_frames", "rx_tagged", "rx_untagged", "bad_tags", "tx_copies", "tx_errors")
     counter_keys = ("passed", "discarded", "out_of_order", "rogue", "tagless")
-    out = {"ports": st.ports, "history_len": st.history_len, "reset_ms": st.reset_ms,
-           "streams_refused": st.streams_refused, "tx_redundant": st.tx_redundant,
-           "port": [{k: getattr(st.port[i], k) for k in port_keys} for i in range(st.ports)],
-           "streams": []}
+    out = {
+        "ports": st.ports,
+        "history_len": st.history_len,
+        "reset_ms": st.reset_ms,
+        "streams_refused": st.streams_refused,
+        "tx_redundant": st.tx_redundant,
+        "port": [{k: getattr(st.port[i], k) for k in port_keys} for i in range(st.ports)],
+        "streams": [],
+    }
     xs = ffi.new("struct rtn_xsk_stats *")
     for i in range(st.ports):
         if lib.rtn_station_port_xsk_stats(s, i, xs) == 0:
-            out["port"][i].update(xsk_rx=xs.rx_frames, xsk_tx=xs.tx_frames,
-                                  xsk_tx_ring_full=xs.tx_ring_full)
+            out["port"][i].update(
+                xsk_rx=xs.rx_frames, xsk_tx=xs.tx_frames, xsk_tx_ring_full=xs.tx_ring_full
+            )
     one = ffi.new("struct rtn_station_frer_stream *")
     for i in range(st.streams):
         if lib.rtn_station_frer_stream(s, i, one):
             break
-        out["streams"].append({
-            "src": format_mac(bytes(one.src)), "ethertype": one.ethertype,
-            "lost": one.lost, "resets": one.resets,
-            "total": {k: getattr(one.total, k) for k in counter_keys},
-            "port": [{k: getattr(one.port[p], k) for k in counter_keys}
-                     for p in range(lib.RTN_STATION_PORTS)]})
+        out["streams"].append(
+            {
+                "src": format_mac(bytes(one.src)),
+                "ethertype": one.ethertype,
+                "lost": one.lost,
+                "resets": one.resets,
+                "total": {k: getattr(one.total, k) for k in counter_keys},
+                "port": [
+                    {k: getattr(one.port[p], k) for k in counter_keys}
+                    for p in range(lib.RTN_STATION_PORTS)
+                ],
+            }
+        )
     return out
 
 
 class Station(Closeable):
     """One station on ``ifname``; the real-time thread runs between start() and close()."""
 
-    def __init__(self, ifname: str, *, netns: str | None = None, mac: str | None = None,
-                 queue: int = 0, xdp_mode: str = "auto", ethertypes=(), rt: RtSettings = RtSettings(),
-                 clock_offset_ns: int = OPTIONS["clock.offset_ns"].default,
-                 drift_ppm: float = OPTIONS["clock.drift_ppm"].default,
-                 link_rate_mbps: int = OPTIONS["link.link_rate_mbps"].default,
-                 redundant_dev: str | None = None,
-                 frer_history_len: int = OPTIONS["link.frer_history_len"].default,
-                 frer_reset_ms: int = OPTIONS["link.frer_reset_ms"].default):
+    def __init__(
+        self,
+        ifname: str,
+        *,
+        netns: str | None = None,
+        mac: str | None = None,
+        queue: int = 0,
+        xdp_mode: str = "auto",
+        ethertypes=(),
+        rt: RtSettings = RtSettings(),
+        clock_offset_ns: int = OPTIONS["clock.offset_ns"].default,
+        drift_ppm: float = OPTIONS["clock.drift_ppm"].default,
+        link_rate_mbps: int = OPTIONS["link.link_rate_mbps"].default,
+        redundant_dev: str | None = None,
+        frer_history_len: int = OPTIONS["link.frer_history_len"].default,
+        frer_reset_ms: int = OPTIONS["link.frer_reset_ms"].default,
+    ):
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
-        OPTIONS["clock.offset_ns"].check(clock_offset_ns)      # the lab clock model's ranges
+        OPTIONS["clock.offset_ns"].check(clock_offset_ns)  # the lab clock model's ranges
         OPTIONS["clock.drift_ppm"].check(drift_ppm)
         self.ifname = ifname
         self.netns = netns
         self.mac = mac or interface_mac(ifname, netns)
         opts = ffi.new("struct rtn_station_opts *")
-        self._keep = fill_xsk_opts(opts.xsk, ifname, queue=queue,
-                                   extra=validate_ethertypes(ethertypes), mode=xdp_mode,
-                                   frames=UMEM_FRAMES, zerocopy="auto")
-        fill_rt_opts(ffi.addressof(opts, "rt"), cpu=rt.cpu, priority=rt.priority, allow_fallback=rt.allow_fallback,
-                     hold_dma_latency=rt.hold_dma_latency)
+        self._keep = fill_xsk_opts(
+            opts.xsk,
+            ifname,
+            queue=queue,
+            extra=validate_ethertypes(ethertypes),
+            mode=xdp_mode,
+            frames=UMEM_FRAMES,
+            zerocopy="auto",
+        )
+        fill_rt_opts(
+            ffi.addressof(opts, "rt"),
+            cpu=rt.cpu,
+            priority=rt.priority,
+            allow_fallback=rt.allow_fallback,
+            hold_dma_latency=rt.hold_dma_latency,
+        )
         opts.mac = parse_mac(self.mac)
         opts.clock_offset_ns = clock_offset_ns
         opts.drift_ppm = drift_ppm
         opts.link_rate_mbps = link_rate_mbps
         self.redundant_dev = redundant_dev
-        self._keep += _fill_second_port(opts, ifname, redundant_dev, queue, ethertypes, xdp_mode,
-                                        frer_history_len, frer_reset_ms)
+        self._keep += _fill_second_port(
+            opts,
+            ifname,
+            redundant_dev,
+            queue,
+            ethertypes,
+            xdp_mode,
+            frer_history_len,
+            frer_reset_ms,
+        )
         out = ffi.new("struct rtn_station **")
         with _netns.entered(netns):
             check(lib.rtn_station_open(opts, out), RtnetError, ifname)
         self._s = out[0]
-        self.tdma_config = None     # the TdmaConfig attached last
+        self.tdma_config = None  # the TdmaConfig attached last
         self.xdp_mode = MODE_NAMES[lib.rtn_station_xdp_mode(self._s)]
         self.xdp_fallback = ffi.string(lib.rtn_station_xdp_fallback(self._s)).decode() or None
         if self.xdp_fallback:
@@ -202,12 +258,19 @@ class Station(Closeable):
         return DISCIPLINES.get(st.discipline, "none")
 
     # -- channels and VNIC -----------------------------------------------------------
-    def open_channel(self, ethertype: int, *, slot: int = OPTIONS["channel.slot"].default,
-                     prio: int = OPTIONS["channel.prio"].default,
-                     max_size: int = OPTIONS["channel.max_size"].default,
-                     depth: int = OPTIONS["channel.depth"].default,
-                     cycles: bool = True, redundant: bool = False, udp_port: int = 0,
-                     stamped: bool = False) -> tuple[int, int, int]:
+    def open_channel(
+        self,
+        ethertype: int,
+        *,
+        slot: int = OPTIONS["channel.slot"].default,
+        prio: int = OPTIONS["channel.prio"].default,
+        max_size: int = OPTIONS["channel.max_size"].default,
+        depth: int = OPTIONS["channel.depth"].default,
+        cycles: bool = True,
+        redundant: bool = False,
+        udp_port: int = 0,
+        stamped: bool = False,
+    ) -> tuple[int, int, int]:
         """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds.
 
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
@@ -224,30 +287,32 @@ class Station(Closeable):
         o.udp_port = udp_port
         o.udp_flags = lib.RTN_UDP_F_STAMPED if stamped else 0
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")
-        cid = check(lib.rtn_station_chan_open(self._live(), o, memfd, kickfd), RtnetError,
-                    self.ifname)
+        cid = check(
+            lib.rtn_station_chan_open(self._live(), o, memfd, kickfd), RtnetError, self.ifname
+        )
         return cid, memfd[0], kickfd[0]
 
     def ipv4_group(self, group: str, on: bool) -> None:
         """Join (``on``) or leave multicast ``group`` for the station's UDP sockets (joins
         are counted; rtn_station_ip.h)."""
         addr = struct.unpack(">I", socket.inet_aton(group))[0]
-        check(lib.rtn_station_ipv4_group(self._live(), addr, bool(on)), RtnetError,
-              self.ifname)
+        check(lib.rtn_station_ipv4_group(self._live(), addr, bool(on)), RtnetError, self.ifname)
 
     def channel_notifyfd(self, cid: int) -> int:
         """A new descriptor (the caller's) of channel ``cid``'s notify eventfd: the station
         writes it when a delivery finds the reader armed, so the ring can be polled."""
-        return check(lib.rtn_station_chan_notifyfd(self._live(), cid), RtnetError,
-                     self.ifname)
+        return check(lib.rtn_station_chan_notifyfd(self._live(), cid), RtnetError, self.ifname)
 
     # -- real-time IPv4 (csrc/rtn_station_ip.c) ----------------------------------------------
     def set_ipv4(self, ip: str | None, *, icmp_slot: int = 0, icmp_prio: int = 0) -> None:
         """The station's real-time IPv4 address (None: none), from which the XDP program
         steers, UDP sockets send and echo requests are answered (in ``icmp_slot``)."""
         addr = struct.unpack(">I", socket.inet_aton(ip))[0] if ip else 0
-        check(lib.rtn_station_set_ipv4(self._live(), addr, icmp_slot, icmp_prio), RtnetError,
-              self.ifname)
+        check(
+            lib.rtn_station_set_ipv4(self._live(), addr, icmp_slot, icmp_prio),
+            RtnetError,
+            self.ifname,
+        )
 
     def set_neighbours(self, table: dict[str, str]) -> None:
         """Replace the neighbour table ({IPv4: MAC}) that UDP sockets read, all at once."""
@@ -255,8 +320,7 @@ class Station(Closeable):
         for i, (ip, mac) in enumerate(sorted(table.items())):
             entries[i].ip = struct.unpack(">I", socket.inet_aton(ip))[0]
             entries[i].mac = parse_mac(mac)
-        check(lib.rtn_station_neigh_set(self._live(), entries, len(table)), RtnetError,
-              self.ifname)
+        check(lib.rtn_station_neigh_set(self._live(), entries, len(table)), RtnetError, self.ifname)
 
     def steer_echo_replies(self, ident: int, on: bool) -> None:
         """Take the ICMP echo replies of identifier ``ident`` from Linux (a ping of ours)."""
@@ -270,10 +334,20 @@ class Station(Closeable):
     def ip_stats(self) -> dict:
         """The IPv4 counters; ``bad`` by reason (rtnet.ipv4.BAD_REASONS)."""
         from .ipv4 import BAD_REASONS
+
         st = ffi.new("struct rtn_ip_stats *")
         lib.rtn_station_ip_stats(self._live(), st)
-        out = {k: getattr(st, k) for k in ("rx_udp", "rx_echo_request", "rx_echo_reply",
-                                           "tx_echo_reply", "echo_reply_drops", "tx_refused")}
+        out = {
+            k: getattr(st, k)
+            for k in (
+                "rx_udp",
+                "rx_echo_request",
+                "rx_echo_reply",
+                "tx_echo_reply",
+                "echo_reply_drops",
+                "tx_refused",
+            )
+        }
         out["bad"] = {name: st.bad[n] for n, name in BAD_REASONS.items()}
         return out
 
@@ -283,15 +357,31 @@ class Station(Closeable):
     def channel_stats(self, cid: int) -> dict:
         st = ffi.new("struct rtn_chan_stats *")
         check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
-        return {k: getattr(st, k) for k in ("id", "ethertype", "slot", "tx_msgs", "tx_drops",
-                                            "rx_msgs", "rx_drops", "ring_errors", "rx_bad_hdr",
-                                            "rx_notifies")}
+        return {
+            k: getattr(st, k)
+            for k in (
+                "id",
+                "ethertype",
+                "slot",
+                "tx_msgs",
+                "tx_drops",
+                "rx_msgs",
+                "rx_drops",
+                "ring_errors",
+                "rx_bad_hdr",
+                "rx_notifies",
+            )
+        }
 
     def set_stages(self, outlier_us: float | None = None, deadline_us: float | None = None) -> None:
         """Thresholds of the stage statistics of received application messages (None: keep)."""
-        check(lib.rtn_station_set_stages(self._live(),
-                                         *stages.check_thresholds(outlier_us, deadline_us)),
-              RtnetError, self.ifname)
+        check(
+            lib.rtn_station_set_stages(
+                self._live(), *stages.check_thresholds(outlier_us, deadline_us)
+            ),
+            RtnetError,
+            self.ifname,
+        )
 
     def stages(self, late: int | None = None) -> dict:
         """Stage statistics of received application messages, through this RT thread's stamp."""
@@ -303,26 +393,51 @@ class Station(Closeable):
     def _stages_ptr(self):
         return ffi.cast("struct rtn_stages *", lib.rtn_station_stages(self._live()))
 
-    def attach_vnic(self, tap_fd: int, mode: str = OPTIONS["vnic.mode"].default,
-                    slot: int = OPTIONS["vnic.slot"].default) -> None:
+    def attach_vnic(
+        self,
+        tap_fd: int,
+        mode: str = OPTIONS["vnic.mode"].default,
+        slot: int = OPTIONS["vnic.slot"].default,
+    ) -> None:
         mode = OPTIONS["vnic.mode"].check_type(mode, "VNIC mode")
-        check(lib.rtn_station_vnic_attach(self._live(), tap_fd, VNIC_MODES[mode], slot),
-              RtnetError, self.ifname)
+        check(
+            lib.rtn_station_vnic_attach(self._live(), tap_fd, VNIC_MODES[mode], slot),
+            RtnetError,
+            self.ifname,
+        )
 
     def set_probe(self, slot: int | None, *, ethertype: int = 0x88B5, length: int = 64) -> None:
         """Benchmark traffic: one frame per occurrence of ``slot``, made on the RT thread (None: off)."""
-        check(lib.rtn_station_set_probe(self._live(), -1 if slot is None else slot, ethertype,
-                                        length), RtnetError, self.ifname)
+        check(
+            lib.rtn_station_set_probe(
+                self._live(), -1 if slot is None else slot, ethertype, length
+            ),
+            RtnetError,
+            self.ifname,
+        )
 
-    def generate(self, rate_pps: int, count: int, *, ethertype: int = 0x88B5,
-                 length: int = 64, backlog_ns: int = 0, dst: str | None = None) -> None:
+    def generate(
+        self,
+        rate_pps: int,
+        count: int,
+        *,
+        ethertype: int = 0x88B5,
+        length: int = 64,
+        backlog_ns: int = 0,
+        dst: str | None = None,
+    ) -> None:
         """NoMAC only: send ``count`` probe frames at ``rate_pps`` from the RT thread (RFC 2544).
         A frame that finds the FIFO full waits up to ``backlog_ns`` behind its schedule
         for room (0: dropped at once), with its scheduled time as its send time.  The
         frames go to ``dst`` (a MAC address), or to broadcast."""
         raw = ffi.new("uint8_t[6]", parse_mac(dst)) if dst is not None else ffi.NULL
-        check(lib.rtn_station_set_rate_probe(self._live(), ethertype, length, rate_pps, count,
-                                             backlog_ns, raw), RtnetError, self.ifname)
+        check(
+            lib.rtn_station_set_rate_probe(
+                self._live(), ethertype, length, rate_pps, count, backlog_ns, raw
+            ),
+            RtnetError,
+            self.ifname,
+        )
 
     def count_probes(self, ethertype: int = 0x88B5) -> None:
         """Count received probe frames of ``ethertype`` and their one-way latency."""
@@ -332,23 +447,27 @@ class Station(Closeable):
         s = self._live()
         frames, nbytes, left = ffi.new("uint64_t *"), ffi.new("uint64_t *"), ffi.new("uint64_t *")
         lib.rtn_station_probe_rx(s, frames, nbytes, left)
-        return {"frames": frames[0], "bytes": nbytes[0], "generator_left": left[0],
-                "sent": lib.rtn_station_probe_sent(s),
-                "latency": Histogram.from_c(lib.rtn_station_probe_latency(s))}
+        return {
+            "frames": frames[0],
+            "bytes": nbytes[0],
+            "generator_left": left[0],
+            "sent": lib.rtn_station_probe_sent(s),
+            "latency": Histogram.from_c(lib.rtn_station_probe_latency(s)),
+        }
 
     # -- capture inside the stack (rtnet.capture) ---------------------------------------
     def capture_start(self, *, snaplen: int = 2048, depth: int = 1024) -> None:
         """From now on the RT thread mirrors what it sends and receives into a ring of
         ``depth`` (a power of two) entries of ``snaplen`` bytes; a full ring drops the
         frame and counts it (stats()["capture"]).  One capture at a time."""
-        check(lib.rtn_station_capture_start(self._live(), snaplen, depth), RtnetError,
-              self.ifname)
+        check(lib.rtn_station_capture_start(self._live(), snaplen, depth), RtnetError, self.ifname)
 
     def capture_read(self, max_frames: int = 256) -> list[CapturedFrame]:
         """The oldest frames of the running capture, at most ``max_frames``."""
         recs = ffi.new("struct rtn_cap_rec[]", max_frames)
-        n = check(lib.rtn_station_capture_read(self._live(), recs, max_frames), RtnetError,
-                  self.ifname)
+        n = check(
+            lib.rtn_station_capture_read(self._live(), recs, max_frames), RtnetError, self.ifname
+        )
         return [CapturedFrame.from_c(recs[i]) for i in range(n)]
 
     def capture_stop(self) -> None:
@@ -364,37 +483,79 @@ class Station(Closeable):
         st = ffi.new("struct rtn_station_stats *")
         lib.rtn_station_stats(s, st)
         out = {
-            "ifname": self.ifname, "mac": self.mac, "netns": self.netns,
+            "ifname": self.ifname,
+            "mac": self.mac,
+            "netns": self.netns,
             "discipline": DISCIPLINES.get(st.discipline, "none"),
             "running": bool(lib.rtn_station_running(s)),
-            "xdp_mode": self.xdp_mode, "xdp_fallback": self.xdp_fallback,
-            "loops": st.loops, "timer_wakeups": st.timer_wakeups,
-            "spin_waits": st.spin_waits, "rx_wakeups": st.rx_wakeups, "rx_polls": st.rx_polls, "miss_late_wake": st.miss_late_wake, "miss_vnic": st.miss_vnic, "miss_other": st.miss_other,
-            "vnic_overruns": st.vnic_overruns, "rx_frames": st.rx_frames,
-            "rx_other": st.rx_other, "probe_sent": lib.rtn_station_probe_sent(s), "nomac_tx": st.nomac_tx, "nomac_drops": st.nomac_drops,
+            "xdp_mode": self.xdp_mode,
+            "xdp_fallback": self.xdp_fallback,
+            "loops": st.loops,
+            "timer_wakeups": st.timer_wakeups,
+            "spin_waits": st.spin_waits,
+            "rx_wakeups": st.rx_wakeups,
+            "rx_polls": st.rx_polls,
+            "miss_late_wake": st.miss_late_wake,
+            "miss_vnic": st.miss_vnic,
+            "miss_other": st.miss_other,
+            "vnic_overruns": st.vnic_overruns,
+            "rx_frames": st.rx_frames,
+            "rx_other": st.rx_other,
+            "probe_sent": lib.rtn_station_probe_sent(s),
+            "nomac_tx": st.nomac_tx,
+            "nomac_drops": st.nomac_drops,
             "generator_lag_max_ns": st.generator_lag_max_ns,
             "capture": {"frames": st.capture_frames, "drops": st.capture_drops},
             "clock_model": {"offset_ns": st.clock_offset_ns, "drift_ppm": st.drift_ppm},
-            "vnic": {k: getattr(st.vnic, k) for k in (
-                "tap_rx", "tap_rx_bytes", "tap_tx", "tap_tx_bytes", "tx_dropped", "rx_dropped",
-                "rx_bad", "tap_errors", "wakeups", "tap_reads", "tap_writes", "tx_bad")},
+            "vnic": {
+                k: getattr(st.vnic, k)
+                for k in (
+                    "tap_rx",
+                    "tap_rx_bytes",
+                    "tap_tx",
+                    "tap_tx_bytes",
+                    "tx_dropped",
+                    "rx_dropped",
+                    "rx_bad",
+                    "tap_errors",
+                    "wakeups",
+                    "tap_reads",
+                    "tap_writes",
+                    "tx_bad",
+                )
+            },
             "wakeup": Histogram.from_c(lib.rtn_station_wake_hist(s)),
             "stages": self.stages(late=STATUS_LATE_RECORDS),
         }
         out["vnic"]["mode"] = {0: "off", 1: "batched", 2: "per-packet"}[st.vnic.mode]
         rts = ffi.new("struct rtn_rt_stats *")
         lib.rtn_station_rt_stats(s, rts)
-        out["rt"] = {"policy": "SCHED_FIFO" if rts.policy == 1 else "SCHED_OTHER",
-                     "priority": rts.priority, "cpu": rts.cpu, "tid": rts.tid,
-                     "fallback": bool(rts.fallback), "dma_latency_held": bool(rts.dma_latency_held),
-                     "memory_locked": bool(rts.memory_locked)}
+        out["rt"] = {
+            "policy": "SCHED_FIFO" if rts.policy == 1 else "SCHED_OTHER",
+            "priority": rts.priority,
+            "cpu": rts.cpu,
+            "tid": rts.tid,
+            "fallback": bool(rts.fallback),
+            "dma_latency_held": bool(rts.dma_latency_held),
+            "memory_locked": bool(rts.memory_locked),
+        }
         out["frer"] = frer_stats(s)
         td = ffi.new("struct rtn_tdma_stats *")
         out["tdma"] = stats_from_c(td) if lib.rtn_station_tdma_stats(s, td) == 0 else None
         xs = ffi.new("struct rtn_xsk_stats *")
         lib.rtn_station_xsk_stats(s, xs)
-        out["xsk"] = {k: getattr(xs, k) for k in ("rx_frames", "rx_kernel_ts", "tx_frames", "tx_ring_full", "tx_kicks",
-                                                  "fill_fail", "invalid_desc", "truncated")}
+        out["xsk"] = {
+            k: getattr(xs, k)
+            for k in (
+                "rx_frames",
+                "rx_kernel_ts",
+                "tx_frames",
+                "tx_ring_full",
+                "tx_kicks",
+                "fill_fail",
+                "invalid_desc",
+                "truncated",
+            )
+        }
         out["xsk"]["zerocopy"] = bool(xs.zerocopy)
         return out
-

@@ -21,6 +21,7 @@ a station that is not fully configured does not stay on the segment, and
 still locked, i.e. a daemon owns it), waits, and then removes what a dead
 daemon may have left: socket, PID file and the XDP program on the device.
 """
+
 from __future__ import annotations
 
 import errno
@@ -36,7 +37,7 @@ from . import netns as _netns
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
 
-START_TIMEOUT = 60.0   # a loaded 2-vCPU machine imports slowly
+START_TIMEOUT = 60.0  # a loaded 2-vCPU machine imports slowly
 STOP_TIMEOUT = 10.0
 
 
@@ -50,25 +51,31 @@ def _fail(message: str, err: int):
 
 # -- talking to the daemon --------------------------------------------------------------------
 
-def request(dev: str, req: dict, *, netns: str | None = None, timeout: float = 30.0,
-            on_event=None) -> dict:
+
+def request(
+    dev: str, req: dict, *, netns: str | None = None, timeout: float = 30.0, on_event=None
+) -> dict:
     """Send one request; lines without "ok" are events (ping) given to ``on_event``."""
     try:
-        return control_client.call(dev, {**req, "dev": dev}, netns=netns, timeout=timeout,
-                                   on_event=on_event)
+        return control_client.call(
+            dev, {**req, "dev": dev}, netns=netns, timeout=timeout, on_event=on_event
+        )
     except control_client.ControlClientError as exc:
         if exc.no_daemon:
-            _fail(f"{dev}: no rtnetd running{' in ' + netns if netns else ''} "
-                  f"(start it with rtnetctl up)", exc.errno)
+            _fail(
+                f"{dev}: no rtnetd running{' in ' + netns if netns else ''} "
+                f"(start it with rtnetctl up)",
+                exc.errno,
+            )
         if exc.errno == errno.EACCES and exc.filename:
-            _fail(f"{exc.filename}: permission denied (root or the status group needed)",
-                  exc.errno)
-        if exc.filename:                    # could not connect: the message names the socket
+            _fail(f"{exc.filename}: permission denied (root or the status group needed)", exc.errno)
+        if exc.filename:  # could not connect: the message names the socket
             _fail(exc.strerror, exc.errno)
         _fail(f"{dev}: {exc.strerror}", exc.errno)
 
 
 # -- up / down ---------------------------------------------------------------------------------
+
 
 def daemon_owns(pid_path: str) -> bool:
     """Whether a live daemon holds the PID file's lock."""
@@ -97,6 +104,7 @@ def _record_with_lab(netns: str | None, pid: int) -> None:
     import re
 
     from .lab import Lab
+
     m = re.fullmatch(r"rtn-([a-z0-9]{1,10})-s\d+", netns or "")
     if not m:
         return
@@ -112,15 +120,22 @@ def _last_daemon_line(log_path: str) -> str | None:
             lines = [ln.strip() for ln in f if ln.startswith("rtnetd: ")]
     except OSError:
         return None
-    return lines[-1][len("rtnetd: "):] if lines else None
+    return lines[-1][len("rtnetd: ") :] if lines else None
 
 
-def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
-       timeout: float = START_TIMEOUT, rtcfg: bool | None = None, say=None,
-       redundant_dev: str | None = None) -> dict:
+def up(
+    config_path: str,
+    *,
+    dev: str | None = None,
+    netns: str | None = None,
+    timeout: float = START_TIMEOUT,
+    rtcfg: bool | None = None,
+    say=None,
+    redundant_dev: str | None = None,
+) -> dict:
     if netns is not None and not _netns.exists(netns):
         _fail(f"network namespace {netns!r} does not exist", errno.ENOENT)
-    cfg = configfile.load(config_path, rtcfg=rtcfg)   # ConfigError: nothing started
+    cfg = configfile.load(config_path, rtcfg=rtcfg)  # ConfigError: nothing started
     dev = dev or cfg.device
     sock_path = paths.control_socket(dev, netns)
     pid_path = paths.pid_file(dev, netns)
@@ -130,8 +145,15 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     station_dir = os.path.dirname(sock_path)
     os.makedirs(station_dir, mode=0o755, exist_ok=True)
     log_path = os.path.join(station_dir, f"{dev}.log")
-    argv = [sys.executable, "-m", "rtnet.daemon", "-c", os.path.abspath(config_path),
-            "--dev", dev] + (["--redundant-dev", redundant_dev] if redundant_dev else [])
+    argv = [
+        sys.executable,
+        "-m",
+        "rtnet.daemon",
+        "-c",
+        os.path.abspath(config_path),
+        "--dev",
+        dev,
+    ] + (["--redundant-dev", redundant_dev] if redundant_dev else [])
     if rtcfg is not None:
         argv.append("--rtcfg" if rtcfg else "--no-rtcfg")
     if netns:
@@ -143,8 +165,15 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
     with open(log_path, "ab") as log:
         log.write(f"--- rtnetctl up {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
         log.flush()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, env=env, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env=env,
+            close_fds=True,
+        )
     _record_with_lab(netns, proc.pid)
     deadline = time.monotonic() + timeout
     while True:
@@ -160,10 +189,19 @@ def up(config_path: str, *, dev: str | None = None, netns: str | None = None,
                 pass
         if time.monotonic() > deadline:
             proc.terminate()
-            _fail(f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})", errno.ETIMEDOUT)
+            _fail(
+                f"{dev}: rtnetd did not answer within {timeout:g} s (see {log_path})",
+                errno.ETIMEDOUT,
+            )
         time.sleep(0.05)  # the daemon is a separate process: poll its socket
-    info = {"dev": dev, "pid": proc.pid, "netns": netns, "log": log_path,
-            "discipline": st["discipline"], "socket": sock_path}
+    info = {
+        "dev": dev,
+        "pid": proc.pid,
+        "netns": netns,
+        "log": log_path,
+        "discipline": st["discipline"],
+        "socket": sock_path,
+    }
     if cfg.rtcfg is not None:
         info["rtcfg"] = _rtcfg_up(cfg.rtcfg, dev, netns, say or (lambda _: None))
     return info
@@ -175,12 +213,13 @@ def _rtcfg_up(setup, dev: str, netns: str | None, say) -> dict:
 
     def call(req, timeout):
         return request(dev, req, netns=netns, timeout=timeout)
+
     try:
         return startup.run(setup, call, say)
     except startup.StartupError as exc:
         down(dev, netns=netns)
         _fail(f"{dev}: RTcfg {exc.strerror} (rtnetd stopped again)", exc.errno)
-    except BaseException:       # Ctrl-C while waiting: nothing half-up stays either
+    except BaseException:  # Ctrl-C while waiting: nothing half-up stays either
         down(dev, netns=netns)
         raise
 
@@ -188,8 +227,10 @@ def _rtcfg_up(setup, dev: str, netns: str | None, say) -> dict:
 def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
     """Remove what a dead daemon left: socket, PID file, XDP program."""
     cleaned = []
-    for path, what in ((paths.control_socket(dev, netns), "socket"),
-                       (paths.pid_file(dev, netns), "PID file")):
+    for path, what in (
+        (paths.control_socket(dev, netns), "socket"),
+        (paths.pid_file(dev, netns), "PID file"),
+    ):
         if os.path.exists(path):
             os.unlink(path)
             cleaned.append(what)
@@ -229,59 +270,81 @@ def down(dev: str, *, netns: str | None = None, timeout: float = STOP_TIMEOUT) -
 
 # -- status table -----------------------------------------------------------------------------
 
+
 def _us(v):
     return "-" if v is None else f"{v:.1f}"
 
 
 def format_status(s: dict) -> str:
     d = s.get("daemon", {})
-    out = [f"{s['ifname']} {s['mac']}: rtnetd pid {d.get('pid')} ({d.get('name')}, "
-           f"{d.get('config')}), up {d.get('uptime_s', 0):.0f} s"]
+    out = [
+        f"{s['ifname']} {s['mac']}: rtnetd pid {d.get('pid')} ({d.get('name')}, "
+        f"{d.get('config')}), up {d.get('uptime_s', 0):.0f} s"
+    ]
     zc = (s.get("xsk") or {}).get("zerocopy")
     copy = "" if zc is None else (", AF_XDP zero-copy" if zc else ", AF_XDP copy mode")
-    out.append(f"  xdp {s['xdp_mode']}{copy}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
-               f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "
-               f"discipline {s['discipline']}")
+    out.append(
+        f"  xdp {s['xdp_mode']}{copy}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
+        f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "
+        f"discipline {s['discipline']}"
+    )
     t = s.get("tdma")
     cfg = s.get("tdma_config") or {}
     if t:
         role = t["role"] + (" (backup)" if t.get("backup") else "")
-        out.append(f"  TDMA {role}, state {t['state']}, cycle {t['cycle_ns'] / 1000:g} us, "
-                   f"cycle no {t['cycle_no']}")
+        out.append(
+            f"  TDMA {role}, state {t['state']}, cycle {t['cycle_ns'] / 1000:g} us, "
+            f"cycle no {t['cycle_no']}"
+        )
         se = t["sync_error"]["summary_us"]
-        out.append(f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
-                   f"max {_us(se['max'])} us ({se['count']} samples)")
+        out.append(
+            f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
+            f"max {_us(se['max'])} us ({se['count']} samples)"
+        )
         cal = t["calibration"]
-        out.append(f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay (median) "
-                   f"{cal['delay_ns'] / 1000:.1f} us (min {cal['min_ns'] / 1000:.1f}, "
-                   f"max {cal['max_ns'] / 1000:.1f})")
+        out.append(
+            f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay (median) "
+            f"{cal['delay_ns'] / 1000:.1f} us (min {cal['min_ns'] / 1000:.1f}, "
+            f"max {cal['max_ns'] / 1000:.1f})"
+        )
         offsets = {str(x["id"]): x for x in cfg.get("slots", [])}
-        out.append(f"  {'slot':>4} {'offset_us':>9} {'phasing':>7} {'size':>5} {'occur':>8} "
-                   f"{'frames':>8} {'bytes':>10} {'missed':>7} {'late':>7} {'queued':>6}")
+        out.append(
+            f"  {'slot':>4} {'offset_us':>9} {'phasing':>7} {'size':>5} {'occur':>8} "
+            f"{'frames':>8} {'bytes':>10} {'missed':>7} {'late':>7} {'queued':>6}"
+        )
         for sid, c in sorted(t["slots"].items(), key=lambda kv: int(kv[0])):
             sc = offsets.get(sid, {})
             ph = f"{sc.get('phasing', '?')}/{sc.get('period', '?')}"
-            out.append(f"  {sid:>4} {sc.get('offset_us', '?'):>9} {ph:>7} {sc.get('size', '?'):>5} "
-                       f"{c['occurrences']:>8} {c['frames']:>8} {c['bytes']:>10} {c['missed']:>7} "
-                       f"{c['late_starts']:>7} {c['queue_depth']:>6}")
+            out.append(
+                f"  {sid:>4} {sc.get('offset_us', '?'):>9} {ph:>7} {sc.get('size', '?'):>5} "
+                f"{c['occurrences']:>8} {c['frames']:>8} {c['bytes']:>10} {c['missed']:>7} "
+                f"{c['late_starts']:>7} {c['queue_depth']:>6}"
+            )
     w = s["wakeup"]["summary_us"]
-    out.append(f"  wake-up latency: min {_us(w['min'])} avg {_us(w['avg'])} p99 {_us(w['p99'])} "
-               f"max {_us(w['max'])} us ({w['count']} wake-ups)")
+    out.append(
+        f"  wake-up latency: min {_us(w['min'])} avg {_us(w['avg'])} p99 {_us(w['p99'])} "
+        f"max {_us(w['max'])} us ({w['count']} wake-ups)"
+    )
     v = s["vnic"]
-    out.append(f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
-               f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
-               f"rx {v['rx_dropped']}")
+    out.append(
+        f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
+        f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
+        f"rx {v['rx_dropped']}"
+    )
     for c in s.get("channels", []):
-        out.append(f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
-                   f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
-                   f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})")
+        out.append(
+            f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
+            f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
+            f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})"
+        )
     out.extend(format_rtcfg(s.get("rtcfg")))
     out.extend(format_frer(s.get("frer")))
     out.extend(ipv4.format_status(s.get("ipv4")))
     cap = s.get("capture")
     if cap:
-        out.append(f"  capture: {cap['frames']} frames recorded, {cap['drops']} dropped "
-                   f"(ring full)")
+        out.append(
+            f"  capture: {cap['frames']} frames recorded, {cap['drops']} dropped (ring full)"
+        )
     out.extend(format_stages(s.get("stages")))
     return "\n".join(out) + "\n"
 
@@ -297,26 +360,37 @@ def format_rtcfg(r: dict | None) -> list[str]:
     if not r:
         return []
     c = r.get("counters", {})
-    counts = (f"frames rx {c.get('rx', 0)} tx {c.get('tx', 0)}, refused {c.get('refused', 0)}"
-              f" (heartbeats of dead stations {c.get('dead_heartbeats', 0)})")
+    counts = (
+        f"frames rx {c.get('rx', 0)} tx {c.get('tx', 0)}, refused {c.get('refused', 0)}"
+        f" (heartbeats of dead stations {c.get('dead_heartbeats', 0)})"
+    )
     stations = r.get("stations", [])
     if r.get("role") == "server":
         alive = sum(st["state"] == "ready" for st in stations)
         dead = sum(st["state"] == "dead" for st in stations)
-        out = [f"  rtcfg server{' (ready)' if r.get('ready') else ''}: {len(stations)} stations, "
-               f"{r.get('configured', 0)} configured, {alive} alive (ready), {dead} dead; "
-               f"{counts}"]
-        out += [f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
-                f"{'alive' if st['state'] == 'ready' else st['state']:<9} last heard "
-                f"{_age(st.get('last_frame_age_ms'))} (invited {st.get('invited', 0)}, dead "
-                f"{st.get('dead', 0)} times)"
-                for st in stations]
+        out = [
+            f"  rtcfg server{' (ready)' if r.get('ready') else ''}: {len(stations)} stations, "
+            f"{r.get('configured', 0)} configured, {alive} alive (ready), {dead} dead; "
+            f"{counts}"
+        ]
+        out += [
+            f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
+            f"{'alive' if st['state'] == 'ready' else st['state']:<9} last heard "
+            f"{_age(st.get('last_frame_age_ms'))} (invited {st.get('invited', 0)}, dead "
+            f"{st.get('dead', 0)} times)"
+            for st in stations
+        ]
         return out
     ready = sum(bool(st.get("ready")) for st in stations)
-    out = [f"  rtcfg client {r.get('state')}, server {r.get('server') or '-'}, ip "
-           f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"]
-    out += [f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
-            f"{'ready' if st.get('ready') else 'not ready'}" for st in stations]
+    out = [
+        f"  rtcfg client {r.get('state')}, server {r.get('server') or '-'}, ip "
+        f"{r.get('ip') or '-'}: {len(stations)} stations known, {ready} ready; {counts}"
+    ]
+    out += [
+        f"    {st.get('ip') or '-':<15} {st.get('mac') or '-':<17} "
+        f"{'ready' if st.get('ready') else 'not ready'}"
+        for st in stations
+    ]
     return out
 
 
@@ -325,18 +399,27 @@ def format_frer(f: dict | None) -> list[str]:
     counters (passed/discarded/out of order/rogue/tagless per port, lost, resets)."""
     if not f or f.get("ports", 1) < 2:
         return []
-    out = [f"  IEEE 802.1CB on 2 ports: history {f['history_len']}, reset {f['reset_ms']} ms, "
-           f"{f['tx_redundant']} frames sent on both, {len(f['streams'])} streams received"
-           f"{', refused ' + str(f['streams_refused']) if f['streams_refused'] else ''}"]
+    out = [
+        f"  IEEE 802.1CB on 2 ports: history {f['history_len']}, reset {f['reset_ms']} ms, "
+        f"{f['tx_redundant']} frames sent on both, {len(f['streams'])} streams received"
+        f"{', refused ' + str(f['streams_refused']) if f['streams_refused'] else ''}"
+    ]
     for i, p in enumerate(f["port"]):
-        out.append(f"    port {i}: rx {p['rx_frames']} (tagged {p['rx_tagged']}, untagged "
-                   f"{p['rx_untagged']}, bad tags {p['bad_tags']}), tx copies {p['tx_copies']} "
-                   f"(refused {p['tx_errors']})")
+        out.append(
+            f"    port {i}: rx {p['rx_frames']} (tagged {p['rx_tagged']}, untagged "
+            f"{p['rx_untagged']}, bad tags {p['bad_tags']}), tx copies {p['tx_copies']} "
+            f"(refused {p['tx_errors']})"
+        )
     for s in f["streams"]:
-        per = " | ".join(f"port {i} {c['passed']}/{c['discarded']}/{c['out_of_order']}/"
-                         f"{c['rogue']}/{c['tagless']}" for i, c in enumerate(s["port"]))
-        out.append(f"    stream {s['src']} {s['ethertype']:#06x}: passed/discarded/out of order/"
-                   f"rogue/tagless {per}; lost {s['lost']}, resets {s['resets']}")
+        per = " | ".join(
+            f"port {i} {c['passed']}/{c['discarded']}/{c['out_of_order']}/"
+            f"{c['rogue']}/{c['tagless']}"
+            for i, c in enumerate(s["port"])
+        )
+        out.append(
+            f"    stream {s['src']} {s['ethertype']:#06x}: passed/discarded/out of order/"
+            f"rogue/tagless {per}; lost {s['lost']}, resets {s['resets']}"
+        )
     return out
 
 
@@ -345,18 +428,23 @@ def format_stages(st: dict | None) -> list[str]:
     line a stage, then the newest over-deadline messages with the stage that took the time."""
     if not st or not st.get("messages"):
         return []
-    out = [f"  received application messages by stage: {st['messages']} messages, "
-           f"{st['late']} over the {st['deadline_us']:g} us deadline "
-           f"(outlier: a stage over {st['outlier_us']:g} us)",
-           f"  {'stage':<46} {'count':>8} {'min':>8} {'avg':>8} {'p99':>8} {'max':>8} "
-           f"{'outliers':>8}"]
+    out = [
+        f"  received application messages by stage: {st['messages']} messages, "
+        f"{st['late']} over the {st['deadline_us']:g} us deadline "
+        f"(outlier: a stage over {st['outlier_us']:g} us)",
+        f"  {'stage':<46} {'count':>8} {'min':>8} {'avg':>8} {'p99':>8} {'max':>8} {'outliers':>8}",
+    ]
     for name, g in st["stages"].items():
         h = g["hist"]["summary_us"]
         if not h["count"]:
             continue
-        out.append(f"  {g['title']:<46} {h['count']:>8} {_us(h['min']):>8} {_us(h['avg']):>8} "
-                   f"{_us(h['p99']):>8} {_us(h['max']):>8} {g['outliers']:>8}")
+        out.append(
+            f"  {g['title']:<46} {h['count']:>8} {_us(h['min']):>8} {_us(h['avg']):>8} "
+            f"{_us(h['p99']):>8} {_us(h['max']):>8} {g['outliers']:>8}"
+        )
     for r in st.get("late_records", []):
-        out.append(f"  late: seq {r['seq']} {r['total_us']:.1f} us, {r['stage']} "
-                   f"+{r['excess_us']:.1f} us ({r['cause']})")
+        out.append(
+            f"  late: seq {r['seq']} {r['total_us']:.1f} us, {r['stage']} "
+            f"+{r['excess_us']:.1f} us ({r['cause']})"
+        )
     return out

@@ -14,6 +14,7 @@ not text (byte 0xff)``), never the temporary directory.
 >>> format_cpu_list({0, 1, 2, 5})
 '0-2,5'
 """
+
 from __future__ import annotations
 
 import os
@@ -23,9 +24,9 @@ import zlib
 
 from .messages import one_line, shown
 
-MAX_TEXT = 64 * 1024          # a /proc or /sys value; /proc/interrupts of a big machine fits
+MAX_TEXT = 64 * 1024  # a /proc or /sys value; /proc/interrupts of a big machine fits
 MAX_CONFIG = 4 * 1024 * 1024  # a kernel configuration, also after decompression
-MAX_CPUS = 8192               # the kernel's largest NR_CPUS
+MAX_CPUS = 8192  # the kernel's largest NR_CPUS
 _CPU_RANGE = re.compile(r"([0-9]{1,5})(?:-([0-9]{1,5}))?")
 
 

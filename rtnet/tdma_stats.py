@@ -4,6 +4,7 @@ The station reports what its engine (csrc/rtn_tdma*.c) counts in a
 ``struct rtn_tdma_stats``; this decodes it.  It sits in the foundation
 because the station wrapper returns it; rtmac re-exports it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -14,13 +15,18 @@ from .mac import format_mac
 
 # The engine's state numbers, from the C enum itself (enum rtn_tdma_state in
 # csrc/rtn_tdma_fsm.h): DOWN = 0, LISTEN = 1, ...
-TdmaStateCode = enum.IntEnum("TdmaStateCode", {
-    name.removeprefix("RTN_TDMA_ST_"): value
-    for value, name in sorted(ffi.typeof("enum rtn_tdma_state").elements.items())})
+TdmaStateCode = enum.IntEnum(
+    "TdmaStateCode",
+    {
+        name.removeprefix("RTN_TDMA_ST_"): value
+        for value, name in sorted(ffi.typeof("enum rtn_tdma_state").elements.items())
+    },
+)
 
 
 class TdmaState(enum.StrEnum):
     """The engine's states (csrc/rtn_tdma_fsm.h); each compares equal to its display name."""
+
     DOWN = "down"
     LISTEN = "listening"
     WAIT_SYNC = "waiting for sync"
@@ -42,15 +48,44 @@ STATES = {state.code: state for state in TdmaState}
 assert set(STATES) == set(TdmaStateCode), "TdmaState and enum rtn_tdma_state differ"
 
 COUNTERS = (
-    "cycles", "sync_tx", "sync_rx", "sync_foreign", "sync_implausible", "sync_relocks",
-    "sync_lost_events", "backup_takeovers",
-    "cal_req_tx", "cal_req_rx", "cal_rpl_tx", "cal_rpl_rx", "cal_rpl_unexpected",
-    "cal_overflow", "cal_rpl_late", "cal_implausible", "rx_bad", "rx_foreign_disc",
-    "frames_tx", "bytes_tx", "queue_drops", "too_big", "no_slot", "missed_slots",
-    "late_starts", "tx_errors", "config_applied", "cycles_skipped",
+    "cycles",
+    "sync_tx",
+    "sync_rx",
+    "sync_foreign",
+    "sync_implausible",
+    "sync_relocks",
+    "sync_lost_events",
+    "backup_takeovers",
+    "cal_req_tx",
+    "cal_req_rx",
+    "cal_rpl_tx",
+    "cal_rpl_rx",
+    "cal_rpl_unexpected",
+    "cal_overflow",
+    "cal_rpl_late",
+    "cal_implausible",
+    "rx_bad",
+    "rx_foreign_disc",
+    "frames_tx",
+    "bytes_tx",
+    "queue_drops",
+    "too_big",
+    "no_slot",
+    "missed_slots",
+    "late_starts",
+    "tx_errors",
+    "config_applied",
+    "cycles_skipped",
 )
-SLOT_COUNTERS = ("queue_depth", "occurrences", "frames", "bytes", "missed", "late_starts",
-                 "deferred")
+SLOT_COUNTERS = (
+    "queue_depth",
+    "occurrences",
+    "frames",
+    "bytes",
+    "missed",
+    "late_starts",
+    "deferred",
+)
 
 
 def stats_from_c(st) -> dict:
@@ -63,8 +98,11 @@ def stats_from_c(st) -> dict:
         "cycle_ns": st.cycle_ns,
         "clock_offset_ns": st.clock_offset,
         "calibration": {
-            "rounds": st.cal_rounds, "done": st.cal_rounds_done,
-            "delay_ns": st.master_delay_ns, "min_ns": st.cal_min_ns, "max_ns": st.cal_max_ns,
+            "rounds": st.cal_rounds,
+            "done": st.cal_rounds_done,
+            "delay_ns": st.master_delay_ns,
+            "min_ns": st.cal_min_ns,
+            "max_ns": st.cal_max_ns,
         },
         "master_mac": format_mac(st.master_mac),
     }
@@ -72,7 +110,8 @@ def stats_from_c(st) -> dict:
         out[name] = getattr(st, name)
     out["slots"] = {
         st.slot[i].id: {name: getattr(st.slot[i], name) for name in SLOT_COUNTERS}
-        for i in range(lib.RTN_TDMA_MAX_SLOTS) if st.slot[i].id >= 0
+        for i in range(lib.RTN_TDMA_MAX_SLOTS)
+        if st.slot[i].id >= 0
     }
     out["slot_lateness"] = Histogram.from_c(ffi.addressof(st, "slot_lateness"))
     out["slot0_lateness"] = Histogram.from_c(ffi.addressof(st, "slot0_lateness"))

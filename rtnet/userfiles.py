@@ -4,6 +4,7 @@ One way to read them: the open never blocks on a FIFO planted in the file's plac
 regular file is read, and never more than a bound, so a wrong path is one line of error,
 not a hang or a memory spike.  (The kernel's own files go through rtnet.sysfiles.)
 """
+
 from __future__ import annotations
 
 import os

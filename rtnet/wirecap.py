@@ -8,6 +8,7 @@ second time, is left out.  Kernel timestamps are CLOCK_REALTIME; they are
 converted to CLOCK_MONOTONIC, the clock the stations schedule on, with the
 offset between the two clocks read when the capture starts.
 """
+
 from __future__ import annotations
 
 import socket
@@ -24,13 +25,13 @@ PACKET_OUTGOING = 4
 SO_TIMESTAMPNS = 35
 SO_RCVBUFFORCE = 33
 SOL_PACKET = 263
-PACKET_STATISTICS = 6     # struct tpacket_stats {tp_packets, tp_drops}, reset on each read
+PACKET_STATISTICS = 6  # struct tpacket_stats {tp_packets, tp_drops}, reset on each read
 
 
 @dataclass(frozen=True)
 class Captured:
-    ts_ns: int      # CLOCK_MONOTONIC
-    ifname: str     # the interface it entered (the sender's bridge port)
+    ts_ns: int  # CLOCK_MONOTONIC
+    ifname: str  # the interface it entered (the sender's bridge port)
     data: bytes
 
 
@@ -42,7 +43,7 @@ class WireCapture:
         self.ethertypes = set(ethertypes) if ethertypes else None
         self.limit = limit
         self.frames: list[Captured] = []
-        self.drops = 0          # frames the kernel dropped for this socket (its buffer full)
+        self.drops = 0  # frames the kernel dropped for this socket (its buffer full)
         self._stop = threading.Event()
         with _netns.entered(netns):
             self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -71,14 +72,15 @@ class WireCapture:
         while len(self.frames) < self.limit:
             try:
                 self._take(*self._sock.recvmsg(2048, socket.CMSG_SPACE(16)))
-            except OSError:     # BlockingIOError: drained
+            except OSError:  # BlockingIOError: drained
                 return
 
     def _take(self, data, anc, _flags, addr) -> None:
         if addr[2] == PACKET_OUTGOING or addr[0] == BRIDGE:
             return
-        if self.ethertypes and (len(data) < 14 or
-                                struct.unpack("!H", data[12:14])[0] not in self.ethertypes):
+        if self.ethertypes and (
+            len(data) < 14 or struct.unpack("!H", data[12:14])[0] not in self.ethertypes
+        ):
             return
         ts = 0
         for level, kind, value in anc:
@@ -91,7 +93,9 @@ class WireCapture:
     def stop(self) -> list[Captured]:
         self._stop.set()
         self._thread.join()
-        _packets, drops = struct.unpack("II", self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+        _packets, drops = struct.unpack(
+            "II", self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        )
         self.drops += drops
         self._sock.close()
         return self.frames

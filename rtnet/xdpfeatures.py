@@ -10,6 +10,7 @@ from the kernel and checked like any other input: a malformed one is
 >>> describe(BASIC | REDIRECT | RX_SG)
 'basic, redirect, rx-sg'
 """
+
 from __future__ import annotations
 
 import errno
@@ -18,16 +19,22 @@ import socket
 import struct
 
 # NETDEV_XDP_ACT_* (include/uapi/linux/netdev.h)
-BASIC = 1            # XDP_PASS, XDP_DROP, XDP_TX, XDP_ABORTED in the driver
-REDIRECT = 2         # XDP_REDIRECT in the driver: what an AF_XDP socket needs natively
+BASIC = 1  # XDP_PASS, XDP_DROP, XDP_TX, XDP_ABORTED in the driver
+REDIRECT = 2  # XDP_REDIRECT in the driver: what an AF_XDP socket needs natively
 NDO_XMIT = 4
-XSK_ZEROCOPY = 8     # AF_XDP sockets can bind with XDP_ZEROCOPY
+XSK_ZEROCOPY = 8  # AF_XDP sockets can bind with XDP_ZEROCOPY
 HW_OFFLOAD = 16
 RX_SG = 32
 NDO_XMIT_SG = 64
-_NAMES = ((BASIC, "basic"), (REDIRECT, "redirect"), (NDO_XMIT, "ndo-xmit"),
-          (XSK_ZEROCOPY, "xsk-zerocopy"), (HW_OFFLOAD, "hw-offload"), (RX_SG, "rx-sg"),
-          (NDO_XMIT_SG, "ndo-xmit-sg"))
+_NAMES = (
+    (BASIC, "basic"),
+    (REDIRECT, "redirect"),
+    (NDO_XMIT, "ndo-xmit"),
+    (XSK_ZEROCOPY, "xsk-zerocopy"),
+    (HW_OFFLOAD, "hw-offload"),
+    (RX_SG, "rx-sg"),
+    (NDO_XMIT_SG, "ndo-xmit-sg"),
+)
 
 NETLINK_GENERIC = 16
 GENL_ID_CTRL = 0x10
@@ -40,10 +47,10 @@ NETDEV_A_DEV_XDP_FEATURES = 3
 NLM_F_REQUEST = 1
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
-_NLMSG = struct.Struct("=IHHII")   # len, type, flags, seq, pid
-_GENL = struct.Struct("=BBH")      # cmd, version, reserved
-_NLA = struct.Struct("=HH")        # len, type
-_NLA_TYPE_MASK = 0x3FFF            # without NLA_F_NESTED and NLA_F_NET_BYTEORDER
+_NLMSG = struct.Struct("=IHHII")  # len, type, flags, seq, pid
+_GENL = struct.Struct("=BBH")  # cmd, version, reserved
+_NLA = struct.Struct("=HH")  # len, type
+_NLA_TYPE_MASK = 0x3FFF  # without NLA_F_NESTED and NLA_F_NET_BYTEORDER
 TIMEOUT_S = 2.0
 
 
@@ -75,9 +82,11 @@ def parse_attributes(buf: bytes) -> dict[int, bytes]:
     while off + _NLA.size <= len(buf):
         length, kind = _NLA.unpack_from(buf, off)
         if length < _NLA.size or off + length > len(buf):
-            raise XdpFeaturesError(f"netlink attribute of {length} bytes at offset {off} "
-                                   f"overruns the {len(buf)}-byte reply")
-        out.setdefault(kind & _NLA_TYPE_MASK, buf[off + _NLA.size:off + length])
+            raise XdpFeaturesError(
+                f"netlink attribute of {length} bytes at offset {off} "
+                f"overruns the {len(buf)}-byte reply"
+            )
+        out.setdefault(kind & _NLA_TYPE_MASK, buf[off + _NLA.size : off + length])
         off += _align(length)
     return out
 
@@ -88,9 +97,10 @@ def parse_reply(data: bytes, family: int, seq: int) -> dict[int, bytes]:
     while off + _NLMSG.size <= len(data):
         length, kind, _flags, mseq, _pid = _NLMSG.unpack_from(data, off)
         if length < _NLMSG.size or off + length > len(data):
-            raise XdpFeaturesError(f"netlink message of {length} bytes overruns the "
-                                   f"{len(data)}-byte reply")
-        body = data[off + _NLMSG.size:off + length]
+            raise XdpFeaturesError(
+                f"netlink message of {length} bytes overruns the {len(data)}-byte reply"
+            )
+        body = data[off + _NLMSG.size : off + length]
         off += _align(length)
         if mseq != seq:
             continue
@@ -100,13 +110,13 @@ def parse_reply(data: bytes, family: int, seq: int) -> dict[int, bytes]:
             err = -struct.unpack_from("=i", body)[0]
             if err > 0:
                 raise XdpFeaturesError(os.strerror(err), err)
-            continue          # an acknowledgement
+            continue  # an acknowledgement
         if kind == NLMSG_DONE:
             break
         if kind == family:
             if len(body) < _GENL.size:
                 raise XdpFeaturesError("generic netlink reply without its header")
-            return parse_attributes(body[_GENL.size:])
+            return parse_attributes(body[_GENL.size :])
     raise XdpFeaturesError("no answer in the netlink reply")
 
 
@@ -119,20 +129,28 @@ def _ask(sock, family: int, cmd: int, attrs: bytes, seq: int) -> dict[int, bytes
 def xdp_features(ifindex: int) -> int:
     """The ``NETDEV_XDP_ACT_*`` mask of interface ``ifindex`` in this network namespace."""
     try:
-        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                             NETLINK_GENERIC)
+        sock = socket.socket(
+            socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_GENERIC
+        )
     except OSError as exc:
         raise XdpFeaturesError(f"no generic netlink socket: {exc.strerror}", exc.errno) from None
     with sock:
         sock.settimeout(TIMEOUT_S)
         try:
-            fam = _ask(sock, GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
-                       attribute(CTRL_ATTR_FAMILY_NAME, b"netdev\0"), 1)
+            fam = _ask(
+                sock,
+                GENL_ID_CTRL,
+                CTRL_CMD_GETFAMILY,
+                attribute(CTRL_ATTR_FAMILY_NAME, b"netdev\0"),
+                1,
+            )
         except XdpFeaturesError as exc:
             if exc.errno == errno.ENOENT:
-                raise XdpFeaturesError("the kernel has no netdev netlink family (before "
-                                       "Linux 6.3): it does not report XDP features",
-                                       exc.errno) from None
+                raise XdpFeaturesError(
+                    "the kernel has no netdev netlink family (before "
+                    "Linux 6.3): it does not report XDP features",
+                    exc.errno,
+                ) from None
             raise
         except OSError as exc:
             raise XdpFeaturesError(f"netlink: {exc.strerror or exc}", exc.errno or 0) from None
@@ -140,8 +158,13 @@ def xdp_features(ifindex: int) -> int:
         if len(fam_id) != 2:
             raise XdpFeaturesError("netlink: the netdev family's id is missing")
         try:
-            dev = _ask(sock, struct.unpack("=H", fam_id)[0], NETDEV_CMD_DEV_GET,
-                       attribute(NETDEV_A_DEV_IFINDEX, struct.pack("=I", ifindex)), 2)
+            dev = _ask(
+                sock,
+                struct.unpack("=H", fam_id)[0],
+                NETDEV_CMD_DEV_GET,
+                attribute(NETDEV_A_DEV_IFINDEX, struct.pack("=I", ifindex)),
+                2,
+            )
         except OSError as exc:
             raise XdpFeaturesError(f"netlink: {exc.strerror or exc}", exc.errno or 0) from None
     mask = dev.get(NETDEV_A_DEV_XDP_FEATURES, b"")

@@ -9,6 +9,7 @@ the real-time EtherTypes reach the socket; everything else goes on to the
 Linux stack.  Frames are plain ``bytes``; timestamps are int nanoseconds on
 CLOCK_MONOTONIC (csrc/rtn_time_inline.h), taken in C next to the ring operation.
 """
+
 import errno
 import logging
 import math
@@ -25,8 +26,11 @@ log = logging.getLogger(__name__)
 ETHERTYPE_RTMAC = 0x9021
 ETHERTYPE_RTCFG = 0x9022
 ALWAYS_STEERED = (ETHERTYPE_RTMAC, ETHERTYPE_RTCFG)
-MODES = {"auto": lib.RTN_XDP_MODE_AUTO, "native": lib.RTN_XDP_MODE_NATIVE,
-         "skb": lib.RTN_XDP_MODE_SKB}
+MODES = {
+    "auto": lib.RTN_XDP_MODE_AUTO,
+    "native": lib.RTN_XDP_MODE_NATIVE,
+    "skb": lib.RTN_XDP_MODE_SKB,
+}
 MODE_NAMES = {lib.RTN_XDP_MODE_NATIVE: "native", lib.RTN_XDP_MODE_SKB: "skb"}
 XSKMAP_ENTRIES = 64
 _IFNAME = re.compile(r"^[^/\s:]{1,15}$")
@@ -45,26 +49,31 @@ def validate_ethertypes(ethertypes) -> tuple[int, ...]:
         if isinstance(et, bool) or not isinstance(et, int):
             raise ConfigError(f"EtherType {et!r} is not an integer")
         if not 0x0600 <= et <= 0xFFFF:
-            raise ConfigError(f"EtherType {et:#06x} outside 0x0600..0xffff "
-                              "(smaller values are 802.3 lengths)")
+            raise ConfigError(
+                f"EtherType {et:#06x} outside 0x0600..0xffff (smaller values are 802.3 lengths)"
+            )
         if et not in ALWAYS_STEERED and et not in extra:
             extra.append(et)
     if len(extra) > lib.RTN_XSK_MAX_ETHERTYPES:
-        raise ConfigError(f"at most {lib.RTN_XSK_MAX_ETHERTYPES} extra real-time EtherTypes, "
-                          f"got {len(extra)}")
+        raise ConfigError(
+            f"at most {lib.RTN_XSK_MAX_ETHERTYPES} extra real-time EtherTypes, got {len(extra)}"
+        )
     return tuple(extra)
 
 
 def _validate(ifname, queue, mode, frames, netns):
     if not isinstance(ifname, str) or not _IFNAME.match(ifname):
-        raise ConfigError(f"bad interface name {ifname!r} (1-15 characters, no '/', ':' "
-                          "or spaces)")
+        raise ConfigError(f"bad interface name {ifname!r} (1-15 characters, no '/', ':' or spaces)")
     if isinstance(queue, bool) or not isinstance(queue, int) or not 0 <= queue < XSKMAP_ENTRIES:
         raise ConfigError(f"queue {queue!r} outside 0..{XSKMAP_ENTRIES - 1}")
     if mode not in MODES:
         raise ConfigError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    if (isinstance(frames, bool) or not isinstance(frames, int) or frames < 64
-            or frames & (frames - 1)):
+    if (
+        isinstance(frames, bool)
+        or not isinstance(frames, int)
+        or frames < 64
+        or frames & (frames - 1)
+    ):
         raise ConfigError(f"frames {frames!r} must be a power of two >= 64")
     if netns is not None and not isinstance(netns, str):
         raise ConfigError(f"netns {netns!r} must be a namespace name")
@@ -81,11 +90,24 @@ def _timeout_us(timeout: float | None) -> int:
 ZEROCOPY = {False: lib.RTN_XSK_COPY, True: lib.RTN_XSK_ZEROCOPY, "auto": lib.RTN_XSK_ZC_AUTO}
 
 
-def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, frames: int,
-                  zerocopy: bool | str = False, busy_poll: bool = False, pin_dir: str | None = None):
+def fill_xsk_opts(
+    opts,
+    ifname: str,
+    *,
+    queue: int,
+    extra: tuple,
+    mode: str,
+    frames: int,
+    zerocopy: bool | str = False,
+    busy_poll: bool = False,
+    pin_dir: str | None = None,
+):
     """Fill a ``struct rtn_xsk_opts``; returns the cdata it points into (keep it alive)."""
-    keep = [ffi.new("char[]", ifname.encode()), ffi.new("char[]", bpf_object_path().encode()),
-            ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL]
+    keep = [
+        ffi.new("char[]", ifname.encode()),
+        ffi.new("char[]", bpf_object_path().encode()),
+        ffi.new("char[]", pin_dir.encode()) if pin_dir else ffi.NULL,
+    ]
     opts.ifname, opts.bpf_obj_path, opts.pin_dir = keep
     opts.queue = queue
     opts.mode = MODES[mode]
@@ -103,9 +125,19 @@ def fill_xsk_opts(opts, ifname: str, *, queue: int, extra: tuple, mode: str, fra
 class RawSocket(Closeable):
     """One AF_XDP socket on ``ifname``/``queue`` behind rtnet's own XDP program."""
 
-    def __init__(self, ifname: str, *, queue: int = 0, ethertypes=(), mode: str = "auto",
-                 netns: str | None = None, frames: int = 4096, zerocopy: bool | str = False,
-                 busy_poll: bool = False, pin_dir: str | None = None):
+    def __init__(
+        self,
+        ifname: str,
+        *,
+        queue: int = 0,
+        ethertypes=(),
+        mode: str = "auto",
+        netns: str | None = None,
+        frames: int = 4096,
+        zerocopy: bool | str = False,
+        busy_poll: bool = False,
+        pin_dir: str | None = None,
+    ):
         _validate(ifname, queue, mode, frames, netns)
         extra = validate_ethertypes(ethertypes)
         self.ifname = ifname
@@ -115,16 +147,27 @@ class RawSocket(Closeable):
         self._x = None
         obj_path = bpf_object_path()
         if not os.path.exists(obj_path):
-            raise XskError(errno.ENOENT, f"XDP object {obj_path} not found "
-                              "(build with: python3 setup.py build_ext --inplace)")
+            raise XskError(
+                errno.ENOENT,
+                f"XDP object {obj_path} not found "
+                "(build with: python3 setup.py build_ext --inplace)",
+            )
         if netns is not None and not _netns.exists(netns):
             raise ConfigError(f"network namespace {netns!r} does not exist")
 
         opts = ffi.new("struct rtn_xsk_opts *")
         # Keep the cdata the options point into alive until open returns.
-        self._keep = fill_xsk_opts(opts, ifname, queue=queue, extra=extra, mode=mode,
-                                   frames=frames, zerocopy=zerocopy, busy_poll=busy_poll,
-                                   pin_dir=pin_dir)
+        self._keep = fill_xsk_opts(
+            opts,
+            ifname,
+            queue=queue,
+            extra=extra,
+            mode=mode,
+            frames=frames,
+            zerocopy=zerocopy,
+            busy_poll=busy_poll,
+            pin_dir=pin_dir,
+        )
         out = ffi.new("struct rtn_xsk **")
         with _netns.entered(netns):
             check(lib.rtn_xsk_open(opts, out), XskError)
@@ -156,18 +199,25 @@ class RawSocket(Closeable):
         submission (RTnet's TX timestamp semantics); returns the TX timestamp."""
         x = self._live()
         if not 0 <= stamp_offset <= len(frame) - 8:
-            raise ConfigError(f"timestamp offset {stamp_offset} does not fit a "
-                              f"{len(frame)}-byte frame")
-        check(lib.rtn_xsk_send_stamped(x, ffi.from_buffer(frame), len(frame), stamp_offset,
-                                       stamp_add, self._ts), XskError)
+            raise ConfigError(
+                f"timestamp offset {stamp_offset} does not fit a {len(frame)}-byte frame"
+            )
+        check(
+            lib.rtn_xsk_send_stamped(
+                x, ffi.from_buffer(frame), len(frame), stamp_offset, stamp_add, self._ts
+            ),
+            XskError,
+        )
         return self._ts[0]
 
     def recv(self, timeout: float | None = None) -> tuple[bytes, int] | None:
         """Next real-time frame and its RX timestamp (ns), or None after ``timeout`` s
         (0: check once, None: wait forever).  Frames longer than a UMEM frame are cut."""
         x = self._live()
-        n = check(lib.rtn_xsk_recv(x, self._rxbuf, self._frame_size, self._ts,
-                                   _timeout_us(timeout)), XskError)
+        n = check(
+            lib.rtn_xsk_recv(x, self._rxbuf, self._frame_size, self._ts, _timeout_us(timeout)),
+            XskError,
+        )
         if n == 0:
             return None
         return ffi.buffer(self._rxbuf, n)[:], self._ts[0]

@@ -4,6 +4,7 @@ Tests that need root, network namespaces, AF_XDP or TAP are marked ``netns``.
 Locally they skip when the machine cannot run them; with CI=true they fail
 instead, so a green CI run means they really ran.
 """
+
 import json
 import os
 import shutil
@@ -54,6 +55,7 @@ def daemon_lab(name: str, stations: int):
 
     from rtnet import cli
     from rtnet.lab import Lab
+
     run = tempfile.mkdtemp(prefix=f"rtn-{name}-run-")
     os.chmod(run, 0o755)
     old = os.environ.get("RTNET_RUN_DIR")
@@ -97,16 +99,23 @@ def _toml_value(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):
-        return json.dumps(v)            # a TOML basic string for the names used here
+        return json.dumps(v)  # a TOML basic string for the names used here
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(map(_toml_value, v)) + "]"
     raise TypeError(f"no TOML for {v!r}")
 
 
-def station_toml(name: str, *, ip: str | None = None, ethertypes=None,
-                 role: str | None = None, cycle_us: int | None = None,
-                 cal_rounds: int | None = None, offset_us: int | None = None,
-                 **tables: dict) -> str:
+def station_toml(
+    name: str,
+    *,
+    ip: str | None = None,
+    ethertypes=None,
+    role: str | None = None,
+    cycle_us: int | None = None,
+    cal_rounds: int | None = None,
+    offset_us: int | None = None,
+    **tables: dict,
+) -> str:
     """The text of a lab station's rtnet.toml: ``[station]`` with its name (and ``ip``,
     ``ethertypes`` if given), ``[rt] allow_fallback = true`` (a lab runs without a
     real-time kernel), then each further table of ``tables`` (``link={...}``,
@@ -142,20 +151,35 @@ def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
     from rtnet import cli, rtroute
     from rtnet.stationctl import request
     from rtnet.tdma_stats import TdmaState
+
     d = tempfile.mkdtemp(prefix=f"rtn-{name}-conf-")
     try:
         for lab in daemon_lab(name, 2):
-            for st, role, offset in ((lab.station(1), "master", 0),
-                                     (lab.station(2), "slave", 400)):
+            for st, role, offset in ((lab.station(1), "master", 0), (lab.station(2), "slave", 400)):
                 path = os.path.join(d, f"{st.index}.toml")
                 with open(path, "w") as f:
-                    f.write(station_toml(f"{name}{st.index}", ip=st.ip, role=role,
-                                         cycle_us=cycle_us if role == "master" else None,
-                                         cal_rounds=10, offset_us=offset))
+                    f.write(
+                        station_toml(
+                            f"{name}{st.index}",
+                            ip=st.ip,
+                            role=role,
+                            cycle_us=cycle_us if role == "master" else None,
+                            cal_rounds=10,
+                            offset_us=offset,
+                        )
+                    )
                 assert cli.main(["up", "-n", st.netns, "-c", path]) == 0
-            wait_for(lambda: request("rteth0", {"cmd": "status"}, netns=lab.station(2).netns)[
-                "status"]["tdma"]["state"] == TdmaState.SYNCED, 20, "the slave to synchronise",
-                interval=0.05)
+            wait_for(
+                lambda: (
+                    request("rteth0", {"cmd": "status"}, netns=lab.station(2).netns)["status"][
+                        "tdma"
+                    ]["state"]
+                    == TdmaState.SYNCED
+                ),
+                20,
+                "the slave to synchronise",
+                interval=0.05,
+            )
             for a, b in ((lab.station(1), lab.station(2)), (lab.station(2), lab.station(1))):
                 assert rtroute.main(["-n", a.netns, "add", b.ip, b.mac, "dev", "rteth0"]) == 0
             yield lab

@@ -23,6 +23,7 @@ CLOCK_REALTIME (rtnet/clocks.py).
 >>> stalls = Stalls(det.gaps(), pad_ns=1_000_000)               # doctest: +SKIP
 >>> kept, tally = split(probes, lambda p: (p.start, p.end), stalls, "probes")  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import bisect
@@ -74,8 +75,10 @@ def describe(records) -> str:
         kind = seen.setdefault(getattr(r, "kind", "gap"), [0, 0])
         kind[0] += 1
         kind[1] += r.woke_ns - r.due_ns
-    return (f"stall detector: {seen['gap'][0]} gaps ({seen['gap'][1] / 1e6:.1f} ms), "
-            f"{seen['slow'][0]} slow spells ({seen['slow'][1] / 1e6:.1f} ms)")
+    return (
+        f"stall detector: {seen['gap'][0]} gaps ({seen['gap'][1] / 1e6:.1f} ms), "
+        f"{seen['slow'][0]} slow spells ({seen['slow'][1] / 1e6:.1f} ms)"
+    )
 
 
 @dataclass
@@ -145,9 +148,11 @@ def twice(measure, what: str, *, give_up=None, say=print):
         if not any(t.too_disturbed for t in tallies):
             return result
         runs.append(tallies)
-    give_up(f"VM too disturbed: {what}: more than half excluded twice in a row "
-            f"(first run: {'; '.join(map(str, runs[0]))}; "
-            f"repeat: {'; '.join(map(str, runs[1]))})")
+    give_up(
+        f"VM too disturbed: {what}: more than half excluded twice in a row "
+        f"(first run: {'; '.join(map(str, runs[0]))}; "
+        f"repeat: {'; '.join(map(str, runs[1]))})"
+    )
     return None
 
 
@@ -170,6 +175,7 @@ def detector(cpus=None):
     """The stall detector (rtnet.stall, its default period, threshold and priority, as
     tools/bench_suite.py runs it) on ``cpus`` (every CPU) while the block runs."""
     from rtnet.stall import StallDetector
+
     with StallDetector(range(os.cpu_count() or 1) if cpus is None else cpus) as det:
         yield det
 
@@ -192,5 +198,6 @@ class Windows:
 
     def windows(self):
         """(start_ns, end_ns, earlier, later) for each pair of consecutive snapshots."""
-        return [(a0, b1, v0, v1) for (a0, v0, _b0), (_a1, v1, b1)
-                in zip(self.snaps, self.snaps[1:])]
+        return [
+            (a0, b1, v0, v1) for (a0, v0, _b0), (_a1, v1, b1) in zip(self.snaps, self.snaps[1:])
+        ]

@@ -20,6 +20,7 @@ Pure functions on plain data (no lab, no files), for tools/bench_suite.py and it
 >>> verdict(spread([4.0, 6.0, 12.0]), 5, "at_most")
 'not resolved on this machine'
 """
+
 from __future__ import annotations
 
 import math
@@ -80,12 +81,18 @@ def merge(trees: list):
     if _number(first):
         nums = [t for t in trees if _number(t)]
         if all(t == first for t in trees):
-            return first          # the same in every run (a setting, a count): as it was
+            return first  # the same in every run (a setting, a count): as it was
         fig = spread(nums)
-        return first if fig is None else fig   # None: non-finite in every run
-    if isinstance(first, list) and first and all(_number(v) for v in first) and all(
+        return first if fig is None else fig  # None: non-finite in every run
+    if (
+        isinstance(first, list)
+        and first
+        and all(_number(v) for v in first)
+        and all(
             isinstance(t, list) and len(t) == len(first) and all(_number(v) for v in t)
-            for t in trees):
+            for t in trees
+        )
+    ):
         return [merge(list(col)) for col in zip(*trees)]
     return first
 
@@ -130,24 +137,33 @@ def verdict_line(label: str, fig, target: float, kind: str, unit: str = "", nd: 
     median, lo, hi, n = _parts(fig)
     u = f" {unit}" if unit else ""
     runs = f" over {n} runs" if n > 1 else " (one run)"
-    return (f"{label}: {median:,.{nd}f}{u} [{lo:,.{nd}f}..{hi:,.{nd}f}]{runs} "
-            f"(target {KINDS[kind]} {target:g}{u}): {verdict(fig, target, kind)}")
+    return (
+        f"{label}: {median:,.{nd}f}{u} [{lo:,.{nd}f}..{hi:,.{nd}f}]{runs} "
+        f"(target {KINDS[kind]} {target:g}{u}): {verdict(fig, target, kind)}"
+    )
 
 
 def headline_table(rows: list[dict]) -> str:
     """Markdown: one row per headline, ``rows`` of dicts with label, values (one per run),
     target, kind (None: a figure without a target) and unit."""
-    out = ["| figure | median | min | max | runs | target | verdict |",
-           "|---|---:|---:|---:|---:|---|---|"]
+    out = [
+        "| figure | median | min | max | runs | target | verdict |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
     for r in rows:
         fig = spread(r["values"])
         nd = r.get("nd", 1)
         if fig is None:
             out.append(f"| {r['label']} | - | - | - | 0 | - | - |")
             continue
-        target = ("-" if r.get("kind") is None else
-                  f"{KINDS[r['kind']]} {r['target']:g} {r.get('unit', '')}".rstrip())
+        target = (
+            "-"
+            if r.get("kind") is None
+            else f"{KINDS[r['kind']]} {r['target']:g} {r.get('unit', '')}".rstrip()
+        )
         v = "-" if r.get("kind") is None else verdict(fig, r["target"], r["kind"])
-        out.append(f"| {r['label']} | {float(fig):,.{nd}f} | {fig.lo:,.{nd}f} | "
-                   f"{fig.hi:,.{nd}f} | {fig.n} | {target} | {v} |")
+        out.append(
+            f"| {r['label']} | {float(fig):,.{nd}f} | {fig.lo:,.{nd}f} | "
+            f"{fig.hi:,.{nd}f} | {fig.n} | {target} | {v} |"
+        )
     return "\n".join(out)

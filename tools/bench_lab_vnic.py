@@ -15,6 +15,7 @@ each station's RT wake-ups per cycle from its status.  Nothing runs in
 parallel with a measurement; other load on the machine shows in the wake-up
 lateness both layouts report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,7 @@ def bring_up(lab, windows: bool) -> None:
     while [(status(s).get("tdma") or {}).get("state") for s in lab.stations] != want:
         if time.monotonic() > deadline:
             raise SystemExit("bench_lab_vnic: the segment did not synchronise")
-        time.sleep(0.1)   # other processes: poll
+        time.sleep(0.1)  # other processes: poll
 
 
 def tear_down(lab) -> None:
@@ -66,9 +67,12 @@ def iperf_tcp(lab, src: int, dst: int, seconds: int) -> float:
     ip = f"198.19.0.{dst}"
     srv = start_iperf_server(lab, lab.station(dst), ip, one_off=True)
     try:
-        r = subprocess.run(netns.command(lab.station(src).netns,
-                                         ["iperf3", "-c", ip, "-t", str(seconds), "-J"]),
-                           capture_output=True, text=True, timeout=seconds + 40)
+        r = subprocess.run(
+            netns.command(lab.station(src).netns, ["iperf3", "-c", ip, "-t", str(seconds), "-J"]),
+            capture_output=True,
+            text=True,
+            timeout=seconds + 40,
+        )
         end = json.loads(r.stdout).get("end", {})
         return end.get("sum_received", {}).get("bits_per_second", 0.0) / 1e6
     except (ValueError, subprocess.TimeoutExpired):
@@ -78,10 +82,15 @@ def iperf_tcp(lab, src: int, dst: int, seconds: int) -> float:
 
 
 def ping_rtts_ms(lab, src: int, dst: int, count: int) -> np.ndarray:
-    r = subprocess.run(netns.command(lab.station(src).netns,
-                                     ["ping", "-c", str(count), "-i", "0.01", "-W", "1",
-                                      f"198.19.0.{dst}"]),
-                       capture_output=True, text=True, timeout=count * 0.05 + 30)
+    r = subprocess.run(
+        netns.command(
+            lab.station(src).netns,
+            ["ping", "-c", str(count), "-i", "0.01", "-W", "1", f"198.19.0.{dst}"],
+        ),
+        capture_output=True,
+        text=True,
+        timeout=count * 0.05 + 30,
+    )
     return np.array([float(x) for x in re.findall(r"time=([0-9.]+) ms", r.stdout)])
 
 
@@ -98,23 +107,42 @@ def measure(lab, windows: bool, seconds: int, pings: int) -> dict:
     rtt = ping_rtts_ms(lab, lab.n, 1, pings)
     wall = time.monotonic() - t0
     after = [status(st) for st in lab.stations]
-    wake = [(b["timer_wakeups"] - a["timer_wakeups"] + b.get("rx_wakeups", 0)
-             - a.get("rx_wakeups", 0)) / (wall * 1e6 / cycle_us)
-            for a, b in zip(before, after)]
+    wake = [
+        (b["timer_wakeups"] - a["timer_wakeups"] + b.get("rx_wakeups", 0) - a.get("rx_wakeups", 0))
+        / (wall * 1e6 / cycle_us)
+        for a, b in zip(before, after)
+    ]
     tear_down(lab)
     cyc = cycle_us / 1000
-    out = {"layout": name, "cycle_us": cycle_us, "tcp_mbps": tcp,
-           "tcp_min_mbps": min(tcp.values()), "tcp_mean_mbps": float(np.mean(list(tcp.values()))),
-           "ping": {"sent": pings, "received": int(len(rtt)),
-                    **({"p50_cycles": float(np.percentile(rtt, 50)) / cyc,
-                        "p99_cycles": float(np.percentile(rtt, 99)) / cyc,
-                        "max_cycles": float(rtt.max()) / cyc} if len(rtt) else {})},
-           "wakeups_per_cycle": [round(w, 2) for w in wake]}
+    out = {
+        "layout": name,
+        "cycle_us": cycle_us,
+        "tcp_mbps": tcp,
+        "tcp_min_mbps": min(tcp.values()),
+        "tcp_mean_mbps": float(np.mean(list(tcp.values()))),
+        "ping": {
+            "sent": pings,
+            "received": int(len(rtt)),
+            **(
+                {
+                    "p50_cycles": float(np.percentile(rtt, 50)) / cyc,
+                    "p99_cycles": float(np.percentile(rtt, 99)) / cyc,
+                    "max_cycles": float(rtt.max()) / cyc,
+                }
+                if len(rtt)
+                else {}
+            ),
+        },
+        "wakeups_per_cycle": [round(w, 2) for w in wake],
+    }
     p = out["ping"]
-    print(f"  {name:<11} ping {lab.n} -> 1: {p['received']}/{pings}, RTT p50 "
-          f"{p.get('p50_cycles', float('nan')):.2f} p99 {p.get('p99_cycles', float('nan')):.2f} "
-          f"max {p.get('max_cycles', float('nan')):.2f} cycles; RT wake-ups per cycle "
-          f"{' '.join(f'{w:.2f}' for w in wake)}", flush=True)
+    print(
+        f"  {name:<11} ping {lab.n} -> 1: {p['received']}/{pings}, RTT p50 "
+        f"{p.get('p50_cycles', float('nan')):.2f} p99 {p.get('p99_cycles', float('nan')):.2f} "
+        f"max {p.get('max_cycles', float('nan')):.2f} cycles; RT wake-ups per cycle "
+        f"{' '.join(f'{w:.2f}' for w in wake)}",
+        flush=True,
+    )
     return out
 
 
@@ -137,17 +165,25 @@ def main(argv=None) -> int:
         tear_down(lab)
         lab.down()
     base, win = runs
-    print(f"\n{a.stations}-station lab, iperf3 TCP through vnic0 between every ordered pair "
-          f"({a.seconds} s each), ping {a.stations} -> 1 ({a.pings} at 10 ms):")
-    print(f"{'layout':<12} {'TCP min':>8} {'TCP mean':>9} {'ping p50':>9} {'ping p99':>9} "
-          f"{'wake-ups/cycle':>15}")
+    print(
+        f"\n{a.stations}-station lab, iperf3 TCP through vnic0 between every ordered pair "
+        f"({a.seconds} s each), ping {a.stations} -> 1 ({a.pings} at 10 ms):"
+    )
+    print(
+        f"{'layout':<12} {'TCP min':>8} {'TCP mean':>9} {'ping p50':>9} {'ping p99':>9} "
+        f"{'wake-ups/cycle':>15}"
+    )
     for r in runs:
         p = r["ping"]
-        print(f"{r['layout']:<12} {r['tcp_min_mbps']:8.1f} {r['tcp_mean_mbps']:9.1f} "
-              f"{p.get('p50_cycles', float('nan')):9.2f} {p.get('p99_cycles', float('nan')):9.2f} "
-              f"{' '.join(f'{w:.2f}' for w in r['wakeups_per_cycle']):>15}")
-    print(f"(TCP in Mbit/s, ping RTT in cycles of {win['cycle_us']:.0f} us; targets: TCP >= 20 "
-          f"between any two stations, ping p99 <= 2.5 cycles; baseline measured in the same run)")
+        print(
+            f"{r['layout']:<12} {r['tcp_min_mbps']:8.1f} {r['tcp_mean_mbps']:9.1f} "
+            f"{p.get('p50_cycles', float('nan')):9.2f} {p.get('p99_cycles', float('nan')):9.2f} "
+            f"{' '.join(f'{w:.2f}' for w in r['wakeups_per_cycle']):>15}"
+        )
+    print(
+        f"(TCP in Mbit/s, ping RTT in cycles of {win['cycle_us']:.0f} us; targets: TCP >= 20 "
+        f"between any two stations, ping p99 <= 2.5 cycles; baseline measured in the same run)"
+    )
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as f:
         json.dump({"baseline": base, "windows": win}, f, indent=1)

@@ -10,6 +10,7 @@ one ProtocolError whose message names the file and the key.
 >>> p.values["latency_trials"] >= 20
 True
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PATH = os.path.join(HERE, "bench_protocol.toml")
 VERSION = 1
-GUARD_MAX_US = 450         # the slave's window (at least the guard) and the master's still fit
+GUARD_MAX_US = 450  # the slave's window (at least the guard) and the master's still fit
 
 # key: (table, kind, lo, hi); kinds: int, float, ints (a list of int), guard ("auto" or int)
 SCHEMA = {
@@ -63,8 +64,8 @@ class ProtocolError(ValueError):
 class Protocol:
     path: str
     sha256: str
-    values: dict                 # every key of SCHEMA
-    quick: dict = field(default_factory=dict)   # the keys [quick] sets
+    values: dict  # every key of SCHEMA
+    quick: dict = field(default_factory=dict)  # the keys [quick] sets
 
     def defaults(self, quick: bool) -> dict:
         return {**self.values, **(self.quick if quick else {})}
@@ -73,8 +74,12 @@ class Protocol:
 def describe(key: str) -> str:
     """The allowed values of ``key``, in words."""
     _t, kind, lo, hi = SCHEMA[key]
-    what = {"int": "a whole number", "float": "a number", "ints": "a list of whole numbers",
-            "guard": '"auto" or a whole number'}[kind]
+    what = {
+        "int": "a whole number",
+        "float": "a number",
+        "ints": "a list of whole numbers",
+        "guard": '"auto" or a whole number',
+    }[kind]
     return f"{what} in {lo:g}..{hi:g}"
 
 
@@ -84,11 +89,16 @@ def check(key: str, value, where: str):
 
     def whole(v):
         return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
     if kind == "int":
         ok = whole(value)
     elif kind == "float":
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-              and math.isfinite(value) and lo <= value <= hi)
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and lo <= value <= hi
+        )
         value = float(value) if ok else value
     elif kind == "ints":
         ok = isinstance(value, list) and len(value) > 0 and all(whole(v) for v in value)
@@ -112,26 +122,36 @@ def load(path: str = DEFAULT_PATH) -> Protocol:
         raise ProtocolError(f"{path}: does not parse: {e}") from None
     name = os.path.basename(path)
     if doc.get("version") != VERSION:
-        raise ProtocolError(f"{name}: version: {doc.get('version')!r} is not allowed "
-                            f"(this suite reads version {VERSION})")
+        raise ProtocolError(
+            f"{name}: version: {doc.get('version')!r} is not allowed "
+            f"(this suite reads version {VERSION})"
+        )
     values, quick = {}, {}
     for table, body in doc.items():
         if table == "version":
             continue
         if table not in TABLES | {"quick"} or not isinstance(body, dict):
-            raise ProtocolError(f"{name}: {table}: unknown table (known: "
-                                f"{', '.join(sorted(TABLES | {'quick'}))})")
+            raise ProtocolError(
+                f"{name}: {table}: unknown table (known: {', '.join(sorted(TABLES | {'quick'}))})"
+            )
         for key, value in body.items():
             if key not in SCHEMA or (table != "quick" and SCHEMA[key][0] != table):
                 raise ProtocolError(f"{name}: {table}.{key}: unknown key")
-            (quick if table == "quick" else values)[key] = check(key, value,
-                                                                 f"{name}: {table}.{key}")
+            (quick if table == "quick" else values)[key] = check(
+                key, value, f"{name}: {table}.{key}"
+            )
     missing = [f"{SCHEMA[k][0]}.{k}" for k in SCHEMA if k not in values]
     if missing:
-        raise ProtocolError(f"{name}: {missing[0]}: missing"
-                            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    return Protocol(path=os.path.abspath(path), sha256=hashlib.sha256(raw).hexdigest(),
-                    values=values, quick=quick)
+        raise ProtocolError(
+            f"{name}: {missing[0]}: missing"
+            + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+        )
+    return Protocol(
+        path=os.path.abspath(path),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        values=values,
+        quick=quick,
+    )
 
 
 def argtype(key: str):
@@ -157,5 +177,6 @@ def argtype(key: str):
             return check(key, value, f"invalid {flag}")
         except ProtocolError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+
     parse.__name__ = flag
     return parse

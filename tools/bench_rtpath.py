@@ -11,6 +11,7 @@ on the same veths with the same settings, and prints both side by side.
 Results go to results/bench_rtpath.json.  Everything is torn down on exit,
 Ctrl-C or error.
 """
+
 import argparse
 import json
 import os
@@ -45,14 +46,26 @@ def wait_ready(proc: subprocess.Popen, timeout: float) -> None:
                 return
             if not line:
                 break
-    raise RuntimeError(f"responder did not get ready (exit code {proc.poll()}): "
-                       f"{proc.stderr.read() if proc.poll() is not None else ''}")
+    raise RuntimeError(
+        f"responder did not get ready (exit code {proc.poll()}): "
+        f"{proc.stderr.read() if proc.poll() is not None else ''}"
+    )
 
 
 def run_path(lab: Lab, path: str, a, procs: list) -> dict:
     s1, s2 = lab.station(1), lab.station(2)
-    common = ["--count", str(a.count), "--warmup", str(a.warmup), "--size", str(a.size),
-              "--fifo", str(a.fifo), "--mode", a.mode]
+    common = [
+        "--count",
+        str(a.count),
+        "--warmup",
+        str(a.warmup),
+        "--size",
+        str(a.size),
+        "--fifo",
+        str(a.fifo),
+        "--mode",
+        a.mode,
+    ]
     if a.pmqos:
         common.append("--pmqos")
     if a.so_busy_poll:
@@ -68,12 +81,19 @@ def run_path(lab: Lab, path: str, a, procs: list) -> dict:
         cli_args += ["--local-ip", s1.ip, "--peer-ip", s2.ip]
 
     with tempfile.NamedTemporaryFile("r", suffix=".json", prefix="rtnx-") as out:
-        resp = lab.spawn(s2, resp_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env)
+        resp = lab.spawn(
+            s2, resp_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         procs.append(resp)
         wait_ready(resp, 20)
-        cli = lab.spawn(s1, cli_args + ["--out", out.name], stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE, text=True, env=env)
+        cli = lab.spawn(
+            s1,
+            cli_args + ["--out", out.name],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         procs.append(cli)
         budget = 60 + a.count * a.timeout_budget
         if cli.wait(timeout=budget) != 0:
@@ -89,31 +109,50 @@ def run_path(lab: Lab, path: str, a, procs: list) -> dict:
     ok = rtt[rtt >= 0]
     summary = {name: float(np.percentile(ok, p)) / 1000.0 for name, p in PCTS} if ok.size else {}
     summary["avg"] = float(ok.mean()) / 1000.0 if ok.size else None
-    return {"client": client, "responder": responder, "rtt_us": summary,
-            "samples": int(ok.size), "lost": int((rtt < 0).sum())}
+    return {
+        "client": client,
+        "responder": responder,
+        "rtt_us": summary,
+        "samples": int(ok.size),
+        "lost": int((rtt < 0).sum()),
+    }
 
 
 def print_table(res: dict, a) -> None:
     x, u = res["xsk"], res["udp"]
     print()
-    print(f"# rtnet AF_XDP vs kernel UDP ping-pong over veth, {a.count} round trips, "
-          f"{a.size}-byte frames")
-    print(f"# AF_XDP XDP mode: {x['client'].get('xdp_mode')}"
-          + (f" (fallback: {x['client']['fallback_reason']})"
-             if x['client'].get('fallback_reason') else ""))
-    print(f"# PM QoS /dev/cpu_dma_latency=0: {'held' if x['client']['pmqos'] else 'not held'}; "
-          "busy polling: user-space spin on non-blocking receive on both paths"
-          + ("; SO_BUSY_POLL set" if a.so_busy_poll else "; SO_BUSY_POLL not set"))
+    print(
+        f"# rtnet AF_XDP vs kernel UDP ping-pong over veth, {a.count} round trips, "
+        f"{a.size}-byte frames"
+    )
+    print(
+        f"# AF_XDP XDP mode: {x['client'].get('xdp_mode')}"
+        + (
+            f" (fallback: {x['client']['fallback_reason']})"
+            if x["client"].get("fallback_reason")
+            else ""
+        )
+    )
+    print(
+        f"# PM QoS /dev/cpu_dma_latency=0: {'held' if x['client']['pmqos'] else 'not held'}; "
+        "busy polling: user-space spin on non-blocking receive on both paths"
+        + ("; SO_BUSY_POLL set" if a.so_busy_poll else "; SO_BUSY_POLL not set")
+    )
     print(f"# client: {x['client']['scheduling']}; responder: {x['responder']['scheduling']}")
     print(f"{'path':<8}" + "".join(f"{n:>9}" for n, _ in PCTS) + f"{'avg':>9}{'lost':>7}  (us)")
     for name, r in (("AF_XDP", x), ("UDP", u)):
         s = r["rtt_us"]
-        print(f"{name:<8}" + "".join(f"{s.get(n, float('nan')):9.1f}" for n, _ in PCTS)
-              + f"{s.get('avg') or float('nan'):9.1f}{r['lost']:7d}")
+        print(
+            f"{name:<8}"
+            + "".join(f"{s.get(n, float('nan')):9.1f}" for n, _ in PCTS)
+            + f"{s.get('avg') or float('nan'):9.1f}{r['lost']:7d}"
+        )
     for p in ("p50", "p99"):
         verdict = "yes" if res["xsk_beats_udp"][p] else "NO"
-        print(f"# AF_XDP below UDP at {p}: {verdict} "
-              f"({x['rtt_us'][p]:.1f} vs {u['rtt_us'][p]:.1f} us)")
+        print(
+            f"# AF_XDP below UDP at {p}: {verdict} "
+            f"({x['rtt_us'][p]:.1f} vs {u['rtt_us'][p]:.1f} us)"
+        )
 
 
 def main(argv=None) -> int:
@@ -124,8 +163,12 @@ def main(argv=None) -> int:
     # rtnet.pingpong's frame sizes: a UDP datagram with a 4-byte payload up to 1514 bytes
     p.add_argument("--size", type=integer("size", UDP_HEADERS + 4, 1514), default=64)
     p.add_argument("--mode", default="auto", choices=("auto", "native", "skb"))
-    p.add_argument("--fifo", type=integer("priority", 0, 99), default=50,
-                   help="SCHED_FIFO priority (0: SCHED_OTHER)")
+    p.add_argument(
+        "--fifo",
+        type=integer("priority", 0, 99),
+        default=50,
+        help="SCHED_FIFO priority (0: SCHED_OTHER)",
+    )
     p.add_argument("--no-pmqos", dest="pmqos", action="store_false")
     p.add_argument("--so-busy-poll", action="store_true")
     p.add_argument("--client-cpu", type=cpu, default=0)
@@ -143,12 +186,21 @@ def main(argv=None) -> int:
     try:
         lab.up()
         res = {"xsk": run_path(lab, "xsk", a, procs), "udp": run_path(lab, "udp", a, procs)}
-        res["xsk_beats_udp"] = {q: res["xsk"]["rtt_us"][q] < res["udp"]["rtt_us"][q]
-                                for q in ("p50", "p99")}
-        res["settings"] = {"count": a.count, "warmup": a.warmup, "size": a.size,
-                           "mode": a.mode, "fifo": a.fifo, "pmqos_requested": a.pmqos,
-                           "so_busy_poll": a.so_busy_poll, "client_cpu": a.client_cpu,
-                           "responder_cpu": a.responder_cpu, "kernel": os.uname().release}
+        res["xsk_beats_udp"] = {
+            q: res["xsk"]["rtt_us"][q] < res["udp"]["rtt_us"][q] for q in ("p50", "p99")
+        }
+        res["settings"] = {
+            "count": a.count,
+            "warmup": a.warmup,
+            "size": a.size,
+            "mode": a.mode,
+            "fifo": a.fifo,
+            "pmqos_requested": a.pmqos,
+            "so_busy_poll": a.so_busy_poll,
+            "client_cpu": a.client_cpu,
+            "responder_cpu": a.responder_cpu,
+            "kernel": os.uname().release,
+        }
         print_table(res, a)
         os.makedirs(os.path.dirname(a.out), exist_ok=True)
         with open(a.out, "w") as f:

@@ -9,6 +9,7 @@ and JSON written whole.  Shared by tools/bench_suite.py and tools/bench_sockperf
 - ``begin_run(man, man_path, command, **extra)``: the next run's entry, listed as
   running in the manifest, and its directory beside it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,9 +24,10 @@ ROOT = os.path.dirname(HERE)
 
 def code_version() -> str:
     """The short git sha of the code, with -dirty when tracked files have changes."""
+
     def git(*a):
-        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
-                              timeout=30)
+        return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True, timeout=30)
+
     try:
         sha = git("rev-parse", "--short", "HEAD")
         if sha.returncode != 0:
@@ -85,8 +87,14 @@ def begin_run(man: dict, man_path: str, command: str, **extra) -> tuple[dict, st
     k = 1 + max((r["run"] for r in man["runs"]), default=0)
     run_dir = os.path.join(os.path.dirname(man_path), f"run-{k}")
     os.makedirs(run_dir, exist_ok=True)
-    entry = {"run": k, "dir": f"run-{k}", "status": "running", "command": command,
-             **extra, "start_time": now()}
+    entry = {
+        "run": k,
+        "dir": f"run-{k}",
+        "status": "running",
+        "command": command,
+        **extra,
+        "start_time": now(),
+    }
     man["runs"].append(entry)
     write_json(man_path, man)
     return entry, run_dir

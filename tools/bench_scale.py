@@ -11,6 +11,7 @@ the run is flagged, because the machine changed under the measurement.
     python3 -m tools.bench_scale  # 16 stations, 10,000 cycles
     python3 -m tools.bench_scale --stations 8 --cycles 3000
 """
+
 import argparse
 import datetime
 import json
@@ -31,8 +32,9 @@ def cyclictest(threads: int, seconds: int) -> dict:
     if not binary:
         raise SystemExit("bench_scale: cyclictest not found (apt install rt-tests)")
     cpus = f"0-{(os.cpu_count() or 1) - 1}"
-    acc, _cmd = run_cyclictest(binary, seconds=seconds, priority=RT_PRIORITY, cpus=cpus,
-                               threads=threads)
+    acc, _cmd = run_cyclictest(
+        binary, seconds=seconds, priority=RT_PRIORITY, cpus=cpus, threads=threads
+    )
     return acc.histogram().summary_us()
 
 
@@ -52,23 +54,36 @@ def main(argv=None) -> int:
     for line in format_report(report):
         print(line)
     for label, b in (("before", base_before), ("after", base_after)):
-        print(f"cyclictest {label:6} ({a.stations} threads)  p50 {b['p50']:6.1f} p99 "
-              f"{b['p99']:6.1f} max {b['max']:7.1f} us")
+        print(
+            f"cyclictest {label:6} ({a.stations} threads)  p50 {b['p50']:6.1f} p99 "
+            f"{b['p99']:6.1f} max {b['max']:7.1f} us"
+        )
     p99s = sorted((base_before["p99"], base_after["p99"]))
     flagged = p99s[0] > 0 and p99s[1] > 2 * p99s[0]
     if flagged:
-        print("# FLAGGED: the two baselines disagree (p99 more than 2x apart): the machine's "
-              "load changed during the run; rerun on a quiet machine")
+        print(
+            "# FLAGGED: the two baselines disagree (p99 more than 2x apart): the machine's "
+            "load changed during the run; rerun on a quiet machine"
+        )
     worst = max(s["slot_lateness_us"]["p99"] for s in report["stations"])
-    print(f"# worst station slot lateness p99 {worst:.1f} us vs cyclictest p99 "
-          f"{p99s[1]:.1f} us; stations all synchronised: "
-          f"{all(s['state'] in ('active', 'stand-by', 'synchronised') for s in report['stations'])}")
+    print(
+        f"# worst station slot lateness p99 {worst:.1f} us vs cyclictest p99 "
+        f"{p99s[1]:.1f} us; stations all synchronised: "
+        f"{all(s['state'] in ('active', 'stand-by', 'synchronised') for s in report['stations'])}"
+    )
     os.makedirs(os.path.dirname(a.output) or ".", exist_ok=True)
     with open(a.output, "w") as f:
-        json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"),
-                   "system": sysinfo(), "segment": report,
-                   "cyclictest": {"before": base_before, "after": base_after},
-                   "flagged": flagged}, f, indent=1)
+        json.dump(
+            {
+                "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                "system": sysinfo(),
+                "segment": report,
+                "cyclictest": {"before": base_before, "after": base_after},
+                "flagged": flagged,
+            },
+            f,
+            indent=1,
+        )
     print(f"# saved {a.output}")
     return 0
 

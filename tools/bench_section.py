@@ -2,6 +2,7 @@
 when another tool rewrites the rest of the page (tools/bench_suite_report.py), replaced
 when the benchmark writes it again.  Shared by tools/bench_cost.py and
 tools/bench_sockperf.py."""
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ def kept(path: str, begin: str, end: str) -> str:
     except OSError:
         return ""
     a, b = text.find(begin), text.find(end)
-    return text[a:b + len(end)] + "\n" if 0 <= a < b else ""
+    return text[a : b + len(end)] + "\n" if 0 <= a < b else ""
 
 
 def replace(path: str, begin: str, end: str, section: str) -> None:
@@ -28,7 +29,7 @@ def replace(path: str, begin: str, end: str, section: str) -> None:
         text = "# Benchmarks\n"
     a, b = text.find(begin), text.find(end)
     if 0 <= a < b:
-        text = text[:a] + section.rstrip("\n") + text[b + len(end):]
+        text = text[:a] + section.rstrip("\n") + text[b + len(end) :]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     tmp = f"{path}.tmp-{os.getpid()}"

@@ -62,6 +62,7 @@ for its send buffer); runs of code before that answered ENOBUFS, which ended soc
 throughput client, so a ladder of lower offered rates (MPS_LADDER) is still tried when a
 rate fails and the results name the rates refused.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,22 +85,24 @@ ROOT = os.path.dirname(HERE)
 
 LAB_NAME = "spk"
 PORT, NATIVE_PORT, POSIX_PORT, IPERF_PORT = 11111, 11112, 11113, 5201
-RT_CPU, STATION_PRIO = -1, 90     # RT threads not pinned by default (see the docstring)
+RT_CPU, STATION_PRIO = -1, 90  # RT threads not pinned by default (see the docstring)
 WITNESS_CPU = 0
 CYCLE_US = 1000
-LINK_MBPS = 100            # TDMA's modelled link rate (the planner's)
+LINK_MBPS = 100  # TDMA's modelled link rate (the planner's)
 PP_SIZE = 64
 TP_SIZES = (64, 1024)
 FLOOD_MBPS, FLOOD_LEN = 150, 1200
 # sockperf throughput's offered rates, tried in turn while sendto() fails with ENOBUFS
 MPS_LADDER = ("max", 200000, 100000, 50000, 20000, 10000, 5000, 2000, 1000, 500)
-DISTURBED_MS = 5.0         # docs/benchmark-protocol.md: disturbed_ms
-BASELINE_TOL = 0.30        # idle kernel p50 at start and end: at most 30% apart
+DISTURBED_MS = 5.0  # docs/benchmark-protocol.md: disturbed_ms
+BASELINE_TOL = 0.30  # idle kernel p50 at start and end: at most 30% apart
 COLUMNS = ("kernel", "nomac", "native", "tdma")
 PCTS = ("p50", "p99", "p99.9", "max")
-TARGETS = {"interposer_p50_us": (2.0, "abs_at_most", "us"),
-           "nomac_over_kernel_p50": (2.0, "at_most", "x"),
-           "tdma_flood_p999_us": (2.0 * CYCLE_US, "at_most", "us")}
+TARGETS = {
+    "interposer_p50_us": (2.0, "abs_at_most", "us"),
+    "nomac_over_kernel_p50": (2.0, "at_most", "x"),
+    "tdma_flood_p999_us": (2.0 * CYCLE_US, "at_most", "us"),
+}
 NATIVE_SRC = os.path.join(HERE, "sockperf_native.c")
 
 
@@ -118,36 +121,73 @@ class BenchError(RuntimeError):
 
 # ---- command line ------------------------------------------------------------------------
 
+
 def parse_args(argv):
     from rtnet.argtypes import OneLineParser, integer, number
-    ap = OneLineParser(prog="bench_sockperf.py", description=__doc__.split("\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=integer("runs", 1, 20), default=3,
-                    help="independent runs, each with a fresh lab (default 3)")
-    ap.add_argument("--seconds", type=number("seconds", 0.5, 120), default=5.0,
-                    help="each measurement (default 5)")
-    ap.add_argument("--columns", default=",".join(COLUMNS),
-                    help="comma-separated subset of kernel,nomac,native,tdma (default all)")
-    ap.add_argument("--no-flood", dest="flood", action="store_false",
-                    help="idle only (no iperf3 flood)")
-    ap.add_argument("--no-throughput", dest="throughput", action="store_false",
-                    help="ping-pong only")
-    ap.add_argument("--guard-us", type=integer("guard-us", 20, 400), default=150,
-                    help="TDMA RT slots' guard (default 150: this VM wakes late)")
-    ap.add_argument("--rt-cpu", type=integer("rt-cpu", -1, (os.cpu_count() or 1) - 1),
-                    default=RT_CPU, help=f"the stations' RT threads' CPU (default {RT_CPU}; "
-                    "-1: not pinned)")
-    ap.add_argument("--out-dir", default=os.path.join(ROOT, "results"),
-                    help="where results/bench_sockperf/<sha>/ goes (default results/)")
-    ap.add_argument("--series", metavar="NAME",
-                    help="collect the runs under results/bench_sockperf/NAME/ instead of the "
-                         "git sha's directory (runs made by separate invocations while the "
-                         "tree moves on; each run still records its code)")
-    ap.add_argument("--benchmarks", nargs="?", const=os.path.join(ROOT, "BENCHMARKS.md"),
-                    metavar="MD", help="with --report: write the section \"Unmodified "
-                    "programs: sockperf\" into MD (default BENCHMARKS.md)")
-    ap.add_argument("--report", metavar="MANIFEST",
-                    help="report the ok runs a manifest lists; measure nothing")
+
+    ap = OneLineParser(
+        prog="bench_sockperf.py",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--runs",
+        type=integer("runs", 1, 20),
+        default=3,
+        help="independent runs, each with a fresh lab (default 3)",
+    )
+    ap.add_argument(
+        "--seconds",
+        type=number("seconds", 0.5, 120),
+        default=5.0,
+        help="each measurement (default 5)",
+    )
+    ap.add_argument(
+        "--columns",
+        default=",".join(COLUMNS),
+        help="comma-separated subset of kernel,nomac,native,tdma (default all)",
+    )
+    ap.add_argument(
+        "--no-flood", dest="flood", action="store_false", help="idle only (no iperf3 flood)"
+    )
+    ap.add_argument(
+        "--no-throughput", dest="throughput", action="store_false", help="ping-pong only"
+    )
+    ap.add_argument(
+        "--guard-us",
+        type=integer("guard-us", 20, 400),
+        default=150,
+        help="TDMA RT slots' guard (default 150: this VM wakes late)",
+    )
+    ap.add_argument(
+        "--rt-cpu",
+        type=integer("rt-cpu", -1, (os.cpu_count() or 1) - 1),
+        default=RT_CPU,
+        help=f"the stations' RT threads' CPU (default {RT_CPU}; -1: not pinned)",
+    )
+    ap.add_argument(
+        "--out-dir",
+        default=os.path.join(ROOT, "results"),
+        help="where results/bench_sockperf/<sha>/ goes (default results/)",
+    )
+    ap.add_argument(
+        "--series",
+        metavar="NAME",
+        help="collect the runs under results/bench_sockperf/NAME/ instead of the "
+        "git sha's directory (runs made by separate invocations while the "
+        "tree moves on; each run still records its code)",
+    )
+    ap.add_argument(
+        "--benchmarks",
+        nargs="?",
+        const=os.path.join(ROOT, "BENCHMARKS.md"),
+        metavar="MD",
+        help='with --report: write the section "Unmodified '
+        'programs: sockperf" into MD (default BENCHMARKS.md)',
+    )
+    ap.add_argument(
+        "--report", metavar="MANIFEST", help="report the ok runs a manifest lists; measure nothing"
+    )
     a = ap.parse_args(argv)
     cols = [c.strip() for c in a.columns.split(",") if c.strip()]
     bad = [c for c in cols if c not in COLUMNS]
@@ -173,24 +213,48 @@ def missing_tools(columns) -> str | None:
     need.append("iperf3")
     for t in need:
         if not shutil.which(t):
-            hint = " (apt-get install sockperf, or tools/setup-system.sh)" if t == "sockperf" else ""
+            hint = (
+                " (apt-get install sockperf, or tools/setup-system.sh)" if t == "sockperf" else ""
+            )
             return f"{t} not found{hint}"
     return None
 
 
 # ---- the native ping-pong ----------------------------------------------------------------
 
+
 def build_native(out_dir: str) -> str:
     """tools/sockperf_native.c against librtnet_app.a (make -C csrc app)."""
-    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "librtnet_app.a"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        ["make", "-s", "-C", os.path.join(ROOT, "csrc"), "librtnet_app.a"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if r.returncode != 0:
         raise BenchError(f"make -C csrc librtnet_app.a failed: {r.stderr.strip()[-300:]}")
     exe = os.path.join(out_dir, "sockperf_native")
-    r = subprocess.run(["cc", "-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        "-D_GNU_SOURCE", "-I", os.path.join(ROOT, "csrc"), NATIVE_SRC,
-                        os.path.join(ROOT, "csrc", "librtnet_app.a"), "-lpthread", "-o", exe],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Wno-unused-parameter",
+            "-D_GNU_SOURCE",
+            "-I",
+            os.path.join(ROOT, "csrc"),
+            NATIVE_SRC,
+            os.path.join(ROOT, "csrc", "librtnet_app.a"),
+            "-lpthread",
+            "-o",
+            exe,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if r.returncode != 0:
         raise BenchError(f"building sockperf_native failed: {r.stderr.strip()[-300:]}")
     return exe
@@ -205,18 +269,23 @@ def parse_pingpong(text: str) -> dict:
     """sockperf ping-pong --full-rtt's summary: round trips in us."""
     t = _ANSI.sub("", text)
     out = {}
-    m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
-                  r"ReceivedMessages=(\d+)", t)
+    m = re.search(
+        r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
+        r"ReceivedMessages=(\d+)",
+        t,
+    )
     if not m:
         raise BenchError("sockperf ping-pong printed no summary: " + t.strip()[-300:])
     out["valid_s"], out["sent"], out["received"] = float(m[1]), int(m[2]), int(m[3])
     m = re.search(r"avg-rtt=([\d.]+)", t)
     out["avg"] = float(m[1]) if m else None
-    for name, pat in (("max", r"<MAX> observation =\s*([\d.]+)"),
-                      ("min", r"<MIN> observation =\s*([\d.]+)"),
-                      ("p99.9", r"percentile 99\.900 =\s*([\d.]+)"),
-                      ("p99", r"percentile 99\.000 =\s*([\d.]+)"),
-                      ("p50", r"percentile 50\.000 =\s*([\d.]+)")):
+    for name, pat in (
+        ("max", r"<MAX> observation =\s*([\d.]+)"),
+        ("min", r"<MIN> observation =\s*([\d.]+)"),
+        ("p99.9", r"percentile 99\.900 =\s*([\d.]+)"),
+        ("p99", r"percentile 99\.000 =\s*([\d.]+)"),
+        ("p50", r"percentile 50\.000 =\s*([\d.]+)"),
+    ):
         m = re.search(pat, t)
         out[name] = float(m[1]) if m else None
     m = re.search(r"# dropped messages = (\d+)", t)
@@ -261,10 +330,15 @@ mode = "batched"
 address = "198.19.0.{i}/24"
 """
 
-NOMAC_CONF = STATION_HEAD + """[link]
+NOMAC_CONF = (
+    STATION_HEAD
+    + """[link]
 link_rate_mbps = 0
 [nomac]
-""" + VNIC + "slot = 0\n"
+"""
+    + VNIC
+    + "slot = 0\n"
+)
 TDMA_VNIC = "\n" + VNIC + "slot = 1\n"
 
 
@@ -273,6 +347,7 @@ class Run:
 
     def __init__(self, args, native_exe: str, conf_dir: str):
         from rtnet.lab import Lab
+
         self.a = args
         self.exe = native_exe
         self.conf_dir = conf_dir
@@ -364,7 +439,7 @@ class Run:
         for p in list(self.procs):
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    p.kill()          # only what this run started, by its PID
+                    p.kill()  # only what this run started, by its PID
             with contextlib.suppress(Exception):
                 p.communicate(timeout=5)
             self.lab.forget(p)
@@ -377,37 +452,60 @@ class Run:
     def daemons_up(self, disc: str) -> None:
         from rtmac.plan import plan
         from rtnet import cli, rtroute
-        p = plan(2, cycle_us=CYCLE_US, link_rate_mbps=LINK_MBPS, rt_sizes=1200, backup=False,
-                 guard_ns=self.a.guard_us * 1000) if disc == "tdma" else None
+
+        p = (
+            plan(
+                2,
+                cycle_us=CYCLE_US,
+                link_rate_mbps=LINK_MBPS,
+                rt_sizes=1200,
+                backup=False,
+                guard_ns=self.a.guard_us * 1000,
+            )
+            if disc == "tdma"
+            else None
+        )
         self.daemons = True
         # the slave first, so it is listening when the master's Syncs start
         for st in (self.s2, self.s1):
             if disc == "tdma":
-                body = STATION_HEAD + p.toml(st.index).replace(
-                    'role = "slave"', 'role = "slave"\ncal_rounds = 20') + TDMA_VNIC
+                body = (
+                    STATION_HEAD
+                    + p.toml(st.index).replace('role = "slave"', 'role = "slave"\ncal_rounds = 20')
+                    + TDMA_VNIC
+                )
             else:
                 body = NOMAC_CONF
             path = os.path.join(self.conf_dir, f"{disc}-{st.index}.toml")
             with open(path, "w") as f:
-                f.write(body.replace("cpu = {cpu}\n", "" if self.a.rt_cpu < 0 else
-                                     f"cpu = {self.a.rt_cpu}\n").format(
-                    i=st.index, ip=st.ip, prio=STATION_PRIO))
+                f.write(
+                    body.replace(
+                        "cpu = {cpu}\n", "" if self.a.rt_cpu < 0 else f"cpu = {self.a.rt_cpu}\n"
+                    ).format(i=st.index, ip=st.ip, prio=STATION_PRIO)
+                )
             with contextlib.redirect_stdout(sys.stderr):
                 if cli.main(["up", "-n", st.netns, "-c", path]) != 0:
                     raise BenchError(f"rtnetctl up -n {st.netns} ({disc}) failed")
         if disc == "tdma":
-            self.wait_for(lambda: (self.status(self.s2).get("tdma") or {}).get("state")
-                          == "synchronised", 30, "the TDMA slave to synchronise")
+            self.wait_for(
+                lambda: (self.status(self.s2).get("tdma") or {}).get("state") == "synchronised",
+                30,
+                "the TDMA slave to synchronise",
+            )
         for x, y in ((self.s1, self.s2), (self.s2, self.s1)):
             with contextlib.redirect_stdout(sys.stderr):
                 if rtroute.main(["-n", x.netns, "add", y.ip, y.mac, "dev", "rteth0"]) != 0:
                     raise BenchError(f"rtroute add in {x.netns} failed")
         # vnic0 up with its address on both: the flood's path
-        self.wait_for(lambda: all(self.has_addr(st, "vnic0") for st in (self.s1, self.s2)),
-                      15, "vnic0 on both stations")
+        self.wait_for(
+            lambda: all(self.has_addr(st, "vnic0") for st in (self.s1, self.s2)),
+            15,
+            "vnic0 on both stations",
+        )
 
     def daemons_down(self) -> None:
         from rtnet import cli
+
         if not self.daemons:
             return
         for st in (self.s1, self.s2):
@@ -415,12 +513,19 @@ class Run:
                 cli.main(["down", "-n", st.netns])
         self.daemons = False
         # the kernel column needs rteth0 without the stack's XDP program
-        self.wait_for(lambda: not any(lk["xdp"] for s in self.lab.status()["stations"]
-                                      for lk in s["links"]), 10, "XDP programs to be detached")
+        self.wait_for(
+            lambda: not any(lk["xdp"] for s in self.lab.status()["stations"] for lk in s["links"]),
+            10,
+            "XDP programs to be detached",
+        )
 
     def has_addr(self, st, dev: str) -> bool:
-        r = subprocess.run(["ip", "netns", "exec", st.netns, "ip", "-4", "-o", "addr", "show",
-                            "dev", dev], capture_output=True, text=True, timeout=10)
+        r = subprocess.run(
+            ["ip", "netns", "exec", st.netns, "ip", "-4", "-o", "addr", "show", "dev", dev],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return r.returncode == 0 and "inet " in r.stdout
 
     @staticmethod
@@ -436,8 +541,10 @@ class Run:
 
     def status(self, st) -> dict:
         from rtnet import control_client
-        return control_client.call("rteth0", {"cmd": "status", "dev": "rteth0"},
-                                   netns=st.netns, timeout=10)["status"]
+
+        return control_client.call(
+            "rteth0", {"cmd": "status", "dev": "rteth0"}, netns=st.netns, timeout=10
+        )["status"]
 
     def counters(self) -> dict:
         """What the stations count (the stack's, or the kernel's UDP MIB without it)."""
@@ -447,32 +554,46 @@ class Run:
                 s = self.status(st)
                 chans = s.get("channels") or []
                 out[st.netns] = {
-                    "loops": s["loops"], "rx_wakeups": s["rx_wakeups"],
-                    "timer_wakeups": s["timer_wakeups"], "spin_waits": s["spin_waits"],
-                    "rx_frames": s["rx_frames"], "nomac_tx": s.get("nomac_tx", 0),
+                    "loops": s["loops"],
+                    "rx_wakeups": s["rx_wakeups"],
+                    "timer_wakeups": s["timer_wakeups"],
+                    "spin_waits": s["spin_waits"],
+                    "rx_frames": s["rx_frames"],
+                    "nomac_tx": s.get("nomac_tx", 0),
                     "xsk_tx_kicks": (s.get("xsk") or {}).get("tx_kicks", 0),
                     "rx_udp": (s.get("ipv4") or {}).get("rx_udp", 0),
                     "app_notifies": sum(c.get("rx_notifies", 0) for c in chans),
                     "app_rx_drops": sum(c.get("rx_drops", 0) for c in chans),
-                    "missed": s.get("miss_late_wake", 0) + s.get("miss_other", 0)}
+                    "missed": s.get("miss_late_wake", 0) + s.get("miss_other", 0),
+                }
             else:
                 out[st.netns] = self.kernel_udp(st)
         return out
 
     def kernel_udp(self, st) -> dict:
-        r = subprocess.run(["ip", "netns", "exec", st.netns, "cat", "/proc/net/snmp"],
-                           capture_output=True, text=True, timeout=10)
+        r = subprocess.run(
+            ["ip", "netns", "exec", st.netns, "cat", "/proc/net/snmp"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         lines = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("Udp:")]
         if len(lines) < 2:
             return {}
         d = dict(zip(lines[0][1:], (int(v) for v in lines[1][1:])))
-        return {"udp_in": d.get("InDatagrams", 0), "udp_out": d.get("OutDatagrams", 0),
-                "udp_rcvbuf_errors": d.get("RcvbufErrors", 0)}
+        return {
+            "udp_in": d.get("InDatagrams", 0),
+            "udp_out": d.get("OutDatagrams", 0),
+            "udp_rcvbuf_errors": d.get("RcvbufErrors", 0),
+        }
 
     def dev_rx_bytes(self, st, dev: str) -> int:
-        r = subprocess.run(["ip", "netns", "exec", st.netns, "cat",
-                            f"/sys/class/net/{dev}/statistics/rx_bytes"],
-                           capture_output=True, text=True, timeout=10)
+        r = subprocess.run(
+            ["ip", "netns", "exec", st.netns, "cat", f"/sys/class/net/{dev}/statistics/rx_bytes"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return int(r.stdout.strip() or 0)
 
     # -- measurements ------------------------------------------------------------------
@@ -492,15 +613,19 @@ class Run:
                 stall[g.kind] += min(g.woke_ns, t1) - max(g.due_ns, t0)
         res["stall_ms"] = round((stall["slow"] + stall["gap"]) / 1e6, 3)
         res["disturbed"] = res["stall_ms"] >= DISTURBED_MS
-        res["counters"] = {ns: {k: c1[ns].get(k, 0) - v for k, v in c0[ns].items()}
-                           for ns in c0 if ns in c1}
+        res["counters"] = {
+            ns: {k: c1[ns].get(k, 0) - v for k, v in c0[ns].items()} for ns in c0 if ns in c1
+        }
         if flood_dev:
             res["flood_delivered_mbps"] = round((b1 - b0) * 8 / (m1 - m0) / 1e6, 1)
         return res
 
     def sockperf_server(self, rt: bool) -> subprocess.Popen:
-        srv = self.start_logged(self.s2, ["stdbuf", "-oL", "-eL", "sockperf", "server", "-i",
-                                          self.s2.ip, "-p", str(PORT)], rt=rt)
+        srv = self.start_logged(
+            self.s2,
+            ["stdbuf", "-oL", "-eL", "sockperf", "server", "-i", self.s2.ip, "-p", str(PORT)],
+            rt=rt,
+        )
         self.wait_ready(srv)
         return srv
 
@@ -508,10 +633,25 @@ class Run:
         a = self.a
 
         def go():
-            cli = self.start(self.s1, ["sockperf", "ping-pong", "-i", self.s2.ip, "-p",
-                                       str(PORT), "-m", str(PP_SIZE), "-t", f"{a.seconds:g}",
-                                       "--full-rtt"], rt=rt)
+            cli = self.start(
+                self.s1,
+                [
+                    "sockperf",
+                    "ping-pong",
+                    "-i",
+                    self.s2.ip,
+                    "-p",
+                    str(PORT),
+                    "-m",
+                    str(PP_SIZE),
+                    "-t",
+                    f"{a.seconds:g}",
+                    "--full-rtt",
+                ],
+                rt=rt,
+            )
             return parse_pingpong(self.run_to_end(cli, a.seconds + 60, "sockperf ping-pong"))
+
         return self.window(go, flood_dev)
 
     def received(self, res: dict) -> int | None:
@@ -530,10 +670,25 @@ class Run:
         a = self.a
         refused, refused_counters = [], []
         for mps in MPS_LADDER[first:]:
+
             def go():
-                cli = self.start(self.s1, ["sockperf", "throughput", "-i", self.s2.ip,
-                                           "-p", str(PORT), "-m", str(size), "-t",
-                                           f"{a.seconds:g}", f"--mps={mps}"], rt=rt)
+                cli = self.start(
+                    self.s1,
+                    [
+                        "sockperf",
+                        "throughput",
+                        "-i",
+                        self.s2.ip,
+                        "-p",
+                        str(PORT),
+                        "-m",
+                        str(size),
+                        "-t",
+                        f"{a.seconds:g}",
+                        f"--mps={mps}",
+                    ],
+                    rt=rt,
+                )
                 try:
                     out, _ = cli.communicate(timeout=a.seconds + 60)
                 except subprocess.TimeoutExpired:
@@ -544,8 +699,9 @@ class Run:
                 if cli.returncode != 0:
                     return {"error": _ANSI.sub("", out or "").strip()[-300:]}
                 res = parse_throughput(out)
-                time.sleep(0.2)      # the last datagrams in flight reach the server
+                time.sleep(0.2)  # the last datagrams in flight reach the server
                 return res
+
             res = self.window(go, flood_dev)
             if "error" not in res:
                 break
@@ -555,21 +711,28 @@ class Run:
             # what the refused attempt still sent is in the stations' counters
             refused_counters.append(res["counters"])
         else:
-            return {"size": size, "refused_mps": refused, "msgs_per_s": None, "mbps": None,
-                    "refused_counters": refused_counters}
+            return {
+                "size": size,
+                "refused_mps": refused,
+                "msgs_per_s": None,
+                "mbps": None,
+                "refused_counters": refused_counters,
+            }
         got = self.received(res)
-        res.update(size=size, mps=mps, refused_mps=refused, received=got,
-                   refused_counters=refused_counters)
+        res.update(
+            size=size, mps=mps, refused_mps=refused, received=got, refused_counters=refused_counters
+        )
         res["sent_per_s"] = round(res["sent"] / res["seconds"], 1) if res["seconds"] else None
         if got is not None and res["seconds"]:
-            got = min(got, res["sent"])   # the window also holds sockperf's warm-up messages
+            got = min(got, res["sent"])  # the window also holds sockperf's warm-up messages
             res["msgs_per_s"] = round(got / res["seconds"], 1)
             res["mbps"] = round(got * size * 8 / res["seconds"] / 1e6, 2)
             res["loss_pct"] = round(100.0 * (1 - got / res["sent"]), 3) if res["sent"] else None
         return res
 
-    def native_pingpong(self, api: str, rt: bool, flood_dev, *, stamped=False,
-                        seconds=None) -> dict:
+    def native_pingpong(
+        self, api: str, rt: bool, flood_dev, *, stamped=False, seconds=None
+    ) -> dict:
         """tools/sockperf_native.c: api "native" (rtn_app.h) or "posix" (sockets; through
         rtnet-run when ``rt``, else the kernel's)."""
         seconds = seconds or self.a.seconds
@@ -578,8 +741,19 @@ class Run:
         if stamped:
             common.append("--stamped")
         srv_args = [self.exe, "server", *common, "--ip", self.s2.ip]
-        cli_args = [self.exe, "client", *common, "--ip", self.s1.ip, "--peer", self.s2.ip,
-                    "--size", str(PP_SIZE), "--seconds", f"{seconds:g}"]
+        cli_args = [
+            self.exe,
+            "client",
+            *common,
+            "--ip",
+            self.s1.ip,
+            "--peer",
+            self.s2.ip,
+            "--size",
+            str(PP_SIZE),
+            "--seconds",
+            f"{seconds:g}",
+        ]
         if api == "native":
             srv_args += ["--netns", self.s2.netns]
             cli_args += ["--netns", self.s1.netns]
@@ -588,10 +762,12 @@ class Run:
             self.wait_line(srv, r"^ready", 20, f"sockperf_native server ({api})")
 
             def go():
-                cli = self.start(self.s1, cli_args, rt=rt and api == "posix",
-                                 stderr=subprocess.PIPE)
+                cli = self.start(
+                    self.s1, cli_args, rt=rt and api == "posix", stderr=subprocess.PIPE
+                )
                 out = self.run_to_end(cli, seconds + 60, f"sockperf_native client ({api})")
                 return json.loads(out.strip().splitlines()[-1])
+
             res = self.window(go, flood_dev)
         finally:
             out = self.stop(srv, signal.SIGTERM)
@@ -609,14 +785,36 @@ class Run:
             return
         dst = "198.19.0.2" if via_vnic else self.s2.ip
         dev = "vnic0" if via_vnic else "rteth0"
-        srv = self.start(self.s2, ["iperf3", "-s", "-B", dst, "-p", str(IPERF_PORT)],
-                         rt=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = self.start(
+            self.s2,
+            ["iperf3", "-s", "-B", dst, "-p", str(IPERF_PORT)],
+            rt=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(0.5)
-        cli = self.start(self.s1, ["iperf3", "-c", dst, "-p", str(IPERF_PORT), "-u", "-b",
-                                   f"{FLOOD_MBPS}M", "-l", str(FLOOD_LEN), "-t", "3600"],
-                         rt=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cli = self.start(
+            self.s1,
+            [
+                "iperf3",
+                "-c",
+                dst,
+                "-p",
+                str(IPERF_PORT),
+                "-u",
+                "-b",
+                f"{FLOOD_MBPS}M",
+                "-l",
+                str(FLOOD_LEN),
+                "-t",
+                "3600",
+            ],
+            rt=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
-            time.sleep(1.0)          # let the flood fill the queues before measuring
+            time.sleep(1.0)  # let the flood fill the queues before measuring
             if cli.poll() is not None:
                 raise BenchError(f"the iperf3 flood to {dst} ended at once (exit {cli.poll()})")
             yield dev
@@ -648,8 +846,22 @@ class Run:
         # one discarded second first: the first exchanges of a fresh lab are slower
         srv = self.sockperf_server(False)
         try:
-            cli = self.start(self.s1, ["sockperf", "ping-pong", "-i", self.s2.ip, "-p",
-                                       str(PORT), "-m", str(PP_SIZE), "-t", "1"], rt=False)
+            cli = self.start(
+                self.s1,
+                [
+                    "sockperf",
+                    "ping-pong",
+                    "-i",
+                    self.s2.ip,
+                    "-p",
+                    str(PORT),
+                    "-m",
+                    str(PP_SIZE),
+                    "-t",
+                    "1",
+                ],
+                rt=False,
+            )
             self.run_to_end(cli, 60, "sockperf ping-pong (warm-up)")
         finally:
             self.stop(srv)
@@ -679,19 +891,21 @@ class Run:
                         if col not in want:
                             continue
                         if col == "nomac":
-                            cols.setdefault("nomac", {})[load] = self.measure_sockperf(True, dev,
-                                                                                    ladder)
+                            cols.setdefault("nomac", {})[load] = self.measure_sockperf(
+                                True, dev, ladder
+                            )
                         else:
                             cols.setdefault("native", {})[load] = {
-                                "pp": self.native_pingpong("native", True, dev)}
+                                "pp": self.native_pingpong("native", True, dev)
+                            }
                     if load == "idle":
                         # the same C program over POSIX sockets through rtnet-run: the
                         # interposer alone, without sockperf's own cost; and stamped
                         # datagrams for where the time goes
                         res["extra"]["posix_rt"] = self.native_pingpong("posix", True, None)
                         res["extra"]["stamped"] = self.native_pingpong(
-                            "native", True, None, stamped=True,
-                            seconds=min(self.a.seconds, 3.0))
+                            "native", True, None, stamped=True, seconds=min(self.a.seconds, 3.0)
+                        )
                 for col in order:
                     if col in want:
                         self.show(f"{col} {load}", cols[col][load])
@@ -715,8 +929,10 @@ class Run:
 
     def show(self, label: str, m: dict) -> None:
         pp = m.get("pp", {})
-        line = (f"#   {label:<14} rtt p50 {fmt(pp.get('p50'))} p99 {fmt(pp.get('p99'))} "
-                f"p99.9 {fmt(pp.get('p99.9'))} max {fmt(pp.get('max'))} us")
+        line = (
+            f"#   {label:<14} rtt p50 {fmt(pp.get('p50'))} p99 {fmt(pp.get('p99'))} "
+            f"p99.9 {fmt(pp.get('p99.9'))} max {fmt(pp.get('max'))} us"
+        )
         for size in TP_SIZES:
             tp = m.get(f"tp{size}")
             if tp:
@@ -729,15 +945,15 @@ class Run:
 
     def measure(self, run_index: int) -> dict:
         from rtnet.stall import StallDetector
+
         a = self.a
-        res = {"run_index": run_index, "columns": {}, "extra": {},
-               "settings": settings(a)}
+        res = {"run_index": run_index, "columns": {}, "extra": {}, "settings": settings(a)}
         if self.lab.exists():
-            self.lab.down()            # leftovers of an interrupted run
+            self.lab.down()  # leftovers of an interrupted run
         self.lab.up()
         with StallDetector([WITNESS_CPU], period_us=500, threshold_us=100) as det:
             self.det = det
-            self.phase_kernel(res)              # the baseline every run needs
+            self.phase_kernel(res)  # the baseline every run needs
             if "nomac" in a.columns or "native" in a.columns:
                 self.phase_nomac(res)
             if "tdma" in a.columns:
@@ -759,7 +975,8 @@ class Run:
         with contextlib.suppress(Exception):
             self.daemons_down()
         from rtnet import cli
-        for st in (self.s1, self.s2):     # also after a crash mid-start
+
+        for st in (self.s1, self.s2):  # also after a crash mid-start
             with contextlib.redirect_stdout(sys.stderr), contextlib.suppress(Exception):
                 if os.path.exists(os.path.join(os.environ["RTNET_RUN_DIR"], st.netns)):
                     cli.main(["down", "-n", st.netns])
@@ -767,18 +984,36 @@ class Run:
 
 
 def settings(a) -> dict:
-    return {"seconds": a.seconds, "columns": a.columns,
-            "throughput": a.throughput, "pingpong_size": PP_SIZE, "throughput_sizes": TP_SIZES,
-            "flood": {"on": a.flood, "tool": "iperf3 -u", "mbps": FLOOD_MBPS,
-                      "len": FLOOD_LEN, "kernel_path": "rteth0 (Linux, no stack)",
-                      "stack_path": "vnic0 (the stack's Linux path, RTmac frames on rteth0)"},
-            "tdma": {"cycle_us": CYCLE_US, "link_rate_mbps": LINK_MBPS,
-                     "guard_us": a.guard_us, "rt_slot_size": 1200},
-            "cpu_plan": {"station_rt_threads": a.rt_cpu if a.rt_cpu >= 0 else "not pinned", "station_priority": STATION_PRIO,
-                         "applications": "not pinned, SCHED_OTHER",
-                         "stall_detector": WITNESS_CPU},
-            "disturbed_ms": DISTURBED_MS, "baseline_tolerance": BASELINE_TOL,
-            "kernel": os.uname().release}
+    return {
+        "seconds": a.seconds,
+        "columns": a.columns,
+        "throughput": a.throughput,
+        "pingpong_size": PP_SIZE,
+        "throughput_sizes": TP_SIZES,
+        "flood": {
+            "on": a.flood,
+            "tool": "iperf3 -u",
+            "mbps": FLOOD_MBPS,
+            "len": FLOOD_LEN,
+            "kernel_path": "rteth0 (Linux, no stack)",
+            "stack_path": "vnic0 (the stack's Linux path, RTmac frames on rteth0)",
+        },
+        "tdma": {
+            "cycle_us": CYCLE_US,
+            "link_rate_mbps": LINK_MBPS,
+            "guard_us": a.guard_us,
+            "rt_slot_size": 1200,
+        },
+        "cpu_plan": {
+            "station_rt_threads": a.rt_cpu if a.rt_cpu >= 0 else "not pinned",
+            "station_priority": STATION_PRIO,
+            "applications": "not pinned, SCHED_OTHER",
+            "stall_detector": WITNESS_CPU,
+        },
+        "disturbed_ms": DISTURBED_MS,
+        "baseline_tolerance": BASELINE_TOL,
+        "kernel": os.uname().release,
+    }
 
 
 def fmt(v, nd=1) -> str:
@@ -824,22 +1059,32 @@ def derive(res: dict) -> None:
     if pp and pp.get("counters"):
         c1, c2 = (pp["counters"].get(f"rtn-{LAB_NAME}-s{i}", {}) for i in (1, 2))
         if c1.get("rx_udp") and c2.get("rx_udp"):
+
             def per(v, n):
                 return round(v / n, 2) if n else None
+
             w = {}
-            for name, tx, rx, app in (("request (s1 -> s2)", c1, c2, True),
-                                      ("reply (s2 -> s1)", c2, c1, False)):
+            for name, tx, rx, app in (
+                ("request (s1 -> s2)", c1, c2, True),
+                ("reply (s2 -> s1)", c2, c1, False),
+            ):
                 n = rx["rx_udp"]
-                w[name] = {"sender's RT thread": per(tx["loops"] - tx["rx_wakeups"], n),
-                           "receiver's RT thread": per(rx["rx_wakeups"], n),
-                           "receiving application": per(rx["app_notifies"], n) if app else None}
+                w[name] = {
+                    "sender's RT thread": per(tx["loops"] - tx["rx_wakeups"], n),
+                    "receiver's RT thread": per(rx["rx_wakeups"], n),
+                    "receiving application": per(rx["app_notifies"], n) if app else None,
+                }
             d["wakeups_per_datagram"] = w
     st = extra.get("stamped") or {}
     if st.get("stages_n") and (st.get("server") or {}).get("stages_n"):
-        d["stages_p50_us"] = {"request (s1 -> s2)": st["server"]["stages_p50_us"],
-                              "reply (s2 -> s1)": st["stages_p50_us"]}
-        d["stages_p99_us"] = {"request (s1 -> s2)": st["server"].get("stages_p99_us"),
-                              "reply (s2 -> s1)": st.get("stages_p99_us")}
+        d["stages_p50_us"] = {
+            "request (s1 -> s2)": st["server"]["stages_p50_us"],
+            "reply (s2 -> s1)": st["stages_p50_us"],
+        }
+        d["stages_p99_us"] = {
+            "request (s1 -> s2)": st["server"].get("stages_p99_us"),
+            "reply (s2 -> s1)": st.get("stages_p99_us"),
+        }
     # baselines: the kernel's idle ping-pong at the start and at the end of the run
     end50 = _get(extra, "kernel_idle_end", "p50")
     flags = []
@@ -847,8 +1092,10 @@ def derive(res: dict) -> None:
         gap = abs(k50 - end50) / min(k50, end50)
         d["baseline_gap"] = round(gap, 3)
         if gap > BASELINE_TOL:
-            flags.append(f"idle baselines disagree: kernel p50 {k50:.1f} us at the start, "
-                         f"{end50:.1f} us at the end")
+            flags.append(
+                f"idle baselines disagree: kernel p50 {k50:.1f} us at the start, "
+                f"{end50:.1f} us at the end"
+            )
     elif k50 is None or end50 is None:
         flags.append("no idle kernel baseline at the start or the end")
     disturbed = []
@@ -867,22 +1114,34 @@ def derive(res: dict) -> None:
 
 # ---- the report --------------------------------------------------------------------------
 
+
 def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
     """The median [min..max] of the runs whose baselines agree (all runs if none does)."""
     from tools.bench_aggregate import merge, show, verdict
+
     good = [r for r in runs if not r.get("flags")]
     used = good or runs
-    m = merge([{"columns": r["columns"], "extra": r["extra"], "derived": r["derived"]}
-               for r in used])
+    m = merge(
+        [{"columns": r["columns"], "extra": r["extra"], "derived": r["derived"]} for r in used]
+    )
     cols, der = m["columns"], m["derived"]
     out = []
     n = len(used)
-    out.append(f"sockperf {runs[0]['settings'].get('seconds')} s per measurement, "
-               f"{PP_SIZE}-byte ping-pong (round trips, --full-rtt), median [min..max] "
-               f"over {n} run{'s' if n != 1 else ''}"
-               + (f" ({len(runs) - len(good)} flagged run(s) left out)" if good and len(good) < len(runs) else "")
-               + ("; EVERY run is flagged (see below): figures of all runs, not to be trusted"
-                  if not good else ""))
+    out.append(
+        f"sockperf {runs[0]['settings'].get('seconds')} s per measurement, "
+        f"{PP_SIZE}-byte ping-pong (round trips, --full-rtt), median [min..max] "
+        f"over {n} run{'s' if n != 1 else ''}"
+        + (
+            f" ({len(runs) - len(good)} flagged run(s) left out)"
+            if good and len(good) < len(runs)
+            else ""
+        )
+        + (
+            "; EVERY run is flagged (see below): figures of all runs, not to be trusted"
+            if not good
+            else ""
+        )
+    )
     present = [c for c in COLUMNS if c in cols]
     for load in ("idle", "flood"):
         if not any(load in cols[c] for c in present):
@@ -891,33 +1150,58 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
         out.append(f"| {load} | " + " | ".join(present) + " |")
         out.append("|---|" + "---:|" * len(present))
         for p in PCTS:
-            out.append(f"| round trip {p}, us | " + " | ".join(show(_get(cols, c, load, "pp", p), 1)
-                                               for c in present) + " |")
+            out.append(
+                f"| round trip {p}, us | "
+                + " | ".join(show(_get(cols, c, load, "pp", p), 1) for c in present)
+                + " |"
+            )
         for size in TP_SIZES:
             if any(_get(cols, c, load, f"tp{size}") for c in present):
-                out.append(f"| throughput {size} B, offered (--mps) | " + " | ".join(
-                    show(_get(cols, c, load, f"tp{size}", "mps")) for c in present) + " |")
-                out.append(f"| throughput {size} B, msg/s | " + " | ".join(
-                    show(_get(cols, c, load, f"tp{size}", "msgs_per_s"), 0) for c in present)
-                    + " |")
-                out.append(f"| throughput {size} B, Mbit/s | " + " | ".join(
-                    show(_get(cols, c, load, f"tp{size}", "mbps"), 1) for c in present) + " |")
-                out.append(f"| throughput {size} B, lost % | " + " | ".join(
-                    show(_get(cols, c, load, f"tp{size}", "loss_pct"), 1) for c in present)
-                    + " |")
+                out.append(
+                    f"| throughput {size} B, offered (--mps) | "
+                    + " | ".join(show(_get(cols, c, load, f"tp{size}", "mps")) for c in present)
+                    + " |"
+                )
+                out.append(
+                    f"| throughput {size} B, msg/s | "
+                    + " | ".join(
+                        show(_get(cols, c, load, f"tp{size}", "msgs_per_s"), 0) for c in present
+                    )
+                    + " |"
+                )
+                out.append(
+                    f"| throughput {size} B, Mbit/s | "
+                    + " | ".join(show(_get(cols, c, load, f"tp{size}", "mbps"), 1) for c in present)
+                    + " |"
+                )
+                out.append(
+                    f"| throughput {size} B, lost % | "
+                    + " | ".join(
+                        show(_get(cols, c, load, f"tp{size}", "loss_pct"), 1) for c in present
+                    )
+                    + " |"
+                )
         if load == "flood":
-            out.append("| flood delivered, Mbit/s | " + " | ".join(
-                show(_get(cols, c, load, "pp", "flood_delivered_mbps"), 1) for c in present)
-                + " |")
-        dist = [sum(1 for r in used for k in r.get("disturbed", []) if k.startswith(f"{c}/{load}/"))
-                for c in present]
+            out.append(
+                "| flood delivered, Mbit/s | "
+                + " | ".join(
+                    show(_get(cols, c, load, "pp", "flood_delivered_mbps"), 1) for c in present
+                )
+                + " |"
+            )
+        dist = [
+            sum(1 for r in used for k in r.get("disturbed", []) if k.startswith(f"{c}/{load}/"))
+            for c in present
+        ]
         out.append("| disturbed measurements | " + " | ".join(str(x) for x in dist) + " |")
     out.append("")
     ex = m["extra"]
-    out.append("The same C ping-pong (tools/sockperf_native.c) three ways, idle, p50 us: "
-               f"POSIX sockets on kernel UDP {show(_get(ex, 'posix_kernel', 'p50'), 1)}, "
-               f"POSIX sockets through rtnet-run {show(_get(ex, 'posix_rt', 'p50'), 1)}, "
-               f"native API {show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)}.")
+    out.append(
+        "The same C ping-pong (tools/sockperf_native.c) three ways, idle, p50 us: "
+        f"POSIX sockets on kernel UDP {show(_get(ex, 'posix_kernel', 'p50'), 1)}, "
+        f"POSIX sockets through rtnet-run {show(_get(ex, 'posix_rt', 'p50'), 1)}, "
+        f"native API {show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)}."
+    )
     out.append("")
     out.append("Targets (each against its same-run baseline):")
     lines = []
@@ -931,50 +1215,74 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
         sym = {"abs_at_most": "|x| <= ", "at_most": "<= "}[kind]
         note = ""
         if kind == "abs_at_most" and float(der[key]) < -t:
-            note = (" (negative: the native API's column was the slower one, so this "
-                    "measurement does not resolve a difference of this size)")
-        lines.append(f"- {label}: {show(der[key], 2)} {unit} (target {sym}{t:g} {unit}; "
-                     f"{base}): {v.upper() if v == 'missed' else v}{note}")
+            note = (
+                " (negative: the native API's column was the slower one, so this "
+                "measurement does not resolve a difference of this size)"
+            )
+        lines.append(
+            f"- {label}: {show(der[key], 2)} {unit} (target {sym}{t:g} {unit}; "
+            f"{base}): {v.upper() if v == 'missed' else v}{note}"
+        )
 
-    target("interposer_p50_us", "interposer, sockperf through rtnet-run minus the native "
-           "API at p50",
-           f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, native "
-           f"{show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)} us")
+    target(
+        "interposer_p50_us",
+        "interposer, sockperf through rtnet-run minus the native API at p50",
+        f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, native "
+        f"{show(_get(cols, 'native', 'idle', 'pp', 'p50'), 1)} us",
+    )
     if "interposer_posix_p50_us" in der:
         v = der["interposer_posix_p50_us"]
         vv = verdict(v, 2.0, "abs_at_most")
-        lines.append(f"- interposer alone, the same C ping-pong over POSIX sockets through "
-                     f"rtnet-run minus the native API at p50: {show(v, 2)} us "
-                     f"(target |x| <= 2 us): {vv.upper() if vv == 'missed' else vv}"
-                     + (" (negative: the native API was the slower)" if float(v) < -2 else ""))
-    target("nomac_over_kernel_p50", "NoMAC over kernel UDP at p50, idle",
-           f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, kernel "
-           f"{show(_get(cols, 'kernel', 'idle', 'pp', 'p50'), 1)} us")
-    target("tdma_flood_p999_us", "TDMA p99.9 round trip under the flood",
-           f"kernel UDP under the same flood: p99.9 "
-           f"{show(_get(cols, 'kernel', 'flood', 'pp', 'p99.9'), 1)} us")
+        lines.append(
+            f"- interposer alone, the same C ping-pong over POSIX sockets through "
+            f"rtnet-run minus the native API at p50: {show(v, 2)} us "
+            f"(target |x| <= 2 us): {vv.upper() if vv == 'missed' else vv}"
+            + (" (negative: the native API was the slower)" if float(v) < -2 else "")
+        )
+    target(
+        "nomac_over_kernel_p50",
+        "NoMAC over kernel UDP at p50, idle",
+        f"nomac {show(_get(cols, 'nomac', 'idle', 'pp', 'p50'), 1)} us, kernel "
+        f"{show(_get(cols, 'kernel', 'idle', 'pp', 'p50'), 1)} us",
+    )
+    target(
+        "tdma_flood_p999_us",
+        "TDMA p99.9 round trip under the flood",
+        f"kernel UDP under the same flood: p99.9 "
+        f"{show(_get(cols, 'kernel', 'flood', 'pp', 'p99.9'), 1)} us",
+    )
     out += lines
     w = der.get("wakeups_per_datagram")
     if w:
         out.append("")
-        out.append("Wake-ups per datagram and direction (sockperf through rtnet-run, NoMAC, idle; "
-                   "the stations' counters; kernel UDP has one, the receiving application's; "
-                   "the client's own wake-ups are not counted, its channel closes with it):")
+        out.append(
+            "Wake-ups per datagram and direction (sockperf through rtnet-run, NoMAC, idle; "
+            "the stations' counters; kernel UDP has one, the receiving application's; "
+            "the client's own wake-ups are not counted, its channel closes with it):"
+        )
         for dirn, items in w.items():
-            out.append(f"- {dirn}: " + ", ".join(f"{k} {show(v, 2)}" for k, v in items.items()
-                                                 if v is not None))
+            out.append(
+                f"- {dirn}: "
+                + ", ".join(f"{k} {show(v, 2)}" for k, v in items.items() if v is not None)
+            )
     s = der.get("stages_p50_us")
     if s:
         out.append("")
-        out.append("Where the time goes (stamped native datagrams, NoMAC, idle; per stage p50 "
-                   "[p99 in the first run] us: hand-over -> sender's RT thread (queue) -> TX "
-                   "(slot) -> receiver's XDP stamp (wire) -> receiver's RT thread (rx_rt) -> "
-                   "application (take)):")
+        out.append(
+            "Where the time goes (stamped native datagrams, NoMAC, idle; per stage p50 "
+            "[p99 in the first run] us: hand-over -> sender's RT thread (queue) -> TX "
+            "(slot) -> receiver's XDP stamp (wire) -> receiver's RT thread (rx_rt) -> "
+            "application (take)):"
+        )
         for dirn, st in s.items():
             q = (runs[0]["derived"].get("stages_p99_us") or {}).get(dirn) or {}
-            out.append(f"- {dirn}: " + ", ".join(
-                f"{k} {show(v, 1)}" + (f" [{q[k]:.0f}]" if k in q else "")
-                for k, v in st.items()))
+            out.append(
+                f"- {dirn}: "
+                + ", ".join(
+                    f"{k} {show(v, 1)}" + (f" [{q[k]:.0f}]" if k in q else "")
+                    for k, v in st.items()
+                )
+            )
     flagged = [(r["run_index"], f) for r in runs for f in r.get("flags", [])]
     if flagged:
         out.append("")
@@ -985,8 +1293,10 @@ def report(runs: list[dict], made: list[dict]) -> tuple[str, dict]:
 
 # ---- BENCHMARKS.md -----------------------------------------------------------------------
 
-SECTION_BEGIN = ("<!-- bench_sockperf: begin (tools/bench_sockperf.py --report MANIFEST "
-                 "--benchmarks writes this section) -->")
+SECTION_BEGIN = (
+    "<!-- bench_sockperf: begin (tools/bench_sockperf.py --report MANIFEST "
+    "--benchmarks writes this section) -->"
+)
 SECTION_END = "<!-- bench_sockperf: end -->"
 
 
@@ -996,34 +1306,50 @@ def section(text: str, runs: list, man_path: str) -> str:
     rel = os.path.relpath(man_path, ROOT) if man_path.startswith(ROOT + os.sep) else man_path
     codes = sorted({r.get("code", "?") for r in runs})
     st = runs[0]["settings"]
-    return "\n".join([
-        SECTION_BEGIN, "## Unmodified programs: sockperf", "",
-        "Debian's sockperf 3.7, unmodified, between the two stations of a lab: kernel UDP "
-        "over rteth0 with no rtnetd (kernel), the real-time path under NoMAC through "
-        "`rtnet-run` (nomac), the same path through the native API "
-        "(`tools/sockperf_native.c`, a ping-pong in sockperf's manner on rtn_app.h; native) "
-        f"and under TDMA at a {CYCLE_US} us cycle, master and slave with an RT slot and an "
-        f"NRT window each, guard {st['tdma']['guard_us']} us, through `rtnet-run` (tdma). "
-        f"Every run measures all four in turn on one fresh lab, {st['seconds']:g} s per "
-        "measurement, and kernel UDP's idle ping-pong again at its end; a run whose two "
-        f"idle baselines are more than {BASELINE_TOL:.0%} apart is flagged and left out. "
-        "Ping-pong: 64-byte datagrams, round trips (`--full-rtt`). Throughput: what the "
-        "server's station delivered to sockets over what sockperf sent, at `--mps max` (a "
-        "rate sockperf fails at is retried at the next of a fixed ladder: max, 200k, 100k, "
-        "50k, ...; the offered row says which). The flood is iperf3 UDP at "
-        f"{FLOOD_MBPS} Mbit/s, {FLOOD_LEN}-byte datagrams, station 1 to station 2: over "
-        "rteth0's kernel path for kernel UDP, through vnic0 (the stack's Linux path, "
-        "RTmac frames on the same veths and bridge; under TDMA in the NRT windows) for "
-        "the others; both share the lab's wire, the bridge. The stall detector runs on "
-        "CPU 0; a measurement with 5 ms or more of gaps and slow spells is counted as "
-        "disturbed (kept). The stations' RT threads are SCHED_FIFO and not pinned, the "
-        "programs SCHED_OTHER (pinning both RT threads to CPU 1 put the application's "
-        "wake-up p99 near 500 us).", "",
-        "    " + (cmds[0] if len(cmds) == 1 else "python3 -m tools.bench_sockperf --runs 1 --series S"
-                  " (one locked invocation per run)"),
-        f"    python3 -m tools.bench_sockperf --report {rel} --benchmarks", "",
-        f"Code: {', '.join(codes)}. Raw runs: `{rel}` and the run directories beside it.", "",
-        text.strip(), "", SECTION_END, ""])
+    return "\n".join(
+        [
+            SECTION_BEGIN,
+            "## Unmodified programs: sockperf",
+            "",
+            "Debian's sockperf 3.7, unmodified, between the two stations of a lab: kernel UDP "
+            "over rteth0 with no rtnetd (kernel), the real-time path under NoMAC through "
+            "`rtnet-run` (nomac), the same path through the native API "
+            "(`tools/sockperf_native.c`, a ping-pong in sockperf's manner on rtn_app.h; native) "
+            f"and under TDMA at a {CYCLE_US} us cycle, master and slave with an RT slot and an "
+            f"NRT window each, guard {st['tdma']['guard_us']} us, through `rtnet-run` (tdma). "
+            f"Every run measures all four in turn on one fresh lab, {st['seconds']:g} s per "
+            "measurement, and kernel UDP's idle ping-pong again at its end; a run whose two "
+            f"idle baselines are more than {BASELINE_TOL:.0%} apart is flagged and left out. "
+            "Ping-pong: 64-byte datagrams, round trips (`--full-rtt`). Throughput: what the "
+            "server's station delivered to sockets over what sockperf sent, at `--mps max` (a "
+            "rate sockperf fails at is retried at the next of a fixed ladder: max, 200k, 100k, "
+            "50k, ...; the offered row says which). The flood is iperf3 UDP at "
+            f"{FLOOD_MBPS} Mbit/s, {FLOOD_LEN}-byte datagrams, station 1 to station 2: over "
+            "rteth0's kernel path for kernel UDP, through vnic0 (the stack's Linux path, "
+            "RTmac frames on the same veths and bridge; under TDMA in the NRT windows) for "
+            "the others; both share the lab's wire, the bridge. The stall detector runs on "
+            "CPU 0; a measurement with 5 ms or more of gaps and slow spells is counted as "
+            "disturbed (kept). The stations' RT threads are SCHED_FIFO and not pinned, the "
+            "programs SCHED_OTHER (pinning both RT threads to CPU 1 put the application's "
+            "wake-up p99 near 500 us).",
+            "",
+            "    "
+            + (
+                cmds[0]
+                if len(cmds) == 1
+                else "python3 -m tools.bench_sockperf --runs 1 --series S"
+                " (one locked invocation per run)"
+            ),
+            f"    python3 -m tools.bench_sockperf --report {rel} --benchmarks",
+            "",
+            f"Code: {', '.join(codes)}. Raw runs: `{rel}` and the run directories beside it.",
+            "",
+            text.strip(),
+            "",
+            SECTION_END,
+            "",
+        ]
+    )
 
 
 def update_benchmarks(path: str, sec: str) -> None:
@@ -1038,6 +1364,7 @@ def kept_section(path: str) -> str:
 
 
 # ---- runs, manifest ----------------------------------------------------------------------
+
 
 def load_runs(man_path: str) -> tuple[list, list]:
     with open(man_path) as f:
@@ -1062,12 +1389,14 @@ def print_report(runs, made, out_dir: str, man_path: str, benchmarks: str | None
         for r, e in zip(runs, made):
             r.setdefault("command", e.get("command"))
         update_benchmarks(benchmarks, section(text, runs, os.path.abspath(man_path)))
-        log(f"# section \"Unmodified programs: sockperf\" written to {benchmarks}")
+        log(f'# section "Unmodified programs: sockperf" written to {benchmarks}')
     log("")
     log(text)
     path = os.path.join(out_dir, "bench_sockperf.json")
-    write_json(path, {"manifest": man_path, "runs": [e["run"] for e in made],
-                      "report": text, "median": merged})
+    write_json(
+        path,
+        {"manifest": man_path, "runs": [e["run"] for e in made], "report": text, "median": merged},
+    )
     log(f"\n# saved {path}; raw runs listed in {man_path}")
     return 0
 
@@ -1089,9 +1418,12 @@ def main(argv=None) -> int:
     os.chmod(run_dir, 0o755)
     os.environ["RTNET_RUN_DIR"] = run_dir
     version = code_version()
-    man_path, man = open_manifest(os.path.join(a.out_dir, "bench_sockperf", a.series or version),
-                                  version)
-    command = " ".join(["python3 -m tools.bench_sockperf", *(sys.argv[1:] if argv is None else argv)])
+    man_path, man = open_manifest(
+        os.path.join(a.out_dir, "bench_sockperf", a.series or version), version
+    )
+    command = " ".join(
+        ["python3 -m tools.bench_sockperf", *(sys.argv[1:] if argv is None else argv)]
+    )
     conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
     runs, made = [], []
     # SIGTERM tears down as Ctrl-C does
@@ -1102,6 +1434,7 @@ def main(argv=None) -> int:
         if os.getpid() != me:
             os._exit(143)
         raise KeyboardInterrupt()
+
     signal.signal(signal.SIGTERM, on_term)
     try:
         exe = build_native(conf_dir)
@@ -1139,8 +1472,10 @@ def main(argv=None) -> int:
         shutil.rmtree(conf_dir, ignore_errors=True)
         shutil.rmtree(run_dir, ignore_errors=True)
     if not runs:
-        print(f"bench_sockperf.py: no run of {a.runs} ended well; {man_path} lists why",
-              file=sys.stderr)
+        print(
+            f"bench_sockperf.py: no run of {a.runs} ended well; {man_path} lists why",
+            file=sys.stderr,
+        )
         return 1
     return print_report(runs, made, a.out_dir, man_path)
 

@@ -47,6 +47,7 @@ and suite_vnic (part c), suite_lab and suite_config (what the parts share), and
 bench_suite_report with suite_tables, suite_headlines, suite_figures and suite_discussion
 (the report).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,7 +66,7 @@ from tools.suite_config import ROOT
 from tools.suite_lab import log
 from tools.suite_measure import measure
 
-CHILD = [sys.executable, "-m", "tools.bench_suite"]   # what a run is: this module, --one-run
+CHILD = [sys.executable, "-m", "tools.bench_suite"]  # what a run is: this module, --one-run
 
 
 def run_once(args, argv, run_dir: str) -> tuple[str, str]:
@@ -75,8 +76,9 @@ def run_once(args, argv, run_dir: str) -> tuple[str, str]:
     out_json = os.path.join(run_dir, "bench_suite.json")
     last = ""
     with open(os.path.join(run_dir, "log.txt"), "w") as logf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, cwd=ROOT)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
+        )
         try:
             for line in proc.stdout:
                 sys.stdout.write(line)
@@ -126,12 +128,18 @@ def run_suite(args, argv) -> int:
         log(f"# run {k}: {status}{': ' + reason if reason else ''}")
     ok = [os.path.join(base, e["dir"], "bench_suite.json") for e in made if e["status"] == "ok"]
     if not ok:
-        print(f"bench_suite.py: no run of {args.runs} ended well; the manifest {man_path} "
-              "lists why", file=sys.stderr)
+        print(
+            f"bench_suite.py: no run of {args.runs} ended well; the manifest {man_path} lists why",
+            file=sys.stderr,
+        )
         return 1
     results = combine(ok, command, man_path, made)
-    return write_outputs(args, results, os.path.join(args.out_dir, "bench_suite.json"),
-                         vnic_png=os.path.join(os.path.dirname(ok[0]), "bench_suite_vnic.png"))
+    return write_outputs(
+        args,
+        results,
+        os.path.join(args.out_dir, "bench_suite.json"),
+        vnic_png=os.path.join(os.path.dirname(ok[0]), "bench_suite_vnic.png"),
+    )
 
 
 def combine(paths: list, command: str, manifest: str, made: list) -> dict:
@@ -143,17 +151,24 @@ def combine(paths: list, command: str, manifest: str, made: list) -> dict:
             runs.append(json.load(f))
     out = merge(runs)
     env = out["envelope"] = dict(runs[0]["envelope"])
-    env.update(command=command, start_time=min(r["envelope"]["start_time"] for r in runs),
-               end_time=max(r["envelope"].get("end_time", "") for r in runs),
-               seconds=sum(r["envelope"].get("seconds", 0) for r in runs))
-    out["runs"] = {"manifest": os.path.relpath(manifest, ROOT)
-                   if manifest.startswith(ROOT + os.sep) else manifest,
-                   "made": len(made), "ok": len(runs),
-                   "failed": [{"run": e["run"], "reason": e.get("reason", "")}
-                              for e in made if e["status"] != "ok"],
-                   "files": [os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
-                             for p in paths],
-                   "headlines": report.headline_rows(runs)}
+    env.update(
+        command=command,
+        start_time=min(r["envelope"]["start_time"] for r in runs),
+        end_time=max(r["envelope"].get("end_time", "") for r in runs),
+        seconds=sum(r["envelope"].get("seconds", 0) for r in runs),
+    )
+    out["runs"] = {
+        "manifest": os.path.relpath(manifest, ROOT)
+        if manifest.startswith(ROOT + os.sep)
+        else manifest,
+        "made": len(made),
+        "ok": len(runs),
+        "failed": [
+            {"run": e["run"], "reason": e.get("reason", "")} for e in made if e["status"] != "ok"
+        ],
+        "files": [os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p for p in paths],
+        "headlines": report.headline_rows(runs),
+    }
     return out
 
 
@@ -163,8 +178,9 @@ def from_manifest(path: str) -> tuple[list, list]:
         man = json.load(f)
     base = os.path.dirname(os.path.abspath(path))
     made = man["runs"]
-    return [os.path.join(base, e["dir"], "bench_suite.json") for e in made
-            if e["status"] == "ok"], made
+    return [
+        os.path.join(base, e["dir"], "bench_suite.json") for e in made if e["status"] == "ok"
+    ], made
 
 
 def main(argv=None) -> int:
@@ -177,22 +193,27 @@ def main(argv=None) -> int:
         except (OSError, json.JSONDecodeError) as e:
             print(f"bench_suite.py: {args.from_json}: {e}", file=sys.stderr)
             return 2
-        if "runs" in doc and "code" in doc:          # a manifest: every ok run it lists
+        if "runs" in doc and "code" in doc:  # a manifest: every ok run it lists
             paths, made = from_manifest(args.from_json)
             if not paths:
                 print(f"bench_suite.py: {args.from_json} lists no ok run", file=sys.stderr)
                 return 2
             doc = combine(paths, doc["runs"][-1]["command"], args.from_json, made)
-            return write_outputs(args, doc, os.path.join(args.out_dir, "bench_suite.json"),
-                                 vnic_png=os.path.join(os.path.dirname(paths[0]),
-                                                       "bench_suite_vnic.png"))
+            return write_outputs(
+                args,
+                doc,
+                os.path.join(args.out_dir, "bench_suite.json"),
+                vnic_png=os.path.join(os.path.dirname(paths[0]), "bench_suite_vnic.png"),
+            )
         return write_outputs(args, doc, args.from_json)
     if args.one_run:
         args.out_dir = args.one_run
         results = measure(args, [a for a in argv])
         write_json(os.path.join(args.one_run, "bench_suite.json"), results)
-        log(f"# saved {os.path.join(args.one_run, 'bench_suite.json')} "
-            f"({results['envelope']['seconds']:.0f} s)")
+        log(
+            f"# saved {os.path.join(args.one_run, 'bench_suite.json')} "
+            f"({results['envelope']['seconds']:.0f} s)"
+        )
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     return run_suite(args, argv)
@@ -214,8 +235,10 @@ def write_outputs(args, results: dict, path: str, vnic_png: str | None = None) -
         f.write(text)
     os.replace(tmp, args.report)
     log(report.tables(results))
-    log(f"# saved {path}, {args.report} and {len(figures)} figures in {args.figures_dir} "
-        f"({results['envelope']['seconds']:.0f} s of measurement)")
+    log(
+        f"# saved {path}, {args.report} and {len(figures)} figures in {args.figures_dir} "
+        f"({results['envelope']['seconds']:.0f} s of measurement)"
+    )
     return 0
 
 

@@ -14,6 +14,7 @@ rtnet.hist.Histogram, so they are computed the same way.
 
 Target (DESIGN.md): ours p99 <= 1.25 x cyclictest p99, per load.
 """
+
 import argparse
 import datetime
 import json
@@ -33,22 +34,37 @@ TOOLS = ("rtnet-rt", "cyclictest")
 
 
 def run_ours_chunk(args, acc: Accumulator, applied: dict):
-    rt = RtThread(period_us=args.period_us, cpu=args.cpu, priority=args.priority,
-                  allow_fallback=args.allow_fallback, hold_dma_latency=True)
+    rt = RtThread(
+        period_us=args.period_us,
+        cpu=args.cpu,
+        priority=args.priority,
+        allow_fallback=args.allow_fallback,
+        hold_dma_latency=True,
+    )
     with rt:
         time.sleep(args.chunk)
     s = rt.stats()
     h = s.histogram
     acc.add(h.bins, h.count, h.underflow, h.overflow, h.min_ns, h.max_ns, h.sum_ns)
-    applied.update(policy=s.policy, priority=s.priority, cpu=s.cpu,
-                   pm_qos_dma_latency_us=0 if s.dma_latency_held else None,
-                   memory_locked=s.memory_locked)
+    applied.update(
+        policy=s.policy,
+        priority=s.priority,
+        cpu=s.cpu,
+        pm_qos_dma_latency_us=0 if s.dma_latency_held else None,
+        memory_locked=s.memory_locked,
+    )
     applied["missed"] = applied.get("missed", 0) + s.missed
 
 
 def run_cyclictest_chunk(args, acc: Accumulator):
-    _acc, cmd = run_cyclictest(args.cyclictest, seconds=args.chunk, priority=args.priority,
-                               cpus=str(args.cpu), period_us=args.period_us, acc=acc)
+    _acc, cmd = run_cyclictest(
+        args.cyclictest,
+        seconds=args.chunk,
+        priority=args.priority,
+        cpus=str(args.cpu),
+        period_us=args.period_us,
+        acc=acc,
+    )
     return cmd
 
 
@@ -62,27 +78,44 @@ def summary(acc: Accumulator, tool: str) -> dict:
 def fmt_line(load, tool, s, prio, period_us):
     def v(x, w=6, d=1):
         return f"{x:{w}.{d}f}" if x is not None else " " * (w - 1) + "-"
-    return (f"T:{tool:<10} L:{load:<4} P:{prio:2d} I:{int(period_us)} C:{s['count']:7d} "
-            f"Min:{v(s['min'])} Avg:{v(s['avg'])} Max:{v(s['max'], 8)} "
-            f"p50:{v(s['p50'], 5, 0)} p99:{v(s['p99'], 5, 0)} p99.9:{v(s['p99.9'], 6, 0)} "
-            f"Ovf:{s['overflow']:d}")
+
+    return (
+        f"T:{tool:<10} L:{load:<4} P:{prio:2d} I:{int(period_us)} C:{s['count']:7d} "
+        f"Min:{v(s['min'])} Avg:{v(s['avg'])} Max:{v(s['max'], 8)} "
+        f"p50:{v(s['p50'], 5, 0)} p99:{v(s['p99'], 5, 0)} p99.9:{v(s['p99.9'], 6, 0)} "
+        f"Ovf:{s['overflow']:d}"
+    )
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--duration", type=integer("duration", 1, 86_400), default=30,
-                   help="seconds per tool per load (default 30)")
-    p.add_argument("--chunk", type=integer("chunk", 1, 3600), default=5,
-                   help="seconds per interleaved run (default 5)")
+    p.add_argument(
+        "--duration",
+        type=integer("duration", 1, 86_400),
+        default=30,
+        help="seconds per tool per load (default 30)",
+    )
+    p.add_argument(
+        "--chunk",
+        type=integer("chunk", 1, 3600),
+        default=5,
+        help="seconds per interleaved run (default 5)",
+    )
     p.add_argument("--quick", action="store_true", help="4 s per tool per load, 2 s chunks")
-    p.add_argument("--cpu", type=integer("cpu", 0, max(os.sched_getaffinity(0))),
-                   default=max(os.sched_getaffinity(0)),
-                   help="CPU for both tools (default: the highest allowed)")
+    p.add_argument(
+        "--cpu",
+        type=integer("cpu", 0, max(os.sched_getaffinity(0))),
+        default=max(os.sched_getaffinity(0)),
+        help="CPU for both tools (default: the highest allowed)",
+    )
     p.add_argument("--priority", type=integer("priority", PRIO_MIN, PRIO_MAX), default=90)
     p.add_argument("--period-us", type=integer("period", 1, PERIOD_MAX_US), default=1000)
     p.add_argument("--loads", default=",".join(LOADS), help="idle,cpu")
-    p.add_argument("--allow-fallback", action="store_true",
-                   help="let our thread run SCHED_OTHER if FIFO is refused")
+    p.add_argument(
+        "--allow-fallback",
+        action="store_true",
+        help="let our thread run SCHED_OTHER if FIFO is refused",
+    )
     p.add_argument("--output", default="results/bench_wakeup.json")
     args = p.parse_args(argv)
     if args.quick:
@@ -130,10 +163,15 @@ def main(argv=None) -> int:
             if stress is not None:
                 stop_stress(stress)
         results[load] = {
-            tool: {"summary_us": summary(acc, tool), "chunks": acc.chunks,
-                   "histogram_us": acc.histogram().nonzero_bins_us(),
-                   "overflow": int(acc.overflow), "per_chunk": acc.per_chunk}
-            for tool, acc in accs.items()}
+            tool: {
+                "summary_us": summary(acc, tool),
+                "chunks": acc.chunks,
+                "histogram_us": acc.histogram().nonzero_bins_us(),
+                "overflow": int(acc.overflow),
+                "per_chunk": acc.per_chunk,
+            }
+            for tool, acc in accs.items()
+        }
         ours, theirs = (results[load][t]["summary_us"]["p99"] for t in TOOLS)
         ratio = ours / theirs if theirs else None
         results[load]["p99_ratio"] = ratio
@@ -141,41 +179,59 @@ def main(argv=None) -> int:
 
     end = datetime.datetime.now().astimezone()
     settings = {
-        "period_us": args.period_us, "cpu": args.cpu, "priority": args.priority,
+        "period_us": args.period_us,
+        "cpu": args.cpu,
+        "priority": args.priority,
         "rtnet_rt_applied": applied,
-        "cyclictest_cmd": ct_cmd, "stress_cmd": stress_cmd,
+        "cyclictest_cmd": ct_cmd,
+        "stress_cmd": stress_cmd,
         "pm_qos": "/dev/cpu_dma_latency held at 0 by each tool while it runs",
-        "duration_s_per_tool_per_load": nchunks * args.chunk, "chunk_s": args.chunk,
+        "duration_s_per_tool_per_load": nchunks * args.chunk,
+        "chunk_s": args.chunk,
         "order": "interleaved ABBA: rtnet-rt, cyclictest, cyclictest, rtnet-rt, ...",
         "target_p99_ratio": TARGET_RATIO,
     }
 
-    print(f"# bench_wakeup: period {args.period_us} us, CPU {args.cpu}, "
-          f"{applied.get('policy')} priority {applied.get('priority')} (cyclictest: "
-          f"SCHED_FIFO {args.priority}), mlockall "
-          f"{'yes' if applied.get('memory_locked') else 'NO'} (both -m)")
-    print(f"# PM QoS: /dev/cpu_dma_latency = "
-          f"{'0 us' if applied.get('pm_qos_dma_latency_us') == 0 else 'NOT held'} (ours), "
-          f"0 us (cyclictest default)")
-    print(f"# {nchunks} x {args.chunk} s per tool per load, interleaved; "
-          f"CPU load: {' '.join(stress_cmd) if stress_cmd else 'none'}")
+    print(
+        f"# bench_wakeup: period {args.period_us} us, CPU {args.cpu}, "
+        f"{applied.get('policy')} priority {applied.get('priority')} (cyclictest: "
+        f"SCHED_FIFO {args.priority}), mlockall "
+        f"{'yes' if applied.get('memory_locked') else 'NO'} (both -m)"
+    )
+    print(
+        f"# PM QoS: /dev/cpu_dma_latency = "
+        f"{'0 us' if applied.get('pm_qos_dma_latency_us') == 0 else 'NOT held'} (ours), "
+        f"0 us (cyclictest default)"
+    )
+    print(
+        f"# {nchunks} x {args.chunk} s per tool per load, interleaved; "
+        f"CPU load: {' '.join(stress_cmd) if stress_cmd else 'none'}"
+    )
     print(f"# rtnet-rt periods skipped after stalls: {applied.get('missed', 0)}")
     print("# unit: us; p50/p99/p99.9 are upper bin edges (1 us bins), as cyclictest")
     for load in args.loads:
         for tool in TOOLS:
-            print(fmt_line(load, tool, results[load][tool]["summary_us"], args.priority,
-                           args.period_us))
+            print(
+                fmt_line(
+                    load, tool, results[load][tool]["summary_us"], args.priority, args.period_us
+                )
+            )
         ratio = results[load]["p99_ratio"]
         verdict = "meets" if results[load]["meets_target"] else "MISSES"
         ratio_txt = f"{ratio:.2f}" if ratio is not None else "-"
-        print(f"# {load}: p99 rtnet-rt / cyclictest = {ratio_txt} "
-              f"({verdict} target <= {TARGET_RATIO})")
+        print(
+            f"# {load}: p99 rtnet-rt / cyclictest = {ratio_txt} "
+            f"({verdict} target <= {TARGET_RATIO})"
+        )
 
     doc = {
         "file_version": 1,
         "cmdline": " ".join([sys.executable] + sys.argv),
-        "start_time": start.isoformat(), "end_time": end.isoformat(),
-        "return_code": 0, "sysinfo": sysinfo(), "settings": settings,
+        "start_time": start.isoformat(),
+        "end_time": end.isoformat(),
+        "return_code": 0,
+        "sysinfo": sysinfo(),
+        "settings": settings,
         "results": results,
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)

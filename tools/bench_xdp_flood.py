@@ -14,6 +14,7 @@ stack's zero-loss rate is compared with (tools/bench_suite.py, part c).
 
 Needs root; builds its own lab (--lab, default "fl") unless one of that name is up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,8 @@ from rtnet.xsk import RawSocket
 
 ET = 0x88B5
 BATCH = 64
-RX_IDLE_S = 0.3      # the receiver stops this long after the last frame
-PRIORITY = 90        # SCHED_FIFO, as the stations' RT threads in the RFC 2544 trials
+RX_IDLE_S = 0.3  # the receiver stops this long after the last frame
+PRIORITY = 90  # SCHED_FIFO, as the stations' RT threads in the RFC 2544 trials
 
 
 def _frame(length: int, src: str, dst: str) -> bytes:
@@ -50,8 +51,15 @@ def _run_pinned(cpu: int | None, priority: int, fn, *args):
     return fn(*args)
 
 
-def flood(lab: Lab, frame: int = 64, seconds: float = 2.0, batch: int = BATCH,
-          tx_cpu: int | None = 0, rx_cpu: int | None = 1, priority: int = PRIORITY) -> dict:
+def flood(
+    lab: Lab,
+    frame: int = 64,
+    seconds: float = 2.0,
+    batch: int = BATCH,
+    tx_cpu: int | None = 0,
+    rx_cpu: int | None = 1,
+    priority: int = PRIORITY,
+) -> dict:
     """Flood from station 1 to station 2 of ``lab`` (no station running on either).
 
     ``frame`` counts the FCS, as RFC 2544 does.  ``priority`` > 0 runs both
@@ -66,15 +74,36 @@ def flood(lab: Lab, frame: int = 64, seconds: float = 2.0, batch: int = BATCH,
     s1, s2 = lab.station(1), lab.station(2)
     data = _frame(frame - 4, s1.mac, s2.mac)
     rcs = {}
-    with RawSocket(s2.ifname, netns=s2.netns, ethertypes=[ET], busy_poll=True) as rx, \
-            RawSocket(s1.ifname, netns=s1.netns, ethertypes=[ET], busy_poll=True) as tx:
+    with (
+        RawSocket(s2.ifname, netns=s2.netns, ethertypes=[ET], busy_poll=True) as rx,
+        RawSocket(s1.ifname, netns=s1.netns, ethertypes=[ET], busy_poll=True) as tx,
+    ):
+
         def receive():
-            rcs["rx"] = _run_pinned(rx_cpu, priority, lib.rtn_flood_rx, rx._live(), ET,
-                                    int(RX_IDLE_S * 1e9), int((seconds + 5) * 1e9), rx_res)
+            rcs["rx"] = _run_pinned(
+                rx_cpu,
+                priority,
+                lib.rtn_flood_rx,
+                rx._live(),
+                ET,
+                int(RX_IDLE_S * 1e9),
+                int((seconds + 5) * 1e9),
+                rx_res,
+            )
 
         def send():
-            rcs["tx"] = _run_pinned(tx_cpu, priority, lib.rtn_flood_tx, tx._live(), data, len(data),
-                                    batch, int(seconds * 1e9), tx_res)
+            rcs["tx"] = _run_pinned(
+                tx_cpu,
+                priority,
+                lib.rtn_flood_tx,
+                tx._live(),
+                data,
+                len(data),
+                batch,
+                int(seconds * 1e9),
+                tx_res,
+            )
+
         threads = [threading.Thread(target=receive), threading.Thread(target=send)]
         for t in threads:
             t.start()
@@ -86,18 +115,32 @@ def flood(lab: Lab, frame: int = 64, seconds: float = 2.0, batch: int = BATCH,
     def rate(r):
         span = (r.last_ns - r.first_ns) / 1e9
         return r.frames / span if span > 0 else 0.0
-    return {"frame": frame, "batch": batch, "seconds": seconds, "tx_cpu": tx_cpu,
-            "rx_cpu": rx_cpu, "priority": priority, "sent": int(tx_res.frames), "received": int(rx_res.frames),
-            "tx_fps": rate(tx_res), "rx_fps": rate(rx_res), "tx_kicks": int(tx_res.kicks),
-            "rx_polls": int(rx_res.kicks), "rx_other": int(rx_res.other)}
+
+    return {
+        "frame": frame,
+        "batch": batch,
+        "seconds": seconds,
+        "tx_cpu": tx_cpu,
+        "rx_cpu": rx_cpu,
+        "priority": priority,
+        "sent": int(tx_res.frames),
+        "received": int(rx_res.frames),
+        "tx_fps": rate(tx_res),
+        "rx_fps": rate(rx_res),
+        "tx_kicks": int(tx_res.kicks),
+        "rx_polls": int(rx_res.kicks),
+        "rx_other": int(rx_res.other),
+    }
 
 
 def describe(r: dict) -> str:
     lost = r["sent"] - r["received"]
     sched = f"SCHED_FIFO {r['priority']}" if r["priority"] else "SCHED_OTHER"
-    return (f"raw AF_XDP flood {r['frame']:5d} B (batch {r['batch']}, CPUs tx {r['tx_cpu']} "
-            f"rx {r['rx_cpu']}, {sched}): received {r['rx_fps']:9.0f} fps, sent {r['tx_fps']:9.0f} fps"
-            f"{f', {lost} lost' if lost > 0 else ''}")
+    return (
+        f"raw AF_XDP flood {r['frame']:5d} B (batch {r['batch']}, CPUs tx {r['tx_cpu']} "
+        f"rx {r['rx_cpu']}, {sched}): received {r['rx_fps']:9.0f} fps, sent {r['tx_fps']:9.0f} fps"
+        f"{f', {lost} lost' if lost > 0 else ''}"
+    )
 
 
 def _cpu(text: str) -> int | None:
@@ -106,19 +149,26 @@ def _cpu(text: str) -> int | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--frame", type=integer("frame size", 64, 1518), default=64,
-                    help="bytes, FCS included (RFC 2544)")
+    ap.add_argument(
+        "--frame",
+        type=integer("frame size", 64, 1518),
+        default=64,
+        help="bytes, FCS included (RFC 2544)",
+    )
     ap.add_argument("--seconds", type=number("seconds", 0.1, 600), default=2.0)
     ap.add_argument("--batch", type=integer("batch", 1, lib.RTN_FLOOD_BATCH_MAX), default=BATCH)
     ap.add_argument("--tx-cpu", type=_cpu, default=0, help="a CPU number, or any")
     ap.add_argument("--rx-cpu", type=_cpu, default=1, help="a CPU number, or any")
-    ap.add_argument("--priority", type=integer("priority", 0, 99), default=PRIORITY,
-                    help="SCHED_FIFO priority of both ends (0: SCHED_OTHER)")
+    ap.add_argument(
+        "--priority",
+        type=integer("priority", 0, 99),
+        default=PRIORITY,
+        help="SCHED_FIFO priority of both ends (0: SCHED_OTHER)",
+    )
     ap.add_argument("--lab", default="fl", help="lab name (built and removed unless it is up)")
     args = ap.parse_args(argv)
     if args.priority and (args.tx_cpu is None or args.tx_cpu == args.rx_cpu):
-        ap.error("--priority needs --tx-cpu and --rx-cpu on two different CPUs "
-                 "(or --priority 0)")
+        ap.error("--priority needs --tx-cpu and --rx-cpu on two different CPUs (or --priority 0)")
     if os.geteuid() != 0:
         ap.error("needs root (lab namespaces, AF_XDP)")
     lab = Lab(args.lab, 2)
@@ -126,8 +176,20 @@ def main(argv=None) -> int:
     if own:
         lab.up()
     try:
-        print(describe(flood(lab, args.frame, args.seconds, args.batch, args.tx_cpu,
-                             args.rx_cpu, args.priority)), flush=True)
+        print(
+            describe(
+                flood(
+                    lab,
+                    args.frame,
+                    args.seconds,
+                    args.batch,
+                    args.tx_cpu,
+                    args.rx_cpu,
+                    args.priority,
+                )
+            ),
+            flush=True,
+        )
     finally:
         if own:
             lab.down()

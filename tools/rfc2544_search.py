@@ -17,6 +17,7 @@ trials at the rates it asked for (docs/benchmark-protocol.md).
 >>> found = searches({1: one_port, 2: two_ports}, 100.0, 1.0, 8, 1, 3, disturbed)
 >>> plain_best, plain_tried = found[1]["plain"]                     # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 
@@ -24,14 +25,22 @@ def disturbed_by(limit_ms: float):
     """A trial is disturbed when the stall detector saw at least ``limit_ms`` of slow spells
     and gaps of the VM during it (bench_suite.stalls_between: ``witness_slow_ms``,
     ``witness_gap_ms``); a trial without the detector's figures never is.  0: none is."""
+
     def disturbed(info: dict) -> bool:
         seen = info.get("witness_slow_ms", 0.0) + info.get("witness_gap_ms", 0.0)
         return limit_ms > 0 and seen >= limit_ms
+
     return disturbed
 
 
-def search_steps(hi: float, resolution: float, max_trials: int, verify: int = 0,
-                 retry_disturbed: int = 0, disturbed=None):
+def search_steps(
+    hi: float,
+    resolution: float,
+    max_trials: int,
+    verify: int = 0,
+    retry_disturbed: int = 0,
+    disturbed=None,
+):
     """Largest rate in (0, hi] whose trial passes; RFC 2544's binary search, first at hi.
 
     ``verify``: ETSI GS NFV-TST 009's binary search with loss verification.  A trial
@@ -57,8 +66,15 @@ def search_steps(hi: float, resolution: float, max_trials: int, verify: int = 0,
         while True:
             ok, info = yield rate
             dist = bool(disturbed is not None and disturbed(info))
-            tried.append({"rate": rate, "ok": ok, "repeat": repeats + excused, "disturbed": dist,
-                          **{k: v for k, v in info.items() if k != "hist"}})
+            tried.append(
+                {
+                    "rate": rate,
+                    "ok": ok,
+                    "repeat": repeats + excused,
+                    "disturbed": dist,
+                    **{k: v for k, v in info.items() if k != "hist"},
+                }
+            )
             if ok:
                 break
             if dist and excused < retry_disturbed:
@@ -77,19 +93,36 @@ def search_steps(hi: float, resolution: float, max_trials: int, verify: int = 0,
     return best, tried
 
 
-def binary_search(trial, hi: float, resolution: float, max_trials: int, verify: int = 0,
-                  retry_disturbed: int = 0, disturbed=None):
+def binary_search(
+    trial,
+    hi: float,
+    resolution: float,
+    max_trials: int,
+    verify: int = 0,
+    retry_disturbed: int = 0,
+    disturbed=None,
+):
     """search_steps driven by ``trial(rate) -> (ok, info)``; returns ``(best, tried)``."""
-    return lockstep({None: trial}, hi, resolution, max_trials, verify, retry_disturbed,
-                    disturbed)[None]
+    return lockstep({None: trial}, hi, resolution, max_trials, verify, retry_disturbed, disturbed)[
+        None
+    ]
 
 
-def lockstep(trials: dict, hi: float, resolution: float, max_trials: int, verify: int = 0,
-             retry_disturbed: int = 0, disturbed=None) -> dict:
+def lockstep(
+    trials: dict,
+    hi: float,
+    resolution: float,
+    max_trials: int,
+    verify: int = 0,
+    retry_disturbed: int = 0,
+    disturbed=None,
+) -> dict:
     """One search per ``trials[key]`` (as binary_search), their trials taken in turn, one
     of each search while both go on; returns ``{key: (best, tried)}``."""
-    steps = {k: search_steps(hi, resolution, max_trials, verify, retry_disturbed, disturbed)
-             for k in trials}
+    steps = {
+        k: search_steps(hi, resolution, max_trials, verify, retry_disturbed, disturbed)
+        for k in trials
+    }
     rates = {k: next(s) for k, s in steps.items()}
     out = {}
     while rates:
@@ -105,8 +138,15 @@ def lockstep(trials: dict, hi: float, resolution: float, max_trials: int, verify
 VARIANTS = ("plain", "retried")
 
 
-def searches(trials: dict, hi: float, resolution: float, max_trials: int, verify: int = 0,
-             retry_disturbed: int = 0, disturbed=None) -> dict:
+def searches(
+    trials: dict,
+    hi: float,
+    resolution: float,
+    max_trials: int,
+    verify: int = 0,
+    retry_disturbed: int = 0,
+    disturbed=None,
+) -> dict:
     """For each column ``trials[key]`` two searches from shared trials: "plain", without
     disturbed-trial retries (RFC 2544 with TST 009's loss verification: the headline), and
     "retried", with up to ``retry_disturbed`` repeats of a disturbed lossy trial per rate.
@@ -115,9 +155,13 @@ def searches(trials: dict, hi: float, resolution: float, max_trials: int, verify
     column that asked for that rate.  Each trial's info gets ``trial``, its number in the
     order run, so a shared trial shows in both lists.  Returns
     ``{key: {"plain": (best, tried), "retried": (best, tried)}}``."""
-    steps = {(k, v): search_steps(hi, resolution, max_trials, verify,
-                                  retry_disturbed if v == "retried" else 0, disturbed)
-             for k in trials for v in VARIANTS}
+    steps = {
+        (k, v): search_steps(
+            hi, resolution, max_trials, verify, retry_disturbed if v == "retried" else 0, disturbed
+        )
+        for k in trials
+        for v in VARIANTS
+    }
     want = {key: next(gen) for key, gen in steps.items()}
     out = {k: {} for k in trials}
     n = 0
@@ -154,7 +198,11 @@ def latency_rounds(trials: dict, rounds: int, disturbed=None) -> list[dict]:
     out = []
     for k in range(rounds):
         got = {key: trials[key]() for key in (keys if k % 2 == 0 else keys[::-1])}
-        out.append({"trials": {key: got[key] for key in keys},
-                    "disturbed": disturbed is not None and any(
-                        disturbed(info) for _ok, info in got.values())})
+        out.append(
+            {
+                "trials": {key: got[key] for key in keys},
+                "disturbed": disturbed is not None
+                and any(disturbed(info) for _ok, info in got.values()),
+            }
+        )
     return out

@@ -32,6 +32,7 @@ messages sent, received, lost, and for each loss the fault that explains it (a
 killed publisher's or subscriber's messages in flight, the subscriber's down
 time).  A loss no fault explains, a duplicate, a crash or a hang fails the run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,9 @@ class SoakFailure(Exception):
 
 
 def status(st, timeout=5.0) -> dict:
-    return stationctl.request("rteth0", {"cmd": "status"}, netns=st.netns,
-                              timeout=timeout)["status"]
+    return stationctl.request("rteth0", {"cmd": "status"}, netns=st.netns, timeout=timeout)[
+        "status"
+    ]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -86,16 +88,23 @@ class Soak:
         self.args = args
         self.lab = Lab("soak", 3)
         self.workdir = tempfile.mkdtemp(prefix="rtn-soak-")
-        self.daemons: dict[int, int] = {}      # station index -> rtnetd pid
-        self.faults: list[dict] = []           # what was injected, when, how it went
+        self.daemons: dict[int, int] = {}  # station index -> rtnetd pid
+        self.faults: list[dict] = []  # what was injected, when, how it went
         self.failures: list[str] = []
         self.apps: dict[str, object] = {}
-        self.app_logs = {"pub": os.path.join(self.workdir, "pub.log"),
-                         "sub": os.path.join(self.workdir, "sub.log")}
+        self.app_logs = {
+            "pub": os.path.join(self.workdir, "pub.log"),
+            "sub": os.path.join(self.workdir, "sub.log"),
+        }
         self.stop_traffic = threading.Event()
-        self.traffic = {"tcp_bytes": 0, "tcp_runs": 0, "udp_bytes": 0, "udp_runs": 0,
-                        "failed_runs": 0}
-        self.procs = []                        # long-running helpers we started
+        self.traffic = {
+            "tcp_bytes": 0,
+            "tcp_runs": 0,
+            "udp_bytes": 0,
+            "udp_runs": 0,
+            "failed_runs": 0,
+        }
+        self.procs = []  # long-running helpers we started
         self.restarting: set[int] = set()
         self.cpu_marks: dict[int, tuple[float, float]] = {}
 
@@ -112,15 +121,17 @@ class Soak:
         t0 = time.monotonic()
         while True:
             try:
-                states = {st.index: (status(st).get("tdma") or {}).get("state")
-                          for st in self.lab.stations}
+                states = {
+                    st.index: (status(st).get("tdma") or {}).get("state")
+                    for st in self.lab.stations
+                }
             except Exception as e:  # a daemon still starting: try again until the deadline
                 states = {"error": str(e)}
             if states == HEALTHY:
                 return time.monotonic() - t0
             if time.monotonic() - t0 > timeout:
                 raise SoakFailure(f"segment not back within {timeout:g} s: {states}")
-            time.sleep(0.1)   # other processes' state: poll
+            time.sleep(0.1)  # other processes' state: poll
 
     def start_app(self, kind: str) -> None:
         pub_st, sub_st = self.lab.station(3), self.lab.station(2)
@@ -129,13 +140,16 @@ class Soak:
             argv += ["pub", pub_st.netns, sub_st.mac, self.app_logs["pub"]]
         else:
             argv += ["sub", sub_st.netns, self.app_logs["sub"]]
-        proc = self.lab.spawn(pub_st if kind == "pub" else sub_st, argv, cwd=REPO,
-                              env=dict(os.environ, PYTHONPATH=REPO))
+        proc = self.lab.spawn(
+            pub_st if kind == "pub" else sub_st,
+            argv,
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=REPO),
+        )
         self.apps[kind] = proc
 
     def spawn_helper(self, station, argv):
-        proc = self.lab.spawn(station, argv, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+        proc = self.lab.spawn(station, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs.append(proc)
         return proc
 
@@ -146,8 +160,9 @@ class Soak:
             argv += ["-u", "-b", "10M"]
         key = "udp" if udp else "tcp"
         while not self.stop_traffic.is_set():
-            proc = self.lab.spawn(station, argv, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL, text=True)
+            proc = self.lab.spawn(
+                station, argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            )
             try:
                 out = proc.communicate(timeout=40)[0]
                 end = json.loads(out).get("end", {})
@@ -169,26 +184,52 @@ class Soak:
         tdma = status(m)["tdma"]
         cycle = tdma["cycle_no"]
         sent = 0
-        with netns.entered(self.lab.wire_netns), \
-                socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+        with (
+            netns.entered(self.lab.wire_netns),
+            socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw,
+        ):
             raw.bind(("rtbr0", 0))
             now = time.monotonic_ns()
             for k in range(150):
                 n = cycle + k
                 stamp, no = [((1 << 63) + now, n + 1), (now, n + 0x7FFFFFFF), (0, n + 1)][k % 3]
-                raw.send(frames.encode_sync(src=m.mac, cycle_no=no & 0xFFFFFFFF,
-                                            xmit_stamp=stamp, sched_xmit_stamp=stamp))
-                raw.send(frames.encode_sync(src="02:99:99:99:99:99", cycle_no=(n + 1) & 0xFFFFFFFF,
-                                            xmit_stamp=now + 50_000, sched_xmit_stamp=now))
-                raw.send(frames.encode_req_cal(dst=m.mac, src="02:99:99:99:99:99",
-                                               xmit_stamp=k, reply_cycle=(n + 10**6) & 0xFFFFFFFF,
-                                               reply_slot_offset=500_000))
-                raw.send(frames.encode_rpl_cal(dst=self.lab.station(3).mac, src=m.mac,
-                                               request_xmit_stamp=k, reception_stamp=2**63,
-                                               xmit_stamp=1))
+                raw.send(
+                    frames.encode_sync(
+                        src=m.mac,
+                        cycle_no=no & 0xFFFFFFFF,
+                        xmit_stamp=stamp,
+                        sched_xmit_stamp=stamp,
+                    )
+                )
+                raw.send(
+                    frames.encode_sync(
+                        src="02:99:99:99:99:99",
+                        cycle_no=(n + 1) & 0xFFFFFFFF,
+                        xmit_stamp=now + 50_000,
+                        sched_xmit_stamp=now,
+                    )
+                )
+                raw.send(
+                    frames.encode_req_cal(
+                        dst=m.mac,
+                        src="02:99:99:99:99:99",
+                        xmit_stamp=k,
+                        reply_cycle=(n + 10**6) & 0xFFFFFFFF,
+                        reply_slot_offset=500_000,
+                    )
+                )
+                raw.send(
+                    frames.encode_rpl_cal(
+                        dst=self.lab.station(3).mac,
+                        src=m.mac,
+                        request_xmit_stamp=k,
+                        reception_stamp=2**63,
+                        xmit_stamp=1,
+                    )
+                )
                 raw.send(bytes.fromhex("ffffffffffff029999999999") + b"\x90\x21" + os.urandom(46))
                 sent += 5
-                time.sleep(0.002)     # the rogue's pace: one burst per two cycles
+                time.sleep(0.002)  # the rogue's pace: one burst per two cycles
         return {"frames": sent}
 
     def fault_master(self) -> dict:
@@ -198,7 +239,7 @@ class Soak:
         try:
             os.kill(pid, signal.SIGKILL)
             while alive(pid):
-                time.sleep(0.01)      # another process ending: poll
+                time.sleep(0.01)  # another process ending: poll
             self.start_daemon(st)
         finally:
             self.restarting.discard(1)
@@ -214,14 +255,22 @@ class Soak:
 
     def inject(self, kind: str) -> None:
         t0 = time.monotonic()
-        info = self.fault_forge() if kind == "forge" else \
-            self.fault_master() if kind == "master" else self.fault_app(kind)
+        info = (
+            self.fault_forge()
+            if kind == "forge"
+            else self.fault_master()
+            if kind == "master"
+            else self.fault_app(kind)
+        )
         rec = {"kind": kind, "t": t0, **info}
         rec["recovered_s"] = round(self.wait_healthy(20.0), 3)
         rec["t_end"] = time.monotonic()
         self.faults.append(rec)
-        print(f"  {time.strftime('%H:%M:%S')} fault {kind:<6} recovered in "
-              f"{rec['recovered_s']:.2f} s {info}", flush=True)
+        print(
+            f"  {time.strftime('%H:%M:%S')} fault {kind:<6} recovered in "
+            f"{rec['recovered_s']:.2f} s {info}",
+            flush=True,
+        )
 
     # ---- watching ------------------------------------------------------------
     def check(self) -> None:
@@ -234,8 +283,9 @@ class Soak:
             try:
                 s = status(st)
             except Exception as e:
-                raise SoakFailure(f"station {st.index}: rtnetd pid {pid} did not answer "
-                                  f"status within 5 s: {e}")
+                raise SoakFailure(
+                    f"station {st.index}: rtnetd pid {pid} did not answer status within 5 s: {e}"
+                )
             if not s.get("running", True):
                 raise SoakFailure(f"station {st.index}: the RT thread stopped")
             now, cpu = time.monotonic(), cpu_seconds(pid)
@@ -243,12 +293,16 @@ class Soak:
             if now - t_prev >= 10:
                 share = (cpu - c_prev) / (now - t_prev)
                 if share > 0.8:
-                    raise SoakFailure(f"station {st.index}: rtnetd used {share:.0%} of a CPU "
-                                      f"for {now - t_prev:.0f} s (a spin)")
+                    raise SoakFailure(
+                        f"station {st.index}: rtnetd used {share:.0%} of a CPU "
+                        f"for {now - t_prev:.0f} s (a spin)"
+                    )
                 self.cpu_marks[st.index] = (now, cpu)
         for kind, proc in self.apps.items():
             if proc.poll() is not None:
-                raise SoakFailure(f"the {kind} application ended by itself (exit {proc.returncode})")
+                raise SoakFailure(
+                    f"the {kind} application ended by itself (exit {proc.returncode})"
+                )
 
     # ---- accounting ----------------------------------------------------------
     def account(self) -> dict:
@@ -257,7 +311,7 @@ class Soak:
         for line in open(self.app_logs["pub"]):
             _ev, _t, run, k = line.split()
             sent[int(run)] = max(sent.get(int(run), 0), int(k))
-        lives, cur = [], None      # one entry per subscriber process life
+        lives, cur = [], None  # one entry per subscriber process life
         for line in open(self.app_logs["sub"]):
             ev, t, run, *rest = line.split()
             t, run = float(t), int(run)
@@ -299,9 +353,15 @@ class Soak:
                         lost_explained["sub"] = lost_explained.get("sub", 0) + n
         received = sum(sum(life["received"].values()) for life in lives)
         duplicates = sum(life["old"] for life in lives)
-        return {"sent": sum(sent.values()), "received": received, "runs": len(sent),
-                "subscriber_lives": len(lives), "lost_explained": lost_explained,
-                "lost_unexplained": unexplained, "duplicates_or_reordered": duplicates}
+        return {
+            "sent": sum(sent.values()),
+            "received": received,
+            "runs": len(sent),
+            "subscriber_lives": len(lives),
+            "lost_explained": lost_explained,
+            "lost_unexplained": unexplained,
+            "duplicates_or_reordered": duplicates,
+        }
 
     # ---- the run -------------------------------------------------------------
     def run(self) -> dict:
@@ -315,23 +375,39 @@ class Soak:
         s1 = self.lab.station(1)
         for port in (5201, 5202):
             self.spawn_helper(s1, ["iperf3", "-s", "-p", str(port)])
-        self.procs.append(subprocess.Popen(["stress-ng", "--cpu", str(os.cpu_count() or 1),
-                                            "--cpu-load", str(a.cpu_load), "--quiet"],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(
+            subprocess.Popen(
+                [
+                    "stress-ng",
+                    "--cpu",
+                    str(os.cpu_count() or 1),
+                    "--cpu-load",
+                    str(a.cpu_load),
+                    "--quiet",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         self.start_app("sub")
         self.start_app("pub")
-        loops = [threading.Thread(target=self.iperf_loop, args=(self.lab.station(3), False),
-                                  daemon=True),
-                 threading.Thread(target=self.iperf_loop, args=(self.lab.station(2), True),
-                                  daemon=True)]
+        loops = [
+            threading.Thread(
+                target=self.iperf_loop, args=(self.lab.station(3), False), daemon=True
+            ),
+            threading.Thread(target=self.iperf_loop, args=(self.lab.station(2), True), daemon=True),
+        ]
         for t in loops:
             t.start()
         before = {st.index: status(st) for st in self.lab.stations}
         t0 = time.monotonic()
         end = t0 + a.minutes * 60
         next_fault, k = t0 + a.fault_interval, 0
-        print(f"soak: running {a.minutes:g} min, a fault every {a.fault_interval:g} s "
-              f"({', '.join(FAULTS)})", flush=True)
+        print(
+            f"soak: running {a.minutes:g} min, a fault every {a.fault_interval:g} s "
+            f"({', '.join(FAULTS)})",
+            flush=True,
+        )
         try:
             while time.monotonic() < end:
                 self.check()
@@ -339,7 +415,7 @@ class Soak:
                     self.inject(FAULTS[k % len(FAULTS)])
                     k += 1
                     next_fault = time.monotonic() + a.fault_interval
-                time.sleep(2.0)    # the watch interval
+                time.sleep(2.0)  # the watch interval
         except SoakFailure as e:
             self.failures.append(str(e))
             print(f"soak: FAILED: {e}", flush=True)
@@ -348,7 +424,7 @@ class Soak:
             for kind in ("pub", "sub"):
                 proc = self.apps.get(kind)
                 if proc is not None:
-                    self.lab.stop(proc, timeout=5)   # SIGTERM: both write their last account
+                    self.lab.stop(proc, timeout=5)  # SIGTERM: both write their last account
             for t in loops:
                 t.join(timeout=60)
         after = {}
@@ -359,16 +435,26 @@ class Soak:
                 self.failures.append(f"station {st.index}: no final status: {e}")
         rt = self.account()
         if rt["lost_unexplained"]:
-            self.failures.append(f"{sum(x['lost'] for x in rt['lost_unexplained'])} RT messages "
-                                 f"lost with no fault to explain them: {rt['lost_unexplained'][:10]}")
+            self.failures.append(
+                f"{sum(x['lost'] for x in rt['lost_unexplained'])} RT messages "
+                f"lost with no fault to explain them: {rt['lost_unexplained'][:10]}"
+            )
         if rt["duplicates_or_reordered"]:
-            self.failures.append(f"{rt['duplicates_or_reordered']} RT messages delivered twice "
-                                 f"or out of order")
-        return {"minutes": a.minutes, "fault_interval_s": a.fault_interval,
-                "cpu_load": a.cpu_load, "elapsed_s": round(time.monotonic() - t0, 1),
-                "faults": self.faults, "rt": rt, "traffic": self.traffic,
-                "stations_before": before, "stations_after": after,
-                "failures": self.failures}
+            self.failures.append(
+                f"{rt['duplicates_or_reordered']} RT messages delivered twice or out of order"
+            )
+        return {
+            "minutes": a.minutes,
+            "fault_interval_s": a.fault_interval,
+            "cpu_load": a.cpu_load,
+            "elapsed_s": round(time.monotonic() - t0, 1),
+            "faults": self.faults,
+            "rt": rt,
+            "traffic": self.traffic,
+            "stations_before": before,
+            "stations_after": after,
+            "failures": self.failures,
+        }
 
     def close(self) -> None:
         self.stop_traffic.set()
@@ -418,24 +504,40 @@ def report(result: dict) -> None:
     print("\nsoak: faults injected (count, slowest recovery):")
     for k, v in kinds.items():
         print(f"  {k:<7} {len(v):3d}  {max(v):.2f} s")
-    print(f"\nsoak: RT messages: {rt['sent']} sent in {rt['runs']} publisher runs, "
-          f"{rt['received']} received over {rt['subscriber_lives']} subscriber lives")
+    print(
+        f"\nsoak: RT messages: {rt['sent']} sent in {rt['runs']} publisher runs, "
+        f"{rt['received']} received over {rt['subscriber_lives']} subscriber lives"
+    )
     print(f"      lost and explained by a fault: {rt['lost_explained'] or 'none'}")
-    print(f"      lost with no explanation: {sum(x['lost'] for x in rt['lost_unexplained'])}; "
-          f"duplicated or out of order: {rt['duplicates_or_reordered']}")
-    print(f"soak: VNIC: TCP {tr['tcp_bytes'] / 1e6:.1f} MB in {tr['tcp_runs']} runs, "
-          f"UDP {tr['udp_bytes'] / 1e6:.1f} MB in {tr['udp_runs']} runs, "
-          f"{tr['failed_runs']} runs cut by faults")
-    print(f"soak: {'PASSED' if not result['failures'] else 'FAILED: ' + '; '.join(result['failures'])}")
+    print(
+        f"      lost with no explanation: {sum(x['lost'] for x in rt['lost_unexplained'])}; "
+        f"duplicated or out of order: {rt['duplicates_or_reordered']}"
+    )
+    print(
+        f"soak: VNIC: TCP {tr['tcp_bytes'] / 1e6:.1f} MB in {tr['tcp_runs']} runs, "
+        f"UDP {tr['udp_bytes'] / 1e6:.1f} MB in {tr['udp_runs']} runs, "
+        f"{tr['failed_runs']} runs cut by faults"
+    )
+    print(
+        f"soak: {'PASSED' if not result['failures'] else 'FAILED: ' + '; '.join(result['failures'])}"
+    )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=number("minutes", 0.5, 24 * 60), default=30.0)
-    p.add_argument("--fault-interval", type=number("fault interval", 5, 3600), default=30.0,
-                   help="seconds between two faults (default 30)")
-    p.add_argument("--cpu-load", type=integer("CPU load", 0, 100), default=50,
-                   help="stress-ng load per CPU in percent (default 50)")
+    p.add_argument(
+        "--fault-interval",
+        type=number("fault interval", 5, 3600),
+        default=30.0,
+        help="seconds between two faults (default 30)",
+    )
+    p.add_argument(
+        "--cpu-load",
+        type=integer("CPU load", 0, 100),
+        default=50,
+        help="stress-ng load per CPU in percent (default 50)",
+    )
     p.add_argument("--json", default=os.path.join(REPO, "results", "soak.json"))
     a = p.parse_args(argv)
     if os.geteuid() != 0:

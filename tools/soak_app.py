@@ -16,6 +16,7 @@ never sent when either process is killed without warning:
           old T RUN K          message K arrived again, or after a later one
           at T RUN K N         last message K of the run, N received so far
 """
+
 import os
 import signal
 import struct
@@ -36,12 +37,12 @@ def publisher(netns: str, dst: str, log) -> None:
     with Channel.open(netns=netns, ethertype=ETHERTYPE) as ch:
         while not stop:
             if ch.wait_cycle(timeout=1.0) is None:
-                continue            # no cycle (the station re-synchronises): nothing sent
+                continue  # no cycle (the station re-synchronises): nothing sent
             try:
                 ch.send(dst, PAYLOAD.pack(run, k))
                 k += 1
             except ChannelFull:
-                pass                # not accepted, so not sent: the same k next cycle
+                pass  # not accepted, so not sent: the same k next cycle
             now = time.monotonic()
             if now - last >= 1.0:
                 log.write(f"at {now:.6f} {run} {k}\n")
@@ -70,7 +71,7 @@ def subscriber(netns: str, log) -> None:
                 elif k > expect[run]:
                     log.write(f"gap {now:.6f} {run} {expect[run]} {k}\n")
                 elif k < expect[run]:
-                    log.write(f"old {now:.6f} {run} {k}\n")   # duplicate or out of order
+                    log.write(f"old {now:.6f} {run} {k}\n")  # duplicate or out of order
                 expect[run] = max(expect.get(run, 0), k + 1)
                 received[run] = received.get(run, 0) + 1
             if now - last >= 1.0:

@@ -1,6 +1,7 @@
 """Parts a and b of tools/bench_suite.py: the determinism matrix (standard and RT
 application, no gate and TDMA gate, under each load; true end-to-end latency and its stages)
 and, in the same phases, the wake-ups and slot lateness next to cyclictest."""
+
 from __future__ import annotations
 
 import contextlib
@@ -55,13 +56,23 @@ def cell_summary(lat_ns: np.ndarray, sent: int, cycle_ns: int) -> dict:
     received = int(len(lat_ns))
     lost = max(0, sent - received)
     late = int((lat_ns > cycle_ns).sum())
-    out = {"sent": int(sent), "received": received, "lost": lost, "late": late,
-           "missed": late + lost}
+    out = {
+        "sent": int(sent),
+        "received": received,
+        "lost": lost,
+        "late": late,
+        "missed": late + lost,
+    }
     if received:
         q = np.percentile(lat_ns, [50, 99, 99.9]) / 1000
-        out.update(mean=float(lat_ns.mean()) / 1000, p50=float(q[0]), p99=float(q[1]),
-                   p999=float(q[2]), max=float(lat_ns.max()) / 1000,
-                   min=float(lat_ns.min()) / 1000)
+        out.update(
+            mean=float(lat_ns.mean()) / 1000,
+            p50=float(q[0]),
+            p99=float(q[1]),
+            p999=float(q[2]),
+            max=float(lat_ns.max()) / 1000,
+            min=float(lat_ns.min()) / 1000,
+        )
     else:
         out.update(mean=None, p50=None, p99=None, p999=None, max=None, min=None)
     return out
@@ -83,13 +94,14 @@ def run_app_chunk(disc, app, ch_tx, ch_rx, dst, n, slot_us, lead_us, lead_start_
     if app == "standard":
         task = publish_cyclic(ch_tx, dst, n, standard=True, interval_us=CYCLE_US)
     elif disc == "tdma":
-        lead = ({"lead_us": lead_us} if app in ("rt", "rt-udp")
-                else {"lead_start_us": lead_start_us})
-        task = publish_cyclic(ch_tx, dst, n, handover_us=slot_us, cpu=RT_CPU, priority=APP_PRIO,
-                              **lead)
+        lead = {"lead_us": lead_us} if app in ("rt", "rt-udp") else {"lead_start_us": lead_start_us}
+        task = publish_cyclic(
+            ch_tx, dst, n, handover_us=slot_us, cpu=RT_CPU, priority=APP_PRIO, **lead
+        )
     else:
-        task = publish_cyclic(ch_tx, dst, n, offset_us=0, interval_us=CYCLE_US, cpu=RT_CPU,
-                              priority=APP_PRIO)
+        task = publish_cyclic(
+            ch_tx, dst, n, offset_us=0, interval_us=CYCLE_US, cpu=RT_CPU, priority=APP_PRIO
+        )
     try:
         with rt_subscriber():
             samples = subscribe(ch_rx, n, idle_timeout=1.0)
@@ -120,10 +132,16 @@ def log_udp_difference(results: dict, disc: str, load: str) -> None:
         return
     diff = udp - raw
     results.setdefault("udp_vs_raw", {})[f"{disc}/{load}"] = {
-        "raw_p99_us": raw, "udp_p99_us": udp, "p99_diff_us": diff,
-        "target_us": UDP_P99_TARGET_US, "within_target": abs(diff) <= UDP_P99_TARGET_US}
-    log(f"# {disc}/{load}: UDP/IPv4 p99 {udp:.1f} us - raw EtherType p99 {raw:.1f} us = "
-        f"{diff:+.1f} us (target: |difference| <= {UDP_P99_TARGET_US:g} us)")
+        "raw_p99_us": raw,
+        "udp_p99_us": udp,
+        "p99_diff_us": diff,
+        "target_us": UDP_P99_TARGET_US,
+        "within_target": abs(diff) <= UDP_P99_TARGET_US,
+    }
+    log(
+        f"# {disc}/{load}: UDP/IPv4 p99 {udp:.1f} us - raw EtherType p99 {raw:.1f} us = "
+        f"{diff:+.1f} us (target: |difference| <= {UDP_P99_TARGET_US:g} us)"
+    )
 
 
 def measured_guard_us() -> dict:
@@ -133,21 +151,27 @@ def measured_guard_us() -> dict:
     and its messages wait for the next one, so on a VM whose vCPUs stall or slow down for
     milliseconds a 50 us guard turns each spell into a run of skipped slots."""
     m = measure_wakeups(RT_CPU, GUARD_PROBE_S, STATION_PRIO)
-    return {"guard_us": min(GUARD_MAX_US, recommended_guard_us(m)), "probe_wakeups": m["wakeups"],
-            "probe_p999_us": m["p999_us"], "probe_p9999_us": m["p9999_us"],
-            "probe_max_us": m["max_us"]}
+    return {
+        "guard_us": min(GUARD_MAX_US, recommended_guard_us(m)),
+        "probe_wakeups": m["wakeups"],
+        "probe_p999_us": m["p999_us"],
+        "probe_p9999_us": m["p9999_us"],
+        "probe_max_us": m["max_us"],
+    }
 
 
 def measure_discipline(args, lab, disc: str, results: dict) -> None:
     rt = RtSettings(cpu=RT_CPU, priority=STATION_PRIO)
     if disc != "tdma":
-        g = {"guard_us": DEFAULT_GUARD_US}      # no slots: the plan only places the messages
+        g = {"guard_us": DEFAULT_GUARD_US}  # no slots: the plan only places the messages
     elif args.guard_us == "auto":
         g = measured_guard_us()
-        log(f"# a: TDMA guard {g['guard_us']} us from the RT CPU's wake-up lateness "
+        log(
+            f"# a: TDMA guard {g['guard_us']} us from the RT CPU's wake-up lateness "
             f"(p99.9 {g['probe_p999_us']:.0f} us, p99.99 {g['probe_p9999_us']:.0f} us, "
             f"max {g['probe_max_us']:.0f} us over "
-            f"{g['probe_wakeups']} wake-ups)")
+            f"{g['probe_wakeups']} wake-ups)"
+        )
     else:
         g = {"guard_us": args.guard_us}
     if disc == "tdma":
@@ -156,19 +180,27 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
     p = plan(CYCLE_US, LINK_MBPS, guard_ns=guard_us * 1000)
     slot_us = p.master.slots[0].offset_us
     per_chunk = max(1, args.messages // args.chunks)
-    cm = (tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET]) if disc == "tdma"
-          else nomac_pair(lab, mode="batched", rt=rt, ethertypes=[ET]))
+    cm = (
+        tdma_pair(lab, p, mode="batched", rt=rt, ethertypes=[ET])
+        if disc == "tdma"
+        else nomac_pair(lab, mode="batched", rt=rt, ethertypes=[ET])
+    )
     with cm as (stations, _taps):
         tx_st, rx_st = stations
         cid, *fds = tx_st.open_channel(ET, slot=0)
         udp = udp_pair(lab, tx_st, rx_st) if "rt-udp" in APPS_BY_DISC[disc] else None
         udp_tx, udp_rx = udp or (None, None)
         # every CPU watched for gaps while the matrix runs, so each miss can be matched to one
-        with Channel.attach(*fds) as ch_tx, \
-                Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx, \
-                contextlib.ExitStack() as udp_chans, \
-                StallDetector(range(os.cpu_count()), period_us=args.stall_period_us,
-                              threshold_us=args.stall_threshold_us) as stalls:
+        with (
+            Channel.attach(*fds) as ch_tx,
+            Channel.attach(*rx_st.open_channel(ET)[1:]) as ch_rx,
+            contextlib.ExitStack() as udp_chans,
+            StallDetector(
+                range(os.cpu_count()),
+                period_us=args.stall_period_us,
+                threshold_us=args.stall_threshold_us,
+            ) as stalls,
+        ):
             for c in udp or ():
                 udp_chans.enter_context(c)
             ch_rx.set_stages(deadline_us=CYCLE_US)
@@ -178,7 +210,9 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
             # long-running task's would (it starts at a quarter of the cycle)
             learnt = {}
             for load in args.loads:
-                seconds = 2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
+                seconds = (
+                    2 * args.messages * CYCLE_US / 1e6 + 3 * args.chunks + args.ct_seconds + 20
+                )
                 log(f"# a/{disc}/{load}: starting load")
                 ld = Load(lab, load, seconds)
                 try:
@@ -191,25 +225,48 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     for i in range(args.chunks):
                         order = apps if i % 2 == 0 else apps[::-1]
                         for app in order:
-                            tx, rx, dst = ((udp_tx, udp_rx, (lab.station(2).ip, UDP_PORT))
-                                           if app == "rt-udp"
-                                           else (ch_tx, ch_rx, lab.station(2).mac))
-                            samples, st, recs = run_app_chunk(disc, app, tx, rx, dst, per_chunk,
-                                                              slot_us, args.lead_us,
-                                                              learnt.get(app))
+                            tx, rx, dst = (
+                                (udp_tx, udp_rx, (lab.station(2).ip, UDP_PORT))
+                                if app == "rt-udp"
+                                else (ch_tx, ch_rx, lab.station(2).mac)
+                            )
+                            samples, st, recs = run_app_chunk(
+                                disc,
+                                app,
+                                tx,
+                                rx,
+                                dst,
+                                per_chunk,
+                                slot_us,
+                                args.lead_us,
+                                learnt.get(app),
+                            )
                             got[app].append(samples)
                             late[app].extend(recs)
                             stats[app].append(st)
                             if st.handover_ns is not None:
                                 learnt[app] = st.lead_ns / 1000
                             h = st.histogram
-                            wake[app].add(h.bins, h.count, h.underflow, h.overflow, h.min_ns,
-                                          h.max_ns, h.sum_ns)
+                            wake[app].add(
+                                h.bins,
+                                h.count,
+                                h.underflow,
+                                h.overflow,
+                                h.min_ns,
+                                h.max_ns,
+                                h.sum_ns,
+                            )
                     after = station_snapshot(tx_st, cid)
-                    log(f"# a/{disc}/{load}: cyclictest {args.ct_seconds} s on CPU {RT_CPU}, "
-                        f"same load")
-                    acc, ct_cmd = run_cyclictest(shutil.which("cyclictest"), seconds=args.ct_seconds,
-                                                 priority=STATION_PRIO, cpus=str(RT_CPU))
+                    log(
+                        f"# a/{disc}/{load}: cyclictest {args.ct_seconds} s on CPU {RT_CPU}, "
+                        f"same load"
+                    )
+                    acc, ct_cmd = run_cyclictest(
+                        shutil.which("cyclictest"),
+                        seconds=args.ct_seconds,
+                        priority=STATION_PRIO,
+                        cpus=str(RT_CPU),
+                    )
                 finally:
                     ld.stop()
                 gaps = stalls.gaps()
@@ -223,7 +280,9 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                     cell["policy"] = stats[app][0].policy
                     cell["parts_p50_p99_us"] = {
                         k: [float(np.percentile(v, 50)) / 1000, float(np.percentile(v, 99)) / 1000]
-                        for k, v in lat.items() if k != "sched_to_app" and len(v)}
+                        for k, v in lat.items()
+                        if k != "sched_to_app" and len(v)
+                    }
                     cell["cdf_us"] = cdf_points(lat["sched_to_app"].astype(np.int64))
                     cell["app_wakeup_us"] = acc_summary(wake[app], "ours")
                     if stats[app][-1].handover_ns is not None:
@@ -233,51 +292,78 @@ def measure_discipline(args, lab, disc: str, results: dict) -> None:
                             "per_chunk_us": [s.lead_ns / 1000 for s in stats[app]],
                             "late_handovers": int(sum(s.lead_late for s in stats[app])),
                             "stalls_beyond_half_cycle": int(sum(s.lead_beyond for s in stats[app])),
-                            "need_max_us": max(s.lead_need_max_ns for s in stats[app]) / 1000}
+                            "need_max_us": max(s.lead_need_max_ns for s in stats[app]) / 1000,
+                        }
                     cell["stages_us"] = stage_breakdown_us(samples)
                     att = attribute_misses(late[app], cell["lost"], gaps)
                     cell["misses_by_cause"] = att["by_cause"]
                     cell["miss_records"] = att["misses"]
                     results["matrix"][key] = cell
-                    log(f"{key:<22} n={cell['received']:6d}/{sent:<6d} mean {cell['mean'] or 0:9.1f} "
+                    log(
+                        f"{key:<22} n={cell['received']:6d}/{sent:<6d} mean {cell['mean'] or 0:9.1f} "
                         f"p50 {cell['p50'] or 0:9.1f} p99 {cell['p99'] or 0:9.1f} "
                         f"p99.9 {cell['p999'] or 0:9.1f} max {cell['max'] or 0:9.1f} us, "
-                        f"missed {cell['missed']}")
+                        f"missed {cell['missed']}"
+                    )
                     if cell["misses_by_cause"]:
-                        log(f"{'':<22} misses by cause: " + ", ".join(
-                            f"{c} {cause_text(v)}" for c, v in cell["misses_by_cause"].items()))
+                        log(
+                            f"{'':<22} misses by cause: "
+                            + ", ".join(
+                                f"{c} {cause_text(v)}" for c, v in cell["misses_by_cause"].items()
+                            )
+                        )
                 log_udp_difference(results, disc, load)
                 w = after["wakeup"].since(before["wakeup"]).summary_us()
-                b = {"station_wakeup_us": w, "cyclictest_us": acc_summary(acc, "cyclictest"),
-                     "cyclictest_cmd": " ".join(ct_cmd),
-                     "rt_app_wakeup_us": results["matrix"][f"rt/{disc}/{load}"]["app_wakeup_us"],
-                     "std_app_wakeup_us":
-                         results["matrix"][f"standard/{disc}/{load}"]["app_wakeup_us"],
-                     "load_cmds": ld.cmds,
-                     "sender_per_s": {k: (after["counters"][k] - before["counters"][k]) /
-                                      (after["t"] - before["t"]) for k in after["counters"]}}
+                b = {
+                    "station_wakeup_us": w,
+                    "cyclictest_us": acc_summary(acc, "cyclictest"),
+                    "cyclictest_cmd": " ".join(ct_cmd),
+                    "rt_app_wakeup_us": results["matrix"][f"rt/{disc}/{load}"]["app_wakeup_us"],
+                    "std_app_wakeup_us": results["matrix"][f"standard/{disc}/{load}"][
+                        "app_wakeup_us"
+                    ],
+                    "load_cmds": ld.cmds,
+                    "sender_per_s": {
+                        k: (after["counters"][k] - before["counters"][k])
+                        / (after["t"] - before["t"])
+                        for k in after["counters"]
+                    },
+                }
                 if "slot_lateness" in after:
-                    b["slot_lateness_us"] = after["slot_lateness"].since(
-                        before["slot_lateness"]).summary_us()
+                    b["slot_lateness_us"] = (
+                        after["slot_lateness"].since(before["slot_lateness"]).summary_us()
+                    )
                     b["missed_slots"] = int(after["missed_slots"] - before["missed_slots"])
                 results["wakeup"][f"{disc}/{load}"] = b
                 log(ct_line(f"{disc}/{load} RT thread wake", w))
                 log(ct_line(f"{disc}/{load} RT app wake", b["rt_app_wakeup_us"]))
                 if "slot_lateness_us" in b:
-                    log(ct_line(f"{disc}/{load} slot lateness", b["slot_lateness_us"])
-                        + f" missed:{b['missed_slots']}")
+                    log(
+                        ct_line(f"{disc}/{load} slot lateness", b["slot_lateness_us"])
+                        + f" missed:{b['missed_slots']}"
+                    )
                 log(ct_line(f"{disc}/{load} cyclictest", b["cyclictest_us"]))
-                log(f"# {disc}/{load} sender per s: " + ", ".join(
-                    f"{k} {v:.0f}" for k, v in b["sender_per_s"].items()))
+                log(
+                    f"# {disc}/{load} sender per s: "
+                    + ", ".join(f"{k} {v:.0f}" for k, v in b["sender_per_s"].items())
+                )
             every = stalls.gaps()
             gaps = [g for g in every if g.kind == "gap"]
             slow = [g for g in every if g.kind == "slow"]
             results.setdefault("stalls", {})[disc] = {
-                "period_us": args.stall_period_us, "threshold_us": args.stall_threshold_us,
-                "gaps": len(gaps), "max_us": max((g.gap_ns for g in gaps), default=0) / 1000,
-                "slow_records": len(slow), "slow_ms": sum(g.gap_ns for g in slow) / 1e6,
+                "period_us": args.stall_period_us,
+                "threshold_us": args.stall_threshold_us,
+                "gaps": len(gaps),
+                "max_us": max((g.gap_ns for g in gaps), default=0) / 1000,
+                "slow_records": len(slow),
+                "slow_ms": sum(g.gap_ns for g in slow) / 1e6,
                 "max_slowdown": max((g.slowdown for g in slow), default=0.0),
-                "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()}}
-    results["matrix_config"] = {"slot0_us": slot_us,
-                                "tdma_guard_us": results.get("guard", {}).get("guard_us"),
-                                "lead_us": args.lead_us, "per_chunk": per_chunk, "chunks": args.chunks}
+                "wakeups": {str(c): w["wakeups"] for c, w in stalls.wakeups().items()},
+            }
+    results["matrix_config"] = {
+        "slot0_us": slot_us,
+        "tdma_guard_us": results.get("guard", {}).get("guard_us"),
+        "lead_us": args.lead_us,
+        "per_chunk": per_chunk,
+        "chunks": args.chunks,
+    }

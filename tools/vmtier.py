@@ -37,6 +37,7 @@ and removes; no user-mode networking, no address on the host side, guests use
 A failure to fetch, or a corrupt cache, raises :class:`VmTierError` with one
 line (the tests skip locally with it and fail under CI=true).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,8 +63,9 @@ PREFIX = "rtnvm-"
 BRIDGE = "rtnvm-br0"
 # Modules the guest loads: the 9p root first, then the NIC drivers and tun (VNIC).
 GUEST_MODULES = ("9p", "9pnet_virtio", "virtio_net", "igb", "e1000e", "vmxnet3", "tun")
-KERNEL_CMDLINE = ("console=ttyS0 panic=-1 mitigations=off nokaslr tsc=reliable "
-                  "no_timer_check quiet loglevel=4")
+KERNEL_CMDLINE = (
+    "console=ttyS0 panic=-1 mitigations=off nokaslr tsc=reliable no_timer_check quiet loglevel=4"
+)
 
 
 class VmTierError(RuntimeError):
@@ -90,6 +92,7 @@ def _run(argv, *, what: str, timeout: float = 600, env=None) -> str:
 
 
 # -- the private apt configuration ---------------------------------------------------------
+
 
 def _machine_sources() -> list[tuple[str, list[str]]]:
     """(URI, suites) of the machine's own Debian sources (deb822 and one-line)."""
@@ -125,8 +128,10 @@ def mirror_uris() -> tuple[str, str | None]:
         elif any(re.fullmatch(r"[a-z]+(-updates)?", s) for s in suites):
             main = main or uri
     if main is None:
-        raise VmTierError("no Debian mirror in the machine's apt sources "
-                          "(/etc/apt/sources.list*) to fetch QEMU and the kernel from")
+        raise VmTierError(
+            "no Debian mirror in the machine's apt sources "
+            "(/etc/apt/sources.list*) to fetch QEMU and the kernel from"
+        )
     return main, security
 
 
@@ -141,33 +146,52 @@ class PrivateApt:
         self.cache = os.path.join(base, "cache")
 
     def opts(self) -> list[str]:
-        return ["-o", f"Dir::Etc::SourceList={self.sources}",
-                "-o", "Dir::Etc::SourceParts=/dev/null",
-                "-o", f"Dir::State::Lists={self.lists}",
-                "-o", f"Dir::Cache={self.cache}",
-                "-o", "APT::Sandbox::User=root", "-q"]
+        return [
+            "-o",
+            f"Dir::Etc::SourceList={self.sources}",
+            "-o",
+            "Dir::Etc::SourceParts=/dev/null",
+            "-o",
+            f"Dir::State::Lists={self.lists}",
+            "-o",
+            f"Dir::Cache={self.cache}",
+            "-o",
+            "APT::Sandbox::User=root",
+            "-q",
+        ]
 
     def update(self, max_age_s: float = 6 * 3600) -> None:
-        for d in (os.path.join(self.lists, "partial"),
-                  os.path.join(self.cache, "archives", "partial")):
+        for d in (
+            os.path.join(self.lists, "partial"),
+            os.path.join(self.cache, "archives", "partial"),
+        ):
             os.makedirs(d, exist_ok=True)
         text = "".join(f"{line}\n" for line in self.lines)
         stamp = os.path.join(self.base, "updated")
-        fresh = (os.path.exists(stamp) and os.path.exists(self.sources)
-                 and time.time() - os.path.getmtime(stamp) < max_age_s
-                 and open(self.sources).read() == text)
+        fresh = (
+            os.path.exists(stamp)
+            and os.path.exists(self.sources)
+            and time.time() - os.path.getmtime(stamp) < max_age_s
+            and open(self.sources).read() == text
+        )
         if fresh:
             return
         with open(self.sources, "w") as f:
             f.write(text)
-        p = subprocess.run(["apt-get", *self.opts(), "update"], capture_output=True, text=True,
-                           timeout=600)
+        p = subprocess.run(
+            ["apt-get", *self.opts(), "update"], capture_output=True, text=True, timeout=600
+        )
         have = [f for f in os.listdir(self.lists) if "_Packages" in f]
         if p.returncode != 0 or not have:
-            lines = [ln.strip() for ln in (p.stderr + p.stdout).splitlines()
-                     if ln.startswith(("E:", "W:", "Err"))] or ["no package list fetched"]
-            raise VmTierError(f"apt-get update (private sources {self.sources}) fetched no "
-                              f"package list: {lines[0][:200]}")
+            lines = [
+                ln.strip()
+                for ln in (p.stderr + p.stdout).splitlines()
+                if ln.startswith(("E:", "W:", "Err"))
+            ] or ["no package list fetched"]
+            raise VmTierError(
+                f"apt-get update (private sources {self.sources}) fetched no "
+                f"package list: {lines[0][:200]}"
+            )
         with open(stamp, "w") as f:
             f.write(time.strftime("%Y-%m-%dT%H:%M:%SZ\n", time.gmtime()))
 
@@ -176,12 +200,19 @@ class PrivateApt:
 
     def download(self, pkgs: list[str], dest: str) -> None:
         os.makedirs(dest, exist_ok=True)
-        p = subprocess.run(["apt-get", *self.opts(), "download", *pkgs], cwd=dest,
-                           capture_output=True, text=True, timeout=900)
+        p = subprocess.run(
+            ["apt-get", *self.opts(), "download", *pkgs],
+            cwd=dest,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if p.returncode != 0:
             lines = [ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()]
-            raise VmTierError(f"apt-get download {' '.join(pkgs)} failed: "
-                              f"{(lines or ['no output'])[-1].strip()[:200]}")
+            raise VmTierError(
+                f"apt-get download {' '.join(pkgs)} failed: "
+                f"{(lines or ['no output'])[-1].strip()[:200]}"
+            )
 
 
 def _line(uri: str, suite: str) -> str:
@@ -190,13 +221,13 @@ def _line(uri: str, suite: str) -> str:
 
 # -- QEMU ----------------------------------------------------------------------------------
 
+
 def qemu_version() -> tuple[int, ...] | None:
     exe = shutil.which(QEMU)
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"version (\d+)\.(\d+)", out)
@@ -211,17 +242,32 @@ def ensure_qemu() -> str:
     if os.geteuid() != 0:
         raise VmTierError("QEMU >= 8.0 (igb) is not installed and installing it needs root")
     main, security = mirror_uris()
-    lines = [_line(main, "bookworm"), _line(main, "bookworm-updates"),
-             _line(main, "bookworm-backports")]
+    lines = [
+        _line(main, "bookworm"),
+        _line(main, "bookworm-updates"),
+        _line(main, "bookworm-backports"),
+    ]
     if security:
         lines.append(_line(security, "bookworm-security"))
     apt = PrivateApt(os.path.join(CACHE, "apt-qemu"), lines)
     log("installing qemu-system-x86 from bookworm-backports (private apt configuration)")
     apt.update()
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    _run(["apt-get", *apt.opts(), "install", "-y", "--no-install-recommends",
-          "-t", "bookworm-backports", "qemu-system-x86"], what="installing qemu-system-x86",
-         env=env, timeout=900)
+    _run(
+        [
+            "apt-get",
+            *apt.opts(),
+            "install",
+            "-y",
+            "--no-install-recommends",
+            "-t",
+            "bookworm-backports",
+            "qemu-system-x86",
+        ],
+        what="installing qemu-system-x86",
+        env=env,
+        timeout=900,
+    )
     ver = qemu_version()
     if not ver or ver < (8, 0):
         raise VmTierError(f"qemu-system-x86 installed but {QEMU} reports {ver}: igb needs 8.0")
@@ -229,6 +275,7 @@ def ensure_qemu() -> str:
 
 
 # -- the kernel ----------------------------------------------------------------------------
+
 
 def _kernel_apt() -> PrivateApt:
     main, _ = mirror_uris()
@@ -261,13 +308,14 @@ def _extract_vmlinux(vmlinuz: str, dest: str) -> None:
     if at < 0:
         raise VmTierError(f"{vmlinuz}: no zstd stream in the kernel image (corrupt cache?)")
     with open(dest + ".tmp", "wb") as out:
-        p = subprocess.run(["zstd", "-dcq"], input=data[at:], stdout=out,
-                           stderr=subprocess.PIPE)
+        p = subprocess.run(["zstd", "-dcq"], input=data[at:], stdout=out, stderr=subprocess.PIPE)
     # zstd complains about the trailing bytes after the stream; the ELF is what counts.
     with open(dest + ".tmp", "rb") as f:
         if f.read(4) != b"\x7fELF":
-            raise VmTierError(f"{vmlinuz}: zstd gave no ELF vmlinux "
-                              f"({p.stderr.decode(errors='replace').strip()[:120]})")
+            raise VmTierError(
+                f"{vmlinuz}: zstd gave no ELF vmlinux "
+                f"({p.stderr.decode(errors='replace').strip()[:120]})"
+            )
     os.replace(dest + ".tmp", dest)
 
 
@@ -299,6 +347,7 @@ def _module_closure(moddir: str, names) -> list[tuple[str, bytes]]:
         for dep in _modinfo_depends(data):
             visit(dep)
         order.append((name, data))
+
     for n in names:
         visit(n)
     return order
@@ -309,10 +358,10 @@ def _decompress(path: str) -> bytes:
     if path.endswith(".xz"):
         return lzma.decompress(raw)
     if path.endswith(".zst"):
-        return subprocess.run(["zstd", "-dcq"], input=raw, capture_output=True,
-                              check=True).stdout
+        return subprocess.run(["zstd", "-dcq"], input=raw, capture_output=True, check=True).stdout
     if path.endswith(".gz"):
         import gzip
+
         return gzip.decompress(raw)
     return raw
 
@@ -334,8 +383,11 @@ def _kernel_ok(kdir: str) -> bool:
             return False
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    return bool(names) and _elf(os.path.join(kdir, "vmlinux")) and all(
-        _elf(os.path.join(kdir, "modules", n)) for n in names)
+    return (
+        bool(names)
+        and _elf(os.path.join(kdir, "vmlinux"))
+        and all(_elf(os.path.join(kdir, "modules", n)) for n in names)
+    )
 
 
 def ensure_kernel() -> str:
@@ -364,8 +416,9 @@ def ensure_kernel() -> str:
             log(f"downloading {' '.join(missing)} (apt-get download, private sources)")
             apt.download(missing, debs)
         try:
-            _unpack_kernel(abi, [glob.glob(os.path.join(debs, f"{p}_*.deb"))[0] for p in pkgs],
-                           kdir)
+            _unpack_kernel(
+                abi, [glob.glob(os.path.join(debs, f"{p}_*.deb"))[0] for p in pkgs], kdir
+            )
             return kdir
         except VmTierError as exc:
             if attempt == 2 or "unpacking" not in str(exc):
@@ -387,8 +440,9 @@ def _unpack_kernel(abi: str, deb_files: list[str], kdir: str) -> None:
         for deb in deb_files:
             _run(["dpkg-deb", "-x", deb, tmp], what=f"unpacking {os.path.basename(deb)}")
         moddir = glob.glob(os.path.join(tmp, "usr", "lib", "modules", abi))
-        vmlinuz = glob.glob(os.path.join(tmp, "usr", "lib", "modules", abi, "vmlinuz")) + \
-            glob.glob(os.path.join(tmp, "boot", f"vmlinuz-{abi}"))
+        vmlinuz = glob.glob(os.path.join(tmp, "usr", "lib", "modules", abi, "vmlinuz")) + glob.glob(
+            os.path.join(tmp, "boot", f"vmlinuz-{abi}")
+        )
         if not vmlinuz or not moddir or not os.path.isdir(os.path.join(moddir[0], "kernel")):
             raise VmTierError(f"{abi}: the packages hold no vmlinuz or no modules")
         moddir = moddir[0]
@@ -404,8 +458,10 @@ def _unpack_kernel(abi: str, deb_files: list[str], kdir: str) -> None:
             raise VmTierError(f"{abi}: no igb module in the package")
         with open(os.path.join(kdir, "modules", "order"), "w") as f:
             f.write("".join(f"{n}\n" for n in order))
-        sizes = {f: os.path.getsize(os.path.join(kdir, f))
-                 for f in ["vmlinux"] + [f"modules/{n}" for n in order]}
+        sizes = {
+            f: os.path.getsize(os.path.join(kdir, f))
+            for f in ["vmlinux"] + [f"modules/{n}" for n in order]
+        }
         with open(os.path.join(kdir, "complete"), "w") as f:
             json.dump({"abi": abi, "sizes": sizes}, f, indent=1)
     finally:
@@ -414,10 +470,12 @@ def _unpack_kernel(abi: str, deb_files: list[str], kdir: str) -> None:
 
 # -- the initramfs -------------------------------------------------------------------------
 
+
 def _cpio_entry(name: str, mode: int, data: bytes = b"", ino: int = 1) -> bytes:
     nb = name.encode() + b"\0"
-    hdr = "070701" + "".join(f"{v:08x}" for v in (
-        ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nb), 0))
+    hdr = "070701" + "".join(
+        f"{v:08x}" for v in (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nb), 0)
+    )
     out = hdr.encode() + nb
     out += b"\0" * (-len(out) % 4)
     out += data
@@ -439,8 +497,10 @@ def build_init() -> str:
     exe = os.path.join(CACHE, f"init-{tag}")
     if not _elf(exe):
         os.makedirs(CACHE, exist_ok=True)
-        _run(["gcc", "-static", "-O2", "-Wall", "-o", exe + ".tmp", src],
-             what="building the guest's static /init (gcc -static, libc6-dev)")
+        _run(
+            ["gcc", "-static", "-O2", "-Wall", "-o", exe + ".tmp", src],
+            what="building the guest's static /init (gcc -static, libc6-dev)",
+        )
         os.replace(exe + ".tmp", exe)
     return exe
 
@@ -451,13 +511,20 @@ def build_initramfs(kdir: str) -> str:
     if os.path.exists(out) and _cpio_whole(out):
         return out
     mods = os.path.join(kdir, "modules")
-    parts = [_cpio_entry("dev", 0o40755, ino=1), _cpio_entry("proc", 0o40755, ino=2),
-             _cpio_entry("sys", 0o40755, ino=3), _cpio_entry("root", 0o40755, ino=4),
-             _cpio_entry("modules", 0o40755, ino=5),
-             _cpio_entry("init", 0o100755, open(init, "rb").read(), ino=6)]
+    parts = [
+        _cpio_entry("dev", 0o40755, ino=1),
+        _cpio_entry("proc", 0o40755, ino=2),
+        _cpio_entry("sys", 0o40755, ino=3),
+        _cpio_entry("root", 0o40755, ino=4),
+        _cpio_entry("modules", 0o40755, ino=5),
+        _cpio_entry("init", 0o100755, open(init, "rb").read(), ino=6),
+    ]
     for i, name in enumerate(sorted(os.listdir(mods))):
-        parts.append(_cpio_entry(f"modules/{name}", 0o100644,
-                                 open(os.path.join(mods, name), "rb").read(), ino=10 + i))
+        parts.append(
+            _cpio_entry(
+                f"modules/{name}", 0o100644, open(os.path.join(mods, name), "rb").read(), ino=10 + i
+            )
+        )
     parts.append(_cpio_entry("TRAILER!!!", 0, ino=0))
     with open(out + ".tmp", "wb") as f:
         f.write(b"".join(parts))
@@ -469,12 +536,17 @@ def fetch() -> dict:
     """Everything a guest needs, from the cache or downloaded into it."""
     qemu = ensure_qemu()
     kdir = ensure_kernel()
-    return {"qemu": qemu, "qemu_version": ".".join(map(str, qemu_version() or ())),
-            "kernel": os.path.basename(kdir), "vmlinux": os.path.join(kdir, "vmlinux"),
-            "initramfs": build_initramfs(kdir)}
+    return {
+        "qemu": qemu,
+        "qemu_version": ".".join(map(str, qemu_version() or ())),
+        "kernel": os.path.basename(kdir),
+        "vmlinux": os.path.join(kdir, "vmlinux"),
+        "initramfs": build_initramfs(kdir),
+    }
 
 
 # -- host network ----------------------------------------------------------------------------
+
 
 def _ip(*args, check=True):
     p = subprocess.run(["ip", *args], capture_output=True, text=True)
@@ -529,6 +601,7 @@ def add_tap(name: str, queues: int = 1) -> str:
 
 # -- guests ----------------------------------------------------------------------------------
 
+
 def nic_args(model: str, tap: str, mac: str, idx: int, queues: int = 1) -> list[str]:
     """QEMU arguments for one NIC on ``tap`` (igb, virtio, e1000e, vmxnet3)."""
     nid = f"n{idx}"
@@ -536,8 +609,9 @@ def nic_args(model: str, tap: str, mac: str, idx: int, queues: int = 1) -> list[
     if model == "virtio":
         if queues > 1:
             net += f",queues={queues}"
-        dev = (f"virtio-net-pci,netdev={nid},mac={mac},disable-legacy=on,iommu_platform=on"
-               + (f",mq=on,vectors={2 * queues + 2}" if queues > 1 else ""))
+        dev = f"virtio-net-pci,netdev={nid},mac={mac},disable-legacy=on,iommu_platform=on" + (
+            f",mq=on,vectors={2 * queues + 2}" if queues > 1 else ""
+        )
     elif model in ("igb", "e1000e", "vmxnet3"):
         dev = f"{model},netdev={nid},mac={mac}"
     else:
@@ -548,8 +622,9 @@ def nic_args(model: str, tap: str, mac: str, idx: int, queues: int = 1) -> list[
 class Guest:
     """One QEMU guest under TCG that runs ``script`` (sh) and powers off."""
 
-    def __init__(self, name: str, env: dict, rundir: str, script: str, nics=(),
-                 memory_mb: int = 384):
+    def __init__(
+        self, name: str, env: dict, rundir: str, script: str, nics=(), memory_mb: int = 384
+    ):
         self.name = name
         self.out = os.path.join(rundir, name)
         shutil.rmtree(self.out, ignore_errors=True)
@@ -557,28 +632,55 @@ class Guest:
         with open(os.path.join(self.out, "guest.sh"), "w") as f:
             # the checkout as its own share at its own path: the guest's /tmp and /run are
             # its own tmpfs, which hide a checkout the host keeps there (a CI clone may be)
-            f.write("exec >/tmp/out/guest.log 2>&1\n"
-                    f"mkdir -p {shlex.quote(ROOT)} 2>/dev/null\n"
-                    "mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=524288,ro "
-                    f"rtnproj {shlex.quote(ROOT)} || echo 'the checkout share did not mount'\n"
-                    "cd /tmp/out\n" + script + "\necho $? > /tmp/out/rc\n")
+            f.write(
+                "exec >/tmp/out/guest.log 2>&1\n"
+                f"mkdir -p {shlex.quote(ROOT)} 2>/dev/null\n"
+                "mount -t 9p -o trans=virtio,version=9p2000.L,cache=loose,msize=524288,ro "
+                f"rtnproj {shlex.quote(ROOT)} || echo 'the checkout share did not mount'\n"
+                "cd /tmp/out\n" + script + "\necho $? > /tmp/out/rc\n"
+            )
         self.serial = os.path.join(self.out, "serial.log")
-        argv = [env["qemu"], "-accel", "tcg", "-cpu", "max", "-smp", "1",
-                "-m", str(memory_mb), "-nodefaults", "-display", "none", "-no-reboot",
-                "-kernel", env["vmlinux"], "-initrd", env["initramfs"],
-                "-append", KERNEL_CMDLINE,
-                "-serial", f"file:{self.serial}",
-                "-qmp", f"unix:{os.path.join(self.out, 'qmp.sock')},server=on,wait=off",
-                "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
-                "-virtfs", f"local,path={self.out},mount_tag=rtnout,security_model=none",
-                "-virtfs", f"local,path={ROOT},mount_tag=rtnproj,security_model=none,"
-                "readonly=on"]
+        argv = [
+            env["qemu"],
+            "-accel",
+            "tcg",
+            "-cpu",
+            "max",
+            "-smp",
+            "1",
+            "-m",
+            str(memory_mb),
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-kernel",
+            env["vmlinux"],
+            "-initrd",
+            env["initramfs"],
+            "-append",
+            KERNEL_CMDLINE,
+            "-serial",
+            f"file:{self.serial}",
+            "-qmp",
+            f"unix:{os.path.join(self.out, 'qmp.sock')},server=on,wait=off",
+            "-virtfs",
+            "local,path=/,mount_tag=hostroot,security_model=none,readonly=on",
+            "-virtfs",
+            f"local,path={self.out},mount_tag=rtnout,security_model=none",
+            "-virtfs",
+            f"local,path={ROOT},mount_tag=rtnproj,security_model=none,readonly=on",
+        ]
         for i, nic in enumerate(nics):
             argv += nic_args(nic["model"], nic["tap"], nic["mac"], i, nic.get("queues", 1))
         self.argv = argv
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                     stdout=open(os.path.join(self.out, "qemu.log"), "w"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=open(os.path.join(self.out, "qemu.log"), "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.started = time.monotonic()
 
     def wait(self, timeout: float) -> int:
@@ -586,8 +688,9 @@ class Guest:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise VmTierError(f"guest {self.name} still running after {timeout:.0f} s "
-                              f"(serial log: {self.serial})") from None
+            raise VmTierError(
+                f"guest {self.name} still running after {timeout:.0f} s (serial log: {self.serial})"
+            ) from None
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -616,8 +719,11 @@ class Guest:
             return {}
 
     def diagnosis(self) -> str:
-        tail = (self.file("serial.log")[-1500:], self.file("guest.log")[-3000:],
-                self.file("qemu.log")[-500:])
+        tail = (
+            self.file("serial.log")[-1500:],
+            self.file("guest.log")[-3000:],
+            self.file("qemu.log")[-500:],
+        )
         return "--- serial\n{}\n--- guest.log\n{}\n--- qemu\n{}".format(*tail)
 
 
@@ -630,17 +736,24 @@ def main(argv=None) -> int:
         elif cmd == "qemu":
             print(f"{ensure_qemu()} {'.'.join(map(str, qemu_version() or ()))}")
         elif cmd == "info":
-            print(json.dumps({"cache": CACHE, "kernels": _cached_abis(),
-                              "qemu": qemu_version()}, indent=1))
+            print(
+                json.dumps(
+                    {"cache": CACHE, "kernels": _cached_abis(), "qemu": qemu_version()}, indent=1
+                )
+            )
         elif cmd == "shell-test":
             env = fetch()
             rundir = os.path.join(CACHE, "run")
             with network():
                 tap = add_tap("rtnvm-t0")
                 t0 = time.monotonic()
-                g = Guest("shell", env, rundir,
-                          "uname -r; ip -o link; ethtool -i eth0; python3 -c 'import rtnet'",
-                          nics=[{"model": "igb", "tap": tap, "mac": "02:52:54:00:01:01"}])
+                g = Guest(
+                    "shell",
+                    env,
+                    rundir,
+                    "uname -r; ip -o link; ethtool -i eth0; python3 -c 'import rtnet'",
+                    nics=[{"model": "igb", "tap": tap, "mac": "02:52:54:00:01:01"}],
+                )
                 try:
                     g.wait(120)
                 finally:

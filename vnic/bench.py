@@ -24,6 +24,7 @@ Softirq work (veth, bridge, TAP) is charged to the task it ran in, or to
 ksoftirqd.  The idle accounting of /proc/stat is not used: on this VM it
 ticks, and read a tenth of what the stack's threads alone consumed.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,12 +49,12 @@ from .pair import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import RTMAC_HLEN
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
-IDLE_AGREE = 0.20          # idle baselines before and after may differ by this much
+IDLE_AGREE = 0.20  # idle baselines before and after may differ by this much
 ACCT: LabCpu | None = None  # the lab's cgroup while run() measures
-TCP_IP_HLEN = 52   # IPv4 + TCP with the timestamp option Linux sends
+TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
 MAX_SECONDS = 600
-MIN_MTU = 68       # the smallest IPv4 link MTU (RFC 791)
-MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN   # the largest the NRT slot carries
+MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
+MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN  # the largest the NRT slot carries
 OFFLOAD = ("on", "off", "both")
 
 
@@ -74,7 +75,7 @@ def task_cpu_ns() -> dict:
                 with open(f"/proc/{pid}/task/{tid}/stat") as f:
                     started = f.read().rsplit(")", 1)[1].split()[19]
             except (OSError, ValueError, IndexError):
-                continue   # ended in between
+                continue  # ended in between
             out[(pid, tid, started)] = ns
     return out
 
@@ -112,18 +113,20 @@ def stack_threads() -> dict:
                         csw += int(line.split()[1])
             n += 1
         except (OSError, ValueError):
-            continue   # a thread that ended in between
+            continue  # a thread that ended in between
     return {"cpu_s": cpu, "csw": csw, "threads": n}
 
 
-OFFERED_MBPS = 100   # what iperf3 offers; run() sets it to the modelled link rate
+OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
 
 
 def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
     srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True)
     try:
-        cmd = netns.command(lab.station(1).netns, ["iperf3", "-c", dst_ip, "-t", str(seconds),
-                                                    "-b", f"{OFFERED_MBPS}M", "-J"])
+        cmd = netns.command(
+            lab.station(1).netns,
+            ["iperf3", "-c", dst_ip, "-t", str(seconds), "-b", f"{OFFERED_MBPS}M", "-J"],
+        )
         if proto == "udp":
             cmd += ["-u", "-l", "1100"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
@@ -133,12 +136,19 @@ def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
         end = j["end"]
         if proto == "udp":
             s = end["sum"]
-            return {"goodput_mbps": s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e6,
-                    "bytes": s["bytes"] * (1 - s["lost_percent"] / 100),
-                    "loss_pct": s["lost_percent"], "packets": s["packets"]}
+            return {
+                "goodput_mbps": s["bits_per_second"] * (1 - s["lost_percent"] / 100) / 1e6,
+                "bytes": s["bytes"] * (1 - s["lost_percent"] / 100),
+                "loss_pct": s["lost_percent"],
+                "packets": s["packets"],
+            }
         s = end["sum_received"]
-        return {"goodput_mbps": s["bits_per_second"] / 1e6, "bytes": s["bytes"],
-                "loss_pct": 0.0, "retransmits": end["sum_sent"].get("retransmits", 0)}
+        return {
+            "goodput_mbps": s["bits_per_second"] / 1e6,
+            "bytes": s["bytes"],
+            "loss_pct": 0.0,
+            "retransmits": end["sum_sent"].get("retransmits", 0),
+        }
     finally:
         lab.stop(srv, timeout=10, terminate=False)  # iperf3 -s -1 ends after one test
 
@@ -147,51 +157,70 @@ def rt_snapshot(stations) -> dict:
     out = []
     for st in stations:
         s = st.stats()
-        out.append({"wake_bins": s["wakeup"].bins.copy(), "wake_lo": s["wakeup"].lo_ns,
-                    "slot0": s["tdma"]["slot0_lateness"],
-                    "missed": s["tdma"]["missed_slots"],
-                    "rt_missed": s["tdma"]["slots"][0]["missed"],
-                    "miss_late_wake": s["miss_late_wake"], "miss_vnic": s["miss_vnic"],
-                    "miss_other": s["miss_other"],
-                    "vnic_overruns": s["vnic_overruns"],
-                    "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
-                    "vnic": dict(s["vnic"]), "timer_wakeups": s["timer_wakeups"],
-                    "frames_tx": s["tdma"]["frames_tx"]})
+        out.append(
+            {
+                "wake_bins": s["wakeup"].bins.copy(),
+                "wake_lo": s["wakeup"].lo_ns,
+                "slot0": s["tdma"]["slot0_lateness"],
+                "missed": s["tdma"]["missed_slots"],
+                "rt_missed": s["tdma"]["slots"][0]["missed"],
+                "miss_late_wake": s["miss_late_wake"],
+                "miss_vnic": s["miss_vnic"],
+                "miss_other": s["miss_other"],
+                "vnic_overruns": s["vnic_overruns"],
+                "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
+                "vnic": dict(s["vnic"]),
+                "timer_wakeups": s["timer_wakeups"],
+                "frames_tx": s["tdma"]["frames_tx"],
+            }
+        )
     return out
 
 
 def rt_impact(r0: list, r1: list) -> dict:
     """Real-time figures between two rt_snapshot()s, both stations together."""
+
     def delta(key):
         return sum(b[key] - a[key] for a, b in zip(r0, r1))
 
     bins = sum(b["wake_bins"] - a["wake_bins"] for a, b in zip(r0, r1))
     slot0 = Histogram.combine([b["slot0"].since(a["slot0"]) for a, b in zip(r0, r1)])
-    return {"wake_p99_us": p99_us(bins, r1[0]["wake_lo"]),
-            # lateness of the first frame of every slot 0 occurrence (the RT probe)
-            "rt_lateness_p99_us": slot0.percentile_ns(99) / 1000,
-            "rt_frames": int(slot0.count),
-            "missed_slots": delta("missed"), "rt_slot_missed": delta("rt_missed"),
-            "miss_late_wake": delta("miss_late_wake"), "miss_vnic": delta("miss_vnic"),
-            "miss_other": delta("miss_other"),
-            "vnic_overruns": delta("vnic_overruns"), "timer_wakeups": delta("timer_wakeups"),
-            "vnic_packets": delta("vnic_pkts"),
-            "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
-            "tx_dropped": sum(b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"]
-                              for a, b in zip(r0, r1)),
-            # per station: timer wake-ups and the frames each one sent
-            "wakeups_per_station": [b["timer_wakeups"] - a["timer_wakeups"] for a, b in zip(r0, r1)],
-            "frames_per_station": [b["frames_tx"] - a["frames_tx"] for a, b in zip(r0, r1)],
-            **tap_io(r0, r1)}
+    return {
+        "wake_p99_us": p99_us(bins, r1[0]["wake_lo"]),
+        # lateness of the first frame of every slot 0 occurrence (the RT probe)
+        "rt_lateness_p99_us": slot0.percentile_ns(99) / 1000,
+        "rt_frames": int(slot0.count),
+        "missed_slots": delta("missed"),
+        "rt_slot_missed": delta("rt_missed"),
+        "miss_late_wake": delta("miss_late_wake"),
+        "miss_vnic": delta("miss_vnic"),
+        "miss_other": delta("miss_other"),
+        "vnic_overruns": delta("vnic_overruns"),
+        "timer_wakeups": delta("timer_wakeups"),
+        "vnic_packets": delta("vnic_pkts"),
+        "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
+        "tx_dropped": sum(
+            b["vnic"]["tx_dropped"] - a["vnic"]["tx_dropped"] for a, b in zip(r0, r1)
+        ),
+        # per station: timer wake-ups and the frames each one sent
+        "wakeups_per_station": [b["timer_wakeups"] - a["timer_wakeups"] for a, b in zip(r0, r1)],
+        "frames_per_station": [b["frames_tx"] - a["frames_tx"] for a, b in zip(r0, r1)],
+        **tap_io(r0, r1),
+    }
 
 
 def tap_io(r0: list, r1: list) -> dict:
     """TAP syscalls and the wire frames (segments) they carried, both stations."""
-    d = {k: sum(b["vnic"][k] - a["vnic"][k] for a, b in zip(r0, r1))
-         for k in ("tap_reads", "tap_rx", "tap_writes", "tap_tx")}
-    return {"tap_reads": d["tap_reads"], "tap_writes": d["tap_writes"],
-            "segs_per_read": d["tap_rx"] / d["tap_reads"] if d["tap_reads"] else None,
-            "segs_per_write": d["tap_tx"] / d["tap_writes"] if d["tap_writes"] else None}
+    d = {
+        k: sum(b["vnic"][k] - a["vnic"][k] for a, b in zip(r0, r1))
+        for k in ("tap_reads", "tap_rx", "tap_writes", "tap_tx")
+    }
+    return {
+        "tap_reads": d["tap_reads"],
+        "tap_writes": d["tap_writes"],
+        "segs_per_read": d["tap_rx"] / d["tap_reads"] if d["tap_reads"] else None,
+        "segs_per_write": d["tap_tx"] / d["tap_writes"] if d["tap_writes"] else None,
+    }
 
 
 def p99_us(bins: np.ndarray, lo_ns: int) -> float:
@@ -210,8 +239,13 @@ def measure(fn, stations=None) -> dict:
     t1, b1, k1 = time.monotonic(), machine_snapshot(), stack_threads()
     a1 = ACCT.sample() if ACCT else None
     res = dict(res)
-    res.update(wall_s=t1 - t0, machine_cpu_s=machine_cpu_s(b0, b1), stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
-               stack_csw=k1["csw"] - k0["csw"], stack_threads=k1["threads"])
+    res.update(
+        wall_s=t1 - t0,
+        machine_cpu_s=machine_cpu_s(b0, b1),
+        stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
+        stack_csw=k1["csw"] - k0["csw"],
+        stack_threads=k1["threads"],
+    )
     if a0 is not None:
         res.update(LabCpu.between(a0, a1), cpu_method=ACCT.method)
     else:
@@ -219,8 +253,10 @@ def measure(fn, stations=None) -> dict:
     if stations:
         res.update(rt_impact(r0, rt_snapshot(stations)))
         res["wakeups_per_s"] = [w / res["wall_s"] for w in res["wakeups_per_station"]]
-        res["frames_per_wakeup"] = [f / w if w else None for f, w in
-                                    zip(res["frames_per_station"], res["wakeups_per_station"])]
+        res["frames_per_wakeup"] = [
+            f / w if w else None
+            for f, w in zip(res["frames_per_station"], res["wakeups_per_station"])
+        ]
     gb = res.get("bytes", 0) / 1e9
     res["cpu_s_per_gb"] = res["lab_total_cpu_s"] / gb if gb else None
     res["machine_cpu_s_per_gb"] = res["machine_cpu_s"] / gb if gb else None
@@ -243,9 +279,11 @@ def idle_baseline(name: str, seconds: float, stations, log, before: dict | None 
     out["idle_cpu_per_s_mean"] = (rate[0] + rate[1]) / 2
     out["idle_disagree"] = abs(rate[0] - rate[1]) > IDLE_AGREE * max(rate)
     if out["idle_disagree"]:
-        log(f"FLAG {name}: idle baselines before and after differ by more than "
+        log(
+            f"FLAG {name}: idle baselines before and after differ by more than "
             f"{IDLE_AGREE:.0%} ({rate[0]:.3f} vs {rate[1]:.3f} CPU s/s): its above-idle "
-            f"figures are not trustworthy")
+            f"figures are not trustworthy"
+        )
     return out
 
 
@@ -261,7 +299,9 @@ def derive(r: dict, base: dict, cap: float) -> None:
     r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
     r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
     # the VNIC's own cost: the lab's CPU above an idle TDMA run of the same length
-    idle_cpu = base.get("idle_cpu_per_s_mean", base["lab_total_cpu_s"] / base["wall_s"]) * r["wall_s"]
+    idle_cpu = (
+        base.get("idle_cpu_per_s_mean", base["lab_total_cpu_s"] / base["wall_s"]) * r["wall_s"]
+    )
     above = r["lab_total_cpu_s"] - idle_cpu
     gb = r.get("bytes", 0) / 1e9
     r["below_idle"] = above < 0
@@ -271,8 +311,9 @@ def derive(r: dict, base: dict, cap: float) -> None:
 
 def idle(seconds: float):
     def fn():
-        threading.Event().wait(seconds)   # the idle reference window
+        threading.Event().wait(seconds)  # the idle reference window
         return {}
+
     return fn
 
 
@@ -285,18 +326,26 @@ def wakeup_floor(base: dict, seconds: int, log) -> dict:
     """
     rate = base["timer_wakeups"] / base["wall_s"]
     interval_us = max(50, int(round(1e6 / rate)))
-    proc = subprocess.Popen(["cyclictest", "-q", "-m", "-t1", "-p80", "-i", str(interval_us),
-                             "-D", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["cyclictest", "-q", "-m", "-t1", "-p80", "-i", str(interval_us), "-D", str(seconds)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     _pid, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     loops = seconds * 1e6 / interval_us
-    out = {"interval_us": interval_us, "cpu_s": ru.ru_utime + ru.ru_stime,
-           "us_per_wakeup": (ru.ru_utime + ru.ru_stime) / loops * 1e6,
-           "stack_us_per_wakeup": base["stack_cpu_s"] / base["timer_wakeups"] * 1e6,
-           "exit": proc.returncode}
-    log(f"wake-up floor: cyclictest -i {interval_us} for {seconds} s used {out['cpu_s']:.2f} CPU s "
+    out = {
+        "interval_us": interval_us,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "us_per_wakeup": (ru.ru_utime + ru.ru_stime) / loops * 1e6,
+        "stack_us_per_wakeup": base["stack_cpu_s"] / base["timer_wakeups"] * 1e6,
+        "exit": proc.returncode,
+    }
+    log(
+        f"wake-up floor: cyclictest -i {interval_us} for {seconds} s used {out['cpu_s']:.2f} CPU s "
         f"= {out['us_per_wakeup']:.1f} us per wake-up (stations idle: "
-        f"{out['stack_us_per_wakeup']:.1f} us per wake-up)")
+        f"{out['stack_us_per_wakeup']:.1f} us per wake-up)"
+    )
     return out
 
 
@@ -311,17 +360,23 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
         log(f"kernel   {proto} ({when}): iperf3 {seconds} s over veth+bridge ...")
         r = measure(lambda: run_iperf(lab, proto, "198.18.0.2", seconds))
         results.setdefault("kernel_runs", {})[f"{proto}/{when}"] = r
-        log(f"kernel   {proto} ({when}): {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
-            f"{r['cpu_s_per_gb']:.2f} CPU s/GB")
+        log(
+            f"kernel   {proto} ({when}): {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
+            f"{r['cpu_s_per_gb']:.2f} CPU s/GB"
+        )
         both = [v for k, v in results["kernel_runs"].items() if k.startswith(proto + "/")]
         cpu, nbytes = sum(v["lab_total_cpu_s"] for v in both), sum(v["bytes"] for v in both)
         results["runs"][f"kernel/{proto}"] = {
-            **r, "lab_total_cpu_s": cpu / len(both), "bytes": nbytes / len(both),
+            **r,
+            "lab_total_cpu_s": cpu / len(both),
+            "bytes": nbytes / len(both),
             "machine_cpu_s": sum(v["machine_cpu_s"] for v in both) / len(both),
             "goodput_mbps": sum(v["goodput_mbps"] for v in both) / len(both),
             "loss_pct": sum(v["loss_pct"] for v in both) / len(both),
-            "cpu_s_per_gb": cpu / (nbytes / 1e9), "runs": len(both),
-            "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both]}
+            "cpu_s_per_gb": cpu / (nbytes / 1e9),
+            "runs": len(both),
+            "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both],
+        }
 
 
 def kernel_mtu_path(lab, seconds: int, results: dict, log) -> None:
@@ -332,11 +387,18 @@ def kernel_mtu_path(lab, seconds: int, results: dict, log) -> None:
     skb; the VNIC (like any real segment) puts every 1500-byte frame on the wire
     on its own.  This run shows how much of the VNIC's cost is that alone.
     """
+
     def offloads(state: str) -> None:
         for idx in (1, 2):
-            subprocess.run(netns.command(lab.station(idx).netns, [
-                "ethtool", "-K", "rteth0", "tso", state, "gso", state, "gro", state]),
-                capture_output=True, check=False)
+            subprocess.run(
+                netns.command(
+                    lab.station(idx).netns,
+                    ["ethtool", "-K", "rteth0", "tso", state, "gso", state, "gro", state],
+                ),
+                capture_output=True,
+                check=False,
+            )
+
     log(f"kernel   tcp (MTU frames): iperf3 {seconds} s over veth+bridge, offloads off ...")
     offloads("off")
     try:
@@ -344,7 +406,9 @@ def kernel_mtu_path(lab, seconds: int, results: dict, log) -> None:
     finally:
         offloads("on")
     results["runs"]["kernel-mtu/tcp"] = r
-    log(f"kernel   tcp (MTU frames): {r['goodput_mbps']:.1f} Mbit/s, {r['cpu_s_per_gb']:.2f} CPU s/GB")
+    log(
+        f"kernel   tcp (MTU frames): {r['goodput_mbps']:.1f} Mbit/s, {r['cpu_s_per_gb']:.2f} CPU s/GB"
+    )
 
 
 def _writable(path: str) -> str | None:
@@ -365,26 +429,40 @@ def _writable(path: str) -> str | None:
     return None
 
 
-def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None,
-               lab_name: str, out_json: str, out_png: str, offload: str,
-               windows: bool = True) -> SlotPlan:
+def check_args(
+    seconds: int,
+    cycle_us: int,
+    link_rate_mbps: int,
+    mtu: int | None,
+    lab_name: str,
+    out_json: str,
+    out_png: str,
+    offload: str,
+    windows: bool = True,
+) -> SlotPlan:
     """The slot plan for these arguments, or ConfigError (one line) before anything is built.
     ``windows`` False: RTnet's NRT slots (one frame per occurrence) instead of NRT windows."""
+
     def bad(what, why):
         raise ConfigError(f"{what}: {why}")
+
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= MAX_SECONDS:
         bad("--seconds", f"{seconds!r} outside 1..{MAX_SECONDS}")
-    if isinstance(link_rate_mbps, bool) or not isinstance(link_rate_mbps, int) \
-            or not 1 <= link_rate_mbps <= MAX_LINK_RATE_MBPS:
+    if (
+        isinstance(link_rate_mbps, bool)
+        or not isinstance(link_rate_mbps, int)
+        or not 1 <= link_rate_mbps <= MAX_LINK_RATE_MBPS
+    ):
         # the NRT capacity is the link rate's share: an unpaced link (0) has none to compare
         bad("--link-rate", f"{link_rate_mbps!r} outside 1..{MAX_LINK_RATE_MBPS} Mbit/s")
-    if mtu is not None and (isinstance(mtu, bool) or not isinstance(mtu, int)
-                            or not MIN_MTU <= mtu <= MAX_MTU):
+    if mtu is not None and (
+        isinstance(mtu, bool) or not isinstance(mtu, int) or not MIN_MTU <= mtu <= MAX_MTU
+    ):
         bad("--mtu", f"{mtu!r} outside {MIN_MTU}..{MAX_MTU} (the NRT slot's limit)")
     if offload not in OFFLOAD:
         bad("--offload", f"{offload!r} is not one of {', '.join(OFFLOAD)}")
     try:
-        Lab(lab_name, 2)           # checks the name, builds nothing
+        Lab(lab_name, 2)  # checks the name, builds nothing
     except LabError as exc:
         bad("--lab", exc.strerror)
     for opt, path in (("--json", out_json), ("--png", out_png)):
@@ -396,33 +474,52 @@ def check_args(seconds: int, cycle_us: int, link_rate_mbps: int, mtu: int | None
     except ConfigError as exc:
         bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s: {exc}")
     if p.master_nrt_ns <= 0:
-        bad("--cycle-us", f"{cycle_us} us at {link_rate_mbps} Mbit/s leaves no NRT time for "
-                          "the master's VNIC")
+        bad(
+            "--cycle-us",
+            f"{cycle_us} us at {link_rate_mbps} Mbit/s leaves no NRT time for the master's VNIC",
+        )
     return p
 
 
-def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: int | None = None,
-        lab_name: str = "vb", out_json: str = "results/vnic_bench.json",
-        out_png: str = "results/vnic_bench.png", log=print, offload: str = "on",
-        windows: bool = True) -> dict:
+def run(
+    seconds: int = 5,
+    cycle_us: int = 1000,
+    link_rate_mbps: int = 100,
+    mtu: int | None = None,
+    lab_name: str = "vb",
+    out_json: str = "results/vnic_bench.json",
+    out_png: str = "results/vnic_bench.png",
+    log=print,
+    offload: str = "on",
+    windows: bool = True,
+) -> dict:
     """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
     (the runs without offload are named ``<mode>-nooff``).  Every argument is checked
     (check_args) before the lab is built."""
-    p = check_args(seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload,
-                   windows)
+    p = check_args(
+        seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload, windows
+    )
     mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     cap = p.master_capacity_mbps
-    log(f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
+    log(
+        f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
         f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
         f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
-        f"no busy polling")
+        f"no busy polling"
+    )
     global OFFERED_MBPS
-    OFFERED_MBPS = link_rate_mbps     # the whole modelled link: the VNIC's share is the limit
-    results = {"config": {**p.to_dict(), "seconds": seconds, "mtu": mtu,
-                          "offered_mbps": OFFERED_MBPS,
-                          "offload": offload},
-               "runs": {}}
+    OFFERED_MBPS = link_rate_mbps  # the whole modelled link: the VNIC's share is the limit
+    results = {
+        "config": {
+            **p.to_dict(),
+            "seconds": seconds,
+            "mtu": mtu,
+            "offered_mbps": OFFERED_MBPS,
+            "offload": offload,
+        },
+        "runs": {},
+    }
     global ACCT
     with LabCpu("rtn-vnic-bench") as acct, Lab(lab_name, 2) as lab:
         ACCT = acct
@@ -433,14 +530,16 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
             name = mode if tso else f"{mode}-nooff"
             with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
                 for st in stations:
-                    st.set_probe(0)   # one RT frame per slot 0 occurrence: the slot timing measured
+                    st.set_probe(0)  # one RT frame per slot 0 occurrence: the slot timing measured
                 log(f"{name:16s} idle {seconds} s ...")
                 base = measure(idle(seconds), stations)
                 results["runs"][f"{name}/idle"] = base
                 per_wake = base["stack_cpu_s"] / base["timer_wakeups"] * 1e6
-                log(f"{name:16s} idle: {base['timer_wakeups'] / base['wall_s']:.0f} RT wake-ups/s, "
+                log(
+                    f"{name:16s} idle: {base['timer_wakeups'] / base['wall_s']:.0f} RT wake-ups/s, "
                     f"{per_wake:.1f} us of stack CPU each; RT slot lateness p99 "
-                    f"{base['rt_lateness_p99_us']:.0f} us, RT slots missed {base['rt_slot_missed']}")
+                    f"{base['rt_lateness_p99_us']:.0f} us, RT slots missed {base['rt_slot_missed']}"
+                )
                 if "wakeup_floor" not in results:
                     floor = results["wakeup_floor"] = wakeup_floor(base, seconds, log)
                     # RTnet's slot model: an NRT slot occurrence carries one full frame, so a
@@ -448,21 +547,25 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                     mss = mtu - TCP_IP_HLEN
                     floor["per_segment_cpu_s_per_gb"] = floor["us_per_wakeup"] * 1e-6 / mss * 1e9
                     k = results["runs"]["kernel/tcp"]["cpu_s_per_gb"]
-                    log(f"floor: one wake-up per {mss}-byte segment = "
+                    log(
+                        f"floor: one wake-up per {mss}-byte segment = "
                         f"{floor['per_segment_cpu_s_per_gb']:.1f} CPU s/GB = "
                         f"{floor['per_segment_cpu_s_per_gb'] / k:.1f}x the kernel path's TCP, "
-                        f"before any packet is touched")
+                        f"before any packet is touched"
+                    )
                 loaded = {}
                 for proto in ("tcp", "udp"):
                     log(f"{name:16s} {proto}: iperf3 {seconds} s through vnic0 ...")
-                    loaded[proto] = measure(lambda: run_iperf(lab, proto, "198.19.0.2", seconds),
-                                            stations)
+                    loaded[proto] = measure(
+                        lambda: run_iperf(lab, proto, "198.19.0.2", seconds), stations
+                    )
                 base = idle_baseline(name, seconds, stations, log, before=base)
                 results["runs"][f"{name}/idle"] = base
                 for proto, r in loaded.items():
                     derive(r, base, cap)
                     results["runs"][f"{name}/{proto}"] = r
-                    log(f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
+                    log(
+                        f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
                         f"{r['csw_per_packet']:.3f} csw/pkt; lab CPU {r['cpu_s_per_gb']:.2f} s/GB "
                         f"({r['marginal_cpu_s_per_gb']:.2f} above idle"
@@ -475,7 +578,8 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
                         f"all missed slots {r['missed_slots']} (idle {base['missed_slots']}): "
                         f"{r['miss_late_wake']} after a late wake-up (idle {base['miss_late_wake']}), "
                         f"{r['miss_vnic']} after VNIC writes ran late, {r['miss_other']} other "
-                        f"(idle {base['miss_other']}); VNIC writes past a deadline {r['vnic_overruns']}")
+                        f"(idle {base['miss_other']}); VNIC writes past a deadline {r['vnic_overruns']}"
+                    )
         kernel_path(lab, seconds, results, log, "after")
         kernel_mtu_path(lab, seconds, results, log)
         ACCT = None
@@ -490,28 +594,45 @@ def run(seconds: int = 5, cycle_us: int = 1000, link_rate_mbps: int = 100, mtu: 
 
 
 def table(results: dict) -> str:
-    rows = ["path/proto            goodput  %cap  loss%   labCPU  CPUs/GB  xkernel  "
-            "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  RTlate-p99(idle) us  "
-            "RTmissed(idle)  missed:late-wake/vnic/other  vnic-overruns  frames/wake  flags"]
+    rows = [
+        "path/proto            goodput  %cap  loss%   labCPU  CPUs/GB  xkernel  "
+        "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  RTlate-p99(idle) us  "
+        "RTmissed(idle)  missed:late-wake/vnic/other  vnic-overruns  frames/wake  flags"
+    ]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
             continue
         proto = key.split("/")[1]
         k = runs.get(f"kernel/{proto}")
-        ratio = (r["cpu_s_per_gb"] / k["cpu_s_per_gb"]) if k and k.get("cpu_s_per_gb") and \
-            r.get("cpu_s_per_gb") else None
-        marg = r.get("marginal_cpu_s_per_gb")
-        mratio = marg / k["cpu_s_per_gb"] if marg is not None and k and k.get("cpu_s_per_gb") \
+        ratio = (
+            (r["cpu_s_per_gb"] / k["cpu_s_per_gb"])
+            if k and k.get("cpu_s_per_gb") and r.get("cpu_s_per_gb")
             else None
+        )
+        marg = r.get("marginal_cpu_s_per_gb")
+        mratio = (
+            marg / k["cpu_s_per_gb"] if marg is not None and k and k.get("cpu_s_per_gb") else None
+        )
 
         def f(v, fmt):
             return format(v, fmt) if v is not None else "-"
-        per_wake = "/".join(format(x, ".2f") for x in r.get("frames_per_wakeup") or []
-                            if x is not None) or "-"
-        flags = " ".join(name for name, on in (("below-idle", r.get("below_idle")),
-                                               ("idle-disagree", r.get("idle_disagree")))
-                         if on) or "-"
+
+        per_wake = (
+            "/".join(format(x, ".2f") for x in r.get("frames_per_wakeup") or [] if x is not None)
+            or "-"
+        )
+        flags = (
+            " ".join(
+                name
+                for name, on in (
+                    ("below-idle", r.get("below_idle")),
+                    ("idle-disagree", r.get("idle_disagree")),
+                )
+                if on
+            )
+            or "-"
+        )
         rows.append(
             f"{key:20s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
             f"{r['loss_pct']:6.2f} {r['lab_total_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
@@ -521,12 +642,14 @@ def table(results: dict) -> str:
             f"{f(r.get('rt_slot_missed'), '10d')}({f(r.get('idle_rt_slot_missed'), '.0f')}) "
             f"{f(r.get('miss_late_wake'), '12d')}/{f(r.get('miss_vnic'), 'd')}/{f(r.get('miss_other'), 'd')} "
             f"{f(r.get('vnic_overruns'), '8d')}      "
-            f"{per_wake}  {flags}")
+            f"{per_wake}  {flags}"
+        )
     return "\n".join(rows)
 
 
 def chart(results: dict, path: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -537,8 +660,12 @@ def chart(results: dict, path: str) -> None:
     ax[0].bar(x, [runs[k]["goodput_mbps"] for k in keys])
     ax[0].set_title("goodput (Mbit/s)")
     ax[1].bar(x - 0.2, [runs[k]["cpu_s_per_gb"] or 0 for k in keys], 0.4, label="total")
-    ax[1].bar(x + 0.2, [runs[k].get("marginal_cpu_s_per_gb") or 0 for k in keys], 0.4,
-              label="above idle TDMA")
+    ax[1].bar(
+        x + 0.2,
+        [runs[k].get("marginal_cpu_s_per_gb") or 0 for k in keys],
+        0.4,
+        label="above idle TDMA",
+    )
     ax[1].set_title("lab CPU s per GB")
     ax[1].legend(fontsize=8)
     ax[2].bar(x, [runs[k].get("csw_per_packet") or 0 for k in keys])

@@ -4,6 +4,7 @@ Every argument is checked before anything is built (vnic.bench.check_args);
 errors are one line, ``vnic: <message>``: exit status 2 for a refused
 command line, 1 when the benchmark itself fails.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,23 +20,45 @@ from .bench import MAX_MTU, MAX_SECONDS, MIN_MTU, OFFLOAD
 def build_parser() -> OneLineParser:
     ap = OneLineParser(prog="vnic", description="VNIC tools")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("bench",
-                       help="iperf3 through vnic0 (batched, per-packet) vs the kernel path")
+    b = sub.add_parser(
+        "bench", help="iperf3 through vnic0 (batched, per-packet) vs the kernel path"
+    )
     b.add_argument("--seconds", type=integer("seconds", 1, MAX_SECONDS), default=5)
     b.add_argument("--cycle-us", type=integer("cycle", *LIMITS["cycle_us"]), default=1000)
-    b.add_argument("--link-rate", type=integer("link rate", 1, MAX_LINK_RATE_MBPS), default=100,
-                   help="TDMA link model, Mbit/s")
-    b.add_argument("--mtu", type=integer("mtu", MIN_MTU, MAX_MTU), default=None,
-                   help="VNIC MTU (default: the NRT slot's limit, slot size - 4)")
+    b.add_argument(
+        "--link-rate",
+        type=integer("link rate", 1, MAX_LINK_RATE_MBPS),
+        default=100,
+        help="TDMA link model, Mbit/s",
+    )
+    b.add_argument(
+        "--mtu",
+        type=integer("mtu", MIN_MTU, MAX_MTU),
+        default=None,
+        help="VNIC MTU (default: the NRT slot's limit, slot size - 4)",
+    )
     b.add_argument("--lab", default="vb")
     b.add_argument("--json", default="results/vnic_bench.json")
     b.add_argument("--png", default="results/vnic_bench.png")
-    b.add_argument("--offload", choices=OFFLOAD, default="on",
-                   help="TAP with TSO/checksum offload (on), without (off), or both runs")
-    b.add_argument("--no-offload", dest="offload", action="store_const", const="off",
-                   help="same as --offload off")
-    b.add_argument("--slots", choices=("windows", "rtnet"), default="windows",
-                   help="NRT windows (default), or RTnet's NRT slots of one frame each")
+    b.add_argument(
+        "--offload",
+        choices=OFFLOAD,
+        default="on",
+        help="TAP with TSO/checksum offload (on), without (off), or both runs",
+    )
+    b.add_argument(
+        "--no-offload",
+        dest="offload",
+        action="store_const",
+        const="off",
+        help="same as --offload off",
+    )
+    b.add_argument(
+        "--slots",
+        choices=("windows", "rtnet"),
+        default="windows",
+        help="NRT windows (default), or RTnet's NRT slots of one frame each",
+    )
     return ap
 
 
@@ -43,19 +66,32 @@ def main(argv=None) -> int:
     ap = build_parser()
     try:
         args = ap.parse_args(argv)
-    except SystemExit as exc:      # a refused command line (one line printed), or --help
+    except SystemExit as exc:  # a refused command line (one line printed), or --help
         return int(exc.code or 0)
     from . import bench
-    bench_args = (args.seconds, args.cycle_us, args.link_rate, args.mtu, args.lab, args.json,
-                  args.png, args.offload)
+
+    bench_args = (
+        args.seconds,
+        args.cycle_us,
+        args.link_rate,
+        args.mtu,
+        args.lab,
+        args.json,
+        args.png,
+        args.offload,
+    )
     try:
         bench.check_args(*bench_args, windows=args.slots == "windows")
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
     try:
-        bench.run(*bench_args[:7], log=lambda s: print(s, flush=True), offload=args.offload,
-                  windows=args.slots == "windows")
+        bench.run(
+            *bench_args[:7],
+            log=lambda s: print(s, flush=True),
+            offload=args.offload,
+            windows=args.slots == "windows",
+        )
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"vnic: {bounded(one_line(msg))}", file=sys.stderr)

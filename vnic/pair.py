@@ -12,6 +12,7 @@ byte frame plus the guard, so it carries one full-size frame per occurrence;
 the master gets as many NRT slot occurrences per cycle as fit (slot 1 and
 joint slots 2, 3, ...), the slave one.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,7 +49,7 @@ class SlotPlan:
     slave: TdmaConfig
     cycle_us: int
     link_rate_mbps: int
-    master_nrt_ns: int          # NRT wire time per cycle: the window, or the slots' frames
+    master_nrt_ns: int  # NRT wire time per cycle: the window, or the slots' frames
     slave_nrt_ns: int
     windows: bool
 
@@ -68,23 +69,36 @@ class SlotPlan:
 
     def describe(self) -> str:
         if self.windows:
-            return (f"NRT window {self.master_nrt_ns / 1000:g} us/cycle "
-                    f"({self.master_nrt_ns / self.cycle_us / 10:.0f}%)")
+            return (
+                f"NRT window {self.master_nrt_ns / 1000:g} us/cycle "
+                f"({self.master_nrt_ns / self.cycle_us / 10:.0f}%)"
+            )
         n = self.master_nrt_ns // wire_time_ns(NRT_SLOT_SIZE + 14, self.link_rate_mbps)
         return f"{n} NRT slots/cycle (RTnet's slot model)"
 
     def to_dict(self) -> dict:
-        return {"cycle_us": self.cycle_us, "link_rate_mbps": self.link_rate_mbps,
-                "windows": self.windows, "master_nrt_us": self.master_nrt_ns / 1000,
-                "slave_nrt_us": self.slave_nrt_ns / 1000,
-                "master_nrt_capacity_mbps": round(self.master_capacity_mbps, 2),
-                "slave_nrt_capacity_mbps": round(self.slave_capacity_mbps, 2),
-                "master_tcp_capacity_mbps": round(self.master_tcp_capacity_mbps, 2),
-                "master": self.master.to_dict(), "slave": self.slave.to_dict()}
+        return {
+            "cycle_us": self.cycle_us,
+            "link_rate_mbps": self.link_rate_mbps,
+            "windows": self.windows,
+            "master_nrt_us": self.master_nrt_ns / 1000,
+            "slave_nrt_us": self.slave_nrt_ns / 1000,
+            "master_nrt_capacity_mbps": round(self.master_capacity_mbps, 2),
+            "slave_nrt_capacity_mbps": round(self.slave_capacity_mbps, 2),
+            "master_tcp_capacity_mbps": round(self.master_tcp_capacity_mbps, 2),
+            "master": self.master.to_dict(),
+            "slave": self.slave.to_dict(),
+        }
 
 
-def plan(cycle_us: int = 1000, link_rate_mbps: int = 100, *, windows: bool = True,
-         max_master_nrt: int = 62, guard_ns: int = DEFAULT_GUARD_NS) -> SlotPlan:
+def plan(
+    cycle_us: int = 1000,
+    link_rate_mbps: int = 100,
+    *,
+    windows: bool = True,
+    max_master_nrt: int = 62,
+    guard_ns: int = DEFAULT_GUARD_NS,
+) -> SlotPlan:
     """The benchmark pair's schedule: NRT windows (default) or RTnet's NRT slots.
     ``guard_ns``: the RT slots' guard, the lateness a station's RT thread may have and still
     send in its slot (windows only: a station's window starts inside its RT slot's guard, so
@@ -100,14 +114,27 @@ def _window_plan(cycle_us: int, link_rate_mbps: int, guard_ns: int) -> SlotPlan:
     # the slave's window: one full frame, and at least its RT slot's guard it starts in
     one_frame_us = -(-wire_time_ns(NRT_SLOT_SIZE + 14, link_rate_mbps) // 1000)
     slave_us = max(one_frame_us, -(-guard_ns // 1000))
-    p = segment_plan(2, cycle_us=cycle_us, link_rate_mbps=link_rate_mbps, backup=False,
-                     rt_sizes=RT_SLOT_SIZE, nrt_size=NRT_SLOT_SIZE, windows_us={2: slave_us},
-                     guard_ns=guard_ns)
+    p = segment_plan(
+        2,
+        cycle_us=cycle_us,
+        link_rate_mbps=link_rate_mbps,
+        backup=False,
+        rt_sizes=RT_SLOT_SIZE,
+        nrt_size=NRT_SLOT_SIZE,
+        windows_us={2: slave_us},
+        guard_ns=guard_ns,
+    )
     master = validate(dataclasses.replace(p.tdma_config(1), max_slot_id=63, cal_rounds=10))
     slave = validate(dataclasses.replace(p.tdma_config(2), max_slot_id=63, cal_rounds=10))
-    return SlotPlan(master, slave, cycle_us, link_rate_mbps,
-                    p.station(1).window.window_us * 1000, p.station(2).window.window_us * 1000,
-                    True)
+    return SlotPlan(
+        master,
+        slave,
+        cycle_us,
+        link_rate_mbps,
+        p.station(1).window.window_us * 1000,
+        p.station(2).window.window_us * 1000,
+        True,
+    )
 
 
 def _slot_plan(cycle_us: int, link_rate_mbps: int, max_master_nrt: int) -> SlotPlan:
@@ -134,14 +161,24 @@ def _slot_plan(cycle_us: int, link_rate_mbps: int, max_master_nrt: int) -> SlotP
     master = validate(TdmaConfig(role="master", slots=m_slots, **base))
     slave = validate(TdmaConfig(role="slave", slots={0: s_rt, 1: s_nrt}, **base))
     frame_ns = wire_time_ns(NRT_SLOT_SIZE + 14, link_rate_mbps)
-    return SlotPlan(master, slave, cycle_us, link_rate_mbps, (len(m_slots) - 1) * frame_ns,
-                    frame_ns, False)
+    return SlotPlan(
+        master, slave, cycle_us, link_rate_mbps, (len(m_slots) - 1) * frame_ns, frame_ns, False
+    )
 
 
 @contextlib.contextmanager
-def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: int | None = None,
-              rt: RtSettings = RtSettings(priority=80), sync_timeout: float = 10.0,
-              ethertypes=(), offload: bool = True, rt2: RtSettings | None = None):
+def tdma_pair(
+    lab,
+    slot_plan: SlotPlan,
+    *,
+    mode: str | None = "batched",
+    mtu: int | None = None,
+    rt: RtSettings = RtSettings(priority=80),
+    sync_timeout: float = 10.0,
+    ethertypes=(),
+    offload: bool = True,
+    rt2: RtSettings | None = None,
+):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
     Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4);
@@ -155,8 +192,9 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
         stations, taps = [], []
         for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
             ls = lab.station(idx)
-            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings,
-                                             ethertypes=ethertypes))
+            st = stack.enter_context(
+                Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings, ethertypes=ethertypes)
+            )
             st.attach_tdma(cfg)
             stations.append(st)
         for st in stations:
@@ -165,20 +203,37 @@ def tdma_pair(lab, slot_plan: SlotPlan, *, mode: str | None = "batched", mtu: in
         if mode:
             for idx, st in enumerate(stations, 1):
                 ls = lab.station(idx)
-                tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
-                                              address=vnic_address(idx), slot_size=NRT_SLOT_SIZE,
-                                              txqueuelen=qlen, offload=offload))
+                tap = stack.enter_context(
+                    Tap(
+                        "vnic0",
+                        mac=ls.mac,
+                        mtu=mtu,
+                        netns=ls.netns,
+                        address=vnic_address(idx),
+                        slot_size=NRT_SLOT_SIZE,
+                        txqueuelen=qlen,
+                        offload=offload,
+                    )
+                )
                 st.attach_vnic(tap.fd, mode, slot=1)
                 taps.append(tap)
         yield stations, taps
         for tap in taps:
-            tap.close()   # before the stations close: the namespaces outlive neither
+            tap.close()  # before the stations close: the namespaces outlive neither
 
 
 @contextlib.contextmanager
-def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
-               rt: RtSettings = RtSettings(priority=80), ethertypes=(),
-               link_rate_mbps: int = 100, offload: bool = True, rt2: RtSettings | None = None):
+def nomac_pair(
+    lab,
+    *,
+    mode: str | None = "batched",
+    mtu: int | None = None,
+    rt: RtSettings = RtSettings(priority=80),
+    ethertypes=(),
+    link_rate_mbps: int = 100,
+    offload: bool = True,
+    rt2: RtSettings | None = None,
+):
     """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
     modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps).
     ``rt2``: station 2's RT thread settings when they differ from ``rt``."""
@@ -188,18 +243,33 @@ def nomac_pair(lab, *, mode: str | None = "batched", mtu: int | None = None,
         stations, taps = [], []
         for idx, settings in ((1, rt), (2, rt2 or rt)):
             ls = lab.station(idx)
-            st = stack.enter_context(Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings,
-                                             ethertypes=ethertypes,
-                                             link_rate_mbps=link_rate_mbps))
+            st = stack.enter_context(
+                Station(
+                    ls.ifname,
+                    netns=ls.netns,
+                    mac=ls.mac,
+                    rt=settings,
+                    ethertypes=ethertypes,
+                    link_rate_mbps=link_rate_mbps,
+                )
+            )
             st.attach_nomac()
             st.start()
             stations.append(st)
         if mode:
             for idx, st in enumerate(stations, 1):
                 ls = lab.station(idx)
-                tap = stack.enter_context(Tap("vnic0", mac=ls.mac, mtu=mtu, netns=ls.netns,
-                                              address=vnic_address(idx), txqueuelen=qlen,
-                                              offload=offload))
+                tap = stack.enter_context(
+                    Tap(
+                        "vnic0",
+                        mac=ls.mac,
+                        mtu=mtu,
+                        netns=ls.netns,
+                        address=vnic_address(idx),
+                        txqueuelen=qlen,
+                        offload=offload,
+                    )
+                )
                 st.attach_vnic(tap.fd, mode, slot=1)
                 taps.append(tap)
         yield stations, taps
@@ -215,4 +285,6 @@ def wait_synced(stations, timeout: float) -> None:
         if states[0] == "active" and all(s == "synchronised" for s in states[1:]):
             return
         time.sleep(0.05)  # polling the engine's published state; there is no event for it
-    raise RtnetError(errno.ETIMEDOUT, f"TDMA did not synchronise within {timeout:g} s: states {states}")
+    raise RtnetError(
+        errno.ETIMEDOUT, f"TDMA did not synchronise within {timeout:g} s: states {states}"
+    )

@@ -20,6 +20,7 @@ so the inner MTU is at most ``size - 4`` (:func:`vnic_mtu_for`).
 ...          address="198.19.0.1/24", netns="rtn-lab-s1") as tap:
 ...     station.attach_vnic(tap.fd, "batched")
 """
+
 from __future__ import annotations
 
 import errno
@@ -48,13 +49,13 @@ TUNSETIFF = 0x400454CA
 TUNSETOFFLOAD = 0x400454D0
 IFF_TAP = 0x0002
 IFF_NO_PI = 0x1000
-IFF_VNET_HDR = 0x4000       # each packet starts with struct virtio_net_hdr (10 bytes)
+IFF_VNET_HDR = 0x4000  # each packet starts with struct virtio_net_hdr (10 bytes)
 TUN_F_CSUM = 0x01
 TUN_F_TSO4 = 0x02
 TUN_F_TSO6 = 0x04
-RTMAC_HLEN = 4              # RTmac header inside the outer frame (tunnel encapsulation)
-MIN_MTU = 68                # RTnet's ndo_change_mtu lower bound (IPv4 minimum)
-MIN_TXQUEUELEN = 500        # the tun driver's own default
+RTMAC_HLEN = 4  # RTmac header inside the outer frame (tunnel encapsulation)
+MIN_MTU = 68  # RTnet's ndo_change_mtu lower bound (IPv4 minimum)
+MIN_TXQUEUELEN = 500  # the tun driver's own default
 
 
 def vnic_mtu_for(config: TdmaConfig, slot: int = 1) -> int:
@@ -102,16 +103,27 @@ class Tap(Closeable):
     TAP that hands over one frame per read.
     """
 
-    def __init__(self, name: str = "vnic0", *, mac: str, mtu: int, address: str | None = None,
-                 netns: str | None = None, slot_size: int | None = None,
-                 txqueuelen: int = MIN_TXQUEUELEN, offload: bool = True):
+    def __init__(
+        self,
+        name: str = "vnic0",
+        *,
+        mac: str,
+        mtu: int,
+        address: str | None = None,
+        netns: str | None = None,
+        slot_size: int | None = None,
+        txqueuelen: int = MIN_TXQUEUELEN,
+        offload: bool = True,
+    ):
         if not name or len(name) > 15 or "/" in name:
             raise ConfigError(f"TAP name {name!r}: 1-15 characters, no '/'")
         if not isinstance(mtu, int) or mtu < MIN_MTU:
             raise ConfigError(f"VNIC MTU {mtu!r}: at least {MIN_MTU}")
         if slot_size is not None and mtu > slot_size - RTMAC_HLEN:
-            raise ConfigError(f"VNIC MTU {mtu} does not fit the NRT slot of {slot_size} bytes: "
-                              f"at most {slot_size - RTMAC_HLEN} (slot size - {RTMAC_HLEN})")
+            raise ConfigError(
+                f"VNIC MTU {mtu} does not fit the NRT slot of {slot_size} bytes: "
+                f"at most {slot_size - RTMAC_HLEN} (slot size - {RTMAC_HLEN})"
+            )
         if not isinstance(txqueuelen, int) or not 1 <= txqueuelen <= 1 << 20:
             raise ConfigError(f"TAP txqueuelen {txqueuelen!r}: 1..{1 << 20}")
         addr = _parse_cidr(address) if address is not None else None
@@ -158,8 +170,12 @@ class Tap(Closeable):
         ip, plen = _parse_cidr(address)
         with IPRoute(netns=self.netns) as ipr:
             for old in ipr.get_addr(family=socket.AF_INET, index=self.ifindex):
-                ipr.addr("del", index=self.ifindex, address=old.get_attr("IFA_ADDRESS"),
-                         prefixlen=old["prefixlen"])
+                ipr.addr(
+                    "del",
+                    index=self.ifindex,
+                    address=old.get_attr("IFA_ADDRESS"),
+                    prefixlen=old["prefixlen"],
+                )
             ipr.addr("add", index=self.ifindex, address=ip, prefixlen=plen)
         self.address = address
 
@@ -177,4 +193,3 @@ class Tap(Closeable):
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-

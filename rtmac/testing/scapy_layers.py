@@ -20,6 +20,7 @@ Not covered: TDMA v1 (RTmac version 1, type 0x9031, removed in RTnet
 >>> len(raw), Ether(raw)[TdmaSync].cycle_no, bytes(Ether(raw)) == raw
 (60, 5, True)
 """
+
 from __future__ import annotations
 
 import struct
@@ -46,8 +47,9 @@ class RTmac(Packet):
 
     name = "RTmac"
     fields_desc = [
-        XShortEnumField("type", RTMAC_TYPE_TDMA, {RTMAC_TYPE_NOMAC: "NoMAC",
-                                                 RTMAC_TYPE_TDMA: "TDMA"}),
+        XShortEnumField(
+            "type", RTMAC_TYPE_TDMA, {RTMAC_TYPE_NOMAC: "NoMAC", RTMAC_TYPE_TDMA: "TDMA"}
+        ),
         XByteField("ver", 0x02),
         FlagsField("flags", 0, 8, ["tunnel"]),
     ]
@@ -80,8 +82,7 @@ class TdmaHead(_TdmaBase):
     """TDMA header of a frame with an id this implementation does not know."""
 
     name = "TDMA"
-    fields_desc = [XShortField("version", TDMA_VERSION),
-                   XShortEnumField("id", 0xFFFF, _TDMA_IDS)]
+    fields_desc = [XShortField("version", TDMA_VERSION), XShortEnumField("id", 0xFFFF, _TDMA_IDS)]
 
     def extract_padding(self, s):
         return s, b""
@@ -91,22 +92,26 @@ class TdmaSync(_TdmaBase):
     """Synchronisation frame (TDMA.spec: id 0x0000, broadcast)."""
 
     name = "TDMA Sync"
-    fields_desc = [XShortField("version", TDMA_VERSION),
-                   XShortEnumField("id", TDMA_FRM_SYNC, _TDMA_IDS),
-                   IntField("cycle_no", 0),
-                   LongField("xmit_stamp", 0),
-                   LongField("sched_xmit_stamp", 0)]
+    fields_desc = [
+        XShortField("version", TDMA_VERSION),
+        XShortEnumField("id", TDMA_FRM_SYNC, _TDMA_IDS),
+        IntField("cycle_no", 0),
+        LongField("xmit_stamp", 0),
+        LongField("sched_xmit_stamp", 0),
+    ]
 
 
 class TdmaReqCal(_TdmaBase):
     """Request Calibration frame (TDMA.spec: id 0x0010, unicast to the master)."""
 
     name = "TDMA Request Calibration"
-    fields_desc = [XShortField("version", TDMA_VERSION),
-                   XShortEnumField("id", TDMA_FRM_REQ_CAL, _TDMA_IDS),
-                   LongField("xmit_stamp", 0),
-                   IntField("reply_cycle", 0),
-                   LongField("reply_slot_offset", 0)]
+    fields_desc = [
+        XShortField("version", TDMA_VERSION),
+        XShortEnumField("id", TDMA_FRM_REQ_CAL, _TDMA_IDS),
+        LongField("xmit_stamp", 0),
+        IntField("reply_cycle", 0),
+        LongField("reply_slot_offset", 0),
+    ]
 
     def hashret(self):
         return struct.pack("!Q", self.xmit_stamp)
@@ -116,11 +121,13 @@ class TdmaRplCal(_TdmaBase):
     """Reply Calibration frame (TDMA.spec: id 0x0011, unicast to the requester)."""
 
     name = "TDMA Reply Calibration"
-    fields_desc = [XShortField("version", TDMA_VERSION),
-                   XShortEnumField("id", TDMA_FRM_RPL_CAL, _TDMA_IDS),
-                   LongField("request_xmit_stamp", 0),
-                   LongField("reception_stamp", 0),
-                   LongField("xmit_stamp", 0)]
+    fields_desc = [
+        XShortField("version", TDMA_VERSION),
+        XShortEnumField("id", TDMA_FRM_RPL_CAL, _TDMA_IDS),
+        LongField("request_xmit_stamp", 0),
+        LongField("reception_stamp", 0),
+        LongField("xmit_stamp", 0),
+    ]
 
     def hashret(self):
         return struct.pack("!Q", self.request_xmit_stamp)
@@ -130,8 +137,11 @@ class TdmaRplCal(_TdmaBase):
         return isinstance(other, TdmaReqCal) and other.xmit_stamp == self.request_xmit_stamp
 
 
-_TDMA_CLASSES = {TDMA_FRM_SYNC: TdmaSync, TDMA_FRM_REQ_CAL: TdmaReqCal,
-                 TDMA_FRM_RPL_CAL: TdmaRplCal}
+_TDMA_CLASSES = {
+    TDMA_FRM_SYNC: TdmaSync,
+    TDMA_FRM_REQ_CAL: TdmaReqCal,
+    TDMA_FRM_RPL_CAL: TdmaRplCal,
+}
 
 bind_layers(Ether, RTmac, type=ETH_RTMAC)
 for _cls in (TdmaHead, *_TDMA_CLASSES.values()):
@@ -147,5 +157,8 @@ def pad_frame(pkt: Packet) -> Packet:
 def tunnel(inner: Packet, station_mac: str) -> Packet:
     """RTnet VNIC encapsulation of an Ether packet, built with these layers."""
     inner = Ether(bytes(inner))
-    return (Ether(dst=inner.dst, src=station_mac, type=ETH_RTMAC)
-            / RTmac(type=inner.type, flags="tunnel") / inner.payload)
+    return (
+        Ether(dst=inner.dst, src=station_mac, type=ETH_RTMAC)
+        / RTmac(type=inner.type, flags="tunnel")
+        / inner.payload
+    )

@@ -14,6 +14,7 @@ EtherType (e.g. 0x88B5) stays Raw.
 >>> p[RTag].seq, p[TdmaSync].cycle_no, bytes(p) == raw
 (7, 5, True)
 """
+
 from __future__ import annotations
 
 from scapy.fields import ShortField, XShortEnumField, XShortField

@@ -13,6 +13,7 @@ dissects as ``Padding`` after the fixed frames.
 >>> raw[14:].hex(), Ether(raw)[RtcfgAnnounce].ip
 ('01010a0000020104', '10.0.0.2')
 """
+
 from __future__ import annotations
 
 from scapy.fields import (
@@ -35,8 +36,17 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers
 
 ETH_RTCFG = 0x9022
-_IDS = {0: "stage_1_cfg", 1: "announce_new", 2: "announce_reply", 3: "stage_2_cfg",
-        4: "stage_2_cfg_frag", 5: "ack_cfg", 6: "ready", 7: "heartbeat", 8: "dead_station"}
+_IDS = {
+    0: "stage_1_cfg",
+    1: "announce_new",
+    2: "announce_reply",
+    3: "stage_2_cfg",
+    4: "stage_2_cfg_frag",
+    5: "ack_cfg",
+    6: "ready",
+    7: "heartbeat",
+    8: "dead_station",
+}
 _ADDR = {0: "mac", 1: "ip"}
 
 
@@ -58,29 +68,37 @@ class _Fixed(Packet):
 
 class RtcfgStage1(_Fixed):
     name = "RTcfg Stage 1 Config"
-    fields_desc = [ByteEnumField("addr_type", 1, _ADDR),
-                   ConditionalField(IPField("client_ip", "0.0.0.0"), _by_ip),
-                   ConditionalField(IPField("server_ip", "0.0.0.0"), _by_ip),
-                   ByteField("burstrate", 4),
-                   FieldLenField("cfg_len", None, length_of="cfg_data", fmt="!H"),
-                   StrLenField("cfg_data", b"", length_from=lambda p: p.cfg_len)]
+    fields_desc = [
+        ByteEnumField("addr_type", 1, _ADDR),
+        ConditionalField(IPField("client_ip", "0.0.0.0"), _by_ip),
+        ConditionalField(IPField("server_ip", "0.0.0.0"), _by_ip),
+        ByteField("burstrate", 4),
+        FieldLenField("cfg_len", None, length_of="cfg_data", fmt="!H"),
+        StrLenField("cfg_data", b"", length_from=lambda p: p.cfg_len),
+    ]
 
 
 class RtcfgAnnounce(_Fixed):
     """New Announcement (id 1) and Reply Announcement (id 2, ``burstrate`` is padding 0)."""
 
     name = "RTcfg Announcement"
-    fields_desc = [ByteEnumField("addr_type", 1, _ADDR),
-                   ConditionalField(IPField("ip", "0.0.0.0"), _by_ip),
-                   FlagsField("flags", 0, 8, ["stage_2_data", "ready"]),
-                   ByteField("burstrate", 0)]
+    fields_desc = [
+        ByteEnumField("addr_type", 1, _ADDR),
+        ConditionalField(IPField("ip", "0.0.0.0"), _by_ip),
+        FlagsField("flags", 0, 8, ["stage_2_data", "ready"]),
+        ByteField("burstrate", 0),
+    ]
 
 
 class RtcfgStage2(Packet):
     name = "RTcfg Stage 2 Config"
-    fields_desc = [FlagsField("flags", 0, 8, ["res0", "ready"]),
-                   IntField("active_stations", 0), ShortField("heartbeat_period", 0),
-                   IntField("cfg_len", 0), XStrField("cfg_data", b"")]
+    fields_desc = [
+        FlagsField("flags", 0, 8, ["res0", "ready"]),
+        IntField("active_stations", 0),
+        ShortField("heartbeat_period", 0),
+        IntField("cfg_len", 0),
+        XStrField("cfg_data", b""),
+    ]
 
 
 class RtcfgStage2Frag(Packet):
@@ -95,13 +113,22 @@ class RtcfgAck(_Fixed):
 
 class RtcfgDeadStation(_Fixed):
     name = "RTcfg Dead Station"
-    fields_desc = [ByteEnumField("addr_type", 1, _ADDR),
-                   ConditionalField(IPField("ip", "0.0.0.0"), _by_ip),
-                   MACField("mac", "00:00:00:00:00:00"),
-                   StrFixedLenField("physical_padding", b"\0" * 26, 26)]
+    fields_desc = [
+        ByteEnumField("addr_type", 1, _ADDR),
+        ConditionalField(IPField("ip", "0.0.0.0"), _by_ip),
+        MACField("mac", "00:00:00:00:00:00"),
+        StrFixedLenField("physical_padding", b"\0" * 26, 26),
+    ]
 
 
 bind_layers(Ether, RTcfg, type=ETH_RTCFG)
-for _id, _cls in ((0, RtcfgStage1), (1, RtcfgAnnounce), (2, RtcfgAnnounce), (3, RtcfgStage2),
-                  (4, RtcfgStage2Frag), (5, RtcfgAck), (8, RtcfgDeadStation)):
+for _id, _cls in (
+    (0, RtcfgStage1),
+    (1, RtcfgAnnounce),
+    (2, RtcfgAnnounce),
+    (3, RtcfgStage2),
+    (4, RtcfgStage2Frag),
+    (5, RtcfgAck),
+    (8, RtcfgDeadStation),
+):
     bind_layers(RTcfg, _cls, id=_id)

@@ -4,6 +4,7 @@ The engine that runs on the real-time thread runs here against a simulated
 wire, so the protocol can be tested exactly, without root and in
 milliseconds of real time.  Station indexes start at 0.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +24,9 @@ class Received:
 
 
 class Segment:
-    def __init__(self, stations: int, *, latency_ns=5000, wake_jitter_ns=0, seed=1,
-                 log_capacity=200000):
+    def __init__(
+        self, stations: int, *, latency_ns=5000, wake_jitter_ns=0, seed=1, log_capacity=200000
+    ):
         out = ffi.new("struct rtn_sim **")
         check(lib.rtn_sim_create(stations, latency_ns, wake_jitter_ns, seed, log_capacity, out))
         self._s = ffi.gc(out[0], lib.rtn_sim_destroy)
@@ -76,9 +78,16 @@ class Segment:
     def received(self, i: int) -> list[Received]:
         buf = ffi.new("struct rtn_sim_rx[]", self._cap)
         n = lib.rtn_sim_rx_log(self._s, i, buf, self._cap)
-        return [Received(r.tx_true, r.rx_true, r.src, r.len,
-                         bytes(ffi.buffer(r.head, min(r.len, lib.RTN_SIM_HEAD))))
-                for r in buf[0:n]]
+        return [
+            Received(
+                r.tx_true,
+                r.rx_true,
+                r.src,
+                r.len,
+                bytes(ffi.buffer(r.head, min(r.len, lib.RTN_SIM_HEAD))),
+            )
+            for r in buf[0:n]
+        ]
 
     def inject(self, i: int, frame: bytes) -> int:
         """Hand a frame to station ``i`` as if received now; returns the engine's verdict."""

@@ -21,6 +21,7 @@ through ``Machine.xdp_features``; nothing here starts a real-time task.
 >>> results = run_checks(Machine(SysFiles("/")), Target())   # doctest: +SKIP
 >>> print(format_table(results))                             # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import errno
@@ -72,18 +73,57 @@ from .system import (
     check_timer_slack,
 )
 
-CHECKS = (check_preempt_rt, check_preemption, check_sched_fifo, check_rt_throttling,
-          check_rt_cpu, check_isolcpus, check_nohz_full, check_rcu_nocbs, check_irq_affinity,
-          check_smt, check_governor, check_idle_states, check_pm_qos, check_timer_slack,
-          check_memlock, check_nic, check_xdp_native, check_xdp_zerocopy, check_coalescing,
-          check_hw_timestamps, check_queues)
+CHECKS = (
+    check_preempt_rt,
+    check_preemption,
+    check_sched_fifo,
+    check_rt_throttling,
+    check_rt_cpu,
+    check_isolcpus,
+    check_nohz_full,
+    check_rcu_nocbs,
+    check_irq_affinity,
+    check_smt,
+    check_governor,
+    check_idle_states,
+    check_pm_qos,
+    check_timer_slack,
+    check_memlock,
+    check_nic,
+    check_xdp_native,
+    check_xdp_zerocopy,
+    check_coalescing,
+    check_hw_timestamps,
+    check_queues,
+)
 
 # the API of rtnetctl check and its tests
-__all__ = ["CHECKS", "FAIL", "JSON_KEYS", "NA", "OK", "STATUSES", "UMEM_BYTES", "WARN",
-           "Change", "CheckResult", "Machine", "Target", "apply", "apply_and_recheck",
-           "check_machine", "check_name", "failed", "format_change", "format_table",
-           "kernel_params", "measured_rt_cpu", "parse_kconfig", "run_checks", "target_for"]
-
+__all__ = [
+    "CHECKS",
+    "FAIL",
+    "JSON_KEYS",
+    "NA",
+    "OK",
+    "STATUSES",
+    "UMEM_BYTES",
+    "WARN",
+    "Change",
+    "CheckResult",
+    "Machine",
+    "Target",
+    "apply",
+    "apply_and_recheck",
+    "check_machine",
+    "check_name",
+    "failed",
+    "format_change",
+    "format_table",
+    "kernel_params",
+    "measured_rt_cpu",
+    "parse_kconfig",
+    "run_checks",
+    "target_for",
+]
 
 
 def measured_rt_cpu(target: Target, machine: Machine | None = None) -> int:
@@ -127,8 +167,9 @@ def apply(results: list[CheckResult], *, unthrottle: bool = False) -> list[dict]
     return done
 
 
-def apply_and_recheck(machine: Machine, target: Target, *,
-                      unthrottle: bool = False) -> list[CheckResult]:
+def apply_and_recheck(
+    machine: Machine, target: Target, *, unthrottle: bool = False
+) -> list[CheckResult]:
     """Apply the fixable items, then check again; each item carries its writes' outcomes."""
     before = run_checks(machine, target)
     apply(before, unthrottle=unthrottle)
@@ -139,8 +180,9 @@ def apply_and_recheck(machine: Machine, target: Target, *,
     return after
 
 
-def check_machine(target: Target, *, apply: bool = False, unthrottle: bool = False,
-                  machine: Machine | None = None) -> list[CheckResult]:
+def check_machine(
+    target: Target, *, apply: bool = False, unthrottle: bool = False, machine: Machine | None = None
+) -> list[CheckResult]:
     """Check this machine (or ``machine``) for ``target``; with ``apply``, fix and check again."""
     machine = machine or Machine(SysFiles("/"))
     if apply:
@@ -167,8 +209,10 @@ def format_table(results: list[CheckResult]) -> str:
         fix = ""
         if r.fixable:
             fix = " [--apply --unthrottle]" if r.opt_in else " [--apply]"
-        lines.append(f"{_MARK[r.status]:<5} {r.name:<13} {r.current:<{cur}}  "
-                     f"{r.recommended:<{rec}}  {r.explanation}{fix}")
+        lines.append(
+            f"{_MARK[r.status]:<5} {r.name:<13} {r.current:<{cur}}  "
+            f"{r.recommended:<{rec}}  {r.explanation}{fix}"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -18,24 +18,33 @@ from rtnet.sysfiles import SysFiles, Unreadable, format_cpu_list, parse_cpu_list
 
 OK, WARN, FAIL, NA = "ok", "warn", "fail", "not-applicable"
 STATUSES = (OK, WARN, FAIL, NA)
-JSON_KEYS = ("name", "status", "current", "recommended", "explanation", "fixable", "opt_in",
-             "changes")
+JSON_KEYS = (
+    "name",
+    "status",
+    "current",
+    "recommended",
+    "explanation",
+    "fixable",
+    "opt_in",
+    "changes",
+)
 UMEM_BYTES = UMEM_FRAMES * lib.RTN_XSK_FRAME_SIZE
 CAP_IPC_LOCK = 14
 CAP_SYS_NICE = 23
-PM_QOS_NO_REQUEST = 2_000_000_000   # /dev/cpu_dma_latency's value while nobody holds one
-DEEP_IDLE_US = 10                   # exit latency above which an idle state costs a slot
+PM_QOS_NO_REQUEST = 2_000_000_000  # /dev/cpu_dma_latency's value while nobody holds one
+DEEP_IDLE_US = 10  # exit latency above which an idle state costs a slot
 COMMAND_TIMEOUT_S = 10.0
 PREEMPT_MODELS = ("none", "voluntary", "full", "lazy")
 
 
 # -- results -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Change:
     """One write --apply makes: writing ``old`` back undoes it."""
 
-    what: str                                   # the file (or command) written
+    what: str  # the file (or command) written
     old: str
     new: str
     do: Callable[[], None] = field(compare=False, repr=False)
@@ -48,32 +57,45 @@ class CheckResult:
     current: str
     recommended: str
     explanation: str
-    changes: tuple = ()            # Change, ...: what --apply would write
-    opt_in: bool = False           # applied only when asked for by name (--unthrottle)
-    applied: list = field(default_factory=list)   # outcomes of the writes, once applied
+    changes: tuple = ()  # Change, ...: what --apply would write
+    opt_in: bool = False  # applied only when asked for by name (--unthrottle)
+    applied: list = field(default_factory=list)  # outcomes of the writes, once applied
 
     @property
     def fixable(self) -> bool:
         return bool(self.changes)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "status": self.status, "current": self.current,
-                "recommended": self.recommended, "explanation": self.explanation,
-                "fixable": self.fixable, "opt_in": self.opt_in, "changes": list(self.applied)}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "current": self.current,
+            "recommended": self.recommended,
+            "explanation": self.explanation,
+            "fixable": self.fixable,
+            "opt_in": self.opt_in,
+            "changes": list(self.applied),
+        }
 
 
 # -- where the checks look ---------------------------------------------------------------------
 
+
 def run_command(argv: list[str]) -> tuple[int, str] | None:
     """(exit status, output) of a command, or None if it is not installed."""
     try:
-        res = subprocess.run(argv, capture_output=True, timeout=COMMAND_TIMEOUT_S,
-                             env={**os.environ, "LC_ALL": "C"}, stdin=subprocess.DEVNULL)
+        res = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT_S,
+            env={**os.environ, "LC_ALL": "C"},
+            stdin=subprocess.DEVNULL,
+        )
     except FileNotFoundError:
         return None
     except subprocess.TimeoutExpired:
         return 124, f"{argv[0]} did not answer within {COMMAND_TIMEOUT_S:g} s"
-    out = (res.stdout + res.stderr)[:64 * 1024]
+    out = (res.stdout + res.stderr)[: 64 * 1024]
     return res.returncode, out.decode("utf-8", errors="replace")
 
 
@@ -91,9 +113,9 @@ class Target:
     """What the station will use: its device and its RT thread's CPU and priority."""
 
     dev: str = "rteth0"
-    cpu: int | None = None          # rt.cpu of the configuration
+    cpu: int | None = None  # rt.cpu of the configuration
     priority: int = 90
-    config: str | None = None       # the configuration file, None if none was given
+    config: str | None = None  # the configuration file, None if none was given
 
 
 def target_for(dev: str | None, config: str | None) -> Target:
@@ -104,9 +126,9 @@ def target_for(dev: str | None, config: str | None) -> Target:
     if config is None:
         return Target(dev=dev or "rteth0")
     from rtnet.configfile import load
+
     cfg = load(config)
-    return Target(dev=dev or cfg.device, cpu=cfg.rt.cpu, priority=cfg.rt.priority,
-                  config=config)
+    return Target(dev=dev or cfg.device, cpu=cfg.rt.cpu, priority=cfg.rt.priority, config=config)
 
 
 class _Facts:
@@ -144,7 +166,7 @@ class _Facts:
         if value == "all":
             return set(self.online)
         words = value.split(",")
-        while words and re.fullmatch(r"[a-z_]+", words[0]):   # flags: nohz, domain, managed_irq
+        while words and re.fullmatch(r"[a-z_]+", words[0]):  # flags: nohz, domain, managed_irq
             words.pop(0)
         try:
             return parse_cpu_list(",".join(words))
@@ -234,8 +256,12 @@ class _Facts:
             if m:
                 driver = driver or m.group(1)
                 kind = kind or m.group(1)
-        return {"exists": True, "virtual": virtual, "driver": driver,
-                "kind": kind or ("virtual" if virtual else driver or "unknown")}
+        return {
+            "exists": True,
+            "virtual": virtual,
+            "driver": driver,
+            "kind": kind or ("virtual" if virtual else driver or "unknown"),
+        }
 
     def ethtool(self, flag: str) -> tuple[int, str] | None:
         """(status, output) of ``ethtool <flag> <dev>``, None if ethtool is missing."""
@@ -248,8 +274,9 @@ def parse_kconfig(text: str) -> dict[str, str]:
     """CONFIG_X=value lines, and "# CONFIG_X is not set" as "n" (names without CONFIG_)."""
     out = {}
     for line in text.splitlines():
-        m = re.fullmatch(r"CONFIG_([A-Za-z0-9_]+)=(.*)", line) or \
-            re.fullmatch(r"# CONFIG_([A-Za-z0-9_]+) is not set()", line)
+        m = re.fullmatch(r"CONFIG_([A-Za-z0-9_]+)=(.*)", line) or re.fullmatch(
+            r"# CONFIG_([A-Za-z0-9_]+) is not set()", line
+        )
         if m:
             out[m.group(1)] = m.group(2) or "n"
     return out
@@ -272,9 +299,17 @@ def kernel_params(cmdline: str) -> dict[str, str]:
 
 # -- small pieces of output --------------------------------------------------------------------
 
+
 def _result(name, status, current, recommended, explanation, changes=(), opt_in=False):
-    return CheckResult(name, status, one_line(str(current)), one_line(str(recommended)),
-                       bounded(one_line(explanation)), tuple(changes), opt_in)
+    return CheckResult(
+        name,
+        status,
+        one_line(str(current)),
+        one_line(str(recommended)),
+        bounded(one_line(explanation)),
+        tuple(changes),
+        opt_in,
+    )
 
 
 def _write(machine: Machine, path: str, old: str, new: str) -> Change:

@@ -1,4 +1,5 @@
 """The checks of the station's NIC (not applicable on veth, TAP or a bridge)."""
+
 from __future__ import annotations
 
 import re
@@ -11,6 +12,7 @@ from .facts import FAIL, NA, OK, WARN, Change, CheckResult, _Facts, _result
 
 # -- the NIC -----------------------------------------------------------------------------------
 
+
 def _no_device(fx: _Facts, name: str, rec: str) -> CheckResult | None:
     if not fx.nic["exists"]:
         return _result(name, NA, "no device", rec, f"{fx.t.dev} does not exist (see nic)")
@@ -19,8 +21,13 @@ def _no_device(fx: _Facts, name: str, rec: str) -> CheckResult | None:
 
 def _virtual(fx: _Facts, name: str, rec: str, why: str) -> CheckResult | None:
     if fx.nic["virtual"]:
-        return _result(name, NA, f"{fx.nic['kind']} (virtual)", rec,
-                       f"a {fx.nic['kind']} has no hardware: {why}")
+        return _result(
+            name,
+            NA,
+            f"{fx.nic['kind']} (virtual)",
+            rec,
+            f"a {fx.nic['kind']} has no hardware: {why}",
+        )
     return None
 
 
@@ -28,25 +35,39 @@ def _ethtool(fx: _Facts, name: str, flag: str, rec: str):
     """ethtool's output, or the result that says why there is none."""
     out = fx.ethtool(flag)
     if out is None:
-        return _result(name, WARN, "ethtool missing", rec,
-                       "ethtool is not installed (apt install ethtool): cannot tell")
+        return _result(
+            name,
+            WARN,
+            "ethtool missing",
+            rec,
+            "ethtool is not installed (apt install ethtool): cannot tell",
+        )
     rc, text = out
     if rc != 0:
         first = (text.strip().splitlines() or ["no output"])[-1]
-        return _result(name, NA, "not reported", rec,
-                       f"ethtool {flag} {fx.t.dev}: {first[:120]}")
+        return _result(name, NA, "not reported", rec, f"ethtool {flag} {fx.t.dev}: {first[:120]}")
     return text
 
 
 def check_nic(fx: _Facts) -> CheckResult:
     name, dev = "nic", fx.t.dev
     if not fx.nic["exists"]:
-        return _result(name, FAIL, "no device", f"{dev} present",
-                       f"{dev} does not exist in this network namespace (a lab station's is in "
-                       f"its namespace: ip netns exec rtn-lab-s1 rtnetctl check)")
+        return _result(
+            name,
+            FAIL,
+            "no device",
+            f"{dev} present",
+            f"{dev} does not exist in this network namespace (a lab station's is in "
+            f"its namespace: ip netns exec rtn-lab-s1 rtnetctl check)",
+        )
     if fx.nic["virtual"]:
-        return _result(name, OK, f"{fx.nic['kind']} (virtual)", "a NIC of its own",
-                       f"{dev} is virtual: the timing items of real hardware do not apply")
+        return _result(
+            name,
+            OK,
+            f"{fx.nic['kind']} (virtual)",
+            "a NIC of its own",
+            f"{dev} is virtual: the timing items of real hardware do not apply",
+        )
     driver = fx.nic["driver"] or "an unknown driver"
     return _result(name, OK, driver, "a NIC of its own", f"{dev} is a NIC driven by {driver}")
 
@@ -67,24 +88,36 @@ def check_xdp_native(fx: _Facts) -> CheckResult:
     native = mask & xdpfeatures.BASIC and mask & xdpfeatures.REDIRECT
     current = f"{'native' if native else 'generic only'} ({xdpfeatures.describe(mask)})"
     if native:
-        return _result(name, OK, current, rec,
-                       "the driver runs the XDP program and redirects to AF_XDP itself")
-    return _result(name, WARN, current, rec,
-                   "only generic (SKB) XDP: every frame gets a socket buffer before it reaches "
-                   "the AF_XDP socket, costing microseconds")
+        return _result(
+            name, OK, current, rec, "the driver runs the XDP program and redirects to AF_XDP itself"
+        )
+    return _result(
+        name,
+        WARN,
+        current,
+        rec,
+        "only generic (SKB) XDP: every frame gets a socket buffer before it reaches "
+        "the AF_XDP socket, costing microseconds",
+    )
 
 
 def check_xdp_zerocopy(fx: _Facts) -> CheckResult:
     name, rec = "xdp_zerocopy", "supported"
     if (res := _no_device(fx, name, rec)) is not None:
         return res
-    if (res := _virtual(fx, name, rec, "AF_XDP copies frames, which is all it can do")):
+    if res := _virtual(fx, name, rec, "AF_XDP copies frames, which is all it can do"):
         return res
     if _features(fx) & xdpfeatures.XSK_ZEROCOPY:
-        return _result(name, OK, "supported", rec,
-                       "AF_XDP shares the driver's rings: rtnetd binds zero-copy")
-    return _result(name, OK, "not supported", rec,
-                   "copy mode only: rtnetd binds in copy mode (one copy per frame)")
+        return _result(
+            name, OK, "supported", rec, "AF_XDP shares the driver's rings: rtnetd binds zero-copy"
+        )
+    return _result(
+        name,
+        OK,
+        "not supported",
+        rec,
+        "copy mode only: rtnetd binds in copy mode (one copy per frame)",
+    )
 
 
 def _ethtool_field(text: str, label: str) -> str | None:
@@ -97,7 +130,7 @@ def check_coalescing(fx: _Facts) -> CheckResult:
     rec = "adaptive-rx off, rx-usecs 0"
     if (res := _no_device(fx, name, rec)) is not None:
         return res
-    if (res := _virtual(fx, name, rec, "no interrupt to delay")):
+    if res := _virtual(fx, name, rec, "no interrupt to delay"):
         return res
     text = _ethtool(fx, name, "-c", rec)
     if isinstance(text, CheckResult):
@@ -105,7 +138,7 @@ def check_coalescing(fx: _Facts) -> CheckResult:
     adaptive = _ethtool_field(text, "Adaptive RX")
     usecs = _ethtool_field(text, "rx-usecs")
     if usecs is not None and not usecs.isdigit():
-        usecs = None              # "n/a": the driver has no such setting
+        usecs = None  # "n/a": the driver has no such setting
     if adaptive is None and usecs is None:
         return _result(name, NA, "not reported", rec, f"ethtool -c {dev} shows no RX coalescing")
     current = f"adaptive-rx {adaptive or 'n/a'}, rx-usecs {usecs or 'n/a'}"
@@ -118,10 +151,15 @@ def check_coalescing(fx: _Facts) -> CheckResult:
         old += ["rx-usecs", usecs]
     if not args:
         return _result(name, OK, current, rec, "the NIC interrupts as soon as a frame is in")
-    return _result(name, WARN, current, rec,
-                   f"the NIC holds its RX interrupt back to batch frames: each RT frame waits "
-                   f"up to {usecs or 'an adaptive'} us (undo: ethtool -C {dev} {' '.join(old)})",
-                   [_ethtool_change(fx, old, args)])
+    return _result(
+        name,
+        WARN,
+        current,
+        rec,
+        f"the NIC holds its RX interrupt back to batch frames: each RT frame waits "
+        f"up to {usecs or 'an adaptive'} us (undo: ethtool -C {dev} {' '.join(old)})",
+        [_ethtool_change(fx, old, args)],
+    )
 
 
 def _ethtool_change(fx: _Facts, old: list[str], new: list[str]) -> Change:
@@ -133,6 +171,7 @@ def _ethtool_change(fx: _Facts, old: list[str], new: list[str]) -> Change:
             raise OSError(2, "ethtool is not installed")
         if out[0] != 0:
             raise OSError(0, one_line((out[1].strip().splitlines() or ["failed"])[-1][:120]))
+
     return Change(f"ethtool -C {dev}", " ".join(old), " ".join(new), do)
 
 
@@ -141,7 +180,7 @@ def check_hw_timestamps(fx: _Facts) -> CheckResult:
     rec = "hardware transmit and receive"
     if (res := _no_device(fx, name, rec)) is not None:
         return res
-    if (res := _virtual(fx, name, rec, "the stack stamps frames in software")):
+    if res := _virtual(fx, name, rec, "the stack stamps frames in software"):
         return res
     text = _ethtool(fx, name, "-T", rec)
     if isinstance(text, CheckResult):
@@ -152,11 +191,21 @@ def check_hw_timestamps(fx: _Facts) -> CheckResult:
     current = f"{'tx' if tx else ''}{'+' if tx and rx else ''}{'rx' if rx else ''}" or "none"
     current = f"hardware {current}, PHC {phc}"
     if tx and rx:
-        return _result(name, OK, current, rec,
-                       "the NIC can stamp frames on the wire (for PTP; rtnet stamps in software)")
-    return _result(name, WARN, current, rec,
-                   "software stamps only: TDMA sync and latency figures include the driver's "
-                   "and the stack's jitter")
+        return _result(
+            name,
+            OK,
+            current,
+            rec,
+            "the NIC can stamp frames on the wire (for PTP; rtnet stamps in software)",
+        )
+    return _result(
+        name,
+        WARN,
+        current,
+        rec,
+        "software stamps only: TDMA sync and latency figures include the driver's "
+        "and the stack's jitter",
+    )
 
 
 def check_queues(fx: _Facts) -> CheckResult:
@@ -170,16 +219,27 @@ def check_queues(fx: _Facts) -> CheckResult:
         out = fx.ethtool("-l")
         if out and out[0] == 0:
             current = re.split(r"Current hardware settings:", out[1])[-1]
-            counts = [int(v) for v in re.findall(r"^(?:RX|Combined):\s+([0-9]{1,6})", current,
-                                                 re.M)]
+            counts = [
+                int(v) for v in re.findall(r"^(?:RX|Combined):\s+([0-9]{1,6})", current, re.M)
+            ]
             rx = sum(counts) if counts else None
     if rx is None and fx.f.exists(base):
         rx = sum(1 for q in fx.f.listdir(base) if re.fullmatch(r"rx-[0-9]{1,6}", q))
     if rx is None:
         return _result(name, WARN, "unknown", rec, f"neither ethtool -l nor {base} tells")
     if rx <= 1:
-        return _result(name, OK, f"{rx} RX queue", rec,
-                       "every frame arrives on queue 0, where rtnetd's AF_XDP socket is")
-    return _result(name, WARN, f"{rx} RX queues", rec,
-                   f"rtnetd's socket is on queue 0: RT frames the NIC puts on another queue go "
-                   f"to Linux, not to TDMA (ethtool -L {dev} combined 1)")
+        return _result(
+            name,
+            OK,
+            f"{rx} RX queue",
+            rec,
+            "every frame arrives on queue 0, where rtnetd's AF_XDP socket is",
+        )
+    return _result(
+        name,
+        WARN,
+        f"{rx} RX queues",
+        rec,
+        f"rtnetd's socket is on queue 0: RT frames the NIC puts on another queue go "
+        f"to Linux, not to TDMA (ethtool -L {dev} combined 1)",
+    )

@@ -10,6 +10,7 @@ station opens on first use needs its slot in the schedule by then).  Only a
 list that passes as a whole is then run, request by request, through the
 daemon's handlers (:func:`run`).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -27,13 +28,13 @@ OTHER_COMMANDS = ("vnic.address", "vnic.up", "station.ip")
 class StationView:
     """What a payload is checked against: the station as it is now."""
 
-    discipline: str                              # "none", "tdma" or "nomac"
+    discipline: str  # "none", "tdma" or "nomac"
     tdma: TdmaConfig | None
     has_vnic: bool
-    ip: str | None                               # the station's IP, as RTcfg assigned it
+    ip: str | None  # the station's IP, as RTcfg assigned it
     master_config: Callable[[dict], TdmaConfig]  # the daemon's builders for tdma.master/slave
     slave_config: Callable[[dict], TdmaConfig]
-    vnic_slot: int | None = None                 # a VNIC not open yet, opened in this slot
+    vnic_slot: int | None = None  # a VNIC not open yet, opened in this slot
 
 
 def _check_vnic(what: str, view: StationView) -> None:
@@ -43,8 +44,9 @@ def _check_vnic(what: str, view: StationView) -> None:
     if view.vnic_slot is None:
         raise RtcfgError(f"{what}: this station has no VNIC")
     if view.tdma is None or effective_slot(view.tdma, view.vnic_slot) is None:
-        raise RtcfgError(f"{what}: the VNIC's slot {view.vnic_slot} is not in the schedule "
-                         f"(give the slot first)")
+        raise RtcfgError(
+            f"{what}: the VNIC's slot {view.vnic_slot} is not in the schedule (give the slot first)"
+        )
     view.has_vnic = True
 
 

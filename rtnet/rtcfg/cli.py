@@ -19,6 +19,7 @@ file.  Each command is one request dict (``{"cmd": "rtcfg.<command>",
 the command line is refused, 1 when the daemon refuses or cannot be reached.
 Errors are one line, ``rtcfg: <dev>: <message>``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,7 +73,8 @@ def _address(text: str) -> str:
         return step.mac_text(text)
     except RtcfgError:
         raise argparse.ArgumentTypeError(
-            f"invalid address {shown(text)} (an IPv4 or a MAC address)") from None
+            f"invalid address {shown(text)} (an IPv4 or a MAC address)"
+        ) from None
 
 
 def _hw(text: str) -> str:
@@ -84,14 +86,21 @@ def _hw(text: str) -> str:
 
 # --- request builders: one per subcommand -------------------------------------------------
 
+
 def _output(a) -> str | None:
     return "stdout" if a.stdout else a.file
 
 
 def req_server(a) -> dict:
-    return {"cmd": "rtcfg.server", "dev": a.dev, "period_ms": a.period_ms,
-            "burstrate": a.burstrate, "heartbeat_ms": a.heartbeat_ms,
-            "threshold": a.threshold, "ready": a.ready}
+    return {
+        "cmd": "rtcfg.server",
+        "dev": a.dev,
+        "period_ms": a.period_ms,
+        "burstrate": a.burstrate,
+        "heartbeat_ms": a.heartbeat_ms,
+        "threshold": a.threshold,
+        "ready": a.ready,
+    }
 
 
 def req_add(a) -> dict:
@@ -104,8 +113,15 @@ def req_add(a) -> dict:
         if a.stage2 == "-" and a.stage1 == "-":
             raise UsageError("only one of -stage1 and -stage2 can read standard input")
         stage2 = _read_stage(a.stage2, "stage 2", payload.MAX_STAGE2_LEN, a.dev)
-    return {"cmd": "rtcfg.add", "dev": a.dev, "address": a.address, "hw": a.hw,
-            "stage1": stage1, "stage2": stage2, "timeout_ms": a.timeout_ms}
+    return {
+        "cmd": "rtcfg.add",
+        "dev": a.dev,
+        "address": a.address,
+        "hw": a.hw,
+        "stage1": stage1,
+        "stage2": stage2,
+        "timeout_ms": a.timeout_ms,
+    }
 
 
 def req_del(a) -> dict:
@@ -117,13 +133,24 @@ def req_wait(name: str):
 
 
 def req_client(a) -> dict:
-    return {"cmd": "rtcfg.client", "dev": a.dev, "timeout_ms": a.timeout_ms,
-            "output": _output(a), "max_stations": a.max_stations}
+    return {
+        "cmd": "rtcfg.client",
+        "dev": a.dev,
+        "timeout_ms": a.timeout_ms,
+        "output": _output(a),
+        "max_stations": a.max_stations,
+    }
 
 
 def req_announce(a) -> dict:
-    return {"cmd": "rtcfg.announce", "dev": a.dev, "timeout_ms": a.timeout_ms,
-            "output": _output(a), "burstrate": a.burstrate, "ready": a.ready}
+    return {
+        "cmd": "rtcfg.announce",
+        "dev": a.dev,
+        "timeout_ms": a.timeout_ms,
+        "output": _output(a),
+        "burstrate": a.burstrate,
+        "ready": a.ready,
+    }
 
 
 def req_detach(a) -> dict:
@@ -132,14 +159,25 @@ def req_detach(a) -> dict:
 
 # --- parser --------------------------------------------------------------------------------
 
+
 def _timeout(p) -> None:
-    p.add_argument("-t", dest="timeout_ms", default=0, metavar="timeout",
-                   type=integer("timeout", 0, MAX_TIMEOUT_MS))
+    p.add_argument(
+        "-t",
+        dest="timeout_ms",
+        default=0,
+        metavar="timeout",
+        type=integer("timeout", 0, MAX_TIMEOUT_MS),
+    )
 
 
 def _burstrate(p) -> None:
-    p.add_argument("-b", dest="burstrate", default=step.DEFAULT_BURSTRATE, metavar="burstrate",
-                   type=integer("burstrate", 1, 255))
+    p.add_argument(
+        "-b",
+        dest="burstrate",
+        default=step.DEFAULT_BURSTRATE,
+        metavar="burstrate",
+        type=integer("burstrate", 1, 255),
+    )
 
 
 def _config_out(p) -> None:
@@ -149,13 +187,18 @@ def _config_out(p) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = RaisingParser(prog="rtcfg", description="RTcfg configuration service (RTnet's rtcfg syntax).",
-                allow_abbrev=False)
-    p.add_argument("-n", "--netns", type=netns_name,
-                   help="network namespace of the station (like ip -n)")
+    p = RaisingParser(
+        prog="rtcfg",
+        description="RTcfg configuration service (RTnet's rtcfg syntax).",
+        allow_abbrev=False,
+    )
+    p.add_argument(
+        "-n", "--netns", type=netns_name, help="network namespace of the station (like ip -n)"
+    )
     p.add_argument("dev")
-    cmds = p.add_subparsers(dest="command", required=True, metavar="|".join(COMMANDS),
-                            parser_class=RaisingParser)
+    cmds = p.add_subparsers(
+        dest="command", required=True, metavar="|".join(COMMANDS), parser_class=RaisingParser
+    )
 
     def sub(name, build, **kw):
         # -h is server's heartbeat, as in rtcfg.c: help is --help only
@@ -165,13 +208,28 @@ def build_parser() -> argparse.ArgumentParser:
         return s
 
     s = sub("server", req_server)
-    s.add_argument("-p", dest="period_ms", default=step.DEFAULT_PERIOD_MS, metavar="period",
-                   type=integer("period", 1, step.MAX_PERIOD_MS))
+    s.add_argument(
+        "-p",
+        dest="period_ms",
+        default=step.DEFAULT_PERIOD_MS,
+        metavar="period",
+        type=integer("period", 1, step.MAX_PERIOD_MS),
+    )
     _burstrate(s)
-    s.add_argument("-h", dest="heartbeat_ms", default=step.DEFAULT_HEARTBEAT_MS,
-                   metavar="heartbeat", type=integer("heartbeat", 0, step.MAX_HEARTBEAT_MS))
-    s.add_argument("-t", dest="threshold", default=step.DEFAULT_THRESHOLD, metavar="threshold",
-                   type=integer("threshold", 1, 255))
+    s.add_argument(
+        "-h",
+        dest="heartbeat_ms",
+        default=step.DEFAULT_HEARTBEAT_MS,
+        metavar="heartbeat",
+        type=integer("heartbeat", 0, step.MAX_HEARTBEAT_MS),
+    )
+    s.add_argument(
+        "-t",
+        dest="threshold",
+        default=step.DEFAULT_THRESHOLD,
+        metavar="threshold",
+        type=integer("threshold", 1, 255),
+    )
     s.add_argument("-r", dest="ready", action="store_true")
 
     a = sub("add", req_add)
@@ -189,8 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub("client", req_client)
     _timeout(c)
     _config_out(c)
-    c.add_argument("-m", dest="max_stations", default=step.DEFAULT_MAX_STATIONS,
-                   metavar="maxstations", type=integer("max stations", 1, MAX_STATIONS))
+    c.add_argument(
+        "-m",
+        dest="max_stations",
+        default=step.DEFAULT_MAX_STATIONS,
+        metavar="maxstations",
+        type=integer("max stations", 1, MAX_STATIONS),
+    )
 
     an = sub("announce", req_announce)
     _timeout(an)

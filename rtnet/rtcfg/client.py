@@ -20,6 +20,7 @@ States, after RTnet's ``rtcfg_event.c`` (CLIENT_0 ... CLIENT_READY):
 Every frame is hostile: a refused one raises :class:`RtcfgError` (one line)
 and changes nothing; a frame for another station is ignored.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,10 +49,10 @@ class ClientState(str, enum.Enum):
 
 @dataclass(frozen=True)
 class ClientConfig:
-    max_stations: int = DEFAULT_MAX_STATIONS    # client -m
-    burstrate: int = DEFAULT_BURSTRATE          # announce -b
+    max_stations: int = DEFAULT_MAX_STATIONS  # client -m
+    burstrate: int = DEFAULT_BURSTRATE  # announce -b
     want_stage2: bool = True
-    ready_in_announce: bool = False             # announce -r: no Ready frame will follow
+    ready_in_announce: bool = False  # announce -r: no Ready frame will follow
 
 
 @dataclass
@@ -69,7 +70,7 @@ class _Stage2:
     heartbeat_ms: int
     cfg_len: int
     data: bytes = b""
-    frames: int = 0             # since the last Ack
+    frames: int = 0  # since the last Ack
     done: bool = False
 
 
@@ -87,10 +88,10 @@ class Client:
     server_ip: str | None = None
     stage1_data: bytes = b""
     stage2: _Stage2 | None = None
-    stations: dict = field(default_factory=dict)    # MAC -> _Station (the server included)
+    stations: dict = field(default_factory=dict)  # MAC -> _Station (the server included)
     by_ip: bool = False
     burstrate: int = DEFAULT_BURSTRATE
-    server_burstrate: int = DEFAULT_BURSTRATE      # from its Stage 1 frame
+    server_burstrate: int = DEFAULT_BURSTRATE  # from its Stage 1 frame
     next_heartbeat: int = 0
 
     def __post_init__(self):
@@ -133,14 +134,23 @@ class Client:
     @property
     def barrier_done(self) -> bool:
         """``rtcfg ready`` returns: this and every station it knows are ready."""
-        return (self.state == ClientState.READY and self._all_known()
-                and all(s.ready for s in self.stations.values()))
+        return (
+            self.state == ClientState.READY
+            and self._all_known()
+            and all(s.ready for s in self.stations.values())
+        )
 
     def status(self, now: int | None = None) -> dict:
-        return {"role": "client", "mac": self.mac, "ip": self.ip, "state": self.state.value,
-                "server": self.server_mac,
-                "stations": [{"mac": m, "ip": s.ip, "ready": s.ready}
-                             for m, s in sorted(self.stations.items())]}
+        return {
+            "role": "client",
+            "mac": self.mac,
+            "ip": self.ip,
+            "state": self.state.value,
+            "server": self.server_mac,
+            "stations": [
+                {"mac": m, "ip": s.ip, "ready": s.ready} for m, s in sorted(self.stations.items())
+            ],
+        }
 
     # --- events -----------------------------------------------------------------------
 
@@ -161,10 +171,15 @@ class Client:
         step = Step()
         if self.state == ClientState.OFF or src == self.mac:
             return step
-        handler = {fr.Stage1Cfg: self._stage_1, fr.AnnounceNew: self._announce_new,
-                   fr.AnnounceReply: self._announce_reply, fr.Stage2Cfg: self._stage_2,
-                   fr.Stage2Frag: self._fragment, fr.Ready: self._ready,
-                   fr.DeadStation: self._dead}.get(type(frame))
+        handler = {
+            fr.Stage1Cfg: self._stage_1,
+            fr.AnnounceNew: self._announce_new,
+            fr.AnnounceReply: self._announce_reply,
+            fr.Stage2Cfg: self._stage_2,
+            fr.Stage2Frag: self._fragment,
+            fr.Ready: self._ready,
+            fr.DeadStation: self._dead,
+        }.get(type(frame))
         if handler is None:
             raise RtcfgError(f"RTcfg {fr.frame_name(frame)} from {src}: not for a client")
         handler(src, dst, frame, step)
@@ -174,7 +189,7 @@ class Client:
 
     def _stage_1(self, src: str, dst: str, frame: fr.Stage1Cfg, step: Step) -> None:
         if frame.client_ip is not None and dst == fr.BROADCAST and frame.client_ip != self.ip:
-            return                                  # an invitation for another station
+            return  # an invitation for another station
         if frame.client_ip is None and dst != self.mac:
             return
         if self.state != ClientState.WAIT_STAGE_1:
@@ -209,8 +224,10 @@ class Client:
     def _stage_2(self, src: str, dst: str, frame: fr.Stage2Cfg, step: Step) -> None:
         self._from_server(src, frame, ClientState.ANNOUNCED)
         if frame.cfg_len > payload.MAX_STAGE2_LEN:
-            raise RtcfgError(f"RTcfg Stage 2 Config from {src}: cfg_len {frame.cfg_len} "
-                             f"(at most {payload.MAX_STAGE2_LEN})")
+            raise RtcfgError(
+                f"RTcfg Stage 2 Config from {src}: cfg_len {frame.cfg_len} "
+                f"(at most {payload.MAX_STAGE2_LEN})"
+            )
         if frame.cfg_len and not self.config.want_stage2:
             raise RtcfgError(f"RTcfg Stage 2 Config from {src}: data that was not asked for")
         if src not in self.stations and not self._room():
@@ -229,7 +246,7 @@ class Client:
             # lost or reordered: tell the server where we are, it resends from there
             step.send(src, fr.AckCfg(len(s2.data)))
             return
-        data = frame.cfg_data[:s2.cfg_len - len(s2.data)]     # the rest is padding
+        data = frame.cfg_data[: s2.cfg_len - len(s2.data)]  # the rest is padding
         if not data:
             raise RtcfgError(f"RTcfg Stage 2 Fragment from {src}: no data left to receive")
         self._take(dataclasses.replace(s2), data, src, step)
@@ -259,16 +276,19 @@ class Client:
                 requests = payload.parse(s2.data, self.dev)
             except RtcfgError as exc:
                 raise RtcfgError(f"RTcfg stage 2 from {src} refused: {exc}") from None
-            self.apply(2, requests, {"server_mac": src, "server_ip": self.server_ip,
-                                     "ip": self.ip})
+            self.apply(2, requests, {"server_mac": src, "server_ip": self.server_ip, "ip": self.ip})
         if s2.done or s2.frames >= self.burstrate:
             step.send(src, fr.AckCfg(len(s2.data)))
             s2.frames = 0
         self.stage2 = s2
 
     def _maybe_done(self, step: Step) -> None:
-        if (self.state == ClientState.ANNOUNCED and self.stage2 is not None and self.stage2.done
-                and self._all_known()):
+        if (
+            self.state == ClientState.ANNOUNCED
+            and self.stage2 is not None
+            and self.stage2.done
+            and self._all_known()
+        ):
             self._move(ClientState.STAGE_2, step)
 
     def _all_known(self) -> bool:
@@ -279,8 +299,9 @@ class Client:
 
     def _add_station(self, mac: str, ip: str | None, ready: bool) -> None:
         if mac not in self.stations and not self._room():
-            raise RtcfgError(f"RTcfg announcement from {mac}: station list full "
-                             f"({self.config.max_stations})")
+            raise RtcfgError(
+                f"RTcfg announcement from {mac}: station list full ({self.config.max_stations})"
+            )
         station = self.stations.setdefault(mac, _Station(ip))
         station.ip, station.ready = ip, station.ready or ready
 
@@ -288,8 +309,9 @@ class Client:
         if src != self.server_mac:
             raise RtcfgError(f"RTcfg {fr.frame_name(frame)} from {src}: not our server")
         if self.state != state:
-            raise RtcfgError(f"RTcfg {fr.frame_name(frame)} from {src}: unexpected in state "
-                             f"{self.state.value}")
+            raise RtcfgError(
+                f"RTcfg {fr.frame_name(frame)} from {src}: unexpected in state {self.state.value}"
+            )
 
     def _own_ip(self) -> str | None:
         return self.ip if self.by_ip else None

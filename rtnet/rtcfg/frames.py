@@ -18,6 +18,7 @@ naming the frame and the field.
 >>> body.hex(), decode(body + bytes(40))
 ('0500000400', AckCfg(ack_len=1024))
 """
+
 from __future__ import annotations
 
 import enum
@@ -32,12 +33,12 @@ ETH_RTCFG = 0x9022
 RTCFG_VERSION = 0
 ADDR_MAC = 0
 ADDR_IP = 1
-FLAG_STAGE_2_DATA = 0x01   # announce: the client wants stage-2 data
-FLAG_READY = 0x02          # announce: the client is ready; stage 2: the server is ready
-PHYSICAL_ADDR_LEN = 32     # Dead Station: the MAC, zero-padded to 32 bytes
-MAX_STAGE1_LEN = 0xFFFF    # cfg_len is 16 bits
+FLAG_STAGE_2_DATA = 0x01  # announce: the client wants stage-2 data
+FLAG_READY = 0x02  # announce: the client is ready; stage 2: the server is ready
+PHYSICAL_ADDR_LEN = 32  # Dead Station: the MAC, zero-padded to 32 bytes
+MAX_STAGE1_LEN = 0xFFFF  # cfg_len is 16 bits
 BROADCAST = "ff:ff:ff:ff:ff:ff"
-MIN_FRAME_LEN = 60        # Ethernet minimum without the FCS
+MIN_FRAME_LEN = 60  # Ethernet minimum without the FCS
 
 
 class FrameId(enum.IntEnum):
@@ -76,7 +77,7 @@ def _byte(name: str, value: int) -> int:
 class Stage1Cfg:
     """Id 0, server -> client: the client's address and the stage-1 configuration."""
 
-    client_ip: str | None       # None: addressed by MAC (address type 0)
+    client_ip: str | None  # None: addressed by MAC (address type 0)
     server_ip: str | None
     burstrate: int
     cfg_data: bytes
@@ -85,12 +86,17 @@ class Stage1Cfg:
         if (self.client_ip is None) != (self.server_ip is None):
             raise RtcfgError("Stage 1 Config: client and server IP go together")
         if len(self.cfg_data) > MAX_STAGE1_LEN:
-            raise RtcfgError(f"Stage 1 Config: {len(self.cfg_data)} bytes of data "
-                             f"(at most {MAX_STAGE1_LEN})")
-        return (_head(FrameId.STAGE_1_CFG) + bytes([_addr_type(self.client_ip)])
-                + _ip_bytes(self.client_ip) + _ip_bytes(self.server_ip)
-                + struct.pack("!BH", _byte("burstrate", self.burstrate), len(self.cfg_data))
-                + self.cfg_data)
+            raise RtcfgError(
+                f"Stage 1 Config: {len(self.cfg_data)} bytes of data (at most {MAX_STAGE1_LEN})"
+            )
+        return (
+            _head(FrameId.STAGE_1_CFG)
+            + bytes([_addr_type(self.client_ip)])
+            + _ip_bytes(self.client_ip)
+            + _ip_bytes(self.server_ip)
+            + struct.pack("!BH", _byte("burstrate", self.burstrate), len(self.cfg_data))
+            + self.cfg_data
+        )
 
 
 @dataclass(frozen=True)
@@ -102,8 +108,12 @@ class AnnounceNew:
     burstrate: int
 
     def encode(self) -> bytes:
-        return (_head(FrameId.ANNOUNCE_NEW) + bytes([_addr_type(self.ip)]) + _ip_bytes(self.ip)
-                + bytes([_byte("flags", self.flags), _byte("burstrate", self.burstrate)]))
+        return (
+            _head(FrameId.ANNOUNCE_NEW)
+            + bytes([_addr_type(self.ip)])
+            + _ip_bytes(self.ip)
+            + bytes([_byte("flags", self.flags), _byte("burstrate", self.burstrate)])
+        )
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,12 @@ class AnnounceReply:
     flags: int
 
     def encode(self) -> bytes:
-        return (_head(FrameId.ANNOUNCE_REPLY) + bytes([_addr_type(self.ip)]) + _ip_bytes(self.ip)
-                + bytes([_byte("flags", self.flags), 0]))       # the second byte is padding
+        return (
+            _head(FrameId.ANNOUNCE_REPLY)
+            + bytes([_addr_type(self.ip)])
+            + _ip_bytes(self.ip)
+            + bytes([_byte("flags", self.flags), 0])
+        )  # the second byte is padding
 
 
 @dataclass(frozen=True)
@@ -124,16 +138,24 @@ class Stage2Cfg:
 
     flags: int
     active_stations: int
-    heartbeat_period: int       # ms, 0 = no heartbeats
-    cfg_len: int                # the whole stage-2 data, of which cfg_data is the start
+    heartbeat_period: int  # ms, 0 = no heartbeats
+    cfg_len: int  # the whole stage-2 data, of which cfg_data is the start
     cfg_data: bytes
 
     def encode(self) -> bytes:
         if len(self.cfg_data) > self.cfg_len:
             raise RtcfgError("Stage 2 Config: more data than cfg_len")
-        return (_head(FrameId.STAGE_2_CFG)
-                + struct.pack("!BIHI", _byte("flags", self.flags), self.active_stations,
-                              self.heartbeat_period, self.cfg_len) + self.cfg_data)
+        return (
+            _head(FrameId.STAGE_2_CFG)
+            + struct.pack(
+                "!BIHI",
+                _byte("flags", self.flags),
+                self.active_stations,
+                self.heartbeat_period,
+                self.cfg_len,
+            )
+            + self.cfg_data
+        )
 
 
 @dataclass(frozen=True)
@@ -182,12 +204,25 @@ class DeadStation:
 
     def encode(self) -> bytes:
         physical = parse_mac(self.mac).ljust(PHYSICAL_ADDR_LEN, b"\0")
-        return (_head(FrameId.DEAD_STATION) + bytes([_addr_type(self.ip)]) + _ip_bytes(self.ip)
-                + physical)
+        return (
+            _head(FrameId.DEAD_STATION)
+            + bytes([_addr_type(self.ip)])
+            + _ip_bytes(self.ip)
+            + physical
+        )
 
 
-Frame = (Stage1Cfg | AnnounceNew | AnnounceReply | Stage2Cfg | Stage2Frag | AckCfg | Ready
-         | Heartbeat | DeadStation)
+Frame = (
+    Stage1Cfg
+    | AnnounceNew
+    | AnnounceReply
+    | Stage2Cfg
+    | Stage2Frag
+    | AckCfg
+    | Ready
+    | Heartbeat
+    | DeadStation
+)
 
 
 class _Reader:
@@ -198,9 +233,11 @@ class _Reader:
 
     def take(self, field: str, size: int) -> bytes:
         if self.pos + size > len(self.data):
-            raise RtcfgError(f"RTcfg {self.name}: truncated at {field} "
-                             f"({len(self.data)} bytes, {field} needs {self.pos + size})")
-        out = self.data[self.pos:self.pos + size]
+            raise RtcfgError(
+                f"RTcfg {self.name}: truncated at {field} "
+                f"({len(self.data)} bytes, {field} needs {self.pos + size})"
+            )
+        out = self.data[self.pos : self.pos + size]
         self.pos += size
         return out
 
@@ -223,7 +260,7 @@ class _Reader:
         return rate
 
     def rest(self) -> bytes:
-        return self.data[self.pos:]
+        return self.data[self.pos :]
 
 
 def _stage_1(r: _Reader) -> Stage1Cfg:
@@ -280,10 +317,17 @@ _DECODERS = {
 }
 
 
-_IDS = {Stage1Cfg: FrameId.STAGE_1_CFG, AnnounceNew: FrameId.ANNOUNCE_NEW,
-        AnnounceReply: FrameId.ANNOUNCE_REPLY, Stage2Cfg: FrameId.STAGE_2_CFG,
-        Stage2Frag: FrameId.STAGE_2_CFG_FRAG, AckCfg: FrameId.ACK_CFG, Ready: FrameId.READY,
-        Heartbeat: FrameId.HEARTBEAT, DeadStation: FrameId.DEAD_STATION}
+_IDS = {
+    Stage1Cfg: FrameId.STAGE_1_CFG,
+    AnnounceNew: FrameId.ANNOUNCE_NEW,
+    AnnounceReply: FrameId.ANNOUNCE_REPLY,
+    Stage2Cfg: FrameId.STAGE_2_CFG,
+    Stage2Frag: FrameId.STAGE_2_CFG_FRAG,
+    AckCfg: FrameId.ACK_CFG,
+    Ready: FrameId.READY,
+    Heartbeat: FrameId.HEARTBEAT,
+    DeadStation: FrameId.DEAD_STATION,
+}
 
 
 def frame_id(frame: Frame) -> FrameId:

@@ -31,6 +31,7 @@ Anything else, including ``tdma slot -l`` (it writes a file), is refused.
 Traceback (most recent call last):
 rtnet.errors.RtcfgError: line 2: 'rm' is not an allowed command (tdma, vnic, ip, ...)
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -41,7 +42,7 @@ from rtnet.devcmd import UsageError
 from rtnet.errors import RtcfgError
 from rtnet.messages import shown
 
-MAX_STAGE2_LEN = 64 * 1024      # a command list, not RTnet's arbitrary stage-2 file
+MAX_STAGE2_LEN = 64 * 1024  # a command list, not RTnet's arbitrary stage-2 file
 _TDMACFG = re.compile(r"(\$\{?TDMACFG\}?|(\S*/)?tdmacfg)")
 _VNIC = re.compile(r"vnic[0-9]{1,4}")
 _TDMA_COMMANDS = ("slot", "master", "slave", "detach")
@@ -124,7 +125,7 @@ def _command(words: list[str], dev: str) -> dict:
     if _TDMACFG.fullmatch(head):
         if len(words) < 2:
             raise RtcfgError(f"{shown(head)}: the device is missing")
-        return _tdma(words[2:], dev)        # RTnet's device word: applied to the client's own
+        return _tdma(words[2:], dev)  # RTnet's device word: applied to the client's own
     parse = _NATIVE.get(head)
     if parse is None:
         raise RtcfgError(f"{shown(head)} is not an allowed command (tdma, vnic, ip, ...)")
@@ -137,9 +138,10 @@ def _text(data: bytes | str) -> str:
     try:
         text = bytes(data).decode("ascii")
     except UnicodeDecodeError as exc:
-        line = bytes(data)[:exc.start].count(b"\n") + 1
-        raise RtcfgError(f"line {line}: a byte that is not ASCII ({data[exc.start]:#04x})") \
-            from None
+        line = bytes(data)[: exc.start].count(b"\n") + 1
+        raise RtcfgError(
+            f"line {line}: a byte that is not ASCII ({data[exc.start]:#04x})"
+        ) from None
     for number, line in enumerate(text.split("\n"), 1):
         bad = [ch for ch in line.rstrip("\r") if not (ch.isprintable() or ch == "\t")]
         if bad:

@@ -18,6 +18,7 @@ server holds for dead also as ``dead_heartbeats``) and logged at most once
 per LOG_INTERVAL_S for each kind.  A stage-1 or stage-2 payload refused while
 ``rtcfg client`` or ``announce`` waits fails that command with its message.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,13 +48,13 @@ from .step import (
 
 log = logging.getLogger("rtnetd")
 
-SLOT, PRIO = 1, 30              # RTnet's RTcfg frames: the NRT slot, low priority
+SLOT, PRIO = 1, 30  # RTnet's RTcfg frames: the NRT slot, low priority
 CHANNEL_DEPTH = 64
 CLIENT_TICK_MS = 100
 LOG_INTERVAL_S = 10.0
-STAGE_1_HEAD = 5 + 8            # Stage 1 Config without its data, with both IPv4 addresses
+STAGE_1_HEAD = 5 + 8  # Stage 1 Config without its data, with both IPv4 addresses
 MAX_TIMEOUT_MS = 24 * 3_600_000
-STOP_POLL_S = 0.5               # a blocking command looks at the daemon's stop this often
+STOP_POLL_S = 0.5  # a blocking command looks at the daemon's stop this often
 ETH_HLEN = 14
 
 ApplyFn = Callable[[int, list, dict], None]
@@ -111,9 +112,15 @@ class RtcfgService:
     ``nrt_mtu()`` the MTU of the slot the frames travel in.
     """
 
-    def __init__(self, station_of: Callable, dev: str, apply: ApplyFn,
-                 own_ip: Callable[[], str | None], nrt_mtu: Callable[[], int],
-                 stopping: threading.Event):
+    def __init__(
+        self,
+        station_of: Callable,
+        dev: str,
+        apply: ApplyFn,
+        own_ip: Callable[[], str | None],
+        nrt_mtu: Callable[[], int],
+        stopping: threading.Event,
+    ):
         self._station_of, self.dev, self._apply = station_of, dev, apply
         self._own_ip, self._nrt_mtu, self._stopping = own_ip, nrt_mtu, stopping
         self._cond = threading.Condition()
@@ -122,13 +129,19 @@ class RtcfgService:
         self._chan: Channel | None = None
         self._cid: int | None = None
         self._thread: threading.Thread | None = None
-        self._generation = 0                # of the current machine's thread
+        self._generation = 0  # of the current machine's thread
         self._next_tick = 0
-        self._refusal: str | None = None     # a payload refused while a command waits
+        self._refusal: str | None = None  # a payload refused while a command waits
         self._log = RateLimitedLog()
-        self.counters = {"rx": 0, "tx": 0, "tx_full": 0, "refused": 0, "dead_heartbeats": 0,
-                         "errors": 0}
-        self.on_peer: Callable[[str, str], None] | None = None   # a peer's (IP, MAC) learnt
+        self.counters = {
+            "rx": 0,
+            "tx": 0,
+            "tx_full": 0,
+            "refused": 0,
+            "dead_heartbeats": 0,
+            "errors": 0,
+        }
+        self.on_peer: Callable[[str, str], None] | None = None  # a peer's (IP, MAC) learnt
 
     @property
     def station(self):
@@ -136,10 +149,17 @@ class RtcfgService:
 
     # -- requests ----------------------------------------------------------------------
     def handlers(self) -> dict[str, Callable]:
-        return {"rtcfg.server": self.h_server, "rtcfg.add": self.h_add, "rtcfg.del": self.h_del,
-                "rtcfg.wait": self.h_wait, "rtcfg.client": self.h_client,
-                "rtcfg.announce": self.h_announce, "rtcfg.ready": self.h_ready,
-                "rtcfg.detach": self.h_detach, "rtcfg.commands": self.h_commands}
+        return {
+            "rtcfg.server": self.h_server,
+            "rtcfg.add": self.h_add,
+            "rtcfg.del": self.h_del,
+            "rtcfg.wait": self.h_wait,
+            "rtcfg.client": self.h_client,
+            "rtcfg.announce": self.h_announce,
+            "rtcfg.ready": self.h_ready,
+            "rtcfg.detach": self.h_detach,
+            "rtcfg.commands": self.h_commands,
+        }
 
     def h_server(self, req, conn=None) -> dict:
         config = ServerConfig(
@@ -147,7 +167,9 @@ class RtcfgService:
             burstrate=int_arg(req, "burstrate", DEFAULT_BURSTRATE, 1, 255),
             heartbeat_ms=int_arg(req, "heartbeat_ms", DEFAULT_HEARTBEAT_MS, 0, MAX_HEARTBEAT_MS),
             threshold=int_arg(req, "threshold", DEFAULT_THRESHOLD, 1, 255),
-            ready=_flag(req, "ready"), mtu=self._mtu())
+            ready=_flag(req, "ready"),
+            mtu=self._mtu(),
+        )
         with self._cond:
             self._require_idle()
             server = Server(self.station.mac, self._own_ip(), config)
@@ -164,9 +186,11 @@ class RtcfgService:
             server = self._need_server()
             mtu = self._mtu()
             if STAGE_1_HEAD + len(stage1) > mtu:
-                raise RequestError(f"add: stage 1 of {len(stage1)} bytes does not fit the "
-                                   f"{mtu}-byte MTU of the NRT slot (at most "
-                                   f"{mtu - STAGE_1_HEAD})")
+                raise RequestError(
+                    f"add: stage 1 of {len(stage1)} bytes does not fit the "
+                    f"{mtu}-byte MTU of the NRT slot (at most "
+                    f"{mtu - STAGE_1_HEAD})"
+                )
             server.add(address, hw=hw, stage1=stage1, stage2=stage2, timeout_ms=timeout_ms)
         return {}
 
@@ -196,25 +220,28 @@ class RtcfgService:
                 self._send(client.ready(now))
                 self._wait(lambda: client.barrier_done, timeout, "ready")
             else:
-                raise RequestError("ready: no RTcfg server or client (run rtcfg server or "
-                                   "rtcfg client first)")
+                raise RequestError(
+                    "ready: no RTcfg server or client (run rtcfg server or rtcfg client first)"
+                )
         return {}
 
     def h_client(self, req, conn=None) -> dict:
         timeout = _timeout(req)
-        config = ClientConfig(max_stations=int_arg(req, "max_stations", DEFAULT_MAX_STATIONS,
-                                                   1, 255))
+        config = ClientConfig(
+            max_stations=int_arg(req, "max_stations", DEFAULT_MAX_STATIONS, 1, 255)
+        )
         with self._cond:
             self._require_idle()
-            client = Client(self.dev, self.station.mac, self._apply_reporting, self._own_ip(),
-                            config)
+            client = Client(
+                self.dev, self.station.mac, self._apply_reporting, self._own_ip(), config
+            )
             self._start()
             self.client, self._refusal = client, None
             self._send(client.start(time.monotonic_ns()))
             try:
                 self._wait(lambda: client.state != ClientState.WAIT_STAGE_1, timeout, "client")
             except RequestError:
-                self._stop_locked()         # a later rtcfg client starts afresh
+                self._stop_locked()  # a later rtcfg client starts afresh
                 raise
             return {"config": client.stage1_data.decode("ascii", "replace")}
 
@@ -226,8 +253,11 @@ class RtcfgService:
             client = self.client
             if client is None:
                 raise RequestError("announce: no RTcfg client (run rtcfg client first)")
-            config = ClientConfig(max_stations=client.config.max_stations, burstrate=burstrate,
-                                  ready_in_announce=ready)
+            config = ClientConfig(
+                max_stations=client.config.max_stations,
+                burstrate=burstrate,
+                ready_in_announce=ready,
+            )
             self._refusal = None
             self._send(client.announce(time.monotonic_ns(), config))
             self._wait(lambda: client.announce_done, timeout, "announce")
@@ -326,18 +356,24 @@ class RtcfgService:
         try:
             self._apply(stage, requests, info)
         except RtcfgError as exc:
-            raise RtcfgError(f"RTcfg stage {stage} from {info.get('server_mac')} refused: "
-                             f"{exc.strerror}") from None
+            raise RtcfgError(
+                f"RTcfg stage {stage} from {info.get('server_mac')} refused: {exc.strerror}"
+            ) from None
 
     # -- the channel and its thread ----------------------------------------------------
     def _start(self) -> None:
         """Open the channel and start a thread for a new machine (under the condition); the
         caller makes the machine current only once this succeeded."""
         cid, memfd, kickfd = self.station.open_channel(
-            fr.ETH_RTCFG, slot=SLOT, prio=PRIO, max_size=ETH_HLEN + 1500, depth=CHANNEL_DEPTH,
-            cycles=False)
+            fr.ETH_RTCFG,
+            slot=SLOT,
+            prio=PRIO,
+            max_size=ETH_HLEN + 1500,
+            depth=CHANNEL_DEPTH,
+            cycles=False,
+        )
         try:
-            chan = Channel.attach(memfd, kickfd)     # owns both descriptors from here on
+            chan = Channel.attach(memfd, kickfd)  # owns both descriptors from here on
         except BaseException:
             os.close(memfd)
             os.close(kickfd)
@@ -345,25 +381,26 @@ class RtcfgService:
             raise
         self._chan, self._cid, self._next_tick = chan, cid, 0
         self._generation += 1
-        self._thread = threading.Thread(target=self._run, args=(chan, self._generation),
-                                        name="rtnetd-rtcfg", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(chan, self._generation), name="rtnetd-rtcfg", daemon=True
+        )
         self._thread.start()
 
     def _stop_locked(self) -> None:
         """Forget the machine, end its thread, close its channel (under the condition)."""
         self.server = self.client = None
-        self._generation += 1                   # the thread ends at its next look
+        self._generation += 1  # the thread ends at its next look
         self._cond.notify_all()
         thread, chan, cid = self._thread, self._chan, self._cid
         self._thread = self._chan = self._cid = None
         if thread is not None and thread is not threading.current_thread():
-            self._cond.release()            # the thread takes the condition for each event
+            self._cond.release()  # the thread takes the condition for each event
             try:
                 thread.join(timeout=2)
             finally:
                 self._cond.acquire()
             if thread.is_alive():
-                return                      # still inside recv: keep the channel mapped
+                return  # still inside recv: keep the channel mapped
         if chan is not None:
             chan.close()
             try:
@@ -394,7 +431,7 @@ class RtcfgService:
                 msg = chan.recv(timeout=min(wait_s, STOP_POLL_S))
             except ChannelError as exc:
                 log.warning("%s: RTcfg channel: %s", self.dev, exc)
-                return                      # the station closed the channel
+                return  # the station closed the channel
             if msg is not None:
                 with self._cond:
                     if generation == self._generation:
@@ -407,11 +444,12 @@ class RtcfgService:
             call(*args)
         except Exception as exc:
             self.counters["errors"] += 1
-            self._log.warning("error", f"{self.dev}: RTcfg internal error: "
-                                       f"{type(exc).__name__}: {exc}")
+            self._log.warning(
+                "error", f"{self.dev}: RTcfg internal error: {type(exc).__name__}: {exc}"
+            )
 
     def _tick(self, now: int) -> None:
-        self._next_tick = now + self._period_ns()      # first: a failing tick must not spin
+        self._next_tick = now + self._period_ns()  # first: a failing tick must not spin
         machine = self.server or self.client
         if machine is not None:
             self._send(machine.timer(now))
@@ -446,8 +484,11 @@ class RtcfgService:
     def _refused(self, body: bytes, exc: RtcfgError) -> None:
         self.counters["refused"] += 1
         message = exc.strerror
-        if (self.server is not None and body[:1] == bytes([fr.FrameId.HEARTBEAT])
-                and message.endswith("state dead")):
+        if (
+            self.server is not None
+            and body[:1] == bytes([fr.FrameId.HEARTBEAT])
+            and message.endswith("state dead")
+        ):
             self.counters["dead_heartbeats"] += 1
             self._log.warning("heartbeat", f"{self.dev}: {message}")
             return
@@ -464,7 +505,7 @@ class RtcfgService:
                 self._chan.send_raw(tx.wire(self.station.mac))
                 self.counters["tx"] += 1
             except ChannelFull:
-                self.counters["tx_full"] += 1       # the protocol sends it again
+                self.counters["tx_full"] += 1  # the protocol sends it again
             except ChannelError as exc:
                 self._log.warning("send", f"{self.dev}: RTcfg send: {exc.strerror or exc}")
         for change in step.changes:

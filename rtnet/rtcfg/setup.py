@@ -24,6 +24,7 @@ announce and ready.  This module turns a configuration into an
 >>> simple_invitations(["10.0.0.2", "10.0.0.3"], 200, None, None)[1].stage1
 'tdma slot 0 400\\nvnic up\\n'
 """
+
 from __future__ import annotations
 
 import os
@@ -45,21 +46,21 @@ ROLES = ("server", "client")
 class Invitation:
     """One station the server adds (``rtcfg add``)."""
 
-    address: str                # its IPv4 address, or its MAC
-    hw: str | None              # its MAC when the server assigns the IP by MAC (-hw)
-    stage1: str                 # the command list it applies
-    stage2: str | None = None   # the stage-2 file's text
+    address: str  # its IPv4 address, or its MAC
+    hw: str | None  # its MAC when the server assigns the IP by MAC (-hw)
+    stage1: str  # the command list it applies
+    stage2: str | None = None  # the stage-2 file's text
 
 
 @dataclass(frozen=True)
 class RtcfgSetup:
     """RTcfg of one station as ``rtnetctl up`` runs it."""
 
-    role: str                           # "server" (the TDMA master) or "client"
-    invitations: tuple = ()             # a server's stations
-    stage2_dst: str | None = None       # a client: where the received stage-2 file goes
-    stage2_cmds: str = ""               # a client: commands applied after stage 2
-    timeout_s: int = 120                # the whole bring-up (0: wait forever, as RTnet)
+    role: str  # "server" (the TDMA master) or "client"
+    invitations: tuple = ()  # a server's stations
+    stage2_dst: str | None = None  # a client: where the received stage-2 file goes
+    stage2_cmds: str = ""  # a client: commands applied after stage 2
+    timeout_s: int = 120  # the whole bring-up (0: wait forever, as RTnet)
     period_ms: int = 1000
     heartbeat_ms: int = 1000
     threshold: int = 2
@@ -67,10 +68,19 @@ class RtcfgSetup:
 
 # -- stage-1 texts ----------------------------------------------------------------------------
 
+
 def slot_command(slot: Slot) -> str:
     """The command that gives a station ``slot``, in the project's form (payload.py)."""
-    words = ["tdma", "slot", str(slot.id), str(slot.offset_us), "-p",
-             f"{slot.phasing}/{slot.period}", "-s", str(slot.size)]
+    words = [
+        "tdma",
+        "slot",
+        str(slot.id),
+        str(slot.offset_us),
+        "-p",
+        f"{slot.phasing}/{slot.period}",
+        "-s",
+        str(slot.size),
+    ]
     if slot.joint is not None:
         words += ["-j", str(slot.joint)]
     if slot.window_us:
@@ -91,22 +101,29 @@ def checked_stage1(text: str, who: str) -> str:
     except RtcfgError as exc:
         raise RtcfgError(f"stage 1 of {who}: {exc.strerror}") from None
     if len(text) > frames.MAX_STAGE1_LEN:
-        raise RtcfgError(f"stage 1 of {who}: {len(text)} bytes (at most "
-                         f"{frames.MAX_STAGE1_LEN})")
+        raise RtcfgError(f"stage 1 of {who}: {len(text)} bytes (at most {frames.MAX_STAGE1_LEN})")
     return text
 
 
-def simple_invitations(slaves: list[str], offset_us: int, prefix: int | None,
-                       stage2: str | None, *, vnic: bool = True,
-                       cycle_us: int | None = None) -> list[Invitation]:
+def simple_invitations(
+    slaves: list[str],
+    offset_us: int,
+    prefix: int | None,
+    stage2: str | None,
+    *,
+    vnic: bool = True,
+    cycle_us: int | None = None,
+) -> list[Invitation]:
     """Simple mode: the k-th slave (k = 1, 2, ...) gets slot 0 at k * offset_us (within the
     master's ``cycle_us``), and (with ``vnic``) its VNIC up with its IP."""
     out = []
     for k, ip in enumerate(slaves, 1):
         if cycle_us and k * offset_us >= cycle_us:
-            raise RtcfgError(f"{ip}, the slave number {k}, would get slot 0 at {k * offset_us} "
-                             f"us, beyond the {cycle_us} us cycle (fewer slaves or a smaller "
-                             f"offset)")
+            raise RtcfgError(
+                f"{ip}, the slave number {k}, would get slot 0 at {k * offset_us} "
+                f"us, beyond the {cycle_us} us cycle (fewer slaves or a smaller "
+                f"offset)"
+            )
         text = f"tdma slot 0 {k * offset_us}\n"
         if vnic:
             text += f"{vnic_command(ip, prefix)}\n"
@@ -114,9 +131,17 @@ def simple_invitations(slaves: list[str], offset_us: int, prefix: int | None,
     return out
 
 
-def section_invitation(kind: str, ip: str | None, mac: str | None, slots: dict,
-                       prefix: int | None, stage2: str | None, *, cycle_us: int = 0,
-                       backup_offset_us: int | None = None) -> Invitation:
+def section_invitation(
+    kind: str,
+    ip: str | None,
+    mac: str | None,
+    slots: dict,
+    prefix: int | None,
+    stage2: str | None,
+    *,
+    cycle_us: int = 0,
+    backup_offset_us: int | None = None,
+) -> Invitation:
     """Extended mode: one ``slave:`` or ``backup-master:`` section of tdma.conf."""
     lines = []
     if kind == "backup-master":
@@ -129,6 +154,7 @@ def section_invitation(kind: str, ip: str | None, mac: str | None, slots: dict,
 
 
 # -- stage-2 file and commands ----------------------------------------------------------------
+
 
 def read_stage2(path: str) -> str:
     """The stage-2 file's text: a regular file of at most payload.MAX_STAGE2_LEN bytes that
@@ -172,8 +198,10 @@ def check_destination(path: str) -> str:
     except OSError as exc:
         raise RtcfgError(f"{name}: {exc.strerror}") from None
     if not stat.S_ISREG(mode):
-        raise RtcfgError(f"{name}: exists and is not a regular file (a link, directory or "
-                         f"device is never written through)")
+        raise RtcfgError(
+            f"{name}: exists and is not a regular file (a link, directory or "
+            f"device is never written through)"
+        )
     return path
 
 
@@ -182,11 +210,13 @@ def write_stage2(path: str, data: bytes) -> None:
     reader sees the old file or the whole new one and a link at ``path`` is replaced, not
     followed (RtcfgError if that fails; nothing is left behind)."""
     path = check_destination(path)
-    tmp = os.path.join(os.path.dirname(path),
-                       f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
+    tmp = os.path.join(
+        os.path.dirname(path), f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp"
+    )
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o644)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
     except OSError as exc:
         raise RtcfgError(f"{shown_path(path)}: {exc.strerror}") from None
     try:

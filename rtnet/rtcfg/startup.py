@@ -16,6 +16,7 @@ Each step is one request to rtnetd through ``call(request, timeout_s)``;
 ``timeout_s`` (0: no limit, as RTnet's tools wait).  A refusal or a time-out
 is one :class:`StartupError` naming the step; the caller stops the daemon.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,7 @@ WAITING = "Waiting for all slaves..."
 STAGE_1 = "Stage 1: searching for master..."
 STAGE_2 = "Stage 2: waiting for other slaves..."
 STAGE_3 = "Stage 3: waiting for common setup completion..."
-REPLY_MARGIN_S = 5.0        # beyond a blocking request's own timeout, for its reply
+REPLY_MARGIN_S = 5.0  # beyond a blocking request's own timeout, for its reply
 
 Call = Callable[[dict, "float | None"], dict]
 
@@ -68,18 +69,37 @@ def _step(call: Call, what: str, req: dict, deadline: _Deadline | None = None) -
 
 def server_requests(s: _setup.RtcfgSetup) -> list[tuple[str, dict]]:
     """The server's requests before it waits, each with what it does."""
-    reqs = [("rtcfg server", {"cmd": "rtcfg.server", "period_ms": s.period_ms,
-                              "burstrate": DEFAULT_BURSTRATE, "heartbeat_ms": s.heartbeat_ms,
-                              "threshold": s.threshold, "ready": False})]
+    reqs = [
+        (
+            "rtcfg server",
+            {
+                "cmd": "rtcfg.server",
+                "period_ms": s.period_ms,
+                "burstrate": DEFAULT_BURSTRATE,
+                "heartbeat_ms": s.heartbeat_ms,
+                "threshold": s.threshold,
+                "ready": False,
+            },
+        )
+    ]
     for inv in s.invitations:
-        reqs.append((f"rtcfg add {inv.address}",
-                     {"cmd": "rtcfg.add", "address": inv.address, "hw": inv.hw,
-                      "stage1": inv.stage1, "stage2": inv.stage2, "timeout_ms": 0}))
+        reqs.append(
+            (
+                f"rtcfg add {inv.address}",
+                {
+                    "cmd": "rtcfg.add",
+                    "address": inv.address,
+                    "hw": inv.hw,
+                    "stage1": inv.stage1,
+                    "stage2": inv.stage2,
+                    "timeout_ms": 0,
+                },
+            )
+        )
     return reqs
 
 
-def run(s: _setup.RtcfgSetup, call: Call, say: Callable[[str], None],
-        clock=time.monotonic) -> dict:
+def run(s: _setup.RtcfgSetup, call: Call, say: Callable[[str], None], clock=time.monotonic) -> dict:
     """Bring RTcfg up as ``s`` says; returns what it did (for ``rtnetctl up -j``)."""
     deadline = _Deadline(s.timeout_s, clock)
     if s.role == "server":
@@ -91,12 +111,19 @@ def run(s: _setup.RtcfgSetup, call: Call, say: Callable[[str], None],
         return {"role": "server", "stations": [i.address for i in s.invitations]}
 
     say(STAGE_1)
-    _step(call, "stage 1 (searching for master)",
-          {"cmd": "rtcfg.client", "max_stations": DEFAULT_MAX_STATIONS}, deadline)
+    _step(
+        call,
+        "stage 1 (searching for master)",
+        {"cmd": "rtcfg.client", "max_stations": DEFAULT_MAX_STATIONS},
+        deadline,
+    )
     say(STAGE_2)
-    reply = _step(call, "stage 2 (waiting for other slaves)",
-                  {"cmd": "rtcfg.announce", "burstrate": DEFAULT_BURSTRATE, "ready": False},
-                  deadline)
+    reply = _step(
+        call,
+        "stage 2 (waiting for other slaves)",
+        {"cmd": "rtcfg.announce", "burstrate": DEFAULT_BURSTRATE, "ready": False},
+        deadline,
+    )
     out = {"role": "client"}
     if s.stage2_dst is not None:
         data = reply.get("config")
@@ -114,6 +141,5 @@ def run(s: _setup.RtcfgSetup, call: Call, say: Callable[[str], None],
     if s.stage2_cmds.strip():
         _step(call, "STAGE_2_CMDS", {"cmd": "rtcfg.commands", "commands": s.stage2_cmds})
     say(STAGE_3)
-    _step(call, "stage 3 (waiting for common setup completion)", {"cmd": "rtcfg.ready"},
-          deadline)
+    _step(call, "stage 3 (waiting for common setup completion)", {"cmd": "rtcfg.ready"}, deadline)
     return out

@@ -5,6 +5,7 @@ calls and never touch a socket, a thread or a clock: ``now`` is the caller's
 monotonic time in nanoseconds, and each call returns a :class:`Step`.  The
 defaults are RTnet's (``utils/net/rtcfg.c``, RTcfg.spec).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,14 +16,14 @@ from rtnet.mac import format_mac, parse_mac
 from .frames import Frame, ether_frame
 
 NS_PER_MS = 1_000_000
-DEFAULT_PERIOD_MS = 1000        # server: Stage 1 invitations and the timer tick
-DEFAULT_BURSTRATE = 4           # stage-2 frames sent before waiting for an Ack
-DEFAULT_HEARTBEAT_MS = 1000     # 0: no heartbeats
-DEFAULT_THRESHOLD = 2           # missed heartbeats before a station is dead
-DEFAULT_MAX_STATIONS = 32       # a client's station list
-DEFAULT_MTU = 1500              # of the NRT channel the frames travel on
-MAX_PERIOD_MS = 3_600_000       # an hour: beyond any configuration round
-MAX_HEARTBEAT_MS = 0xFFFF       # the Stage 2 frame's heartbeat_period is 16 bits
+DEFAULT_PERIOD_MS = 1000  # server: Stage 1 invitations and the timer tick
+DEFAULT_BURSTRATE = 4  # stage-2 frames sent before waiting for an Ack
+DEFAULT_HEARTBEAT_MS = 1000  # 0: no heartbeats
+DEFAULT_THRESHOLD = 2  # missed heartbeats before a station is dead
+DEFAULT_MAX_STATIONS = 32  # a client's station list
+DEFAULT_MTU = 1500  # of the NRT channel the frames travel on
+MAX_PERIOD_MS = 3_600_000  # an hour: beyond any configuration round
+MAX_HEARTBEAT_MS = 0xFFFF  # the Stage 2 frame's heartbeat_period is 16 bits
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ Station 1 is the TDMA master (slot 0 at 0 us), station 2 a slave (slot 0 at
 500 us), 1 ms cycle; a second lab runs NoMAC.  Channels come from
 Station.open_channel and are used through Channel.attach.
 """
+
 import errno
 import threading
 import time
@@ -25,9 +26,9 @@ ET = 0x88B5
 ET_OTHER = 0x88B6
 CYCLE_NS = 1_000_000
 SLAVE_SLOT_NS = 500_000
-SLOT_WINDOW_NS = 300_000    # wire time of a full slot (~125 us) plus generous scheduling slack
-LOOSE_NS = 100_000_000      # sanity bound for "arrived promptly" on a noisy VM
-SYNC_TOL_NS = 100_000       # tx and rx stamps come from two clocks, synchronised to some us
+SLOT_WINDOW_NS = 300_000  # wire time of a full slot (~125 us) plus generous scheduling slack
+LOOSE_NS = 100_000_000  # sanity bound for "arrived promptly" on a noisy VM
+SYNC_TOL_NS = 100_000  # tx and rx stamps come from two clocks, synchronised to some us
 RT = RtSettings(priority=80)
 
 
@@ -52,14 +53,19 @@ def tdma():
     with Lab("a1", 2) as lab:
         master, slave = open_stations(lab)
         with master, slave:
-            master.attach_tdma(TdmaConfig(role="master", cycle_us=1000, cal_rounds=10,
-                                          slots={0: Slot(0, 0)}))
-            slave.attach_tdma(TdmaConfig(role="slave", cal_rounds=10,
-                                         slots={0: Slot(0, SLAVE_SLOT_NS // 1000)}))
+            master.attach_tdma(
+                TdmaConfig(role="master", cycle_us=1000, cal_rounds=10, slots={0: Slot(0, 0)})
+            )
+            slave.attach_tdma(
+                TdmaConfig(role="slave", cal_rounds=10, slots={0: Slot(0, SLAVE_SLOT_NS // 1000)})
+            )
             master.start()
             slave.start()
-            wait_for(lambda: slave.stats()["tdma"]["state"] == TdmaState.SYNCED, 10,
-                     "the slave to synchronise")
+            wait_for(
+                lambda: slave.stats()["tdma"]["state"] == TdmaState.SYNCED,
+                10,
+                "the slave to synchronise",
+            )
             yield lab, master, slave
 
 
@@ -105,7 +111,7 @@ def test_message_leaves_inside_its_slot(pair):
         cs.send(lab.station(1).mac, bytes([i]))
         msg = cm.recv(timeout=2.0)
         assert msg is not None and msg.payload == bytes([i])
-        cyc = cm.cycle_info()     # the master's grid, global time
+        cyc = cm.cycle_info()  # the master's grid, global time
         rel.append((msg.tx_ns - cyc.cycle_start_ns) % cyc.cycle_ns)
     inside = [SLAVE_SLOT_NS <= r < SLAVE_SLOT_NS + SLOT_WINDOW_NS for r in rel]
     # a hypervisor stall can push one transmission late; the slot grid must hold otherwise
@@ -151,8 +157,12 @@ def test_wait_cycle_returns_consecutive_cycles(pair):
 def test_reader_that_stops_loses_only_its_own_messages(tdma):
     lab, master, slave = tdma
     cid, memfd, kickfd = master.open_channel(ET, depth=8)
-    with Channel.attach(memfd, kickfd) as idle, chan(master, ET_OTHER) as busy, \
-            chan(slave) as tx1, chan(slave, ET_OTHER) as tx2:
+    with (
+        Channel.attach(memfd, kickfd) as idle,
+        chan(master, ET_OTHER) as busy,
+        chan(slave) as tx1,
+        chan(slave, ET_OTHER) as tx2,
+    ):
         dst = lab.station(1).mac
         for i in range(24):
             tx1.send(dst, b"x")
@@ -160,8 +170,11 @@ def test_reader_that_stops_loses_only_its_own_messages(tdma):
             tx1.wait_cycle(timeout=1.0)
         got = [busy.recv(timeout=2.0) for _ in range(24)]
         assert [m.payload for m in got] == [bytes([i]) for i in range(24)]
-        wait_for(lambda: (lambda s: s["rx_msgs"] + s["rx_drops"])(master.channel_stats(cid)) == 24,
-                 5, "the idle channel's 24 messages to be accounted")
+        wait_for(
+            lambda: (lambda s: s["rx_msgs"] + s["rx_drops"])(master.channel_stats(cid)) == 24,
+            5,
+            "the idle channel's 24 messages to be accounted",
+        )
         st = idle.stats()
         assert st["rx_queued"] == 8 and st["rx_drops"] == 16
         assert master.channel_stats(cid)["rx_drops"] == 16
@@ -197,9 +210,10 @@ def test_automatic_lead_wakes_before_the_slot_and_adapts(pair):
     and moves with what the runs needed (a quiet VM pulls it down, stalls push it up):
     every deadline sits the lead in force before the slot."""
     lab, cm, cs = pair
-    n = 3 * 1024 + 100          # three updates of the automatic lead
-    task = publish_cyclic(cs, lab.station(1).mac, n, handover_us=SLAVE_SLOT_NS // 1000,
-                          payload_size=16)
+    n = 3 * 1024 + 100  # three updates of the automatic lead
+    task = publish_cyclic(
+        cs, lab.station(1).mac, n, handover_us=SLAVE_SLOT_NS // 1000, payload_size=16
+    )
     samples = subscribe(cm, n, idle_timeout=2.0)
     assert task.wait(timeout=10)
     st = task.stop()
@@ -215,8 +229,11 @@ def test_automatic_lead_wakes_before_the_slot_and_adapts(pair):
 
 def test_a_lead_that_cannot_be_met_is_one_clear_error(pair):
     lab, cm, cs = pair
-    with pytest.raises(ConfigError, match=r"^a lead of 1500 us before a hand-over at 500 us "
-                                          r"cannot be met in the 1000 us cycle$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^a lead of 1500 us before a hand-over at 500 us "
+        r"cannot be met in the 1000 us cycle$",
+    ):
         publish_cyclic(cs, lab.station(1).mac, 10, handover_us=500, lead_us=1500)
 
 
@@ -239,7 +256,7 @@ def test_nomac_delivers_promptly(nomac):
             assert msg.payload == bytes([i])
             assert msg.sched_ns <= msg.tx_ns <= msg.rx_ns and msg.rx_ns - msg.sched_ns < LOOSE_NS
         assert ca.stats()["kicks"] == 20
-        assert cb.wait_cycle(timeout=0.05) is None     # NoMAC has no cycles
+        assert cb.wait_cycle(timeout=0.05) is None  # NoMAC has no cycles
 
 
 def test_station_closing_the_channel_wakes_and_fails(nomac):

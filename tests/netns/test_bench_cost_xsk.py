@@ -2,6 +2,7 @@
 the minimal AF_XDP loop and the station's socket code count the same
 instructions per frame on two passes, the XDP program's figures are there, and
 the namespace with its veth pair is gone afterwards."""
+
 import json
 import os
 import subprocess
@@ -18,16 +19,36 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_socket_stages_repeat_and_clean_up(tmp_path):
     require_tool("valgrind")
     require_tool("clang")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "cost"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        ["make", "-s", "-C", os.path.join(ROOT, "csrc"), "cost"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = tmp_path / "cost.json"
-    proc = subprocess.Popen([sys.executable, "-m", "tools.bench_cost",
-                             "--no-build", "--stages", "anchor,rtn_xsk_send,rtn_xsk_recv",
-                             "--frames", "50", "--repeat", "2", "--xdp-repeat", "1000",
-                             "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tools.bench_cost",
+            "--no-build",
+            "--stages",
+            "anchor,rtn_xsk_send,rtn_xsk_recv",
+            "--frames",
+            "50",
+            "--repeat",
+            "2",
+            "--xdp-repeat",
+            "1000",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stdout[-2000:] + stderr[-2000:]
     res = json.loads(out.read_text())

@@ -4,6 +4,7 @@ JSON has both columns with sockperf's figures, and sockperf's datagrams went thr
 stack: the server station's UDP counter (rtnetctl status, ipv4.rx_udp) rose by at least
 what sockperf's server says it received, and the client station's by at least the answers
 sockperf's ping-pong counted.  No timing is asserted."""
+
 import json
 import os
 import subprocess
@@ -20,17 +21,35 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_sockperf_goes_through_the_stack_and_the_json_has_the_columns(tmp_path):
     for tool in ("sockperf", "iperf3", "stdbuf", "rtnet-run", "cc"):
         require_tool(tool)
-    proc = subprocess.Popen([sys.executable, "-m", "tools.bench_sockperf",
-                             "--runs", "1", "--seconds", "1", "--columns", "kernel,nomac",
-                             "--no-flood", "--out-dir", str(tmp_path), "--series", "t"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tools.bench_sockperf",
+            "--runs",
+            "1",
+            "--seconds",
+            "1",
+            "--columns",
+            "kernel,nomac",
+            "--no-flood",
+            "--out-dir",
+            str(tmp_path),
+            "--series",
+            "t",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
     out, _ = proc.communicate(timeout=240)
     assert proc.returncode == 0, out[-3000:]
     man = json.loads((tmp_path / "bench_sockperf" / "t" / "manifest.json").read_text())
     assert [r["status"] for r in man["runs"]] == ["ok"]
-    res = json.loads((tmp_path / "bench_sockperf" / "t" / "run-1" / "bench_sockperf.json")
-                     .read_text())
+    res = json.loads(
+        (tmp_path / "bench_sockperf" / "t" / "run-1" / "bench_sockperf.json").read_text()
+    )
     assert set(res["columns"]) == {"kernel", "nomac"}
     s1, s2 = "rtn-spk-s1", "rtn-spk-s2"
     for col in ("kernel", "nomac"):

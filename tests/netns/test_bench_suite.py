@@ -5,6 +5,7 @@ run is present, every number is finite, the figures and the report exist, the
 run is in the manifest with its raw JSON and log, and RFC 2544 followed the
 protocol's rules (both searches, the confirmation, the latency trials).
 """
+
 import json
 import math
 import os
@@ -38,9 +39,22 @@ def test_quick_suite_writes_complete_results(tmp_path):
         require_tool(tool)
     if (os.cpu_count() or 1) < 2:
         skip_or_fail("the suite needs two CPUs")
-    proc = subprocess.run([sys.executable, "-m", "tools.bench_suite", "--quick",
-                           "--lab", "bq", "--out-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.bench_suite",
+            "--quick",
+            "--lab",
+            "bq",
+            "--out-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     res = json.loads((tmp_path / "bench_suite.json").read_text())
     # the protocol's [quick] values make one run, listed in the manifest of this code
@@ -60,8 +74,9 @@ def test_quick_suite_writes_complete_results(tmp_path):
                 assert cell["sent"] > 0 and cell["missed"] <= cell["sent"]
                 for k in CELL_KEYS:
                     # a cell whose messages were all lost has no latency figures
-                    assert k in cell and (cell[k] is not None or cell["received"] == 0), \
+                    assert k in cell and (cell[k] is not None or cell["received"] == 0), (
                         f"{app}/{disc}/{load}: {k} missing"
+                    )
                 assert cell["cdf_us"] == sorted(cell["cdf_us"])
     # the UDP/IPv4 column beside the raw EtherType one, and what it adds at p99
     for load in LOADS:
@@ -92,15 +107,16 @@ def test_quick_suite_writes_complete_results(tmp_path):
         assert vn[size]["rtt_us"]["count"] > 0
     red, cut = res["rfc2544"]["rt_path_redundant"], res["frer_wire_cut"]
     assert res["rfc2544"]["rt_path_redundant_1000"].keys() == red.keys()
-    for size in SIZES:       # the same search with two ports (IEEE 802.1CB)
+    for size in SIZES:  # the same search with two ports (IEEE 802.1CB)
         assert 0 <= red[size]["throughput_pct"] <= 100 and red[size]["trials"]
         assert red[size]["one_port_pct_retried"] >= 0 and red[size]["trials_retried"]
         if red[size]["latency_rate_pct"] > 0:
             assert red[size]["latency_rounds"] == latency_trials
         # and with one port on the same stations: the control, and both latencies at one rate
         assert 0 <= red[size]["one_port_pct"] <= 100 and red[size]["one_port_trials"]
-        assert red[size]["latency_rate_pct"] == min(red[size]["one_port_pct"],
-                                                    red[size]["throughput_pct"])
+        assert red[size]["latency_rate_pct"] == min(
+            red[size]["one_port_pct"], red[size]["throughput_pct"]
+        )
         assert red[size]["rx_ports"][0] > 0 and red[size]["rx_ports"][1] > 0
     assert [r["sent"] for r in cut["runs"]] == [300, 300]
     assert cut["lost"] == sum(r["lost"] for r in cut["runs"])

@@ -1,4 +1,5 @@
 """rtnetd and rtnetctl in a two-station lab: life cycle, control socket, TDMA, ping, capture."""
+
 import json
 import os
 import signal
@@ -21,8 +22,9 @@ pytestmark = pytest.mark.netns
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MASTER = station_toml("m", role="master", cycle_us=1000, cal_rounds=10, offset_us=0)
-SLAVE = station_toml("sl", role="slave", cal_rounds=10, offset_us=400,
-                     control={"status_group": "nogroup"})
+SLAVE = station_toml(
+    "sl", role="slave", cal_rounds=10, offset_us=400, control={"status_group": "nogroup"}
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,7 @@ def conf(tmp_path):
         path = tmp_path / name
         path.write_text(textwrap.dedent(text))
         return str(path)
+
     return write
 
 
@@ -90,6 +93,7 @@ def wait_state(capsys, ns, want, timeout=15.0) -> dict:
 def wait_dead(pid: int) -> None:
     """Until ``pid`` is gone or a zombie (rtnetctl up started it from this process)."""
     from rtnet.procs import running
+
     while running(pid):
         time.sleep(0.02)  # SIGKILL is asynchronous; no wait() on a daemonised process
 
@@ -118,12 +122,14 @@ def test_up_status_down(capsys, stations, conf):
 
 def test_config_error_starts_nothing(capsys, stations, conf):
     ns = stations[0].netns
-    path = conf("bad.toml", station_toml("m", role="master", cycle_us=50, cal_rounds=10,
-                                         offset_us=0))
+    path = conf(
+        "bad.toml", station_toml("m", role="master", cycle_us=50, cal_rounds=10, offset_us=0)
+    )
     rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
     assert rc == 1
-    assert err.strip() == (f"rtnetctl: {path}: tdma.cycle_us: 50 outside the supported range "
-                           "100..1000000")
+    assert err.strip() == (
+        f"rtnetctl: {path}: tdma.cycle_us: 50 outside the supported range 100..1000000"
+    )
     assert not os.path.exists(paths.pid_file("rteth0", ns))
     assert not os.path.exists(paths.control_socket("rteth0", ns))
     assert xdp_programs(ns) == 0
@@ -131,17 +137,30 @@ def test_config_error_starts_nothing(capsys, stations, conf):
 
 def test_rtnet_conf_runs_the_same_schedule_as_toml(capsys, stations, conf):
     from rtnet import config
+
     ns = stations[0].netns
-    rc, _, err = ctl(capsys, "up", "-n", ns, "--no-rtcfg", "-c", conf("rtnet.conf", """\
+    rc, _, err = ctl(
+        capsys,
+        "up",
+        "-n",
+        ns,
+        "--no-rtcfg",
+        "-c",
+        conf(
+            "rtnet.conf",
+            """\
         IPADDR="198.18.0.1"
         TDMA_MODE="master"
         TDMA_CYCLE="1000"
         TDMA_CAL_ROUNDS="10"
-        """))
+        """,
+        ),
+    )
     assert rc == 0, err
     toml_cfg = config.parse_toml(MASTER)
     with netns.entered(ns):
         from rtmac import control
+
         shown = control.send_request("rteth0", {"cmd": "tdma.show"})
     assert shown["config"] == toml_cfg.tdma.to_dict()
     assert shown["state"] == TdmaState.MASTER
@@ -149,6 +168,7 @@ def test_rtnet_conf_runs_the_same_schedule_as_toml(capsys, stations, conf):
 
 def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     from rtmac import cli as rtmac_cli
+
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
@@ -164,8 +184,10 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
         assert "overlaps slot 0" in err
         assert rtmac_cli.main(["tdma", "rteth0", "show", "-j"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert [(x["id"], x["offset_us"], x["size"]) for x in shown["config"]["slots"]] == \
-        [(0, 400, 1500), (1, 600, 200)]
+    assert [(x["id"], x["offset_us"], x["size"]) for x in shown["config"]["slots"]] == [
+        (0, 400, 1500),
+        (1, 600, 200),
+    ]
     assert shown["state"] == TdmaState.SYNCED
 
     # ping by IP (broadcast, then the learnt MAC) and by MAC, through the slots
@@ -185,40 +207,67 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     rc, out, err = ctl(capsys, "capture", "-n", s, "-w", str(pcap), "-c", "10", "-t", "5")
     assert rc == 0 and out.startswith("10 frames"), err
     from scapy.utils import rdpcap
+
     frames = rdpcap(str(pcap))
     assert len(frames) == 10
     types = {int.from_bytes(bytes(f)[12:14], "big") for f in frames}
     assert 0x9021 in types
-    tshark = subprocess.run(["tshark", "-r", str(pcap)], capture_output=True, text=True) \
-        if os.path.exists("/usr/bin/tshark") else None
+    tshark = (
+        subprocess.run(["tshark", "-r", str(pcap)], capture_output=True, text=True)
+        if os.path.exists("/usr/bin/tshark")
+        else None
+    )
     if tshark is not None:
         assert tshark.returncode == 0 and "TDMA" in tshark.stdout
 
 
-CAPTURE_FIELDS = ("frame.time_epoch", "frame.packet_flags_direction", "eth.type", "tdma.id",
-                  "tdma.sync.xmit_stamp", "tdma.sync.sched_xmit", "frame.comment",
-                  "_ws.malformed", "_ws.expert.severity")
+CAPTURE_FIELDS = (
+    "frame.time_epoch",
+    "frame.packet_flags_direction",
+    "eth.type",
+    "tdma.id",
+    "tdma.sync.xmit_stamp",
+    "tdma.sync.sched_xmit",
+    "frame.comment",
+    "_ws.malformed",
+    "_ws.expert.severity",
+)
 OUTBOUND, INBOUND = "0x00000002", "0x00000001"
-PI_WARN = 0x00600000    # Wireshark's expert severities: comment < chat < note < warn < error
+PI_WARN = 0x00600000  # Wireshark's expert severities: comment < chat < note < warn < error
 
 
 def decoded(tmp_path, name: str, reply: dict) -> list[dict]:
     """The capture reply's pcapng, as tshark's dissectors (RTmac/TDMA included) read it."""
     import base64
+
     path = tmp_path / name
     path.write_bytes(base64.b64decode(reply["pcapng_b64"]))
-    res = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-E", "aggregator=,",
-                          *[a for f in CAPTURE_FIELDS for a in ("-e", f)]],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(path),
+            "-T",
+            "fields",
+            "-E",
+            "aggregator=,",
+            *[a for f in CAPTURE_FIELDS for a in ("-e", f)],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     return [dict(zip(CAPTURE_FIELDS, line.split("\t"))) for line in res.stdout.splitlines()]
 
 
 def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_ways(
-        capsys, stations, conf, tmp_path):
+    capsys, stations, conf, tmp_path
+):
     import threading
 
     from rtnet import stationctl
+
     require_tool("tshark")
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
@@ -228,16 +277,21 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
     replies = {}
 
     def capture(ns):
-        replies[ns] = stationctl.request("rteth0", {"cmd": "capture", "count": 10_000,
-                                                   "duration_ms": 2000}, netns=ns, timeout=20)
+        replies[ns] = stationctl.request(
+            "rteth0", {"cmd": "capture", "count": 10_000, "duration_ms": 2000}, netns=ns, timeout=20
+        )
 
     threads = [threading.Thread(target=capture, args=(ns,)) for ns in (m, s)]
     for th in threads:
         th.start()
     # both rings are on once their counters move (the master's Sync goes out every cycle)
-    for ns in (m, s):         # the capture starts in the daemon's process
-        wait_for(lambda ns=ns: status(capsys, ns)["capture"]["frames"] != before[ns], 5,
-                 f"the capture in {ns} to start", interval=0.01)
+    for ns in (m, s):  # the capture starts in the daemon's process
+        wait_for(
+            lambda ns=ns: status(capsys, ns)["capture"]["frames"] != before[ns],
+            5,
+            f"the capture in {ns} to start",
+            interval=0.01,
+        )
     rc, out, err = ctl(capsys, "ping", "-n", m, stations[1].mac, "-c", "3", "-i", "20")
     assert rc == 0 and out.count("time=") == 3, err
     for th in threads:
@@ -250,21 +304,24 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
         assert len(rows) == reply["frames"]
         # nothing malformed, no dissector warning (the packet comment is an expert comment)
         assert all(r["_ws.malformed"] == "" for r in rows)
-        assert all(int(sev) < PI_WARN for r in rows
-                   for sev in r["_ws.expert.severity"].split(",") if sev)
+        assert all(
+            int(sev) < PI_WARN for r in rows for sev in r["_ws.expert.severity"].split(",") if sev
+        )
         assert all(abs(float(r["frame.time_epoch"]) - now) < 60 for r in rows)
         syncs = [r for r in rows if r["eth.type"] == "0x9021" and r["tdma.id"] == "0x0000"]
         echo = {(r["frame.packet_flags_direction"]) for r in rows if r["eth.type"] == "0x88b6"}
         assert len(syncs) > 100
-        assert echo == {OUTBOUND, INBOUND}          # request and reply, one each way
+        assert echo == {OUTBOUND, INBOUND}  # request and reply, one each way
         want = OUTBOUND if sent_sync else INBOUND
         assert {r["frame.packet_flags_direction"] for r in syncs} == {want}
         for r in syncs:
             if sent_sync:
                 # the stack's own stamps are the Sync's: hand-over = its transmission stamp,
                 # scheduled time = its scheduled transmission time
-                assert r["frame.comment"] == (f"rtnet tx handover={r['tdma.sync.xmit_stamp']} "
-                                              f"sched={r['tdma.sync.sched_xmit']}")
+                assert r["frame.comment"] == (
+                    f"rtnet tx handover={r['tdma.sync.xmit_stamp']} "
+                    f"sched={r['tdma.sync.sched_xmit']}"
+                )
             else:
                 assert r["frame.comment"].startswith("rtnet rx xdp=")
     st = status(capsys, m)
@@ -272,20 +329,23 @@ def test_capture_inside_the_stack_should_see_sync_and_application_frames_both_wa
 
 
 def test_capture_into_a_tiny_ring_should_count_drops_and_leave_tdma_alone(
-        capsys, stations, conf, tmp_path):
+    capsys, stations, conf, tmp_path
+):
     m, s = stations[0].netns, stations[1].netns
     assert ctl(capsys, "up", "-n", m, "-c", conf("m.toml", MASTER))[0] == 0
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
     wait_state(capsys, s, TdmaState.SYNCED)
     path = tmp_path / "tiny.pcapng"
     # a Sync every millisecond, the ring emptied every few: two entries cannot keep up
-    rc, out, err = ctl(capsys, "capture", "-n", m, "-w", str(path), "-c", "10000", "-t", "0.5",
-                       "-B", "2", "-j")
+    rc, out, err = ctl(
+        capsys, "capture", "-n", m, "-w", str(path), "-c", "10000", "-t", "0.5", "-B", "2", "-j"
+    )
     assert rc == 0, err
     res = json.loads(out)
     assert res["dropped"] > 0 and 0 < res["frames"] <= 10000
     assert status(capsys, m)["capture"]["drops"] == res["dropped"]
     from scapy.utils import rdpcap
+
     assert len(rdpcap(str(path))) == res["frames"]
     assert status(capsys, s)["tdma"]["state"] == TdmaState.SYNCED
 
@@ -333,8 +393,10 @@ def test_control_socket_checks_the_peer(capsys, stations, conf):
     assert reply == {"ok": False, "error": reply["error"]} and "permission denied" in reply["error"]
     with netns.entered(s):
         from rtmac import control
-        assert [x["id"] for x in control.send_request("rteth0", {"cmd": "tdma.show"})
-                ["config"]["slots"]] == [0]
+
+        assert [
+            x["id"] for x in control.send_request("rteth0", {"cmd": "tdma.show"})["config"]["slots"]
+        ] == [0]
 
 
 def test_bad_requests_get_one_line_errors(capsys, stations, conf):
@@ -376,9 +438,24 @@ def test_second_daemon_refused_and_sigkill_recovery(capsys, stations, conf):
     rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
     assert rc == 1 and "already running" in err
     # straight past rtnetctl's check: the daemon itself refuses and leaves the first alone
-    proc = subprocess.run([sys.executable, "-m", "rtnet.netns", ns, "--", sys.executable,
-                           "-m", "rtnet.daemon", "-c", path], capture_output=True, text=True,
-                          timeout=20, cwd=REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtnet.netns",
+            ns,
+            "--",
+            sys.executable,
+            "-m",
+            "rtnet.daemon",
+            "-c",
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        cwd=REPO,
+    )
     assert proc.returncode == 1 and f"already running (pid {pid}" in proc.stderr
     assert status(capsys, ns)["daemon"]["pid"] == pid
 
@@ -413,8 +490,9 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
     assert ctl(capsys, "up", "-n", ns, "-c", path)[0] == 0
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(paths.control_socket("rteth0", ns))
-        s.sendall(json.dumps({"cmd": "channel.open", "ethertype": 0x88B5, "depth": 16}).encode()
-                  + b"\n")
+        s.sendall(
+            json.dumps({"cmd": "channel.open", "ethertype": 0x88B5, "depth": 16}).encode() + b"\n"
+        )
         msg, fds, _, _ = socket.recv_fds(s, 4096, 2)
         reply = json.loads(msg)
         assert reply["ok"] and len(fds) == 2
@@ -427,8 +505,12 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
         # channels; then the client's
         assert [c["ethertype"] for c in chans] == [0x88B6, 0x0800, 0x0806, 0x88B5]
     # the daemon notices EOF on its own thread
-    wait_for(lambda: len(status(capsys, ns)["channels"]) == 3, 5,
-             "the channel to be reclaimed after the client left", interval=0.05)
+    wait_for(
+        lambda: len(status(capsys, ns)["channels"]) == 3,
+        5,
+        "the channel to be reclaimed after the client left",
+        interval=0.05,
+    )
 
 
 CHILD_APP = """
@@ -442,6 +524,7 @@ time.sleep(300)
 
 def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, stations, conf):
     from rtnet.app import Channel
+
     m_ns, s_ns = stations[0].netns, stations[1].netns
     chan = "\n[[channel]]\nethertype = 0x88B5\n"
     assert ctl(capsys, "up", "-n", m_ns, "-c", conf("m.toml", MASTER + chan))[0] == 0
@@ -449,8 +532,10 @@ def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, 
     wait_state(capsys, s_ns, TdmaState.SYNCED)
     # an application on each station: a message from the slave to the master, with
     # its scheduled, transmit and receive times (global time, sched <= tx <= rx)
-    with Channel.open(netns=m_ns, ethertype=0x88B5) as rx, \
-            Channel.open(netns=s_ns, ethertype=0x88B5) as tx:
+    with (
+        Channel.open(netns=m_ns, ethertype=0x88B5) as rx,
+        Channel.open(netns=s_ns, ethertype=0x88B5) as tx,
+    ):
         sched = tx.global_now()
         seq = tx.send(stations[0].mac, b"hello through the slots", sched_ns=sched)
         msg = rx.recv(timeout=5)
@@ -459,8 +544,9 @@ def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, 
         assert msg.sched_ns == sched and sched <= msg.tx_ns
         assert msg.rx_ns - msg.tx_ns < 2_000_000  # one veth hop (and the sync error)
     # an application that dies: its channel is reclaimed, the daemon keeps running
-    child = subprocess.Popen([sys.executable, "-c", CHILD_APP, m_ns], stdout=subprocess.PIPE,
-                             text=True, cwd=REPO)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD_APP, m_ns], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
     try:
         assert child.stdout.readline().strip() == "open"
         assert [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5) == 1
@@ -468,6 +554,10 @@ def test_app_channels_through_two_daemons_and_reclaim_when_the_app_dies(capsys, 
         child.kill()
         child.wait()
     # the daemon notices the closed connection on its own thread
-    wait_for(lambda: not [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5),
-             5, "the channel to be reclaimed after the app died", interval=0.05)
+    wait_for(
+        lambda: not [c["ethertype"] for c in status(capsys, m_ns)["channels"]].count(0x88B5),
+        5,
+        "the channel to be reclaimed after the app died",
+        interval=0.05,
+    )
     assert status(capsys, m_ns)["tdma"]["state"] == TdmaState.MASTER

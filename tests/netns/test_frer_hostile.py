@@ -9,6 +9,7 @@ the stream running, never deliver a genuine message twice, and not crash.  A sta
 whose second port's wire is down at the start runs on the first and counts the second
 again once it is mended.
 """
+
 import contextlib
 import socket
 import struct
@@ -30,31 +31,43 @@ from rtnet.station import RtSettings, Station
 pytestmark = pytest.mark.netns
 
 ET = 0x88B6
-OTHER_ET = 0x88B7          # not one of the stations' EtherTypes
+OTHER_ET = 0x88B7  # not one of the stations' EtherTypes
 N = 1500
 FORGED = struct.pack(">I", 0xDEAD0000)
 STRANGER = "02:99:99:99:99:01"
 
 
 def open_station(ls):
-    return Station(ls.ifname, netns=ls.netns, mac=ls.mac, ethertypes=[ET],
-                   rt=RtSettings(priority=80), redundant_dev=STATION_IF_B)
+    return Station(
+        ls.ifname,
+        netns=ls.netns,
+        mac=ls.mac,
+        ethertypes=[ET],
+        rt=RtSettings(priority=80),
+        redundant_dev=STATION_IF_B,
+    )
 
 
 def hostile_frames(dst: str, genuine: str) -> tuple[list[bytes], list[bytes]]:
     """(frames for both wires, frames for wire B only) aimed at ``dst``."""
     head = Ether(dst=dst, src=genuine)
     pad = bytes(40)
-    both = [bytes(head / RTag(seq=s, type=ET) / Raw(FORGED + pad))
-            # the genuine stream's identity: far ahead, a wrap, a replay
-            for s in (40000, 40001, 65535, 0, 1, 20000, 20000, 20000)]
+    both = [
+        bytes(head / RTag(seq=s, type=ET) / Raw(FORGED + pad))
+        # the genuine stream's identity: far ahead, a wrap, a replay
+        for s in (40000, 40001, 65535, 0, 1, 20000, 20000, 20000)
+    ]
     raw_head = bytes(head)[:12]
-    both += [raw_head + b"\xf1\xc1\x00\x00\x00\x05",          # no encapsulated EtherType
-             raw_head + b"\xf1\xc1\x00",                      # cut inside the tag
-             bytes(head / RTag(seq=5, type=0xF1C1) / RTag(seq=6, type=ET) / Raw(FORGED + pad)),
-             bytes(head / RTag(seq=5, type=OTHER_ET) / Raw(pad))]
-    only_b = [bytes(Ether(dst=dst, src=STRANGER) / RTag(seq=k, type=ET) / Raw(FORGED + pad))
-              for k in range(50)]
+    both += [
+        raw_head + b"\xf1\xc1\x00\x00\x00\x05",  # no encapsulated EtherType
+        raw_head + b"\xf1\xc1\x00",  # cut inside the tag
+        bytes(head / RTag(seq=5, type=0xF1C1) / RTag(seq=6, type=ET) / Raw(FORGED + pad)),
+        bytes(head / RTag(seq=5, type=OTHER_ET) / Raw(pad)),
+    ]
+    only_b = [
+        bytes(Ether(dst=dst, src=STRANGER) / RTag(seq=k, type=ET) / Raw(FORGED + pad))
+        for k in range(50)
+    ]
     return both, only_b
 
 
@@ -104,7 +117,8 @@ def send_stream(tx, rx, dst: str, n: int, during=None) -> list[int]:
             msg = inp.recv(timeout=0.05)
             if msg is not None:
                 (forged if msg.payload[:4] == FORGED else got).append(
-                    struct.unpack(">I", msg.payload[:4])[0])
+                    struct.unpack(">I", msg.payload[:4])[0]
+                )
 
     t = threading.Thread(target=reader)
     t.start()
@@ -113,9 +127,12 @@ def send_stream(tx, rx, dst: str, n: int, during=None) -> list[int]:
             if during and i == n // 4:
                 during()
             out.send(dst, struct.pack(">I", i) + bytes(40))
-            if i % 50 == 49:      # the channel's ring holds a few hundred: let it drain
-                wait_for(lambda i=i: tx.channel_stats(tx_id)["tx_msgs"] >= i + 1, 10,
-                         "the sender's channel")
+            if i % 50 == 49:  # the channel's ring holds a few hundred: let it drain
+                wait_for(
+                    lambda i=i: tx.channel_stats(tx_id)["tx_msgs"] >= i + 1,
+                    10,
+                    "the sender's channel",
+                )
         wait_for(lambda: tx.channel_stats(tx_id)["tx_msgs"] == n, 10, "the last message")
         settle(lambda: len(got), lambda: got[-1:] == [n - 1])
     finally:
@@ -140,8 +157,11 @@ def settle(count, done, quiet_s: float = 0.5, timeout: float = 10.0) -> None:
 
 
 def stream_of(station, src, ethertype=ET):
-    return [s for s in station.stats()["frer"]["streams"]
-            if s["src"] == src and s["ethertype"] == ethertype]
+    return [
+        s
+        for s in station.stats()["frer"]["streams"]
+        if s["src"] == src and s["ethertype"] == ethertype
+    ]
 
 
 def test_forged_tags_are_counted_and_never_deliver_a_genuine_message_twice(pair):
@@ -151,8 +171,9 @@ def test_forged_tags_are_counted_and_never_deliver_a_genuine_message_twice(pair)
     stop, threads = threading.Event(), []
 
     def start_forging():
-        t = threading.Thread(target=forge, args=(lab, s2.wire_port,
-                                                 {"a": both, "b": both + only_b}, 40, stop))
+        t = threading.Thread(
+            target=forge, args=(lab, s2.wire_port, {"a": both, "b": both + only_b}, 40, stop)
+        )
         t.start()
         threads.append(t)
 
@@ -177,8 +198,10 @@ def test_forged_tags_are_counted_and_never_deliver_a_genuine_message_twice(pair)
     assert stranger["port"][1]["passed"] >= 50
     # tags cut short, a tag in a tag and a tag on an EtherType the station does not take
     # made no stream (its XDP program leaves them to the kernel); the station runs on
-    assert {(s["src"], s["ethertype"]) for s in after["frer"]["streams"]} == \
-        {(s1.mac, ET), (STRANGER, ET)}, after["frer"]["streams"]
+    assert {(s["src"], s["ethertype"]) for s in after["frer"]["streams"]} == {
+        (s1.mac, ET),
+        (STRANGER, ET),
+    }, after["frer"]["streams"]
     assert after["loops"] > before["loops"]
 
 
@@ -206,6 +229,12 @@ def test_a_missing_second_port_is_one_clear_error():
     with Lab("fm", 1) as lab:
         ls = lab.station(1)
         with pytest.raises(RtnetError) as err:
-            Station(ls.ifname, netns=ls.netns, mac=ls.mac, ethertypes=[ET],
-                    rt=RtSettings(priority=80), redundant_dev="rteth9")
+            Station(
+                ls.ifname,
+                netns=ls.netns,
+                mac=ls.mac,
+                ethertypes=[ET],
+                rt=RtSettings(priority=80),
+                redundant_dev="rteth9",
+            )
         assert "rteth9: no such interface" in str(err.value)

@@ -6,6 +6,7 @@ master.  Faults are made in the wire namespaces: a bridge port cut, nftables rul
 drop on a bridge's forward path (at random, or by the R-TAG's sequence number), and a
 token bucket (tc tbf; netem is not in the lab's kernel) that makes wire B trail wire A.
 """
+
 import contextlib
 import struct
 import subprocess
@@ -32,8 +33,14 @@ LOSS_PERCENT = 20
 
 
 def open_station(lab_station, redundant=True):
-    return Station(lab_station.ifname, netns=lab_station.netns, mac=lab_station.mac,
-                   ethertypes=[ET], rt=RT, redundant_dev=STATION_IF_B if redundant else None)
+    return Station(
+        lab_station.ifname,
+        netns=lab_station.netns,
+        mac=lab_station.mac,
+        ethertypes=[ET],
+        rt=RT,
+        redundant_dev=STATION_IF_B if redundant else None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,24 +50,34 @@ def tdma():
         master = stack.enter_context(open_station(lab.station(1)))
         slave = stack.enter_context(open_station(lab.station(2)))
         one = stack.enter_context(open_station(lab.station(3), redundant=False))
-        master.attach_tdma(TdmaConfig(role="master", cycle_us=CYCLE_US, cal_rounds=10,
-                                      slots={0: Slot(0, 0)}))
+        master.attach_tdma(
+            TdmaConfig(role="master", cycle_us=CYCLE_US, cal_rounds=10, slots={0: Slot(0, 0)})
+        )
         # a window: a burst of messages leaves in one slot (the reordering test)
-        slave.attach_tdma(TdmaConfig(role="slave", cal_rounds=10,
-                                     slots={0: Slot(0, SLAVE_SLOT_US, window_us=300)}))
+        slave.attach_tdma(
+            TdmaConfig(
+                role="slave", cal_rounds=10, slots={0: Slot(0, SLAVE_SLOT_US, window_us=300)}
+            )
+        )
         one.attach_tdma(TdmaConfig(role="slave", cal_rounds=10, slots={0: Slot(0, 850)}))
         for st in (master, slave, one):
             st.start()
         for st in (slave, one):
-            wait_for(lambda: st.stats()["tdma"]["state"] == TdmaState.SYNCED, 10,
-                     "the slaves to synchronise")
+            wait_for(
+                lambda: st.stats()["tdma"]["state"] == TdmaState.SYNCED,
+                10,
+                "the slaves to synchronise",
+            )
         yield lab, master, slave, one
 
 
 def stream(station, src_mac, ethertype):
     """The 802.1CB counters of the stream ``src_mac``/``ethertype`` received by ``station``."""
-    found = [s for s in station.stats()["frer"]["streams"]
-             if s["src"] == src_mac and s["ethertype"] == ethertype]
+    found = [
+        s
+        for s in station.stats()["frer"]["streams"]
+        if s["src"] == src_mac and s["ethertype"] == ethertype
+    ]
     assert len(found) == 1, station.stats()["frer"]
     return found[0]
 
@@ -98,8 +115,14 @@ def run_stream(lab, master, slave, count, *, per_cycle=1, before=None):
                 assert tx.wait_cycle(timeout=1.0) is not None, "no cycle start"
             tx.send(lab.station(1).mac, struct.pack(">I", i))
         # everything left the slave's slot queue, then the wire, then the reader caught up
-        wait_for(lambda: slave.channel_stats(tx_id)["tx_msgs"] == count and
-                 slave.stats()["tdma"]["slots"][0]["queue_depth"] == 0, 3.0, "the slot queue")
+        wait_for(
+            lambda: (
+                slave.channel_stats(tx_id)["tx_msgs"] == count
+                and slave.stats()["tdma"]["slots"][0]["queue_depth"] == 0
+            ),
+            3.0,
+            "the slot queue",
+        )
         prev = [None]
 
         def settled():
@@ -107,6 +130,7 @@ def run_stream(lab, master, slave, count, *, per_cycle=1, before=None):
             quiet = now == prev[0] and len(got) == now["total"]["passed"] - passed0
             prev[0] = now
             return quiet
+
         # settled: two looks one interval (2 ms) apart that agree
         wait_for(settled, 3.0, "the last copies and the reader", interval=0.002)
     finally:
@@ -118,8 +142,7 @@ def run_stream(lab, master, slave, count, *, per_cycle=1, before=None):
 
 
 def _has_stream(station, src):
-    return any(s["src"] == src and s["ethertype"] == ET
-               for s in station.stats()["frer"]["streams"])
+    return any(s["src"] == src and s["ethertype"] == ET for s in station.stats()["frer"]["streams"])
 
 
 def nft_drop(lab, wire, match):
@@ -128,13 +151,17 @@ def nft_drop(lab, wire, match):
 
 # -- the tests ------------------------------------------------------------------------
 
+
 def test_both_stations_have_two_ports_and_sync_arrives_on_both(tdma):
     lab, master, slave, _one = tdma
     fr = slave.stats()["frer"]
     assert fr["ports"] == 2 and fr["history_len"] == 32 and fr["reset_ms"] == 2000
     sync = stream(slave, lab.station(1).mac, 0x9021)
-    wait_for(lambda: copies(stream(slave, lab.station(1).mac, 0x9021), 1) > copies(sync, 1) + 10,
-             2.0, "Syncs on wire B")
+    wait_for(
+        lambda: copies(stream(slave, lab.station(1).mac, 0x9021), 1) > copies(sync, 1) + 10,
+        2.0,
+        "Syncs on wire B",
+    )
     sync = stream(slave, lab.station(1).mac, 0x9021)
     # each Sync arrives twice, passes once: the copies that came second are discarded
     assert sync["total"]["discarded"] >= sync["total"]["passed"] - 20
@@ -153,14 +180,17 @@ def test_a_wire_cut_mid_run_loses_and_duplicates_nothing(tdma):
 
     def before(i):
         if i in (cut_at, mend_at):
-            marks[i] = (stream(master, src, ET) if _has_stream(master, src) else None,
-                        slave.stats()["tdma"])
+            marks[i] = (
+                stream(master, src, ET) if _has_stream(master, src) else None,
+                slave.stats()["tdma"],
+            )
             lab.set_wire_port(lab.station(2), "a", up=i == mend_at)
 
     got = run_stream(lab, master, slave, n, before=before)
     end = stream(master, src, ET)
-    assert got == list(range(n)), f"lost {sorted(set(range(n)) - set(got))[:20]}, " \
-                                  f"{len(got) - len(set(got))} duplicates"
+    assert got == list(range(n)), (
+        f"lost {sorted(set(range(n)) - set(got))[:20]}, {len(got) - len(set(got))} duplicates"
+    )
     at_cut, at_mend = marks[cut_at][0], marks[mend_at][0]
     # while wire A was cut only wire B delivered (a frame or two may have been in flight)
     assert copies(at_mend, 0) - copies(at_cut, 0) <= 3
@@ -211,8 +241,8 @@ def test_a_message_is_lost_exactly_when_both_copies_are(tdma):
     require_tool("nft")
     lab, master, slave, _one = tdma
     n = 800
-    nft_drop(lab, "a", "@ll,142,2 0")       # R-TAG sequence number % 4 == 0
-    nft_drop(lab, "b", "@ll,141,3 0")       # % 8 == 0
+    nft_drop(lab, "a", "@ll,142,2 0")  # R-TAG sequence number % 4 == 0
+    nft_drop(lab, "b", "@ll,141,3 0")  # % 8 == 0
     try:
         got = run_stream(lab, master, slave, n)
     finally:
@@ -232,15 +262,31 @@ def test_a_trailing_wire_brings_no_duplicate_and_no_reordering(tdma):
     port = lab.station(1).wire_port
     # 4 frames of ~70 bytes a cycle (2.2 Mbit/s) through 3 Mbit/s with a 150-byte bucket:
     # a cycle's copies leave wire B up to ~0.5 ms after wire A delivered theirs
-    tbf = ["tc", "qdisc", "add", "dev", port, "root", "tbf", "rate", "3mbit", "burst", "150",
-           "latency", "50ms"]
+    tbf = [
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        port,
+        "root",
+        "tbf",
+        "rate",
+        "3mbit",
+        "burst",
+        "150",
+        "latency",
+        "50ms",
+    ]
     subprocess.run(netns.command(lab.wire("b"), tbf), check=True, capture_output=True)
     before = stream(master, src, ET)
     try:
         got = run_stream(lab, master, slave, n, per_cycle=4)
     finally:
-        subprocess.run(netns.command(lab.wire("b"), ["tc", "qdisc", "del", "dev", port, "root"]),
-                       check=True, capture_output=True)
+        subprocess.run(
+            netns.command(lab.wire("b"), ["tc", "qdisc", "del", "dev", port, "root"]),
+            check=True,
+            capture_output=True,
+        )
     after = stream(master, src, ET)
     assert got == list(range(n))
     # wire B brought every copy, nearly always second: of each pair one copy was discarded
@@ -261,7 +307,7 @@ def test_a_one_port_station_on_wire_a_is_unaffected(tdma):
     assert one.stats()["tdma"]["state"] == TdmaState.SYNCED
     sync = stream(one, lab.station(1).mac, 0x9021)
     assert sync["total"]["passed"] > 0 and copies(sync, 1) == 0
-    tx_id, memfd, kickfd = one.open_channel(ET, redundant=True)    # no second port: plain
+    tx_id, memfd, kickfd = one.open_channel(ET, redundant=True)  # no second port: plain
     _cid, mfd, kfd = master.open_channel(ET)
     with Channel.attach(memfd, kickfd) as tx, Channel.attach(mfd, kfd) as rx:
         for i in range(50):
@@ -273,12 +319,13 @@ def test_a_one_port_station_on_wire_a_is_unaffected(tdma):
             assert msg is not None, f"{len(got)} of 50 arrived"
             got.append(struct.unpack(">I", msg.payload[:4])[0])
     assert got == list(range(50))
-    assert not _has_stream(master, lab.station(3).mac)     # untagged: no stream
+    assert not _has_stream(master, lab.station(3).mac)  # untagged: no stream
     assert one.stats()["xsk"]["tx_frames"] >= 50
 
 
-DAEMON_MASTER = station_toml("m", role="master", cycle_us=1000, cal_rounds=10, offset_us=0,
-                             link={"redundant_dev": "rteth1"})
+DAEMON_MASTER = station_toml(
+    "m", role="master", cycle_us=1000, cal_rounds=10, offset_us=0, link={"redundant_dev": "rteth1"}
+)
 DAEMON_SLAVE = station_toml("sl", role="slave", cal_rounds=10, offset_us=400)
 
 
@@ -288,6 +335,7 @@ def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatc
     import json
 
     from rtnet import cli
+
     run = tmp_path / "run"
     run.mkdir()
     monkeypatch.setenv("RTNET_RUN_DIR", str(run))
@@ -297,8 +345,12 @@ def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatc
         m, s = lab.station(1).netns, lab.station(2).netns
         try:
             assert cli.main(["up", "-n", m, "-c", str(tmp_path / "m.toml")]) == 0
-            assert cli.main(["up", "-n", s, "-c", str(tmp_path / "s.toml"),
-                             "--redundant-dev", "rteth1"]) == 0
+            assert (
+                cli.main(
+                    ["up", "-n", s, "-c", str(tmp_path / "s.toml"), "--redundant-dev", "rteth1"]
+                )
+                == 0
+            )
 
             def status(ns):
                 capsys.readouterr()
@@ -308,8 +360,12 @@ def test_rtnetd_runs_two_ports_from_the_file_or_rtnetctl_up(tmp_path, monkeypatc
             def synced_on_both():
                 st = status(s)
                 syncs = [x for x in st["frer"]["streams"] if x["ethertype"] == 0x9021]
-                return (st["tdma"]["state"] == TdmaState.SYNCED and syncs and
-                        all(p["passed"] + p["discarded"] > 20 for p in syncs[0]["port"]))
+                return (
+                    st["tdma"]["state"] == TdmaState.SYNCED
+                    and syncs
+                    and all(p["passed"] + p["discarded"] > 20 for p in syncs[0]["port"])
+                )
+
             wait_for(synced_on_both, 15.0, "the slave to take Syncs from both wires")
             assert status(m)["frer"]["ports"] == 2
             capsys.readouterr()

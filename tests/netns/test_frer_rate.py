@@ -9,6 +9,7 @@ found 3,148 of 10,000 copies rogue and lost 313 frames.  A busy VM's receive pat
 still reorder the wires by more than this test's short history (the two ports' NAPI
 polls take their batches in turn): a fresh CI run saw 7 rogue copies, hence the bounds.
 """
+
 import os
 import time
 
@@ -22,8 +23,8 @@ from rtnet.station import RtSettings, Station
 pytestmark = pytest.mark.netns
 
 ET = 0x88B5
-HISTORY = 4            # copies more than 4 apart are rogue: a small window on purpose
-FPS = 10_000           # about 10 pairs per 1 ms wake-up of the generator
+HISTORY = 4  # copies more than 4 apart are rogue: a small window on purpose
+FPS = 10_000  # about 10 pairs per 1 ms wake-up of the generator
 COUNT = 10_000
 LOSS_PERCENT = 10
 
@@ -47,12 +48,26 @@ def test_a_copy_lost_on_one_wire_is_recovered_from_the_other_at_rate():
     require_tool("nft")
     with Lab("frr", 2, redundant=True) as lab:
         tx_ls, rx_ls = lab.station(1), lab.station(2)
-        with Station(tx_ls.ifname, netns=tx_ls.netns, mac=tx_ls.mac, ethertypes=[ET],
-                     rt=RtSettings(priority=80), redundant_dev=STATION_IF_B,
-                     frer_history_len=HISTORY) as tx, \
-             Station(rx_ls.ifname, netns=rx_ls.netns, mac=rx_ls.mac, ethertypes=[ET],
-                     rt=RtSettings(priority=80), redundant_dev=STATION_IF_B,
-                     frer_history_len=HISTORY) as rx:
+        with (
+            Station(
+                tx_ls.ifname,
+                netns=tx_ls.netns,
+                mac=tx_ls.mac,
+                ethertypes=[ET],
+                rt=RtSettings(priority=80),
+                redundant_dev=STATION_IF_B,
+                frer_history_len=HISTORY,
+            ) as tx,
+            Station(
+                rx_ls.ifname,
+                netns=rx_ls.netns,
+                mac=rx_ls.mac,
+                ethertypes=[ET],
+                rt=RtSettings(priority=80),
+                redundant_dev=STATION_IF_B,
+                frer_history_len=HISTORY,
+            ) as rx,
+        ):
             for st in (tx, rx):
                 st.attach_nomac()
                 st.start()
@@ -77,6 +92,6 @@ def test_a_copy_lost_on_one_wire_is_recovered_from_the_other_at_rate():
     assert 0 < port_b["passed"] < COUNT * LOSS_PERCENT * 2 / 100
     assert port_a["passed"] + port_b["passed"] == got
     assert stream["total"]["rogue"] < COUNT // 100, frer
-    assert got >= COUNT - COUNT // 500, frer       # the unbounded sender lost 313
+    assert got >= COUNT - COUNT // 500, frer  # the unbounded sender lost 313
     # many frames per wake-up: without the bound every batch would skew the copies
     assert sender["loops"] < COUNT / HISTORY

@@ -1,4 +1,5 @@
 """The lab through rtnetctl: up, status, refusal of a second lab, down, and nothing left."""
+
 import json
 import os
 import subprocess
@@ -15,8 +16,9 @@ pytestmark = pytest.mark.netns
 
 
 def rtnetctl(*args):
-    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "rtnet.cli", *args], capture_output=True, text=True
+    )
 
 
 def test_lab_up_status_down_leaves_nothing_behind():
@@ -35,14 +37,16 @@ def test_lab_up_status_down_leaves_nothing_behind():
         again = rtnetctl("lab", "up", "--bare", "--name", "lt")
         assert again.returncode == 1
         assert again.stderr.strip().splitlines() == [
-            "rtnetctl: lab 'lt' already exists (rtnetctl lab down --name lt removes it)"]
+            "rtnetctl: lab 'lt' already exists (rtnetctl lab down --name lt removes it)"
+        ]
         assert json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0] == status
         # an XDP program and a process in the lab, to be cleaned by down
         lab = Lab("lt", 3)
         sock = RawSocket("rteth0", netns=lab.station(1).netns)
         proc = lab.spawn(lab.station(2), ["sleep", "300"])
-        assert json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0][
-            "stations"][0]["links"][0]["xdp"]
+        assert json.loads(rtnetctl("-j", "lab", "status", "--name", "lt").stdout)[0]["stations"][0][
+            "links"
+        ][0]["xdp"]
     finally:
         down = rtnetctl("lab", "down", "--name", "lt")
     assert down.returncode == 0, down.stderr
@@ -67,8 +71,10 @@ def test_bad_lab_arguments_get_one_line_errors(capsys):
     assert cli.main(["lab", "up", "--bare", "--stations", "0", "--name", "lb"]) == 2
     assert cli.main(["lab", "up", "--bare", "--name", "Bad_Name"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["rtnetctl: argument --stations: invalid stations: 0 (allowed: 1..32)",
-                   "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits"]
+    assert err == [
+        "rtnetctl: argument --stations: invalid stations: 0 (allowed: 1..32)",
+        "rtnetctl: lab name 'Bad_Name': use 1-10 lower-case letters or digits",
+    ]
     assert "lb" not in all_labs()
 
 
@@ -79,12 +85,15 @@ def test_each_wire_knows_every_station_on_its_port():
 
     from pyroute2 import IPRoute
     from pyroute2.netlink.rtnl import ndmsg
+
     with Lab("lf", 2, redundant=True) as lab:
         for wire in ("a", "b"):
             with IPRoute(netns=lab.wire(wire)) as ipr:
                 names = {link["index"]: link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
-                entries = {(names[n["ifindex"]], n.get_attr("NDA_LLADDR"))
-                           for n in ipr.get_neighbours(family=socket.AF_BRIDGE)
-                           if n["state"] & ndmsg.states["noarp"]
-                           and not n["state"] & ndmsg.states["permanent"]}
+                entries = {
+                    (names[n["ifindex"]], n.get_attr("NDA_LLADDR"))
+                    for n in ipr.get_neighbours(family=socket.AF_BRIDGE)
+                    if n["state"] & ndmsg.states["noarp"]
+                    and not n["state"] & ndmsg.states["permanent"]
+                }
             assert entries == {(st.wire_port, st.mac) for st in lab.stations}, wire

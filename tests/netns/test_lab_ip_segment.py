@@ -2,6 +2,7 @@
 address 198.18.0.N and the others in its neighbour table (rtroute -f), so a station's
 ping to another's address is ICMP echo on the real-time path, seen on the wire as good
 ICMP; and `rtnetctl lab down` leaves no namespace, link or process behind."""
+
 import json
 import os
 import select
@@ -26,8 +27,9 @@ PING_COUNT = 5
 
 
 def rtnetctl(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rtnet.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def ns(i: int) -> str:
@@ -42,7 +44,7 @@ def icmp_counters(i: int) -> dict:
 
 @pytest.fixture(scope="module")
 def demo():
-    rtnetctl("lab", "down", "--name", LAB)            # a left-over of an interrupted run
+    rtnetctl("lab", "down", "--name", LAB)  # a left-over of an interrupted run
     r = rtnetctl("-j", "lab", "up", "--name", LAB, "--stations", str(N), "--duration", "1")
     try:
         assert r.returncode == 0, r.stderr
@@ -56,10 +58,25 @@ def start_capture(path: str, count: int) -> subprocess.Popen:
     forwards), ICMP and the echo service's EtherType, until ``count`` frames; returns once
     tshark says it is capturing."""
     tshark = require_tool("tshark")
-    proc = subprocess.Popen(netns.command(f"rtn-{LAB}-wire",
-                                          [tshark, "-i", "rtbr0", "-f", "icmp or ether proto "
-                                           "0x88b6", "-c", str(count), "-w", path]),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        netns.command(
+            f"rtn-{LAB}-wire",
+            [
+                tshark,
+                "-i",
+                "rtbr0",
+                "-f",
+                "icmp or ether proto 0x88b6",
+                "-c",
+                str(count),
+                "-w",
+                path,
+            ],
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 20
     seen = ""
     while "Capturing on" not in seen:
@@ -73,16 +90,22 @@ def start_capture(path: str, count: int) -> subprocess.Popen:
 
 
 def test_the_demo_pings_over_icmp_and_every_station_knows_the_others(demo):
-    assert [s["state"] for s in demo["stations"]] == [TdmaState.MASTER, TdmaState.BACKUP_STANDBY,
-                                                      TdmaState.SYNCED]
+    assert [s["state"] for s in demo["stations"]] == [
+        TdmaState.MASTER,
+        TdmaState.BACKUP_STANDBY,
+        TdmaState.SYNCED,
+    ]
     assert demo["rt_ping"]["dst"] == f"198.18.0.{N}" and demo["rt_ping"]["received"] == 3
     assert demo["rt_ping"]["answered_by_rt_thread"] == 3
     for i in range(1, N + 1):
         r = rtnetctl("-j", "-n", ns(i), "status")
         ipv4 = json.loads(r.stdout)["ipv4"]
         assert ipv4["address"] == f"198.18.0.{i}"
-        assert ipv4["neighbours"] == [{"ip": f"198.18.0.{j}", "mac": f"02:52:54:00:00:{j:02x}"}
-                                      for j in range(1, N + 1) if j != i]
+        assert ipv4["neighbours"] == [
+            {"ip": f"198.18.0.{j}", "mac": f"02:52:54:00:00:{j:02x}"}
+            for j in range(1, N + 1)
+            if j != i
+        ]
     # the demo's own pings reached the last station's RT thread as ICMP echo requests
     assert icmp_counters(N)["rx_echo_request"] >= 3
 
@@ -95,7 +118,7 @@ def test_rtnetctl_ping_is_icmp_echo_on_the_real_time_path(demo, tmp_path):
         r = rtnetctl("-n", ns(1), "ping", f"198.18.0.{N}", "-c", str(PING_COUNT), "-i", "50")
         assert r.returncode == 0, r.stdout + r.stderr
         assert f"{PING_COUNT} packets transmitted, {PING_COUNT} received" in r.stdout
-        cap.wait(timeout=20)            # it stops by itself at the requests and replies
+        cap.wait(timeout=20)  # it stops by itself at the requests and replies
     finally:
         if cap.poll() is None:
             cap.kill()
@@ -108,21 +131,49 @@ def test_rtnetctl_ping_is_icmp_echo_on_the_real_time_path(demo, tmp_path):
     assert src2["rx_echo_reply"] - src["rx_echo_reply"] == PING_COUNT
     assert sum(src2["bad"].values()) == sum(src["bad"].values())
     assert sum(dst2["bad"].values()) == sum(dst["bad"].values())
-    fields = ["eth.type", "ip.src", "ip.dst", "icmp.type", "icmp.code", "icmp.ident",
-              "icmp.seq", "ip.checksum.status", "icmp.checksum.status", "ip.len", "ip.ttl",
-              "_ws.malformed", "_ws.expert.severity"]
-    res = subprocess.run(["tshark", "-r", pcap, "-o", "ip.check_checksum:TRUE", "-T", "fields",
-                          "-E", "separator=|", *sum((["-e", f] for f in fields), [])],
-                         capture_output=True, text=True, timeout=60)
+    fields = [
+        "eth.type",
+        "ip.src",
+        "ip.dst",
+        "icmp.type",
+        "icmp.code",
+        "icmp.ident",
+        "icmp.seq",
+        "ip.checksum.status",
+        "icmp.checksum.status",
+        "ip.len",
+        "ip.ttl",
+        "_ws.malformed",
+        "_ws.expert.severity",
+    ]
+    res = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            pcap,
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-T",
+            "fields",
+            "-E",
+            "separator=|",
+            *sum((["-e", f] for f in fields), []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     rows = [dict(zip(fields, line.split("|"))) for line in res.stdout.splitlines()]
     assert len(rows) == 2 * PING_COUNT, res.stdout
     requests = [r for r in rows if r["icmp.type"] == "8"]
     replies = [r for r in rows if r["icmp.type"] == "0"]
-    assert [(r["ip.src"], r["ip.dst"]) for r in requests] == [("198.18.0.1", f"198.18.0.{N}")] * \
-        PING_COUNT
-    assert [(r["ip.src"], r["ip.dst"]) for r in replies] == [(f"198.18.0.{N}", "198.18.0.1")] * \
-        PING_COUNT
+    assert [(r["ip.src"], r["ip.dst"]) for r in requests] == [
+        ("198.18.0.1", f"198.18.0.{N}")
+    ] * PING_COUNT
+    assert [(r["ip.src"], r["ip.dst"]) for r in replies] == [
+        (f"198.18.0.{N}", "198.18.0.1")
+    ] * PING_COUNT
     assert sorted(int(r["icmp.seq"]) for r in requests) == list(range(1, PING_COUNT + 1))
     assert sorted(int(r["icmp.seq"]) for r in replies) == list(range(1, PING_COUNT + 1))
     assert len({r["icmp.ident"] for r in rows}) == 1
@@ -138,16 +189,18 @@ def test_lab_up_on_a_running_lab_is_one_error_and_leaves_it_running(demo):
     for extra in ([], ["--redundant"]):
         r = rtnetctl("lab", "up", "--name", LAB, *extra)
         assert r.returncode == 1 and r.stdout == ""
-        assert r.stderr == f"rtnetctl: lab '{LAB}' already exists (rtnetctl lab down --name " \
-                           f"{LAB} removes it)\n"
+        assert (
+            r.stderr == f"rtnetctl: lab '{LAB}' already exists (rtnetctl lab down --name "
+            f"{LAB} removes it)\n"
+        )
     assert sorted(n for n in pr_netns.listnetns() if n.startswith(f"rtn-{LAB}-")) == spaces
-    assert icmp_counters(1)["address"] == "198.18.0.1"      # its daemons still answer
+    assert icmp_counters(1)["address"] == "198.18.0.1"  # its daemons still answer
 
 
 def test_lab_down_leaves_no_namespace_link_or_process(demo):
     status = json.loads(rtnetctl("-j", "lab", "status", "--name", LAB).stdout)[0]
     pids = [p["pid"] for p in status["processes"]]
-    assert len(pids) == N, status["processes"]       # one rtnetd per station
+    assert len(pids) == N, status["processes"]  # one rtnetd per station
     with IPRoute() as ipr:
         links_before = {link.get_attr("IFLA_IFNAME") for link in ipr.get_links()}
     down = rtnetctl("lab", "down", "--name", LAB)
@@ -155,7 +208,7 @@ def test_lab_down_leaves_no_namespace_link_or_process(demo):
     assert not [n for n in pr_netns.listnetns() if n.startswith(f"rtn-{LAB}-")]
     assert not [p for p in pids if procs.running(p)]
     assert not os.path.exists(os.path.join(RUN_DIR, f"lab-{LAB}"))
-    with IPRoute() as ipr:           # the lab never had a link here, and has none now
+    with IPRoute() as ipr:  # the lab never had a link here, and has none now
         assert {link.get_attr("IFLA_IFNAME") for link in ipr.get_links()} <= links_before
     for i in range(1, N + 1):
         d = os.path.join(RUN_DIR, ns(i))

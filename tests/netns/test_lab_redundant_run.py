@@ -2,6 +2,7 @@
 rteth1 (wire B) of every station, the publisher's stream on a redundant channel (IEEE
 802.1CB), wire A taken down and restored during the run; no message is lost or delivered
 twice, and `rtnetctl lab down` removes both wires, every station and every daemon."""
+
 import json
 import subprocess
 import sys
@@ -21,20 +22,34 @@ CYCLE_US = 1000
 
 
 def rtnetctl(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rtnet.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
-    rtnetctl("lab", "down", "--name", LAB)            # a left-over of an interrupted run
-    r = rtnetctl("-j", "lab", "up", "--redundant", "--name", LAB, "--stations", str(N),
-                 "--duration", str(DURATION_S))
+    rtnetctl("lab", "down", "--name", LAB)  # a left-over of an interrupted run
+    r = rtnetctl(
+        "-j",
+        "lab",
+        "up",
+        "--redundant",
+        "--name",
+        LAB,
+        "--stations",
+        str(N),
+        "--duration",
+        str(DURATION_S),
+    )
     try:
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr
         s = json.loads(r.stdout)
         assert s["redundant"] and s["ok"]
-        assert [st["state"] for st in s["stations"]] == [TdmaState.MASTER,
-                                                         TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
+        assert [st["state"] for st in s["stations"]] == [
+            TdmaState.MASTER,
+            TdmaState.BACKUP_STANDBY,
+            TdmaState.SYNCED,
+        ]
         # one message a cycle for the run (a stalled VM may cost the odd cycle)
         assert s["sent"] >= DURATION_S * 1e6 / CYCLE_US * 0.8, s["sent"]
         assert s["received"] == s["sent"] and s["lost"] == 0
@@ -42,8 +57,9 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         down = s["wire_a_down"]
         assert 0 < down["from_s"] < down["to_s"] < DURATION_S + 1
         # while wire A was down the stream kept arriving, over wire B
-        assert down["received_meanwhile"] >= (down["to_s"] - down["from_s"]) * 1e6 / CYCLE_US \
-            * 0.8, down
+        assert (
+            down["received_meanwhile"] >= (down["to_s"] - down["from_s"]) * 1e6 / CYCLE_US * 0.8
+        ), down
         a, b = s["wires"]
         assert (a["wire"], b["wire"]) == ("a", "b")
         # every message passed once, from the wire whose copy came first; the other copy
@@ -54,14 +70,18 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         # wire B brought (almost) every message; wire A none of those sent while it was down
         assert b["copies"] >= s["sent"] - 5, (b, s["sent"])
         assert a["copies"] <= s["sent"] - down["received_meanwhile"] + 20, (a, down)
-        assert a["copies"] >= s["sent"] * 0.2, a       # and the rest before and after
-        assert a["duplicates_discarded"] + b["duplicates_discarded"] == \
-            a["copies"] + b["copies"] - s["received"]
+        assert a["copies"] >= s["sent"] * 0.2, a  # and the rest before and after
+        assert (
+            a["duplicates_discarded"] + b["duplicates_discarded"]
+            == a["copies"] + b["copies"] - s["received"]
+        )
         assert b["duplicates_discarded"] > 0
         # both wires are whole again, each station on both
         status = json.loads(rtnetctl("-j", "lab", "status", "--name", LAB).stdout)[0]
-        assert [(w["wire"], [p["state"] for p in w["ports"]]) for w in status["wires"]] == \
-            [("a", ["UP"] * N), ("b", ["UP"] * N)]
+        assert [(w["wire"], [p["state"] for p in w["ports"]]) for w in status["wires"]] == [
+            ("a", ["UP"] * N),
+            ("b", ["UP"] * N),
+        ]
         for st in status["stations"]:
             links = {link["ifname"]: link for link in st["links"]}
             assert links["rteth0"]["xdp"] and links["rteth1"]["xdp"], links

@@ -1,6 +1,7 @@
 """Linux traffic over vnic0 in the default lab (`rtnetctl lab up`'s planned segment:
 three rtnetd, NRT windows from the planner), and real-time frames sharing a window
 with VNIC frames."""
+
 import bisect
 import hashlib
 import os
@@ -44,8 +45,12 @@ def lab():
                 f.write(labdemo.station_toml(st.index, lab.n))
             stationctl.up(conf, netns=st.netns)
         want = [TdmaState.MASTER, TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
-        wait_for(lambda: [(status(s).get("tdma") or {}).get("state") for s in lab.stations] == want,
-                 20, "the segment synchronised", interval=0.05)
+        wait_for(
+            lambda: [(status(s).get("tdma") or {}).get("state") for s in lab.stations] == want,
+            20,
+            "the segment synchronised",
+            interval=0.05,
+        )
         yield lab
     finally:
         for st in lab.stations:
@@ -58,8 +63,7 @@ def transfer(lab, src: int, dst: int, family, addr, nbytes: int) -> tuple[str, s
     data = os.urandom(nbytes)
     got = hashlib.sha256()
     with netns.entered(lab.station(dst).netns):
-        srv = socket.create_server(addr[:2] if family == socket.AF_INET else addr,
-                                   family=family)
+        srv = socket.create_server(addr[:2] if family == socket.AF_INET else addr, family=family)
     srv.settimeout(30)
 
     def serve():
@@ -101,10 +105,13 @@ def enable_ipv6_on_vnic0(ns: str) -> str:
             assert f.read().strip() == "1"
 
     def link_local():
-        out = subprocess.run(netns.command(ns, ["ip", "-6", "-o", "addr", "show", "dev", "vnic0",
-                                                "scope", "link"]),
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            netns.command(ns, ["ip", "-6", "-o", "addr", "show", "dev", "vnic0", "scope", "link"]),
+            capture_output=True,
+            text=True,
+        ).stdout
         return out.split()[3].split("/")[0] if out.strip() else None
+
     return wait_for(link_local, 20, f"a link-local address on vnic0 in {ns}", interval=0.05)
 
 
@@ -112,8 +119,11 @@ def test_ipv6_link_local_ping_and_tcp_over_vnic0(lab):
     a, b = lab.station(1), lab.station(3)
     enable_ipv6_on_vnic0(a.netns)
     ll_b = enable_ipv6_on_vnic0(b.netns)
-    r = subprocess.run(netns.command(a.netns, ["ping", "-6", "-c", "5", "-i", "0.05", "-W", "2",
-                                               f"{ll_b}%vnic0"]), capture_output=True, text=True)
+    r = subprocess.run(
+        netns.command(a.netns, ["ping", "-6", "-c", "5", "-i", "0.05", "-W", "2", f"{ll_b}%vnic0"]),
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     with netns.entered(b.netns):
         scope_b = socket.if_nametoindex("vnic0")
@@ -140,29 +150,52 @@ def test_rt_frames_sharing_a_window_with_vnic_frames_are_not_delayed():
         m = Station(s1.ifname, netns=s1.netns, mac=s1.mac, ethertypes=[et], rt=rt)
         s = Station(s2.ifname, netns=s2.netns, mac=s2.mac, ethertypes=[et], rt=rt)
         with m, s:
-            m.attach_tdma(TdmaConfig(role="master", cycle_us=1000, cal_rounds=10, slots={
-                0: Slot(0, 0, size=200), 1: Slot(1, off_us, window_us=window_us)}))
-            s.attach_tdma(TdmaConfig(role="slave", cal_rounds=10, slots={
-                0: Slot(0, 850, size=200), 1: Slot(1, 870, window_us=125)}))
+            m.attach_tdma(
+                TdmaConfig(
+                    role="master",
+                    cycle_us=1000,
+                    cal_rounds=10,
+                    slots={0: Slot(0, 0, size=200), 1: Slot(1, off_us, window_us=window_us)},
+                )
+            )
+            s.attach_tdma(
+                TdmaConfig(
+                    role="slave",
+                    cal_rounds=10,
+                    slots={0: Slot(0, 850, size=200), 1: Slot(1, 870, window_us=125)},
+                )
+            )
             m.start()
             s.start()
             wait_for(lambda: s.stats()["tdma"]["state"] == TdmaState.SYNCED, 20, "synchronised")
             taps = []
             for idx, st in ((1, m), (2, s)):
                 ls = lab.station(idx)
-                tap = Tap("vnic0", mac=ls.mac, mtu=1496, netns=ls.netns,
-                          address=f"198.19.0.{idx}/24", slot_size=1500)
+                tap = Tap(
+                    "vnic0",
+                    mac=ls.mac,
+                    mtu=1496,
+                    netns=ls.netns,
+                    address=f"198.19.0.{idx}/24",
+                    slot_size=1500,
+                )
                 # per-packet: tunnel frames are queued as they come, so they are
                 # already waiting when the RT message arrives
                 st.attach_vnic(tap.fd, "per-packet", slot=1)
                 taps.append(tap)
             _c, memfd, kickfd = m.open_channel(et, slot=1, prio=0)
-            flood = subprocess.Popen(netns.command(s1.netns, [
-                "ping", "-f", "-l", "4", "-s", "1400", "-w", "20", "198.19.0.2"]),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            flood = subprocess.Popen(
+                netns.command(
+                    s1.netns, ["ping", "-f", "-l", "4", "-s", "1400", "-w", "20", "198.19.0.2"]
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             try:
-                with Channel.attach(memfd, kickfd) as tx, \
-                        WireCapture(lab.wire_netns, ethertypes={0x9021, et}) as cap:
+                with (
+                    Channel.attach(memfd, kickfd) as tx,
+                    WireCapture(lab.wire_netns, ethertypes={0x9021, et}) as cap,
+                ):
                     wait_for(lambda: m.stats()["vnic"]["tap_rx"] > 200, 20, "the VNIC flood")
                     # 1200 cycles: on a busy VM the flood's frames share the window in as
                     # few as one cycle in ten, and the property needs a hundred such cycles
@@ -175,8 +208,11 @@ def test_rt_frames_sharing_a_window_with_vnic_frames_are_not_delayed():
             for tap in taps:
                 tap.close()
     master = parse_mac(s1.mac)
-    syncs = [decode(c.data) for c in cap.frames
-             if c.data[6:12] == master and c.data[12:14] == b"\x90\x21" and not c.data[17] & 0x01]
+    syncs = [
+        decode(c.data)
+        for c in cap.frames
+        if c.data[6:12] == master and c.data[12:14] == b"\x90\x21" and not c.data[17] & 0x01
+    ]
     grid = sorted(f.sched_xmit_stamp for f in syncs if f is not None and f.kind == FrameKind.SYNC)
     assert len(grid) > 300
     # every master frame of the window, by the cycle it went out in (capture order)

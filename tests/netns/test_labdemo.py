@@ -1,5 +1,6 @@
 """The embedded default: `rtnetctl lab up` runs a three-station TDMA segment with daemons,
 VNICs and a cyclic publisher, and `rtnetctl lab down` removes all of it."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.netns
 
 
 def rtnetctl(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "rtnet.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "rtnet.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
@@ -27,7 +29,10 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         assert r.returncode == 0, r.stderr
         summary = json.loads(r.stdout)
         assert [s["state"] for s in summary["stations"]] == [
-            TdmaState.MASTER, TdmaState.BACKUP_STANDBY, TdmaState.SYNCED]
+            TdmaState.MASTER,
+            TdmaState.BACKUP_STANDBY,
+            TdmaState.SYNCED,
+        ]
         assert summary["messages"] >= 1000 and summary["lost"] == 0
         assert summary["latency_us"]["p50"] < 1000  # within the cycle it was sent in
         assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
@@ -44,8 +49,9 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         down = rtnetctl("lab", "down", "--name", "ld")
     assert down.returncode == 0, down.stderr
     assert not [n for n in pr_netns.listnetns() if n.startswith("rtn-ld-")]
-    assert not [f for f in os.listdir(paths.station_dir("rtn-ld-s1"))
-                if not f.endswith(".log")]  # only the daemon's log is kept
+    assert not [
+        f for f in os.listdir(paths.station_dir("rtn-ld-s1")) if not f.endswith(".log")
+    ]  # only the daemon's log is kept
     out = subprocess.run(["pgrep", "-f", "rtnet.daemon"], capture_output=True, text=True).stdout
     for pid in out.split():
         with open(f"/proc/{pid}/cmdline", "rb") as f:

@@ -7,6 +7,7 @@
   FIFO full without spinning the RT thread (it sleeps until the link frees
   a frame instead of polling a readable TAP).
 """
+
 import subprocess
 import time
 
@@ -34,10 +35,18 @@ def lab():
 @pytest.mark.netns
 def test_rt_task_under_nomac_runs_on_its_own_absolute_grid(lab):
     with nomac_pair(lab, mode=None, rt=RtSettings(priority=80), ethertypes=[ET]) as (st, _):
-        with Channel.attach(*st[0].open_channel(ET)[1:]) as tx, \
-                Channel.attach(*st[1].open_channel(ET)[1:]) as rx:
-            task = publish_cyclic(tx, lab.station(2).mac, 200, offset_us=OFFSET_US,
-                                  interval_us=PERIOD_NS // 1000, priority=70)
+        with (
+            Channel.attach(*st[0].open_channel(ET)[1:]) as tx,
+            Channel.attach(*st[1].open_channel(ET)[1:]) as rx,
+        ):
+            task = publish_cyclic(
+                tx,
+                lab.station(2).mac,
+                200,
+                offset_us=OFFSET_US,
+                interval_us=PERIOD_NS // 1000,
+                priority=70,
+            )
             samples = subscribe(rx, 200, idle_timeout=1.0)
             task.wait(timeout=5)
             stats = task.stop()
@@ -58,10 +67,13 @@ def test_flood_above_link_rate_does_not_spin_the_rt_thread(lab):
     with nomac_pair(lab, mode="batched", rt=RtSettings(priority=80)) as (st, _):
         srv = start_iperf_server(lab, lab.station(2), dst, one_off=True)
         try:
-            cli = lab.spawn(lab.station(1), ["iperf3", "-c", dst, "-u", "-b", "150M", "-l",
-                                             "1200", "-t", "4"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1.5)   # the flood fills the FIFO
+            cli = lab.spawn(
+                lab.station(1),
+                ["iperf3", "-c", dst, "-u", "-b", "150M", "-l", "1200", "-t", "4"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.5)  # the flood fills the FIFO
             a = st[0].stats()
             time.sleep(1.5)
             b = st[0].stats()

@@ -17,7 +17,7 @@ from rtnet.station import RtSettings
 from vnic.pair import nomac_pair
 
 ET = 0x88B5
-LEN = 60                      # a 64-byte frame with its FCS
+LEN = 60  # a 64-byte frame with its FCS
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,9 @@ def run_generator(tx, fps: int, count: int, timeout: float) -> None:
 @pytest.mark.netns
 def test_generator_hands_frames_over_in_batches(lab):
     count = 50_000
-    with nomac_pair(lab, mode=None, rt=RtSettings(priority=80), ethertypes=[ET],
-                    link_rate_mbps=1000) as (st, _):
+    with nomac_pair(
+        lab, mode=None, rt=RtSettings(priority=80), ethertypes=[ET], link_rate_mbps=1000
+    ) as (st, _):
         tx, rx = st
         rx.count_probes(ET)
         a = tx.stats()
@@ -57,21 +58,25 @@ def test_link_model_limits_what_is_handed_over(lab):
     line_fps = 1e9 / wire_ns
     backlog_ns = 100_000_000
     backlog_s = backlog_ns / 1e9
-    offered_s = 2 * backlog_s + 0.3          # at twice the link rate: a backlog past the bound
+    offered_s = 2 * backlog_s + 0.3  # at twice the link rate: a backlog past the bound
     count = int(line_fps * 2 * offered_s)
-    with nomac_pair(lab, mode=None, rt=RtSettings(priority=80), ethertypes=[ET],
-                    link_rate_mbps=100) as (st, _):
+    with nomac_pair(
+        lab, mode=None, rt=RtSettings(priority=80), ethertypes=[ET], link_rate_mbps=100
+    ) as (st, _):
         tx = st[0]
         a = tx.stats()
         t0 = tx.local_now()
         tx.generate(int(line_fps * 2), count, ethertype=ET, length=LEN, backlog_ns=backlog_ns)
         # the bound holds at any instant; the backlog grows by the link's rate, and its
         # frames only start to drop once they are backlog_ns behind schedule
-        wait_for(lambda: tx.stats()["nomac_drops"] > a["nomac_drops"], 2 * offered_s + 5,
-                 "frames past the backlog bound to be dropped")
+        wait_for(
+            lambda: tx.stats()["nomac_drops"] > a["nomac_drops"],
+            2 * offered_s + 5,
+            "frames past the backlog bound to be dropped",
+        )
         b = tx.stats()
         t1 = tx.local_now()
-        tx.generate(1, 0, ethertype=ET, length=LEN)   # stop the rest
+        tx.generate(1, 0, ethertype=ET, length=LEN)  # stop the rest
     sent = b["nomac_tx"] - a["nomac_tx"]
     ceiling = (t1 - t0 + lib.RTN_NOMAC_PACE_AHEAD_NS) / wire_ns + 1
     assert sent <= ceiling, f"{sent} frames handed over, the link carries {ceiling:.0f}"

@@ -1,6 +1,7 @@
 """Unmodified programs through rtnet-run behind the TDMA gate (root, namespaces, AF_XDP):
 sockperf's ping-pong and throughput between a master and a slave on a 1 ms cycle, their
 datagrams counted by the stations' real-time path, the round trips bounded by cycles."""
+
 import re
 
 import pytest
@@ -34,8 +35,9 @@ def test_sockperf_ping_pong_should_cross_the_tdma_gate(lab):
 def test_sockperf_throughput_should_be_carried_in_the_slots(lab):
     s1, s2 = lab.station(1), lab.station(2)
     before = udp_stats(s1.netns)["rx_udp"]
-    sent = sent_by_throughput(sockperf(s1, s2, 11212, "throughput", "-t", "2", "-m", "200",
-                                       "--mps", "500"))
+    sent = sent_by_throughput(
+        sockperf(s1, s2, 11212, "throughput", "-t", "2", "-m", "200", "--mps", "500")
+    )
     arrived = udp_stats(s1.netns)["rx_udp"] - before
     # 500 a second fit the slot: what sockperf sent arrived through the station
     assert sent >= 500 and arrived >= sent, (sent, arrived)

@@ -4,6 +4,7 @@ Station 1 is the TDMA master and the RTcfg server; stations 2 and 3 start as
 TDMA slaves without a slot and get theirs from their stage-1 files.  The
 wire is captured and written as pcap for tshark's RTcfg dissector.
 """
+
 import os
 import signal
 import struct
@@ -24,10 +25,10 @@ pytestmark = pytest.mark.netns
 
 LAB = "rcfg"
 PERIOD_MS, HEARTBEAT_MS, THRESHOLD = 200, 500, 2
-LOOSE = 3                       # bounds on times are this many times what they should be
+LOOSE = 3  # bounds on times are this many times what they should be
 
 MASTER = station_toml("rtcfg-server", role="master", cycle_us=1000, offset_us=0)
-SLAVE = station_toml("rtcfg-client", role="slave")     # no slot: stage 1 gives it one
+SLAVE = station_toml("rtcfg-client", role="slave")  # no slot: stage 1 gives it one
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +50,7 @@ def in_thread(ns, *argv):
         t.join(timeout)
         assert not t.is_alive(), f"rtcfg {' '.join(argv)} in {ns} did not return"
         return out["rc"]
+
     return result
 
 
@@ -71,13 +73,13 @@ def write_pcap(path, frames) -> None:
         rt_minus_mono = realtime_minus_monotonic_ns()
         for c in frames:
             ts = c.ts_ns + rt_minus_mono
-            f.write(struct.pack("<IIII", ts // 10**9, ts % 10**9 // 1000, len(c.data),
-                                len(c.data)))
+            f.write(struct.pack("<IIII", ts // 10**9, ts % 10**9 // 1000, len(c.data), len(c.data)))
             f.write(c.data)
 
 
 def test_rtcfg_configures_two_slaves_and_readmits_a_dead_one(lab, tmp_path):
     from rtnet.wirecap import WireCapture
+
     s1, s2, s3 = (st.netns for st in lab.stations)
     ip2, ip3 = lab.station(2).ip, lab.station(3).ip
     confs = {}
@@ -94,8 +96,10 @@ def test_rtcfg_configures_two_slaves_and_readmits_a_dead_one(lab, tmp_path):
         for ns in (s2, s3):
             assert cli.main(["up", "-n", ns, "-c", str(confs["s"])]) == 0
             assert show(ns)["config"]["slots"] == []
-        assert rtcfg(s1, "server", "-p", str(PERIOD_MS), "-h", str(HEARTBEAT_MS),
-                     "-t", str(THRESHOLD)) == 0
+        assert (
+            rtcfg(s1, "server", "-p", str(PERIOD_MS), "-h", str(HEARTBEAT_MS), "-t", str(THRESHOLD))
+            == 0
+        )
         for ip in (ip2, ip3):
             assert rtcfg(s1, "add", ip, "-stage1", str(stage1[ip])) == 0
 
@@ -116,33 +120,49 @@ def test_rtcfg_configures_two_slaves_and_readmits_a_dead_one(lab, tmp_path):
         pid = int(open(paths.pid_file("rteth0", s3)).read())
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
-        wait_for(lambda: server_state(s1, ip3) == ConnState.DEAD,
-                 LOOSE * (HEARTBEAT_MS * THRESHOLD + PERIOD_MS) / 1000, "station 3 dead",
-                 interval=0.05)   # the daemons are other processes: poll their status
+        wait_for(
+            lambda: server_state(s1, ip3) == ConnState.DEAD,
+            LOOSE * (HEARTBEAT_MS * THRESHOLD + PERIOD_MS) / 1000,
+            "station 3 dead",
+            interval=0.05,
+        )  # the daemons are other processes: poll their status
         assert time.monotonic() - killed >= HEARTBEAT_MS * (THRESHOLD - 1) / 1000
         assert server_state(s1, ip2) == ConnState.READY
 
         # restarted as a client it is readmitted
         from rtnet.procs import running
+
         wait_for(lambda: not running(pid), 10, "the killed daemon gone", interval=0.05)
         assert cli.main(["up", "-n", s3, "-c", str(confs["s"])]) == 0
         assert rtcfg(s3, "client", "-t", "20000") == 0
         assert rtcfg(s3, "announce", "-t", "20000") == 0
         assert rtcfg(s3, "ready", "-t", "20000") == 0
-        wait_for(lambda: server_state(s1, ip3) == ConnState.READY, 10, "station 3 readmitted",
-                 interval=0.05)
+        wait_for(
+            lambda: server_state(s1, ip3) == ConnState.READY,
+            10,
+            "station 3 readmitted",
+            interval=0.05,
+        )
         for ns in (s1, s2, s3):
             assert cli.main(["down", "-n", ns]) == 0
 
     pcap = tmp_path / "rtcfg.pcap"
     write_pcap(pcap, cap.frames)
-    kinds = subprocess.run(["tshark", "-r", str(pcap), "-T", "fields", "-e", "rtcfg.id"],
-                           capture_output=True, text=True, timeout=60)
+    kinds = subprocess.run(
+        ["tshark", "-r", str(pcap), "-T", "fields", "-e", "rtcfg.id"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if kinds.returncode != 0 and "rtcfg.id" in kinds.stderr:
         skip_or_fail("this tshark has no RTcfg dissector")
     assert kinds.returncode == 0, kinds.stderr
     ids = {line for line in kinds.stdout.split() if line}
     assert len(ids) >= 6, f"RTcfg frame kinds seen on the wire: {sorted(ids)}"
-    malformed = subprocess.run(["tshark", "-r", str(pcap), "-Y", "_ws.malformed"],
-                               capture_output=True, text=True, timeout=60)
+    malformed = subprocess.run(
+        ["tshark", "-r", str(pcap), "-Y", "_ws.malformed"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert malformed.returncode == 0 and malformed.stdout == "", malformed.stdout[:2000]

@@ -1,4 +1,5 @@
 """RT thread as root: the settings it reports are the ones the kernel applied."""
+
 import os
 import time
 

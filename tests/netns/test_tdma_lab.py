@@ -6,6 +6,7 @@ Station 1 is the primary master (slot 0 at 0 us), station 2 the backup master
 is given a 50 us offset and 100 ppm drift.  Timing assertions stay loose: the
 VM has hypervisor stalls of several milliseconds.
 """
+
 import bisect
 import contextlib
 import time
@@ -28,12 +29,18 @@ pytestmark = pytest.mark.netns
 CYCLE_US = 1000
 CAL_ROUNDS = 20
 MASTER = TdmaConfig(role="master", cycle_us=CYCLE_US, cal_rounds=CAL_ROUNDS, slots={0: Slot(0, 0)})
-BACKUP = TdmaConfig(role="master", cycle_us=CYCLE_US, backup_offset_us=100, cal_rounds=CAL_ROUNDS,
-                    slots={0: Slot(0, 200)})
+BACKUP = TdmaConfig(
+    role="master",
+    cycle_us=CYCLE_US,
+    backup_offset_us=100,
+    cal_rounds=CAL_ROUNDS,
+    slots={0: Slot(0, 200)},
+)
 # 20 cycles without Sync before going silent: longer than this VM's hypervisor stalls
 # (up to ~10 ms), so a stall is not mistaken for the failover under test
-SLAVE = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=20,
-                   slots={0: Slot(0, 400)})
+SLAVE = TdmaConfig(
+    role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=20, slots={0: Slot(0, 400)}
+)
 
 
 @pytest.fixture
@@ -48,12 +55,19 @@ def lab3():
             s.attach_tdma(cfg)
             s.start()
             stations.append(s)
-        wait_for(lambda: stations[0].stats()["tdma"]["state"] == TdmaState.MASTER, 10,
-                 "master active")
-        wait_for(lambda: stations[1].stats()["tdma"]["state"] == TdmaState.BACKUP_STANDBY, 10,
-                 "backup stand-by")
-        wait_for(lambda: stations[2].stats()["tdma"]["state"] == TdmaState.SYNCED,
-                 10, "slave synchronised")
+        wait_for(
+            lambda: stations[0].stats()["tdma"]["state"] == TdmaState.MASTER, 10, "master active"
+        )
+        wait_for(
+            lambda: stations[1].stats()["tdma"]["state"] == TdmaState.BACKUP_STANDBY,
+            10,
+            "backup stand-by",
+        )
+        wait_for(
+            lambda: stations[2].stats()["tdma"]["state"] == TdmaState.SYNCED,
+            10,
+            "slave synchronised",
+        )
         yield lab, stations
     finally:
         for s in stations:
@@ -95,8 +109,11 @@ def test_sync_error_stays_bounded_with_offset_and_drift(lab3):
     """
     _lab, (_m, _b, s) = lab3
     start = s.stats()["tdma"]["sync_error"].count
-    wait_for(lambda: s.stats()["tdma"]["sync_error"].count >= start + 2000, timeout=20,
-             what="2000 sync error samples")
+    wait_for(
+        lambda: s.stats()["tdma"]["sync_error"].count >= start + 2000,
+        timeout=20,
+        what="2000 sync error samples",
+    )
     err = s.stats()["tdma"]["sync_error"]
     assert abs(err.percentile_ns(50)) < 30_000
     assert err.percentile_ns(99) < 100_000 and err.percentile_ns(1) > -100_000
@@ -112,24 +129,34 @@ def test_wire_capture_decodes_field_for_field(lab3):
     kinds = {}
     for c in cap.frames:
         from scapy.layers.l2 import Ether
+
         pkt = Ether(c.data)
         ours = decode(c.data)
         assert pkt[RTmac].type == 1 and pkt[RTmac].ver == 2 and pkt[RTmac].flags == 0
         if ours.kind == FrameKind.SYNC:
             layer = pkt[TdmaSync]
             assert (layer.cycle_no, layer.xmit_stamp, layer.sched_xmit_stamp) == (
-                ours.cycle_no, ours.xmit_stamp, ours.sched_xmit_stamp)
+                ours.cycle_no,
+                ours.xmit_stamp,
+                ours.sched_xmit_stamp,
+            )
             assert pkt.dst == "ff:ff:ff:ff:ff:ff"
             # the master's sched stamps sit on its grid: consecutive cycles, one cycle apart
         elif ours.kind == FrameKind.REQ_CAL:
             layer = pkt[TdmaReqCal]
             assert (layer.xmit_stamp, layer.reply_cycle, layer.reply_slot_offset) == (
-                ours.xmit_stamp, ours.reply_cycle, ours.reply_slot_offset)
+                ours.xmit_stamp,
+                ours.reply_cycle,
+                ours.reply_slot_offset,
+            )
             assert pkt.src == s.mac and layer.reply_slot_offset == 400_000
         else:
             layer = pkt[TdmaRplCal]
             assert (layer.request_xmit_stamp, layer.reception_stamp, layer.xmit_stamp) == (
-                ours.request_xmit_stamp, ours.reception_stamp, ours.xmit_stamp)
+                ours.request_xmit_stamp,
+                ours.reception_stamp,
+                ours.xmit_stamp,
+            )
             assert layer.xmit_stamp > layer.reception_stamp
         assert layer.version == 0x0201
         kinds.setdefault(ours.kind, []).append((c, ours))
@@ -137,7 +164,9 @@ def test_wire_capture_decodes_field_for_field(lab3):
     assert len(kinds[FrameKind.RPL_CAL]) >= CAL_ROUNDS
     syncs = [o for _c, o in kinds[FrameKind.SYNC] if o.src == m.mac]
     for a, z in zip(syncs, syncs[1:]):
-        assert z.sched_xmit_stamp - a.sched_xmit_stamp == (z.cycle_no - a.cycle_no) * CYCLE_US * 1000
+        assert (
+            z.sched_xmit_stamp - a.sched_xmit_stamp == (z.cycle_no - a.cycle_no) * CYCLE_US * 1000
+        )
     # every Sync left after its scheduled time (send lateness is never negative)
     assert all(o.xmit_stamp >= o.sched_xmit_stamp for o in syncs)
     # replies go out in the requested cycle, at the requested offset (the slave's slot)
@@ -169,8 +198,8 @@ def test_invalid_configuration_is_refused_and_the_schedule_stays(lab3):
     _lab, (_m, _b, s) = lab3
     good = s.tdma_config
     bad = [
-        (lambda: set_slot(good, Slot(1, 450)), "overlap"),             # overlaps slot 0 at 400
-        (lambda: set_slot(good, Slot(2, 999)), "past the cycle end"),   # needs the cycle known
+        (lambda: set_slot(good, Slot(1, 450)), "overlap"),  # overlaps slot 0 at 400
+        (lambda: set_slot(good, Slot(2, 999)), "past the cycle end"),  # needs the cycle known
         (lambda: set_slot(good, Slot(2, 600, size=40)), "size"),
         (lambda: set_slot(good, Slot(2, 600, phasing=3, period=2)), "phasing"),
         (lambda: set_slot(good, Slot(3, 700, size=200, joint=2)), "joint"),
@@ -201,8 +230,9 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
       receive is outside our control; DESIGN.md, "What this machine showed").
     """
     lab, stations = lab3
-    offsets = {st.mac: cfg.slots[0].offset_us * 1000
-               for st, cfg in zip(stations, (MASTER, BACKUP, SLAVE))}
+    offsets = {
+        st.mac: cfg.slots[0].offset_us * 1000 for st, cfg in zip(stations, (MASTER, BACKUP, SLAVE))
+    }
     window = wire_time_ns(1514, 100) + SLAVE.guard_ns  # size 1500 slots, with the guard
     sent_before = {st.mac: st.stats()["probe_sent"] for st in stations}
     takeovers_before = stations[1].stats()["tdma"]["backup_takeovers"]
@@ -210,17 +240,25 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)
         start = stations[0].stats()["tdma"]["cycle_no"]
-        wait_for(lambda: stations[0].stats()["tdma"]["cycle_no"] >= start + 10_050,
-                 timeout=60, what="10,000 cycles")
+        wait_for(
+            lambda: stations[0].stats()["tdma"]["cycle_no"] >= start + 10_050,
+            timeout=60,
+            what="10,000 cycles",
+        )
         for st in stations:
             st.set_probe(None)
         sent = {st.mac: st.stats()["probe_sent"] - sent_before[st.mac] for st in stations}
         # the probe a station still had queued goes out in its next occurrence; a frame the
         # capture socket dropped never arrives, and the drop count below accounts for it
         with contextlib.suppress(AssertionError):
-            wait_for(lambda: all(n >= sent[mac] for mac, n in probes_by_sender(cap).items())
-                     and len(probes_by_sender(cap)) == len(stations), timeout=2,
-                     what="the last probes in the capture")
+            wait_for(
+                lambda: (
+                    all(n >= sent[mac] for mac, n in probes_by_sender(cap).items())
+                    and len(probes_by_sender(cap)) == len(stations)
+                ),
+                timeout=2,
+                what="the last probes in the capture",
+            )
     syncs, probes = {}, []
     for c in cap.frames:
         if c.data[12:14] == b"\x90\x21":
@@ -254,7 +292,7 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         inside_tx += rel_tx + wire_time_ns(64, 100) <= hi + 20_000
         inside_rx += lo <= rel_rx <= hi + 100_000
         per_sender[src] = per_sender.get(src, 0) + 1
-    assert before_grid <= len(stations)           # at most each sender's first probe
+    assert before_grid <= len(stations)  # at most each sender's first probe
     # never before the slot opens.  Under heavy simulated vCPU steal, one probe in 25,000
     # once left 95 to 308 us before its slot: the RT thread decided to send in its slot,
     # stalled before the hand-over, and the frame went out in the next cycle, before the
@@ -289,20 +327,22 @@ def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
 
     from rtmac import frames
     from rtnet import netns
+
     lab, (m, _b, s) = lab3
     before = s.stats()["tdma"]
-    sync = frames.encode_sync(src="02:99:99:99:99:99", cycle_no=before["cycle_no"],
-                              xmit_stamp=123, sched_xmit_stamp=456)
+    sync = frames.encode_sync(
+        src="02:99:99:99:99:99", cycle_no=before["cycle_no"], xmit_stamp=123, sched_xmit_stamp=456
+    )
     bad = [
-        sync[:20],                                        # truncated
-        sync[:14] + b"\x00\x01\x01\x00" + sync[18:],      # RTmac version 1
-        sync[:18] + b"\x01\x01" + sync[20:],              # TDMA version 0x0101
-        sync[:20] + b"\x00\x42" + sync[22:],              # unknown TDMA id
+        sync[:20],  # truncated
+        sync[:14] + b"\x00\x01\x01\x00" + sync[18:],  # RTmac version 1
+        sync[:18] + b"\x01\x01" + sync[20:],  # TDMA version 0x0101
+        sync[:20] + b"\x00\x42" + sync[22:],  # unknown TDMA id
     ]
-    reply = frames.encode_rpl_cal(dst=s.mac, src=m.mac, request_xmit_stamp=1,
-                                  reception_stamp=2, xmit_stamp=3)  # never requested
-    with netns.entered(lab.wire_netns), \
-            socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+    reply = frames.encode_rpl_cal(
+        dst=s.mac, src=m.mac, request_xmit_stamp=1, reception_stamp=2, xmit_stamp=3
+    )  # never requested
+    with netns.entered(lab.wire_netns), socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
         raw.bind(("s3", 0))  # the bridge port of station 3: frames go to the slave
         for frame in bad * 10 + [reply] * 10:
             raw.send(frame)
@@ -310,8 +350,14 @@ def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
         offsets = []
         for _ in range(50):
             cycle = s.stats()["tdma"]["cycle_no"]
-            raw.send(frames.encode_sync(src="02:99:99:99:99:99", cycle_no=cycle,
-                                        xmit_stamp=10**15, sched_xmit_stamp=10**15))
+            raw.send(
+                frames.encode_sync(
+                    src="02:99:99:99:99:99",
+                    cycle_no=cycle,
+                    xmit_stamp=10**15,
+                    sched_xmit_stamp=10**15,
+                )
+            )
             offsets.append(s.stats()["tdma"]["clock_offset_ns"])
     wait_for(lambda: s.stats()["tdma"]["rx_bad"] >= before["rx_bad"] + 40, 10, "bad frames")
     after = s.stats()["tdma"]
@@ -369,31 +415,40 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
 
     from rtmac import frames
     from rtnet import netns
+
     lab, stations = lab3
     m, b, s = stations
     before = [st.stats()["tdma"] for st in stations]
     with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)
-        with netns.entered(lab.wire_netns), \
-                socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
-            raw.bind(("rtbr0", 0))           # from the bridge: flooded to every station
+        with netns.entered(lab.wire_netns), socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+            raw.bind(("rtbr0", 0))  # from the bridge: flooded to every station
             for k in range(120):
                 cycle = m.stats()["tdma"]["cycle_no"]
-                now = m.local_now()          # the master's global time (its offset is 0)
-                stamp, n = [((1 << 63) + now, cycle + 1), (now, cycle + 0x7FFFFFFF),
-                            (0, cycle + 1)][k % 3]
-                raw.send(frames.encode_sync(src=m.mac, cycle_no=n & 0xFFFFFFFF,
-                                            xmit_stamp=stamp, sched_xmit_stamp=stamp))
-                time.sleep(0.002)            # pacing the rogue, about one per two cycles
+                now = m.local_now()  # the master's global time (its offset is 0)
+                stamp, n = [
+                    ((1 << 63) + now, cycle + 1),
+                    (now, cycle + 0x7FFFFFFF),
+                    (0, cycle + 1),
+                ][k % 3]
+                raw.send(
+                    frames.encode_sync(
+                        src=m.mac, cycle_no=n & 0xFFFFFFFF, xmit_stamp=stamp, sched_xmit_stamp=stamp
+                    )
+                )
+                time.sleep(0.002)  # pacing the rogue, about one per two cycles
         end = m.stats()["tdma"]["cycle_no"]
         wait_for(lambda: m.stats()["tdma"]["cycle_no"] >= end + 20, 10, "20 more cycles")
         for st in stations:
             st.set_probe(None)
     after = [st.stats()["tdma"] for st in stations]
     assert all(st.running for st in stations)
-    assert [a["state"] for a in after] == [TdmaState.MASTER, TdmaState.BACKUP_STANDBY,
-                                           TdmaState.SYNCED]
+    assert [a["state"] for a in after] == [
+        TdmaState.MASTER,
+        TdmaState.BACKUP_STANDBY,
+        TdmaState.SYNCED,
+    ]
     # the backup and the slave follow the master and count the forgeries (and the
     # real master's Syncs that a stall delayed beyond the bound, a few).  Not all 120
     # without fail: a hypervisor stall can overflow a veth queue, and a station whose
@@ -402,7 +457,7 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     # are what shows that no forgery moved a clock.
     for i in (1, 2):
         assert after[i]["sync_implausible"] - before[i]["sync_implausible"] >= 114
-        assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100   # the real master's
+        assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100  # the real master's
         err = after[i]["sync_error"].since(before[i]["sync_error"]) if i == 2 else None
         if err is not None:
             # a taken forgery would move the clock by seconds (under- or overflow, 2 ms) and
@@ -430,18 +485,20 @@ def test_master_restart_without_backup_is_followed_again(lab3):
     lab, stations = lab3
     m, b, s = stations
     b.detach()
-    cfg = TdmaConfig(role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=100_000,
-                     slots={0: Slot(0, 400)})
-    s.attach_tdma(cfg)                   # a slave that never gives its master up
+    cfg = TdmaConfig(
+        role="slave", cal_rounds=CAL_ROUNDS, sync_loss_cycles=100_000, slots={0: Slot(0, 400)}
+    )
+    s.attach_tdma(cfg)  # a slave that never gives its master up
     wait_for(lambda: s.stats()["tdma"]["state"] == TdmaState.SYNCED, 10, "slave synchronised")
     # far enough into the old grid that a count merely passing it would be seen
-    old_cycle = wait_for(lambda: (c := s.stats()["tdma"]["cycle_no"]) > 1000 and c,
-                         10, "1000 cycles")
+    old_cycle = wait_for(
+        lambda: (c := s.stats()["tdma"]["cycle_no"]) > 1000 and c, 10, "1000 cycles"
+    )
     relocks = s.stats()["tdma"]["sync_relocks"]
     st0 = lab.station(1)
     m.close()
     m2 = Station(st0.ifname, netns=st0.netns, rt=RtSettings(cpu=0, priority=80))
-    stations[0] = m2                     # the fixture closes it
+    stations[0] = m2  # the fixture closes it
     m2.attach_tdma(MASTER)
     m2.start()
     wait_for(lambda: m2.stats()["tdma"]["state"] == TdmaState.MASTER, 10, "new master active")

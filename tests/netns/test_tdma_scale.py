@@ -1,6 +1,7 @@
 """Eight stations on one segment (rtnet.labsegment): a master, a backup and six slaves,
 each on its own SCHED_FIFO thread, scheduled by the planner; all synchronise and every
 station's probe frames leave inside its own slot.  Bounds stay loose: the VM stalls."""
+
 import pytest
 
 from rtnet.labsegment import format_report, run_segment
@@ -18,10 +19,11 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
     assert report["syncs_captured"] >= CYCLES
     stations = report["stations"]
     assert [s["role"] for s in stations[:2]] == ["master", "backup"]
-    assert [s["state"] for s in stations] == ([TdmaState.MASTER, TdmaState.BACKUP_STANDBY]
-                                              + [TdmaState.SYNCED] * 6)
+    assert [s["state"] for s in stations] == (
+        [TdmaState.MASTER, TdmaState.BACKUP_STANDBY] + [TdmaState.SYNCED] * 6
+    )
     offsets = [s["slot_offset_us"] for s in stations]
-    assert offsets == sorted(set(offsets))          # eight slots, one per station
+    assert offsets == sorted(set(offsets))  # eight slots, one per station
     for s in stations:
         # one probe per cycle, at most; a wake-up later than the guard skips the slot
         # (missed_slots counts it), and eight RT threads share two vCPUs here

@@ -2,6 +2,7 @@
 UDP sockets app to app both ways (content, order, stamps), the errors of sendto(),
 plain Linux UDP and kernel ping beside the real-time path, rtping over ICMP, bad
 datagrams counted, and a capture that Wireshark's IPv4/UDP/ICMP dissectors accept."""
+
 import errno
 import socket
 import subprocess
@@ -15,8 +16,8 @@ from rtnet.app import UdpSocket
 
 pytestmark = pytest.mark.netns
 
-SYNC_TOL_NS = 200_000       # the two stations' clocks agree to some us; generous on a VM
-LOOSE_NS = 200_000_000      # "promptly" on a noisy VM
+SYNC_TOL_NS = 200_000  # the two stations' clocks agree to some us; generous on a VM
+LOOSE_NS = 200_000_000  # "promptly" on a noisy VM
 PORT, PLAIN_PORT, LINUX_PORT = 5000, 5001, 7000
 
 
@@ -27,6 +28,7 @@ def lab():
 
 def status(ns) -> dict:
     from rtnet.stationctl import request
+
     return request("rteth0", {"cmd": "status"}, netns=ns)["status"]
 
 
@@ -41,17 +43,22 @@ def recv_all(sock, n, timeout=5.0):
 
 def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
     s1, s2 = lab.station(1), lab.station(2)
-    with UdpSocket(netns=s1.netns, stamped=True, slot=0) as a, \
-            UdpSocket(netns=s2.netns, stamped=True, slot=0) as b:
+    with (
+        UdpSocket(netns=s1.netns, stamped=True, slot=0) as a,
+        UdpSocket(netns=s2.netns, stamped=True, slot=0) as b,
+    ):
         a.bind(PORT)
         b.bind(PORT)
-        for src, dst, from_ip, to_ip, name in ((a, b, s1.ip, s2.ip, b"ab"),
-                                               (b, a, s2.ip, s1.ip, b"ba")):
-            seqs = [src.sendto(name + b" %03d" % i + bytes(i * 7), (to_ip, PORT))
-                    for i in range(20)]
+        for src, dst, from_ip, to_ip, name in (
+            (a, b, s1.ip, s2.ip, b"ab"),
+            (b, a, s2.ip, s1.ip, b"ba"),
+        ):
+            seqs = [
+                src.sendto(name + b" %03d" % i + bytes(i * 7), (to_ip, PORT)) for i in range(20)
+            ]
             got = recv_all(dst, 20)
             assert [d.data for d in got] == [name + b" %03d" % i + bytes(i * 7) for i in range(20)]
-            assert [d.seq for d in got] == seqs                  # in order, none lost
+            assert [d.seq for d in got] == seqs  # in order, none lost
             assert all(d.peer == (from_ip, PORT) for d in got)
             for d in got:
                 # one station's RT thread and its application convert to global time with
@@ -74,8 +81,12 @@ def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(l
     # a veth hands the peer Linux's datagrams with the UDP checksum left to "the NIC"
     # (CHECKSUM_PARTIAL): the real-time path would count them as bad.  A real NIC fills it
     # in on the way out; here Linux computes it itself.
-    subprocess.run(["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
-                   check=True, capture_output=True, timeout=10)
+    subprocess.run(
+        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
     with netns.entered(s1.netns):
         linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     with linux, UdpSocket(netns=s2.netns) as rt:
@@ -86,14 +97,18 @@ def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(l
         linux.sendto(b"from linux", (s2.ip, PLAIN_PORT))
         d = rt.recvfrom(timeout=5)
         assert d is not None and d.data == b"from linux" and d.peer == (s1.ip, LINUX_PORT)
-        assert d.rx_ns > 0 and d.tx_ns == 0                      # no sender stamps
+        assert d.rx_ns > 0 and d.tx_ns == 0  # no sender stamps
         # a real-time socket -> a port Linux serves: left to Linux by the XDP program
         rt.sendto(b"to linux", (s1.ip, LINUX_PORT))
         data, peer = linux.recvfrom(100)
         assert data == b"to linux" and peer == (s2.ip, PLAIN_PORT)
     # kernel ping: answered by the peer's RT thread, the reply back to Linux
-    res = subprocess.run(["ip", "netns", "exec", s1.netns, "ping", "-c", "2", "-i", "0.2",
-                          "-W", "2", s2.ip], capture_output=True, text=True, timeout=20)
+    res = subprocess.run(
+        ["ip", "netns", "exec", s1.netns, "ping", "-c", "2", "-i", "0.2", "-W", "2", s2.ip],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert status(s2.netns)["ipv4"]["rx_echo_request"] >= 2
 
@@ -107,20 +122,27 @@ def test_rtnetctl_ping_should_be_icmp_with_rtt_per_reply_and_a_summary(lab, caps
     assert out.count(f"100 bytes from {s2.ip}: seq=") == 3 and out.count(" us\n") >= 3
     assert "3 packets transmitted, 3 received" in out and "worst case rtt" in out
     assert status(s2.netns)["ipv4"]["tx_echo_reply"] - before >= 3
-    assert cli.main(["ping", "-n", s1.netns, "198.18.0.99", "-c", "1"]) == 1   # no route
+    assert cli.main(["ping", "-n", s1.netns, "198.18.0.99", "-c", "1"]) == 1  # no route
 
 
 def test_bad_datagrams_from_the_wire_should_be_counted_by_reason(lab):
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
+
     s1, s2 = lab.station(1), lab.station(2)
     with UdpSocket(netns=s2.netns) as rt:
         rt.bind(PORT + 10)
-        good = bytearray(bytes(Ether(src=s1.mac, dst=s2.mac) / IP(src=s1.ip, dst=s2.ip) /
-                               UDP(sport=1, dport=PORT + 10) / Raw(b"x" * 40)))
+        good = bytearray(
+            bytes(
+                Ether(src=s1.mac, dst=s2.mac)
+                / IP(src=s1.ip, dst=s2.ip)
+                / UDP(sport=1, dport=PORT + 10)
+                / Raw(b"x" * 40)
+            )
+        )
         bad = bytearray(good)
-        bad[50] ^= 0xFF                                        # the data: UDP checksum off
+        bad[50] ^= 0xFF  # the data: UDP checksum off
         before = status(s2.netns)["ipv4"]["bad"]
         with netns.entered(s1.netns):
             raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
@@ -129,7 +151,7 @@ def test_bad_datagrams_from_the_wire_should_be_counted_by_reason(lab):
             raw.send(bytes(bad))
             raw.send(bytes(good))
         d = rt.recvfrom(timeout=5)
-        assert d is not None and d.data == b"x" * 40            # the good one only
+        assert d is not None and d.data == b"x" * 40  # the good one only
         after = status(s2.netns)["ipv4"]["bad"]
         assert after["udp_csum"] - before["udp_csum"] == 1
         assert rt.recvfrom(timeout=0) is None
@@ -141,20 +163,26 @@ def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, 
     import threading
 
     from rtnet.stationctl import request
+
     s1, s2 = lab.station(1), lab.station(2)
     reply = {}
 
     def capture():
-        reply.update(request("rteth0", {"cmd": "capture", "count": 400, "duration_ms": 3000},
-                             netns=s2.netns, timeout=20))
+        reply.update(
+            request(
+                "rteth0",
+                {"cmd": "capture", "count": 400, "duration_ms": 3000},
+                netns=s2.netns,
+                timeout=20,
+            )
+        )
 
     with UdpSocket(netns=s1.netns, stamped=True) as a, UdpSocket(netns=s2.netns, stamped=True) as b:
         a.bind(PORT + 20)
         b.bind(PORT + 20)
         t = threading.Thread(target=capture)
         t.start()
-        wait_for(lambda: status(s2.netns)["capture"]["frames"] > 0, 5, "the capture",
-                 interval=0.05)
+        wait_for(lambda: status(s2.netns)["capture"]["frames"] > 0, 5, "the capture", interval=0.05)
         for i in range(5):
             a.sendto(b"to b %d" % i, (s2.ip, PORT + 20))
             b.sendto(b"to a %d" % i, (s1.ip, PORT + 20))
@@ -163,12 +191,26 @@ def test_a_capture_should_decode_in_tshark_with_good_ip_udp_icmp_checksums(lab, 
         t.join(30)
     path = tmp_path / "udp.pcapng"
     path.write_bytes(base64.b64decode(reply["pcapng_b64"]))
-    res = subprocess.run(["tshark", "-r", str(path), "-V", "-o", "ip.check_checksum:TRUE",
-                          "-o", "udp.check_checksum:TRUE", "-Y", "ip"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(path),
+            "-V",
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-Y",
+            "ip",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     text = res.stdout
-    assert text.count("User Datagram Protocol, Src Port") >= 10     # both ways, stamped
+    assert text.count("User Datagram Protocol, Src Port") >= 10  # both ways, stamped
     assert "Echo (ping) request" in text and "Echo (ping) reply" in text
     assert "Malformed" not in text and "Bad checksum" not in text
     assert "[Checksum Status: Bad]" not in text and "incorrect" not in text
@@ -191,5 +233,5 @@ def test_rtroute_solicit_should_fill_the_table_from_an_arp_reply(lab, capsys):
         assert rtroute.main(["-n", s1.netns, "solicit", s2.ip, "dev", "rteth0"]) == 0
         assert s2.mac in capsys.readouterr().out
         assert {"ip": s2.ip, "mac": s2.mac} in status(s1.netns)["ipv4"]["neighbours"]
-        a.sendto(b"x", (s2.ip, PORT + 30))       # the socket's page has the entry at once
+        a.sendto(b"x", (s2.ip, PORT + 30))  # the socket's page has the entry at once
     assert rtroute.main(["-n", s1.netns, "solicit", "198.18.0.99", "dev", "rteth0"]) == 1

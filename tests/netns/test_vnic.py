@@ -1,4 +1,5 @@
 """VNIC through TDMA slots between two lab stations (root, namespaces, AF_XDP)."""
+
 import hashlib
 import os
 import socket
@@ -35,9 +36,26 @@ def lab():
 
 
 def ping(lab, src: int, dst_ip: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rtnet.netns", lab.station(src).netns, "--",
-                           "ping", "-c", "3", "-i", "0.2", "-W", "2", dst_ip],
-                          capture_output=True, text=True, timeout=20)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rtnet.netns",
+            lab.station(src).netns,
+            "--",
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.2",
+            "-W",
+            "2",
+            dst_ip,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
 
 
 def tcp_transfer(lab, payload: bytes) -> str:
@@ -76,8 +94,9 @@ def inner_frame(outer: bytes) -> bytes:
     return outer[:12] + outer[14:16] + outer[18:]
 
 
-@pytest.mark.parametrize("mode,offload", [("batched", True), ("per-packet", True),
-                                          ("batched", False)])
+@pytest.mark.parametrize(
+    "mode,offload", [("batched", True), ("per-packet", True), ("batched", False)]
+)
 def test_ping_and_tcp_checksum(lab, mode, offload):
     payload = os.urandom(3 * 1024 * 1024)
     with tdma_pair(lab, plan(), mode=mode, mtu=MTU, offload=offload) as (stations, _taps):
@@ -100,8 +119,11 @@ def test_ping_and_tcp_checksum(lab, mode, offload):
             assert v1["tap_rx"] == v1["tap_reads"] and v2["tap_tx"] == v2["tap_writes"]
         assert v2["tap_tx"] >= v2["tap_writes"] > 0
     # on the wire: ordinary frames of at most the MTU, with complete checksums
-    data = [inner_frame(c.data) for c in cap.frames
-            if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"]
+    data = [
+        inner_frame(c.data)
+        for c in cap.frames
+        if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"
+    ]
     assert len(data) * (MTU - 52) >= len(payload)
     assert max(len(c.data) for c in cap.frames) <= MTU + 14 + 4
     assert all(lib.rtn_l4_csum_ok(f, len(f)) for f in data if f[23] == 6)
@@ -116,7 +138,7 @@ def tap_tx_dropped(ns: str) -> int:
 def rt_slot_window(station, seconds: float) -> tuple[int, int]:
     """(occurrences, missed) of RT slot 0 over ``seconds`` of wall time."""
     before = station.stats()["tdma"]["slots"][0]
-    threading.Event().wait(seconds)   # a measurement window, not synchronisation
+    threading.Event().wait(seconds)  # a measurement window, not synchronisation
     after = station.stats()["tdma"]["slots"][0]
     return (after["occurrences"] - before["occurrences"], after["missed"] - before["missed"])
 
@@ -128,14 +150,14 @@ def test_flood_beyond_capacity_is_dropped_at_the_tap(lab):
         with netns.entered(lab.station(1).netns):
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         with sock:
-            for _ in range(20000):   # 20 MB in a burst against ~45 Mbit/s of slots
+            for _ in range(20000):  # 20 MB in a burst against ~45 Mbit/s of slots
                 try:
                     sock.sendto(b"x" * 1000, ("198.19.0.2", 9))
                 except OSError:
                     pass  # ENOBUFS from a full queue is the drop we want to see
         drops = tap_tx_dropped(lab.station(1).netns) + stations[0].stats()["vnic"]["tx_dropped"]
         assert drops > 0
-        assert stations[0].stats()["tdma"]["sync_tx"] > sync_before   # the cycle went on
+        assert stations[0].stats()["tdma"]["sync_tx"] > sync_before  # the cycle went on
         # while the queued frames drain at saturation, the RT slot keeps its timing
         occ, missed = rt_slot_window(stations[0], 1.0)
         assert occ > 0
@@ -168,13 +190,13 @@ def test_malformed_tunnel_frames_are_counted(lab):
         src = parse_mac(lab.station(2).mac)
         eth = dst + src + ETH_RTMAC.to_bytes(2, "big")
         bad = [
-            eth + b"\x08\x00\x01\x01" + b"\0" * 46,   # RTmac version 1
-            eth + b"\x00\x10\x02\x01" + b"\0" * 46,   # inner type 0x0010 is a length
-            eth + b"\x08\x00\x02\x01",                # no inner payload
+            eth + b"\x08\x00\x01\x01" + b"\0" * 46,  # RTmac version 1
+            eth + b"\x00\x10\x02\x01" + b"\0" * 46,  # inner type 0x0010 is a length
+            eth + b"\x08\x00\x02\x01",  # no inner payload
         ]
         before = stations[0].stats()["vnic"]["rx_bad"]
         raw_send(lab.station(2).netns, bad * 10)
-        r = ping(lab, 2, "198.19.0.1")   # and the VNIC still works afterwards
+        r = ping(lab, 2, "198.19.0.1")  # and the VNIC still works afterwards
         st = stations[0].stats()
         assert st["vnic"]["rx_bad"] - before == 30
         assert st["running"]

@@ -1,4 +1,5 @@
 """AF_XDP real-time path between two lab stations (root, namespaces, AF_XDP)."""
+
 import errno
 import os
 import socket
@@ -17,8 +18,8 @@ from rtnet.xsk import RawSocket
 
 pytestmark = pytest.mark.netns
 
-EXTRA_RT = 0x88B5       # configured real-time EtherType
-NOT_RT = 0x88B6         # never steered: must reach Linux, not the socket
+EXTRA_RT = 0x88B5  # configured real-time EtherType
+NOT_RT = 0x88B6  # never steered: must reach Linux, not the socket
 DUMMY_NS = "rtnx-dummy"
 
 

@@ -1,4 +1,5 @@
 """A channel's shared memory as the station builds it, for tests without a station."""
+
 import mmap
 import os
 
@@ -23,8 +24,9 @@ class FakeChannelMemory:
         s.ethertype, s.max_size, s.alive = ethertype, max_size, 1
         s.station_mac = mac
         s.tx.size = s.rx.size = depth
-        self.msgs = ffi.cast("struct rtn_msg *", ffi.cast("char *", self.shm)
-                             + ffi.sizeof("struct rtn_chan_shm"))
+        self.msgs = ffi.cast(
+            "struct rtn_msg *", ffi.cast("char *", self.shm) + ffi.sizeof("struct rtn_chan_shm")
+        )
 
     def tx(self, i):
         return self.msgs[i]
@@ -40,10 +42,12 @@ class FakeChannelMemory:
         assert lib.rtn_app_hdr_parse(frame, len(frame), st) >= 0, "a lying header is dropped"
         ffi.memmove(m.frame, frame, len(frame))
         m.len, m.seq = len(frame), st.seq
-        m.sched_ns, m.handover_ns, m.pickup_ns, m.tx_ns = (st.t[lib.RTN_STAMP_SCHED],
-                                                           st.t[lib.RTN_STAMP_HANDOVER],
-                                                           st.t[lib.RTN_STAMP_PICKUP],
-                                                           st.t[lib.RTN_STAMP_TX])
+        m.sched_ns, m.handover_ns, m.pickup_ns, m.tx_ns = (
+            st.t[lib.RTN_STAMP_SCHED],
+            st.t[lib.RTN_STAMP_HANDOVER],
+            st.t[lib.RTN_STAMP_PICKUP],
+            st.t[lib.RTN_STAMP_TX],
+        )
         m.rx_ns, m.rx_rt_ns = rx_ns, rx_rt_ns
         self.shm.rx.head += 1
 

@@ -4,6 +4,7 @@ The channel memory is built here as the station builds it (struct
 rtn_chan_shm in a memfd), so sending, receiving and the control-socket
 protocol can be checked byte for byte without root.
 """
+
 import errno
 import json
 import os
@@ -42,8 +43,14 @@ def test_send_builds_the_frame_in_the_tx_ring(mem):
         assert frame[:6] == bytes.fromhex("025254000002") and frame[6:12] == STATION_MAC
         magic, seq, sched, tx, hlen, _, handover, pickup = struct.unpack("!IIqqHHqq", frame[14:58])
         assert struct.unpack("!H", frame[12:14])[0] == ET
-        assert (magic, seq, sched, tx, hlen, pickup) == \
-            (lib.RTN_APP_MAGIC_X, 0, 123456789, 0, lib.RTN_APP_XHDR_LEN, 0)
+        assert (magic, seq, sched, tx, hlen, pickup) == (
+            lib.RTN_APP_MAGIC_X,
+            0,
+            123456789,
+            0,
+            lib.RTN_APP_XHDR_LEN,
+            0,
+        )
         # the hand-over stamp is the send call's global time (the fake publishes no cycle:
         # CLOCK_MONOTONIC), the same in the header and in the message
         assert 0 < handover <= time.monotonic_ns() and m.handover_ns == handover
@@ -60,7 +67,7 @@ def test_full_tx_ring_refuses_and_counts(mem):
         st = ch.stats()
         assert st["tx_sent"] == mem.depth and st["tx_full"] == 1 and st["tx_queued"] == mem.depth
         assert mem.shm.tx.drops == 1
-        mem.shm.tx.tail = 1             # the station took one
+        mem.shm.tx.tail = 1  # the station took one
         assert ch.send(DST, b"y") == mem.depth
 
 
@@ -81,20 +88,23 @@ def _raw(ethertype=ET, body=b"rtcfg-like body", dst=DST):
 
 
 def test_send_raw_puts_the_callers_frame_in_the_tx_ring_unchanged(mem):
-    frame = _raw(body=bytes(46))                # an RTcfg frame padded to 60 bytes
+    frame = _raw(body=bytes(46))  # an RTcfg frame padded to 60 bytes
     with Channel.attach(*mem.fds()) as ch:
         ch.send_raw(frame)
         assert mem.shm.tx.head == 1 and mem.sent(0) == frame
         assert mem.tx(0).seq == 0 and ch.stats()["tx_sent"] == 1
 
 
-@pytest.mark.parametrize("frame,why", [
-    (b"", "0 bytes"),
-    (_raw()[:13], "13 bytes"),
-    (_raw(ethertype=0x9022), "EtherType 0x9022 on a channel of 0x88b5"),
-    (_raw(body=bytes(1514 - 14 + 1)), "1515 bytes"),
-    (_raw(body=struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0)), "like an application header"),
-])
+@pytest.mark.parametrize(
+    "frame,why",
+    [
+        (b"", "0 bytes"),
+        (_raw()[:13], "13 bytes"),
+        (_raw(ethertype=0x9022), "EtherType 0x9022 on a channel of 0x88b5"),
+        (_raw(body=bytes(1514 - 14 + 1)), "1515 bytes"),
+        (_raw(body=struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0)), "like an application header"),
+    ],
+)
 def test_send_raw_refuses_what_the_channel_cannot_carry(mem, frame, why):
     with Channel.attach(*mem.fds()) as ch:
         with pytest.raises(ChannelError) as e:
@@ -125,25 +135,41 @@ def test_a_raw_frame_received_gives_the_bytes_after_the_ethernet_header(mem):
 
 
 def test_recv_parses_what_the_station_wrote(mem):
-    frame = (STATION_MAC[::-1] + bytes.fromhex("025254000009") + struct.pack("!H", ET)
-             + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 7, 100, 200) + b"payload")
+    frame = (
+        STATION_MAC[::-1]
+        + bytes.fromhex("025254000009")
+        + struct.pack("!H", ET)
+        + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 7, 100, 200)
+        + b"payload"
+    )
     m = mem.rx(0)
     m.len, m.seq, m.sched_ns, m.tx_ns, m.rx_ns = len(frame), 7, 100, 200, 300
     ffi.memmove(m.frame, frame, len(frame))
     with Channel.attach(*mem.fds()) as ch:
-        assert ch.recv(timeout=0) is None           # nothing committed yet
+        assert ch.recv(timeout=0) is None  # nothing committed yet
         mem.shm.rx.head = 1
         msg = ch.recv(timeout=0)
-        assert (msg.src, msg.seq, msg.sched_ns, msg.tx_ns, msg.rx_ns, msg.payload) == \
-            ("02:52:54:00:00:09", 7, 100, 200, 300, b"payload")
+        assert (msg.src, msg.seq, msg.sched_ns, msg.tx_ns, msg.rx_ns, msg.payload) == (
+            "02:52:54:00:00:09",
+            7,
+            100,
+            200,
+            300,
+            b"payload",
+        )
         assert msg.dst == "01:00:00:54:52:02"
         assert mem.shm.rx.tail == 1 and ch.stats()["rx_received"] == 1
         assert ch.recv(timeout=0.01) is None and ch.stats()["rx_waiting"] == 0
 
 
 def test_reply_goes_to_the_sender_with_its_sequence_number(mem):
-    request = (STATION_MAC + bytes.fromhex("025254000009") + struct.pack("!H", ET)
-               + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 41, 0, 0) + b"question")
+    request = (
+        STATION_MAC
+        + bytes.fromhex("025254000009")
+        + struct.pack("!H", ET)
+        + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 41, 0, 0)
+        + b"question"
+    )
     mem.deliver(request)
     with Channel.attach(*mem.fds()) as ch:
         msg = ch.recv(timeout=0)
@@ -152,16 +178,19 @@ def test_reply_goes_to_the_sender_with_its_sequence_number(mem):
         frame = mem.sent(0)
         assert frame[:6] == bytes.fromhex("025254000009") and frame[6:12] == STATION_MAC
         assert struct.unpack_from("!II", frame, 14) == (lib.RTN_APP_MAGIC_X, 41)
-        assert frame[lib.RTN_APP_OVERHEAD:] == b"answer" and mem.tx(0).seq == 41
-        assert ch.send(DST, b"own") == 0            # the channel's numbering did not move
+        assert frame[lib.RTN_APP_OVERHEAD :] == b"answer" and mem.tx(0).seq == 41
+        assert ch.send(DST, b"own") == 0  # the channel's numbering did not move
         assert ch.stats()["tx_sent"] == 2
 
 
 def test_station_gone_gives_enotconn(mem):
     with Channel.attach(*mem.fds()) as ch:
         mem.shm.alive = 0
-        for call in (lambda: ch.send(DST, b""), lambda: ch.recv(timeout=0.5),
-                     lambda: ch.wait_cycle(timeout=0.5)):
+        for call in (
+            lambda: ch.send(DST, b""),
+            lambda: ch.recv(timeout=0.5),
+            lambda: ch.wait_cycle(timeout=0.5),
+        ):
             with pytest.raises(ChannelError) as e:
                 call()
             assert e.value.errno == errno.ENOTCONN
@@ -175,8 +204,12 @@ def test_cycle_info_and_timeout(mem):
         s.cycle_no, s.cycle_start_global, s.cycle_start_os = 41, 5_000_100, 5_000_000
         s.clock_offset, s.cycle_ns, s.cycle_seq = 100, 1_000_000, 1
         wi = ch.cycle_info()
-        assert (wi.cycle_no, wi.cycle_start_ns, wi.cycle_start_os_ns, wi.cycle_ns) == \
-            (41, 5_000_100, 5_000_000, 1_000_000)
+        assert (wi.cycle_no, wi.cycle_start_ns, wi.cycle_start_os_ns, wi.cycle_ns) == (
+            41,
+            5_000_100,
+            5_000_000,
+            1_000_000,
+        )
 
 
 def test_slave_cycle_length_is_learnt(mem):
@@ -190,8 +223,12 @@ def test_slave_cycle_length_is_learnt(mem):
 
 
 def test_bad_arguments_fail_before_c():
-    for kw in ({"ethertype": 0x0500}, {"ethertype": ET, "depth": 3},
-               {"ethertype": ET, "prio": 32}, {"ethertype": ET, "max_size": 20}):
+    for kw in (
+        {"ethertype": 0x0500},
+        {"ethertype": ET, "depth": 3},
+        {"ethertype": ET, "prio": 32},
+        {"ethertype": ET, "max_size": 20},
+    ):
         with pytest.raises(ConfigError):
             Channel.open("rteth0", **kw)
 
@@ -219,6 +256,7 @@ def test_attach_refuses_foreign_memory():
 
 
 # ---- control socket protocol against a fake daemon ------------------------------
+
 
 class FakeDaemon:
     """Answers one channel.open per connection with ``reply`` (and the fds if ok)."""
@@ -249,7 +287,7 @@ class FakeDaemon:
                     os.close(fd)
             else:
                 conn.sendall(line)
-            conn.recv(1)            # returns b"" when the client lets go of the channel
+            conn.recv(1)  # returns b"" when the client lets go of the channel
             self.closed.set()
 
     def stop(self):
@@ -265,25 +303,37 @@ def run_dir(tmp_path, monkeypatch):
 
 
 def test_open_over_control_socket(run_dir, mem):
-    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 3, "shm_size": 0},
-                   mem, split=True)
+    d = FakeDaemon(
+        str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 3, "shm_size": 0}, mem, split=True
+    )
     try:
-        ch = Channel.open("rteth0", netns="nsx", ethertype=ET, slot=1, prio=4, max_size=200,
-                          depth=16)
-        assert d.requests == [{"cmd": "channel.open", "ethertype": ET, "slot": 1, "prio": 4,
-                               "max_size": 200, "depth": 16}]
+        ch = Channel.open(
+            "rteth0", netns="nsx", ethertype=ET, slot=1, prio=4, max_size=200, depth=16
+        )
+        assert d.requests == [
+            {
+                "cmd": "channel.open",
+                "ethertype": ET,
+                "slot": 1,
+                "prio": 4,
+                "max_size": 200,
+                "depth": 16,
+            }
+        ]
         ch.send(DST, b"hi")
         assert mem.shm.tx.head == 1
         assert not d.closed.is_set()
         ch.close()
         assert d.closed.wait(2), "closing the channel must close the control connection"
-        ch.close()                   # idempotent
+        ch.close()  # idempotent
     finally:
         d.stop()
 
 
 def test_open_refused_carries_the_daemon_error(run_dir):
-    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": False, "error": "all 16 channels are in use"})
+    d = FakeDaemon(
+        str(run_dir / "rteth0.ctl"), {"ok": False, "error": "all 16 channels are in use"}
+    )
     try:
         with pytest.raises(ChannelError) as e:
             Channel.open("rteth0", netns="nsx", ethertype=ET)
@@ -310,16 +360,23 @@ def c_open(netns, **kw):
 
 
 def test_c_open_speaks_the_same_protocol(run_dir, mem):
-    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 5, "shm_size": 0},
-                   mem, split=True)
+    d = FakeDaemon(
+        str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 5, "shm_size": 0}, mem, split=True
+    )
     try:
         rc, ch = c_open(b"nsx", depth=32, prio=2)
         assert rc == 0, ffi.string(lib.rtn_last_error())
         st = ffi.new("struct rtn_app_stats *")
         lib.rtn_app_stats(ch, st)
         assert st.channel == 5 and st.ethertype == ET
-        assert d.requests[0] == {"cmd": "channel.open", "ethertype": ET, "slot": 0, "prio": 2,
-                                 "max_size": 1514, "depth": 32}
+        assert d.requests[0] == {
+            "cmd": "channel.open",
+            "ethertype": ET,
+            "slot": 0,
+            "prio": 2,
+            "max_size": 1514,
+            "depth": 32,
+        }
         lib.rtn_app_close(ch)
         assert d.closed.wait(2)
     finally:
@@ -334,7 +391,7 @@ def test_c_open_refuses_no_cycles_before_asking_the_daemon(run_dir):
 
 
 def test_c_open_reports_refusal(run_dir):
-    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": False, "error": "EtherType \"x\" bad"})
+    d = FakeDaemon(str(run_dir / "rteth0.ctl"), {"ok": False, "error": 'EtherType "x" bad'})
     try:
         rc, _ = c_open(b"nsx")
         assert rc < 0
@@ -346,13 +403,18 @@ def test_c_open_reports_refusal(run_dir):
 def test_a_broken_length_or_depth_from_the_shared_page_stays_inside_the_slot(mem):
     """The application reads the station's page: a length beyond the slot, or a depth
     changed after attach, never makes it read outside its own message slot."""
-    frame = (STATION_MAC + STATION_MAC + struct.pack("!H", ET)
-             + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0) + b"x" * 10)
+    frame = (
+        STATION_MAC
+        + STATION_MAC
+        + struct.pack("!H", ET)
+        + struct.pack("!IIqq", lib.RTN_APP_MAGIC, 1, 0, 0)
+        + b"x" * 10
+    )
     m = mem.rx(0)
     ffi.memmove(m.frame, frame, len(frame))
     m.len = 0xFFFFFFFF
     with Channel.attach(*mem.fds()) as ch:
-        mem.shm.depth = 1 << 30             # rewritten after attach: not used
+        mem.shm.depth = 1 << 30  # rewritten after attach: not used
         mem.shm.rx.head = 1
         msg = ch.recv(timeout=0)
         assert len(msg.payload) == lib.RTN_CHAN_MSG_MAX - 14 - 24
@@ -366,12 +428,12 @@ def test_the_stations_pickup_stamp_is_read_back_once_it_took_the_message(mem):
         c = ch._live()
         out = ffi.new("int64_t *")
         pos = lib.rtn_app_tx_next(c)
-        assert lib.rtn_app_tx_pickup(c, pos, out) == -1          # not sent yet
+        assert lib.rtn_app_tx_pickup(c, pos, out) == -1  # not sent yet
         ch.send(DST, b"abc")
         assert lib.rtn_app_tx_next(c) == pos + 1
-        assert lib.rtn_app_tx_pickup(c, pos, out) == 0           # the station has not taken it
+        assert lib.rtn_app_tx_pickup(c, pos, out) == 0  # the station has not taken it
         lib.rtn_app_hdr_stamp_pickup(mem.tx(pos).frame, mem.tx(pos).len, 987654321)
-        assert lib.rtn_app_tx_pickup(c, pos, out) == 0           # stamped, but not released
+        assert lib.rtn_app_tx_pickup(c, pos, out) == 0  # stamped, but not released
         mem.shm.tx.tail = pos + 1
         assert lib.rtn_app_tx_pickup(c, pos, out) == 1 and out[0] == 987654321
         # a message the station released without stamping (a ring it found broken)
@@ -389,6 +451,6 @@ def test_the_stations_pickup_stamp_is_read_back_once_it_took_the_message(mem):
         mem.shm.tx.tail += 1
         assert lib.rtn_app_tx_pickup(c, p, out) == -1
         ch.send(DST, b"f")
-        mem.tx(p + 1).frame[38] = 0xFF                           # a header length beyond the copy
+        mem.tx(p + 1).frame[38] = 0xFF  # a header length beyond the copy
         mem.shm.tx.tail += 1
         assert lib.rtn_app_tx_pickup(c, p + 1, out) == -1

@@ -1,6 +1,7 @@
 """UDP sockets in the application library (csrc/rtn_app_udp.c) on a channel's memory
 without a station: the frames sendto() leaves in the TX ring (read by scapy) and what
 recvfrom() makes of the RX ring."""
+
 import errno
 
 import pytest
@@ -52,11 +53,11 @@ def test_sendto_should_leave_a_datagram_scapy_reads_with_good_checksums(udp):
         assert p.dst == PEER_MAC and p[IP].src == OWN_IP and p[IP].dst == PEER_IP
         assert (p[UDP].sport, p[UDP].dport) == (5000, 6000) and checksums_ok(frame)
         data = bytes(p[UDP].payload)
-        if stamped:       # the RTNX header first: magic, then seq
+        if stamped:  # the RTNX header first: magic, then seq
             assert data[:4] == b"RTNX" and int.from_bytes(data[4:8], "big") == i
-            assert data[lib.RTN_APP_XHDR_LEN:] == b"data %d" % i
+            assert data[lib.RTN_APP_XHDR_LEN :] == b"data %d" % i
         else:
-            assert data == b"data %d" % i       # the wire carries the data alone
+            assert data == b"data %d" % i  # the wire carries the data alone
 
 
 def test_sendto_without_a_neighbour_should_be_ehostunreach_and_counted(udp):
@@ -84,12 +85,17 @@ def test_sendto_to_the_broadcast_should_need_no_neighbour(udp):
 
 def test_recvfrom_should_give_the_data_the_peer_and_the_stamps(udp):
     mem, sock, stamped = udp
-    frame = bytearray(bytes(Ether(src=PEER_MAC, dst="02:52:54:00:00:01") /
-                            IP(src=PEER_IP, dst=OWN_IP) / UDP(sport=6000, dport=5000) /
-                            Raw(b"RTNX" + bytes(40) + b"hello")))
-    if stamped:                               # a sound RTNX header: length 44 at its offset
-        frame[lib.RTN_UDP_HLEN + 24:lib.RTN_UDP_HLEN + 26] = (44).to_bytes(2, "big")
-        frame[lib.RTN_UDP_HLEN + 4:lib.RTN_UDP_HLEN + 8] = (77).to_bytes(4, "big")
+    frame = bytearray(
+        bytes(
+            Ether(src=PEER_MAC, dst="02:52:54:00:00:01")
+            / IP(src=PEER_IP, dst=OWN_IP)
+            / UDP(sport=6000, dport=5000)
+            / Raw(b"RTNX" + bytes(40) + b"hello")
+        )
+    )
+    if stamped:  # a sound RTNX header: length 44 at its offset
+        frame[lib.RTN_UDP_HLEN + 24 : lib.RTN_UDP_HLEN + 26] = (44).to_bytes(2, "big")
+        frame[lib.RTN_UDP_HLEN + 4 : lib.RTN_UDP_HLEN + 8] = (77).to_bytes(4, "big")
     m = mem.rx(0)
     ffi.memmove(m.frame, bytes(frame), len(frame))
     m.len, m.seq, m.rx_ns, m.tx_ns = len(frame), 77 if stamped else 0, 2000, 1000
@@ -104,9 +110,10 @@ def test_recvfrom_should_give_the_data_the_peer_and_the_stamps(udp):
 
 def test_a_lying_datagram_in_the_ring_should_be_counted_not_read_past(udp):
     mem, sock, _ = udp
-    frame = bytearray(bytes(Ether() / IP(src=PEER_IP, dst=OWN_IP) / UDP(sport=1, dport=5000) /
-                            Raw(b"abc")))
-    frame[38:40] = (1400).to_bytes(2, "big")   # a UDP length beyond the message
+    frame = bytearray(
+        bytes(Ether() / IP(src=PEER_IP, dst=OWN_IP) / UDP(sport=1, dport=5000) / Raw(b"abc"))
+    )
+    frame[38:40] = (1400).to_bytes(2, "big")  # a UDP length beyond the message
     m = mem.rx(0)
     ffi.memmove(m.frame, bytes(frame), len(frame))
     m.len = len(frame)
@@ -128,7 +135,8 @@ def test_an_unbound_socket_should_refuse_to_send():
 def test_sendto_on_an_ethertype_channel_should_be_einval():
     mem = FakeChannelMemory()
     ch = Channel.attach(*mem.fds())
-    assert lib.rtn_app_sendto(ch._ch, ipv4.ip_int(PEER_IP), 1, b"x", 1, 0, ffi.NULL) == \
-        -errno.EINVAL
+    assert (
+        lib.rtn_app_sendto(ch._ch, ipv4.ip_int(PEER_IP), 1, b"x", 1, 0, ffi.NULL) == -errno.EINVAL
+    )
     ch.close()
     mem.close()

@@ -8,6 +8,7 @@ many frames were counted.  Only stages without a NIC run here (no root, no
 namespace): the application send, the 802.1CB tagging per copy, and the socket
 interposer's sendto() and recvfrom() beside the library's UDP calls.
 """
+
 import json
 import os
 import subprocess
@@ -25,20 +26,37 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def harness():
     require_tool("valgrind")
     require_tool("make")
-    r = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "csrc"), "build/bench/cost_stages",
-                        "build/bench/cost_preload"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            os.path.join(ROOT, "csrc"),
+            "build/bench/cost_stages",
+            "build/bench/cost_preload",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
 
 
 def run_tool(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "tools.bench_cost", "--no-build", "--no-netns",
-                           *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.bench_cost", "--no-build", "--no-netns", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
 
 
 def test_counts_are_positive_per_unit_and_repeat(harness, tmp_path):
     out = tmp_path / "cost.json"
-    r = run_tool("--stages", "app_send,frer_send", "--frames", "40", "--repeat", "2",
-                 "--out", str(out))
+    r = run_tool(
+        "--stages", "app_send,frer_send", "--frames", "40", "--repeat", "2", "--out", str(out)
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "agree within 1%" in r.stdout
     res = json.loads(out.read_text())
@@ -59,8 +77,17 @@ def test_interposer_stages_count_and_repeat(harness, tmp_path):
     """sendto() and recvfrom() through the socket interposer, next to the library's
     calls on the same UDP socket: positive, and exact on a second pass."""
     out = tmp_path / "cost.json"
-    r = run_tool("--stages", "app_sendto,preload_send,app_recvfrom,preload_recv", "--frames",
-                 "40", "--repeat", "2", "--out", str(out), timeout=240)
+    r = run_tool(
+        "--stages",
+        "app_sendto,preload_send,app_recvfrom,preload_recv",
+        "--frames",
+        "40",
+        "--repeat",
+        "2",
+        "--out",
+        str(out),
+        timeout=240,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "interposer's own cost: preload_send - app_send, preload_recv - app_recv" in r.stdout
     res = json.loads(out.read_text())
@@ -77,7 +104,8 @@ def test_interposer_stages_count_and_repeat(harness, tmp_path):
     assert st["preload_recv"]["per_unit"]["rx_notifies"] == 1
     ip = res["interposer"]
     assert ip["send"]["minus_app_sendto"] == pytest.approx(
-        st["preload_send"]["ir_per_unit"] - st["app_sendto"]["ir_per_unit"])
+        st["preload_send"]["ir_per_unit"] - st["app_sendto"]["ir_per_unit"]
+    )
 
 
 def test_per_frame_figure_does_not_depend_on_the_count(harness, tmp_path):
@@ -93,21 +121,26 @@ def test_per_frame_figure_does_not_depend_on_the_count(harness, tmp_path):
 def test_compare_prints_before_and_after(harness, tmp_path):
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     assert run_tool("--stages", "frer_send", "--frames", "20", "--out", str(old)).returncode == 0
-    r = run_tool("--stages", "frer_send", "--frames", "20", "--out", str(new),
-                 "--compare", str(old))
+    r = run_tool(
+        "--stages", "frer_send", "--frames", "20", "--out", str(new), "--compare", str(old)
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "Before/after" in r.stdout
     # the same code twice: no change
-    assert any(ln.startswith("frer_send") and ln.rstrip().endswith("+0.0%")
-               for ln in r.stdout.splitlines())
+    assert any(
+        ln.startswith("frer_send") and ln.rstrip().endswith("+0.0%") for ln in r.stdout.splitlines()
+    )
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--stages", "nope"], "unknown stage nope"),
-    (["--frames", "0"], "invalid frames"),
-    (["--repeat", "x"], "invalid repeat"),
-    (["--stages", "anchor"], "needs the namespace"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--stages", "nope"], "unknown stage nope"),
+        (["--frames", "0"], "invalid frames"),
+        (["--repeat", "x"], "invalid repeat"),
+        (["--stages", "anchor"], "needs the namespace"),
+    ],
+)
 def test_bad_input_is_one_line(args, says):
     r = run_tool(*args, timeout=30)
     assert r.returncode == 2
@@ -127,8 +160,16 @@ def test_benchmarks_section_is_replaced_not_repeated(harness, tmp_path):
     md = tmp_path / "BENCHMARKS.md"
     md.write_text("# Benchmarks\n\nother sections\n")
     for _ in range(2):
-        r = run_tool("--stages", "frer_recover", "--frames", "20", "--out",
-                     str(tmp_path / "c.json"), "--benchmarks", str(md))
+        r = run_tool(
+            "--stages",
+            "frer_recover",
+            "--frames",
+            "20",
+            "--out",
+            str(tmp_path / "c.json"),
+            "--benchmarks",
+            str(md),
+        )
         assert r.returncode == 0, r.stderr[-2000:]
     text = md.read_text()
     assert text.startswith("# Benchmarks\n\nother sections\n")

@@ -1,6 +1,7 @@
 """tools/bench_sockperf.py without a lab: sockperf's summaries parsed, a run's targets and
 flags derived, the report over runs (a flagged run left out) and its BENCHMARKS.md
 section replaced between its markers."""
+
 import pytest
 
 from tools import bench_sockperf
@@ -34,8 +35,13 @@ def sp():
 def test_sockperf_summaries_are_parsed(sp):
     pp = sp.parse_pingpong(PINGPONG)
     assert (pp["sent"], pp["received"], pp["samples"], pp["dropped"]) == (26145, 26145, 26145, 0)
-    assert (pp["p50"], pp["p99"], pp["p99.9"], pp["max"], pp["min"]) == \
-        (18.524, 58.89, 185.857, 3715.707, 13.425)
+    assert (pp["p50"], pp["p99"], pp["p99.9"], pp["max"], pp["min"]) == (
+        18.524,
+        58.89,
+        185.857,
+        3715.707,
+        13.425,
+    )
     assert sp.parse_throughput(THROUGHPUT) == {"sent": 105629, "seconds": 1.0}
     assert sp.parse_server_total(SERVER) == 119956
     with pytest.raises(sp.BenchError):
@@ -45,11 +51,18 @@ def test_sockperf_summaries_are_parsed(sp):
 def run(k, kernel, end, nomac, native, tdma_flood, posix=None):
     def pp(p50, p999=None):
         return {"pp": {"p50": p50, "p99": p50 * 2, "p99.9": p999 or p50 * 3, "max": p50 * 9}}
-    res = {"run_index": k, "settings": {"seconds": 5.0, "tdma": {"guard_us": 150}},
-           "columns": {"kernel": {"idle": pp(kernel), "flood": pp(kernel, 250.0)},
-                       "nomac": {"idle": pp(nomac)}, "native": {"idle": pp(native)},
-                       "tdma": {"idle": pp(999.0), "flood": pp(999.0, tdma_flood)}},
-           "extra": {"kernel_idle_end": {"p50": end}, "posix_rt": {"p50": posix or native}}}
+
+    res = {
+        "run_index": k,
+        "settings": {"seconds": 5.0, "tdma": {"guard_us": 150}},
+        "columns": {
+            "kernel": {"idle": pp(kernel), "flood": pp(kernel, 250.0)},
+            "nomac": {"idle": pp(nomac)},
+            "native": {"idle": pp(native)},
+            "tdma": {"idle": pp(999.0), "flood": pp(999.0, tdma_flood)},
+        },
+        "extra": {"kernel_idle_end": {"p50": end}, "posix_rt": {"p50": posix or native}},
+    }
     sp_mod = bench_sockperf
     sp_mod.derive(res)
     return res
@@ -66,12 +79,15 @@ def test_a_run_derives_its_targets_and_is_flagged_when_its_baselines_disagree(sp
 
 
 def test_the_report_leaves_a_flagged_run_out_and_judges_each_target(sp, tmp_path):
-    runs = [run(1, 30.0, 32.0, 66.0, 65.0, 1900.0), run(2, 18.7, 28.7, 80.0, 70.0, 9000.0),
-            run(3, 31.0, 30.0, 68.0, 65.5, 1950.0)]
+    runs = [
+        run(1, 30.0, 32.0, 66.0, 65.0, 1900.0),
+        run(2, 18.7, 28.7, 80.0, 70.0, 9000.0),
+        run(3, 31.0, 30.0, 68.0, 65.5, 1950.0),
+    ]
     text, merged = sp.report(runs, [{"run": 1}, {"run": 2}, {"run": 3}])
     assert "over 2 runs (1 flagged run(s) left out)" in text
     assert "Run 2 flagged: idle baselines disagree" in text
-    assert float(merged["derived"]["tdma_flood_p999_us"]) == 1925.0      # runs 1 and 3 only
+    assert float(merged["derived"]["tdma_flood_p999_us"]) == 1925.0  # runs 1 and 3 only
     assert "TDMA p99.9 round trip under the flood: 1,925.00 [1,900.00..1,950.00] us" in text
     assert "(target <= 2000 us; kernel UDP under the same flood: p99.9 250.0 us): met" in text
     assert "| round trip p50, us | 30.5 [30.0..31.0] | 67.0 [66.0..68.0] |" in text

@@ -12,6 +12,7 @@ references (U).  An edge a -> b means a references a symbol b defines.
 Strongly connected components (Tarjan) of more than one file are loops.
 The socket interposer (csrc/preload/) is a separate library and not looked at.
 """
+
 import concurrent.futures
 import glob
 import os
@@ -36,8 +37,18 @@ def _flags() -> list[str]:
             if line.startswith("VERSION = "):
                 version = line.split('"')[1]
     assert version, "csrc/build_core.py has no VERSION"
-    return ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror", "-std=gnu11",
-            f'-DRTN_VERSION="{version}"', "-D_GNU_SOURCE", "-I", CSRC]
+    return [
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Wno-unused-parameter",
+        "-Werror",
+        "-std=gnu11",
+        f'-DRTN_VERSION="{version}"',
+        "-D_GNU_SOURCE",
+        "-I",
+        CSRC,
+    ]
 
 
 def _sources() -> list[str]:
@@ -46,8 +57,9 @@ def _sources() -> list[str]:
 
 def _compile(cc: str, src: str, out_dir: str) -> str:
     obj = os.path.join(out_dir, os.path.basename(src)[:-2] + ".o")
-    res = subprocess.run([cc, *_flags(), "-c", src, "-o", obj], capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [cc, *_flags(), "-c", src, "-o", obj], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, f"{src} does not compile:\n{res.stderr[-3000:]}"
     return obj
 
@@ -70,8 +82,10 @@ def call_graph(objects: dict[str, tuple[set[str], set[str]]]) -> dict[str, set[s
     for name in sorted(objects):
         for sym in objects[name][0]:
             owner.setdefault(sym, name)
-    return {name: {owner[u] for u in undef if u in owner and owner[u] != name}
-            for name, (_, undef) in objects.items()}
+    return {
+        name: {owner[u] for u in undef if u in owner and owner[u] != name}
+        for name, (_, undef) in objects.items()
+    }
 
 
 def loops(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -115,7 +129,7 @@ def test_the_cycle_finder_finds_a_known_loop():
         "a": ({"fa"}, {"fb"}),
         "b": ({"fb"}, {"fc", "printf"}),
         "c": ({"fc"}, {"fa"}),
-        "d": ({"fd"}, {"fa"}),          # calls into the loop, is not part of it
+        "d": ({"fd"}, {"fa"}),  # calls into the loop, is not part of it
         "e": ({"fe", "table"}, set()),
         "f": ({"ff"}, {"table", "fe"}),  # data references count as well
     }
@@ -127,9 +141,11 @@ def test_the_cycle_finder_finds_a_known_loop():
 
 
 def test_symbols_reads_nm_output():
-    out = ("0000000000000000 T rtn_send\n0000000000000010 R rtn_ops\n"
-           "                 U rtn_recv\n0000000000000020 t local_helper\n"
-           "0000000000000004 B counter\n")
+    out = (
+        "0000000000000000 T rtn_send\n0000000000000010 R rtn_ops\n"
+        "                 U rtn_recv\n0000000000000020 t local_helper\n"
+        "0000000000000004 B counter\n"
+    )
     assert symbols(out) == ({"rtn_send", "rtn_ops", "counter"}, {"rtn_recv"})
 
 
@@ -147,5 +163,7 @@ def test_no_c_file_calls_round_a_loop(tmp_path):
     graph = call_graph(table)
     assert len(graph) == len(_sources())
     found = loops(graph)
-    assert not found, "C files that call each other round a loop (layer them, or reach up " \
+    assert not found, (
+        "C files that call each other round a loop (layer them, or reach up "
         "through a function pointer):\n" + "\n".join(" <-> ".join(c) for c in found)
+    )

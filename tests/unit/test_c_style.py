@@ -7,6 +7,7 @@ formatter's own alignment options (AlignTrailingComments,
 AlignConsecutiveMacros) keep, so the layout is the formatter's, not a
 file's.  Without clang-format the test skips, or fails under CI=true.
 """
+
 import glob
 import os
 import shutil
@@ -21,8 +22,11 @@ CSRC = os.path.join(ROOT, "csrc")
 def _sources() -> list[str]:
     """Every C source and header under csrc/, relative to it, but the build's output."""
     found = glob.glob(os.path.join(CSRC, "**", "*.[ch]"), recursive=True)
-    return sorted(os.path.relpath(p, CSRC) for p in found
-                  if os.path.relpath(p, CSRC).split(os.sep)[0] != "build")
+    return sorted(
+        os.path.relpath(p, CSRC)
+        for p in found
+        if os.path.relpath(p, CSRC).split(os.sep)[0] != "build"
+    )
 
 
 def _clang_format() -> str:
@@ -33,8 +37,13 @@ def _clang_format() -> str:
 
 
 def _dry_run(exe: str, files: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([exe, "--dry-run", "--Werror", "--style=file", *files], cwd=CSRC,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [exe, "--dry-run", "--Werror", "--style=file", *files],
+        cwd=CSRC,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_c_sources_follow_the_clang_format_style():
@@ -43,4 +52,5 @@ def test_c_sources_follow_the_clang_format_style():
     assert files, "no C source is checked"
     res = _dry_run(exe, files)
     assert res.returncode == 0, (
-        "run clang-format -i on these files (csrc/.clang-format):\n" + res.stderr[-4000:])
+        "run clang-format -i on these files (csrc/.clang-format):\n" + res.stderr[-4000:]
+    )

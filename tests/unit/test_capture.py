@@ -1,5 +1,6 @@
 """Capture inside the stack: the capture ring (csrc/rtn_capture.c) and the pcapng files
 rtnetctl capture writes (rtnet.pcapng, rtnet.capture), read back by tshark."""
+
 import errno
 import struct
 import subprocess
@@ -15,6 +16,7 @@ from rtnet.errors import RtnetError
 
 # -- the ring -------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def ring():
     rings = []
@@ -24,6 +26,7 @@ def ring():
         check(lib.rtn_capture_create(snaplen, depth, out))
         rings.append(out[0])
         return out[0]
+
     yield make
     for r in rings:
         lib.rtn_capture_destroy(r)
@@ -54,8 +57,9 @@ def test_a_full_ring_should_drop_and_count_instead_of_overwriting(ring):
     assert [put(r, bytes([i]) * 20, stamp=i) for i in range(6)] == [0, 0, 0, 0, -1, -1]
     assert counts(r) == (4, 2)
     got = read(r, 3)
-    assert [(f.data, f.stamp_ns, f.os_ns) for f in got] == \
-        [(bytes([i]) * 20, i, i + 5) for i in range(3)]
+    assert [(f.data, f.stamp_ns, f.os_ns) for f in got] == [
+        (bytes([i]) * 20, i, i + 5) for i in range(3)
+    ]
     # room again: the ring wraps, oldest first
     assert put(r, b"\x07" * 20, stamp=7) == 0 and put(r, b"\x08" * 20, stamp=8) == 0
     assert [f.stamp_ns for f in read(r)] == [3, 7, 8]
@@ -78,19 +82,22 @@ def test_the_copy_should_carry_the_stamp_the_socket_wrote_into_the_frame(ring):
     r = ring(snaplen=64)
     frame = bytes(60)
     put(r, frame, stamp_off=30, stamp_value=0x0102030405060708)
-    put(r, frame, stamp_off=60, stamp_value=1)          # beyond the frame: left alone
+    put(r, frame, stamp_off=60, stamp_value=1)  # beyond the frame: left alone
     patched, untouched = read(r)
     assert patched.data[30:38] == bytes(range(1, 9)) and patched.data[:30] == bytes(30)
     assert untouched.data == frame
 
 
-@pytest.mark.parametrize("snaplen, depth, why", [
-    (32, 4, "snap length 32 outside 64..2048"),
-    (4096, 4, "snap length 4096 outside"),
-    (64, 3, "depth 3 is not a power of two"),
-    (64, 1, "depth 1 is not a power of two"),
-    (64, 1 << 17, "is not a power of two in 2..65536"),
-])
+@pytest.mark.parametrize(
+    "snaplen, depth, why",
+    [
+        (32, 4, "snap length 32 outside 64..2048"),
+        (4096, 4, "snap length 4096 outside"),
+        (64, 3, "depth 3 is not a power of two"),
+        (64, 1, "depth 1 is not a power of two"),
+        (64, 1 << 17, "is not a power of two in 2..65536"),
+    ],
+)
 def test_a_ring_of_impossible_size_should_be_refused_with_one_line(snaplen, depth, why):
     out = ffi.new("struct rtn_capture **")
     with pytest.raises(RtnetError) as exc:
@@ -124,16 +131,20 @@ def test_producer_and_consumer_in_two_threads_should_lose_nothing_they_do_not_co
     assert not consumer.is_alive()
     frames, drops = counts(r)
     assert drops == refused and frames == len(got) == total - refused
-    assert got == sorted(set(got))       # in order, none twice
+    assert got == sorted(set(got))  # in order, none twice
 
 
 # -- pcapng, read back by tshark ----------------------------------------------------------
 
+
 def _sync_frame() -> bytes:
     # an RTmac/TDMA Sync (RTnet's layout: RTmac header, TDMA header, cycle, stamps),
     # padded to the Ethernet minimum
-    return (bytes.fromhex("ffffffffffff025254000001" "9021" "00010200" "02010000") +
-            struct.pack("!Iqq", 7, 1_000_000, 1_000_500) + bytes(18))
+    return (
+        bytes.fromhex("ffffffffffff02525400000190210001020002010000")
+        + struct.pack("!Iqq", 7, 1_000_000, 1_000_500)
+        + bytes(18)
+    )
 
 
 def tshark_fields(path, *fields) -> list[list[str]]:
@@ -147,16 +158,25 @@ def tshark_fields(path, *fields) -> list[list[str]]:
 
 
 def test_tshark_should_read_ns_time_stamps_direction_and_comments(tmp_path):
-    base = 1_764_586_913_123_456_789          # ns since the epoch, every digit significant
+    base = 1_764_586_913_123_456_789  # ns since the epoch, every digit significant
     frame = _sync_frame()
-    data = (pcapng.section_header() + pcapng.interface_description(2048, "rteth0") +
-            pcapng.enhanced_packet(base, frame, outbound=True, comment="rtnet tx handover=5") +
-            pcapng.enhanced_packet(base + 1, frame[:40], len(frame), outbound=False) +
-            pcapng.enhanced_packet(base + 10**9 + 7, frame[:41]))
+    data = (
+        pcapng.section_header()
+        + pcapng.interface_description(2048, "rteth0")
+        + pcapng.enhanced_packet(base, frame, outbound=True, comment="rtnet tx handover=5")
+        + pcapng.enhanced_packet(base + 1, frame[:40], len(frame), outbound=False)
+        + pcapng.enhanced_packet(base + 10**9 + 7, frame[:41])
+    )
     path = tmp_path / "t.pcapng"
     path.write_bytes(data)
-    rows = tshark_fields(path, "frame.time_epoch", "frame.len", "frame.cap_len",
-                         "frame.packet_flags_direction", "frame.comment")
+    rows = tshark_fields(
+        path,
+        "frame.time_epoch",
+        "frame.len",
+        "frame.cap_len",
+        "frame.packet_flags_direction",
+        "frame.comment",
+    )
     assert rows == [
         ["1764586913.123456789", "60", "60", "0x00000002", "rtnet tx handover=5"],
         ["1764586913.123456790", "60", "40", "0x00000001", ""],
@@ -165,22 +185,53 @@ def test_tshark_should_read_ns_time_stamps_direction_and_comments(tmp_path):
 
 
 def test_a_capture_should_be_time_stamped_in_realtime_with_the_stack_stamps_in_the_comment(
-        tmp_path):
+    tmp_path,
+):
     frame = _sync_frame()
     frames = [
-        CapturedFrame(outbound=True, data=frame, orig_len=len(frame), stamp_ns=5_000_123,
-                      os_ns=1_000_000_001, sched_ns=5_000_000, xdp_stamp=False),
-        CapturedFrame(outbound=False, data=frame[:20], orig_len=len(frame), stamp_ns=5_080_000,
-                      os_ns=1_000_080_000, sched_ns=None, xdp_stamp=True),
+        CapturedFrame(
+            outbound=True,
+            data=frame,
+            orig_len=len(frame),
+            stamp_ns=5_000_123,
+            os_ns=1_000_000_001,
+            sched_ns=5_000_000,
+            xdp_stamp=False,
+        ),
+        CapturedFrame(
+            outbound=False,
+            data=frame[:20],
+            orig_len=len(frame),
+            stamp_ns=5_080_000,
+            os_ns=1_000_080_000,
+            sched_ns=None,
+            xdp_stamp=True,
+        ),
     ]
     path = tmp_path / "c.pcapng"
-    path.write_bytes(to_pcapng(frames, realtime_minus_monotonic=1_700_000_000 * 10**9,
-                               snaplen=2048, ifname="rteth0"))
-    rows = tshark_fields(path, "frame.time_epoch", "frame.len", "frame.cap_len",
-                         "frame.packet_flags_direction", "frame.comment", "_ws.malformed")
+    path.write_bytes(
+        to_pcapng(
+            frames, realtime_minus_monotonic=1_700_000_000 * 10**9, snaplen=2048, ifname="rteth0"
+        )
+    )
+    rows = tshark_fields(
+        path,
+        "frame.time_epoch",
+        "frame.len",
+        "frame.cap_len",
+        "frame.packet_flags_direction",
+        "frame.comment",
+        "_ws.malformed",
+    )
     assert rows == [
-        ["1700000001.000000001", "60", "60", "0x00000002",
-         "rtnet tx handover=5000123 sched=5000000", ""],
+        [
+            "1700000001.000000001",
+            "60",
+            "60",
+            "0x00000002",
+            "rtnet tx handover=5000123 sched=5000000",
+            "",
+        ],
         ["1700000001.000080000", "60", "20", "0x00000001", "rtnet rx xdp=5080000", ""],
     ]
 
@@ -192,22 +243,31 @@ def test_a_time_stamp_before_the_epoch_should_be_refused():
 
 # -- rtnetctl capture's file ------------------------------------------------------------------
 
+
 def _fake_daemon(monkeypatch, frames: list[CapturedFrame]):
     import base64
 
     from rtnet import stationctl
+
     data = to_pcapng(frames, realtime_minus_monotonic=0, snaplen=2048)
 
     def request(dev, req, **kw):
         assert req["cmd"] == "capture" and req["depth"] == 1024
-        return {"ok": True, "frames": len(frames), "dropped": 3,
-                "pcapng_b64": base64.b64encode(data).decode()}
+        return {
+            "ok": True,
+            "frames": len(frames),
+            "dropped": 3,
+            "pcapng_b64": base64.b64encode(data).decode(),
+        }
+
     monkeypatch.setattr(stationctl, "request", request)
 
 
 def test_rtnetctl_capture_should_write_the_daemons_pcapng_and_say_what_was_dropped(
-        monkeypatch, tmp_path, capsys):
+    monkeypatch, tmp_path, capsys
+):
     from rtnet import cli
+
     frame = _sync_frame()
     _fake_daemon(monkeypatch, [CapturedFrame(True, frame, len(frame), 1, 10**18, 1, False)])
     path = tmp_path / "out.pcapng"
@@ -216,8 +276,11 @@ def test_rtnetctl_capture_should_write_the_daemons_pcapng_and_say_what_was_dropp
     assert tshark_fields(path, "frame.time_epoch") == [["1000000000.000000000"]]
 
 
-def test_rtnetctl_capture_into_a_file_that_fails_to_be_written_should_end_with_one_line(monkeypatch, capsys):
+def test_rtnetctl_capture_into_a_file_that_fails_to_be_written_should_end_with_one_line(
+    monkeypatch, capsys
+):
     from rtnet import cli
+
     _fake_daemon(monkeypatch, [])
     assert cli.main(["capture", "-w", "/dev/full"]) == 1
     out, err = capsys.readouterr()

@@ -1,4 +1,5 @@
 """The realtime-monotonic offset: stable across reads, and not skewed by a stall."""
+
 import time
 
 from rtnet import clocks
@@ -19,7 +20,8 @@ def test_a_stall_between_two_reads_does_not_skew_the_offset(monkeypatch):
     def stalled_mono():
         calls["n"] += 1
         t = real_mono()
-        return t + 5_000_000 if calls["n"] == 2 else t   # the first bracket's end read
+        return t + 5_000_000 if calls["n"] == 2 else t  # the first bracket's end read
+
     monkeypatch.setattr(clocks.time, "monotonic_ns", stalled_mono)
     skewed = clocks.realtime_minus_monotonic_ns()
     monkeypatch.setattr(clocks.time, "monotonic_ns", real_mono)

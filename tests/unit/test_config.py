@@ -1,4 +1,5 @@
 """Configuration parsing: rtnet.toml, rtnet.conf, tdma.conf (no root needed)."""
+
 import os
 
 import pytest
@@ -32,30 +33,40 @@ def test_defaults_without_discipline():
 
 
 def test_cycle_below_minimum_names_file_key_and_range():
-    with pytest.raises(ConfigError, match=r"^rtnet\.toml: tdma\.cycle_us: 50 outside the "
-                                          r"supported range 100\.\.1000000$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^rtnet\.toml: tdma\.cycle_us: 50 outside the "
+        r"supported range 100\.\.1000000$",
+    ):
         toml("[tdma]\nrole = 'master'\ncycle_us = 50\n")
 
 
-@pytest.mark.parametrize("text, key", [
-    ("[station]\nxdp_mode = 'fast'", "station.xdp_mode"),
-    ("[station]\nmac = '02:52'", "station.mac"),
-    ("[station]\nethertypes = [0x100]", "station.ethertypes"),
-    ("[rt]\npriority = 100", "rt.priority"),
-    ("[rt]\nallow_fallback = 1", "rt.allow_fallback"),
-    ("[tdma]\nrole = 'boss'\ncycle_us = 1000", "tdma.role"),
-    ("[tdma]\nrole = 'backup'\ncycle_us = 1000", "tdma.backup_offset_us"),
-    ("[tdma]\nrole = 'master'\ncycle_us = 1000\n[[tdma.slot]]\nid = 0\noffset_us = 0\nphasing = '3/2'",
-     r"tdma: slot 0"),       # C's rule and message: slot 0: phasing 3/2 outside 1..2
-    ("[tdma]\nrole = 'master'\ncycle_us = 1000\n[[tdma.slot]]\nid = 9\noffset_us = 0",
-     r"tdma: slot 9"),       # C's: slot 9: id above max_slot_id 7
-    ("[vnic]\nmode = 'fast'", "vnic.mode"),
-    ("[vnic]\naddress = '198.18.1.1'", "vnic.address"),
-    ("[[channel]]\nethertype = 0x88B6", r"channel\[0\].ethertype"),
-    ("[clock]\ndrift_ppm = 5000", "clock.drift_ppm"),
-    ("[station]\nnmae = 'x'", "station.nmae"),
-    ("[tdma]\ncycle_us = 1000\n[nomac]", "tdma"),
-])
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("[station]\nxdp_mode = 'fast'", "station.xdp_mode"),
+        ("[station]\nmac = '02:52'", "station.mac"),
+        ("[station]\nethertypes = [0x100]", "station.ethertypes"),
+        ("[rt]\npriority = 100", "rt.priority"),
+        ("[rt]\nallow_fallback = 1", "rt.allow_fallback"),
+        ("[tdma]\nrole = 'boss'\ncycle_us = 1000", "tdma.role"),
+        ("[tdma]\nrole = 'backup'\ncycle_us = 1000", "tdma.backup_offset_us"),
+        (
+            "[tdma]\nrole = 'master'\ncycle_us = 1000\n[[tdma.slot]]\nid = 0\noffset_us = 0\nphasing = '3/2'",
+            r"tdma: slot 0",
+        ),  # C's rule and message: slot 0: phasing 3/2 outside 1..2
+        (
+            "[tdma]\nrole = 'master'\ncycle_us = 1000\n[[tdma.slot]]\nid = 9\noffset_us = 0",
+            r"tdma: slot 9",
+        ),  # C's: slot 9: id above max_slot_id 7
+        ("[vnic]\nmode = 'fast'", "vnic.mode"),
+        ("[vnic]\naddress = '198.18.1.1'", "vnic.address"),
+        ("[[channel]]\nethertype = 0x88B6", r"channel\[0\].ethertype"),
+        ("[clock]\ndrift_ppm = 5000", "clock.drift_ppm"),
+        ("[station]\nnmae = 'x'", "station.nmae"),
+        ("[tdma]\ncycle_us = 1000\n[nomac]", "tdma"),
+    ],
+)
 def test_bad_values_name_the_key(text, key):
     with pytest.raises(ConfigError, match=rf"^rtnet\.toml: {key}: "):
         toml(text)
@@ -102,15 +113,17 @@ TDMA_OFFSET="200"
 
 def test_rtnet_conf_master_equals_toml():
     from_rtnet = rtnetconf.parse_rtnet_conf(RTNET_MASTER, "rtnet.conf").tdma
-    from_toml = toml("[tdma]\nrole = 'master'\ncycle_us = 5000\n"
-                     "[[tdma.slot]]\nid = 0\noffset_us = 0\n").tdma
+    from_toml = toml(
+        "[tdma]\nrole = 'master'\ncycle_us = 5000\n[[tdma.slot]]\nid = 0\noffset_us = 0\n"
+    ).tdma
     assert from_rtnet == from_toml
     assert from_rtnet.slots == {0: Slot(0, 0)}
 
 
 def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves_without_rtcfg():
     text = RTNET_MASTER.replace('TDMA_MODE="master"', 'TDMA_MODE="slave"').replace(
-        'IPADDR="10.0.0.1"', 'IPADDR="10.0.0.3"')
+        'IPADDR="10.0.0.1"', 'IPADDR="10.0.0.3"'
+    )
     from_rtnet = rtnetconf.parse_rtnet_conf(text, "rtnet.conf", rtcfg=False).tdma
     from_toml = toml("[tdma]\nrole = 'slave'\n[[tdma.slot]]\nid = 0\noffset_us = 400\n").tdma
     assert from_rtnet == from_toml
@@ -118,15 +131,18 @@ def test_rtnet_conf_slave_slot_follows_position_in_tdma_slaves_without_rtcfg():
 
 
 def test_rtnet_conf_errors():
-    with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_CYCLE: cycle_us: 50 outside the "
-                                          r"supported range 100\.\.1000000$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^rtnet\.conf: TDMA_CYCLE: cycle_us: 50 outside the "
+        r"supported range 100\.\.1000000$",
+    ):
         rtnetconf.parse_rtnet_conf(RTNET_MASTER.replace('"5000"', '"50"'), "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_SLAVES: IPADDR 10.0.0.9"):
-        rtnetconf.parse_rtnet_conf('TDMA_MODE=slave\nIPADDR=10.0.0.9\n', "rtnet.conf", rtcfg=False)
+        rtnetconf.parse_rtnet_conf("TDMA_MODE=slave\nIPADDR=10.0.0.9\n", "rtnet.conf", rtcfg=False)
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODES: unknown"):
-        rtnetconf.parse_rtnet_conf('TDMA_MODES=slave\n', "rtnet.conf")
+        rtnetconf.parse_rtnet_conf("TDMA_MODES=slave\n", "rtnet.conf")
     with pytest.raises(ConfigError, match=r"^rtnet\.conf: TDMA_MODE: 'boss'"):
-        rtnetconf.parse_rtnet_conf('TDMA_MODE=boss\n', "rtnet.conf")
+        rtnetconf.parse_rtnet_conf("TDMA_MODE=boss\n", "rtnet.conf")
 
 
 TDMA_CONF = """master:
@@ -152,7 +168,7 @@ def test_tdma_conf_extended_mode_equals_toml(tmp_path):
     (tmp_path / "tdma.conf").write_text(TDMA_CONF)
     conf = tmp_path / "rtnet.conf"
     conf.write_text('IPADDR="10.0.0.3"\nTDMA_CONFIG="tdma.conf"\n')
-    cfg = configfile.load(str(conf), rtcfg=False)   # TDMA_CONFIG relative to rtnet.conf
+    cfg = configfile.load(str(conf), rtcfg=False)  # TDMA_CONFIG relative to rtnet.conf
     expected = toml("""[tdma]
 role = "slave"
 [[tdma.slot]]
@@ -176,8 +192,9 @@ joint = 0
 
 def test_tdma_conf_joint_slot_needs_equal_size():
     bad = TDMA_CONF.replace("slot 0 2000 1/1 400", "slot 0 2000")
-    with pytest.raises(ConfigError,
-                       match=r"^tdma.conf: line 12 \(slave\): slot 1: size 400 differs"):
+    with pytest.raises(
+        ConfigError, match=r"^tdma.conf: line 12 \(slave\): slot 1: size 400 differs"
+    ):
         rtnetconf.parse_tdma_conf(bad, "tdma.conf", ip="10.0.0.3")
 
 

@@ -1,4 +1,5 @@
 """rtnet.control_client against a stand-in daemon that answers with chosen bytes."""
+
 import errno
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 from rtnet import control_client
 from rtnet.control_client import ControlClientError
 
-WAIT = 10.0           # upper bound for anything the tests wait on; never reached when it works
+WAIT = 10.0  # upper bound for anything the tests wait on; never reached when it works
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ class Daemon:
     def __init__(self, run_dir, answer):
         self.answer = answer
         self.request = None
-        self.done = threading.Event()      # set when the stand-in closed its end
+        self.done = threading.Event()  # set when the stand-in closed its end
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(os.path.join(run_dir, "nsx", "rteth0.ctl"))
         self.listener.listen(1)
@@ -42,12 +43,12 @@ class Daemon:
     def _serve(self):
         conn, _ = self.listener.accept()
         with conn:
-            with conn.makefile("rb") as f:     # else it keeps the descriptor open after close
+            with conn.makefile("rb") as f:  # else it keeps the descriptor open after close
                 self.request = json.loads(f.readline())
             try:
                 self.answer(conn)
             except OSError:
-                pass                       # the client gave up, as some tests want
+                pass  # the client gave up, as some tests want
         self.done.set()
 
     def close(self):
@@ -65,9 +66,10 @@ def daemon(run_dir):
     def start(answer):
         if isinstance(answer, bytes):
             data = answer
-            answer = lambda conn: conn.sendall(data)     # noqa: E731
+            answer = lambda conn: conn.sendall(data)  # noqa: E731
         made.append(Daemon(run_dir, answer))
         return made[-1]
+
     yield start
     for d in made:
         d.close()
@@ -84,8 +86,9 @@ def test_call_should_send_one_line_and_return_the_ok_reply(daemon):
 
 
 def test_event_lines_should_reach_the_callback_in_order_before_the_reply(daemon):
-    daemon(b'{"event": "reply", "seq": 0}\n{"event": "timeout", "seq": 1}\n'
-           b'{"ok": true, "sent": 2}\n')
+    daemon(
+        b'{"event": "reply", "seq": 0}\n{"event": "timeout", "seq": 1}\n{"ok": true, "sent": 2}\n'
+    )
     events = []
     assert call(on_event=events.append) == {"ok": True, "sent": 2}
     assert events == [{"event": "reply", "seq": 0}, {"event": "timeout", "seq": 1}]
@@ -102,6 +105,7 @@ def test_a_reply_sent_a_byte_at_a_time_should_be_read_whole(daemon):
     def dribble(conn):
         for b in b'{"ok": true, "n": 12345}\n':
             conn.sendall(bytes([b]))
+
     daemon(dribble)
     assert call() == {"ok": True, "n": 12345}
 
@@ -122,8 +126,9 @@ def test_only_ok_true_should_count_as_success(daemon, ok):
     assert e.value.errno == errno.EREMOTEIO and e.value.strerror == "request failed"
 
 
-@pytest.mark.parametrize("reply", [b"not json\n", b"[1, 2]\n", b"\xff\xfe\n",
-                                   b"[" * 100_000 + b"\n"])
+@pytest.mark.parametrize(
+    "reply", [b"not json\n", b"[1, 2]\n", b"\xff\xfe\n", b"[" * 100_000 + b"\n"]
+)
 def test_malformed_lines_should_raise_eproto(daemon, reply):
     daemon(reply)
     with pytest.raises(ControlClientError, match="malformed reply from rtnetd") as e:
@@ -174,13 +179,15 @@ def _send_fds(reply: bytes, count: int):
         finally:
             for fd in fds:
                 os.close(fd)
+
     return answer
 
 
 def test_call_keep_should_take_the_passed_descriptors_and_keep_the_connection(daemon):
     d = daemon(_send_fds(b'{"ok": true}\n', 2))
-    sock, reply, fds = control_client.call_keep("rteth0", {"cmd": "channel.open"},
-                                                netns="nsx", max_fds=4)
+    sock, reply, fds = control_client.call_keep(
+        "rteth0", {"cmd": "channel.open"}, netns="nsx", max_fds=4
+    )
     try:
         assert reply == {"ok": True} and len(fds) == 2
         for fd in fds:
@@ -200,7 +207,7 @@ def open_fds() -> set[int]:
         try:
             os.fstat(int(name))
         except OSError:
-            continue                       # the listing's own, closed by now
+            continue  # the listing's own, closed by now
         fds.add(int(name))
     return fds
 
@@ -211,5 +218,5 @@ def test_call_keep_should_close_the_descriptors_of_a_refusal(daemon):
     with pytest.raises(ControlClientError) as e:
         control_client.call_keep("rteth0", {"cmd": "channel.open"}, netns="nsx", max_fds=4)
     assert e.value.refused and e.value.strerror == "no"
-    assert d.done.wait(WAIT)               # its end and its copies are closed
+    assert d.done.wait(WAIT)  # its end and its copies are closed
     assert open_fds() <= before

@@ -1,6 +1,7 @@
 """rtnetd's control socket without a station: the server runs on a socket in a temporary
 directory with fake handlers.  Tests that need other credentials than the test's own fork
 a peer that drops them (root only; see tests/conftest.py)."""
+
 import base64
 import json
 import logging
@@ -30,8 +31,8 @@ from rtnet.control_server import (
     parse_request,
 )
 
-WAIT = 10.0           # upper bound for anything the tests wait on; never reached when it works
-ADMIN_GID = 4242      # a group the test's peers are given or not
+WAIT = 10.0  # upper bound for anything the tests wait on; never reached when it works
+ADMIN_GID = 4242  # a group the test's peers are given or not
 NOBODY = 65534
 
 
@@ -71,8 +72,13 @@ class FakeStation:
 
     def whoami(self, req, conn):
         p = conn.peer
-        return {"pid": p.pid, "uid": p.uid, "gid": p.gid, "groups": sorted(p.groups),
-                "privileged": conn.privileged}
+        return {
+            "pid": p.pid,
+            "uid": p.uid,
+            "gid": p.gid,
+            "groups": sorted(p.groups),
+            "privileged": conn.privileged,
+        }
 
     def echo(self, req, conn):
         return {"echo": req}
@@ -177,10 +183,11 @@ def wait_until(cond, what):
     deadline = time.monotonic() + WAIT
     while not cond():
         assert time.monotonic() < deadline, what
-        time.sleep(0.01)   # another thread's state: poll it
+        time.sleep(0.01)  # another thread's state: poll it
 
 
 # -- parsing, without a socket -----------------------------------------------------------------
+
 
 def test_nesting_scan_should_refuse_deep_brackets_before_json_sees_them():
     with pytest.raises(RequestError, match=f"nested deeper than {MAX_NESTING}"):
@@ -197,11 +204,17 @@ def test_nesting_scan_should_ignore_brackets_inside_strings():
 
 
 def json_values():
-    return st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5)
-                        | st.sampled_from(["[", "]", "{", "}", '"', "\\"]),
-                        lambda kids: st.lists(kids, max_size=3)
-                        | st.dictionaries(st.text(max_size=3), kids, max_size=3),
-                        max_leaves=30)
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.text(max_size=5)
+        | st.sampled_from(["[", "]", "{", "}", '"', "\\"]),
+        lambda kids: (
+            st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=3), kids, max_size=3)
+        ),
+        max_leaves=30,
+    )
 
 
 def depth(v) -> int:
@@ -237,6 +250,7 @@ def test_peer_credentials_should_be_the_connecting_process():
 
 # -- one line in, one line out -----------------------------------------------------------------
 
+
 def test_nested_brackets_should_get_one_error_line_and_the_connection_goes_on(serve):
     path, _, _ = serve()
     replies = talk(path, b"[" * 3000 + b"\n" + b'{"cmd": "status"}\n')
@@ -245,9 +259,11 @@ def test_nested_brackets_should_get_one_error_line_and_the_connection_goes_on(se
     assert replies[1]["ok"] is True
 
 
-@pytest.mark.parametrize("payload", [b"{" + b" " * MAX_REQUEST + b"}\n",
-                                     b"x" * (3 * MAX_REQUEST)],
-                         ids=["long-line", "no-newline"])
+@pytest.mark.parametrize(
+    "payload",
+    [b"{" + b" " * MAX_REQUEST + b"}\n", b"x" * (3 * MAX_REQUEST)],
+    ids=["long-line", "no-newline"],
+)
 def test_oversize_request_should_get_one_error_line_and_end_the_connection(serve, payload):
     path, _, station = serve()
     replies = talk(path, b'{"cmd": "status"}\n' + payload + b'{"cmd": "status"}\n')
@@ -269,8 +285,16 @@ def test_handler_exception_should_be_one_error_line_and_one_log_line(serve, capl
 
 def test_bad_requests_should_each_get_one_error_line(serve):
     path, _, _ = serve()
-    bad = [b"garbage", b"\xff\xfe", b"[1, 2]", b'{"cmd": "reboot"}', b'{"nocmd": 1}',
-           b'{"cmd": 5}', b'{"cmd": "echo", "n": ' + b"1" * 5000 + b"}", b'"just a string"']
+    bad = [
+        b"garbage",
+        b"\xff\xfe",
+        b"[1, 2]",
+        b'{"cmd": "reboot"}',
+        b'{"nocmd": 1}',
+        b'{"cmd": 5}',
+        b'{"cmd": "echo", "n": ' + b"1" * 5000 + b"}",
+        b'"just a string"',
+    ]
     replies = talk(path, b"\n".join(bad) + b"\n\n   \n")
     assert len(replies) == len(bad) and all(r["ok"] is False for r in replies)
     assert replies[3]["error"] == "unknown command 'reboot'"
@@ -279,8 +303,11 @@ def test_bad_requests_should_each_get_one_error_line(serve):
 def test_events_then_reply_and_descriptors_should_arrive_in_order(serve):
     path, _, _ = serve()
     assert talk(path, b'{"cmd": "events"}\n') == [
-        {"event": "tick", "n": 0}, {"event": "tick", "n": 1}, {"event": "tick", "n": 2},
-        {"ok": True, "ticks": 3}]
+        {"event": "tick", "n": 0},
+        {"event": "tick", "n": 1},
+        {"event": "tick", "n": 2},
+        {"ok": True, "ticks": 3},
+    ]
     with connect(path) as s:
         s.sendall(b'{"cmd": "pipe"}\n')
         data, fds, _, _ = socket.recv_fds(s, 4096, 4)
@@ -302,10 +329,11 @@ def test_reply_longer_than_max_reply_should_become_an_error(serve, monkeypatch):
 
 # -- time-outs ---------------------------------------------------------------------------------
 
+
 def test_idle_connection_should_be_closed_after_the_idle_timeout(serve):
     path, _, _ = serve(limits=Limits(idle_timeout=0.2))
     with connect(path) as s:
-        replies = lines_of(read_to_eof(s))          # returns when the server closes
+        replies = lines_of(read_to_eof(s))  # returns when the server closes
     assert replies == [{"ok": False, "error": "no request for 0.2 s"}]
 
 
@@ -321,8 +349,10 @@ def test_half_line_should_be_dropped_after_the_line_timeout(serve):
     with connect(path) as s:
         s.sendall(b'{"cmd": "status"}\n{"cmd": "change"')
         replies = lines_of(read_to_eof(s))
-    assert replies == [{"ok": True, "status": {"state": "synchronised"}},
-                       {"ok": False, "error": "request line not finished within 0.2 s"}]
+    assert replies == [
+        {"ok": True, "status": {"state": "synchronised"}},
+        {"ok": False, "error": "request line not finished within 0.2 s"},
+    ]
     assert station.ran == ["status"]
 
 
@@ -334,13 +364,13 @@ def test_trickled_line_should_not_restart_the_line_timeout(serve):
         deadline = time.monotonic() + WAIT
         while not got.endswith(b"\n") and time.monotonic() < deadline:
             try:
-                s.send(b" ")            # one byte every 50 ms keeps a slow client busy
+                s.send(b" ")  # one byte every 50 ms keeps a slow client busy
             except (BrokenPipeError, ConnectionResetError):
                 pass
             try:
                 got += s.recv(4096)
             except BlockingIOError:
-                time.sleep(0.05)        # the pace of the trickle, not a synchronisation
+                time.sleep(0.05)  # the pace of the trickle, not a synchronisation
     assert lines_of(got) == [{"ok": False, "error": "request line not finished within 0.3 s"}]
 
 
@@ -348,7 +378,7 @@ def test_connection_holding_something_should_have_no_idle_timeout(serve):
     path, _, station = serve(limits=Limits(idle_timeout=0.2))
     with connect(path) as holder:
         assert ask(holder, {"cmd": "hold"}) == {"ok": True}
-        with connect(path) as other:                # connected later, so times out later
+        with connect(path) as other:  # connected later, so times out later
             assert lines_of(read_to_eof(other))[0]["error"] == "no request for 0.2 s"
         assert ask(holder, {"cmd": "status"})["ok"] is True
         assert not station.released.is_set()
@@ -358,7 +388,7 @@ def test_connection_holding_something_should_have_no_idle_timeout(serve):
 def test_client_that_does_not_read_should_lose_its_connection(serve):
     path, server, station = serve(limits=Limits(write_timeout=0.2))
     with connect(path) as s:
-        s.sendall(b'{"cmd": "blob", "size": 8000000}\n')   # more than the socket buffers
+        s.sendall(b'{"cmd": "blob", "size": 8000000}\n')  # more than the socket buffers
         assert station.released.wait(WAIT), "the connection must end"
     wait_until(lambda: server.connections(True) == 0, "connection still counted")
     assert talk(path, b'{"cmd": "status"}\n')[0]["ok"] is True
@@ -366,11 +396,14 @@ def test_client_that_does_not_read_should_lose_its_connection(serve):
 
 # -- privilege and connection pools ------------------------------------------------------------
 
+
 def test_status_only_peer_should_not_run_a_privileged_command(serve):
     path, _, station = serve(privileged=lambda peer: False, who="root or group rtctl")
     replies = talk(path, b'{"cmd": "change"}\n{"cmd": "status"}\n' + b"[" * 3000 + b"\n")
-    assert replies[0] == {"ok": False, "error":
-                          "change: permission denied (needs root or group rtctl)"}
+    assert replies[0] == {
+        "ok": False,
+        "error": "change: permission denied (needs root or group rtctl)",
+    }
     assert replies[1]["ok"] is True
     assert replies[2]["ok"] is False and "nested deeper" in replies[2]["error"]
     assert station.ran == ["status"]
@@ -384,7 +417,7 @@ def peer_process(work, creds=None):
     out_r, out_w = os.pipe()
     hold_r, hold_w = os.pipe()
     pid = os.fork()
-    if pid == 0:   # child: plain system calls only, then _exit
+    if pid == 0:  # child: plain system calls only, then _exit
         try:
             os.close(out_r)
             os.close(hold_w)
@@ -427,17 +460,19 @@ def open_connections(path, n):
             try:
                 s.sendall(b'{"cmd": "status"}\n')
             except OSError:
-                pass                # refused connections may already be closed
+                pass  # refused connections may already be closed
             answers.append(s.makefile("rb").readline().strip())
         return b"\n".join(answers)
+
     return work
 
 
 def test_flood_of_unprivileged_connections_should_not_lock_out_a_privileged_peer(serve):
     me = os.getpid()
-    path, server, _ = serve(privileged=lambda peer: peer.pid == me,
-                            limits=Limits(privileged_connections=3,
-                                          unprivileged_connections=4))
+    path, server, _ = serve(
+        privileged=lambda peer: peer.pid == me,
+        limits=Limits(privileged_connections=3, unprivileged_connections=4),
+    )
     with peer_process(open_connections(path, 6)) as report:
         answers = [json.loads(line) for line in report.split(b"\n")]
         assert [a["ok"] for a in answers] == [True] * 4 + [False] * 2, report
@@ -447,7 +482,9 @@ def test_flood_of_unprivileged_connections_should_not_lock_out_a_privileged_peer
         try:
             assert [ask(s, {"cmd": "change"})["ok"] for s in mine[:3]] == [True] * 3
             assert json.loads(mine[3].makefile("rb").readline()) == {
-                "ok": False, "error": "too many control connections"}
+                "ok": False,
+                "error": "too many control connections",
+            }
         finally:
             for s in mine:
                 s.close()
@@ -455,6 +492,7 @@ def test_flood_of_unprivileged_connections_should_not_lock_out_a_privileged_peer
 
 
 # -- real credentials (root only) ---------------------------------------------------------------
+
 
 @pytest.fixture
 def as_root():
@@ -470,12 +508,13 @@ def whoami(path):
         s.sendall(b'{"cmd": "whoami"}\n{"cmd": "change"}\n')
         f = s.makefile("rb")
         return f.readline() + f.readline()
+
     return work
 
 
 def test_groups_should_come_from_so_peergroups_even_when_there_are_many(serve, as_root):
     path, _, _ = serve(privileged=group_policy(ADMIN_GID))
-    groups = [ADMIN_GID] + list(range(20000, 20300))    # more than one first try holds
+    groups = [ADMIN_GID] + list(range(20000, 20300))  # more than one first try holds
     with peer_process(whoami(path), (NOBODY, NOBODY, groups)) as report:
         me, change = map(json.loads, report.splitlines())
     assert (me["uid"], me["gid"]) == (NOBODY, NOBODY)
@@ -484,14 +523,15 @@ def test_groups_should_come_from_so_peergroups_even_when_there_are_many(serve, a
 
 
 def test_control_group_decides_who_may_change_things(serve, as_root):
-    path, _, station = serve(privileged=group_policy(ADMIN_GID),
-                             who=f"root or group {ADMIN_GID}")
+    path, _, station = serve(privileged=group_policy(ADMIN_GID), who=f"root or group {ADMIN_GID}")
     with peer_process(whoami(path), (NOBODY, NOBODY, [])) as report:
         me, change = map(json.loads, report.splitlines())
     assert me["privileged"] is False
-    assert change == {"ok": False, "error": f"change: permission denied (needs root or group "
-                                            f"{ADMIN_GID})"}
-    with peer_process(whoami(path), (NOBODY, ADMIN_GID, [])) as report:   # primary group
+    assert change == {
+        "ok": False,
+        "error": f"change: permission denied (needs root or group {ADMIN_GID})",
+    }
+    with peer_process(whoami(path), (NOBODY, ADMIN_GID, [])) as report:  # primary group
         assert json.loads(report.splitlines()[1]) == {"ok": True}
     assert station.ran == ["change"]
 
@@ -503,7 +543,8 @@ FUZZ_LIMIT = 512
 requests = st.builds(
     lambda cmd, extra: json.dumps({"cmd": cmd, **extra}).encode(),
     st.sampled_from(["status", "echo", "boom", "change", "events", "nope"]),
-    st.dictionaries(st.text(max_size=4), json_values(), max_size=3))
+    st.dictionaries(st.text(max_size=4), json_values(), max_size=3),
+)
 lines = st.one_of(
     st.binary(max_size=80).map(lambda b: b.replace(b"\n", b"")),
     requests,
@@ -528,8 +569,9 @@ def expected_replies(payload: bytes) -> int:
 def test_fuzz_every_complete_line_gets_exactly_one_well_formed_reply(serve):
     path, server, _ = serve(limits=Limits(max_request=FUZZ_LIMIT))
 
-    @settings(max_examples=150, deadline=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
     @given(st.lists(lines, max_size=8), st.binary(max_size=40))
     def one_connection(body, tail):
         payload = b"\n".join(body) + (b"\n" if body else b"") + tail.replace(b"\n", b"")
@@ -539,34 +581,47 @@ def test_fuzz_every_complete_line_gets_exactly_one_well_formed_reply(serve):
 
     one_connection()
     # the same server, after all of that: still up, and no connection left behind
-    assert talk(path, b'{"cmd": "status"}\n') == [{"ok": True,
-                                                  "status": {"state": "synchronised"}}]
+    assert talk(path, b'{"cmd": "status"}\n') == [{"ok": True, "status": {"state": "synchronised"}}]
     wait_until(lambda: server.connections(True) == 0, "connections left after the fuzz")
 
 
 # -- the clients' line limit (rtnetctl capture -c 10000) ---------------------------------------
 
+
 def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, monkeypatch):
     from rtnet import daemon, stationctl
     from rtnet.capture import CapturedFrame, to_pcapng
+
     frame = bytes(range(256)) * 8
     # the longest comment a record can carry: both stamps of a sent frame at their widest
-    widest = CapturedFrame(outbound=True, data=frame, orig_len=9000, stamp_ns=-2**63,
-                           os_ns=0, sched_ns=-2**63, xdp_stamp=False)
-    pcap = to_pcapng([widest] * daemon.CAPTURE_MAX_FRAMES, realtime_minus_monotonic=10**18,
-                     snaplen=daemon.CAPTURE_SNAPLEN)
+    widest = CapturedFrame(
+        outbound=True,
+        data=frame,
+        orig_len=9000,
+        stamp_ns=-(2**63),
+        os_ns=0,
+        sched_ns=-(2**63),
+        xdp_stamp=False,
+    )
+    pcap = to_pcapng(
+        [widest] * daemon.CAPTURE_MAX_FRAMES,
+        realtime_minus_monotonic=10**18,
+        snaplen=daemon.CAPTURE_SNAPLEN,
+    )
 
     def capture(req, conn):
-        return {"frames": daemon.CAPTURE_MAX_FRAMES, "dropped": 0,
-                "pcapng_b64": base64.b64encode(pcap).decode()}
+        return {
+            "frames": daemon.CAPTURE_MAX_FRAMES,
+            "dropped": 0,
+            "pcapng_b64": base64.b64encode(pcap).decode(),
+        }
 
     monkeypatch.setenv("RTNET_RUN_DIR", sock_dir)
     os.makedirs(os.path.join(sock_dir, "nsx"))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(os.path.join(sock_dir, "nsx", "rteth0.ctl"))
     listener.listen(4)
-    server = ControlServer(listener, {"capture": Command(capture)},
-                           privileged=lambda peer: True)
+    server = ControlServer(listener, {"capture": Command(capture)}, privileged=lambda peer: True)
     thread = threading.Thread(target=server.serve, daemon=True)
     thread.start()
     try:
@@ -595,6 +650,7 @@ def daemon_server(sock_dir):
     """Name: daemon_server.  Scope: function.  Depends: sock_dir.  rtnetd's control server
     (its commands, device check and groups) for a Daemon that has no station."""
     from rtnet import config, daemon
+
     d = daemon.Daemon(config.parse_toml(DAEMON_TOML))
     path = os.path.join(sock_dir, "rteth0.ctl")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -612,28 +668,64 @@ def daemon_server(sock_dir):
 def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_server):
     _, server = daemon_server
     assert set(server.commands) == {
-        "status", "tdma.show", "tdma.master", "tdma.slave", "tdma.slot", "tdma.remove_slot",
-        "tdma.detach", "nomac.attach", "nomac.detach", "ping", "capture", "channel.open",
-        "channel.close", "ipv4.join", "shutdown", "rtcfg.server", "rtcfg.add", "rtcfg.del", "rtcfg.wait",
-        "rtcfg.client", "rtcfg.announce", "rtcfg.ready", "rtcfg.detach", "rtcfg.commands",
-        "route.list", "route.get", "route.add", "route.del", "route.set", "route.solicit"}
+        "status",
+        "tdma.show",
+        "tdma.master",
+        "tdma.slave",
+        "tdma.slot",
+        "tdma.remove_slot",
+        "tdma.detach",
+        "nomac.attach",
+        "nomac.detach",
+        "ping",
+        "capture",
+        "channel.open",
+        "channel.close",
+        "ipv4.join",
+        "shutdown",
+        "rtcfg.server",
+        "rtcfg.add",
+        "rtcfg.del",
+        "rtcfg.wait",
+        "rtcfg.client",
+        "rtcfg.announce",
+        "rtcfg.ready",
+        "rtcfg.detach",
+        "rtcfg.commands",
+        "route.list",
+        "route.get",
+        "route.add",
+        "route.del",
+        "route.set",
+        "route.solicit",
+    }
     assert {c for c, cmd in server.commands.items() if cmd.read_only} == {
-        "status", "tdma.show", "route.list", "route.get"}
+        "status",
+        "tdma.show",
+        "route.list",
+        "route.get",
+    }
 
 
 def test_daemon_requests_refused_before_the_station_should_get_their_errors(daemon_server):
     path, _ = daemon_server
-    replies = talk(path, b"\n".join([
-        b'{"cmd": "status", "dev": "eth7"}',
-        b'{"cmd": "channel.close", "channel": 3}',
-        b'{"cmd": "channel.close", "channel": [3]}',
-        b'{"cmd": "channel.open", "ethertype": 2048}',
-        b'{"cmd": "ping", "dst": 5}',
-        b'{"cmd": "capture", "count": 10001}',
-        b'{"cmd": "channel.open", "ethertype": 36898}',
-        b'{"cmd": "rtcfg.add", "address": "10.0.0.2"}',
-        b'{"cmd": "rtcfg.server", "period_ms": 0}',
-    ]) + b"\n")
+    replies = talk(
+        path,
+        b"\n".join(
+            [
+                b'{"cmd": "status", "dev": "eth7"}',
+                b'{"cmd": "channel.close", "channel": 3}',
+                b'{"cmd": "channel.close", "channel": [3]}',
+                b'{"cmd": "channel.open", "ethertype": 2048}',
+                b'{"cmd": "ping", "dst": 5}',
+                b'{"cmd": "capture", "count": 10001}',
+                b'{"cmd": "channel.open", "ethertype": 36898}',
+                b'{"cmd": "rtcfg.add", "address": "10.0.0.2"}',
+                b'{"cmd": "rtcfg.server", "period_ms": 0}',
+            ]
+        )
+        + b"\n",
+    )
     assert [r["error"] for r in replies] == [
         "this daemon runs rteth0, not 'eth7'",
         "channel 3 is not open on this connection",
@@ -659,8 +751,10 @@ def test_daemon_should_refuse_changes_from_the_status_group(daemon_server, as_ro
         return s.makefile("rb").readline()
 
     with peer_process(work, (NOBODY, NOBODY, [])) as report:
-        assert json.loads(report) == {"ok": False,
-                                      "error": "tdma.detach: permission denied (needs root)"}
+        assert json.loads(report) == {
+            "ok": False,
+            "error": "tdma.detach: permission denied (needs root)",
+        }
 
 
 class RawReplier:
@@ -681,7 +775,7 @@ class RawReplier:
             try:
                 conn.sendall(self.reply)
             except OSError:
-                pass                     # the client gave up reading, as it should
+                pass  # the client gave up reading, as it should
 
     def close(self):
         self.thread.join(WAIT)
@@ -691,13 +785,20 @@ class RawReplier:
 def client_calls():
     from rtmac import control
     from rtnet import app, stationctl
+
     return {
-        "rtnetctl": (lambda: stationctl.request("rteth0", {"cmd": "status"}, netns="nsx"),
-                     stationctl.StationCtlError),
-        "rtmac": (lambda: control.send_request("rteth0", {"cmd": "tdma.show"}, netns="nsx"),
-                  control.ControlError),
-        "app": (lambda: app.Channel.open("rteth0", netns="nsx", ethertype=0x88B5),
-                app.ChannelError),
+        "rtnetctl": (
+            lambda: stationctl.request("rteth0", {"cmd": "status"}, netns="nsx"),
+            stationctl.StationCtlError,
+        ),
+        "rtmac": (
+            lambda: control.send_request("rteth0", {"cmd": "tdma.show"}, netns="nsx"),
+            control.ControlError,
+        ),
+        "app": (
+            lambda: app.Channel.open("rteth0", netns="nsx", ethertype=0x88B5),
+            app.ChannelError,
+        ),
     }
 
 
@@ -711,6 +812,7 @@ def replier(sock_dir, monkeypatch):
 
     def start(reply):
         made.append(RawReplier(os.path.join(sock_dir, "nsx", "rteth0.ctl"), reply))
+
     yield start
     for r in made:
         r.close()

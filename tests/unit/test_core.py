@@ -1,4 +1,5 @@
 """The C core builds, loads and agrees with the Python package about its version."""
+
 import errno
 import subprocess
 import sys
@@ -32,7 +33,9 @@ def _refuse_a_short_cycle():
     _lowlevel.lib.rtn_tdma_cfg_init(cfg, 1)
     cfg.cycle_ns = 50_000
     rc = _lowlevel.lib.rtn_tdma_cfg_check(cfg)
-    assert rc < 0 and "cycle_us: 50 outside the supported range 100..1000000" in _lowlevel.last_error()
+    assert (
+        rc < 0 and "cycle_us: 50 outside the supported range 100..1000000" in _lowlevel.last_error()
+    )
     return cfg
 
 
@@ -44,10 +47,10 @@ def test_a_later_call_clears_an_earlier_calls_message():
 
 
 def test_an_error_without_a_message_never_reports_an_earlier_ones():
-    _refuse_a_short_cycle()              # its message is never read through check()
+    _refuse_a_short_cycle()  # its message is never read through check()
     seg = _lowlevel.ffi.new("struct rtn_gso_seg *")
     buf = _lowlevel.ffi.new("uint8_t[]", 4)
-    rc = _lowlevel.lib.rtn_gso_begin(seg, buf, 4, 1514)   # too short: -EINVAL, no message
+    rc = _lowlevel.lib.rtn_gso_begin(seg, buf, 4, 1514)  # too short: -EINVAL, no message
     try:
         _lowlevel.check(rc)
     except RtnetError as exc:
@@ -67,6 +70,7 @@ def test_check_reads_a_message_once():
 
 
 def test_rtnetctl_version_names_both_versions():
-    out = subprocess.run([sys.executable, "-m", "rtnet.cli", "version"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "rtnet.cli", "version"], capture_output=True, text=True, check=True
+    ).stdout
     assert rtnet.__version__ in out and "C core" in out

@@ -4,6 +4,7 @@ The service runs on the application channel client (rtnet.app.Channel); the
 frames it puts in the TX ring and the replies it pairs are checked byte for
 byte here, as a peer station would see them.
 """
+
 import socket
 import struct
 import threading
@@ -50,8 +51,13 @@ def echo(mem):
 
 
 def frame(dst, src, seq, tx_ns, payload):
-    return (dst + src + struct.pack("!H", config.PING_ETHERTYPE)
-            + struct.pack("!IIqq", lib.RTN_APP_MAGIC, seq, 0, tx_ns) + payload)
+    return (
+        dst
+        + src
+        + struct.pack("!H", config.PING_ETHERTYPE)
+        + struct.pack("!IIqq", lib.RTN_APP_MAGIC, seq, 0, tx_ns)
+        + payload
+    )
 
 
 def wait_sent(mem, n, timeout=5.0):
@@ -67,8 +73,12 @@ def test_the_service_opens_its_channel_in_slot_0():
     st = FakeStation(m)
     svc = EchoService(st, set())
     try:
-        assert st.opened == [(config.PING_ETHERTYPE, {"slot": 0, "prio": 15, "cycles": False,
-                                                      "max_size": 1514, "depth": 64})]
+        assert st.opened == [
+            (
+                config.PING_ETHERTYPE,
+                {"slot": 0, "prio": 15, "cycles": False, "max_size": 1514, "depth": 64},
+            )
+        ]
         assert svc.cid == 7
     finally:
         svc.close()
@@ -86,7 +96,10 @@ def test_a_request_is_answered_to_its_sender_with_its_sequence_number(mem, echo)
     assert reply[:6] == PEER_MAC and reply[6:12] == STATION_MAC
     magic, seq = struct.unpack_from("!II", reply, 14)
     assert (magic, seq) == (lib.RTN_APP_MAGIC_X, 77)
-    assert reply[lib.RTN_APP_OVERHEAD:] == ECHO.pack(ECHO_REPLY, socket.inet_aton(OWN_IP), 5000, 9) + pad
+    assert (
+        reply[lib.RTN_APP_OVERHEAD :]
+        == ECHO.pack(ECHO_REPLY, socket.inet_aton(OWN_IP), 5000, 9) + pad
+    )
     # the broadcast for another station's address, delivered first, got no answer
     assert mem.shm.tx.head == 1
 
@@ -96,13 +109,14 @@ def test_a_request_to_this_stations_mac_is_answered_whatever_its_target(mem, ech
     mem.deliver(frame(STATION_MAC, PEER_MAC, 12, 100, req))
     wait_sent(mem, 1)
     assert struct.unpack_from("!I", mem.sent(0), 18)[0] == 12
-    assert mem.sent(0)[lib.RTN_APP_OVERHEAD:] == ECHO.pack(ECHO_REPLY, b"\0" * 4, 100, 3)
+    assert mem.sent(0)[lib.RTN_APP_OVERHEAD :] == ECHO.pack(ECHO_REPLY, b"\0" * 4, 100, 3)
 
 
 def test_ping_pairs_the_reply_by_sequence_number(mem, echo):
     events, result = [], {}
-    t = threading.Thread(target=lambda: result.update(
-        echo.ping("198.18.0.2", 1, 1000, 56, 5000, events.append)))
+    t = threading.Thread(
+        target=lambda: result.update(echo.ping("198.18.0.2", 1, 1000, 56, 5000, events.append))
+    )
     t.start()
     wait_sent(mem, 1)
     req = mem.sent(0)
@@ -118,8 +132,7 @@ def test_ping_pairs_the_reply_by_sequence_number(mem, echo):
     mem.deliver(frame(STATION_MAC, PEER_MAC, seq, 0, good), rx_ns=1_250_000)
     t.join(5)
     assert not t.is_alive()
-    assert events == [{"event": "reply", "seq": 1, "from": "02:52:54:00:00:09",
-                       "rtt_us": 250.0}]
+    assert events == [{"event": "reply", "seq": 1, "from": "02:52:54:00:00:09", "rtt_us": 250.0}]
     assert result["received"] == 1 and result["rtts_us"] == [250.0]
 
 

@@ -1,6 +1,7 @@
 """IEEE 802.1CB FRER (csrc/rtn_frer.c): the vector recovery algorithm, sequence
 generation and the R-TAG helpers, against cases written out here, a property
 over random loss, duplication and reordering, and Wireshark's dissector."""
+
 import doctest
 import errno
 import os
@@ -52,11 +53,12 @@ class Stream:
 
 
 def counters(**kw):
-    base = {f: 0 for f in PORT_FIELDS} | {"lost": 0, "resets": 1}   # BEGIN is a reset
+    base = {f: 0 for f in PORT_FIELDS} | {"lost": 0, "resets": 1}  # BEGIN is a reset
     return base | kw
 
 
 # -- the cases ------------------------------------------------------------------------------
+
 
 def test_in_order_on_two_ports_passes_each_once_and_discards_the_copies():
     s = Stream()
@@ -80,7 +82,7 @@ def test_a_sequence_lost_on_both_ports_counts_once_it_leaves_the_history():
     s = Stream(history=4)
     passed = s.both([0, 1, 2, 3, 4, 6, 7, 8])
     assert [p[0] for p in passed] == [0, 1, 2, 3, 4, 6, 7, 8]
-    assert s.r.lost == 0                       # 5 is still inside the window (6..9 would push it)
+    assert s.r.lost == 0  # 5 is still inside the window (6..9 would push it)
     s.both([9])
     assert s.count() == counters(passed=9, discarded=9, out_of_order=1, lost=1)  # 4 -> 6 jumped
 
@@ -97,10 +99,10 @@ def test_reordering_inside_the_history_passes_each_once_and_counts_out_of_order(
 def test_sequences_far_outside_the_history_are_rogue():
     s = Stream(history=8)
     s.both([10, 11, 12])
-    assert not s.feed(0, 12 + 8)               # delta == history length: rogue
+    assert not s.feed(0, 12 + 8)  # delta == history length: rogue
     assert not s.feed(1, 12 - 8)
     assert not s.feed(0, 40000)
-    assert s.feed(0, 12 + 7)                   # the edge of the window still passes
+    assert s.feed(0, 12 + 7)  # the edge of the window still passes
     assert s.count() == counters(passed=4, discarded=6, rogue=3, out_of_order=1)
     assert s.r.port[0].rogue == 2 and s.r.port[1].rogue == 1
 
@@ -117,11 +119,11 @@ def test_untagged_packets_are_counted_and_passed_only_when_configured():
 def test_the_reset_timer_takes_any_sequence_after_a_silence():
     s = Stream(history=4, reset_ms=10)
     assert s.feed(0, 100, at=0) and s.feed(0, 101, at=5 * MS)
-    assert not s.feed(0, 7, at=14 * MS)        # rogue, and rogues do not restart the timer
+    assert not s.feed(0, 7, at=14 * MS)  # rogue, and rogues do not restart the timer
     assert lib.rtn_frer_tick(s.r, 15 * MS - 1) == 0
     assert lib.rtn_frer_tick(s.r, 15 * MS) == 1 and s.r.take_any == 1
     assert lib.rtn_frer_tick(s.r, 99 * MS) == 0  # one reset per silence
-    assert s.feed(1, 7, at=99 * MS)            # TakeAny: the restarted sender is accepted
+    assert s.feed(1, 7, at=99 * MS)  # TakeAny: the restarted sender is accepted
     assert not s.feed(0, 7) and s.feed(0, 8)
     assert s.count() == counters(passed=4, discarded=2, rogue=1, resets=2)
 
@@ -129,7 +131,7 @@ def test_the_reset_timer_takes_any_sequence_after_a_silence():
 def test_the_reset_timer_also_runs_out_inside_recover():
     s = Stream(history=4, reset_ms=1)
     assert s.feed(0, 5, at=0)
-    assert s.feed(0, 30000, at=MS)              # the timer ran out first: TakeAny
+    assert s.feed(0, 30000, at=MS)  # the timer ran out first: TakeAny
     assert s.r.resets == 2 and s.r.total.rogue == 0 and s.r.recov_seq == 30000
 
 
@@ -145,14 +147,14 @@ def test_sequence_numbers_wrap_from_65535_to_0():
     seqs = [65533, 65534, 65535, 0, 1, 2]
     assert [p[0] for p in s.both(seqs)] == seqs
     assert s.count() == counters(passed=6, discarded=6)
-    assert not s.feed(0, 65535) and s.r.total.rogue == 0   # a late copy across the wrap
+    assert not s.feed(0, 65535) and s.r.total.rogue == 0  # a late copy across the wrap
 
 
 def test_at_the_start_an_older_copy_passes_and_nothing_before_is_counted_lost():
     """Wire A lost the stream's first frame (49) and its second (50) came before B's 49."""
     s = Stream(history=4)
     assert s.feed(0, 50) and s.feed(1, 49) and not s.feed(0, 49)
-    s.both([51, 52, 53, 54, 55])                  # 47 and 48 leave the history unseen
+    s.both([51, 52, 53, 54, 55])  # 47 and 48 leave the history unseen
     assert s.count() == counters(passed=7, discarded=6, out_of_order=1)
 
 
@@ -185,6 +187,7 @@ def test_sequence_generation_counts_and_wraps():
 
 # -- the property ----------------------------------------------------------------------------
 
+
 @st.composite
 def arrivals(draw):
     """A stream with a history length, a start that may wrap, and per sequence number
@@ -196,18 +199,28 @@ def arrivals(draw):
     run_max = hist - 2 - late_max
     n = draw(st.integers(1, 120))
     base = draw(st.integers(0, 65535))
-    fates = draw(st.lists(st.tuples(st.booleans(), st.booleans(),
-                                    st.integers(0, late_max), st.integers(0, late_max)),
-                          min_size=n, max_size=n))
+    fates = draw(
+        st.lists(
+            st.tuples(
+                st.booleans(), st.booleans(), st.integers(0, late_max), st.integers(0, late_max)
+            ),
+            min_size=n,
+            max_size=n,
+        )
+    )
     run = 0
     for i, (a, b, la, lb) in enumerate(fates):
         run = run + 1 if not (a or b) else 0
-        if run > run_max:                      # keep the runs short: port 0 delivers it
+        if run > run_max:  # keep the runs short: port 0 delivers it
             fates[i], run = (True, b, la, lb), 0
-    copies = [(i + late, i, port) for i, (a, b, la, lb) in enumerate(fates)
-              for port, there, late in ((0, a, la), (1, b, lb)) if there]
+    copies = [
+        (i + late, i, port)
+        for i, (a, b, la, lb) in enumerate(fates)
+        for port, there, late in ((0, a, la), (1, b, lb))
+        if there
+    ]
     dup = draw(st.lists(st.integers(0, max(len(copies) - 1, 0)), max_size=5))
-    copies += [copies[k] for k in dup if copies]   # a wire that duplicates a frame
+    copies += [copies[k] for k in dup if copies]  # a wire that duplicates a frame
     copies.sort()
     return hist, base, n, copies
 
@@ -223,7 +236,7 @@ def test_every_sequence_that_arrived_passes_exactly_once(case):
     assert max(passed, default=0) <= 1
     if not copies:
         return
-    first = copies[0][1]                       # TakeAny accepted it; older ones pass late
+    first = copies[0][1]  # TakeAny accepted it; older ones pass late
     arrived = {i for _k, i, _p in copies}
     assert all(passed[i] == (i in arrived) for i in range(n))
     assert s.r.total.rogue == 0
@@ -238,6 +251,7 @@ def test_every_sequence_that_arrived_passes_exactly_once(case):
 
 
 # -- the R-TAG -----------------------------------------------------------------------------
+
 
 def _insert(frame: bytes, seq: int, room: int = 6) -> bytes:
     buf = ffi.new("uint8_t[]", len(frame) + room)
@@ -263,8 +277,8 @@ def test_insert_pushes_the_tag_after_the_macs_and_strip_takes_it_off():
     tagged = _insert(SYNC, 0x1234)
     assert tagged == SYNC[:12] + bytes.fromhex("f1c1 0000 1234") + SYNC[12:]
     assert _strip(tagged) == (SYNC, 0x1234)
-    assert _strip(SYNC) == (SYNC, NONE)                     # no tag: unchanged
-    p = Ether(tagged)                                       # the scapy layer agrees
+    assert _strip(SYNC) == (SYNC, NONE)  # no tag: unchanged
+    p = Ether(tagged)  # the scapy layer agrees
     assert (p[RTag].seq, p[RTag].type, p[TdmaSync].cycle_no) == (0x1234, 0x9021, 5)
     assert bytes(Ether(src=p.src, dst=p.dst) / RTag(seq=0x1234) / p[RTmac]) == tagged
 
@@ -274,7 +288,7 @@ def test_the_helpers_refuse_short_frames_and_full_buffers():
     assert _insert(SYNC, 1, room=5) == -errno.ENOSPC
     assert _strip(SYNC[:13]) == (-errno.EINVAL, NONE)
     tagged = _insert(SYNC, 9)
-    assert _strip(tagged[:19]) == (-errno.EBADMSG, NONE)    # the tag without its EtherType
+    assert _strip(tagged[:19]) == (-errno.EBADMSG, NONE)  # the tag without its EtherType
     assert _strip(tagged[:20]) == (SYNC[:14], 9)
 
 
@@ -288,21 +302,30 @@ def test_wireshark_decodes_tagged_sync_and_application_frames(tmp_path):
         skip_or_fail("tshark is not installed (run tools/setup-system.sh)")
     pcap = tmp_path / "rtag.pcap"
     with open(pcap, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))   # Ethernet
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))  # Ethernet
         for i, frame in enumerate((_insert(SYNC, 7), _insert(APP, 65535))):
             f.write(struct.pack("<IIII", i, 0, len(frame), len(frame)) + frame)
-    res = subprocess.run([tshark, "-r", str(pcap), "-V"], capture_output=True, text=True,
-                         timeout=60, env=dict(os.environ, LC_ALL="C"))
+    res = subprocess.run(
+        [tshark, "-r", str(pcap), "-V"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, LC_ALL="C"),
+    )
     assert res.returncode == 0, res.stderr
     sync, app = res.stdout.split("\nFrame 2:")
     assert "Malformed" not in res.stdout and "Expert Info" not in res.stdout
     assert "[Protocols in frame: eth:ethertype:ieee8021cb:ethertype:rtmac]" in sync
-    for line in ("802.1CB Redundancy Tag, SEQ: 7", "Type: Real-Time Media Access Control (0x9021)",
-                 "Message ID: Synchronisation (0x0000)", "Cycle Number: 5",
-                 "Scheduled Transmission Time: 900"):
+    for line in (
+        "802.1CB Redundancy Tag, SEQ: 7",
+        "Type: Real-Time Media Access Control (0x9021)",
+        "Message ID: Synchronisation (0x0000)",
+        "Cycle Number: 5",
+        "Scheduled Transmission Time: 900",
+    ):
         assert line in sync, line
     assert "802.1CB Redundancy Tag, SEQ: 65535" in app and "(0x88b5)" in app
-    assert "68656c6c6f" in app                                 # the payload, where it belongs
+    assert "68656c6c6f" in app  # the payload, where it belongs
 
 
 @pytest.mark.parametrize("seq", [0, 1, 0x7FFF, 0x8000, 65535])

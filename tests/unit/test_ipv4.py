@@ -1,5 +1,6 @@
 """The real-time IPv4 path's parser and builders (csrc/rtn_ipv4.c), with scapy as the
 reference: scapy builds the frames we parse and checks the checksums of those we build."""
+
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import Ether
@@ -18,15 +19,28 @@ def mac(text):
 
 
 def udp_frame(payload=b"hello", **ip):
-    return bytes(Ether(src=A_MAC, dst=B_MAC) / IP(src=A_IP, dst=B_IP, **ip) /
-                 UDP(sport=4000, dport=5000) / Raw(payload))
+    return bytes(
+        Ether(src=A_MAC, dst=B_MAC)
+        / IP(src=A_IP, dst=B_IP, **ip)
+        / UDP(sport=4000, dport=5000)
+        / Raw(payload)
+    )
 
 
 def built_udp(payload: bytes, sport=5000, dport=6000, ip_id=7) -> bytes:
     buf = ffi.new("uint8_t[]", 1536)
     ffi.memmove(buf + lib.RTN_UDP_HLEN, payload, len(payload))
-    n = lib.rtn_udp_finish(buf, mac(B_MAC), mac(A_MAC), ipv4.ip_int(A_IP), ipv4.ip_int(B_IP),
-                           sport, dport, ip_id, len(payload))
+    n = lib.rtn_udp_finish(
+        buf,
+        mac(B_MAC),
+        mac(A_MAC),
+        ipv4.ip_int(A_IP),
+        ipv4.ip_int(B_IP),
+        sport,
+        dport,
+        ip_id,
+        len(payload),
+    )
     return bytes(ffi.buffer(buf, n))
 
 
@@ -41,6 +55,7 @@ def checksums_ok(frame: bytes) -> bool:
 
 
 # -- building -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("size", [0, 1, 56, 1000, lib.RTN_UDP_MAX_PAYLOAD])
 def test_a_built_udp_datagram_should_be_what_scapy_reads_with_good_checksums(size):
@@ -63,8 +78,12 @@ def test_an_echo_request_built_should_be_icmp_echo_to_scapy():
 
 
 def test_the_answer_to_an_echo_request_should_swap_addresses_and_keep_id_seq_and_data():
-    req = bytes(Ether(src=A_MAC, dst=B_MAC) / IP(src=A_IP, dst=B_IP) /
-                ICMP(type=8, id=77, seq=3) / Raw(b"abcdefgh" * 7))
+    req = bytes(
+        Ether(src=A_MAC, dst=B_MAC)
+        / IP(src=A_IP, dst=B_IP)
+        / ICMP(type=8, id=77, seq=3)
+        / Raw(b"abcdefgh" * 7)
+    )
     v, pkt = ipv4.parse(req)
     assert v == lib.RTN_IP_ECHO_REQUEST
     out = ffi.new("uint8_t[]", 1536)
@@ -74,7 +93,7 @@ def test_the_answer_to_an_echo_request_should_swap_addresses_and_keep_id_seq_and
     assert (p[ICMP].type, p[ICMP].id, p[ICMP].seq) == (0, 77, 3)
     assert bytes(p[ICMP].payload) == b"abcdefgh" * 7
     assert checksums_ok(bytes(ffi.buffer(out, n)))
-    assert lib.rtn_icmp_echo_answer(req, pkt, out, 60, 42) == 0     # does not fit: none
+    assert lib.rtn_icmp_echo_answer(req, pkt, out, 60, 42) == 0  # does not fit: none
 
 
 @pytest.mark.parametrize("off", [lib.RTN_UDP_TX_OFF, lib.RTN_UDP_PICKUP_OFF])
@@ -82,7 +101,7 @@ def test_the_answer_to_an_echo_request_should_swap_addresses_and_keep_id_seq_and
 def test_a_stamp_written_into_a_datagram_should_keep_its_udp_checksum_right(off, value):
     frame = bytearray(built_udp(bytes(range(100))))
     assert lib.rtn_udp_stamp(ffi.from_buffer(frame), len(frame), off, value) == 0
-    assert int.from_bytes(frame[off:off + 8], "big") == value
+    assert int.from_bytes(frame[off : off + 8], "big") == value
     assert checksums_ok(bytes(frame))
 
 
@@ -95,27 +114,28 @@ def test_a_stamp_that_does_not_fit_should_write_nothing():
 
 # -- parsing ----------------------------------------------------------------------------------
 
+
 def test_a_scapy_datagram_should_parse_with_its_addresses_ports_and_data():
     frame = udp_frame(b"payload!")
     v, p = ipv4.parse(frame)
     assert v == lib.RTN_IP_UDP
     assert (ipv4.ip_text(p.src), ipv4.ip_text(p.dst), p.sport, p.dport) == (A_IP, B_IP, 4000, 5000)
-    assert frame[p.data_off:p.data_off + p.data_len] == b"payload!"
+    assert frame[p.data_off : p.data_off + p.data_len] == b"payload!"
 
 
 def test_a_datagram_without_a_checksum_should_be_taken_and_a_padded_short_one_too():
     raw = bytearray(udp_frame(b"x"))
-    raw[40:42] = b"\0\0"                      # UDP checksum 0: not computed (RFC 768)
+    raw[40:42] = b"\0\0"  # UDP checksum 0: not computed (RFC 768)
     assert ipv4.parse(bytes(raw))[0] == lib.RTN_IP_UDP
-    padded = udp_frame(b"x") + bytes(60 - len(udp_frame(b"x")))   # the NIC's minimum size
+    padded = udp_frame(b"x") + bytes(60 - len(udp_frame(b"x")))  # the NIC's minimum size
     v, p = ipv4.parse(padded)
     assert v == lib.RTN_IP_UDP and p.data_len == 1
 
 
 def _with(frame: bytes, at: int, value: bytes, fix_ip=True) -> bytes:
     b = bytearray(frame)
-    b[at:at + len(value)] = value
-    if fix_ip:                                # keep the IP checksum right: one fault at a time
+    b[at : at + len(value)] = value
+    if fix_ip:  # keep the IP checksum right: one fault at a time
         b[24:26] = b"\0\0"
         b[24:26] = lib.rtn_inet_csum(bytes(b[14:34]), 20).to_bytes(2, "big")
     return bytes(b)
@@ -125,8 +145,9 @@ BAD = {
     "truncated": udp_frame()[:30],
     "version": _with(udp_frame(), 14, b"\x65"),
     "ihl": _with(udp_frame(), 14, b"\x44"),
-    "options": bytes(Ether() / IP(src=A_IP, dst=B_IP, options=b"\x01\x01\x01\x00") / UDP() /
-                     Raw(b"x" * 40)),
+    "options": bytes(
+        Ether() / IP(src=A_IP, dst=B_IP, options=b"\x01\x01\x01\x00") / UDP() / Raw(b"x" * 40)
+    ),
     "totlen_long": _with(udp_frame(b"x" * 40), 16, (200).to_bytes(2, "big")),
     "totlen_short": udp_frame(b"x" * 40) + b"trailing garbage",
     "fragment": bytes(Ether() / IP(src=A_IP, dst=B_IP, flags="MF") / UDP() / Raw(b"x" * 40)),
@@ -134,10 +155,10 @@ BAD = {
     "proto": bytes(Ether() / IP(src=A_IP, dst=B_IP, proto=6) / Raw(b"x" * 40)),
     "udp_len": _with(udp_frame(b"x" * 40), 38, (7).to_bytes(2, "big")),
     "udp_csum": _with(udp_frame(b"x" * 40), 45, b"\xff"),
-    "icmp_short": bytes(Ether() / IP(src=A_IP, dst=B_IP, proto=1) / Raw(b"\x08\0\0\0")) +
-                  bytes(20),
-    "icmp_csum": _with(bytes(Ether() / IP(src=A_IP, dst=B_IP) / ICMP(type=8) / Raw(b"x" * 20)),
-                       50, b"y"),
+    "icmp_short": bytes(Ether() / IP(src=A_IP, dst=B_IP, proto=1) / Raw(b"\x08\0\0\0")) + bytes(20),
+    "icmp_csum": _with(
+        bytes(Ether() / IP(src=A_IP, dst=B_IP) / ICMP(type=8) / Raw(b"x" * 20)), 50, b"y"
+    ),
     "icmp_type": bytes(Ether() / IP(src=A_IP, dst=B_IP) / ICMP(type=3, code=1) / Raw(b"x" * 28)),
 }
 
@@ -164,16 +185,24 @@ def test_no_truncation_of_a_good_frame_should_parse_as_good():
 
 
 def test_the_status_lines_should_name_the_address_counters_and_routes():
-    lines = ipv4.format_status({"address": A_IP, "rx_udp": 3, "bad": {"udp_csum": 2, "ihl": 0},
-                                "neighbours": [{"ip": B_IP, "mac": B_MAC}]})
+    lines = ipv4.format_status(
+        {
+            "address": A_IP,
+            "rx_udp": 3,
+            "bad": {"udp_csum": 2, "ihl": 0},
+            "neighbours": [{"ip": B_IP, "mac": B_MAC}],
+        }
+    )
     assert lines[0].startswith(f"  ipv4 {A_IP}: udp rx 3")
     assert lines[1] == "    refused: udp_csum 2" and B_MAC in lines[2]
 
 
 # -- ARP (rtroute solicit) ----------------------------------------------------------------------
 
+
 def test_an_arp_request_should_be_what_scapy_reads_as_one():
     from scapy.layers.l2 import ARP
+
     p = Ether(ipv4.arp_request(mac(A_MAC), A_IP, B_IP))
     assert p.dst == "ff:ff:ff:ff:ff:ff" and p.src == A_MAC and len(bytes(p)) == 60
     assert (p[ARP].op, p[ARP].hwsrc, p[ARP].psrc, p[ARP].pdst) == (1, A_MAC, A_IP, B_IP)
@@ -181,6 +210,7 @@ def test_an_arp_request_should_be_what_scapy_reads_as_one():
 
 def test_an_arp_reply_should_give_its_sender_and_anything_else_none():
     from scapy.layers.l2 import ARP
+
     reply = bytes(Ether() / ARP(op=2, hwsrc=B_MAC, psrc=B_IP, hwdst=A_MAC, pdst=A_IP))
     assert ipv4.arp_reply_sender(reply) == (B_IP, B_MAC)
     request = bytes(Ether() / ARP(op=1, hwsrc=B_MAC, psrc=B_IP, pdst=A_IP))

@@ -1,6 +1,7 @@
 """The demo lab's station configurations (rtnet.labdemo.station_toml) pass rtnetd's own
 checks: each station has its real-time address and, on a redundant lab, its second port
 and the application channel on both wires."""
+
 import pytest
 
 from rtnet.config import parse_toml

@@ -11,6 +11,7 @@ stage-1 payload is rtmac's commands, parsed by rtmac.commands).  And no two
 modules import each other, directly or round a longer loop, not even through an
 import inside a function (which only hides the loop until the first call).
 """
+
 import ast
 import importlib
 import os
@@ -21,19 +22,79 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PACKAGES = ("rtnet", "rtmac", "vnic")
 UPPER = ("rtmac", "vnic")
 # rtnet's modules by layer, named without "rtnet." ("" is the package itself)
-FOUNDATION = ("", "_lowlevel", "errors", "hist", "paths", "netns", "names", "messages",
-              "argtypes", "mac", "app_limits", "control_protocol", "control_client",
-              "control_server", "closeable", "cpuacct", "station", "xsk", "rtthread", "options",
-              "tdma_stats", "sysfiles", "xdpfeatures", "app", "cyclic", "capture", "clocks",
-              "devcmd", "echo", "ipv4", "ipv4_service", "neighbours", "pcapng", "pmqos", "procs",
-              "stages", "stall", "userfiles", "benchkit",
-              "rtcfg", "rtcfg.frames", "rtcfg.server", "rtcfg.step")
-COMPOSERS = ("config", "configfile", "rtnetconf", "daemon", "cli", "stationctl", "rtroute",
-             "run", "demo", "pingpong", "lab", "labdemo", "labsegment", "wirecap",
-             "preflight", "preflight.facts", "preflight.measure", "preflight.nic",
-             "preflight.system",
-             "rtcfg.payload", "rtcfg.setup", "rtcfg.apply", "rtcfg.client", "rtcfg.service",
-             "rtcfg.startup", "rtcfg.cli")
+FOUNDATION = (
+    "",
+    "_lowlevel",
+    "errors",
+    "hist",
+    "paths",
+    "netns",
+    "names",
+    "messages",
+    "argtypes",
+    "mac",
+    "app_limits",
+    "control_protocol",
+    "control_client",
+    "control_server",
+    "closeable",
+    "cpuacct",
+    "station",
+    "xsk",
+    "rtthread",
+    "options",
+    "tdma_stats",
+    "sysfiles",
+    "xdpfeatures",
+    "app",
+    "cyclic",
+    "capture",
+    "clocks",
+    "devcmd",
+    "echo",
+    "ipv4",
+    "ipv4_service",
+    "neighbours",
+    "pcapng",
+    "pmqos",
+    "procs",
+    "stages",
+    "stall",
+    "userfiles",
+    "benchkit",
+    "rtcfg",
+    "rtcfg.frames",
+    "rtcfg.server",
+    "rtcfg.step",
+)
+COMPOSERS = (
+    "config",
+    "configfile",
+    "rtnetconf",
+    "daemon",
+    "cli",
+    "stationctl",
+    "rtroute",
+    "run",
+    "demo",
+    "pingpong",
+    "lab",
+    "labdemo",
+    "labsegment",
+    "wirecap",
+    "preflight",
+    "preflight.facts",
+    "preflight.measure",
+    "preflight.nic",
+    "preflight.system",
+    "rtcfg.payload",
+    "rtcfg.setup",
+    "rtcfg.apply",
+    "rtcfg.client",
+    "rtcfg.service",
+    "rtcfg.startup",
+    "rtcfg.cli",
+)
 # Known exceptions, each with why it stays for now (none today).
 KNOWN_UPWARD: set = set()
 
@@ -47,8 +108,9 @@ def module_files() -> dict[str, str]:
     out = {}
     for pkg in PACKAGES:
         for folder, dirs, files in os.walk(os.path.join(ROOT, pkg)):
-            dirs[:] = sorted(d for d in dirs if os.path.exists(os.path.join(folder, d,
-                                                                            "__init__.py")))
+            dirs[:] = sorted(
+                d for d in dirs if os.path.exists(os.path.join(folder, d, "__init__.py"))
+            )
             dotted = os.path.relpath(folder, ROOT).replace(os.sep, ".")
             for fn in sorted(files):
                 if fn.endswith(".py"):
@@ -71,7 +133,7 @@ def imported(name: str, path: str) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
                 source = f"{base}.{node.module}" if node.module else base
             else:
                 source = node.module
@@ -146,8 +208,12 @@ def test_every_rtnet_module_should_be_in_exactly_one_layer():
 
 def test_the_foundation_should_not_import_rtmac_or_vnic_or_a_composer():
     composers = set(map(rtnet_name, COMPOSERS))
-    upward = {(rtnet_name(base), dep) for base in FOUNDATION for dep in GRAPH[rtnet_name(base)]
-              if dep.partition(".")[0] in UPPER or dep in composers}
+    upward = {
+        (rtnet_name(base), dep)
+        for base in FOUNDATION
+        for dep in GRAPH[rtnet_name(base)]
+        if dep.partition(".")[0] in UPPER or dep in composers
+    }
     assert upward - KNOWN_UPWARD == set()
     assert KNOWN_UPWARD - upward == set(), "a known exception is gone: remove it from the list"
 
@@ -165,6 +231,11 @@ def test_rtcfg_should_take_rtmacs_commands_not_its_command_line_tool():
 
 
 def test_code_for_tests_only_should_not_be_imported_by_the_stack():
-    users = {m for m, deps in GRAPH.items() if not m.startswith("rtmac.testing")
-             for d in deps if d.startswith("rtmac.testing")}
+    users = {
+        m
+        for m, deps in GRAPH.items()
+        if not m.startswith("rtmac.testing")
+        for d in deps
+        if d.startswith("rtmac.testing")
+    }
     assert users == set()

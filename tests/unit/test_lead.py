@@ -1,4 +1,5 @@
 """The automatic hand-over lead (csrc/rtn_lead.c): what it learns from the needs it is fed."""
+
 from rtnet._lowlevel import ffi, lib
 
 US = 1000
@@ -18,14 +19,14 @@ def feed(lo, needs):
 
 def test_a_quiet_task_lowers_its_lead_slowly_towards_p999_plus_the_margin():
     lo = lead()
-    needs = [15 * US] * 998 + [40 * US] * 26          # p99.9 in the 40 us bin
+    needs = [15 * US] * 998 + [40 * US] * 26  # p99.9 in the 40 us bin
     seen = [lo.lead_ns]
     for _ in range(20):
         feed(lo, needs)
         seen.append(lo.lead_ns)
     target = 41 * US + lib.RTN_LEAD_MARGIN_NS
-    assert all(b <= a for a, b in zip(seen, seen[1:]))              # never up
-    assert all(a - b <= (a - target) // 4 + 1 for a, b in zip(seen, seen[1:]))   # slowly
+    assert all(b <= a for a, b in zip(seen, seen[1:]))  # never up
+    assert all(a - b <= (a - target) // 4 + 1 for a, b in zip(seen, seen[1:]))  # slowly
     assert target <= seen[-1] <= target + 2 * US
     assert lo.updates == 20 and lo.late == 0
 
@@ -34,7 +35,7 @@ def test_a_grown_need_raises_the_lead_at_the_next_update():
     lo = lead(start=60 * US)
     feed(lo, [150 * US] * lib.RTN_LEAD_WINDOW)
     assert lo.lead_ns >= 150 * US + lib.RTN_LEAD_MARGIN_NS
-    assert lo.late == lib.RTN_LEAD_WINDOW       # each ran past the 60 us lead
+    assert lo.late == lib.RTN_LEAD_WINDOW  # each ran past the 60 us lead
 
 
 def test_stalls_beyond_half_a_cycle_are_counted_not_learnt():

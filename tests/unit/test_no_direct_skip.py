@@ -1,13 +1,14 @@
 """No test skips on its own: a skip goes through conftest's skip_or_fail (or require_tool,
 which uses it), so that under CI=true nothing can pass by skipping."""
+
 import ast
 import os
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SKIPS = {"skip", "importorskip"}             # pytest.skip(...), pytest.importorskip(...)
-MARKS = {"skip", "skipif"}                   # @pytest.mark.skip, @pytest.mark.skipif
+SKIPS = {"skip", "importorskip"}  # pytest.skip(...), pytest.importorskip(...)
+MARKS = {"skip", "skipif"}  # @pytest.mark.skip, @pytest.mark.skipif
 
 
 def _is_pytest(node) -> bool:
@@ -21,17 +22,25 @@ def direct_skips(source: str, filename: str = "<test>") -> list[tuple[int, str]]
 
     def walk(node, func):
         for child in ast.iter_child_nodes(node):
-            inner = child.name if isinstance(child, (ast.FunctionDef,
-                                                     ast.AsyncFunctionDef)) else func
+            inner = (
+                child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
+            )
             f = child.func if isinstance(child, ast.Call) else None
             if isinstance(f, ast.Attribute) and f.attr in SKIPS and _is_pytest(f.value):
                 found.append((child.lineno, func))
-            elif (isinstance(child, ast.Attribute) and child.attr in MARKS
-                  and isinstance(child.value, ast.Attribute) and child.value.attr == "mark"
-                  and _is_pytest(child.value.value)):
+            elif (
+                isinstance(child, ast.Attribute)
+                and child.attr in MARKS
+                and isinstance(child.value, ast.Attribute)
+                and child.value.attr == "mark"
+                and _is_pytest(child.value.value)
+            ):
                 found.append((child.lineno, func))
-            elif isinstance(child, ast.ImportFrom) and child.module == "pytest" and any(
-                    a.name in SKIPS or a.name == "mark" for a in child.names):
+            elif (
+                isinstance(child, ast.ImportFrom)
+                and child.module == "pytest"
+                and any(a.name in SKIPS or a.name == "mark" for a in child.names)
+            ):
                 found.append((child.lineno, func))
             walk(child, inner)
 
@@ -51,8 +60,10 @@ def test_only_skip_or_fail_calls_pytest_skip():
                 for line, func in direct_skips(f.read(), path):
                     if (rel, func) != ("conftest.py", "skip_or_fail"):
                         offenders.append(f"tests/{rel}:{line} (in {func})")
-    assert offenders == [], ("call conftest.skip_or_fail or require_tool instead of "
-                             "pytest's skip:\n" + "\n".join(offenders))
+    assert offenders == [], (
+        "call conftest.skip_or_fail or require_tool instead of "
+        "pytest's skip:\n" + "\n".join(offenders)
+    )
 
 
 def test_the_check_finds_a_direct_skip_and_nothing_else():

@@ -1,4 +1,5 @@
 """The option table (rtnet.options) against the places it feeds and the C core it reads."""
+
 import doctest
 
 import pytest
@@ -15,9 +16,12 @@ from rtnet.options import OPTIONS
 
 # option key -> (field of struct rtn_tdma_cfg, factor from the option's unit to the field's)
 C_FIELDS = {
-    "tdma.cycle_us": ("cycle_ns", 1000), "tdma.backup_offset_us": ("backup_offset_ns", 1000),
-    "tdma.cal_rounds": ("cal_rounds", 1), "tdma.max_slot_id": ("max_slot_id", 1),
-    "tdma.max_cal_requests": ("max_cal_requests", 1), "tdma.guard_ns": ("guard_ns", 1),
+    "tdma.cycle_us": ("cycle_ns", 1000),
+    "tdma.backup_offset_us": ("backup_offset_ns", 1000),
+    "tdma.cal_rounds": ("cal_rounds", 1),
+    "tdma.max_slot_id": ("max_slot_id", 1),
+    "tdma.max_cal_requests": ("max_cal_requests", 1),
+    "tdma.guard_ns": ("guard_ns", 1),
     "tdma.sync_loss_cycles": ("sync_loss_cycles", 1),
     "link.link_rate_mbps": ("link_rate_mbps", 1),
 }
@@ -26,7 +30,7 @@ C_FIELDS = {
 def c_cfg(**fields):
     c = ffi.new("struct rtn_tdma_cfg *")
     lib.rtn_tdma_cfg_init(c, lib.RTN_TDMA_ROLE_MASTER)
-    c.backup_offset_ns = 100_000     # a backup master, so that its offset can change too
+    c.backup_offset_ns = 100_000  # a backup master, so that its offset can change too
     for k, v in fields.items():
         setattr(c, k, v)
     return c
@@ -57,8 +61,9 @@ def test_role_change_is_never_live():
     assert not lib.rtn_tdma_cfg_live(c_cfg(), c_cfg(role=lib.RTN_TDMA_ROLE_SLAVE))
 
 
-@pytest.mark.parametrize("key", sorted(k for k in C_FIELDS if k not in
-                                       ("tdma.cycle_us", "tdma.backup_offset_us")))
+@pytest.mark.parametrize(
+    "key", sorted(k for k in C_FIELDS if k not in ("tdma.cycle_us", "tdma.backup_offset_us"))
+)
 def test_both_validators_take_the_maximum_and_refuse_one_more(key):
     opt = OPTIONS[key]
     field, factor = C_FIELDS[key]
@@ -73,15 +78,27 @@ def test_both_validators_take_the_maximum_and_refuse_one_more(key):
                 validate(base.__class__(**{**base.__dict__, opt.name: value}))
 
 
-@pytest.mark.parametrize("opt", [o for o in OPTIONS.values()
-                                 if o.toml and o.section == "tdma" and o.kind is int
-                                 and o.name not in ("backup_offset_us", "cycle_us")], ids=lambda o: o.key)
+@pytest.mark.parametrize(
+    "opt",
+    [
+        o
+        for o in OPTIONS.values()
+        if o.toml
+        and o.section == "tdma"
+        and o.kind is int
+        and o.name not in ("backup_offset_us", "cycle_us")
+    ],
+    ids=lambda o: o.key,
+)
 def test_every_tdma_key_of_the_table_is_a_toml_key_with_its_range(opt):
     text = f"[tdma]\nrole = 'master'\ncycle_us = 1000\n{opt.name} = {opt.hi}\n"
     assert getattr(config.parse_toml(text, "rtnet.toml").tdma, opt.name) == opt.hi
     text = f"[tdma]\nrole = 'master'\ncycle_us = 1000\n{opt.name} = {opt.hi + 1}\n"
-    with pytest.raises(ConfigError, match=rf"^rtnet\.toml: tdma\.{opt.name}: {opt.hi + 1} "
-                                          rf"above maximum {opt.hi}$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^rtnet\.toml: tdma\.{opt.name}: {opt.hi + 1} "
+        rf"above maximum {opt.hi}$",
+    ):
         config.parse_toml(text, "rtnet.toml")
 
 
@@ -92,8 +109,11 @@ def test_rtmac_options_take_type_and_default_from_the_table_and_the_range_from_c
     hi = OPTIONS["tdma.max_cal_requests"].hi
     with pytest.raises(cli.UsageError, match=rf"^max_cal_requests: {hi + 1} above maximum {hi}$"):
         cli.parse_request(["tdma", "rteth0", "master", "1000", "-m", str(hi + 1)])
-    with pytest.raises(cli.UsageError, match=rf"invalid max calibration requests: x "
-                                             rf"\(allowed: 1..{hi}\)"):
+    with pytest.raises(
+        cli.UsageError,
+        match=rf"invalid max calibration requests: x "
+        rf"\(allowed: 1..{hi}\)",
+    ):
         cli.parse_request(["tdma", "rteth0", "master", "1000", "-m", "x"])
 
 
@@ -121,30 +141,55 @@ def test_table_text_lists_every_option():
 def test_the_c_field_column_names_a_c_field_and_a_dataclass_field():
     """TdmaConfig.to_c() fills the C structs from these rows alone."""
     import dataclasses
+
     c, cs = ffi.new("struct rtn_tdma_cfg *"), ffi.new("struct rtn_tdma_slot_cfg *")
     for sections, struct, model in ((("link", "tdma"), c, TdmaConfig), (("tdma.slot",), cs, Slot)):
         rows = rtnet.options.c_fields(*sections)
         names = {f.name for f in dataclasses.fields(model)}
         for o in rows:
             assert hasattr(struct, o.c_field) and o.name in names, o.key
-    cfg = TdmaConfig(role="master", cycle_us=2000, backup_offset_us=100, guard_ns=7,
-                     slots={3: Slot(3, 10, 2, 4, 100, None, 50)}, max_slot_id=5)
+    cfg = TdmaConfig(
+        role="master",
+        cycle_us=2000,
+        backup_offset_us=100,
+        guard_ns=7,
+        slots={3: Slot(3, 10, 2, 4, 100, None, 50)},
+        max_slot_id=5,
+    )
     out = cfg.to_c()
-    assert (out.cycle_ns, out.backup_offset_ns, out.guard_ns, out.max_slot_id, out.mtu) == \
-        (2_000_000, 100_000, 7, 5, 1500)
+    assert (out.cycle_ns, out.backup_offset_ns, out.guard_ns, out.max_slot_id, out.mtu) == (
+        2_000_000,
+        100_000,
+        7,
+        5,
+        1500,
+    )
     s = out.slots[0]
-    assert (s.id, s.offset_ns, s.phasing, s.period, s.size, s.joint, s.window_ns) == \
-        (3, 10_000, 2, 4, 100, -1, 50_000)
+    assert (s.id, s.offset_ns, s.phasing, s.period, s.size, s.joint, s.window_ns) == (
+        3,
+        10_000,
+        2,
+        4,
+        100,
+        -1,
+        50_000,
+    )
     assert TdmaConfig(role="slave").to_c().backup_offset_ns == -1
 
 
 def test_rtmac_flags_and_the_daemon_settings_come_from_the_flag_column():
     from rtnet import daemon
-    assert cli.TDMA_MASTER_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id",
-                                     "-m": "tdma.max_cal_requests"}
+
+    assert cli.TDMA_MASTER_FLAGS == {
+        "-c": "tdma.cal_rounds",
+        "-i": "tdma.max_slot_id",
+        "-m": "tdma.max_cal_requests",
+    }
     assert cli.TDMA_SLAVE_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
-    assert daemon._FLAG_SETTINGS == {"master": ("cal_rounds", "max_slot_id", "max_cal_requests"),
-                                     "slave": ("cal_rounds", "max_slot_id")}
+    assert daemon._FLAG_SETTINGS == {
+        "master": ("cal_rounds", "max_slot_id", "max_cal_requests"),
+        "slave": ("cal_rounds", "max_slot_id"),
+    }
 
 
 def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
@@ -162,12 +207,13 @@ def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
     c = TdmaConfig(role="master", cycle_us=50).to_c()
     assert lib.rtn_tdma_cfg_check(c) != 0 and rtnet._lowlevel.last_error() == said
     refusals = []
-    for parse in (lambda: config.parse_toml("[tdma]\nrole = 'master'\ncycle_us = 50\n"),
-                  lambda: rtnetconf.parse_rtnet_conf('TDMA_CYCLE="50"\n', rtcfg=False),
-                  lambda: rtnetconf.parse_tdma_conf("master:\nip 10.0.0.1\ncycle 50\n",
-                                                    ip="10.0.0.1"),
-                  lambda: cli.parse_request("tdma rteth0 master 50".split()),
-                  lambda: payload.parse("tdma master 50\n", "rteth0")):
+    for parse in (
+        lambda: config.parse_toml("[tdma]\nrole = 'master'\ncycle_us = 50\n"),
+        lambda: rtnetconf.parse_rtnet_conf('TDMA_CYCLE="50"\n', rtcfg=False),
+        lambda: rtnetconf.parse_tdma_conf("master:\nip 10.0.0.1\ncycle 50\n", ip="10.0.0.1"),
+        lambda: cli.parse_request("tdma rteth0 master 50".split()),
+        lambda: payload.parse("tdma master 50\n", "rteth0"),
+    ):
         with pytest.raises((ConfigError, cli.UsageError, RtcfgError)) as err:
             parse()
         refusals.append(str(err.value))
@@ -183,8 +229,12 @@ def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
 
 def test_vnic_mode_is_a_row_with_its_choices():
     from rtnet import station
+
     assert config.VnicConfig().mode == OPTIONS["vnic.mode"].default == "batched"
     assert tuple(station.VNIC_MODES) == OPTIONS["vnic.mode"].choices
-    with pytest.raises(ConfigError, match=r"^rtnet\.toml: vnic\.mode: 'fast' is not one of "
-                                          r"batched, per-packet$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^rtnet\.toml: vnic\.mode: 'fast' is not one of "
+        r"batched, per-packet$",
+    ):
         config.parse_toml("[vnic]\nmode = 'fast'\n")

@@ -1,5 +1,6 @@
 """The schedule planner (rtmac/plan.py): layouts that the validators accept, that keep
 stations apart, and clear errors when a segment does not fit."""
+
 import itertools
 
 import pytest
@@ -15,22 +16,33 @@ def occupied(p):
     """Per station: the intervals (ns) it may use on the wire, its gap included."""
     out = {}
     for st in p.stations:
-        rt_end = st.rt.offset_us * 1000 + wire_time_ns(st.rt.size + ETH_HLEN, p.link_rate_mbps) \
+        rt_end = (
+            st.rt.offset_us * 1000
+            + wire_time_ns(st.rt.size + ETH_HLEN, p.link_rate_mbps)
             + p.guard_ns
+        )
         win_end = (st.window.offset_us + st.window.window_us) * 1000
         out[st.index] = (st.rt.offset_us * 1000, max(rt_end, win_end))
     return out
 
 
-@pytest.mark.parametrize("n, kw", [(3, {}), (2, {"backup": False}), (8, {"cycle_us": 2000}),
-                                   (16, {"cycle_us": 3000}), (3, {"link_rate_mbps": 1000})])
+@pytest.mark.parametrize(
+    "n, kw",
+    [
+        (3, {}),
+        (2, {"backup": False}),
+        (8, {"cycle_us": 2000}),
+        (16, {"cycle_us": 3000}),
+        (3, {"link_rate_mbps": 1000}),
+    ],
+)
 def test_plans_validate_and_keep_stations_apart(n, kw):
     p = plan(n, **kw)
     spans = occupied(p)
     for a, b in itertools.combinations(spans.values(), 2):
         assert a[1] <= b[0] or b[1] <= a[0], (a, b)
     for st in p.stations:
-        cfg = p.tdma_config(st.index)            # validated
+        cfg = p.tdma_config(st.index)  # validated
         assert cfg.slots[1].window_us * 1000 >= wire_time_ns(1514, p.link_rate_mbps)
     last = max(end for _, end in spans.values())
     assert last <= p.cycle_us * 1000
@@ -38,8 +50,10 @@ def test_plans_validate_and_keep_stations_apart(n, kw):
     # but its own (station 2's RT slot follows the backup's Sync frame)
     assert p.station(1).rt.offset_us * 1000 >= wire_time_ns(60, p.link_rate_mbps)
     if p.backup_offset_us is not None:
-        b = (p.backup_offset_us * 1000,
-             p.backup_offset_us * 1000 + wire_time_ns(60, p.link_rate_mbps))
+        b = (
+            p.backup_offset_us * 1000,
+            p.backup_offset_us * 1000 + wire_time_ns(60, p.link_rate_mbps),
+        )
         assert p.station(2).rt.offset_us * 1000 >= b[1]
         for i, a in spans.items():
             assert a[1] <= b[0] or b[1] <= a[0] or i == 2, (a, b)
@@ -68,12 +82,15 @@ def test_a_segment_that_cannot_fit_names_the_numbers():
     plan(16, cycle_us=shortest_cycle_us(16))
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"link_rate_mbps": 0}, "link rate"),
-    ({"weights": [1, 0, 1]}, "weights"),
-    ({"rt_sizes": [200, 200]}, "RT slot sizes"),
-    ({"windows_us": {5: 100}}, "outside"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"link_rate_mbps": 0}, "link rate"),
+        ({"weights": [1, 0, 1]}, "weights"),
+        ({"rt_sizes": [200, 200]}, "RT slot sizes"),
+        ({"windows_us": {5: 100}}, "outside"),
+    ],
+)
 def test_bad_planner_arguments_are_one_clear_error(kw, message):
     with pytest.raises(ConfigError, match=message):
         plan(3, **kw)
@@ -93,6 +110,7 @@ def test_the_benchmark_pair_plan_takes_a_long_guard_inside_its_own_windows(guard
     """The pair's RT slots tolerate guard_us of RT-thread lateness; each station's window
     starts inside its RT slot's guard, so a long guard moves no other station's time."""
     from vnic.pair import plan as pair_plan
+
     p = pair_plan(1000, 100, guard_ns=guard_us * 1000)
     assert p.master.guard_ns == p.slave.guard_ns == guard_us * 1000
     for cfg in (p.master, p.slave):
@@ -100,5 +118,4 @@ def test_the_benchmark_pair_plan_takes_a_long_guard_inside_its_own_windows(guard
         assert rt.offset_us < win.offset_us < rt.offset_us + guard_us
     # the slave's window covers its guard, the master's window ends before the slave's slot
     assert p.slave.slots[1].window_us >= guard_us
-    assert (p.master.slots[1].offset_us + p.master.slots[1].window_us
-            <= p.slave.slots[0].offset_us)
+    assert p.master.slots[1].offset_us + p.master.slots[1].window_us <= p.slave.slots[0].offset_us

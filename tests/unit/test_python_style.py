@@ -1,4 +1,6 @@
-"""The Python tree passes ruff with the rules pyproject.toml names ([tool.ruff])."""
+"""The Python tree passes ruff with the rules pyproject.toml names ([tool.ruff]) and is laid out
+by ruff's formatter ([tool.ruff.format])."""
+
 import os
 import subprocess
 import sys
@@ -9,11 +11,53 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_ruff_finds_nothing():
-    probe = subprocess.run([sys.executable, "-m", "ruff", "--version"], capture_output=True,
-                           text=True)
+    probe = subprocess.run(
+        [sys.executable, "-m", "ruff", "--version"], capture_output=True, text=True
+    )
     if probe.returncode != 0:
         skip_or_fail("ruff is not installed (pip install ruff, or the test extra)")
-    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
-                          "rtnet", "rtmac", "vnic", "tools", "tests"],
-                         cwd=ROOT, capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "rtnet",
+            "rtmac",
+            "vnic",
+            "tools",
+            "tests",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_ruff_format_would_change_nothing():
+    probe = subprocess.run(
+        [sys.executable, "-m", "ruff", "--version"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        skip_or_fail("ruff is not installed (pip install ruff, or the test extra)")
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--check",
+            "--no-cache",
+            "rtnet",
+            "rtmac",
+            "vnic",
+            "tools",
+            "tests",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, "run ruff format on these files:\n" + res.stdout + res.stderr

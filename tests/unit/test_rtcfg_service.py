@@ -4,6 +4,7 @@ The service runs on channels of shared memory built like the station's
 (fake_channel); a small "wire" thread moves the frames each service sends
 to the receive rings of the others, as the stations and the link would.
 """
+
 import threading
 import time
 
@@ -22,7 +23,7 @@ from rtnet.rtcfg.service import RtcfgService
 from rtnet.stationctl import format_rtcfg
 
 SERVER, C2, C3 = "02:00:00:00:00:01", "02:00:00:00:00:02", "02:00:00:00:00:03"
-LOOSE_S = 10.0              # bound of every wait for an event (only a hang reaches it)
+LOOSE_S = 10.0  # bound of every wait for an event (only a hang reaches it)
 Refused = (RequestError, RtcfgError)
 
 
@@ -31,12 +32,13 @@ class FakeStation:
 
     def __init__(self, mac):
         self.mac, self.opened, self.closed = mac, [], []
-        self.current = None                 # (id, memory) of the newest channel
+        self.current = None  # (id, memory) of the newest channel
 
     def open_channel(self, ethertype, *, slot, prio, max_size, depth, cycles):
         self.opened.append((ethertype, slot, prio, max_size, depth, cycles))
-        mem = FakeChannelMemory(depth=depth, max_size=max_size, ethertype=ethertype,
-                                mac=parse_mac(self.mac))
+        mem = FakeChannelMemory(
+            depth=depth, max_size=max_size, ethertype=ethertype, mac=parse_mac(self.mac)
+        )
         self.current = (len(self.opened), mem)
         return (len(self.opened), *mem.fds())
 
@@ -54,7 +56,7 @@ class Wire:
 
     def __init__(self, stations):
         self.stations, self.stop = stations, threading.Event()
-        self.lock = threading.Lock()        # one producer on each receive ring
+        self.lock = threading.Lock()  # one producer on each receive ring
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -98,8 +100,10 @@ def service(station, apply=None, mtu=1500, ip=None):
         if apply is not None:
             apply(stage, requests, info)
         applied.append((stage, requests))
-    svc = RtcfgService(lambda: station, "rteth0", record, lambda: ip, lambda: mtu,
-                       threading.Event())
+
+    svc = RtcfgService(
+        lambda: station, "rteth0", record, lambda: ip, lambda: mtu, threading.Event()
+    )
     svc.applied = applied
     return svc
 
@@ -118,8 +122,9 @@ def in_thread(call, *args):
     def run():
         try:
             out["reply"] = call(*args)
-        except Exception as exc:        # handed to the test thread below
+        except Exception as exc:  # handed to the test thread below
             out["error"] = exc
+
     t = threading.Thread(target=run, daemon=True)
     t.start()
 
@@ -129,6 +134,7 @@ def in_thread(call, *args):
         if "error" in out:
             raise out["error"]
         return out["reply"]
+
     return result
 
 
@@ -141,21 +147,25 @@ def svc():
 
 # -- request checks ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,req,message", [
-    ("h_server", {"period_ms": 0}, "period_ms: 0 outside 1..3600000"),
-    ("h_server", {"burstrate": "4"}, "burstrate: '4' is not an integer"),
-    ("h_server", {"heartbeat_ms": 70000}, "heartbeat_ms: 70000 outside 0..65535"),
-    ("h_server", {"threshold": True}, "threshold: True is not an integer"),
-    ("h_server", {"ready": "yes"}, "ready: 'yes' is not true or false"),
-    ("h_add", {"address": "10.0.0.2"}, "no RTcfg server"),
-    ("h_del", {"address": "10.0.0.2"}, "no RTcfg server"),
-    ("h_wait", {}, "no RTcfg server"),
-    ("h_wait", {"timeout_ms": -1}, "timeout_ms: -1 outside"),
-    ("h_ready", {}, "no RTcfg server or client"),
-    ("h_announce", {}, "no RTcfg client"),
-    ("h_detach", {}, "no RTcfg server or client"),
-    ("h_client", {"max_stations": 0}, "max_stations: 0 outside 1..255"),
-])
+
+@pytest.mark.parametrize(
+    "name,req,message",
+    [
+        ("h_server", {"period_ms": 0}, "period_ms: 0 outside 1..3600000"),
+        ("h_server", {"burstrate": "4"}, "burstrate: '4' is not an integer"),
+        ("h_server", {"heartbeat_ms": 70000}, "heartbeat_ms: 70000 outside 0..65535"),
+        ("h_server", {"threshold": True}, "threshold: True is not an integer"),
+        ("h_server", {"ready": "yes"}, "ready: 'yes' is not true or false"),
+        ("h_add", {"address": "10.0.0.2"}, "no RTcfg server"),
+        ("h_del", {"address": "10.0.0.2"}, "no RTcfg server"),
+        ("h_wait", {}, "no RTcfg server"),
+        ("h_wait", {"timeout_ms": -1}, "timeout_ms: -1 outside"),
+        ("h_ready", {}, "no RTcfg server or client"),
+        ("h_announce", {}, "no RTcfg client"),
+        ("h_detach", {}, "no RTcfg server or client"),
+        ("h_client", {"max_stations": 0}, "max_stations: 0 outside 1..255"),
+    ],
+)
 def test_requests_are_checked_before_anything_starts(svc, name, req, message):
     with pytest.raises(Refused) as e:
         getattr(svc, name)(req)
@@ -163,16 +173,21 @@ def test_requests_are_checked_before_anything_starts(svc, name, req, message):
     assert svc.station.opened == [] and svc.status() is None
 
 
-@pytest.mark.parametrize("req,message", [
-    ({"address": 7}, "address: 7 is not an address"),
-    ({"address": "10.0.0"}, "neither an IPv4 nor a MAC"),
-    ({"address": "10.0.0.2", "hw": "zz"}, "not a MAC address"),
-    ({"address": "10.0.0.2", "stage1": "tdma slot 0 400\nrm -rf /\n"},
-     "stage 1: line 2: 'rm' is not an allowed command"),
-    ({"address": "10.0.0.2", "stage2": b"vnic up"}, "stage2: not a text"),
-    ({"address": "10.0.0.2", "stage1": "#" * 1488}, "does not fit the 1500-byte MTU"),
-    ({"address": "10.0.0.2", "timeout_ms": 1.5}, "timeout_ms: 1.5 is not an integer"),
-])
+@pytest.mark.parametrize(
+    "req,message",
+    [
+        ({"address": 7}, "address: 7 is not an address"),
+        ({"address": "10.0.0"}, "neither an IPv4 nor a MAC"),
+        ({"address": "10.0.0.2", "hw": "zz"}, "not a MAC address"),
+        (
+            {"address": "10.0.0.2", "stage1": "tdma slot 0 400\nrm -rf /\n"},
+            "stage 1: line 2: 'rm' is not an allowed command",
+        ),
+        ({"address": "10.0.0.2", "stage2": b"vnic up"}, "stage2: not a text"),
+        ({"address": "10.0.0.2", "stage1": "#" * 1488}, "does not fit the 1500-byte MTU"),
+        ({"address": "10.0.0.2", "timeout_ms": 1.5}, "timeout_ms: 1.5 is not an integer"),
+    ],
+)
 def test_add_refuses_what_it_cannot_send(svc, req, message):
     svc.h_server({})
     with pytest.raises(Refused) as e:
@@ -202,7 +217,7 @@ def test_one_machine_at_a_time_and_detach_frees_the_channel(svc):
     assert (ethertype, slot, prio, cycles) == (0x9022, 1, 30, False)
     svc.h_detach({})
     assert svc.status() is None and svc.station.closed == [1]
-    svc.h_server({})                        # afresh, on a new channel
+    svc.h_server({})  # afresh, on a new channel
     assert len(svc.station.opened) == 2
 
 
@@ -228,6 +243,7 @@ def test_the_server_invites_with_stage_1_frames_in_its_channel(svc):
 
 # -- a segment: one server, two clients ---------------------------------------------------
 
+
 def test_two_clients_are_configured_made_ready_and_one_found_dead():
     stations = [FakeStation(m) for m in (SERVER, C2, C3)]
     server, c2, c3 = (service(st) for st in stations)
@@ -236,14 +252,18 @@ def test_two_clients_are_configured_made_ready_and_one_found_dead():
         server.h_server({"period_ms": 10, "heartbeat_ms": 100, "threshold": 3})
         server.h_add({"address": C2, "stage1": "tdma slot 0 400\n"})
         server.h_add({"address": C3, "stage1": "tdma slot 0 600\n", "stage2": "vnic up\n"})
-        got2, got3 = in_thread(c2.h_client, {"timeout_ms": 5000}), \
-            in_thread(c3.h_client, {"timeout_ms": 5000})
+        got2, got3 = (
+            in_thread(c2.h_client, {"timeout_ms": 5000}),
+            in_thread(c3.h_client, {"timeout_ms": 5000}),
+        )
         assert got2() == {"config": "tdma slot 0 400\n"}
         assert got3() == {"config": "tdma slot 0 600\n"}
         assert c2.applied == [(1, payload.parse(b"tdma slot 0 400", "rteth0"))]
         waited = in_thread(server.h_wait, {"timeout_ms": 5000})
-        a2, a3 = in_thread(c2.h_announce, {"timeout_ms": 5000}), \
-            in_thread(c3.h_announce, {"timeout_ms": 5000})
+        a2, a3 = (
+            in_thread(c2.h_announce, {"timeout_ms": 5000}),
+            in_thread(c3.h_announce, {"timeout_ms": 5000}),
+        )
         assert a2() == {"config": ""} and a3() == {"config": "vnic up\n"}
         assert c3.applied[1] == (2, [{"cmd": "vnic.up", "dev": "rteth0"}])
         waited()
@@ -254,11 +274,11 @@ def test_two_clients_are_configured_made_ready_and_one_found_dead():
         assert [s["state"] for s in st["stations"]] == ["ready", "ready"]
         assert c2.status()["state"] == "ready" and len(c2.status()["stations"]) == 2
 
-        c3.close()                          # station 3 stops: no more heartbeats
+        c3.close()  # station 3 stops: no more heartbeats
         t0 = time.monotonic()
         until(lambda: server.status()["stations"][1]["state"] == "dead", "station 3 dead")
         assert time.monotonic() - t0 < LOOSE_S
-        assert server.status()["stations"][0]["state"] == "ready"   # station 2 beats on
+        assert server.status()["stations"][0]["state"] == "ready"  # station 2 beats on
 
         hb = fr.ether_frame(SERVER, C3, fr.Heartbeat().encode())
         before = server.status()["counters"]
@@ -282,6 +302,7 @@ def test_a_refused_stage_1_fails_rtcfg_client_with_its_message():
 
     def refuse(stage, requests, info):
         raise RtcfgError("slot 0 offset 400 beyond the cycle")
+
     server, c2 = service(stations[0]), service(stations[1], apply=refuse)
     wire = Wire(stations)
     try:
@@ -289,9 +310,10 @@ def test_a_refused_stage_1_fails_rtcfg_client_with_its_message():
         server.h_add({"address": C2, "stage1": "tdma slot 0 400\n"})
         with pytest.raises(RequestError) as e:
             c2.h_client({"timeout_ms": 5000})
-        assert str(e.value) == (f"client: RTcfg stage 1 from {SERVER} refused: "
-                                "slot 0 offset 400 beyond the cycle")
-        assert c2.status() is None and c2.applied == []     # free for another rtcfg client
+        assert str(e.value) == (
+            f"client: RTcfg stage 1 from {SERVER} refused: slot 0 offset 400 beyond the cycle"
+        )
+        assert c2.status() is None and c2.applied == []  # free for another rtcfg client
         assert server.status()["stations"][0]["state"] == "searching"
     finally:
         wire.close()
@@ -300,18 +322,27 @@ def test_a_refused_stage_1_fails_rtcfg_client_with_its_message():
 
 
 def test_format_rtcfg_of_a_client():
-    line, server, c3 = format_rtcfg({"role": "client", "state": "ready", "server": SERVER, "ip": None,
-                          "stations": [{"mac": SERVER, "ready": True},
-                                       {"mac": C3, "ready": False}],
-                          "counters": {"rx": 9, "tx": 4, "refused": 0, "dead_heartbeats": 0}})
-    assert line == (f"  rtcfg client ready, server {SERVER}, ip -: 2 stations known, 1 ready; "
-                    "frames rx 9 tx 4, refused 0 (heartbeats of dead stations 0)")
+    line, server, c3 = format_rtcfg(
+        {
+            "role": "client",
+            "state": "ready",
+            "server": SERVER,
+            "ip": None,
+            "stations": [{"mac": SERVER, "ready": True}, {"mac": C3, "ready": False}],
+            "counters": {"rx": 9, "tx": 4, "refused": 0, "dead_heartbeats": 0},
+        }
+    )
+    assert line == (
+        f"  rtcfg client ready, server {SERVER}, ip -: 2 stations known, 1 ready; "
+        "frames rx 9 tx 4, refused 0 (heartbeats of dead stations 0)"
+    )
     assert server.split() == ["-", SERVER, "ready"]
     assert c3.split() == ["-", C3, "not", "ready"]
     assert format_rtcfg(None) == []
 
 
 # -- applying a payload in the daemon: all or nothing ------------------------------------
+
 
 class TdmaStation:
     """What Daemon's tdma handlers use of a station."""
@@ -343,19 +374,23 @@ def daemon():
 
 
 def test_a_payload_is_applied_whole_through_the_tdma_handlers(daemon):
-    daemon._rtcfg_apply(1, payload.parse(b"tdma slot 1 400\ntdma slot 2 600 -s 200\n",
-                                         "rteth0"), {"ip": None})
+    daemon._rtcfg_apply(
+        1, payload.parse(b"tdma slot 1 400\ntdma slot 2 600 -s 200\n", "rteth0"), {"ip": None}
+    )
     final = daemon.station.tdma_config
     assert sorted(final.slots) == [0, 1, 2] and final.slots[2].size == 200
     assert len(daemon.station.attached) == 2
 
 
-@pytest.mark.parametrize("text,message", [
-    (b"tdma slot 1 400\ntdma slot 2 5000\n", "request 2 (tdma.slot)"),
-    (b"tdma slot 1 400\nvnic up\n", "request 2: vnic up: this station has no VNIC"),
-    (b"tdma slot 1 400\ntdma master 1000\n", "request 2: tdma.master: TDMA is already"),
-    (b"tdma detach\ntdma slot 1 400\n", "request 2: tdma.slot: no TDMA attached"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (b"tdma slot 1 400\ntdma slot 2 5000\n", "request 2 (tdma.slot)"),
+        (b"tdma slot 1 400\nvnic up\n", "request 2: vnic up: this station has no VNIC"),
+        (b"tdma slot 1 400\ntdma master 1000\n", "request 2: tdma.master: TDMA is already"),
+        (b"tdma detach\ntdma slot 1 400\n", "request 2: tdma.slot: no TDMA attached"),
+    ],
+)
 def test_a_payload_with_one_bad_request_applies_nothing(daemon, text, message):
     before = daemon.station.tdma_config
     with pytest.raises(RtcfgError) as e:
@@ -387,13 +422,18 @@ def test_stage_2_commands_are_applied_whole_through_the_same_checks(daemon):
     assert sorted(daemon.station.tdma_config.slots) == [0, 1, 2]
 
 
-@pytest.mark.parametrize("text,message", [
-    ("tdma slot 1 400\nreboot\n", "commands: line 2: 'reboot' is not an allowed command"),
-    ("tdma slot 1 400; tdma slot 2 5000", "commands refused: request 2 (tdma.slot)"),
-    ("tdma slot 1 400\nvnic up\n", "commands refused: request 2: vnic up: this station has "
-                                   "no VNIC"),
-    (7, "commands: a text of at most 65536 bytes"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("tdma slot 1 400\nreboot\n", "commands: line 2: 'reboot' is not an allowed command"),
+        ("tdma slot 1 400; tdma slot 2 5000", "commands refused: request 2 (tdma.slot)"),
+        (
+            "tdma slot 1 400\nvnic up\n",
+            "commands refused: request 2: vnic up: this station has no VNIC",
+        ),
+        (7, "commands: a text of at most 65536 bytes"),
+    ],
+)
 def test_stage_2_commands_with_one_bad_command_apply_nothing(daemon, text, message):
     before = daemon.station.tdma_config
     with pytest.raises(RequestError) as e:
@@ -406,8 +446,10 @@ def test_a_vnic_opened_on_first_use_needs_its_slot_first():
     from rtnet.rtcfg import apply as rtcfg_apply
 
     def view():
-        return rtcfg_apply.StationView("tdma", TdmaConfig(role="slave"), False, "10.0.0.2",
-                                       None, None, vnic_slot=1)
+        return rtcfg_apply.StationView(
+            "tdma", TdmaConfig(role="slave"), False, "10.0.0.2", None, None, vnic_slot=1
+        )
+
     with pytest.raises(RtcfgError, match=r"request 1: vnic up: the VNIC's slot 1 is not in"):
         rtcfg_apply.check(payload.parse(b"vnic up\ntdma slot 0 200\n", "rteth0"), view())
     # slot 1 falls back to slot 0, as RTnet's VNIC does

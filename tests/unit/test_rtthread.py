@@ -1,5 +1,6 @@
 """RT thread without root: argument checks, the histogram it fills, and
 refusal/fallback of SCHED_FIFO in an unprivileged child process."""
+
 import errno
 import json
 import os
@@ -26,8 +27,7 @@ def wait_for_wakeups(rt: RtThread, target: int, timeout: float = WAIT_TIMEOUT_S)
         if s.wakeups >= target:
             return s
         time.sleep(0.01)
-    pytest.fail(f"RT thread reached only {rt.stats().wakeups} of {target} wakeups "
-                f"in {timeout} s")
+    pytest.fail(f"RT thread reached only {rt.stats().wakeups} of {target} wakeups in {timeout} s")
 
 
 def unavailable_cpu() -> int:
@@ -35,6 +35,7 @@ def unavailable_cpu() -> int:
 
 
 # --- argument validation (Python, before any C call) -------------------------
+
 
 @pytest.mark.parametrize("priority", [0, 100, -1, 1.5, True])
 def test_bad_priority_should_raise_config_error(priority):
@@ -50,14 +51,16 @@ def test_bad_period_should_raise_config_error(period_us):
 
 def test_unavailable_cpu_should_raise_config_error_naming_allowed_cpus():
     allowed = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
-    with pytest.raises(ConfigError, match=f"CPU {unavailable_cpu()} is not available: "
-                                          f"allowed CPUs are {allowed}"):
+    with pytest.raises(
+        ConfigError, match=f"CPU {unavailable_cpu()} is not available: allowed CPUs are {allowed}"
+    ):
         RtThread(cpu=unavailable_cpu())
     with pytest.raises(ConfigError, match="CPU -1"):
         RtThread(cpu=-1)
 
 
 # --- the same checks in C, for C callers ------------------------------------
+
 
 def c_start(**fields):
     opts = ffi.new("struct rtn_rt_opts *")
@@ -71,14 +74,17 @@ def c_start(**fields):
     return rc, ffi.string(lib.rtn_last_error()).decode(), out[0]
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"priority": 0}, "priority 0 out of range 1..99"),
-    ({"priority": 100}, "priority 100 out of range 1..99"),
-    ({"period_ns": 0}, "period 0 ns out of range"),
-    ({"period_ns": lib.RTN_RT_PERIOD_MAX_NS + 1}, "out of range"),
-    ({"cpu": 1023}, "CPU 1023 is not available: allowed CPUs are "),
-    ({"cpu": -5}, "CPU -5 is not available"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"priority": 0}, "priority 0 out of range 1..99"),
+        ({"priority": 100}, "priority 100 out of range 1..99"),
+        ({"period_ns": 0}, "period 0 ns out of range"),
+        ({"period_ns": lib.RTN_RT_PERIOD_MAX_NS + 1}, "out of range"),
+        ({"cpu": 1023}, "CPU 1023 is not available: allowed CPUs are "),
+        ({"cpu": -5}, "CPU -5 is not available"),
+    ],
+)
 def test_c_start_should_reject_bad_options_with_message(fields, message):
     rc, msg, rt = c_start(**fields)
     assert rc == -errno.EINVAL
@@ -87,6 +93,7 @@ def test_c_start_should_reject_bad_options_with_message(fields, message):
 
 
 # --- lifecycle ----------------------------------------------------------------
+
 
 def test_stop_and_close_should_be_idempotent():
     rt = RtThread(period_us=1000, allow_fallback=True)
@@ -105,6 +112,7 @@ def test_stop_and_close_should_be_idempotent():
 
 
 # --- the histogram the thread fills -------------------------------------------
+
 
 def assert_histogram_consistent(h: Histogram):
     assert h.count == int(h.bins.sum()) + h.underflow + h.overflow
@@ -151,9 +159,9 @@ def test_histogram_percentiles_from_known_samples():
     assert (hist.count, hist.underflow, hist.overflow) == (101, 1, 1)
     assert (hist.min_ns, hist.max_ns, hist.sum_ns) == (-3_000, 5_000_000, sum(samples))
     assert hist.bins[10] == 90 and hist.bins[20] == 9 and hist.bins.sum() == 99
-    assert hist.percentile_ns(0.5) == -3_000      # rank 1 is the underflow: min
-    assert hist.percentile_ns(50) == 11_000       # upper edge of the 10 us bin
-    assert hist.percentile_ns(99) == 21_000       # rank 100: last in-range sample
+    assert hist.percentile_ns(0.5) == -3_000  # rank 1 is the underflow: min
+    assert hist.percentile_ns(50) == 11_000  # upper edge of the 10 us bin
+    assert hist.percentile_ns(99) == 21_000  # rank 100: last in-range sample
     assert hist.percentile_ns(99.9) == 5_000_000  # rank 101 is the overflow: max
     assert hist.nonzero_bins_us() == {10: 90, 20: 9}
 
@@ -172,7 +180,7 @@ def test_histograms_of_two_stations_should_combine_into_one():
     assert (both.count, both.underflow, both.overflow) == (102, 1, 1)
     assert (both.min_ns, both.max_ns) == (-3_000, 5_000_000)
     assert both.bins[10] == 98 and both.bins[30] == 2
-    assert both.percentile_ns(99) == 31_000   # rank 101 of 102: the second station's 30 us bin
+    assert both.percentile_ns(99) == 31_000  # rank 101 of 102: the second station's 30 us bin
     with pytest.raises(ValueError):
         Histogram.combine([])
 
@@ -201,15 +209,23 @@ print(json.dumps({"policy": s.policy, "priority": s.priority, "fallback": s.fall
 
 def run_unprivileged(mode: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=REPO, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-c", CHILD, mode], env=env, cwd="/",
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, mode],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_unprivileged_start_should_refuse_fifo_with_clear_message():
     proc = run_unprivileged("strict")
     assert proc.returncode != 0, proc.stdout
-    assert ("RtThreadError: [Errno 1] SCHED_FIFO priority 90 refused: Operation not "
-            "permitted (run as root or set allow_fallback)") in proc.stderr
+    assert (
+        "RtThreadError: [Errno 1] SCHED_FIFO priority 90 refused: Operation not "
+        "permitted (run as root or set allow_fallback)"
+    ) in proc.stderr
 
 
 def test_unprivileged_start_with_fallback_should_run_sched_other():

@@ -1,5 +1,6 @@
 """tests/stallguard.py: the overlap test, the exclusion counts and the twice-in-a-row rule
 that the lab tests use to leave out what a stall of the VM overlapped."""
+
 import itertools
 from dataclasses import dataclass
 
@@ -17,19 +18,19 @@ from stallguard import (
 
 
 @dataclass(frozen=True)
-class Rec:          # the fields of rtnet.stall.Stall that matter here
+class Rec:  # the fields of rtnet.stall.Stall that matter here
     due_ns: int
     woke_ns: int
 
 
 def test_a_sample_overlaps_a_stall_it_touches_and_no_other():
     s = Stalls([Rec(100, 200), Rec(500, 600)])
-    assert s.overlaps(150, 160)          # inside
-    assert s.overlaps(50, 100)           # ends where the stall starts
-    assert s.overlaps(200, 300)          # starts where it ends
-    assert s.overlaps(0, 1000)           # spans both
-    assert s.overlaps(550, 550)          # an instant inside
-    assert s.overlaps(160, 150)          # given the wrong way round
+    assert s.overlaps(150, 160)  # inside
+    assert s.overlaps(50, 100)  # ends where the stall starts
+    assert s.overlaps(200, 300)  # starts where it ends
+    assert s.overlaps(0, 1000)  # spans both
+    assert s.overlaps(550, 550)  # an instant inside
+    assert s.overlaps(160, 150)  # given the wrong way round
     assert not s.overlaps(0, 99)
     assert not s.overlaps(201, 499)
     assert not s.overlaps(601, 10**12)
@@ -46,7 +47,7 @@ def test_the_margin_widens_each_stall_on_both_sides():
 
 def test_overlapping_and_nested_records_merge_and_any_order_is_taken():
     recs = [Rec(500, 520), Rec(100, 300), Rec(150, 200), Rec(290, 400), Rec(2000, 2001)]
-    s = Stalls(iter(recs))                 # a generator is read once
+    s = Stalls(iter(recs))  # a generator is read once
     assert len(s) == 3 and s.records == 5
     assert s.covered_ns() == 300 + 20 + 1
     # a nested record must not hide the longer one it is inside: 350 is in 100..400
@@ -93,6 +94,7 @@ def _runs(*tallies):
         if isinstance(t, Exception):
             raise t
         return len(calls), t
+
     return measure, calls
 
 
@@ -105,8 +107,9 @@ def test_a_calm_first_run_is_taken_and_not_repeated():
 
 
 def test_a_disturbed_first_run_is_repeated_once_and_a_calm_repeat_taken():
-    measure, calls = _runs([Tally("a", 10, 1), Tally("b", 10, 6)], [Tally("a", 10, 0),
-                                                                    Tally("b", 10, 5)])
+    measure, calls = _runs(
+        [Tally("a", 10, 1), Tally("b", 10, 6)], [Tally("a", 10, 0), Tally("b", 10, 5)]
+    )
     said = []
     assert twice(measure, "m", give_up=pytest.fail, say=said.append) == 2
     assert len(calls) == 2 and len(said) == 2
@@ -124,6 +127,7 @@ def test_disturbed_twice_in_a_row_gives_up_with_both_counts():
 
 def test_disturbed_twice_skips_locally_and_fails_under_ci(monkeypatch):
     import conftest
+
     measure, _ = _runs(Tally("x", 4, 3), Tally("x", 4, 3))
     monkeypatch.setattr(conftest, "IN_CI", False)
     with pytest.raises(pytest.skip.Exception, match="VM too disturbed"):
@@ -137,7 +141,7 @@ def test_disturbed_twice_skips_locally_and_fails_under_ci(monkeypatch):
 def test_the_global_clock_offset_comes_from_the_narrowest_bracket():
     # brackets of width 10, 2 (a stall-free read) and 50; global = monotonic + 1000
     ticks = iter([0, 10, 100, 102, 200, 250])
-    reads = iter([1005 + 7, 1101, 1225 + 40])    # the wide brackets' reads are skewed
+    reads = iter([1005 + 7, 1101, 1225 + 40])  # the wide brackets' reads are skewed
     off = global_minus_monotonic_ns(lambda: next(reads), tries=3, monotonic=lambda: next(ticks))
     assert off == 1000
 

@@ -1,4 +1,5 @@
 """validate() and the change functions of rtmac.tdma_config, rule by rule."""
+
 from dataclasses import replace
 
 import pytest
@@ -33,6 +34,7 @@ def refused(cfg, match):
 
 # --- wire time -------------------------------------------------------------------------------
 
+
 def test_wire_time_should_count_preamble_padding_fcs_and_gap():
     # 8 preamble/SFD + 60 (padded) + 4 FCS + 12 IFG = 84 octets = 672 bits.
     assert wire_time_ns(42, 100) == 6720
@@ -48,6 +50,7 @@ def test_wire_time_should_round_up():
 
 # --- the RTnet example configurations are accepted ------------------------------------------
 
+
 def test_rtnet_sample_configs_should_validate():
     # utils/net/tdma.conf
     master = with_slots(MASTER, Slot(0, 0), Slot(1, 1000))
@@ -61,25 +64,29 @@ def test_rtnet_sample_configs_should_validate():
 
 # --- global values -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("changes, match", [
-    (dict(role="observer"), "role"),
-    (dict(cycle_us=None), "needs a cycle"),
-    (dict(cycle_us=99), "cycle_us: 99 outside"),
-    (dict(cycle_us=1_000_001), "cycle_us: 1000001 outside"),
-    (dict(cycle_us=5000.0), "cycle_us must be an integer"),
-    (dict(cycle_us=True), "cycle_us must be an integer"),
-    (dict(backup_offset_us=5000), "not smaller than the cycle"),
-    (dict(backup_offset_us=7000), "not smaller than the cycle"),
-    (dict(backup_offset_us=-1), "backup_offset_us: -1 below"),
-    (dict(cal_rounds=-1), "cal_rounds: -1 below"),
-    (dict(cal_rounds="100"), "cal_rounds must be an integer"),
-    (dict(max_slot_id=-1), "max_slot_id"),
-    (dict(max_slot_id=256), "max_slot_id"),
-    (dict(max_cal_requests=0), "max_cal_requests"),
-    (dict(link_rate_mbps=-100), "link_rate_mbps"),
-    (dict(guard_ns=-1), "guard_ns"),
-    (dict(mtu=59), "mtu"),
-])
+
+@pytest.mark.parametrize(
+    "changes, match",
+    [
+        (dict(role="observer"), "role"),
+        (dict(cycle_us=None), "needs a cycle"),
+        (dict(cycle_us=99), "cycle_us: 99 outside"),
+        (dict(cycle_us=1_000_001), "cycle_us: 1000001 outside"),
+        (dict(cycle_us=5000.0), "cycle_us must be an integer"),
+        (dict(cycle_us=True), "cycle_us must be an integer"),
+        (dict(backup_offset_us=5000), "not smaller than the cycle"),
+        (dict(backup_offset_us=7000), "not smaller than the cycle"),
+        (dict(backup_offset_us=-1), "backup_offset_us: -1 below"),
+        (dict(cal_rounds=-1), "cal_rounds: -1 below"),
+        (dict(cal_rounds="100"), "cal_rounds must be an integer"),
+        (dict(max_slot_id=-1), "max_slot_id"),
+        (dict(max_slot_id=256), "max_slot_id"),
+        (dict(max_cal_requests=0), "max_cal_requests"),
+        (dict(link_rate_mbps=-100), "link_rate_mbps"),
+        (dict(guard_ns=-1), "guard_ns"),
+        (dict(mtu=59), "mtu"),
+    ],
+)
 def test_bad_global_values_should_be_refused(changes, match):
     refused(replace(MASTER, **changes), match)
 
@@ -96,17 +103,21 @@ def test_cycle_limits_should_be_accepted():
 
 # --- slots ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("slot, match", [
-    (Slot(8, 0), "id above max_slot_id 7"),
-    (Slot(-1, 0), "slot id: -1 below"),
-    (Slot(0, -5), "offset_us: -5 below"),
-    (Slot(0, "0"), "offset_us must be an integer"),
-    (Slot(0, 0, size=59), "size 59 outside 60..1500"),
-    (Slot(0, 0, size=1501), "size 1501 outside 60..1500"),
-    (Slot(0, 0, phasing=3, period=2), "phasing 3/2 outside 1..2"),
-    (Slot(0, 0, phasing=0, period=2), "phasing 0/2 outside"),
-    (Slot(0, 0, phasing=1, period=0), "period: 0 below"),
-])
+
+@pytest.mark.parametrize(
+    "slot, match",
+    [
+        (Slot(8, 0), "id above max_slot_id 7"),
+        (Slot(-1, 0), "slot id: -1 below"),
+        (Slot(0, -5), "offset_us: -5 below"),
+        (Slot(0, "0"), "offset_us must be an integer"),
+        (Slot(0, 0, size=59), "size 59 outside 60..1500"),
+        (Slot(0, 0, size=1501), "size 1501 outside 60..1500"),
+        (Slot(0, 0, phasing=3, period=2), "phasing 3/2 outside 1..2"),
+        (Slot(0, 0, phasing=0, period=2), "phasing 0/2 outside"),
+        (Slot(0, 0, phasing=1, period=0), "period: 0 below"),
+    ],
+)
 def test_bad_slot_values_should_be_refused(slot, match):
     refused(replace(MASTER, slots={slot.id: slot}), match)
 
@@ -161,7 +172,7 @@ def test_slot_running_past_the_cycle_end_should_be_refused():
 
 def test_default_guard_should_reserve_50_us_of_lateness_after_a_full_frame():
     cfg = replace(MASTER, cycle_us=1000)
-    validate(replace(cfg, slots={0: Slot(0, 826)}))            # 826 + 123.04 + 50 < 1000
+    validate(replace(cfg, slots={0: Slot(0, 826)}))  # 826 + 123.04 + 50 < 1000
     refused(replace(cfg, slots={0: Slot(0, 827)}), "past the 1000 us cycle")
 
 
@@ -177,24 +188,27 @@ def test_overlapping_slots_should_be_refused():
     with pytest.raises(ConfigError, match="overlaps"):
         set_slot(cfg, Slot(2, 1000))
     with pytest.raises(ConfigError, match="overlaps"):
-        set_slot(cfg, Slot(2, 900))           # 900 + 125.04 us reaches into 1000
+        set_slot(cfg, Slot(2, 900))  # 900 + 125.04 us reaches into 1000
     assert 2 in set_slot(cfg, Slot(2, 1126)).slots
     # a small slot before the big one: 1020 - 1000 < 125.04, so it overlaps
     with pytest.raises(ConfigError, match="overlaps"):
         set_slot(cfg, Slot(2, 1020, size=60))
-    assert 2 in set_slot(cfg, Slot(2, 990, size=60)).slots   # 990 + 8.72 + 2 us < 1000
+    assert 2 in set_slot(cfg, Slot(2, 990, size=60)).slots  # 990 + 8.72 + 2 us < 1000
 
 
-@pytest.mark.parametrize("a, b, overlap", [
-    ((1, 2), (2, 2), False),
-    ((1, 2), (1, 2), True),
-    ((1, 2), (1, 4), True),
-    ((1, 2), (3, 4), True),
-    ((1, 2), (2, 4), False),
-    ((2, 3), (1, 3), False),
-    ((1, 3), (1, 2), True),    # cycle 0 has both
-    ((1, 1), (2, 4), True),
-])
+@pytest.mark.parametrize(
+    "a, b, overlap",
+    [
+        ((1, 2), (2, 2), False),
+        ((1, 2), (1, 2), True),
+        ((1, 2), (1, 4), True),
+        ((1, 2), (3, 4), True),
+        ((1, 2), (2, 4), False),
+        ((2, 3), (1, 3), False),
+        ((1, 3), (1, 2), True),  # cycle 0 has both
+        ((1, 1), (2, 4), True),
+    ],
+)
 def test_phasing_should_decide_whether_same_offset_slots_collide(a, b, overlap):
     sa, sb = Slot(2, 2200, *a), Slot(3, 2200, *b)
     assert phases_meet(sa, sb) is overlap
@@ -226,13 +240,14 @@ def test_slot_1_should_fall_back_to_slot_0():
 
 # --- changes are all-or-nothing --------------------------------------------------------------
 
+
 def test_refused_change_should_leave_the_previous_config_intact():
     cfg = with_slots(MASTER, Slot(0, 0), Slot(1, 1000))
     before = cfg.to_dict()
     with pytest.raises(ConfigError):
         set_slot(cfg, Slot(2, 1050))
     with pytest.raises(ConfigError):
-        set_slot(cfg, Slot(1, 4990))           # replacing slot 1 with a bad one
+        set_slot(cfg, Slot(1, 4990))  # replacing slot 1 with a bad one
     with pytest.raises(ConfigError, match="slot 5 does not exist"):
         remove_slot(cfg, 5)
     assert cfg.to_dict() == before
@@ -248,8 +263,19 @@ def test_successful_change_should_not_modify_the_old_config():
 
 def test_apply_request_should_take_rtmac_cli_requests():
     cfg = replace(MASTER, mtu=1496)
-    cfg = apply_request(cfg, {"cmd": "tdma.slot", "dev": "rteth0", "id": 1, "offset_us": 2200,
-                              "phasing": 1, "period": 2, "size": 0, "joint": None})
+    cfg = apply_request(
+        cfg,
+        {
+            "cmd": "tdma.slot",
+            "dev": "rteth0",
+            "id": 1,
+            "offset_us": 2200,
+            "phasing": 1,
+            "period": 2,
+            "size": 0,
+            "joint": None,
+        },
+    )
     assert cfg.slots[1] == Slot(1, 2200, 1, 2, 1496, None)
     cfg = apply_request(cfg, {"cmd": "tdma.remove_slot", "dev": "rteth0", "id": 1})
     assert cfg.slots == {}
@@ -258,19 +284,29 @@ def test_apply_request_should_take_rtmac_cli_requests():
 
 
 def test_config_should_round_trip_through_dict():
-    cfg = with_slots(replace(MASTER, backup_offset_us=200), Slot(0, 400),
-                     Slot(2, 2200, 1, 2, size=500), Slot(3, 3000, size=500, joint=2))
+    cfg = with_slots(
+        replace(MASTER, backup_offset_us=200),
+        Slot(0, 400),
+        Slot(2, 2200, 1, 2, size=500),
+        Slot(3, 3000, size=500, joint=2),
+    )
     assert TdmaConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError):
         TdmaConfig.from_dict({"role": "master", "cycle_us": 5000, "bogus": 1})
 
 
-@pytest.mark.parametrize("request_", [
-    {"cmd": "tdma.slot"}, {"cmd": "tdma.slot", "id": 0}, {"cmd": "tdma.remove_slot"},
-    {"cmd": "tdma.remove_slot", "id": [1]}, {"cmd": "tdma.slot", "id": 0, "offset_us": 0,
-                                              "size": "1500"},
-    {"cmd": "tdma.slot", "id": 10 ** 5000, "offset_us": 0}, {"cmd": None},
-])
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"cmd": "tdma.slot"},
+        {"cmd": "tdma.slot", "id": 0},
+        {"cmd": "tdma.remove_slot"},
+        {"cmd": "tdma.remove_slot", "id": [1]},
+        {"cmd": "tdma.slot", "id": 0, "offset_us": 0, "size": "1500"},
+        {"cmd": "tdma.slot", "id": 10**5000, "offset_us": 0},
+        {"cmd": None},
+    ],
+)
 def test_malformed_slot_requests_should_be_refused_with_one_line(request_):
     with pytest.raises(ConfigError) as err:
         apply_request(MASTER, request_)

@@ -6,6 +6,7 @@ that do not fit a C field).  If those checks or the conversion were wrong, a fil
 refused that the engine takes, or one accepted that it refuses at start.  Random
 schedules, many of them near a limit, go through both.
 """
+
 from dataclasses import replace
 
 import pytest
@@ -54,7 +55,7 @@ def schedules(draw):
     role = draw(st.sampled_from(["master"] * 6 + ["slave"] * 3 + ["observer"]))
     cycle = usually(draw, st.sampled_from([1000, 2000, 5000]), tc.MIN_CYCLE_US, tc.MAX_CYCLE_US)
     if draw(st.integers(0, 9)) < (5 if role == "slave" else 1):
-        cycle = None        # a slave learns the cycle from Sync; a master must have one
+        cycle = None  # a slave learns the cycle from Sync; a master must have one
     backup = None
     if draw(st.integers(0, 4)) == 0:
         backup = draw(st.integers(-2, max(cycle or 0, 1000) + 2))
@@ -79,22 +80,37 @@ def schedules(draw):
         slots[sid] = Slot(sid, offset, phasing, period, size, joint, window)
         offset += usually(draw, st.integers(0, 400), 0, tc.MAX_OFFSET_US)
     return TdmaConfig(
-        role=role, cycle_us=cycle, backup_offset_us=backup,
+        role=role,
+        cycle_us=cycle,
+        backup_offset_us=backup,
         cal_rounds=usually(draw, st.sampled_from([0, 10, 100]), 0, OPTIONS["tdma.cal_rounds"].hi),
         max_slot_id=max_slot_id,
         max_cal_requests=usually(draw, st.sampled_from([1, 64]), 1, tc.MAX_CAL_REQUESTS),
-        slots=slots, link_rate_mbps=link, guard_ns=guard,
-        sync_loss_cycles=usually(draw, st.sampled_from([1, 5]), 1, OPTIONS["tdma.sync_loss_cycles"].hi))
+        slots=slots,
+        link_rate_mbps=link,
+        guard_ns=guard,
+        sync_loss_cycles=usually(
+            draw, st.sampled_from([1, 5]), 1, OPTIONS["tdma.sync_loss_cycles"].hi
+        ),
+    )
 
 
 def representable(cfg: TdmaConfig) -> bool:
     """Whether every value fits its C field, so the C side sees what Python saw."""
-    unsigned = (cfg.cal_rounds, cfg.max_slot_id, cfg.max_cal_requests, cfg.link_rate_mbps,
-                cfg.sync_loss_cycles, *(v for s in cfg.slots.values()
-                                        for v in (s.phasing, s.period, s.size)))
+    unsigned = (
+        cfg.cal_rounds,
+        cfg.max_slot_id,
+        cfg.max_cal_requests,
+        cfg.link_rate_mbps,
+        cfg.sync_loss_cycles,
+        *(v for s in cfg.slots.values() for v in (s.phasing, s.period, s.size)),
+    )
     # a slave's cycle 0 and joint -1 mean "none" in C; Python refuses both as numbers
-    return (all(v >= 0 for v in unsigned) and cfg.cycle_us != 0
-            and all(s.joint is None or s.joint >= 0 for s in cfg.slots.values()))
+    return (
+        all(v >= 0 for v in unsigned)
+        and cfg.cycle_us != 0
+        and all(s.joint is None or s.joint >= 0 for s in cfg.slots.values())
+    )
 
 
 @SETTINGS
@@ -111,31 +127,48 @@ def test_python_and_c_should_accept_and_refuse_the_same_schedules(cfg):
 MASTER = TdmaConfig(role="master", cycle_us=5000, guard_ns=2000)
 
 
-@pytest.mark.parametrize("cfg", [
-    replace(MASTER, max_cal_requests=tc.MAX_CAL_REQUESTS + 1),      # Python took up to 65535
-    replace(MASTER, slots={0: Slot(0, 0), 2: Slot(2, 1000, joint=0),  # C refused joint of joint
-                           3: Slot(3, 2000, joint=2)}),
-    replace(MASTER, slots={0: Slot(0, 0), 1: Slot(1, 100)}),         # overlap: C accepted
-    replace(MASTER, slots={3: Slot(3, 0), 2: Slot(2, 500, joint=3)}, max_slot_id=3),
-    replace(MASTER, slots={0: Slot(0, 0, size=1522)}),                # C took frames to 1536
-    replace(MASTER, cycle_us=2_000_000),
-    replace(MASTER, guard_ns=-1),
-    replace(MASTER, sync_loss_cycles=0),
-    replace(MASTER, slots={0: Slot(0, 0, phasing=1, period=2048)}),
-    TdmaConfig(role="slave", cycle_us=50),
-    TdmaConfig(role="slave", backup_offset_us=100),
-    replace(MASTER, backup_offset_us=0),
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        replace(MASTER, max_cal_requests=tc.MAX_CAL_REQUESTS + 1),  # Python took up to 65535
+        replace(
+            MASTER,
+            slots={
+                0: Slot(0, 0),
+                2: Slot(2, 1000, joint=0),  # C refused joint of joint
+                3: Slot(3, 2000, joint=2),
+            },
+        ),
+        replace(MASTER, slots={0: Slot(0, 0), 1: Slot(1, 100)}),  # overlap: C accepted
+        replace(MASTER, slots={3: Slot(3, 0), 2: Slot(2, 500, joint=3)}, max_slot_id=3),
+        replace(MASTER, slots={0: Slot(0, 0, size=1522)}),  # C took frames to 1536
+        replace(MASTER, cycle_us=2_000_000),
+        replace(MASTER, guard_ns=-1),
+        replace(MASTER, sync_loss_cycles=0),
+        replace(MASTER, slots={0: Slot(0, 0, phasing=1, period=2048)}),
+        TdmaConfig(role="slave", cycle_us=50),
+        TdmaConfig(role="slave", backup_offset_us=100),
+        replace(MASTER, backup_offset_us=0),
+    ],
+)
 def test_both_sides_should_refuse_what_only_one_refused_before(cfg):
     py, c = verdicts(cfg)
     assert py is not None and c is not None, (py, c)
 
 
 def test_both_sides_should_accept_a_full_schedule():
-    cfg = replace(MASTER, backup_offset_us=200, max_slot_id=tc.MAX_SLOT_ID_LIMIT,
-                  max_cal_requests=tc.MAX_CAL_REQUESTS,
-                  slots={0: Slot(0, 300), 1: Slot(1, 1000, 1, 2), 2: Slot(2, 1000, 2, 2, joint=1),
-                         5: Slot(5, 4800, size=60)})
+    cfg = replace(
+        MASTER,
+        backup_offset_us=200,
+        max_slot_id=tc.MAX_SLOT_ID_LIMIT,
+        max_cal_requests=tc.MAX_CAL_REQUESTS,
+        slots={
+            0: Slot(0, 300),
+            1: Slot(1, 1000, 1, 2),
+            2: Slot(2, 1000, 2, 2, joint=1),
+            5: Slot(5, 4800, size=60),
+        },
+    )
     assert verdicts(cfg) == (None, None)
 
 

@@ -1,5 +1,6 @@
 """The TDMA state machine (csrc/rtn_tdma_fsm.c), walked through every combination of
 state, event, kind of station and calibration against a table written here."""
+
 import itertools
 
 from rtmac.engine import STATES, TdmaState
@@ -8,9 +9,19 @@ from rtnet._lowlevel import lib
 S = TdmaState
 PRIMARY, BACKUP, SLAVE = lib.RTN_TDMA_FSM_PRIMARY, lib.RTN_TDMA_FSM_BACKUP, lib.RTN_TDMA_FSM_SLAVE
 KINDS = (PRIMARY, BACKUP, SLAVE)
-EVENTS = {name: getattr(lib, f"RTN_TDMA_EV_{name}") for name in (
-    "ATTACH", "DETACH", "LISTEN_DONE", "SYNC", "CALIBRATED", "SYNC_TIMEOUT",
-    "PRIMARY_SILENT", "PRIMARY_ALIVE")}
+EVENTS = {
+    name: getattr(lib, f"RTN_TDMA_EV_{name}")
+    for name in (
+        "ATTACH",
+        "DETACH",
+        "LISTEN_DONE",
+        "SYNC",
+        "CALIBRATED",
+        "SYNC_TIMEOUT",
+        "PRIMARY_SILENT",
+        "PRIMARY_ALIVE",
+    )
+}
 WORKING = {PRIMARY: S.MASTER, BACKUP: S.BACKUP_STANDBY, SLAVE: S.SYNCED}
 
 
@@ -44,7 +55,8 @@ def test_every_state_event_kind_and_calibration():
     assert len(EVENTS) == lib.RTN_TDMA_N_EVENTS and len(KINDS) == lib.RTN_TDMA_FSM_N_KINDS
     walked = 0
     for state, (event, code), kind, cal in itertools.product(
-            TdmaState, EVENTS.items(), KINDS, (False, True)):
+        TdmaState, EVENTS.items(), KINDS, (False, True)
+    ):
         got = STATES[lib.rtn_tdma_fsm(state.code, code, kind, int(cal))]
         assert got == expected(state, event, kind, cal), (state, event, kind, cal)
         walked += 1
@@ -77,6 +89,7 @@ def test_states_compare_with_their_display_names():
 def test_state_numbers_are_the_c_enum():
     """TdmaStateCode is built from enum rtn_tdma_state: each member is the C number."""
     from rtnet.tdma_stats import TdmaStateCode
+
     assert [s.name for s in TdmaStateCode] == [s.name for s in TdmaState]
     for code in TdmaStateCode:
         assert code == getattr(lib, f"RTN_TDMA_ST_{code.name}") == TdmaState[code.name].code

@@ -5,6 +5,7 @@ thread runs, on a virtual clock with per-station clock offset and drift and
 a random wake-up lateness per deadline.  Station 0 is the primary master,
 station 1 the backup master, station 2 (and 3) slaves.
 """
+
 import struct
 
 import pytest
@@ -35,8 +36,9 @@ def master(**kw):
 
 
 def backup(**kw):
-    return TdmaConfig(role="master", cycle_us=CYCLE_US, backup_offset_us=100,
-                      slots={0: Slot(0, 200)}, **kw)
+    return TdmaConfig(
+        role="master", cycle_us=CYCLE_US, backup_offset_us=100, slots={0: Slot(0, 200)}, **kw
+    )
 
 
 def slave(offset_us=400, **kw):
@@ -95,7 +97,7 @@ def test_calibration_ignores_rounds_stretched_by_a_stall():
     stalls = 0
     for cycle in range(400):
         if cycle % 15 == 5 and stalls < 5:
-            seg.stall_frames(1, 1, 50_000)   # the slave's next request leaves 50 us late
+            seg.stall_frames(1, 1, 50_000)  # the slave's next request leaves 50 us late
             stalls += 1
         seg.run_for(CYCLE_US * 1000)
         if seg.stats(1)["calibration"]["done"] >= 100:
@@ -103,7 +105,7 @@ def test_calibration_ignores_rounds_stretched_by_a_stall():
     cal = seg.stats(1)["calibration"]
     expected_delay = LATENCY_NS + wire_time_ns(60, 100)
     assert cal["done"] == 100 and stalls == 5
-    assert cal["max_ns"] >= expected_delay + 20_000   # the stalled rounds were counted
+    assert cal["max_ns"] >= expected_delay + 20_000  # the stalled rounds were counted
     assert abs(cal["delay_ns"] - expected_delay) < 200
 
 
@@ -136,6 +138,7 @@ def test_every_frame_leaves_inside_its_senders_slot_over_10000_cycles():
     starts = sorted(grid.values())
     seen = {0: 0, 1: 0, 2: 0}
     import bisect
+
     for r in seg.received(0) + seg.received(2):
         d = parse_data(r.head)
         if d is None:
@@ -153,17 +156,18 @@ def test_every_frame_leaves_inside_its_senders_slot_over_10000_cycles():
     for i in range(3):
         assert seg.stats(i)["missed_slots"] == 0
     assert seen[1] >= 9_990 and seen[2] >= 9_990  # seen by station 0
-    assert seen[0] >= 9_990                         # seen by station 2
-
+    assert seen[0] >= 9_990  # seen by station 2
 
 
 @pytest.mark.parametrize("stall_us, next_occurrence", [(20, False), (700, True)])
 def test_a_frame_whose_slot_passed_during_a_stall_waits_for_the_next_occurrence(
-        stall_us, next_occurrence):
+    stall_us, next_occurrence
+):
     """The thread decides to send in its slot, then stalls before the hand-over: a short
     stall still fits the slot; after a long one the frame would leave in the next cycle
     (before its slot there, in another station's), so it waits for its next occurrence."""
     import bisect
+
     seg = three_stations(jitter_ns=0)
     seg.clear_logs()
     missed = seg.stats(2)["missed_slots"]
@@ -173,7 +177,7 @@ def test_a_frame_whose_slot_passed_during_a_stall_waits_for_the_next_occurrence(
     seg.stall_handover(2, 1, stall_us * 1000)
     seg.run_for(5 * CYCLE_US * 1000)
     window = wire_time_ns(1514, 100) + GUARD_NS
-    starts = sorted(sync_grid(seg, 1).values())      # the master's Syncs, as the backup heard them
+    starts = sorted(sync_grid(seg, 1).values())  # the master's Syncs, as the backup heard them
     (got,) = [r for r in seg.received(0) if parse_data(r.head) == (2, 7)]
     k = bisect.bisect_right(starts, got.tx_true) - 1
     rel = got.tx_true - starts[k]
@@ -198,6 +202,7 @@ def test_phasing_1_of_2_and_2_of_2_alternate():
     grid = {v: k for k, v in sync_grid(seg, 1).items()}
     starts = sorted(grid)
     import bisect
+
     parity = {1: set(), 2: set()}
     for r in seg.received(0):
         d = parse_data(r.head)
@@ -210,8 +215,7 @@ def test_phasing_1_of_2_and_2_of_2_alternate():
 
 
 def test_joint_slots_share_one_queue():
-    cfg = slave(slots={2: Slot(2, 300, size=200), 3: Slot(3, 700, size=200, joint=2)},
-                cal_rounds=5)
+    cfg = slave(slots={2: Slot(2, 300, size=200), 3: Slot(3, 700, size=200, joint=2)}, cal_rounds=5)
     seg = Segment(2, latency_ns=LATENCY_NS)
     seg.start(0, master())
     seg.start(1, cfg)
@@ -283,7 +287,7 @@ def test_backup_takes_over_and_slaves_never_stop():
         if cycle == 100:
             seg.set_alive(0, False)  # the primary dies
         if cycle == 300:
-            seg.set_alive(0, True)   # and comes back
+            seg.set_alive(0, True)  # and comes back
         seg.run_for(CYCLE_US * 1000)
     b = seg.stats(1)
     s = seg.stats(2)
@@ -322,8 +326,7 @@ def run_pair_with_traffic(lazy: bool, cycles: int = 200):
     """A master and a slave (slot 0 at 400 us, slot 1 at 600 us) sending one frame per slot."""
     seg = Segment(2, latency_ns=LATENCY_NS)
     seg.start(0, master())
-    seg.start(1, slave(cal_rounds=0, sync_loss_cycles=5,
-                       slots={0: Slot(0, 400), 1: Slot(1, 600)}))
+    seg.start(1, slave(cal_rounds=0, sync_loss_cycles=5, slots={0: Slot(0, 400), 1: Slot(1, 600)}))
     seg.set_lazy_begin(1, lazy)
     seg.run_for(20 * CYCLE_US * 1000)
     seg.clear_logs()
@@ -340,8 +343,10 @@ def test_lazy_cycle_begin_saves_the_cycle_start_wakeup_and_changes_nothing_on_th
     lazy, lazy_wakes = run_pair_with_traffic(True)
     # eager: cycle start, slot 0, slot 1 each cycle; lazy: the two slots only
     assert eager_wakes >= 3 * 199 and lazy_wakes <= 2 * 201
-    on_wire = [[(r.tx_true, r.head) for r in seg.received(0) if parse_data(r.head)]
-               for seg in (eager, lazy)]
+    on_wire = [
+        [(r.tx_true, r.head) for r in seg.received(0) if parse_data(r.head)]
+        for seg in (eager, lazy)
+    ]
     assert len(on_wire[0]) >= 398 and on_wire[0] == on_wire[1]
     assert lazy.stats(1)["missed_slots"] == 0 and lazy.stats(1)["late_starts"] == 0
 
@@ -377,22 +382,29 @@ def test_bad_frames_are_counted_and_never_move_the_clock():
     seg = three_stations(cal_rounds=10)
     before = seg.stats(2)
     from rtmac import frames
-    rogue = frames.encode_sync(src="02:99:99:99:99:99", cycle_no=before["cycle_no"],
-                               xmit_stamp=123, sched_xmit_stamp=456)
+
+    rogue = frames.encode_sync(
+        src="02:99:99:99:99:99", cycle_no=before["cycle_no"], xmit_stamp=123, sched_xmit_stamp=456
+    )
     good_sync = bytearray(rogue)
     bad = [
         b"",
-        rogue[:20],                               # truncated
-        rogue[:14] + b"\x00\x01\x01\x00" + rogue[18:],   # RTmac version 1
-        rogue[:18] + b"\x01\x01" + rogue[20:],     # TDMA version 0x0101
-        rogue[:20] + b"\x00\x42" + rogue[22:],     # unknown id
-        frames.encode_rpl_cal(dst="02:52:54:00:00:03", src="02:52:54:00:00:01",
-                              request_xmit_stamp=1, reception_stamp=2, xmit_stamp=3),
+        rogue[:20],  # truncated
+        rogue[:14] + b"\x00\x01\x01\x00" + rogue[18:],  # RTmac version 1
+        rogue[:18] + b"\x01\x01" + rogue[20:],  # TDMA version 0x0101
+        rogue[:20] + b"\x00\x42" + rogue[22:],  # unknown id
+        frames.encode_rpl_cal(
+            dst="02:52:54:00:00:03",
+            src="02:52:54:00:00:01",
+            request_xmit_stamp=1,
+            reception_stamp=2,
+            xmit_stamp=3,
+        ),
     ]
     for f in bad:
         seg.inject(2, f)
     offset = seg.stats(2)["clock_offset_ns"]
-    seg.inject(0, bytes(good_sync))       # a second Sync sender while the master is active
+    seg.inject(0, bytes(good_sync))  # a second Sync sender while the master is active
     st2, st0 = seg.stats(2), seg.stats(0)
     assert st2["clock_offset_ns"] == offset
     assert st2["rx_bad"] == 5
@@ -403,8 +415,12 @@ def test_bad_frames_are_counted_and_never_move_the_clock():
     # a stray Sync for the next cycle, arriving before the master's: ignored, the
     # clock stays (RTnet would jump to whatever it says)
     st2 = seg.stats(2)
-    stray = frames.encode_sync(src="02:99:99:99:99:99", cycle_no=st2["cycle_no"] + 1,
-                               xmit_stamp=10**15, sched_xmit_stamp=10**15)
+    stray = frames.encode_sync(
+        src="02:99:99:99:99:99",
+        cycle_no=st2["cycle_no"] + 1,
+        xmit_stamp=10**15,
+        sched_xmit_stamp=10**15,
+    )
     seg.inject(2, stray)
     after = seg.stats(2)
     assert after["sync_foreign"] == st2["sync_foreign"] + 1
@@ -420,6 +436,7 @@ def test_configuration_changes_apply_while_running():
     seg.start(1, cfg)
     seg.run_for(10 * CYCLE_US * 1000)
     from rtmac.tdma_config import set_slot
+
     new = set_slot(cfg, Slot(2, 600))
     seg.set_config(1, new)
     seg.run_for(2 * CYCLE_US * 1000)
@@ -431,6 +448,7 @@ def test_configuration_changes_apply_while_running():
 
 def test_invalid_change_is_refused_in_c_too():
     from rtnet.errors import RtnetError
+
     seg = Segment(2, latency_ns=LATENCY_NS)
     seg.start(0, master())
     seg.run_for(10 * CYCLE_US * 1000)
@@ -453,6 +471,7 @@ def test_woken_too_late_the_slot_is_skipped_and_counted():
     assert st["frames_tx"] + st["slots"][0]["queue_depth"] == 300  # nothing lost
     grid = sorted(sync_grid(seg, 1).values())
     import bisect
+
     for r in seg.received(0):
         d = parse_data(r.head)
         if d:

@@ -7,6 +7,7 @@ another station never moves the clock, and a master that restarted is
 followed again within a few cycles.  Everything runs on the simulator, where
 station 0's clock is the true time, so the master's global time is ``seg.now``.
 """
+
 import random
 
 from rtmac import frames
@@ -112,9 +113,9 @@ def test_cycle_number_far_ahead_does_not_desynchronise_or_spin():
     run_cycles(seg, 20)
     st = seg.stats(1)
     assert st["state"] == "synchronised"
-    assert st["sync_rx"] >= mid["sync_rx"] + 19        # the real master is still followed
+    assert st["sync_rx"] >= mid["sync_rx"] + 19  # the real master is still followed
     assert st["cycle_ns"] == CYCLE_NS
-    assert seg.wakeups(1) - w0 < 20 * 10                # a few per cycle, not a spin
+    assert seg.wakeups(1) - w0 < 20 * 10  # a few per cycle, not a spin
     assert st["slots"][0]["frames"] == before["slots"][0]["frames"]  # (nothing queued)
 
 
@@ -160,13 +161,19 @@ def test_random_syncs_move_the_clock_by_at_most_the_bound_and_never_unsettle_it(
         at_cycle_start(seg, rng.randrange(3000))
         st = seg.stats(1)
         kind = rng.randrange(4)
-        if kind == 0:       # any bits at all
-            f = frames.encode_sync(src=rng.choice([MASTER_MAC, ROGUE_MAC]),
-                                   cycle_no=rng.getrandbits(32), xmit_stamp=rng.getrandbits(64),
-                                   sched_xmit_stamp=rng.getrandbits(64))
-        else:               # near the grid, from the master's MAC
-            f = next_sync(seg, cycles_ahead=rng.randrange(-3, 5),
-                          shift_ns=rng.choice([0, 1, -1]) * rng.randrange(2 * MAX_STEP_NS))
+        if kind == 0:  # any bits at all
+            f = frames.encode_sync(
+                src=rng.choice([MASTER_MAC, ROGUE_MAC]),
+                cycle_no=rng.getrandbits(32),
+                xmit_stamp=rng.getrandbits(64),
+                sched_xmit_stamp=rng.getrandbits(64),
+            )
+        else:  # near the grid, from the master's MAC
+            f = next_sync(
+                seg,
+                cycles_ahead=rng.randrange(-3, 5),
+                shift_ns=rng.choice([0, 1, -1]) * rng.randrange(2 * MAX_STEP_NS),
+            )
         seg.inject(1, f)
         assert abs(seg.stats(1)["clock_offset_ns"] - st["clock_offset_ns"]) <= MAX_STEP_NS
     run_cycles(seg, 20)
@@ -180,15 +187,15 @@ def restart_master(seg, silent_cycles):
     seg.set_alive(0, False)
     run_cycles(seg, silent_cycles)
     seg.set_alive(0, True)
-    seg.start(0, master())           # a new rtnetd: cycle numbers start again at 1
+    seg.start(0, master())  # a new rtnetd: cycle numbers start again at 1
 
 
 def test_master_restart_is_followed_within_10_cycles_without_a_backup():
     seg = synced_pair()
     old = seg.stats(1)
     assert old["cycle_no"] > 50
-    restart_master(seg, silent_cycles=0)   # back before the slave declares sync loss
-    run_cycles(seg, 3 + 10)                # the master listens 3 cycles, then sends Sync
+    restart_master(seg, silent_cycles=0)  # back before the slave declares sync loss
+    run_cycles(seg, 3 + 10)  # the master listens 3 cycles, then sends Sync
     m, s = seg.stats(0), seg.stats(1)
     assert m["state"] == "active" and m["cycle_no"] <= 12
     assert s["cycle_no"] == m["cycle_no"]  # the slave is on the new master's grid
@@ -224,9 +231,16 @@ def test_calibration_requests_for_far_cycles_cannot_fill_the_masters_table():
     seg = synced_pair()
     before = seg.stats(0)
     for k in range(300):
-        seg.inject(0, frames.encode_req_cal(dst=MASTER_MAC, src=ROGUE_MAC, xmit_stamp=k,
-                                            reply_cycle=(before["cycle_no"] + 100_000 + k),
-                                            reply_slot_offset=500_000))
+        seg.inject(
+            0,
+            frames.encode_req_cal(
+                dst=MASTER_MAC,
+                src=ROGUE_MAC,
+                xmit_stamp=k,
+                reply_cycle=(before["cycle_no"] + 100_000 + k),
+                reply_slot_offset=500_000,
+            ),
+        )
     st = seg.stats(0)
     assert st["cal_implausible"] == before["cal_implausible"] + 300
     assert st["cal_overflow"] == before["cal_overflow"]

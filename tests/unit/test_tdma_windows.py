@@ -3,6 +3,7 @@ and fills it with as many frames as fit, from one wake-up.
 
 A slot without a window keeps RTnet's meaning (one full frame plus the guard),
 which the other engine tests cover."""
+
 import struct
 
 import pytest
@@ -13,13 +14,14 @@ from rtnet.errors import ConfigError
 
 CYCLE_NS = 1_000_000
 ETH_DATA = 0x88B5
-FULL = 1514                                   # a full frame of a 1500-byte slot
-WT_FULL = wire_time_ns(FULL, 100)             # 123.04 us at 100 Mbit/s
+FULL = 1514  # a full frame of a 1500-byte slot
+WT_FULL = wire_time_ns(FULL, 100)  # 123.04 us at 100 Mbit/s
 
 
 def frame(seq, size=FULL, prio_tag=0):
-    return (b"\xff" * 6 + bytes([2, 0x52, 0x54, 0, 0, 2]) +
-            struct.pack("!HII", ETH_DATA, prio_tag, seq)).ljust(size, b"\0")
+    return (
+        b"\xff" * 6 + bytes([2, 0x52, 0x54, 0, 0, 2]) + struct.pack("!HII", ETH_DATA, prio_tag, seq)
+    ).ljust(size, b"\0")
 
 
 def master():
@@ -56,7 +58,7 @@ def test_a_window_sends_every_frame_that_fits_and_no_more():
     per_cycle = {}
     for tx, length, _tag, _seq in data_at_master(seg):
         per_cycle.setdefault(tx // CYCLE_NS, []).append(length)
-    fits = window_us * 1000 // WT_FULL                     # 5 full frames in 700 us
+    fits = window_us * 1000 // WT_FULL  # 5 full frames in 700 us
     assert sorted(set(len(v) for v in per_cycle.values())) == [fits]
     for lengths in per_cycle.values():
         assert sum(wire_time_ns(n, 100) for n in lengths) <= window_us * 1000
@@ -85,8 +87,8 @@ def test_one_wakeup_serves_a_whole_window_and_a_chained_window_costs_none():
             seg.run_for(CYCLE_NS)
         wake[name] = (seg.wakeups(1) - w0) / (seg.stats(1)["cycles"] - c0)
         assert seg.stats(1)["slots"][1]["frames"] > 0
-    assert wake["chained"] <= 1.2          # the RT slot's wake-up serves the window
-    assert wake["apart"] <= 2.2            # one for the RT slot, one for the window
+    assert wake["chained"] <= 1.2  # the RT slot's wake-up serves the window
+    assert wake["apart"] <= 2.2  # one for the RT slot, one for the window
 
 
 def test_a_frame_that_would_end_past_the_window_waits_for_the_next_occurrence():
@@ -115,13 +117,16 @@ def test_rt_frames_go_before_bulk_frames_queued_in_the_same_window():
     assert tags[:3] == [0, 0, 0] and set(tags[3:]) == {31}
 
 
-@pytest.mark.parametrize("slots, message", [
-    ({1: Slot(1, 100, window_us=100)}, "shorter than one 1514-byte frame"),
-    ({1: Slot(1, 500, window_us=600)}, "past the 1000 us cycle"),
-    # into the RT slot's frame, and into another window
-    ({0: Slot(0, 100, size=200), 1: Slot(1, 110, window_us=300)}, "overlap"),
-    ({1: Slot(1, 100, window_us=300), 2: Slot(2, 399, window_us=300)}, "overlap"),
-])
+@pytest.mark.parametrize(
+    "slots, message",
+    [
+        ({1: Slot(1, 100, window_us=100)}, "shorter than one 1514-byte frame"),
+        ({1: Slot(1, 500, window_us=600)}, "past the 1000 us cycle"),
+        # into the RT slot's frame, and into another window
+        ({0: Slot(0, 100, size=200), 1: Slot(1, 110, window_us=300)}, "overlap"),
+        ({1: Slot(1, 100, window_us=300), 2: Slot(2, 399, window_us=300)}, "overlap"),
+    ],
+)
 def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
     cfg = TdmaConfig(role="master", cycle_us=1000, slots=slots)
     with pytest.raises(ConfigError, match=message):
@@ -132,6 +137,7 @@ def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
     from rtmac.engine import to_c
     from rtnet._lowlevel import lib
     from rtnet.errors import RtnetError
+
     # the C engine's own check, bypassing the Python one
     raw = to_c(dataclasses.replace(cfg, slots={}))
     for i, s in enumerate(sorted(slots.values(), key=lambda s: s.id)):
@@ -146,8 +152,11 @@ def test_windows_that_do_not_fit_are_refused_by_both_validators(slots, message):
 def test_a_window_may_start_in_the_guard_of_the_stations_own_rt_slot():
     """The planner's layout: the NRT window right after the RT slot's frame."""
     frame_end_us = 100 + -(-wire_time_ns(214, 100) // 1000)
-    cfg = TdmaConfig(role="master", cycle_us=1000,
-                     slots={0: Slot(0, 100, size=200), 1: Slot(1, frame_end_us, window_us=300)})
+    cfg = TdmaConfig(
+        role="master",
+        cycle_us=1000,
+        slots={0: Slot(0, 100, size=200), 1: Slot(1, frame_end_us, window_us=300)},
+    )
     assert validate(cfg) is cfg
     seg = segment(cfg.slots)
     seg.clear_logs()
@@ -156,5 +165,5 @@ def test_a_window_may_start_in_the_guard_of_the_stations_own_rt_slot():
         seg.enqueue(1, 1, frame(10 + k))
     seg.run_for(CYCLE_NS)
     got = data_at_master(seg)
-    assert [tag for _tx, _n, tag, _s in got][:1] == [7]     # the RT frame first
+    assert [tag for _tx, _n, tag, _s in got][:1] == [7]  # the RT frame first
     assert len(got) == 1 + 300_000 // WT_FULL

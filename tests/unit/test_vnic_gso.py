@@ -1,4 +1,5 @@
 """Software TSO and receive coalescing for the VNIC's TAP (csrc/rtn_vnic_gso.c) through cffi."""
+
 import os
 import struct
 
@@ -12,7 +13,7 @@ from rtnet._core import ffi, lib
 MAC1, MAC2 = "02:00:00:00:00:01", "02:00:00:00:00:02"
 MAX_FRAME = 1514
 MSS = 1448
-TS = [("NOP", None), ("NOP", None), ("Timestamp", (12345, 678))]   # 12 option bytes
+TS = [("NOP", None), ("NOP", None), ("Timestamp", (12345, 678))]  # 12 option bytes
 
 
 def vnet(flags=0, gso_type=0, hdr_len=0, gso_size=0, csum_start=0, csum_offset=0) -> bytes:
@@ -30,20 +31,29 @@ def csum16(data: bytes) -> int:
 
 
 def pseudo_v4(ip: IP, l4_len: int, proto: int) -> bytes:
-    return (bytes(map(int, ip.src.split("."))) + bytes(map(int, ip.dst.split(".")))
-            + struct.pack("!BBH", 0, proto, l4_len))
+    return (
+        bytes(map(int, ip.src.split(".")))
+        + bytes(map(int, ip.dst.split(".")))
+        + struct.pack("!BBH", 0, proto, l4_len)
+    )
 
 
 def tcp4(payload: bytes, flags="PA", seq=1000, ip_id=100, dport=5001) -> Ether:
-    return (Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2", id=ip_id, flags="DF")
-            / TCP(sport=40000, dport=dport, seq=seq, ack=777, flags=flags, window=501, options=TS)
-            / payload)
+    return (
+        Ether(src=MAC1, dst=MAC2)
+        / IP(src="198.19.0.1", dst="198.19.0.2", id=ip_id, flags="DF")
+        / TCP(sport=40000, dport=dport, seq=seq, ack=777, flags=flags, window=501, options=TS)
+        / payload
+    )
 
 
 def tcp6(payload: bytes, flags="PA", seq=1000) -> Ether:
-    return (Ether(src=MAC1, dst=MAC2) / IPv6(src="2001:db8::1", dst="2001:db8::2")
-            / TCP(sport=40000, dport=5001, seq=seq, ack=777, flags=flags, window=501, options=TS)
-            / payload)
+    return (
+        Ether(src=MAC1, dst=MAC2)
+        / IPv6(src="2001:db8::1", dst="2001:db8::2")
+        / TCP(sport=40000, dport=5001, seq=seq, ack=777, flags=flags, window=501, options=TS)
+        / payload
+    )
 
 
 def segment(packet: bytes, max_frame=MAX_FRAME):
@@ -74,8 +84,11 @@ class Coalescer:
             f = frames[i]
             is_open = lib.rtn_gro_begin(self.g, f, len(f))
             i += 1
-            while (is_open and i < len(frames)
-                   and lib.rtn_gro_append(self.g, frames[i], len(frames[i]))):
+            while (
+                is_open
+                and i < len(frames)
+                and lib.rtn_gro_append(self.g, frames[i], len(frames[i]))
+            ):
                 i += 1
             n = lib.rtn_gro_finish(self.g)
             raw = bytes(ffi.buffer(self.buf, n))
@@ -104,7 +117,7 @@ def gso4(payload: bytes, flags="PA", gso_type=lib.RTN_VNET_GSO_TCPV4, **kw) -> b
 
 
 def test_tcpv4_super_packet_is_cut_into_valid_mtu_frames():
-    payload = os.urandom(65535 - 20 - 32)   # the largest IPv4 packet
+    payload = os.urandom(65535 - 20 - 32)  # the largest IPv4 packet
     n, frames = segment(gso4(payload, flags="FPAC"))
     assert n == len(frames) == -(-len(payload) // MSS)
     assert b"".join(bytes(Ether(f)[TCP].payload) for f in frames) == payload
@@ -145,8 +158,14 @@ def test_segments_coalesce_back_into_the_original():
     writes = Coalescer().run(frames)
     assert len(writes) == 1
     (flags, gso_type, hdr_len, gso_size, cstart, coff), merged = writes[0]
-    assert (flags, gso_type, hdr_len, gso_size, cstart, coff) == \
-        (lib.RTN_VNET_F_NEEDS_CSUM, lib.RTN_VNET_GSO_TCPV4, 66, MSS, 34, 16)
+    assert (flags, gso_type, hdr_len, gso_size, cstart, coff) == (
+        lib.RTN_VNET_F_NEEDS_CSUM,
+        lib.RTN_VNET_GSO_TCPV4,
+        66,
+        MSS,
+        34,
+        16,
+    )
     p = Ether(merged)
     assert bytes(p[TCP].payload) == payload
     assert p[IP].len == len(merged) - 14 and p[TCP].seq == 1000 and p[TCP].flags == "PA"
@@ -170,14 +189,14 @@ def test_only_the_same_flow_in_sequence_is_merged():
     _, a = segment(gso4(os.urandom(4 * MSS)))
     _, other = segment(gso4(os.urandom(2 * MSS), seq=1000 + 4 * MSS, dport=5002))
     bad = bytearray(a[2])
-    bad[-1] ^= 0xFF                              # payload corrupted: TCP checksum wrong
-    gap = a[:1] + a[2:]                           # a missing segment
+    bad[-1] ^= 0xFF  # payload corrupted: TCP checksum wrong
+    gap = a[:1] + a[2:]  # a missing segment
     c = Coalescer()
     w = c.run([a[0], a[1], bytes(bad), a[3]])
-    assert [x[0][1] for x in w] == [1, 0, 0]      # a[0]+a[1] merged, the bad one alone, a[3] alone
+    assert [x[0][1] for x in w] == [1, 0, 0]  # a[0]+a[1] merged, the bad one alone, a[3] alone
     assert w[1][1] == bytes(bad) and w[1][0] == (0,) * 6
-    assert [x[0][1] for x in c.run(gap)] == [0, 1]   # a[0] alone; a[2]+a[3] merged
-    assert [x[0][1] for x in c.run(a[:2] + other)] == [1, 1]   # one write per flow
+    assert [x[0][1] for x in c.run(gap)] == [0, 1]  # a[0] alone; a[2]+a[3] merged
+    assert [x[0][1] for x in c.run(a[:2] + other)] == [1, 1]  # one write per flow
     syn = bytes(tcp4(b"", flags="S"))
     assert c.run([syn, syn]) == [((0,) * 6, syn), ((0,) * 6, syn)]
 
@@ -186,7 +205,7 @@ def test_super_packet_is_capped_at_64k():
     _, f1 = segment(gso4(os.urandom(44 * MSS), flags="A"))
     _, f2 = segment(gso4(os.urandom(10 * MSS), seq=1000 + 44 * MSS, ip_id=200))
     frames = f1 + f2
-    for f in frames[:-1]:                          # no PSH before the very end
+    for f in frames[:-1]:  # no PSH before the very end
         assert "P" not in Ether(f)[TCP].flags
     writes = Coalescer().run(frames)
     assert [len(Ether(m)[TCP].payload) // MSS for _, m in writes] == [45, 9]
@@ -197,11 +216,15 @@ def test_super_packet_is_capped_at_64k():
 
 def test_udp_checksum_is_completed():
     payload = os.urandom(777)
-    p = (Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2")
-         / UDP(sport=1, dport=2) / payload)
+    p = (
+        Ether(src=MAC1, dst=MAC2)
+        / IP(src="198.19.0.1", dst="198.19.0.2")
+        / UDP(sport=1, dport=2)
+        / payload
+    )
     raw = bytearray(bytes(p))
     l4_len = len(raw) - 34
-    raw[40:42] = struct.pack("!H", csum16(pseudo_v4(p[IP], l4_len, 17)))   # as Linux leaves it
+    raw[40:42] = struct.pack("!H", csum16(pseudo_v4(p[IP], l4_len, 17)))  # as Linux leaves it
     assert lib.rtn_l4_csum_ok(bytes(raw), len(raw)) == 0
     n, frames = segment(vnet(lib.RTN_VNET_F_NEEDS_CSUM, 0, 0, 0, 34, 6) + bytes(raw))
     assert n == 1 and len(frames) == 1
@@ -211,14 +234,32 @@ def test_udp_checksum_is_completed():
     assert segment(vnet() + bytes(p))[1] == [bytes(p)]
 
 
-@pytest.mark.parametrize("case", [
-    "gso_size 0", "hdr_len beyond the frame", "UDP GSO", "unknown type", "TCPV4 type on IPv6",
-    "truncated TCP header", "csum field beyond the frame", "ECN without GSO", "segment too big",
-    "no payload", "too short"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "gso_size 0",
+        "hdr_len beyond the frame",
+        "UDP GSO",
+        "unknown type",
+        "TCPV4 type on IPv6",
+        "truncated TCP header",
+        "csum field beyond the frame",
+        "ECN without GSO",
+        "segment too big",
+        "no payload",
+        "too short",
+    ],
+)
 def test_malformed_packets_are_refused(case):
     pkt = bytes(tcp4(os.urandom(5000)))
-    hdr = dict(flags=1, gso_type=lib.RTN_VNET_GSO_TCPV4, hdr_len=66, gso_size=MSS, csum_start=34,
-               csum_offset=16)
+    hdr = dict(
+        flags=1,
+        gso_type=lib.RTN_VNET_GSO_TCPV4,
+        hdr_len=66,
+        gso_size=MSS,
+        csum_start=34,
+        csum_offset=16,
+    )
     if case == "gso_size 0":
         hdr["gso_size"] = 0
     elif case == "hdr_len beyond the frame":
@@ -230,7 +271,7 @@ def test_malformed_packets_are_refused(case):
     elif case == "TCPV4 type on IPv6":
         pkt = bytes(tcp6(os.urandom(5000)))
     elif case == "truncated TCP header":
-        pkt = pkt[:34 + 10]
+        pkt = pkt[: 34 + 10]
         hdr["hdr_len"] = 0
     elif case == "csum field beyond the frame":
         hdr.update(gso_type=0, csum_start=len(pkt) - 1, csum_offset=0)
@@ -249,6 +290,7 @@ def test_malformed_packets_are_refused(case):
 
 def test_ecn_flag_is_allowed_with_tso():
     payload = os.urandom(3 * MSS)
-    n, frames = segment(gso4(payload, flags="PAC",
-                             gso_type=lib.RTN_VNET_GSO_TCPV4 | lib.RTN_VNET_GSO_ECN))
+    n, frames = segment(
+        gso4(payload, flags="PAC", gso_type=lib.RTN_VNET_GSO_TCPV4 | lib.RTN_VNET_GSO_ECN)
+    )
     assert n == 3 and ["C" in Ether(f)[TCP].flags for f in frames] == [True, False, False]

@@ -1,5 +1,6 @@
 """Transmit windows in every way a user gives a schedule: rtnet.toml, the extended
 tdma.conf, `rtmac tdma <dev> slot ... -w`, and the planner's command line."""
+
 import pytest
 
 from rtmac import cli, plan_cli
@@ -30,8 +31,10 @@ def test_toml_window_us():
     assert cfg.tdma.slots[1].window_us == 500 and cfg.tdma.slots[0].window_us == 0
 
 
-@pytest.mark.parametrize("window, message", [
-    (100, "shorter than one 1514-byte frame"), (990, "past the 1000 us cycle"), (-1, "window_us")])
+@pytest.mark.parametrize(
+    "window, message",
+    [(100, "shorter than one 1514-byte frame"), (990, "past the 1000 us cycle"), (-1, "window_us")],
+)
 def test_toml_window_errors_name_the_slot(window, message):
     with pytest.raises(ConfigError, match=message):
         parse_toml(TOML.format(window=window))

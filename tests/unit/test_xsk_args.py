@@ -1,4 +1,5 @@
 """RawSocket argument checks and build products; none of this needs root."""
+
 import errno
 
 import pytest
@@ -16,19 +17,22 @@ def test_bpf_object_is_built_next_to_the_package():
     assert int.from_bytes(head[18:20], "little") == 247  # e_machine EM_BPF
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"queue": -1}, "queue -1"),
-    ({"queue": 64}, "queue 64"),
-    ({"queue": "0"}, "queue '0'"),
-    ({"mode": "fast"}, "mode 'fast'"),
-    ({"frames": 100}, "frames 100"),
-    ({"frames": 32}, "frames 32"),
-    ({"ethertypes": [0x05DC]}, "EtherType 0x05dc"),
-    ({"ethertypes": [0x10000]}, "EtherType 0x10000"),
-    ({"ethertypes": ["0x88b5"]}, "'0x88b5' is not an integer"),
-    ({"ethertypes": range(0x8800, 0x8800 + 15)}, "at most 14"),
-    ({"netns": 5}, "netns 5"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"queue": -1}, "queue -1"),
+        ({"queue": 64}, "queue 64"),
+        ({"queue": "0"}, "queue '0'"),
+        ({"mode": "fast"}, "mode 'fast'"),
+        ({"frames": 100}, "frames 100"),
+        ({"frames": 32}, "frames 32"),
+        ({"ethertypes": [0x05DC]}, "EtherType 0x05dc"),
+        ({"ethertypes": [0x10000]}, "EtherType 0x10000"),
+        ({"ethertypes": ["0x88b5"]}, "'0x88b5' is not an integer"),
+        ({"ethertypes": range(0x8800, 0x8800 + 15)}, "at most 14"),
+        ({"netns": 5}, "netns 5"),
+    ],
+)
 def test_bad_arguments_raise_config_error_naming_the_value(kwargs, words):
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
         RawSocket("lo", **kwargs)

@@ -11,6 +11,7 @@ the host bridge, the driver's per-queue receive counters and ``rtnetctl check``.
 cycle), synchronised against the other guest's clock; the slave pings the master over the
 real-time path and counts the Syncs it received against the cycles that passed.
 """
+
 import json
 import os
 import re
@@ -53,8 +54,12 @@ def channels(dev: str) -> dict:
     def get(part, key):
         m = re.search(rf"^{key}:\s+(\d+)", part, re.M)
         return int(m.group(1)) if m else None
-    return {"max_combined": get(maxi, "Combined"), "combined": get(cur, "Combined"),
-            "rx": get(cur, "RX")}
+
+    return {
+        "max_combined": get(maxi, "Combined"),
+        "combined": get(cur, "Combined"),
+        "rx": get(cur, "RX"),
+    }
 
 
 def single_queue(dev: str, spread: int) -> dict:
@@ -81,8 +86,9 @@ def rx_per_queue(dev: str) -> dict:
     """The driver's receive counters per queue (ethtool -S): igb's rx_queue_N_packets,
     virtio_net's rxN_xdp_packets (what XDP saw on queue N; it has no other per-queue count)."""
     rc, text = sh("ethtool", "-S", dev)
-    RESULT.setdefault("ethtool_S", {})[dev] = [ln.strip() for ln in text.splitlines()
-                                               if "rx" in ln and "packets" in ln][:24]
+    RESULT.setdefault("ethtool_S", {})[dev] = [
+        ln.strip() for ln in text.splitlines() if "rx" in ln and "packets" in ln
+    ][:24]
     q = {}
     for m in re.finditer(r"^\s*rx_?(?:queue_)?(\d+)_(?:xdp_)?packets:\s+(\d+)", text, re.M):
         q[int(m.group(1))] = int(m.group(2))
@@ -91,6 +97,7 @@ def rx_per_queue(dev: str) -> dict:
 
 def xdp_features(dev: str) -> str:
     from rtnet import xdpfeatures
+
     ifindex = int(open(f"/sys/class/net/{dev}/ifindex").read())
     try:
         return xdpfeatures.describe(xdpfeatures.xdp_features(ifindex))
@@ -108,14 +115,20 @@ def check_json(dev: str) -> list:
 
 def role_nics(args):
     from rtnet.xsk import RawSocket
+
     et = 0x88B5
     devs = [dev_by_mac(n["mac"]) for n in args["nics"]]
     RESULT["nics"] = {}
     socks = {}
     for n, dev in zip(args["nics"], devs):
         sh("ip", "link", "set", dev, "up")
-        info = {"model": n["model"], "dev": dev, "driver": sh("ethtool", "-i", dev)[1].split()[1],
-                "xdp_features": xdp_features(dev), "queues": single_queue(dev, n.get("spread", 1))}
+        info = {
+            "model": n["model"],
+            "dev": dev,
+            "driver": sh("ethtool", "-i", dev)[1].split()[1],
+            "xdp_features": xdp_features(dev),
+            "queues": single_queue(dev, n.get("spread", 1)),
+        }
         RESULT["nics"][n["model"]] = info
         save()
         try:
@@ -128,7 +141,8 @@ def role_nics(args):
     # wait for the links (igb negotiates) before sending
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not all(
-            open(f"/sys/class/net/{d}/operstate").read().strip() == "up" for d in devs):
+        open(f"/sys/class/net/{d}/operstate").read().strip() == "up" for d in devs
+    ):
         time.sleep(0.2)
     before = {m: rx_per_queue(i["dev"]) for m, i in RESULT["nics"].items()}
     count = args.get("count", 100)
@@ -138,11 +152,19 @@ def role_nics(args):
             if a == b:
                 continue
             src, dst = socks[a], socks[b]
-            dmac = bytes.fromhex(RESULT["nics"][b]["dev"] and
-                                 open(f"/sys/class/net/{RESULT['nics'][b]['dev']}/address")
-                                 .read().strip().replace(":", ""))
-            smac = bytes.fromhex(open(f"/sys/class/net/{RESULT['nics'][a]['dev']}/address")
-                                 .read().strip().replace(":", ""))
+            dmac = bytes.fromhex(
+                RESULT["nics"][b]["dev"]
+                and open(f"/sys/class/net/{RESULT['nics'][b]['dev']}/address")
+                .read()
+                .strip()
+                .replace(":", "")
+            )
+            smac = bytes.fromhex(
+                open(f"/sys/class/net/{RESULT['nics'][a]['dev']}/address")
+                .read()
+                .strip()
+                .replace(":", "")
+            )
             got, sent = set(), 0
             for i in range(count):
                 frame = dmac + smac + et.to_bytes(2, "big") + i.to_bytes(4, "big") + bytes(56)
@@ -169,8 +191,18 @@ def role_nics(args):
         i["rx_per_queue"] = {q: after[q] - before[m].get(q, 0) for q in after}
         if m in socks:
             st = socks[m].stats()
-            i["xsk"] = {k: st[k] for k in ("rx_frames", "tx_frames", "xdp_redirected",
-                                           "xdp_passed", "rx_kernel_ts", "zerocopy", "mode")}
+            i["xsk"] = {
+                k: st[k]
+                for k in (
+                    "rx_frames",
+                    "tx_frames",
+                    "xdp_redirected",
+                    "xdp_passed",
+                    "rx_kernel_ts",
+                    "zerocopy",
+                    "mode",
+                )
+            }
         i["channels_with_xdp"] = channels(i["dev"])
         i["check"] = check_json(i["dev"])
         save()
@@ -198,11 +230,13 @@ offset_us = {offset}
 
 def status() -> dict:
     from rtnet.stationctl import request
+
     return request("rteth0", {"cmd": "status"}, timeout=30)["status"]
 
 
 def role_tdma(args):
     from rtnet import cli, rtroute
+
     dev = dev_by_mac(args["mac"])
     if dev != "rteth0":
         sh("ip", "link", "set", dev, "name", "rteth0")
@@ -212,10 +246,15 @@ def role_tdma(args):
     RESULT["driver"] = sh("ethtool", "-i", "rteth0")[1].split()[1]
     conf = os.path.join(OUT, "station.toml")
     with open(conf, "w") as f:
-        f.write(TOML.format(name=args["name"], ip=args["ip"], role=args["role"],
-                            offset=args["offset_us"],
-                            cycle=f"cycle_us = {args['cycle_us']}\n" if args["role"] == "master"
-                            else ""))
+        f.write(
+            TOML.format(
+                name=args["name"],
+                ip=args["ip"],
+                role=args["role"],
+                offset=args["offset_us"],
+                cycle=f"cycle_us = {args['cycle_us']}\n" if args["role"] == "master" else "",
+            )
+        )
     t0 = time.monotonic()
     rc = cli.main(["up", "-c", conf, "--timeout", "60"])
     RESULT["up_rc"] = rc
@@ -234,8 +273,11 @@ def role_tdma(args):
         RESULT["calibration"] = st["tdma"]["calibration"]
         save()
         if st["tdma"]["state"] != "synchronised":
-            RESULT["status"] = {"tdma": st["tdma"], "xsk": st.get("xsk"),
-                                "xdp_mode": st.get("xdp_mode")}
+            RESULT["status"] = {
+                "tdma": st["tdma"],
+                "xsk": st.get("xsk"),
+                "xdp_mode": st.get("xdp_mode"),
+            }
             RESULT["rx_per_queue"] = rx_per_queue("rteth0")
             save()
             return
@@ -243,8 +285,9 @@ def role_tdma(args):
         with open(ping, "w") as f:
             saved, sys.stdout = sys.stdout, f
             try:
-                RESULT["ping_rc"] = cli.main(["ping", args["peer_ip"], "-c", "5", "-i", "200",
-                                              "-t", "1000"])
+                RESULT["ping_rc"] = cli.main(
+                    ["ping", args["peer_ip"], "-c", "5", "-i", "200", "-t", "1000"]
+                )
             finally:
                 sys.stdout = saved
         RESULT["ping"] = open(ping).read()
@@ -256,9 +299,18 @@ def role_tdma(args):
         while time.monotonic() < end:
             time.sleep(0.5)
         b = status()["tdma"]
-        RESULT["window"] = {k: b[k] - a[k]
-                            for k in ("cycles", "sync_rx", "sync_lost_events", "sync_relocks",
-                                      "sync_implausible", "missed_slots", "cycles_skipped")}
+        RESULT["window"] = {
+            k: b[k] - a[k]
+            for k in (
+                "cycles",
+                "sync_rx",
+                "sync_lost_events",
+                "sync_relocks",
+                "sync_implausible",
+                "missed_slots",
+                "cycles_skipped",
+            )
+        }
         RESULT["window"]["cycle_no"] = b["cycle_no"] - a["cycle_no"]
         RESULT["state_end"] = str(b["state"])
     else:
@@ -272,8 +324,12 @@ def role_tdma(args):
         while time.monotonic() < end:
             time.sleep(0.5)
     st = status()
-    RESULT["status"] = {"tdma": st["tdma"], "ipv4": st.get("ipv4"), "xsk": st.get("xsk"),
-                        "xdp_mode": st.get("xdp_mode")}
+    RESULT["status"] = {
+        "tdma": st["tdma"],
+        "ipv4": st.get("ipv4"),
+        "xsk": st.get("xsk"),
+        "xdp_mode": st.get("xdp_mode"),
+    }
     RESULT["rx_per_queue"] = rx_per_queue("rteth0")
     RESULT["check"] = check_json("rteth0")
     save()
@@ -287,6 +343,7 @@ def main():
         {"nics": role_nics, "tdma": role_tdma}[role](args)
     except BaseException as exc:  # noqa: BLE001 - the host reads the result
         import traceback
+
         RESULT["error"] = f"{type(exc).__name__}: {exc}"
         RESULT["traceback"] = traceback.format_exc()[-2000:]
     save()

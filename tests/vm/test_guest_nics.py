@@ -4,6 +4,7 @@ first gets 4 queues (a one-vCPU guest starts with one; a host NIC with one per C
 tier's queue step (``ethtool -L <dev> combined 1``), then the stack's AF_XDP socket binds
 with native XDP and zero-copy where the driver offers it, and frames go both ways between
 the two NICs through QEMU and the bridge.  Functional only: no timing under emulation."""
+
 import json
 import os
 import time
@@ -13,12 +14,13 @@ import vmkit
 from vmkit import guest_script, vmtier
 
 pytestmark = pytest.mark.netns
-vm_env = vmkit.vm_env     # the session fixture: QEMU, kernel and initramfs from the cache
+vm_env = vmkit.vm_env  # the session fixture: QEMU, kernel and initramfs from the cache
 
 COUNT = 100
-NICS = [{"model": "igb", "mac": "02:52:54:00:01:01", "tap": "rtnvm-a0", "spread": 4},
-        {"model": "virtio", "mac": "02:52:54:00:01:02", "tap": "rtnvm-a1", "queues": 4,
-         "spread": 4}]
+NICS = [
+    {"model": "igb", "mac": "02:52:54:00:01:01", "tap": "rtnvm-a0", "spread": 4},
+    {"model": "virtio", "mac": "02:52:54:00:01:02", "tap": "rtnvm-a1", "queues": 4, "spread": 4},
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +30,14 @@ def result(vm_env, tmp_path_factory):
         for n in NICS:
             vmtier.add_tap(n["tap"], n.get("queues", 1))
         t0 = time.monotonic()
-        g = vmtier.Guest("nics", vm_env, rundir,
-                         guest_script("nics", {"nics": NICS, "count": COUNT}), nics=NICS,
-                         memory_mb=512)
+        g = vmtier.Guest(
+            "nics",
+            vm_env,
+            rundir,
+            guest_script("nics", {"nics": NICS, "count": COUNT}),
+            nics=NICS,
+            memory_mb=512,
+        )
         try:
             g.wait(240)
         finally:
@@ -63,8 +70,10 @@ def test_the_tier_takes_the_nic_to_one_queue_and_says_so(result, model):
 
 
 def test_frames_arrive_on_the_bound_queue_both_ways(result):
-    assert result["traffic"] == {"igb->virtio": {"sent": COUNT, "received": COUNT},
-                                 "virtio->igb": {"sent": COUNT, "received": COUNT}}
+    assert result["traffic"] == {
+        "igb->virtio": {"sent": COUNT, "received": COUNT},
+        "virtio->igb": {"sent": COUNT, "received": COUNT},
+    }
     for model, nic in result["nics"].items():
         # every frame the driver received arrived on queue 0, the bound one: none to Linux
         # on an unbound queue
@@ -83,7 +92,10 @@ def test_rtnetctl_check_reports_the_real_items(result):
     # igb: the one queue the stack binds.  virtio_net keeps a queue pair per CPU for XDP
     # transmit while a program is attached (ethtool -l: combined 2), and refuses
     # ethtool -L then: the check reports the two.
-    assert {r["name"]: r for r in result["nics"]["igb"]["check"]}["queues"]["current"] == \
-        "1 RX queue"
-    assert {r["name"]: r for r in result["nics"]["virtio"]["check"]}["queues"]["current"] in \
-        ("1 RX queue", "2 RX queues")
+    assert {r["name"]: r for r in result["nics"]["igb"]["check"]}["queues"][
+        "current"
+    ] == "1 RX queue"
+    assert {r["name"]: r for r in result["nics"]["virtio"]["check"]}["queues"]["current"] in (
+        "1 RX queue",
+        "2 RX queues",
+    )

@@ -7,6 +7,7 @@ The cycle is 40 ms for emulation.  The slave synchronises and calibrates against
 master's clock, pings it over the real-time path (ICMP rtping), and over at least 200 cycles
 receives one Sync per cycle; tshark on the host bridge decodes every frame with no malformed
 field.  Functional only: no latency bound under emulation."""
+
 import json
 import os
 import subprocess
@@ -18,14 +19,26 @@ from conftest import require_tool
 from vmkit import guest_script, vmtier
 
 pytestmark = pytest.mark.netns
-vm_env = vmkit.vm_env     # the session fixture: QEMU, kernel and initramfs from the cache
+vm_env = vmkit.vm_env  # the session fixture: QEMU, kernel and initramfs from the cache
 
 CYCLE_US = 40_000
-WINDOW_S = 9.0          # >= 200 cycles of 40 ms
-MASTER = {"name": "m", "ip": "198.18.0.1", "mac": "02:52:54:00:02:01", "role": "master",
-          "offset_us": 0, "cycle_us": CYCLE_US}
-SLAVE = {"name": "s", "ip": "198.18.0.2", "mac": "02:52:54:00:02:02", "role": "slave",
-         "offset_us": 10_000, "cycle_us": CYCLE_US}
+WINDOW_S = 9.0  # >= 200 cycles of 40 ms
+MASTER = {
+    "name": "m",
+    "ip": "198.18.0.1",
+    "mac": "02:52:54:00:02:01",
+    "role": "master",
+    "offset_us": 0,
+    "cycle_us": CYCLE_US,
+}
+SLAVE = {
+    "name": "s",
+    "ip": "198.18.0.2",
+    "mac": "02:52:54:00:02:02",
+    "role": "slave",
+    "offset_us": 10_000,
+    "cycle_us": CYCLE_US,
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +50,29 @@ def run(vm_env):
     with vmtier.network() as br:
         vmtier.add_tap("rtnvm-m0")
         vmtier.add_tap("rtnvm-s0")
-        cap = subprocess.Popen([tshark, "-q", "-i", br, "-w", pcap],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cap = subprocess.Popen(
+            [tshark, "-q", "-i", br, "-w", pcap], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         guests = []
         try:
             t0 = time.monotonic()
-            for st, peer, nic in ((MASTER, SLAVE, {"model": "igb", "tap": "rtnvm-m0"}),
-                                  (SLAVE, MASTER, {"model": "virtio", "tap": "rtnvm-s0"})):
-                args = dict(st, peer_ip=peer["ip"], peer_mac=peer["mac"], duration_s=100,
-                            window_s=WINDOW_S)
-                guests.append(vmtier.Guest(f"tdma-{st['name']}", vm_env, rundir,
-                                           guest_script("tdma", args),
-                                           nics=[dict(nic, mac=st["mac"])], memory_mb=512))
+            for st, peer, nic in (
+                (MASTER, SLAVE, {"model": "igb", "tap": "rtnvm-m0"}),
+                (SLAVE, MASTER, {"model": "virtio", "tap": "rtnvm-s0"}),
+            ):
+                args = dict(
+                    st, peer_ip=peer["ip"], peer_mac=peer["mac"], duration_s=100, window_s=WINDOW_S
+                )
+                guests.append(
+                    vmtier.Guest(
+                        f"tdma-{st['name']}",
+                        vm_env,
+                        rundir,
+                        guest_script("tdma", args),
+                        nics=[dict(nic, mac=st["mac"])],
+                        memory_mb=512,
+                    )
+                )
             for g in guests:
                 g.wait(300 - (time.monotonic() - t0))
         finally:
@@ -79,8 +103,9 @@ def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
         xsk = r["status"]["xsk"]
         assert xsk["rx_kernel_ts"] == xsk["rx_frames"] > 0, xsk
         # and every frame the driver received was on queue 0, the bound one
-        assert r["rx_per_queue"] and all(n == 0 for q, n in r["rx_per_queue"].items()
-                                         if int(q) != 0), r["rx_per_queue"]
+        assert r["rx_per_queue"] and all(
+            n == 0 for q, n in r["rx_per_queue"].items() if int(q) != 0
+        ), r["rx_per_queue"]
 
 
 def test_the_slave_synchronises_and_calibrates_against_the_other_kernel(run):
@@ -111,16 +136,26 @@ def test_rtping_passes_between_the_kernels(run):
 
 def test_tshark_on_the_host_bridge_decodes_every_frame(run):
     tshark, pcap = run["tshark"], run["pcap"]
-    out = subprocess.run([tshark, "-r", pcap, "-T", "fields", "-e", "frame.protocols"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [tshark, "-r", pcap, "-T", "fields", "-e", "frame.protocols"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     protos = out.stdout.splitlines()
     rtmac = [p for p in protos if "rtmac" in p]
     icmp = [p for p in protos if ":icmp:" in p + ":"]
-    bad = subprocess.run([tshark, "-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity >= error"],
-                         capture_output=True, text=True, timeout=120)
-    print(f"{len(protos)} frames, {len(rtmac)} RTmac, {len(icmp)} ICMP; "
-          f"malformed or in error: {len(bad.stdout.splitlines())}")
+    bad = subprocess.run(
+        [tshark, "-r", pcap, "-Y", "_ws.malformed || _ws.expert.severity >= error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    print(
+        f"{len(protos)} frames, {len(rtmac)} RTmac, {len(icmp)} ICMP; "
+        f"malformed or in error: {len(bad.stdout.splitlines())}"
+    )
     assert len(rtmac) >= 200, sorted(set(protos))[:10]
     assert len(icmp) >= 10, sorted(set(protos))[:10]
     assert bad.stdout.strip() == "", bad.stdout[:2000]

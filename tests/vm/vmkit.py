@@ -5,6 +5,7 @@ tests do not take it themselves, so a caller that already holds it cannot deadlo
 Fetching QEMU and the kernel (tools/vmtier.py) needs no lock; when it fails, or the cache
 is corrupt, the tier skips locally with that one line and fails under CI=true.
 """
+
 import os
 import sys
 
@@ -30,7 +31,10 @@ def vm_env():
 def guest_script(role: str, args: dict) -> str:
     import json
     import shlex
+
     py = os.path.realpath(sys.executable)
-    return (f"export PATH={shlex.quote(os.path.dirname(py))}:$PATH\n"
-            f"cd {shlex.quote(ROOT)}\n"
-            f"{shlex.quote(py)} tests/vm/guest.py {role} {shlex.quote(json.dumps(args))}")
+    return (
+        f"export PATH={shlex.quote(os.path.dirname(py))}:$PATH\n"
+        f"cd {shlex.quote(ROOT)}\n"
+        f"{shlex.quote(py)} tests/vm/guest.py {role} {shlex.quote(json.dumps(args))}"
+    )
