@@ -93,6 +93,21 @@ def wait_for(cond, timeout: float, what: str = "condition", *, interval: float =
         time.sleep(min(interval, left))
 
 
+def settle(count, done, *, quiet_s: float = 0.5, timeout: float, interval: float = 0.01) -> None:
+    """Poll until ``done()``, or until ``count()`` has not moved for ``quiet_s`` seconds, or
+    ``timeout`` seconds have passed; it never fails.  For counts that may legitimately stop
+    short (a message lost on both wires never comes, and no event says so): the caller
+    asserts on the count afterwards."""
+    deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
+    while not done() and time.monotonic() < deadline:
+        now = count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(interval)
+
+
 def _toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -14,10 +14,9 @@ import contextlib
 import socket
 import struct
 import threading
-import time
 
 import pytest
-from conftest import wait_for
+from conftest import settle, wait_for
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
@@ -134,26 +133,13 @@ def send_stream(tx, rx, dst: str, n: int, during=None) -> list[int]:
                     "the sender's channel",
                 )
         wait_for(lambda: tx.channel_stats(tx_id)["tx_msgs"] == n, 10, "the last message")
-        settle(lambda: len(got), lambda: got[-1:] == [n - 1])
+        settle(lambda: len(got), lambda: got[-1:] == [n - 1], timeout=10.0)
     finally:
         done.set()
         t.join()
         out.close()
         inp.close()
     return got
-
-
-def settle(count, done, quiet_s: float = 0.5, timeout: float = 10.0) -> None:
-    """Until ``done()``, or ``count()`` stopped moving for ``quiet_s`` (a message lost on
-    both wires never comes; no event says so)."""
-    deadline, last, since = time.monotonic() + timeout, -1, time.monotonic()
-    while not done() and time.monotonic() < deadline:
-        now = count()
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_s:
-            return
-        time.sleep(0.01)
 
 
 def stream_of(station, src, ethertype=ET):

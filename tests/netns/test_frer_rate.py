@@ -11,10 +11,9 @@ polls take their batches in turn): a fresh CI run saw 7 rogue copies, hence the 
 """
 
 import os
-import time
 
 import pytest
-from conftest import require_tool, wait_for
+from conftest import require_tool, settle, wait_for
 
 from rtmac.testing import wire_faults
 from rtnet.lab import STATION_IF_B, Lab
@@ -27,21 +26,6 @@ HISTORY = 4  # copies more than 4 apart are rogue: a small window on purpose
 FPS = 10_000  # about 10 pairs per 1 ms wake-up of the generator
 COUNT = 10_000
 LOSS_PERCENT = 10
-
-
-def settle(count, want: int, timeout: float) -> None:
-    """Poll ``count`` until it reaches ``want`` or stops moving for 0.5 s (frames lost on
-    both wires never come; no event says so)."""
-    deadline, last, since = time.monotonic() + timeout, -1, time.monotonic()
-    while time.monotonic() < deadline:
-        now = count()
-        if now >= want:
-            return
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= 0.5:
-            return
-        time.sleep(0.02)
 
 
 def test_a_copy_lost_on_one_wire_is_recovered_from_the_other_at_rate():
@@ -79,7 +63,11 @@ def test_a_copy_lost_on_one_wire_is_recovered_from_the_other_at_rate():
             try:
                 tx.generate(FPS, COUNT, ethertype=ET, dst=rx_ls.mac, backlog_ns=1_000_000_000)
                 wait_for(lambda: tx.probe_rx()["generator_left"] == 0, 10, "the generator")
-                settle(lambda: rx.probe_rx()["frames"], COUNT, 5)
+
+                def frames():
+                    return rx.probe_rx()["frames"]
+
+                settle(frames, lambda: frames() >= COUNT, timeout=5, interval=0.02)
             finally:
                 wire_faults.nft_clear(lab, "a")
             sent, got = tx.probe_rx()["sent"], rx.probe_rx()["frames"]
