@@ -13,6 +13,7 @@ from rtnet import config
 from rtnet._lowlevel import ffi, lib
 from rtnet.errors import ConfigError
 from rtnet.options import OPTIONS
+from rtnet.tdma_stats import TdmaState
 
 # option key -> (field of struct rtn_tdma_cfg, factor from the option's unit to the field's)
 C_FIELDS = {
@@ -124,12 +125,12 @@ def test_a_guard_change_is_staged_by_the_running_engine_without_recalibration():
     seg.start(1, cfg)
     seg.run_for(200 * 1000 * 1000)
     before = seg.stats(1)
-    assert before["state"] == "synchronised" and before["calibration"]["done"] == 20
+    assert before["state"] == TdmaState.SYNCED and before["calibration"]["done"] == 20
     seg.set_config(1, TdmaConfig(**{**cfg.__dict__, "guard_ns": 20_000, "cal_rounds": 30}))
     seg.run_for(5 * 1000 * 1000)
     after = seg.stats(1)
     assert after["config_applied"] == before["config_applied"] + 1
-    assert after["state"] == "synchronised"
+    assert after["state"] == TdmaState.SYNCED
     assert after["calibration"]["done"] == 20 and after["calibration"]["rounds"] == 30
 
 

@@ -13,6 +13,7 @@ import pytest
 from rtmac.frames import FrameKind, decode
 from rtmac.tdma_config import Slot, TdmaConfig, wire_time_ns
 from rtmac.testing.sim import Segment
+from rtnet.tdma_stats import TdmaState
 
 CYCLE_US = 1000
 LATENCY_NS = 5000
@@ -72,9 +73,9 @@ def sync_grid(seg, station):
 def test_three_stations_synchronise_and_calibrate():
     seg = three_stations()
     st = [seg.stats(i) for i in range(3)]
-    assert st[0]["state"] == "active" and st[0]["sync_tx"] > 300
-    assert st[1]["state"] == "stand-by"
-    assert st[2]["state"] == "synchronised"
+    assert st[0]["state"] == TdmaState.MASTER and st[0]["sync_tx"] > 300
+    assert st[1]["state"] == TdmaState.BACKUP_STANDBY
+    assert st[2]["state"] == TdmaState.SYNCED
     expected_delay = LATENCY_NS + wire_time_ns(60, 100)
     for s in st[1:]:
         cal = s["calibration"]
@@ -117,11 +118,11 @@ def test_slave_sends_nothing_before_calibration():
         assert seg.enqueue(1, 0, data_frame(1, seq)) == 0
     seg.run_for(20 * CYCLE_US * 1000)
     st = seg.stats(1)
-    assert st["state"] == "calibrating"
+    assert st["state"] == TdmaState.CALIBRATING
     assert st["frames_tx"] == 0
     assert not [r for r in seg.received(0) if parse_data(r.head)]
     seg.run_for(300 * CYCLE_US * 1000)
-    assert seg.stats(1)["state"] == "synchronised"
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
     assert seg.stats(1)["frames_tx"] == 50
 
 
@@ -220,7 +221,7 @@ def test_joint_slots_share_one_queue():
     seg.start(0, master())
     seg.start(1, cfg)
     seg.run_for(50 * CYCLE_US * 1000)
-    assert seg.stats(1)["state"] == "synchronised"
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
     seg.clear_logs()
     for seq in range(40):
         assert seg.enqueue(1, 2, data_frame(1, seq, size=200)) == 0
@@ -293,13 +294,13 @@ def test_backup_takes_over_and_slaves_never_stop():
     s = seg.stats(2)
     assert b["backup_takeovers"] == 1
     assert b["sync_tx"] >= 190
-    assert s["sync_lost_events"] == 0 and s["state"] == "synchronised"
+    assert s["sync_lost_events"] == 0 and s["state"] == TdmaState.SYNCED
     assert s["missed_slots"] == 0
     seqs = [parse_data(r.head)[1] for r in seg.received(1) if parse_data(r.head)]
     assert seqs == list(range(len(seqs))) and len(seqs) >= 398
     # the primary is back: the backup stood down
-    assert b["state"] == "stand-by"
-    assert seg.stats(0)["state"] == "active"
+    assert b["state"] == TdmaState.BACKUP_STANDBY
+    assert seg.stats(0)["state"] == TdmaState.MASTER
 
 
 def test_slave_goes_silent_without_sync_and_resumes():
@@ -310,7 +311,7 @@ def test_slave_goes_silent_without_sync_and_resumes():
     seg.set_alive(0, False)
     seg.run_for(20 * CYCLE_US * 1000)
     st = seg.stats(1)
-    assert st["state"] == "sync lost" and st["sync_lost_events"] == 1
+    assert st["state"] == TdmaState.SYNC_LOST and st["sync_lost_events"] == 1
     sent = st["frames_tx"]
     for seq in range(5):
         seg.enqueue(1, 0, data_frame(1, seq))
@@ -319,7 +320,7 @@ def test_slave_goes_silent_without_sync_and_resumes():
     seg.set_alive(0, True)
     seg.run_for(10 * CYCLE_US * 1000)
     st = seg.stats(1)
-    assert st["state"] == "synchronised" and st["frames_tx"] == sent + 5
+    assert st["state"] == TdmaState.SYNCED and st["frames_tx"] == sent + 5
 
 
 def run_pair_with_traffic(lazy: bool, cycles: int = 200):
@@ -356,7 +357,7 @@ def test_lazy_cycle_begin_still_detects_sync_loss():
     seg.set_alive(0, False)
     seg.run_for(20 * CYCLE_US * 1000)
     st = seg.stats(1)
-    assert st["state"] == "sync lost" and st["sync_lost_events"] == 1
+    assert st["state"] == TdmaState.SYNC_LOST and st["sync_lost_events"] == 1
 
 
 def test_sync_error_bounded_with_offset_and_drift():
@@ -411,7 +412,7 @@ def test_bad_frames_are_counted_and_never_move_the_clock():
     assert st2["cal_rpl_unexpected"] == 1
     assert st0["sync_foreign"] == 1
     seg.run_for(10 * CYCLE_US * 1000)
-    assert seg.stats(2)["state"] == "synchronised"
+    assert seg.stats(2)["state"] == TdmaState.SYNCED
     # a stray Sync for the next cycle, arriving before the master's: ignored, the
     # clock stays (RTnet would jump to whatever it says)
     st2 = seg.stats(2)
@@ -426,7 +427,7 @@ def test_bad_frames_are_counted_and_never_move_the_clock():
     assert after["sync_foreign"] == st2["sync_foreign"] + 1
     assert after["clock_offset_ns"] == st2["clock_offset_ns"]
     seg.run_for(10 * CYCLE_US * 1000)
-    assert seg.stats(2)["state"] == "synchronised"
+    assert seg.stats(2)["state"] == TdmaState.SYNCED
 
 
 def test_configuration_changes_apply_while_running():
@@ -442,7 +443,7 @@ def test_configuration_changes_apply_while_running():
     seg.run_for(2 * CYCLE_US * 1000)
     st = seg.stats(1)
     assert st["config_applied"] == 1 and 2 in st["slots"]
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
     assert seg.enqueue(1, 2, data_frame(1, 1)) == 0
 
 

@@ -13,6 +13,7 @@ import random
 from rtmac import frames
 from rtmac.tdma_config import Slot, TdmaConfig
 from rtmac.testing.sim import Segment
+from rtnet.tdma_stats import TdmaState
 
 CYCLE_NS = 1_000_000
 MASTER_MAC = "02:52:54:00:00:01"
@@ -36,7 +37,7 @@ def synced_pair(**slave_kw):
     seg.run_for(100_000)
     seg.start(1, slave(**slave_kw))
     seg.run_for(100 * CYCLE_NS)
-    assert seg.stats(1)["state"] == "synchronised"
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
     return seg
 
 
@@ -96,7 +97,7 @@ def test_sync_with_stamps_2_to_the_63_ahead_is_ignored_not_a_crash():
     assert after["clock_offset_ns"] == before["clock_offset_ns"]
     run_cycles(seg, 10)
     st = seg.stats(1)
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
     assert st["sync_rx"] >= before["sync_rx"] + 9
     assert st["sync_error"].overflow == 0 and st["sync_error"].underflow == 0
 
@@ -112,7 +113,7 @@ def test_cycle_number_far_ahead_does_not_desynchronise_or_spin():
     w0 = seg.wakeups(1)
     run_cycles(seg, 20)
     st = seg.stats(1)
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
     assert st["sync_rx"] >= mid["sync_rx"] + 19  # the real master is still followed
     assert st["cycle_ns"] == CYCLE_NS
     assert seg.wakeups(1) - w0 < 20 * 10  # a few per cycle, not a spin
@@ -128,7 +129,7 @@ def test_zero_stamps_do_not_teach_a_negative_cycle():
     st = seg.stats(1)
     assert st["cycle_ns"] == CYCLE_NS
     assert st["sync_implausible"] == before["sync_implausible"] + 1
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
 
 
 def test_stray_sync_from_another_station_never_moves_the_clock():
@@ -178,7 +179,7 @@ def test_random_syncs_move_the_clock_by_at_most_the_bound_and_never_unsettle_it(
         assert abs(seg.stats(1)["clock_offset_ns"] - st["clock_offset_ns"]) <= MAX_STEP_NS
     run_cycles(seg, 20)
     st = seg.stats(1)
-    assert st["state"] == "synchronised"
+    assert st["state"] == TdmaState.SYNCED
     # once the forger stops, the true grid is back to within the bound
     assert abs(st["clock_offset_ns"]) < MAX_STEP_NS
 
@@ -197,9 +198,9 @@ def test_master_restart_is_followed_within_10_cycles_without_a_backup():
     restart_master(seg, silent_cycles=0)  # back before the slave declares sync loss
     run_cycles(seg, 3 + 10)  # the master listens 3 cycles, then sends Sync
     m, s = seg.stats(0), seg.stats(1)
-    assert m["state"] == "active" and m["cycle_no"] <= 12
+    assert m["state"] == TdmaState.MASTER and m["cycle_no"] <= 12
     assert s["cycle_no"] == m["cycle_no"]  # the slave is on the new master's grid
-    assert s["state"] == "synchronised"
+    assert s["state"] == TdmaState.SYNCED
     assert s["sync_relocks"] == old["sync_relocks"] + 1
 
 
@@ -207,10 +208,10 @@ def test_master_restart_after_sync_loss_is_followed_at_once():
     seg = synced_pair()
     old = seg.stats(1)
     restart_master(seg, silent_cycles=20)
-    assert seg.stats(1)["state"] == "sync lost"
+    assert seg.stats(1)["state"] == TdmaState.SYNC_LOST
     run_cycles(seg, 3 + 4)
     m, s = seg.stats(0), seg.stats(1)
-    assert s["cycle_no"] == m["cycle_no"] and s["state"] == "synchronised"
+    assert s["cycle_no"] == m["cycle_no"] and s["state"] == TdmaState.SYNCED
     assert s["sync_lost_events"] == old["sync_lost_events"] + 1
 
 

@@ -11,6 +11,7 @@ import pytest
 from rtmac.tdma_config import Slot, TdmaConfig, validate, wire_time_ns
 from rtmac.testing.sim import Segment
 from rtnet.errors import ConfigError
+from rtnet.tdma_stats import TdmaState
 
 CYCLE_NS = 1_000_000
 ETH_DATA = 0x88B5
@@ -35,7 +36,7 @@ def segment(slave_slots, **slave_kw):
     seg.start(1, TdmaConfig(role="slave", cal_rounds=5, slots=slave_slots, **slave_kw))
     seg.set_lazy_begin(1, True)
     seg.run_for(60 * CYCLE_NS)
-    assert seg.stats(1)["state"] == "synchronised"
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
     return seg
 
 

@@ -236,6 +236,7 @@ def status() -> dict:
 
 def role_tdma(args):
     from rtnet import cli, rtroute
+    from rtnet.tdma_stats import TdmaState
 
     dev = dev_by_mac(args["mac"])
     if dev != "rteth0":
@@ -265,14 +266,14 @@ def role_tdma(args):
     assert rtroute.main(["add", args["peer_ip"], args["peer_mac"], "dev", "rteth0"]) == 0
     deadline = time.monotonic() + args["duration_s"]
     if args["role"] == "slave":
-        while time.monotonic() < deadline and status()["tdma"]["state"] != "synchronised":
+        while time.monotonic() < deadline and status()["tdma"]["state"] != TdmaState.SYNCED:
             time.sleep(0.5)
         st = status()
         RESULT["synced_after_s"] = round(time.monotonic() - t0, 1)
         RESULT["state"] = str(st["tdma"]["state"])
         RESULT["calibration"] = st["tdma"]["calibration"]
         save()
-        if st["tdma"]["state"] != "synchronised":
+        if st["tdma"]["state"] != TdmaState.SYNCED:
             RESULT["status"] = {
                 "tdma": st["tdma"],
                 "xsk": st.get("xsk"),

@@ -18,6 +18,8 @@ import vmkit
 from conftest import require_tool
 from vmkit import guest_script, vmtier
 
+from rtnet.tdma_stats import TdmaState
+
 pytestmark = pytest.mark.netns
 vm_env = vmkit.vm_env  # the session fixture: QEMU, kernel and initramfs from the cache
 
@@ -110,9 +112,9 @@ def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
 
 def test_the_slave_synchronises_and_calibrates_against_the_other_kernel(run):
     s = run["slave"]
-    assert s["state"] == "synchronised", s
+    assert s["state"] == TdmaState.SYNCED, s
     assert s["calibration"]["done"] >= s["calibration"]["rounds"] > 0, s["calibration"]
-    assert s["state_end"] == "synchronised", s
+    assert s["state_end"] == TdmaState.SYNCED, s
 
 
 def test_the_syncs_of_200_cycles_arrive_followed_or_counted_as_implausible(run):
