@@ -172,7 +172,7 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return rtn_set_error(-errno, "control socket: %s", strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (rtn_app_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
 		close(fd);
 		return rtn_set_error(rc, "%s: no station daemon at %s (%s)", dev, sa.sun_path,

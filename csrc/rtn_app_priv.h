@@ -56,4 +56,11 @@ int rtn_app_udp_payload(const struct rtn_app_chan *ch, const uint8_t *frame, uin
 /** Commit the slot rtn_app_tx_slot() gave, and kick a NoMAC station that wants it. */
 void rtn_app_tx_commit(struct rtn_app_chan *ch);
 
+struct sockaddr;
+/**
+ * The socket port of rtn_app_open(): connect() to the station daemon's
+ * control socket (rtn_app_connect.c).  A harness links its own instead.
+ */
+int rtn_app_connect(int fd, const struct sockaddr *sa, unsigned int len);
+
 #endif

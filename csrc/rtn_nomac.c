@@ -260,3 +260,22 @@ const struct rtn_disc_ops rtn_disc_nomac_ops = {
 	.paced_rx = 0,
 	.rate_generator = 1,
 };
+
+/* ---- for the harnesses (csrc/fuzz/) ------------------------------------------- */
+
+int rtn_nomac_take(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+		   uint32_t len, void *nomac)
+{
+	return take_nomac(s, c, m, len, nomac);
+}
+
+int64_t rtn_nomac_flush(struct rtn_nomac *n, int64_t now_local)
+{
+	return nomac_flush(n, now_local);
+}
+
+void rtn_nomac_reset(struct rtn_station *s)
+{
+	s->nomac->head = s->nomac->tail = 0;
+	s->nomac->wire_free_at = 0;
+}

@@ -48,6 +48,22 @@ void rtn_probe_destroy(struct rtn_station *s)
 	s->probe = NULL;
 }
 
+void rtn_probe_reset(struct rtn_station *s, uint16_t rx_type)
+{
+	struct rtn_probe *p = s->probe;
+
+	p->slot = -1;
+	p->type = 0;
+	p->len = 0;
+	p->seq = 0;
+	p->sent = 0;
+	p->rate_interval_ns = p->rate_next = 0;
+	p->rate_left = 0;
+	p->rx_type = rx_type;
+	p->rx = p->rx_bytes = 0;
+	rtn_hist_init(&p->lat, 0);
+}
+
 static const uint8_t broadcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /*

@@ -16,6 +16,8 @@ struct frame_sink;
 
 int rtn_probe_create(struct rtn_station *s);
 void rtn_probe_destroy(struct rtn_station *s);
+/* for the harnesses (csrc/fuzz/): no probe, no generator, the receiver on @p rx_type, zeroed */
+void rtn_probe_reset(struct rtn_station *s, uint16_t rx_type);
 /* TDMA, before @p slot_id opens: the probe frame of this occurrence if it is the probe's slot */
 void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_id, int64_t now);
 /* NoMAC: the rate generator's frames due up to @p horizon into @p q; when the next is due */

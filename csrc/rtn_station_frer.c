@@ -76,6 +76,16 @@ void rtn_frer_close(struct rtn_station *s)
 	s->frer = NULL;
 }
 
+/* For the harnesses (csrc/fuzz/): no stream, the counters an input can move at zero. */
+void rtn_frer_reset(struct rtn_station *s)
+{
+	struct station_frer *f = s->frer;
+
+	f->n_streams = 0;
+	memset(f->st.port, 0, sizeof(f->st.port));
+	f->st.streams_refused = f->st.tx_redundant = 0;
+}
+
 /* ---- sending ---------------------------------------------------------------- */
 
 /* A TDMA Sync (not tunnelled): the master's frame every schedule depends on. */

@@ -46,6 +46,13 @@ void rtn_ip_destroy(struct rtn_station *s)
 	s->ip = NULL;
 }
 
+/* For the harnesses (csrc/fuzz/): the counters and the echo replies' identification at zero. */
+void rtn_ip_reset(struct rtn_station *s)
+{
+	memset(&s->ip->st, 0, sizeof(s->ip->st));
+	s->ip->next_id = 0;
+}
+
 static int ip_unicast(uint32_t ip)
 {
 	return ip && ip != RTN_IP_BROADCAST && (ip >> 28) != 0xe; /* 224/4: multicast */

@@ -40,6 +40,8 @@ void rtn_chans_refresh(struct rtn_station *s);
 /* rtn_station_ip.c: IPv4 (the RT thread's side and the control thread's) */
 int rtn_ip_create(struct rtn_station *s);
 void rtn_ip_destroy(struct rtn_station *s);
+/* for the harnesses (csrc/fuzz/): the counters and the echo identification at zero */
+void rtn_ip_reset(struct rtn_station *s);
 /*
  * A received IPv4 frame (RT thread): the channel it goes to, or NULL when it
  * was answered or dropped (counted).  *@p st its stamps, *@p deliver_len
@@ -58,6 +60,8 @@ void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);
 /* rtn_station_frer.c */
 int rtn_frer_open(struct rtn_station *s);
 void rtn_frer_close(struct rtn_station *s);
+/* for the harnesses (csrc/fuzz/): no stream, the counters an input can move at zero */
+void rtn_frer_reset(struct rtn_station *s);
 /* the sequence generator of @p frame's stream when it goes out on both ports, else NULL */
 struct rtn_frer_seqgen *rtn_frer_tx_stream(struct rtn_station *s, const uint8_t *frame,
 					   uint32_t len);
@@ -77,6 +81,10 @@ int rtn_frer_send(struct rtn_station *s, struct rtn_frer_seqgen *gen, const uint
  * stripped, *@p len updated), 0 to drop (a duplicate, or counted as bad).
  */
 int rtn_frer_rx(struct rtn_station *s, uint32_t port, uint8_t *frame, uint32_t *len, int64_t rx_os);
+
+/* rtn_station_tdma.c, for the harnesses (csrc/fuzz/): the TDMA drain's take */
+int rtn_station_take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+			  uint32_t len, void *engine);
 
 /* rtn_capture.c: mirror a frame into the capture ring (only while s->cap is set) */
 void rtn_capture_tx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int32_t stamp_off,

@@ -26,6 +26,13 @@ static int take_tdma(struct rtn_station *s, const struct chan *c, const struct r
 				rtn_chan_tx_off(c, m->frame, len));
 }
 
+/* for the harnesses (csrc/fuzz/), which drive the channel drain themselves */
+int rtn_station_take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
+			  uint32_t len, void *engine)
+{
+	return take_tdma(s, c, m, len, engine);
+}
+
 static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now)
 {
 	struct rtn_station *s = arg;

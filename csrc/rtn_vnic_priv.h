@@ -54,4 +54,10 @@ void rtn_vnic_tap_events(struct rtn_vnic *v, short revents);
 /* RTN_VNIC_* for the statistics (@p v NULL: RTN_VNIC_OFF) */
 int rtn_vnic_mode(const struct rtn_vnic *v);
 
+/* ---- for the harnesses (csrc/fuzz/) ---- */
+/* back to the state after attach in @p mode on @p slot, @p vnet: the TAP has a vnet header */
+int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet);
+/* write everything queued for the TAP now; how many frames were taken */
+uint32_t rtn_vnic_write_all(struct rtn_vnic *v);
+
 #endif

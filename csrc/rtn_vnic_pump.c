@@ -632,6 +632,44 @@ fail:
 	return rc;
 }
 
+/* ---- for the harnesses (csrc/fuzz/) ------------------------------------------- */
+
+/*
+ * Back to the state after attach, in @p mode on @p slot, with or without
+ * a vnet header (the GSO buffers allocated when missing, as attach does for
+ * a TAP with IFF_VNET_HDR): empty rings, no GSO packet in flight, nothing
+ * unread on the TAP.
+ */
+int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
+{
+	if (!v->gso_buf)
+		v->gso_buf = malloc(RTN_GSO_BUF);
+	if (!v->rd_buf)
+		v->rd_buf = malloc(RTN_GSO_BUF);
+	if (!v->gro_buf)
+		v->gro_buf = malloc(RTN_GSO_BUF);
+	if (!v->gso_buf || !v->rd_buf || !v->gro_buf)
+		return rtn_set_error(-ENOMEM, "VNIC: cannot allocate its GSO buffers");
+	v->mode = mode;
+	v->slot = slot;
+	v->to_tap->head = v->to_tap->tail = 0;
+	v->from_tap->head = v->from_tap->tail = 0;
+	v->tap_dead = 0;
+	v->overran = 0;
+	v->vnet = vnet;
+	memset(&v->gso, 0, sizeof(v->gso));
+	rtn_gro_init(&v->gro, v->gro_buf, RTN_GSO_BUF);
+	while (read(v->tap_fd, v->rd_buf, RTN_GSO_BUF) >= 0)
+		;
+	return 0;
+}
+
+/* Write everything the RT thread queued for the TAP now; how many frames were taken. */
+uint32_t rtn_vnic_write_all(struct rtn_vnic *v)
+{
+	return write_to_tap(v, VNIC_RING);
+}
+
 /* On the RT thread: the VNIC it uses from now on (NULL: none). */
 static void vnic_go_live(struct rtn_station *s, uintptr_t v)
 {

@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /**
  * @file cost_app.c
- * @brief The application library (rtn_app.c) for the cost harness, on a
+ * @brief The application library (rtn_app.o) for the cost harness, on a
  *        virtual clock: the send and receive paths stamp messages with
  *        rtn_now(), and a clock read whose cost depends on the kernel's
  *        clock source would make the count differ between machines.  The
- *        override is here only; the production library reads
- *        CLOCK_MONOTONIC.
+ *        harness's rtn_app.o is built with -DRTN_CLOCK_PORT=cost_app_clock_ns
+ *        (csrc/Makefile); the production library reads CLOCK_MONOTONIC.
  */
-#include "../rtn_time_inline.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "rtn_app_priv.h"
+#include "rtn_core.h"
+#include "rtn_time_inline.h"
+#include "cost_app.h"
 
 int64_t cost_app_clock_ns = 1000 * RTN_NS_PER_SEC;
-#define rtn_now() (cost_app_clock_ns)
-
-#include "../rtn_app.c"
-#include "cost_app.h"
 
 /*
  * Attach to a channel whose memory the harness already holds: rtn_app_attach()

@@ -8,8 +8,8 @@
 #define RTN_BENCH_COST_APP_H
 
 #include <stdint.h>
-#include "../rtn_app.h"
-#include "../rtn_chan.h"
+#include "rtn_app.h"
+#include "rtn_chan.h"
 
 extern int64_t cost_app_clock_ns;
 

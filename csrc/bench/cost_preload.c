@@ -36,9 +36,10 @@
  * Prints one JSON line as cost_stages does, with the counters: eventfd
  * writes by the station (rx_notifies) and application kicks.
  */
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/eventfd.h>
-#include "../preload/rtn_preload_priv.h"
+#include "rtn_preload_priv.h"
 #include "cost_station.h"
 
 #define PAYLOAD_LEN 64

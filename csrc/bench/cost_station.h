@@ -9,7 +9,7 @@
 #ifndef RTN_BENCH_COST_STATION_H
 #define RTN_BENCH_COST_STATION_H
 
-#include "../fuzz/station_harness.h"
+#include "station_harness.h"
 #include "cost_app.h"
 #include "cost_common.h"
 

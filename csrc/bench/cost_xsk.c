@@ -44,9 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "../rtn_core.h"
-#include "../rtn_tdma_proto_inline.h"
-#include "../rtn_xsk_priv.h"
+#include "rtn_core.h"
+#include "rtn_tdma_proto_inline.h"
+#include "rtn_xsk_priv.h"
 #include "cost_common.h"
 
 #define FRAME_LEN   64

@@ -10,7 +10,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
-#include "../rtn_chan_inline.h"
+#include "rtn_chan_inline.h"
 #include "fuzz_input.h"
 
 #define APP_DEPTH     4

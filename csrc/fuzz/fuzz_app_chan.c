@@ -19,15 +19,17 @@
  * carry; no descriptor is left open.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
-#include "../rtn_time_inline.h"
-
-/* a virtual clock: the same input runs the same way again */
-static int64_t fuzz_clock_ns = 1000 * RTN_NS_PER_SEC;
-#define rtn_now() (fuzz_clock_ns)
-
-#include "../rtn_app.c"
+#include "rtn_app.h"
+#include "rtn_app_priv.h"
+#include "rtn_core.h"
+#include "rtn_time_inline.h"
 #include "app_harness.h"
+
+/* a virtual clock, the library's clock port (rtn_app.o is built with
+ * -DRTN_CLOCK_PORT=fuzz_clock_ns): the same input runs the same way again */
+int64_t fuzz_clock_ns = 1000 * RTN_NS_PER_SEC;
 
 enum {
 	OP_POKE,

@@ -16,9 +16,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../rtn_app_hdr.h"
-#include "../rtn_chan.h"
-#include "../rtn_stages.h"
+#include "rtn_app_hdr.h"
+#include "rtn_chan.h"
+#include "rtn_stages.h"
 #include "fuzz_input.h"
 
 static struct rtn_stages stages;

@@ -6,7 +6,8 @@
  *        rtn_app_open.c: the reply line, its JSON fields, the descriptors passed
  *        with it).
  *
- * connect() is replaced by one end of a socket pair whose other end already
+ * The connection (rtn_app_connect, the library's socket port, defined here
+ * in place of rtn_app_connect.o) is replaced by one end of a socket pair whose other end already
  * holds the "daemon's" reply, so rtn_app_open() runs unchanged on it.
  * Input: a plan byte (how many descriptors, 0-5, and in which part of the
  * reply), a byte choosing each descriptor (a channel's memfd, an eventfd,
@@ -20,12 +21,10 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-static int fuzz_connect(int fd, const struct sockaddr *sa, socklen_t len);
-#include "../rtn_app.c"
-#define connect fuzz_connect
-#include "../rtn_app_open.c"
-#undef connect
-
+#include <errno.h>
+#include "rtn_app.h"
+#include "rtn_app_priv.h"
+#include "rtn_core.h"
 #include "app_harness.h"
 
 #define MAX_FDS	  5
@@ -63,7 +62,8 @@ static void send_part(int sock, const uint8_t *p, size_t n, int with_fds)
 		fuzz_fail("cannot send the reply: %s", strerror(errno));
 }
 
-static int fuzz_connect(int fd, const struct sockaddr *sa, socklen_t len)
+/* the library's socket port (rtn_app_priv.h): linked in place of rtn_app_connect.o */
+int rtn_app_connect(int fd, const struct sockaddr *sa, unsigned int len)
 {
 	size_t per = (plan.len + plan.parts - 1) / plan.parts, off = 0;
 	uint32_t k;

@@ -19,7 +19,7 @@
  * sequence number passes twice while it is inside the history window.
  */
 #include <errno.h>
-#include "../rtn_frer.h"
+#include "rtn_frer.h"
 #include "fuzz_input.h"
 
 #define SEQS	  65536

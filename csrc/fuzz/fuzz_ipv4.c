@@ -17,9 +17,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../rtn_chan.h"
-#include "../rtn_ipv4.h"
-#include "../rtn_neigh.h"
+#include "rtn_chan.h"
+#include "rtn_ipv4.h"
+#include "rtn_neigh.h"
 #include "fuzz_input.h"
 
 static void check(int ok, const char *what)

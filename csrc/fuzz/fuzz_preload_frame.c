@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "../preload/rtn_preload_frame.h"
+#include "rtn_preload_frame.h"
 #include "fuzz_input.h"
 
 static void check(int ok, const char *what)

@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "../preload/rtn_rules.h"
+#include "rtn_rules.h"
 #include "fuzz_input.h"
 
 static void check(int ok, const char *what)

@@ -3,7 +3,7 @@
  * @file fuzz_station_chan.c
  * @brief Fuzz target: the station's side of the application channels
  *        (rtn_chans_drain, rtn_chans_rx, rtn_chans_on_cycle in
- *        rtn_station_chan.c; take_tdma in rtn_station.c, take_nomac in
+ *        rtn_station_chan.c; take_tdma in rtn_station_tdma.c, take_nomac in
  *        rtn_nomac.c; the ring helpers in rtn_chan.h): what the RT thread
  *        reads from memory an application can write at any time.
  *
@@ -98,7 +98,7 @@ static void drain(int racing, const struct poke *p)
 {
 	struct rtn_station *s = H.s;
 
-	race.take = s->ops == &rtn_disc_tdma_ops ? take_tdma : take_nomac;
+	race.take = s->ops == &rtn_disc_tdma_ops ? rtn_station_take_tdma : rtn_nomac_take;
 	race.arg = s->ops == &rtn_disc_tdma_ops ? (void *)s->tdma : (void *)s->nomac;
 	race.armed = racing;
 	memset(race.taken, 0, sizeof(race.taken));
@@ -106,7 +106,7 @@ static void drain(int racing, const struct poke *p)
 		race.p = *p;
 	rtn_chans_drain(s, racing_take, NULL, rtn_station_local_now(s));
 	if (s->ops == &rtn_disc_nomac_ops)
-		nomac_flush(s->nomac, rtn_station_local_now(s));
+		rtn_nomac_flush(s->nomac, rtn_station_local_now(s));
 }
 
 static void run_for(int64_t dt_ns)

@@ -42,22 +42,22 @@ FUZZ_UNTRACED static void capture_check(uint32_t frames)
 /* Every frame is tagged, untagged or a bad tag; every tagged one went to a stream or was refused. */
 FUZZ_UNTRACED static void frer_check(uint32_t frames)
 {
-	const struct rtn_station_frer_stats *f = &H.s->frer->st;
-	uint64_t fed = f->streams_refused;
+	struct rtn_station_frer_stats f;
+	struct rtn_station_frer_stream st;
+	uint64_t fed;
 	uint32_t i;
 
-	if (f->port[0].rx_frames != frames ||
-	    f->port[0].rx_tagged + f->port[0].rx_untagged + f->port[0].bad_tags != frames)
+	rtn_station_frer_stats(H.s, &f);
+	fed = f.streams_refused;
+	if (f.port[0].rx_frames != frames ||
+	    f.port[0].rx_tagged + f.port[0].rx_untagged + f.port[0].bad_tags != frames)
 		fuzz_fail("%u frames, FRER counted %llu", frames,
-			  (unsigned long long)f->port[0].rx_frames);
-	for (i = 0; i < H.s->frer->n_streams; i++) {
-		const struct rtn_frer_rcvy *r = &H.s->frer->streams[i].r;
-
-		fed += r->total.passed + r->total.discarded - r->total.tagless;
-	}
-	if (fed != f->port[0].rx_tagged)
+			  (unsigned long long)f.port[0].rx_frames);
+	for (i = 0; rtn_station_frer_stream(H.s, i, &st) == 0; i++)
+		fed += st.total.passed + st.total.discarded - st.total.tagless;
+	if (fed != f.port[0].rx_tagged)
 		fuzz_fail("%llu tagged frames, %llu through the streams",
-			  (unsigned long long)f->port[0].rx_tagged, (unsigned long long)fed);
+			  (unsigned long long)f.port[0].rx_tagged, (unsigned long long)fed);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (H.s->cap)
 		capture_check(frames);
 	if (m.vnic_live) {
-		write_to_tap(H.s->vnic_ctl, VNIC_RING);
+		rtn_vnic_write_all(H.s->vnic_ctl);
 		tap_drain_check(m.vnet);
 	}
 	for (i = 0; i < N_CHANS; i++)

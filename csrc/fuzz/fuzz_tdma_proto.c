@@ -11,7 +11,7 @@
  * the same fields.  That ties the decoder's offsets to the encoders'.
  */
 #include <errno.h>
-#include "../rtn_tdma_proto.h"
+#include "rtn_tdma_proto.h"
 #include "fuzz_input.h"
 
 static int encode_like(const struct rtn_tdma_msg *m, uint8_t *out, uint32_t size)

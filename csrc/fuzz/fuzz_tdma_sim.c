@@ -24,15 +24,11 @@
  *   decrease;
  * - every frame buffer is either free or in exactly one queue.
  */
-#include "../rtn_tdma_priv.h"
+#include "rtn_core.h"
+#include "rtn_tdma_priv.h"
+#include "rtn_tdma_sim.h"
+#include "rtn_tdma_sim_priv.h"
 #include "tdma_snapshot.h"
-
-/* every engine run the simulator makes goes through run_counted() */
-static void run_counted(struct rtn_tdma *e, int64_t now);
-#define rtn_tdma_run run_counted
-#include "../rtn_tdma_sim.c"
-#undef rtn_tdma_run
-
 #include "fuzz_input.h"
 
 #define N_STATIONS 3
@@ -57,6 +53,13 @@ static const uint8_t macs[3][6] = {
 	{ 0x02, 0x99, 0x99, 0x99, 0x99, 0x99 }, /* nobody in the segment */
 };
 
+/*
+ * Every engine run the simulator makes goes through run_counted(): the
+ * target is linked with -Wl,--wrap=rtn_tdma_run, so rtn_tdma_sim.o's calls
+ * reach __wrap_rtn_tdma_run and the engine's own is __real_rtn_tdma_run.
+ */
+void __real_rtn_tdma_run(struct rtn_tdma *e, int64_t now);
+
 static void run_counted(struct rtn_tdma *e, int64_t now)
 {
 	int64_t next;
@@ -64,7 +67,7 @@ static void run_counted(struct rtn_tdma *e, int64_t now)
 	if (++work > WORK_MAX)
 		fuzz_fail("more than %d engine runs in one step: the simulation does not advance",
 			  WORK_MAX);
-	rtn_tdma_run(e, now);
+	__real_rtn_tdma_run(e, now);
 	if (!e->grid_valid)
 		return;
 	if (e->cycle_ns <= 0)
@@ -76,6 +79,13 @@ static void run_counted(struct rtn_tdma *e, int64_t now)
 			"cycle %u, cycle_ns %lld",
 			(long long)now, (long long)next, e->st.state, e->cur_no,
 			(long long)e->cycle_ns);
+}
+
+void __wrap_rtn_tdma_run(struct rtn_tdma *e, int64_t now);
+
+void __wrap_rtn_tdma_run(struct rtn_tdma *e, int64_t now)
+{
+	run_counted(e, now);
 }
 
 /* ---- counters that may only grow ------------------------------------------ */

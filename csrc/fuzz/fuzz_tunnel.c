@@ -13,7 +13,7 @@
  * frame to encapsulate, in place and not, and must decapsulate to itself.
  */
 #include <errno.h>
-#include "../rtn_tdma_proto.h"
+#include "rtn_tdma_proto.h"
 #include "fuzz_input.h"
 
 #define RTMAC_OFF ETH_HLEN_RTN

@@ -16,9 +16,9 @@
  * GRO does not keep the id either).
  */
 #include <errno.h>
-#include "../rtn_tdma.h"
-#include "../rtn_tdma_proto.h"
-#include "../rtn_vnic_gso.h"
+#include "rtn_tdma.h"
+#include "rtn_tdma_proto.h"
+#include "rtn_vnic_gso.h"
 #include "fuzz_input.h"
 #include "inet_check.h"
 

@@ -16,9 +16,9 @@
  * packet leaves nothing to send.
  */
 #include <errno.h>
-#include "../rtn_tdma.h"
-#include "../rtn_tdma_proto.h"
-#include "../rtn_vnic_gso.h"
+#include "rtn_tdma.h"
+#include "rtn_tdma_proto.h"
+#include "rtn_vnic_gso.h"
 #include "fuzz_input.h"
 #include "inet_check.h"
 

@@ -5,16 +5,21 @@
  *        without AF_XDP, a real-time thread or a clock, for the station fuzz
  *        targets.
  *
- * The station's .c files are included whole, so their static RX dispatch,
- * discipline and channel functions can be called directly; the TDMA engine's state is saved and
- * restored between inputs (tdma_snapshot.h).  What the station needs from the
- * outside is replaced:
+ * The station's objects are linked as they are built (csrc/Makefile), and
+ * their state is reached through the station's private headers and the
+ * small reset functions of the objects it holds (rtn_nomac_reset,
+ * rtn_probe_reset, rtn_vnic_reset, rtn_frer_reset, rtn_ip_reset); the TDMA
+ * engine's state is saved and restored between inputs (tdma_snapshot.h).
+ * What the station needs from the outside is replaced:
  * - rtn_xsk_*: a socket whose receive ring returns the frames the harness
  *   queued (each in a buffer of exactly its length, so a read past a frame
  *   is caught), and whose send checks and copies every frame it is given;
+ *   defined here, so the link takes these in place of rtn_xsk.o's;
  * - rtn_rt_*: never started (the harness calls what the RT thread would);
- * - rtn_now(): a virtual clock the harness moves, so every input runs the
- *   same way again when libFuzzer replays it.
+ *   defined here too, in place of rtn_rt.o's;
+ * - rtn_now(): a virtual clock the harness moves (the clock port of
+ *   rtn_time_inline.h: fuzz_clock_ns), so every input runs the same way
+ *   again when libFuzzer replays it.
  * The VNIC's TAP is one end of a SOCK_SEQPACKET socket pair (a packet per
  * read and write, like a TAP); the harness holds the other end.  Channel
  * memory is moved from the memfd the station creates to heap buffers of
@@ -27,24 +32,25 @@
 #ifndef RTN_FUZZ_STATION_HARNESS_H
 #define RTN_FUZZ_STATION_HARNESS_H
 
+#include <errno.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
-#include "../rtn_time_inline.h"
+#include <unistd.h>
+#include "rtn_core.h"
+#include "rtn_ipv4_inline.h"
+#include "rtn_nomac_priv.h"
+#include "rtn_probe_priv.h"
+#include "rtn_rt.h"
+#include "rtn_station_priv.h"
+#include "rtn_tdma.h"
+#include "rtn_vnic_gso.h"
+#include "rtn_vnic_priv.h"
+#include "rtn_xsk.h"
 
-static int64_t fuzz_clock_ns;
-#define rtn_now() (fuzz_clock_ns)
+/* the clock port (rtn_time_inline.h): the station's objects are built with
+ * -DRTN_CLOCK_PORT=fuzz_clock_ns and read this */
+int64_t fuzz_clock_ns;
 
-#include "../rtn_station.c"
-#include "../rtn_station_tx.c"
-#include "../rtn_station_mbox.c"
-#include "../rtn_station_rx.c"
-#include "../rtn_station_chan.c"
-#include "../rtn_station_tdma.c"
-#include "../rtn_nomac.c"
-#include "../rtn_vnic_pump.c"
-#include "../rtn_probe.c"
-#include "../rtn_capture.c"
-#include "../rtn_station_frer.c"
-#include "../rtn_station_ip.c"
 #include "fuzz_input.h"
 #include "tdma_snapshot.h"
 
@@ -355,12 +361,6 @@ static void station_setup(void)
 		fuzz_fail("cannot attach the VNIC: %s", rtn_last_error());
 	close(sv[0]);
 	H.tap_peer = sv[1];
-	/* what rtn_station_vnic_attach() allocates for a TAP with IFF_VNET_HDR */
-	H.s->vnic_ctl->gso_buf = malloc(RTN_GSO_BUF);
-	H.s->vnic_ctl->rd_buf = malloc(RTN_GSO_BUF);
-	H.s->vnic_ctl->gro_buf = malloc(RTN_GSO_BUF);
-	if (!H.s->vnic_ctl->gso_buf || !H.s->vnic_ctl->rd_buf || !H.s->vnic_ctl->gro_buf)
-		fuzz_fail("out of memory for the VNIC buffers");
 }
 
 FUZZ_UNTRACED static void drain_socket(int fd)
@@ -383,13 +383,11 @@ struct station_mode {
 FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 {
 	struct rtn_station *s = H.s;
-	struct rtn_vnic *v;
 	int i;
 
 	if (!s)
 		station_setup();
 	s = H.s;
-	v = s->vnic_ctl;
 	fuzz_clock_ns = STATION_T0;
 	stub_rx_clear();
 	stub_xsk.tx_full = m->tx_full;
@@ -397,11 +395,8 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 
 	memset(&s->st, 0, sizeof(s->st));
 	/* the stream table (one port: the sequence generators are never used) */
-	s->frer->n_streams = 0;
-	memset(s->frer->st.port, 0, sizeof(s->frer->st.port));
-	s->frer->st.streams_refused = s->frer->st.tx_redundant = 0;
-	memset(&s->ip->st, 0, sizeof(s->ip->st));
-	s->ip->next_id = 0;
+	rtn_frer_reset(s);
+	rtn_ip_reset(s);
 	s->tdma = NULL;
 	s->ops = &rtn_disc_none_ops;
 	s->disc_priv = NULL;
@@ -417,18 +412,8 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 		s->ops = &rtn_disc_nomac_ops;
 		s->disc_priv = s->nomac;
 	}
-	s->nomac->head = s->nomac->tail = 0;
-	s->nomac->wire_free_at = 0;
-	s->probe->slot = -1;
-	s->probe->type = 0;
-	s->probe->len = 0;
-	s->probe->seq = 0;
-	s->probe->sent = 0;
-	s->probe->rate_interval_ns = s->probe->rate_next = 0;
-	s->probe->rate_left = 0;
-	s->probe->rx_type = m->probe_rx_type;
-	s->probe->rx = s->probe->rx_bytes = 0;
-	rtn_hist_init(&s->probe->lat, 0);
+	rtn_nomac_reset(s);
+	rtn_probe_reset(s, m->probe_rx_type);
 
 	s->rx_woke = 0;
 	s->rx_light = 0;
@@ -436,16 +421,8 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->tunnel_rx_avg = 0;
 	s->tunnel_rx_at = 0;
 	s->vnic = m->vnic_live ? s->vnic_ctl : NULL;
-	v->mode = RTN_VNIC_BATCHED;
-	v->slot = 1;
-	v->to_tap->head = v->to_tap->tail = 0;
-	v->from_tap->head = v->from_tap->tail = 0;
-	v->tap_dead = 0;
-	v->overran = 0;
-	v->vnet = m->vnet;
-	memset(&v->gso, 0, sizeof(v->gso));
-	rtn_gro_init(&v->gro, v->gro_buf, RTN_GSO_BUF);
-	drain_socket(v->tap_fd);
+	if (rtn_vnic_reset(s->vnic_ctl, RTN_VNIC_BATCHED, 1, m->vnet))
+		fuzz_fail("cannot reset the VNIC: %s", rtn_last_error());
 	drain_socket(H.tap_peer);
 
 	for (i = 0; i < N_CHANS; i++) {

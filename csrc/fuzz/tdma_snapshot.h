@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../rtn_tdma_priv.h"
+#include "rtn_tdma_priv.h"
 #include "fuzz_input.h"
 
 /* A copy of @p e, which must hold no queued frames (every buffer free, as after rtn_tdma_start). */
