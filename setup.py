@@ -1,7 +1,7 @@
 """Only what pyproject.toml cannot say: the cffi extension, the XDP object and the
 socket interposer (librtnet_preload.so, csrc/preload/, with rtnet.h).
 
-The XDP program (csrc/xdp_rtnet.bpf.c) is compiled with clang into
+The XDP program (csrc/xsk/xdp_rtnet.bpf.c) is compiled with clang into
 rtnet/xdp_rtnet.bpf.o before setuptools runs, so both regular and editable
 installs ship it as package data.
 """
@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def build_bpf_object():
-    src = os.path.join(HERE, "csrc", "xdp_rtnet.bpf.c")
+    src = os.path.join(HERE, "csrc", "xsk", "xdp_rtnet.bpf.c")
     out = os.path.join(HERE, "rtnet", "xdp_rtnet.bpf.o")
     if not os.path.exists(src):
         return

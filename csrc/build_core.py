@@ -1,11 +1,14 @@
 """cffi build script for rtnet._core, the C core of rtnet-xdp.
 
-Every csrc/*.c file (but the XDP program, *.bpf.c) is compiled into one
-private extension module.  The Python-visible API is the public headers
+Every rtn_*.c file of the layer folders (FOLDERS: csrc/core/, xsk/, tdma/,
+ip/, frer/, vnic/, station/, app/ and the benchmark-only bench/; see
+csrc/README.md) is compiled into one private extension module, with an
+include directory per folder so that ``#include "rtn_x.h"`` names a header
+by its file name wherever it lives.  The Python-visible API is the public headers
 themselves, so there is no second copy of the declarations to drift from
 the C: adding a module never means editing this file.
 
-Public headers are csrc/rtn_*.h except *_priv.h (a module's state, shared by
+Public headers are the folders' rtn_*.h except *_priv.h (a module's state, shared by
 its own .c files) and *_inline.h (static inline helpers of the data path,
 for C callers).  Other names are not for cffi: rtnet_app.h only gathers the
 application headers for C programs, and rt_sched_posix.h holds rtn_rt.c's
@@ -43,10 +46,33 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _ATTRIBUTE = re.compile(r"\s*__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 _STRUCT = re.compile(r"\bstruct\s+\w+\s*\{")
 
+# the extension's folders, lowest layer first (csrc/README.md); fuzz/, preload/
+# and include/ are not part of it, nor bench/'s harness programs (cost_*.c)
+FOLDERS = ["core", "xsk", "tdma", "ip", "frer", "vnic", "station", "app", "bench"]
+INCLUDE_DIRS = [os.path.join(HERE, d) for d in FOLDERS]
+
+
+def _files(pattern: str) -> list[str]:
+    return sorted(p for d in INCLUDE_DIRS for p in glob.glob(os.path.join(d, pattern)))
+
+
+def header_paths() -> dict[str, str]:
+    """Every rtn_*.h of the folders by file name (names are unique across folders)."""
+    paths: dict[str, str] = {}
+    for p in _files("rtn_*.h"):
+        name = os.path.basename(p)
+        if name in paths:
+            raise CDefError(f"csrc: two headers named {name}: {paths[name]} and {p}")
+        paths[name] = p
+    return paths
+
+
+def _path(name: str) -> str:
+    return header_paths().get(name) or os.path.join(HERE, name)
+
 
 def _names() -> list[str]:
-    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "rtn_*.h"))
-                  if not p.endswith(("_priv.h", "_inline.h")))
+    return sorted(n for n in header_paths() if not n.endswith(("_priv.h", "_inline.h")))
 
 
 def dependencies(name: str) -> list[str]:
@@ -56,7 +82,7 @@ def dependencies(name: str) -> list[str]:
     def visit(h: str, path: tuple) -> None:
         if h in path:
             raise CDefError(f"csrc/{h}: #include loop {' -> '.join(path + (h,))}")
-        with open(os.path.join(HERE, h)) as f:
+        with open(_path(h)) as f:
             for dep in _INCLUDE.findall(f.read()):
                 if dep in public and dep not in order:
                     visit(dep, path + (h,))
@@ -97,7 +123,7 @@ def _partial_where_attributed(text: str) -> str:
 
 def cdef_source(name: str) -> str:
     """Public header ``name`` prepared for ffibuilder.cdef() (see the module docstring)."""
-    with open(os.path.join(HERE, name)) as f:
+    with open(_path(name)) as f:
         return prepare(f.read())
 
 
@@ -129,12 +155,11 @@ for header in public_headers():
 ffibuilder.set_source(
     "rtnet._core",
     "\n".join(f'#include "{h}"' for h in public_headers()),
-    sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "*.c"))
-                   if not p.endswith(".bpf.c")),
-    include_dirs=[HERE],
+    sources=[os.path.relpath(p) for p in _files("rtn_*.c")],
+    include_dirs=INCLUDE_DIRS,
     # a changed header rebuilds the module: build_ext compares only these and the sources
     # with the built module, so without them an edit to a header left a stale module
-    depends=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "*.h"))),
+    depends=[os.path.relpath(p) for p in _files("*.h")],
     libraries=["xdp", "bpf", "elf", "z", "pthread"],
     define_macros=[("RTN_VERSION", f'"{VERSION}"'), ("_GNU_SOURCE", None)],
     # warnings are errors: the same flags as csrc/Makefile's, so no build hides one

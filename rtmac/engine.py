@@ -1,6 +1,6 @@
 """Bridge between the Python TDMA configuration and the C engine's structs.
 
-The C engine (csrc/rtn_tdma.c) takes ``struct rtn_tdma_cfg``; :func:`to_c`
+The C engine (csrc/tdma/rtn_tdma.c) takes ``struct rtn_tdma_cfg``; :func:`to_c`
 builds it from a validated :class:`rtmac.tdma_config.TdmaConfig`.  The
 engine's counters are decoded by rtnet.tdma_stats (the station returns
 them), re-exported here.

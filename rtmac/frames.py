@@ -1,4 +1,4 @@
-"""Pythonic access to the C frame encoders and decoder (csrc/rtn_tdma_proto.c).
+"""Pythonic access to the C frame encoders and decoder (csrc/tdma/rtn_tdma_proto.c).
 
 The C functions are the ones the real-time path uses; this module exists for
 tests, tools and the control thread.  Frame layouts are RTnet's TDMA v2

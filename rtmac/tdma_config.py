@@ -37,7 +37,7 @@ from rtnet.errors import ConfigError
 from rtnet.messages import shown
 from rtnet.options import OPTIONS
 
-# The rules are the C engine's (rtn_tdma_cfg_check() in csrc/rtn_tdma_cfg.c):
+# The rules are the C engine's (rtn_tdma_cfg_check() in csrc/tdma/rtn_tdma_cfg.c):
 # validate() calls it through cffi.  Ranges and defaults come from rtnet.options,
 # which reads the C constants.
 MIN_CYCLE_US, MAX_CYCLE_US = OPTIONS["tdma.cycle_us"].limits
@@ -201,7 +201,7 @@ def phases_meet(a: Slot, b: Slot) -> bool:
 # --- validation: Python checks what C cannot see, then calls the one validator ---------------
 #
 # Every rule about values (ranges, the cycle, the backup offset, slot sizes against the MTU,
-# joint slots, windows, overlaps) is rtn_tdma_cfg_check()'s in csrc/rtn_tdma_cfg.c, with its
+# joint slots, windows, overlaps) is rtn_tdma_cfg_check()'s in csrc/tdma/rtn_tdma_cfg.c, with its
 # one message.  What stays here is about Python-only input, which never reaches C: that a
 # setting is a whole number at all (not a str, float or bool), the role's name, the slots
 # mapping and its keys, and values that do not fit their C field or that C reads as "none"

@@ -1,4 +1,4 @@
-"""Application channels (csrc/rtn_app.c): real-time messages and TDMA cycle waits.
+"""Application channels (csrc/app/rtn_app.c): real-time messages and TDMA cycle waits.
 
 A channel is shared memory between this process and the station's real-time
 thread.  ``send`` writes the frame straight into the TX ring and ``recv``

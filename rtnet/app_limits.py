@@ -1,4 +1,4 @@
-"""Sizes of an application channel's messages (csrc/rtn_app.h), shared by rtnet.app and
+"""Sizes of an application channel's messages (csrc/app/rtn_app.h), shared by rtnet.app and
 rtnet.cyclic so that neither has to import the other."""
 
 from ._lowlevel import lib

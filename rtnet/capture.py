@@ -1,7 +1,7 @@
 """Capture inside the stack: the RT thread's own record of what it sent and received.
 
 The RT thread mirrors each frame it hands to the AF_XDP socket and each one
-it receives into a capture ring (csrc/rtn_capture.h), with the stack's
+it receives into a capture ring (csrc/station/rtn_capture.h), with the stack's
 stamps; :meth:`rtnet.station.Station.capture_read` returns them as
 :class:`CapturedFrame`.  A packet tap on the device would see none of this
 on a real NIC (AF_XDP bypasses it), the RT thread sees all of it.

@@ -1,4 +1,4 @@
-"""Cyclic tasks on a channel (csrc/rtn_cyclic.c), driven from Python.
+"""Cyclic tasks on a channel (csrc/app/rtn_cyclic.c), driven from Python.
 
 Python cannot run on the real-time thread, so the task is the built-in C
 publisher: one timestamped message per TDMA cycle at ``offset_us`` after the
@@ -14,7 +14,7 @@ cycle is published, e.g. under NoMAC.
 
 ``handover_us`` instead of ``offset_us`` says when in the cycle the message
 must be handed over (the sending slot); the task then wakes ``lead_us``
-before it.  Without ``lead_us`` the lead is automatic (csrc/rtn_lead.h):
+before it.  Without ``lead_us`` the lead is automatic (csrc/core/rtn_lead.h):
 it starts at a quarter of the cycle and follows p99.9 of what the task's
 own runs needed from wake-up to hand-over, plus 20 us, rising at once and
 falling slowly; CyclicStats reports the lead in force.
@@ -262,7 +262,7 @@ def subscribe(channel, count: int, idle_timeout: float = 1.0) -> np.ndarray:
     """Receive up to ``count`` messages in C; stops after ``idle_timeout`` s without one.
 
     Returns a structured array with fields seq, len, sched_ns, tx_ns, rx_ns, app_ns and
-    the other stage stamps handover_ns, pickup_ns, rx_rt_ns (csrc/rtn_app_hdr.h).
+    the other stage stamps handover_ns, pickup_ns, rx_rt_ns (csrc/core/rtn_app_hdr.h).
     """
     if not isinstance(count, int) or count <= 0:
         raise ConfigError(f"count {count!r}: a positive integer")

@@ -65,7 +65,7 @@ sizes shared with the clients: rtnet.control_protocol.
   real-time, in station.ethertypes or a ``[[channel]]``) ->
   ``{"ok": true, "channel": id, "shm_size": bytes}`` sent in one sendmsg
   together with two file descriptors as SCM_RIGHTS: the channel's memfd
-  (map ``shm_size`` bytes, layout csrc/rtn_chan.h) and the kick eventfd.
+  (map ``shm_size`` bytes, layout csrc/core/rtn_chan.h) and the kick eventfd.
   The channel belongs to the connection: when the client closes it (or
   dies) the daemon closes the channel.  ``channel.close`` (channel) closes
   one of the connection's channels earlier.  With ``udp_port`` (and

@@ -2,7 +2,7 @@
 
 The service is an application channel on :data:`PING_ETHERTYPE`
 in slot 0, used through the same client as applications
-(:class:`rtnet.app.Channel`, csrc/rtn_app.c); only the descriptors come
+(:class:`rtnet.app.Channel`, csrc/app/rtn_app.c); only the descriptors come
 straight from :meth:`rtnet.station.Station.open_channel` instead of the
 control socket.  Each frame is a channel message (struct rtn_app_hdr: magic,
 seq, sched_ns, tx_ns) whose payload starts with::

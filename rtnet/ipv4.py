@@ -1,4 +1,4 @@
-"""Names for the real-time IPv4 path's C constants (csrc/rtn_ipv4.h) and address checks.
+"""Names for the real-time IPv4 path's C constants (csrc/ip/rtn_ipv4.h) and address checks.
 
 ``BAD_REASONS`` maps each RTN_IPBAD_* reason to the name ``rtnetctl status`` and
 the tests use, taken from the header itself so a new reason cannot be missed.

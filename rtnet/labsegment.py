@@ -33,7 +33,7 @@ from .wirecap import WireCapture
 
 PROBE_ETHERTYPE = 0x88B5
 PROBE_LEN = 64
-TX_STAMP_OFF = 30  # the probe's transmit stamp (csrc/rtn_probe.c, RTN_APP_TX_OFF)
+TX_STAMP_OFF = 30  # the probe's transmit stamp (csrc/station/rtn_probe.c, RTN_APP_TX_OFF)
 CAL_ROUNDS = 20
 SYNC_LOSS_CYCLES = 20  # longer than this VM's hypervisor stalls (a few ms)
 RT_PRIORITY = 80

@@ -2,7 +2,7 @@
 
 The station daemon holds the table and hands every change to the station
 whole (``Station.set_neighbours``), which publishes it to the UDP sockets'
-pages (csrc/rtn_neigh.h); a change is checked completely first, so it is
+pages (csrc/ip/rtn_neigh.h); a change is checked completely first, so it is
 applied entirely or not at all.  ``parse_hosts`` reads RTnet's host-routes
 file for ``rtroute -f``: one ``<ip> <mac> <dev>`` a line, ``#`` comments.
 

@@ -2,7 +2,7 @@
 
     python3 -m rtnet.pingpong xsk|udp client|responder [options]
 
-The loops themselves are C (csrc/rtn_pingpong.c): both paths stamp time
+The loops themselves are C (csrc/bench/rtn_pingpong.c): both paths stamp time
 right before handing a frame to the kernel and right after seeing the echo,
 and both spin on a non-blocking receive, so AF_XDP and kernel UDP are
 measured the same way.  The responder prints ``ready`` once its socket is

@@ -1,4 +1,4 @@
-"""The real-time thread (csrc/rtn_rt.c) as a Python object.
+"""The real-time thread (csrc/core/rtn_rt.c) as a Python object.
 
 ``RtThread`` starts a SCHED_FIFO, pinned, memory-locked thread that wakes up
 every period on absolute deadlines and records how late each wake-up was.

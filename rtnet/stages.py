@@ -1,4 +1,4 @@
-"""Where a message's latency went (csrc/rtn_stages.h): per-stage histograms, outlier counts
+"""Where a message's latency went (csrc/core/rtn_stages.h): per-stage histograms, outlier counts
 and the over-deadline records, read from the station or from an application channel.
 
 A stage runs from one stamp to the next: the application's hand-over after the scheduled

@@ -1,4 +1,4 @@
-"""The stall detector (csrc/rtn_stall.h): a SCHED_FIFO thread per CPU that records every
+"""The stall detector (csrc/core/rtn_stall.h): a SCHED_FIFO thread per CPU that records every
 wake-up later than a threshold, so a gap of the (virtual) CPU is shown where it happened,
 and every spell in which the CPU ran a fixed unit of work several times slower than usual.
 

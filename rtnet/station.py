@@ -1,4 +1,4 @@
-"""A station: AF_XDP socket, real-time thread, discipline, channels and VNIC (csrc/rtn_station.c).
+"""A station: AF_XDP socket, real-time thread, discipline, channels and VNIC (csrc/station/rtn_station.c).
 
 >>> with Station("rteth0", netns="rtn-lab-s1", mac="02:52:54:00:00:01") as st:  # doctest: +SKIP
 ...     st.attach_tdma(TdmaConfig(role="master", cycle_us=1000, slots={0: Slot(0, 0)}))
@@ -303,7 +303,7 @@ class Station(Closeable):
         writes it when a delivery finds the reader armed, so the ring can be polled."""
         return check(lib.rtn_station_chan_notifyfd(self._live(), cid), RtnetError, self.ifname)
 
-    # -- real-time IPv4 (csrc/rtn_station_ip.c) ----------------------------------------------
+    # -- real-time IPv4 (csrc/station/rtn_station_ip.c) ----------------------------------------------
     def set_ipv4(self, ip: str | None, *, icmp_slot: int = 0, icmp_prio: int = 0) -> None:
         """The station's real-time IPv4 address (None: none), from which the XDP program
         steers, UDP sockets send and echo requests are answered (in ``icmp_slot``)."""

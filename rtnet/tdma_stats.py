@@ -1,6 +1,6 @@
 """The TDMA engine's state and counters as plain Python values.
 
-The station reports what its engine (csrc/rtn_tdma*.c) counts in a
+The station reports what its engine (csrc/tdma/rtn_tdma*.c) counts in a
 ``struct rtn_tdma_stats``; this decodes it.  It sits in the foundation
 because the station wrapper returns it; rtmac re-exports it.
 """
@@ -14,7 +14,7 @@ from .hist import Histogram
 from .mac import format_mac
 
 # The engine's state numbers, from the C enum itself (enum rtn_tdma_state in
-# csrc/rtn_tdma_fsm.h): DOWN = 0, LISTEN = 1, ...
+# csrc/tdma/rtn_tdma_fsm.h): DOWN = 0, LISTEN = 1, ...
 TdmaStateCode = enum.IntEnum(
     "TdmaStateCode",
     {
@@ -25,7 +25,7 @@ TdmaStateCode = enum.IntEnum(
 
 
 class TdmaState(enum.StrEnum):
-    """The engine's states (csrc/rtn_tdma_fsm.h); each compares equal to its display name."""
+    """The engine's states (csrc/tdma/rtn_tdma_fsm.h); each compares equal to its display name."""
 
     DOWN = "down"
     LISTEN = "listening"

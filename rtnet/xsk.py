@@ -1,13 +1,13 @@
 """AF_XDP socket of the real-time path: our XDP program plus one socket on one queue.
 
-``RawSocket`` opens the C object (csrc/rtn_xsk.c): it loads xdp_rtnet.bpf.o,
+``RawSocket`` opens the C object (csrc/xsk/rtn_xsk.c): it loads xdp_rtnet.bpf.o,
 attaches it to the interface (native XDP, falling back to SKB mode when the
 driver has none), and binds an AF_XDP socket to one queue (zero-copy with
 ``zerocopy=True``, refused where the driver has none; ``"auto"``: zero-copy
 where offered, copy mode otherwise).  Only frames of
 the real-time EtherTypes reach the socket; everything else goes on to the
 Linux stack.  Frames are plain ``bytes``; timestamps are int nanoseconds on
-CLOCK_MONOTONIC (csrc/rtn_time_inline.h), taken in C next to the ring operation.
+CLOCK_MONOTONIC (csrc/core/rtn_time_inline.h), taken in C next to the ring operation.
 """
 
 import errno

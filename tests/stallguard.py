@@ -13,7 +13,7 @@ too disturbed.  It is made once more; if the repeat is as disturbed, the test sk
 locally and fails under CI=true (conftest.skip_or_fail) with both exclusion counts.
 
 Times are CLOCK_MONOTONIC nanoseconds, the detector's clock.  In the lab, global (TDMA)
-time is the master's clock, which is the host's CLOCK_MONOTONIC (csrc/rtn_station_tdma.c,
+time is the master's clock, which is the host's CLOCK_MONOTONIC (csrc/station/rtn_station_tdma.c,
 port_truth: a master without offset or drift); global_minus_monotonic_ns measures the
 difference instead of assuming it, and WireCapture's stamps are already converted from
 CLOCK_REALTIME (rtnet/clocks.py).

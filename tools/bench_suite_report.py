@@ -292,7 +292,7 @@ def matrix_lines(results: dict, fig) -> list[str]:
         L += [
             "### Stage breakdown (p50 / p99 / max, us)",
             "",
-            "Every message carries its stamps (csrc/rtn_app_hdr.h): scheduled, the "
+            "Every message carries its stamps (csrc/core/rtn_app_hdr.h): scheduled, the "
             "application's hand-over, the sending RT thread's pick-up at its slot, the TX "
             "hand-over, the receiver's XDP stamp, its RT thread, the subscriber's take. The "
             "wire stage spans two stations' clocks (their synchronisation error is in it).",
@@ -309,7 +309,7 @@ def matrix_lines(results: dict, fig) -> list[str]:
             "### Missed cycles by cause",
             "",
             "Each message over its deadline (one cycle) is put down to the stage furthest "
-            "above its own running baseline (csrc/rtn_stages.c); lost messages are "
+            "above its own running baseline (csrc/core/rtn_stages.c); lost messages are "
             "'frame dropped'. In brackets: how many of them a vCPU gap overlapped, as a "
             f"stall detector on every CPU saw it (SCHED_FIFO 99, {det.get('period_us', '?')} us "
             f"period, a wake-up over {det.get('threshold_us', '?')} us late is a gap; "

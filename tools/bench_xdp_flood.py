@@ -3,7 +3,7 @@
 
 Station 1 of the lab sends copies of one frame, unicast to station 2, through rtnet's AF_XDP
 socket and XDP program, but with no RT thread, no discipline and no link model
-(csrc/rtn_flood.c: --batch descriptors per submit and one sendto() per batch);
+(csrc/bench/rtn_flood.c: --batch descriptors per submit and one sendto() per batch);
 station 2 counts them, busy polling its RX ring.  Same path as the real-time
 path's RFC 2544 trials: station -> veth -> bridge -> veth -> station, copy mode.
 What station 2 receives per second is what the path can carry, the figure the

@@ -19,7 +19,7 @@ LOADS = ("idle", "cpu", "net", "both")
 DISCIPLINES = ("nomac", "tdma")
 APPS = ("standard", "rt")
 # the RT application behind the gate also with the automatic hand-over lead (rtn_lead.h),
-# and over UDP/IPv4 (stamped UDP sockets, csrc/rtn_app_udp.c) beside the raw EtherType
+# and over UDP/IPv4 (stamped UDP sockets, csrc/app/rtn_app_udp.c) beside the raw EtherType
 APPS_BY_DISC = {"nomac": APPS, "tdma": (*APPS, "rt-auto", "rt-udp")}
 UDP_PORT = 5500
 UDP_P99_TARGET_US = 5.0  # issue 13: UDP and the raw channel agree within this at p99

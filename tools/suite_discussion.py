@@ -189,7 +189,7 @@ def flood_point(results: dict) -> str | None:
             + (
                 "This agrees with the seed in direction and is more severe in size. Under NoMAC the "
                 "message and the VNIC's frames share one transmit FIFO (NOMAC_FIFO frames, "
-                "csrc/rtn_station_priv.h) paced at the modelled link; a flood offered above the "
+                "csrc/station/rtn_station_priv.h) paced at the modelled link; a flood offered above the "
                 "link rate refills it the moment a frame leaves, so a message that arrives finds "
                 "it full and is dropped, and one that finds room waits behind a FIFO's worth of "
                 "full-size frames: the mean above. "

@@ -9,7 +9,7 @@ it, and removes it again.
 With ``offload=True`` (the default) the TAP is opened with IFF_VNET_HDR and
 advertises checksum offload and TSO for IPv4 and IPv6 (TUNSETOFFLOAD), so
 Linux hands over TCP super-packets of up to 64 KB; the station cuts them into
-ordinary wire frames and merges received segments again (csrc/rtn_vnic_gso.c).
+ordinary wire frames and merges received segments again (csrc/vnic/rtn_vnic_gso.c).
 The wire format does not change.
 
 The MTU is bounded by the NRT slot: a slot of ``size`` bytes carries an

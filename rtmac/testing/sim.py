@@ -1,4 +1,4 @@
-"""A deterministic TDMA segment on a virtual clock (csrc/rtn_tdma_sim.c).
+"""A deterministic TDMA segment on a virtual clock (csrc/bench/rtn_tdma_sim.c).
 
 The engine that runs on the real-time thread runs here against a simulated
 wire, so the protocol can be tested exactly, without root and in

@@ -536,7 +536,7 @@ def check_pm_qos(fx: _Facts) -> CheckResult:
         OK,
         current,
         rec,
-        "rtnetd's RT thread holds 0 us while it runs (csrc/rtn_rt.c, as "
+        "rtnetd's RT thread holds 0 us while it runs (csrc/core/rtn_rt.c, as "
         "rtnet/pmqos.py for the tools), so a wake-up never leaves a deep idle "
         "state; " + ("a request is held now" if held else "none is held now: no rtnetd is running"),
     )
@@ -551,7 +551,7 @@ def check_timer_slack(fx: _Facts) -> CheckResult:
         f"{slack} ns here, 1 ns in the RT thread",
         "1 ns in the RT thread",
         f"ordinary threads may wake up to {slack / 1000:g} us late to batch timers; "
-        "rtnetd's RT thread sets 1 ns (PR_SET_TIMERSLACK, csrc/rtn_rt.c), which also "
+        "rtnetd's RT thread sets 1 ns (PR_SET_TIMERSLACK, csrc/core/rtn_rt.c), which also "
         "covers a SCHED_OTHER fallback",
     )
 

@@ -1,4 +1,4 @@
-"""UDP sockets in the application library (csrc/rtn_app_udp.c) on a channel's memory
+"""UDP sockets in the application library (csrc/app/rtn_app_udp.c) on a channel's memory
 without a station: the frames sendto() leaves in the TX ring (read by scapy) and what
 recvfrom() makes of the RX ring."""
 

@@ -5,14 +5,16 @@ lower must reach up it does so through a function pointer (a port, an ops
 table, a callback), which leaves no symbol reference.  A loop between files
 means neither can be understood, tested or replaced without the other.
 
-The call graph is read from the object files: every csrc/*.c (but the XDP
-program, *.bpf.c) is compiled here as setup.py compiles it for rtnet._core,
+The call graph is read from the object files: every rtn_*.c of the folders
+csrc/build_core.py lists (FOLDERS) is compiled here as setup.py compiles it
+for rtnet._core,
 and ``nm`` gives what each object defines (T, D, B, R, C) and what it
 references (U).  An edge a -> b means a references a symbol b defines.
 Strongly connected components (Tarjan) of more than one file are loops.
 The socket interposer (csrc/preload/) is a separate library and not looked at.
 """
 
+import ast
 import concurrent.futures
 import glob
 import os
@@ -27,6 +29,15 @@ CSRC = os.path.join(ROOT, "csrc")
 sys.path.insert(0, CSRC)
 
 DEFINED = set("TDBRC")
+
+
+def _folders() -> list[str]:
+    """The extension's folders, as csrc/build_core.py lists them (FOLDERS)."""
+    with open(os.path.join(CSRC, "build_core.py")) as f:
+        for line in f:
+            if line.startswith("FOLDERS = "):
+                return [os.path.join(CSRC, d) for d in ast.literal_eval(line.split("=", 1)[1])]
+    raise AssertionError("csrc/build_core.py has no FOLDERS")
 
 
 def _flags() -> list[str]:
@@ -46,13 +57,12 @@ def _flags() -> list[str]:
         "-std=gnu11",
         f'-DRTN_VERSION="{version}"',
         "-D_GNU_SOURCE",
-        "-I",
-        CSRC,
+        *(f"-I{d}" for d in _folders()),
     ]
 
 
 def _sources() -> list[str]:
-    return sorted(p for p in glob.glob(os.path.join(CSRC, "*.c")) if not p.endswith(".bpf.c"))
+    return sorted(p for d in _folders() for p in glob.glob(os.path.join(d, "rtn_*.c")))
 
 
 def _compile(cc: str, src: str, out_dir: str) -> str:

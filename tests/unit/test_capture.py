@@ -1,4 +1,4 @@
-"""Capture inside the stack: the capture ring (csrc/rtn_capture.c) and the pcapng files
+"""Capture inside the stack: the capture ring (csrc/station/rtn_capture.c) and the pcapng files
 rtnetctl capture writes (rtnet.pcapng, rtnet.capture), read back by tshark."""
 
 import errno

@@ -29,13 +29,13 @@ HEADERS = build_core.public_headers()
 
 
 def test_no_hand_written_cdef_file_is_back():
-    assert glob.glob(os.path.join(CSRC, "*.cdef")) == [], (
+    assert glob.glob(os.path.join(CSRC, "**", "*.cdef"), recursive=True) == [], (
         "declarations come from the public headers (csrc/build_core.py)"
     )
 
 
 def test_every_rtn_header_is_public_private_or_inline():
-    every = {os.path.basename(p) for p in glob.glob(os.path.join(CSRC, "rtn_*.h"))}
+    every = set(build_core.header_paths())
     internal = {h for h in every if h.endswith(("_priv.h", "_inline.h"))}
     assert set(HEADERS) == every - internal
     assert "rtn_core.h" in HEADERS and "rtn_station_priv.h" not in HEADERS

@@ -1,4 +1,4 @@
-"""Golden-bytes tests binding the C frame code (csrc/rtn_tdma_proto.c) to scapy.
+"""Golden-bytes tests binding the C frame code (csrc/tdma/rtn_tdma_proto.c) to scapy.
 
 Hex literals follow the frame tables of RTnet's TDMA.spec ("Frame Formats"):
 Ethernet header at offset 0, RTmac header at 14, TDMA header at 18, body at 22.

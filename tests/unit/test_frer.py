@@ -1,4 +1,4 @@
-"""IEEE 802.1CB FRER (csrc/rtn_frer.c): the vector recovery algorithm, sequence
+"""IEEE 802.1CB FRER (csrc/frer/rtn_frer.c): the vector recovery algorithm, sequence
 generation and the R-TAG helpers, against cases written out here, a property
 over random loss, duplication and reordering, and Wireshark's dissector."""
 

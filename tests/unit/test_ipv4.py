@@ -1,4 +1,4 @@
-"""The real-time IPv4 path's parser and builders (csrc/rtn_ipv4.c), with scapy as the
+"""The real-time IPv4 path's parser and builders (csrc/ip/rtn_ipv4.c), with scapy as the
 reference: scapy builds the frames we parse and checks the checksums of those we build."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""The automatic hand-over lead (csrc/rtn_lead.c): what it learns from the needs it is fed."""
+"""The automatic hand-over lead (csrc/core/rtn_lead.c): what it learns from the needs it is fed."""
 
 from rtnet._lowlevel import ffi, lib
 

@@ -1,4 +1,4 @@
-"""The neighbour table: its seqlock in shared memory (csrc/rtn_neigh.c), the daemon's
+"""The neighbour table: its seqlock in shared memory (csrc/ip/rtn_neigh.c), the daemon's
 model and RTnet's host-routes file (rtnet.neighbours), rtroute's command line and its
 all-or-nothing -f (rtnet.rtroute), and the daemon's route requests (rtnet.ipv4_service)."""
 

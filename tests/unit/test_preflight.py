@@ -388,7 +388,7 @@ def test_pm_qos_should_say_whether_a_request_is_held(tmp_path):
 
 
 def test_timer_slack_and_pm_qos_claims_should_match_the_rt_thread(tmp_path):
-    with open(os.path.join(ROOT, "csrc", "rtn_rt.c")) as f:
+    with open(os.path.join(ROOT, "csrc", "core", "rtn_rt.c")) as f:
         rt_c = f.read()
     assert re.search(r"prctl\(PR_SET_TIMERSLACK,\s*1UL", rt_c)
     assert 'open("/dev/cpu_dma_latency"' in rt_c

@@ -1,4 +1,4 @@
-"""Stage stamps (csrc/rtn_app_hdr.c) and stage statistics (csrc/rtn_stages.c) without a
+"""Stage stamps (csrc/core/rtn_app_hdr.c) and stage statistics (csrc/core/rtn_stages.c) without a
 station: the header parse on good, short and lying frames, the histograms, outlier counts
 and over-deadline records, and the application library's take stamp."""
 

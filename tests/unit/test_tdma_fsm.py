@@ -1,4 +1,4 @@
-"""The TDMA state machine (csrc/rtn_tdma_fsm.c), walked through every combination of
+"""The TDMA state machine (csrc/tdma/rtn_tdma_fsm.c), walked through every combination of
 state, event, kind of station and calibration against a table written here."""
 
 import itertools

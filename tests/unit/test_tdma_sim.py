@@ -1,6 +1,6 @@
 """The TDMA engine on a simulated segment: protocol behaviour, exactly.
 
-The simulator (csrc/rtn_tdma_sim.c) runs the engine that the real-time
+The simulator (csrc/bench/rtn_tdma_sim.c) runs the engine that the real-time
 thread runs, on a virtual clock with per-station clock offset and drift and
 a random wake-up lateness per deadline.  Station 0 is the primary master,
 station 1 the backup master, station 2 (and 3) slaves.

@@ -1,7 +1,7 @@
 """Which Sync may move a station's clock: forged, broken and restarted masters.
 
 RTnet takes every Sync.  The engine here judges each one first
-(csrc/rtn_tdma_rx.c): a slave follows the master it synchronised to, a Sync
+(csrc/tdma/rtn_tdma_rx.c): a slave follows the master it synchronised to, a Sync
 outside the plausibility bounds is counted and ignored, a stray Sync from
 another station never moves the clock, and a master that restarted is
 followed again within a few cycles.  Everything runs on the simulator, where
@@ -19,7 +19,7 @@ CYCLE_NS = 1_000_000
 MASTER_MAC = "02:52:54:00:00:01"
 ROGUE_MAC = "02:99:99:99:99:99"
 # The largest clock step one Sync may cause at a 1 ms cycle: 5% of the cycle
-# plus 200 ppm of at most 100 cycles (see sync_tol() in csrc/rtn_tdma_rx.c).
+# plus 200 ppm of at most 100 cycles (see sync_tol() in csrc/tdma/rtn_tdma_rx.c).
 MAX_STEP_NS = 50_000 + 20_000
 
 

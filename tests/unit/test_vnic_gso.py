@@ -1,4 +1,4 @@
-"""Software TSO and receive coalescing for the VNIC's TAP (csrc/rtn_vnic_gso.c) through cffi."""
+"""Software TSO and receive coalescing for the VNIC's TAP (csrc/vnic/rtn_vnic_gso.c) through cffi."""
 
 import os
 import struct
