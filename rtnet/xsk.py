@@ -245,9 +245,9 @@ class RawSocket(Closeable):
         # keeps the open/close symmetry when the namespace still exists.
         if self.netns is not None and _netns.exists(self.netns):
             with _netns.entered(self.netns):
-                lib.rtn_xsk_destroy(x)
+                lib.rtn_xsk_close(x)
         else:
-            lib.rtn_xsk_destroy(x)
+            lib.rtn_xsk_close(x)
 
     def __repr__(self):
         state = "closed" if self._x is None else self.mode

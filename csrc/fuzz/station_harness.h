@@ -88,9 +88,6 @@ int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out)
 void rtn_xsk_close(struct rtn_xsk *x)
 {
 }
-void rtn_xsk_destroy(struct rtn_xsk *x)
-{
-}
 int rtn_xsk_mode(const struct rtn_xsk *x)
 {
 	return RTN_XDP_MODE_SKB;

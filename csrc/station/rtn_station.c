@@ -475,7 +475,7 @@ void rtn_station_close(struct rtn_station *s)
 	rtn_ip_destroy(s);
 	rtn_nomac_destroy(s);
 	rtn_probe_destroy(s);
-	rtn_xsk_destroy(s->xsk);
+	rtn_xsk_close(s->xsk);
 	if (s->efd >= 0)
 		close(s->efd);
 	if (s->done_fd >= 0)

@@ -70,7 +70,7 @@ int rtn_frer_open(struct rtn_station *s)
 
 void rtn_frer_close(struct rtn_station *s)
 {
-	rtn_xsk_destroy(s->xsk_b);
+	rtn_xsk_close(s->xsk_b);
 	s->xsk_b = NULL;
 	free(s->frer);
 	s->frer = NULL;

@@ -235,13 +235,14 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	*out = x;
 	return 0;
 fail:
-	rtn_xsk_destroy(x);
+	rtn_xsk_close(x);
 	return err;
 }
 
-void rtn_xsk_close(struct rtn_xsk *x)
+/* Undo what rtn_xsk_open() did, step by step; the object itself stays. */
+static void xsk_release(struct rtn_xsk *x)
 {
-	if (!x || !x->open)
+	if (!x->open)
 		return;
 	/* Reverse order of rtn_xsk_open(); each step knows if it happened. */
 	if (x->xsk)
@@ -263,11 +264,11 @@ void rtn_xsk_close(struct rtn_xsk *x)
 	x->open = 0;
 }
 
-void rtn_xsk_destroy(struct rtn_xsk *x)
+void rtn_xsk_close(struct rtn_xsk *x)
 {
 	if (!x)
 		return;
-	rtn_xsk_close(x);
+	xsk_release(x);
 	free(x);
 }
 

@@ -68,10 +68,8 @@ struct rtn_xsk_frame {
 };
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out);
-/** Release socket, UMEM and XDP program; safe to call more than once. */
+/** Release socket, UMEM and XDP program and free the object; accepts NULL. */
 void rtn_xsk_close(struct rtn_xsk *x);
-/** rtn_xsk_close() and free the object; accepts NULL. */
-void rtn_xsk_destroy(struct rtn_xsk *x);
 
 int rtn_xsk_mode(const struct rtn_xsk *x);
 /** Why native mode was not used ("" when it was, or was not tried). */
