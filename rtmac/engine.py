@@ -23,6 +23,6 @@ __all__ = [
 ]
 
 
-def to_c(config: TdmaConfig, *, listen_cycles: int = 3):
+def to_c(config: TdmaConfig):
     """A ``struct rtn_tdma_cfg *`` for a validated ``config``."""
-    return validate(config).to_c(listen_cycles=listen_cycles)
+    return validate(config).to_c()

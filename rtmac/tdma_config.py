@@ -130,8 +130,10 @@ class TdmaConfig:
     mtu: int = OPTIONS["tdma.mtu"].default
     # beyond RTnet: cycles without Sync before a slave goes silent
     sync_loss_cycles: int = OPTIONS["tdma.sync_loss_cycles"].default
+    # master: cycles it listens for another active master before sending Sync
+    listen_cycles: int = OPTIONS["tdma.listen_cycles"].default
 
-    def to_c(self, *, listen_cycles: int = 3):
+    def to_c(self):
         """This configuration as a ``struct rtn_tdma_cfg *`` for the C engine (validate first)."""
         c = ffi.new("struct rtn_tdma_cfg *")
         # no check here (validate() does it): a role the engine lacks is its "none"
@@ -140,7 +142,6 @@ class TdmaConfig:
         )
         lib.rtn_tdma_cfg_init(c, role)
         _fill(c, self, _C_OPTIONS)
-        c.listen_cycles = listen_cycles
         slots = sorted(self.slots.values(), key=lambda s: s.id)
         c.n_slots = len(slots)
         for i, s in enumerate(slots):

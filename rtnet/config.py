@@ -18,7 +18,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
     [link]     link_rate_mbps, redundant_dev, frer_history_len, frer_reset_ms
     [clock]    offset_ns, drift_ppm            (lab clock model)
     [tdma]     role (master|backup|slave), cycle_us, backup_offset_us, cal_rounds,
-               max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles
+               max_slot_id, max_cal_requests, guard_ns, sync_loss_cycles, listen_cycles
     [[tdma.slot]]  id, offset_us, phasing "x/y", size, joint, window_us (a transmit
                window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])

@@ -347,6 +347,17 @@ _ROWS = (
         c_field="sync_loss_cycles",
     ),
     Option(
+        "tdma.listen_cycles",
+        int,
+        _C.listen_cycles,
+        0,
+        lib.RTN_TDMA_MAX_LISTEN,
+        "cycles",
+        True,
+        "cycles a master listens for another active master before it first sends Sync (RTnet: 3)",
+        c_field="listen_cycles",
+    ),
+    Option(
         "tdma.mtu",
         int,
         lib.RTN_TDMA_MAX_SLOT_SIZE,

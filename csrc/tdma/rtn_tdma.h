@@ -52,6 +52,7 @@
 #define RTN_TDMA_MAX_CAL_ROUNDS	    1000000
 #define RTN_TDMA_MAX_LINK_RATE_MBPS 400000  /* 400GBASE; 0 means unpaced */
 #define RTN_TDMA_MAX_SYNC_LOSS	    1000000 /* cycles without Sync before going silent */
+#define RTN_TDMA_MAX_LISTEN	    1000    /* cycles a master listens for another before Sync */
 #define RTN_TDMA_MIN_SLOT_SIZE	    60	    /* RTnet's MIN_SLOT_SIZE */
 #define RTN_TDMA_MAX_SLOT_SIZE	    1500    /* Ethernet MTU without jumbo frames */
 

@@ -197,6 +197,7 @@ int rtn_tdma_cfg_check(const struct rtn_tdma_cfg *c)
 	RANGE("guard_ns", c->guard_ns, 0, RTN_TDMA_MAX_GUARD_NS);
 	RANGE("mtu", c->mtu, RTN_TDMA_MIN_SLOT_SIZE, RTN_TDMA_MAX_SLOT_SIZE);
 	RANGE("sync_loss_cycles", c->sync_loss_cycles, 1, RTN_TDMA_MAX_SYNC_LOSS);
+	RANGE("listen_cycles", c->listen_cycles, 0, RTN_TDMA_MAX_LISTEN);
 	if (c->n_slots > RTN_TDMA_MAX_SLOTS)
 		return rtn_set_error(-EINVAL, "too many slots");
 	for (i = 0; i < c->n_slots; i++) {

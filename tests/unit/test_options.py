@@ -15,16 +15,12 @@ from rtnet.errors import ConfigError
 from rtnet.options import OPTIONS
 from rtnet.tdma_stats import TdmaState
 
-# option key -> (field of struct rtn_tdma_cfg, factor from the option's unit to the field's)
+# option key -> (field of struct rtn_tdma_cfg, factor from the option's unit to the field's),
+# from the option table's own columns: every TDMA setting of the engine's configuration
 C_FIELDS = {
-    "tdma.cycle_us": ("cycle_ns", 1000),
-    "tdma.backup_offset_us": ("backup_offset_ns", 1000),
-    "tdma.cal_rounds": ("cal_rounds", 1),
-    "tdma.max_slot_id": ("max_slot_id", 1),
-    "tdma.max_cal_requests": ("max_cal_requests", 1),
-    "tdma.guard_ns": ("guard_ns", 1),
-    "tdma.sync_loss_cycles": ("sync_loss_cycles", 1),
-    "link.link_rate_mbps": ("link_rate_mbps", 1),
+    key: (opt.c_field, opt.c_scale)
+    for key, opt in OPTIONS.items()
+    if opt.c_field and not key.startswith("tdma.slot.")
 }
 
 

@@ -479,3 +479,19 @@ def test_woken_too_late_the_slot_is_skipped_and_counted():
             k = bisect.bisect_right(grid, r.tx_true) - 1
             rel = r.tx_true - grid[k]
             assert rel + wire_time_ns(r.length, 100) <= 400_000 + wire_time_ns(1514, 100) + GUARD_NS
+
+
+@pytest.mark.parametrize("listen_cycles", [0, 3, 10])
+def test_a_master_listens_its_listen_cycles_before_its_first_sync(listen_cycles):
+    """tdma.listen_cycles: RTnet's master waits 3 cycles for another active master's Sync
+    before it sends its own; the option sets that wait, and nothing else."""
+    seg = Segment(1, latency_ns=LATENCY_NS, wake_jitter_ns=0)
+    seg.start(0, master(listen_cycles=listen_cycles))
+    if listen_cycles:
+        seg.run_for(listen_cycles * CYCLE_US * 1000 - CYCLE_US * 500)  # half a cycle early
+        assert seg.stats(0)["sync_tx"] == 0
+    seg.run_for(20 * CYCLE_US * 1000)
+    st = seg.stats(0)
+    assert st["state"] == TdmaState.MASTER
+    # the Syncs of the cycles after the wait, one each (the last may be in flight)
+    assert 19 <= st["sync_tx"] <= 21
