@@ -1,4 +1,5 @@
-"""No two C files of the core call each other, directly or round a loop.
+"""No two C files of the core call each other, directly or round a loop, and every call
+keeps to csrc/README.md's layers of folders.
 
 The C core is layered: a file calls only files below it, and where something
 lower must reach up it does so through a function pointer (a port, an ops
@@ -7,8 +8,7 @@ means neither can be understood, tested or replaced without the other.
 
 The call graph is read from the object files: every rtn_*.c of the folders
 csrc/build_core.py lists (FOLDERS) is compiled here as setup.py compiles it
-for rtnet._core,
-and ``nm`` gives what each object defines (T, D, B, R, C) and what it
+for rtnet._core, and ``nm`` gives what each object defines (T, D, B, R, C) and what it
 references (U).  An edge a -> b means a references a symbol b defines.
 Strongly connected components (Tarjan) of more than one file are loops.
 The socket interposer (csrc/preload/) is a separate library and not looked at.
@@ -22,11 +22,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import skip_or_fail
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CSRC = os.path.join(ROOT, "csrc")
-sys.path.insert(0, CSRC)
 
 DEFINED = set("TDBRC")
 
@@ -159,18 +159,73 @@ def test_symbols_reads_nm_output():
     assert symbols(out) == ({"rtn_send", "rtn_ops", "counter"}, {"rtn_recv"})
 
 
-def test_no_c_file_calls_round_a_loop(tmp_path):
+# csrc/README.md's layers: a folder calls only folders of a lower rank (or its own)
+RANK = {
+    "core": 0,
+    "xsk": 1,
+    "tdma": 1,
+    "ip": 1,
+    "frer": 1,
+    "vnic": 2,
+    "station": 3,
+    "app": 4,
+    "bench": 5,
+}
+# the one exception README.md names: the VNIC pump is a module of the station
+UPWARD_ALLOWED = {("vnic", "station")}
+
+
+def upward_calls(graph: dict[str, set[str]], folder_of: dict[str, str]) -> set[tuple]:
+    """(caller, callee, caller's folder, callee's folder) for each call that does not go to
+    a lower-ranked folder or stay in its own, the allowed exception left out."""
+    out = set()
+    for a, targets in graph.items():
+        for b in targets:
+            fa, fb = folder_of[a], folder_of[b]
+            if fa != fb and RANK[fb] >= RANK[fa] and (fa, fb) not in UPWARD_ALLOWED:
+                out.add((a, b, fa, fb))
+    return out
+
+
+def test_the_layer_check_sees_a_call_upward():
+    graph = {"rtn_hist": {"rtn_station"}, "rtn_station": {"rtn_hist"}, "rtn_tdma": {"rtn_ip"}}
+    folder_of = {"rtn_hist": "core", "rtn_station": "station", "rtn_tdma": "tdma", "rtn_ip": "ip"}
+    assert upward_calls(graph, folder_of) == {
+        ("rtn_hist", "rtn_station", "core", "station"),
+        ("rtn_tdma", "rtn_ip", "tdma", "ip"),
+    }
+
+
+def test_rank_covers_every_folder_of_the_build():
+    assert sorted(RANK) == sorted(os.path.basename(d) for d in _folders())
+
+
+@pytest.fixture(scope="module")
+def core_call_graph(tmp_path_factory):
     cc = shutil.which("gcc") or shutil.which("cc")
     nm = shutil.which("nm")
     if cc is None or nm is None:
         skip_or_fail("gcc and nm are needed (binutils, build-essential)")
+    out = str(tmp_path_factory.mktemp("objs"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        objs = list(pool.map(lambda s: _compile(cc, s, str(tmp_path)), _sources()))
+        objs = list(pool.map(lambda s: _compile(cc, s, out), _sources()))
     table = {}
     for obj in objs:
         res = subprocess.run([nm, obj], capture_output=True, text=True, check=True)
         table[os.path.basename(obj)[:-2]] = symbols(res.stdout)
-    graph = call_graph(table)
+    return call_graph(table)
+
+
+def test_every_folder_calls_only_the_layers_below_it(core_call_graph):
+    folder_of = {os.path.basename(p)[:-2]: os.path.basename(os.path.dirname(p)) for p in _sources()}
+    found = upward_calls(core_call_graph, folder_of)
+    assert not found, "calls against csrc/README.md's layers:\n" + "\n".join(
+        f"{a} ({fa}) -> {b} ({fb})" for a, b, fa, fb in sorted(found)
+    )
+
+
+def test_no_c_file_calls_round_a_loop(core_call_graph):
+    graph = core_call_graph
     assert len(graph) == len(_sources())
     found = loops(graph)
     assert not found, (
