@@ -233,6 +233,16 @@ def build_native(out_dir: str) -> str:
     )
     if r.returncode != 0:
         raise BenchError(f"make -C csrc librtnet_app.a failed: {r.stderr.strip()[-300:]}")
+    # rtnet_app.h's headers are spread over csrc/'s layer folders: the Makefile names them
+    r = subprocess.run(
+        ["make", "-s", "--no-print-directory", "-C", os.path.join(ROOT, "csrc"), "app-cflags"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if r.returncode != 0:
+        raise BenchError(f"make -C csrc app-cflags failed: {r.stderr.strip()[-300:]}")
+    includes = r.stdout.split()
     exe = os.path.join(out_dir, "sockperf_native")
     r = subprocess.run(
         [
@@ -243,8 +253,7 @@ def build_native(out_dir: str) -> str:
             "-Wextra",
             "-Wno-unused-parameter",
             "-D_GNU_SOURCE",
-            "-I",
-            os.path.join(ROOT, "csrc"),
+            *includes,
             NATIVE_SRC,
             os.path.join(ROOT, "csrc", "librtnet_app.a"),
             "-lpthread",

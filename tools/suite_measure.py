@@ -9,7 +9,6 @@ import time
 
 from rtnet.benchkit import sysinfo
 from rtnet.lab import Lab
-from tools import bench_suite_report as report
 from tools.suite_config import (
     APP_PRIO,
     CYCLE_US,
@@ -24,7 +23,7 @@ from tools.suite_config import (
     STATION_PRIO,
     SUB_PRIO,
 )
-from tools.suite_lab import log
+from tools.suite_lab import log, machine
 from tools.suite_matrix import measure_discipline
 from tools.suite_rfc2544 import (
     CEILING_SPREAD_FLAG,
@@ -46,7 +45,7 @@ def measure(args, argv) -> dict:
             "start_time": started.isoformat(),
             "quick": args.quick,
             "sysinfo": sysinfo(),
-            "machine": report.machine(),
+            "machine": machine(),
             "protocol": args.protocol_info,
             "settings": {
                 "rt_cpu": RT_CPU,
