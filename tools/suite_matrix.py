@@ -40,6 +40,7 @@ GUARD_MAX_US = bench_protocol.GUARD_MAX_US
 GUARD_PROBE_S = 5
 
 
+@contextlib.contextmanager
 def rt_subscriber():
     """The calling thread as a real-time subscriber on the reserved CPU, then back."""
     aff = os.sched_getaffinity(0)
