@@ -1,4 +1,5 @@
-"""Only what pyproject.toml cannot say: the cffi extension, the XDP object and the
+"""Only what pyproject.toml cannot say: the cffi extensions (rtnet._core and the
+benchmark-only rtnet._bench), the XDP object and the
 socket interposer (librtnet_preload.so, csrc/preload/, with rtnet.h).
 
 The XDP program (csrc/xsk/xdp_rtnet.bpf.c) is compiled with clang into
@@ -46,4 +47,4 @@ def build_preload_library():
 
 build_bpf_object()
 build_preload_library()
-setup(cffi_modules=["csrc/build_core.py:ffibuilder"])
+setup(cffi_modules=["csrc/build_core.py:ffibuilder", "csrc/build_core.py:bench_ffibuilder"])

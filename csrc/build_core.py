@@ -1,10 +1,20 @@
-"""cffi build script for rtnet._core, the C core of rtnet-xdp.
+"""cffi build script for rtnet._core, the C core of rtnet-xdp, and rtnet._bench.
 
 Every rtn_*.c file of the layer folders (FOLDERS: csrc/core/, xsk/, tdma/,
-ip/, frer/, vnic/, station/, app/ and the benchmark-only bench/; see
-csrc/README.md) is compiled into one private extension module, with an
-include directory per folder so that ``#include "rtn_x.h"`` names a header
-by its file name wherever it lives.  The Python-visible API is the public headers
+ip/, frer/, vnic/, station/, app/; see csrc/README.md) is compiled into one
+private extension module, rtnet._core (ffibuilder), with an include
+directory per folder so that ``#include "rtn_x.h"`` names a header by its
+file name wherever it lives.
+
+The benchmark-only code (BENCH_FOLDERS: csrc/bench/'s flood generator,
+ping-pong loops and TDMA simulator) is a second module, rtnet._bench
+(bench_ffibuilder), so the production module does not carry it.  Python
+loads extension modules RTLD_LOCAL, so _bench cannot call _core's symbols:
+it compiles its own copies of the production folders it calls
+(BENCH_DEPS).  Its cdef includes _core's (ffibuilder.include()), so the
+types are shared: a struct made with rtnet._core's ffi passes to a
+rtnet._bench function.  Its own copy of rtn_core.c keeps its own last
+error, read through rtn_bench_last_error() (rtnet/_benchlib.py).  The Python-visible API is the public headers
 themselves, so there is no second copy of the declarations to drift from
 the C: adding a module never means editing this file.
 
@@ -46,14 +56,18 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 _ATTRIBUTE = re.compile(r"\s*__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
 _STRUCT = re.compile(r"\bstruct\s+\w+\s*\{")
 
-# the extension's folders, lowest layer first (csrc/README.md); fuzz/, preload/
+# rtnet._core's folders, lowest layer first (csrc/README.md); fuzz/, preload/
 # and include/ are not part of it, nor bench/'s harness programs (cost_*.c)
-FOLDERS = ["core", "xsk", "tdma", "ip", "frer", "vnic", "station", "app", "bench"]
-INCLUDE_DIRS = [os.path.join(HERE, d) for d in FOLDERS]
+FOLDERS = ["core", "xsk", "tdma", "ip", "frer", "vnic", "station", "app"]
+# rtnet._bench's own folders, and the production folders it compiles again for them
+BENCH_FOLDERS = ["bench"]
+BENCH_DEPS = ["core", "xsk", "tdma"]
+INCLUDE_DIRS = [os.path.join(HERE, d) for d in FOLDERS + BENCH_FOLDERS]
 
 
-def _files(pattern: str) -> list[str]:
-    return sorted(p for d in INCLUDE_DIRS for p in glob.glob(os.path.join(d, pattern)))
+def _files(pattern: str, folders: list[str] | None = None) -> list[str]:
+    dirs = INCLUDE_DIRS if folders is None else [os.path.join(HERE, d) for d in folders]
+    return sorted(p for d in dirs for p in glob.glob(os.path.join(d, pattern)))
 
 
 def header_paths() -> dict[str, str]:
@@ -71,8 +85,13 @@ def _path(name: str) -> str:
     return header_paths().get(name) or os.path.join(HERE, name)
 
 
-def _names() -> list[str]:
-    return sorted(n for n in header_paths() if not n.endswith(("_priv.h", "_inline.h")))
+def _names(folders: list[str] | None = None) -> list[str]:
+    """The public headers' names, of ``folders`` (default: every folder)."""
+    paths = header_paths()
+    if folders is not None:
+        dirs = {os.path.join(HERE, d) for d in folders}
+        paths = {n: p for n, p in paths.items() if os.path.dirname(p) in dirs}
+    return sorted(n for n in paths if not n.endswith(("_priv.h", "_inline.h")))
 
 
 def dependencies(name: str) -> list[str]:
@@ -93,10 +112,14 @@ def dependencies(name: str) -> list[str]:
     return order
 
 
-def public_headers() -> list[str]:
-    """The public headers' file names, each after the public headers it includes."""
+def public_headers(folders: list[str] | None = None) -> list[str]:
+    """The public headers' file names, each after the public headers it includes.
+
+    With ``folders``, only those folders' headers (and the ones they include
+    from other folders); by default every folder's, rtnet._bench's as well.
+    """
     order: list[str] = []
-    for name in _names():
+    for name in _names(folders):
         for h in dependencies(name) + [name]:
             if h not in order:
                 order.append(h)
@@ -145,21 +168,19 @@ def prepare(header: str) -> str:
     return _ATTRIBUTE.sub("", _partial_where_attributed(text))
 
 
-ffibuilder = FFI()
-for header in public_headers():
-    try:
-        ffibuilder.cdef(cdef_source(header))
-    except CDefError as exc:
-        raise CDefError(f"csrc/{header} is not a declaration cffi can read: {exc}") from None
+def _cdef(builder: FFI, headers: list[str]) -> None:
+    for header in headers:
+        try:
+            builder.cdef(cdef_source(header))
+        except CDefError as exc:
+            raise CDefError(
+                f"csrc/{header} is not a declaration cffi can read: {exc}"
+            ) from None
 
-ffibuilder.set_source(
-    "rtnet._core",
-    "\n".join(f'#include "{h}"' for h in public_headers()),
-    sources=[os.path.relpath(p) for p in _files("rtn_*.c")],
+
+# both modules are built alike
+_BUILD = dict(
     include_dirs=INCLUDE_DIRS,
-    # a changed header rebuilds the module: build_ext compares only these and the sources
-    # with the built module, so without them an edit to a header left a stale module
-    depends=[os.path.relpath(p) for p in _files("*.h")],
     libraries=["xdp", "bpf", "elf", "z", "pthread"],
     define_macros=[("RTN_VERSION", f'"{VERSION}"'), ("_GNU_SOURCE", None)],
     # warnings are errors: the same flags as csrc/Makefile's, so no build hides one
@@ -167,5 +188,42 @@ ffibuilder.set_source(
                         "-std=gnu11"],
 )
 
+CORE_HEADERS = public_headers(FOLDERS)
+ffibuilder = FFI()
+_cdef(ffibuilder, CORE_HEADERS)
+ffibuilder.set_source(
+    "rtnet._core",
+    "\n".join(f'#include "{h}"' for h in CORE_HEADERS),
+    sources=[os.path.relpath(p) for p in _files("rtn_*.c", FOLDERS)],
+    # a changed header rebuilds the module: build_ext compares only these and the sources
+    # with the built module, so without them an edit to a header left a stale module
+    depends=[os.path.relpath(p) for p in _files("*.h", FOLDERS)],
+    **_BUILD,
+)
+
+# rtnet._bench: the bench headers' declarations over _core's types, and the error and
+# version accessors of its own copy of rtn_core.c
+BENCH_HEADERS = [h for h in public_headers(BENCH_FOLDERS) if h not in CORE_HEADERS]
+bench_ffibuilder = FFI()
+bench_ffibuilder.include(ffibuilder)
+_cdef(bench_ffibuilder, BENCH_HEADERS)
+bench_ffibuilder.cdef(
+    "const char *rtn_bench_last_error(void);\n"
+    "void rtn_bench_clear_error(void);\n"
+    "const char *rtn_bench_version(void);\n"
+)
+bench_ffibuilder.set_source(
+    "rtnet._bench",
+    # every header of _core as well: the generated code checks the included types' sizes
+    "\n".join(f'#include "{h}"' for h in CORE_HEADERS + BENCH_HEADERS)
+    + "\nstatic const char *rtn_bench_last_error(void) { return rtn_last_error(); }"
+    + "\nstatic void rtn_bench_clear_error(void) { rtn_clear_error(); }"
+    + "\nstatic const char *rtn_bench_version(void) { return rtn_version(); }\n",
+    sources=[os.path.relpath(p) for p in _files("rtn_*.c", BENCH_DEPS + BENCH_FOLDERS)],
+    depends=[os.path.relpath(p) for p in _files("*.h")],
+    **_BUILD,
+)
+
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)
+    bench_ffibuilder.compile(verbose=True)

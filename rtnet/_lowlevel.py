@@ -40,9 +40,16 @@ def check(rc: int, exc: type = RtnetError, what: str = "") -> int:
     error without a message of its own gets its errno's name, never an earlier
     error's.
     """
+    return check_with(rc, lib.rtn_last_error, lib.rtn_clear_error, exc, what)
+
+
+def check_with(
+    rc: int, last_error_fn, clear_error_fn, exc: type = RtnetError, what: str = ""
+) -> int:
+    """check() against one module's own error record (rtnet._bench keeps its own)."""
     if rc < 0:
-        msg = last_error()
-        lib.rtn_clear_error()
+        msg = ffi.string(last_error_fn()).decode(errors="replace")
+        clear_error_fn()
         if not msg:
             msg = _errno.errorcode.get(-rc, str(-rc))
         if what:

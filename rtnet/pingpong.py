@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from . import pmqos
-from ._lowlevel import check, ffi, lib
+from ._benchlib import check, ffi, lib
 from .errors import RtnetError
 from .mac import parse_mac
 from .xsk import RawSocket

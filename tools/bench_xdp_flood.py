@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 
-from rtnet._lowlevel import check, ffi, lib
+from rtnet._benchlib import check, ffi, lib
 from rtnet.argtypes import integer, number
 from rtnet.errors import XskError
 from rtnet.lab import Lab

@@ -39,7 +39,7 @@ if ! mountpoint -q /sys/fs/bpf; then
 fi
 
 py=${PYTHON:-python3}
-if ! "$py" -c "import rtnet._core" 2>/dev/null || [ "${RTNET_REBUILD:-0}" = 1 ] \
+if ! "$py" -c "import rtnet._core, rtnet._bench" 2>/dev/null || [ "${RTNET_REBUILD:-0}" = 1 ] \
    || [ -n "$(find "$here/csrc" "$here/pyproject.toml" "$here/setup.py" -newer "$here/.build-stamp" 2>/dev/null | head -1)" ] \
    || [ ! -e "$here/.build-stamp" ]; then
   echo "setup-system: building and installing rtnet-xdp (pip install -e)"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rtmac.engine import stats_from_c, to_c
 from rtmac.tdma_config import TdmaConfig
-from rtnet._lowlevel import check, ffi, lib
+from rtnet._benchlib import check, ffi, lib
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ table, a callback), which leaves no symbol reference.  A loop between files
 means neither can be understood, tested or replaced without the other.
 
 The call graph is read from the object files: every rtn_*.c of the folders
-csrc/build_core.py lists (FOLDERS) is compiled here as setup.py compiles it
-for rtnet._core, and ``nm`` gives what each object defines (T, D, B, R, C) and what it
+csrc/build_core.py lists (FOLDERS, rtnet._core's, and BENCH_FOLDERS, the
+benchmark-only rtnet._bench's) is compiled here as setup.py compiles it,
+and ``nm`` gives what each object defines (T, D, B, R, C) and what it
 references (U).  An edge a -> b means a references a symbol b defines.
 Strongly connected components (Tarjan) of more than one file are loops.
 The socket interposer (csrc/preload/) is a separate library and not looked at.
@@ -31,17 +32,22 @@ CSRC = os.path.join(ROOT, "csrc")
 DEFINED = set("TDBRC")
 
 
-def _folders() -> list[str]:
-    """The extension's folders, as csrc/build_core.py lists them (FOLDERS)."""
+def _listed(name: str) -> list[str]:
+    """A list of folders csrc/build_core.py assigns to ``name``, without importing it."""
     with open(os.path.join(CSRC, "build_core.py")) as f:
         for line in f:
-            if line.startswith("FOLDERS = "):
+            if line.startswith(f"{name} = "):
                 return [os.path.join(CSRC, d) for d in ast.literal_eval(line.split("=", 1)[1])]
-    raise AssertionError("csrc/build_core.py has no FOLDERS")
+    raise AssertionError(f"csrc/build_core.py has no {name}")
+
+
+def _folders() -> list[str]:
+    """The extensions' folders: rtnet._core's (FOLDERS), then rtnet._bench's (BENCH_FOLDERS)."""
+    return _listed("FOLDERS") + _listed("BENCH_FOLDERS")
 
 
 def _flags() -> list[str]:
-    """csrc/build_core.py's compiler flags for rtnet._core, without importing cffi's builder."""
+    """csrc/build_core.py's compiler flags for the extensions, without importing cffi's builder."""
     version = None
     with open(os.path.join(CSRC, "build_core.py")) as f:
         for line in f:
@@ -200,6 +206,14 @@ def test_rank_covers_every_folder_of_the_build():
     assert sorted(RANK) == sorted(os.path.basename(d) for d in _folders())
 
 
+def test_the_bench_folders_are_not_in_the_core():
+    core, bench = _listed("FOLDERS"), _listed("BENCH_FOLDERS")
+    assert bench and not set(core) & set(bench)
+    assert all(
+        RANK[os.path.basename(d)] > max(RANK[os.path.basename(c)] for c in core) for d in bench
+    )
+
+
 @pytest.fixture(scope="module")
 def core_call_graph(tmp_path_factory):
     cc = shutil.which("gcc") or shutil.which("cc")
@@ -222,6 +236,21 @@ def test_every_folder_calls_only_the_layers_below_it(core_call_graph):
     assert not found, "calls against csrc/README.md's layers:\n" + "\n".join(
         f"{a} ({fa}) -> {b} ({fb})" for a, b, fa, fb in sorted(found)
     )
+
+
+def test_the_bench_module_compiles_every_file_it_calls(core_call_graph):
+    """rtnet._bench cannot call rtnet._core (RTLD_LOCAL): each file it compiles (its
+    BENCH_FOLDERS and the BENCH_DEPS copied from the core) calls only files among them."""
+    own = {os.path.basename(d) for d in _listed("BENCH_FOLDERS") + _listed("BENCH_DEPS")}
+    folder_of = {os.path.basename(p)[:-2]: os.path.basename(os.path.dirname(p)) for p in _sources()}
+    outside = sorted(
+        f"{a} ({folder_of[a]}) -> {b} ({folder_of[b]})"
+        for a, targets in core_call_graph.items()
+        if folder_of[a] in own
+        for b in targets
+        if folder_of[b] not in own
+    )
+    assert not outside, "rtnet._bench calls files it does not compile:\n" + "\n".join(outside)
 
 
 def test_no_c_file_calls_round_a_loop(core_call_graph):

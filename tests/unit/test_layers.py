@@ -1,7 +1,7 @@
 """The packages' layers, read from their import statements.
 
 Every rtnet module is in one of two lists.  FOUNDATION is what rtmac and vnic
-build on (the C binding, errors, paths, names, MACs, the option table, the
+build on (the C bindings, errors, paths, names, MACs, the option table, the
 control protocol, client and server, the station, channels, the RTcfg frames
 and server machine): it imports nothing from rtmac or vnic and nothing from a
 composer.  COMPOSERS put everything together: configuration loading (rtnet.toml,
@@ -25,6 +25,7 @@ UPPER = ("rtmac", "vnic")
 FOUNDATION = (
     "",
     "_lowlevel",
+    "_benchlib",
     "errors",
     "hist",
     "paths",
