@@ -10,54 +10,29 @@ from conftest import skip_or_fail
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_ruff_finds_nothing():
+PATHS = ("rtnet", "rtmac", "vnic", "tools", "tests")
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    """ruff with ``args`` over the tree (skips, or fails under CI=true, without ruff)."""
     probe = subprocess.run(
         [sys.executable, "-m", "ruff", "--version"], capture_output=True, text=True
     )
     if probe.returncode != 0:
         skip_or_fail("ruff is not installed (pip install ruff, or the test extra)")
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ruff",
-            "check",
-            "--no-cache",
-            "rtnet",
-            "rtmac",
-            "vnic",
-            "tools",
-            "tests",
-        ],
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, "--no-cache", *PATHS],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
+
+
+def test_ruff_finds_nothing():
+    res = _ruff("check")
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_ruff_format_would_change_nothing():
-    probe = subprocess.run(
-        [sys.executable, "-m", "ruff", "--version"], capture_output=True, text=True
-    )
-    if probe.returncode != 0:
-        skip_or_fail("ruff is not installed (pip install ruff, or the test extra)")
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ruff",
-            "format",
-            "--check",
-            "--no-cache",
-            "rtnet",
-            "rtmac",
-            "vnic",
-            "tools",
-            "tests",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    res = _ruff("format", "--check")
     assert res.returncode == 0, "run ruff format on these files:\n" + res.stdout + res.stderr
