@@ -95,7 +95,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import errno
 import fcntl
 import grp
 import ipaddress
@@ -116,8 +115,9 @@ from . import configfile, options, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture import to_pcapng
+from .channel_service import ChannelService
 from .clocks import realtime_minus_monotonic_ns
-from .control_server import Command, ControlServer, RequestError, WithFds, group_policy, int_arg
+from .control_server import Command, ControlServer, RequestError, group_policy, int_arg
 from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
 from .hist import Histogram
@@ -179,20 +179,6 @@ def _given(req: dict, names: tuple) -> dict:
     which is the table's), as they are: validate() checks their types and the C rule
     their ranges when the configuration is attached or an RTcfg payload checked."""
     return {n: req[n] for n in names if n in req}
-
-
-def _channel_args(req: dict, base) -> tuple:
-    """A channel.open request's slot, prio, max_size and depth: the ``[[channel]]``
-    ``base``'s or the table's defaults, in the table's ranges (a request may give a frame
-    up to the C core's largest, RTN_CHAN_MSG_MAX, beyond what a file gives a channel)."""
-    out = []
-    for k in ("slot", "prio", "max_size", "depth"):
-        opt = OPTIONS[f"channel.{k}"]
-        hi = lib.RTN_CHAN_MSG_MAX if k == "max_size" else opt.hi
-        out.append(
-            int_arg(req, k, getattr(base, k, opt.default) if base else opt.default, opt.lo, hi)
-        )
-    return tuple(out)
 
 
 def interface_ipv4(dev: str) -> set[str]:
@@ -258,6 +244,7 @@ class Daemon:
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
+        self.channels = ChannelService(lambda: self.station, cfg, self._lock, self._chan_ids)
         self.rtcfg = RtcfgService(
             lambda: self.station,
             self.dev,
@@ -436,9 +423,7 @@ class Daemon:
             "nomac.detach": self.h_nomac_detach,
             "ping": self.h_ping,
             "capture": self.h_capture,
-            "channel.open": self.h_channel_open,
-            "channel.close": self.h_channel_close,
-            "ipv4.join": self.h_ipv4_join,
+            **self.channels.handlers(),
             "shutdown": self.h_shutdown,
             **self.rtcfg.handlers(),
             **ip_changes,
@@ -629,117 +614,6 @@ class Daemon:
             "dropped": dropped,
             "pcapng_b64": base64.b64encode(data).decode(),
         }
-
-    def h_channel_open(self, req, conn):
-        if "udp_port" in req:
-            return self._open_udp_channel(req, conn)
-        et = req.get("ethertype")
-        if isinstance(et, bool) or not isinstance(et, int):
-            raise RequestError(f"ethertype: {et!r} is not an integer")
-        if et == 0x0806:
-            raise RequestError("ethertype 0x0806 is ARP: the daemon's (rtroute solicit)")
-        if et == _config.PING_ETHERTYPE:
-            raise RequestError(f"ethertype {et:#06x} is the daemon's echo service")
-        if et in _config.STACK_ETHERTYPES:
-            raise RequestError(
-                f"ethertype {et:#06x} is {_config.STACK_ETHERTYPES[et]}, "
-                "served by the daemon itself"
-            )
-        if et not in self.cfg.steered_ethertypes():
-            raise RequestError(
-                f"ethertype {et:#06x} is not real-time on {self.dev} "
-                "(add a [[channel]] or station.ethertypes entry)"
-            )
-        base = next((c for c in self.cfg.channels if c.ethertype == et), None)
-        slot, prio, max_size, depth = _channel_args(req, base)
-        redundant = req.get("redundant", base.redundant if base else False)
-        if not isinstance(redundant, bool):
-            raise RequestError(f"redundant: {redundant!r} is not true or false")
-        with self._lock:
-            cid, memfd, kickfd = self.station.open_channel(
-                et, slot=slot, prio=prio, max_size=max_size, depth=depth, redundant=redundant
-            )
-            self._chan_ids.add(cid)
-        return self._hand_over(cid, memfd, kickfd, conn)
-
-    def _open_udp_channel(self, req, conn):
-        """A UDP socket: a channel bound to ``udp_port`` (``stamped``: RTNX in its datagrams)."""
-        port = int_arg(req, "udp_port", 0, 1, 0xFFFF)
-        stamped = req.get("stamped", False)
-        if not isinstance(stamped, bool):
-            raise RequestError(f"stamped: {stamped!r} is not true or false")
-        slot, prio, max_size, depth = _channel_args(req, None)
-        with self._lock:
-            cid, memfd, kickfd = self.station.open_channel(
-                lib.RTN_ETH_P_IPV4,
-                slot=slot,
-                prio=prio,
-                max_size=max_size,
-                depth=depth,
-                udp_port=port,
-                stamped=stamped,
-            )
-            self._chan_ids.add(cid)
-        return self._hand_over(cid, memfd, kickfd, conn)
-
-    def _hand_over(self, cid, memfd, kickfd, conn):
-        # the channel belongs to the connection: closed when the client closes it or dies
-        conn.hold(cid, lambda: self._close_channel(cid))
-        notifyfd = -1
-        try:
-            size = os.fstat(memfd).st_size
-            notifyfd = self.station.channel_notifyfd(cid)
-        except (OSError, RtnetError):
-            os.close(memfd)
-            os.close(kickfd)
-            raise
-        # the third descriptor lets the reader wait for its ring in poll/epoll (rtn_chan.h)
-        return WithFds({"channel": cid, "shm_size": size}, (memfd, kickfd, notifyfd))
-
-    def h_ipv4_join(self, req, conn):
-        """A UDP socket's IP_ADD_MEMBERSHIP / IP_DROP_MEMBERSHIP (``join``: true / false):
-        the group is the station's while a connection holds it (rtnet-run's sockets)."""
-        group, join = req.get("group"), req.get("join", True)
-        if not isinstance(join, bool):
-            raise RequestError(f"join: {join!r} is not true or false")
-        try:
-            if not isinstance(group, str) or not ipaddress.IPv4Address(group).is_multicast:
-                raise ValueError
-        except ValueError:
-            raise RtnetError(
-                errno.EADDRNOTAVAIL, f"group: {group!r} is not an IPv4 multicast address"
-            ) from None
-        key = ("ipv4.group", group)
-        if not join:
-            if not conn.let_go(key):
-                raise RtnetError(errno.EADDRNOTAVAIL, f"{group} is not joined here")
-            return {}
-        if conn.holds(key):
-            raise RtnetError(errno.EADDRINUSE, f"{group} is joined here already")
-        with self._lock:
-            self.station.ipv4_group(group, True)
-        conn.hold(key, lambda: self._leave_group(group))
-        return {}
-
-    def _leave_group(self, group: str) -> None:
-        with self._lock:
-            if self.station is not None:
-                self.station.ipv4_group(group, False)
-
-    def h_channel_close(self, req, conn):
-        cid = req.get("channel")
-        if isinstance(cid, bool) or not isinstance(cid, int) or not conn.let_go(cid):
-            raise RequestError(f"channel {cid!r} is not open on this connection")
-        return {}
-
-    def _close_channel(self, cid: int) -> None:
-        with self._lock:
-            if self.station is not None:
-                try:
-                    self._chan_ids.discard(cid)
-                    self.station.close_channel(cid)
-                except RtnetError as exc:
-                    log.warning("closing channel %d: %s", cid, exc)
 
     # -- RTcfg: what a client's payload may do (rtnet.rtcfg.apply) --------------------------
     def _own_ip(self) -> str | None:

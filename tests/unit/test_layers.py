@@ -73,6 +73,7 @@ COMPOSERS = (
     "configfile",
     "rtnetconf",
     "daemon",
+    "channel_service",
     "cli",
     "stationctl",
     "rtroute",
