@@ -17,6 +17,7 @@ import importlib
 import os
 
 import pytest
+from graphs import loops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("rtnet", "rtmac", "vnic")
@@ -148,40 +149,9 @@ def imported(name: str, path: str) -> set[str]:
 GRAPH = {name: imported(name, path) for name, path in MODULES.items()}
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index, low, stack, on_stack, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
-
-
 def test_the_cycle_finder_should_find_a_loop_and_only_a_loop():
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert cycles({"a": {"b"}, "b": set(), "c": {"b"}}) == []
+    assert loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert loops({"a": {"b"}, "b": set(), "c": {"b"}}) == []
 
 
 def test_the_import_reader_should_see_imports_inside_functions():
@@ -196,7 +166,7 @@ def test_every_module_should_import(name):
 
 
 def test_no_modules_should_import_each_other():
-    assert cycles(GRAPH) == []
+    assert loops(GRAPH) == []
 
 
 def test_every_rtnet_module_should_be_in_exactly_one_layer():
