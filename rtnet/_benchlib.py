@@ -7,8 +7,7 @@ carries its own copy of the production code it calls, so its errors are
 recorded apart from _core's: check() here reads them.
 """
 
-from . import __version__
-from ._lowlevel import check_with
+from ._lowlevel import check_with, require_version
 from .errors import RtnetError
 
 try:
@@ -18,12 +17,7 @@ except ImportError as exc:  # pragma: no cover - only without a build
         "rtnet._bench is not built: run tools/setup-system.sh (or pip install -e .)"
     ) from exc
 
-_bench_version = ffi.string(lib.rtn_bench_version()).decode()
-if _bench_version != __version__:
-    raise ImportError(
-        f"rtnet._bench is version {_bench_version} but the Python package is {__version__}: "
-        "rebuild with pip install -e ."
-    )
+require_version("rtnet._bench", ffi, lib.rtn_bench_version)
 
 
 def last_error() -> str:

@@ -16,12 +16,20 @@ except ImportError as exc:  # pragma: no cover - only without a build
         "rtnet._core is not built: run tools/setup-system.sh (or pip install -e .)"
     ) from exc
 
-_core_version = ffi.string(lib.rtn_version()).decode()
-if _core_version != __version__:
-    raise ImportError(
-        f"rtnet._core is version {_core_version} but the Python package is {__version__}: "
-        "rebuild with pip install -e ."
-    )
+
+def require_version(name: str, ext_ffi, version_fn) -> str:
+    """An extension's version (``version_fn()``), which must be the Python package's: a
+    stale build is refused at import rather than misread later."""
+    version = ext_ffi.string(version_fn()).decode()
+    if version != __version__:
+        raise ImportError(
+            f"{name} is version {version} but the Python package is {__version__}: "
+            "rebuild with pip install -e ."
+        )
+    return version
+
+
+_core_version = require_version("rtnet._core", ffi, lib.rtn_version)
 
 
 def core_version() -> str:
