@@ -414,7 +414,7 @@ def test_the_address_of_a_stage_1_frame_becomes_the_real_time_one(daemon):
 
 def test_applications_cannot_open_the_rtcfg_ethertype(daemon):
     with pytest.raises(RequestError, match="0x9022 is RTcfg, served by the daemon itself"):
-        daemon.h_channel_open({"ethertype": 0x9022}, None)
+        daemon.channels.h_channel_open({"ethertype": 0x9022}, None)
 
 
 def test_stage_2_commands_are_applied_whole_through_the_same_checks(daemon):
