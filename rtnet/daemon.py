@@ -213,12 +213,19 @@ def vnic_mtu(cfg: _config.StationConfig) -> int:
 
 def open_vnic(cfg: _config.StationConfig, mac: str):
     """vnic.tap.Tap for ``cfg.vnic`` in the daemon's own namespace, sized for its slot."""
-    from vnic.tap import MIN_TXQUEUELEN, Tap, txqueuelen_for
+    from vnic.tap import MIN_TXQUEUELEN, OFFLOAD_BY_MODE, Tap, txqueuelen_for
 
     qlen = MIN_TXQUEUELEN
     if cfg.discipline == "tdma" and cfg.tdma is not None and cfg.tdma.cycle_us:
         qlen = txqueuelen_for(cfg.tdma.cycle_us, cfg.link_rate_mbps)
-    return Tap(cfg.vnic.name, mac=mac, mtu=vnic_mtu(cfg), address=cfg.vnic.address, txqueuelen=qlen)
+    return Tap(
+        cfg.vnic.name,
+        mac=mac,
+        mtu=vnic_mtu(cfg),
+        address=cfg.vnic.address,
+        txqueuelen=qlen,
+        offload=OFFLOAD_BY_MODE[cfg.vnic.mode],
+    )
 
 
 # -- the daemon ------------------------------------------------------------------------------

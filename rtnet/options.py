@@ -444,8 +444,8 @@ _ROWS = (
         None,
         "",
         False,
-        "batched: the RT thread drains the TAP in the NRT slot; per-packet: a reader "
-        "thread wakes it for each packet",
+        "batched: the VNIC's pump thread readies frames for the NRT windows in batches; "
+        "per-packet: it wakes the RT thread for each packet (TAP without offloads)",
         choices=("batched", "per-packet"),
     ),
     # real-time IPv4 (rtnet.ipv4_service): the echo replies the RT thread sends and rtping

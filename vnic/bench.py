@@ -2,9 +2,9 @@
 
 Both stations are Station objects in this process, so the stack's threads
 are this process's threads other than the main Python thread (rtnet-rt and
-the rtnet-vnic-rd/-wr helpers of both stations): their CPU and context
-switches are read per thread from /proc/self/task, which nothing else
-shares.  iperf3 runs in separate processes in the station namespaces.
+the VNIC's pump, rtnet-vnic, of both stations): their CPU and context
+switches, voluntary and involuntary apart, are read per thread from
+/proc/self/task, which nothing else shares.  iperf3 runs in separate processes in the station namespaces.
 
 The CPU figure compared with the kernel path is the lab's own: this process
 and every child it starts run in a cgroup v2 of their own (rtnet.cpuacct),
@@ -46,9 +46,11 @@ from rtnet.hist import Histogram
 from rtnet.lab import Lab
 
 from .pair import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
-from .tap import RTMAC_HLEN
+from .tap import OFFLOAD_BY_MODE, RTMAC_HLEN
 
-STACK_THREADS = ("rtnet-rt", "rtnet-vnic-rd", "rtnet-vnic-wr")
+STACK_THREADS = ("rtnet-rt", "rtnet-vnic")
+CSW_KINDS = {"voluntary_ctxt_switches": "vol", "nonvoluntary_ctxt_switches": "invol"}
+COST_JSON = "results/cost.json"  # the cost benchmark's instructions per KB (tools/bench_cost.py)
 IDLE_AGREE = 0.20  # idle baselines before and after may differ by this much
 ACCT: LabCpu | None = None  # the lab's cgroup while run() measures
 TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
@@ -93,10 +95,12 @@ def machine_cpu_s(before, after) -> float:
 
 
 def stack_threads() -> dict:
-    """CPU seconds and context switches of this process's stack threads (by name)."""
+    """CPU seconds and context switches of this process's stack threads: in total, and
+    by thread name with voluntary and involuntary switches apart (``by_name``)."""
     main = threading.main_thread().native_id
     cpu = csw = 0.0
     n = 0
+    by_name = {name: {"cpu_s": 0.0, "vol": 0, "invol": 0} for name in STACK_THREADS}
     for tid in os.listdir("/proc/self/task"):
         if int(tid) == main:
             continue
@@ -106,15 +110,22 @@ def stack_threads() -> dict:
             if name not in STACK_THREADS:
                 continue
             with open(f"/proc/self/task/{tid}/schedstat") as f:
-                cpu += int(f.read().split()[0]) / 1e9
+                t_cpu = int(f.read().split()[0]) / 1e9
+            t_csw = {}
             with open(f"/proc/self/task/{tid}/status") as f:
                 for line in f:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        csw += int(line.split()[1])
-            n += 1
+                    key = line.split(":")[0]
+                    if key in CSW_KINDS:
+                        t_csw[CSW_KINDS[key]] = int(line.split()[1])
         except (OSError, ValueError):
             continue  # a thread that ended in between
-    return {"cpu_s": cpu, "csw": csw, "threads": n}
+        cpu += t_cpu
+        csw += sum(t_csw.values())
+        by_name[name]["cpu_s"] += t_cpu
+        for kind, count in t_csw.items():
+            by_name[name][kind] += count
+        n += 1
+    return {"cpu_s": cpu, "csw": csw, "threads": n, "by_name": by_name}
 
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
@@ -165,9 +176,7 @@ def rt_snapshot(stations) -> dict:
                 "missed": s["tdma"]["missed_slots"],
                 "rt_missed": s["tdma"]["slots"][0]["missed"],
                 "miss_late_wake": s["miss_late_wake"],
-                "miss_vnic": s["miss_vnic"],
                 "miss_other": s["miss_other"],
-                "vnic_overruns": s["vnic_overruns"],
                 "vnic_pkts": s["vnic"]["tap_rx"] + s["vnic"]["tap_tx"],
                 "vnic": dict(s["vnic"]),
                 "timer_wakeups": s["timer_wakeups"],
@@ -193,9 +202,7 @@ def rt_impact(r0: list, r1: list) -> dict:
         "missed_slots": delta("missed"),
         "rt_slot_missed": delta("rt_missed"),
         "miss_late_wake": delta("miss_late_wake"),
-        "miss_vnic": delta("miss_vnic"),
         "miss_other": delta("miss_other"),
-        "vnic_overruns": delta("vnic_overruns"),
         "timer_wakeups": delta("timer_wakeups"),
         "vnic_packets": delta("vnic_pkts"),
         "vnic_wakeups": sum(b["vnic"]["wakeups"] - a["vnic"]["wakeups"] for a, b in zip(r0, r1)),
@@ -213,13 +220,31 @@ def tap_io(r0: list, r1: list) -> dict:
     """TAP syscalls and the wire frames (segments) they carried, both stations."""
     d = {
         k: sum(b["vnic"][k] - a["vnic"][k] for a, b in zip(r0, r1))
-        for k in ("tap_reads", "tap_rx", "tap_writes", "tap_tx")
+        for k in (
+            "tap_reads",
+            "tap_rx",
+            "tap_writes",
+            "tap_tx",
+            "tap_rx_bytes",
+            "tap_tx_bytes",
+            "tx_copy_bytes",
+            "rx_copy_bytes",
+            "pump_wakeups",
+            "pump_kicks",
+            "ring_full",
+        )
     }
+
+    def ratio(a, b):
+        return d[a] / d[b] if d[b] else None
+
     return {
-        "tap_reads": d["tap_reads"],
-        "tap_writes": d["tap_writes"],
-        "segs_per_read": d["tap_rx"] / d["tap_reads"] if d["tap_reads"] else None,
-        "segs_per_write": d["tap_tx"] / d["tap_writes"] if d["tap_writes"] else None,
+        **{k: d[k] for k in ("tap_reads", "tap_writes", "pump_wakeups", "pump_kicks", "ring_full")},
+        "segs_per_read": ratio("tap_rx", "tap_reads"),
+        "segs_per_write": ratio("tap_tx", "tap_writes"),
+        # bytes copied along each direction (the kernel's TAP copies included) per byte carried
+        "tx_copies_per_byte": ratio("tx_copy_bytes", "tap_rx_bytes"),
+        "rx_copies_per_byte": ratio("rx_copy_bytes", "tap_tx_bytes"),
     }
 
 
@@ -245,6 +270,13 @@ def measure(fn, stations=None) -> dict:
         stack_cpu_s=k1["cpu_s"] - k0["cpu_s"],
         stack_csw=k1["csw"] - k0["csw"],
         stack_threads=k1["threads"],
+        csw_by_thread={
+            name: {
+                kind: k1["by_name"][name][kind] - k0["by_name"][name][kind]
+                for kind in CSW_KINDS.values()
+            }
+            for name in STACK_THREADS
+        },
     )
     if a0 is not None:
         res.update(LabCpu.between(a0, a1), cpu_method=ACCT.method)
@@ -293,6 +325,21 @@ def derive(r: dict, base: dict, cap: float) -> None:
     extra = r["stack_csw"] - base["stack_csw"] * scale
     r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
     r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
+    # the same split by thread, voluntary (it slept) and involuntary (it was preempted)
+    r["csw_per_packet_by_thread"] = (
+        {
+            name: {
+                kind: (n - base["csw_by_thread"][name][kind] * scale) / r["vnic_packets"]
+                for kind, n in kinds.items()
+            }
+            for name, kinds in r["csw_by_thread"].items()
+        }
+        if r["vnic_packets"]
+        else None
+    )
+    r["pump_wakeups_per_packet"] = (
+        r["pump_wakeups"] / r["vnic_packets"] if r["vnic_packets"] else None
+    )
     r["idle_wake_p99_us"] = base["wake_p99_us"]
     r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
     r["idle_missed_slots"] = base["missed_slots"] * scale
@@ -493,8 +540,10 @@ def run(
     offload: str = "on",
     windows: bool = True,
 ) -> dict:
-    """``offload``: "on" (TAP with TSO), "off" (one frame per TAP read/write), or "both"
-    (the runs without offload are named ``<mode>-nooff``).  Every argument is checked
+    """``offload``: the batched mode's TAP with TSO ("on"), without ("off", one frame per
+    TAP read/write), or "both" (the run without is named ``batched-nooff``); the
+    per-packet mode, the seed's baseline, always opens its TAP without (one read, one
+    frame, one RT wake-up: vnic.tap.OFFLOAD_BY_MODE).  Every argument is checked
     (check_args) before the lab is built."""
     p = check_args(
         seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload, windows
@@ -526,8 +575,9 @@ def run(
         results["config"]["cpu_method"] = acct.method
         log(f"# CPU: the lab's own tasks ({acct.method}) plus ksoftirqd")
         kernel_path(lab, seconds, results, log, "before")
-        for mode, tso in [(m, o) for m in ("batched", "per-packet") for o in variants]:
-            name = mode if tso else f"{mode}-nooff"
+        runs = [("batched", o) for o in variants] + [("per-packet", OFFLOAD_BY_MODE["per-packet"])]
+        for mode, tso in runs:
+            name = mode if tso == OFFLOAD_BY_MODE[mode] else f"{mode}-{'tso' if tso else 'nooff'}"
             with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
                 for st in stations:
                     st.set_probe(0)  # one RT frame per slot 0 occurrence: the slot timing measured
@@ -567,7 +617,9 @@ def run(
                     log(
                         f"{name:16s} {proto}: {r['goodput_mbps']:.1f} Mbit/s "
                         f"({r['goodput_pct_of_capacity']:.0f}% of NRT capacity), loss {r['loss_pct']:.2f}%, "
-                        f"{r['csw_per_packet']:.3f} csw/pkt; lab CPU {r['cpu_s_per_gb']:.2f} s/GB "
+                        f"{r['csw_per_packet']:.3f} csw/pkt ({csw_split(r)}), pump wake-ups/pkt "
+                        f"{r['pump_wakeups_per_packet']:.3f}, copies/byte tx {fmt(r['tx_copies_per_byte'])} "
+                        f"rx {fmt(r['rx_copies_per_byte'])}; lab CPU {r['cpu_s_per_gb']:.2f} s/GB "
                         f"({r['marginal_cpu_s_per_gb']:.2f} above idle"
                         f"{', FLAGGED: below idle' if r['below_idle'] else ''}); "
                         f"wake-ups/s per station {' '.join(f'{w:.0f}' for w in r['wakeups_per_s'])}, "
@@ -577,12 +629,13 @@ def run(
                         f"RT slots missed {r['rt_slot_missed']} (idle {base['rt_slot_missed']}); "
                         f"all missed slots {r['missed_slots']} (idle {base['missed_slots']}): "
                         f"{r['miss_late_wake']} after a late wake-up (idle {base['miss_late_wake']}), "
-                        f"{r['miss_vnic']} after VNIC writes ran late, {r['miss_other']} other "
-                        f"(idle {base['miss_other']}); VNIC writes past a deadline {r['vnic_overruns']}"
+                        f"{r['miss_other']} other (idle {base['miss_other']}); pump found the "
+                        f"ring full {r['ring_full']} times"
                     )
         kernel_path(lab, seconds, results, log, "after")
         kernel_mtu_path(lab, seconds, results, log)
         ACCT = None
+    results["cost_per_kb"] = pump_cost_per_kb(log)
     results["table"] = table(results)
     log(results["table"])
     os.makedirs(os.path.dirname(out_json) or ".", exist_ok=True)
@@ -593,35 +646,72 @@ def run(
     return results
 
 
+def fmt(v, spec=".2f") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def csw_split(r: dict) -> str:
+    """Context switches per packet by thread, voluntary/involuntary (over idle)."""
+    split = r.get("csw_per_packet_by_thread") or {}
+    return ", ".join(
+        f"{name} {fmt(k['vol'], '.3f')}/{fmt(k['invol'], '.3f')}" for name, k in split.items()
+    )
+
+
+def pump_cost_per_kb(log) -> dict | None:
+    """The pump's segmentation and merging in instructions per KB, from the cost benchmark's
+    last committed results (tools/bench_cost.py measures them under callgrind)."""
+    try:
+        with open(COST_JSON) as f:
+            cost = json.load(f)
+        out = {
+            name: cost["stages"][name]["ir_per_unit"]
+            for name in ("vnic_gso", "vnic_gro")
+            if cost["stages"][name]["unit"] == "KB"
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log(f"pump cost: {COST_JSON} unreadable ({exc}); run tools.bench_cost for it")
+        return None
+    log(
+        f"pump cost ({COST_JSON}, commit {cost.get('commit', '?')}): segmentation "
+        f"{out.get('vnic_gso', 0):,.0f} and merging {out.get('vnic_gro', 0):,.0f} instructions per KB"
+    )
+    return out
+
+
+def kernel_ratio(r: dict, runs: dict, key: str, baseline: str) -> float | None:
+    """``r[key]`` (CPU s per GB) over the ``baseline`` kernel run's CPU s per GB."""
+    k = runs.get(baseline) or {}
+    if r.get(key) is None or not k.get("cpu_s_per_gb"):
+        return None
+    return r[key] / k["cpu_s_per_gb"]
+
+
 def table(results: dict) -> str:
+    """One row per run.  TCP's primary baseline is the kernel path with MTU-sized frames on
+    the wire (kernel-mtu/tcp), as a TDMA segment carries them; the kernel path with TSO
+    beside it.  UDP is compared with kernel UDP."""
     rows = [
-        "path/proto            goodput  %cap  loss%   labCPU  CPUs/GB  xkernel  "
-        "marg/GB  xkernel  stackCPU  csw/pkt  seg/rd  seg/wr  RTlate-p99(idle) us  "
-        "RTmissed(idle)  missed:late-wake/vnic/other  vnic-overruns  frames/wake  flags"
+        "path/proto            goodput  %cap  loss%   labCPU  CPUs/GB  xMTU  xTSO  "
+        "marg/GB  marg-xMTU  csw/pkt (rt vol/invol, pump vol/invol)  pump-wake/pkt  "
+        "seg/rd  seg/wr  copies tx/rx  RTlate-p99(idle) us  RTmissed(idle)  "
+        "missed:late-wake/other  frames/wake  flags"
     ]
     runs = results["runs"]
     for key, r in runs.items():
         if key.endswith("/idle"):
             continue
         proto = key.split("/")[1]
-        k = runs.get(f"kernel/{proto}")
-        ratio = (
-            (r["cpu_s_per_gb"] / k["cpu_s_per_gb"])
-            if k and k.get("cpu_s_per_gb") and r.get("cpu_s_per_gb")
-            else None
+        mtu_base, tso_base = (
+            ("kernel-mtu/tcp", "kernel/tcp") if proto == "tcp" else ("kernel/udp", None)
         )
-        marg = r.get("marginal_cpu_s_per_gb")
-        mratio = (
-            marg / k["cpu_s_per_gb"] if marg is not None and k and k.get("cpu_s_per_gb") else None
+        split = r.get("csw_per_packet_by_thread") or {}
+        csw = " ".join(
+            f"{fmt(split[n]['vol'], '.3f')}/{fmt(split[n]['invol'], '.3f')}"
+            for n in STACK_THREADS
+            if n in split
         )
-
-        def f(v, fmt):
-            return format(v, fmt) if v is not None else "-"
-
-        per_wake = (
-            "/".join(format(x, ".2f") for x in r.get("frames_per_wakeup") or [] if x is not None)
-            or "-"
-        )
+        per_wake = "/".join(fmt(x) for x in r.get("frames_per_wakeup") or [] if x is not None)
         flags = (
             " ".join(
                 name
@@ -634,15 +724,20 @@ def table(results: dict) -> str:
             or "-"
         )
         rows.append(
-            f"{key:20s} {r['goodput_mbps']:7.1f} {f(r.get('goodput_pct_of_capacity'), '5.0f')} "
-            f"{r['loss_pct']:6.2f} {r['lab_total_cpu_s']:8.2f} {f(r['cpu_s_per_gb'], '8.2f')} "
-            f"{f(ratio, '8.2f')} {f(marg, '8.2f')} {f(mratio, '8.2f')} {r['stack_cpu_s']:9.3f} {f(r.get('csw_per_packet'), '8.3f')} "
-            f"{f(r.get('segs_per_read'), '7.2f')} {f(r.get('segs_per_write'), '7.2f')} "
-            f"{f(r.get('rt_lateness_p99_us'), '8.0f')}({f(r.get('idle_rt_lateness_p99_us'), '.0f')}) "
-            f"{f(r.get('rt_slot_missed'), '10d')}({f(r.get('idle_rt_slot_missed'), '.0f')}) "
-            f"{f(r.get('miss_late_wake'), '12d')}/{f(r.get('miss_vnic'), 'd')}/{f(r.get('miss_other'), 'd')} "
-            f"{f(r.get('vnic_overruns'), '8d')}      "
-            f"{per_wake}  {flags}"
+            f"{key:20s} {r['goodput_mbps']:7.1f} {fmt(r.get('goodput_pct_of_capacity'), '5.0f')} "
+            f"{r['loss_pct']:6.2f} {r['lab_total_cpu_s']:8.2f} {fmt(r['cpu_s_per_gb'], '8.2f')} "
+            f"{fmt(kernel_ratio(r, runs, 'cpu_s_per_gb', mtu_base), '5.2f')} "
+            f"{fmt(kernel_ratio(r, runs, 'cpu_s_per_gb', tso_base) if tso_base else None, '5.2f')} "
+            f"{fmt(r.get('marginal_cpu_s_per_gb'), '8.2f')} "
+            f"{fmt(kernel_ratio(r, runs, 'marginal_cpu_s_per_gb', mtu_base), '9.2f')} "
+            f"{fmt(r.get('csw_per_packet'), '7.3f')} ({csw or '-'}) "
+            f"{fmt(r.get('pump_wakeups_per_packet'), '.3f')} "
+            f"{fmt(r.get('segs_per_read'), '6.2f')} {fmt(r.get('segs_per_write'), '6.2f')} "
+            f"{fmt(r.get('tx_copies_per_byte'))}/{fmt(r.get('rx_copies_per_byte'))} "
+            f"{fmt(r.get('rt_lateness_p99_us'), '8.0f')}({fmt(r.get('idle_rt_lateness_p99_us'), '.0f')}) "
+            f"{fmt(r.get('rt_slot_missed'), '10d')}({fmt(r.get('idle_rt_slot_missed'), '.0f')}) "
+            f"{fmt(r.get('miss_late_wake'), '12d')}/{fmt(r.get('miss_other'), 'd')} "
+            f"{per_wake or '-'}  {flags}"
         )
     return "\n".join(rows)
 

@@ -32,7 +32,7 @@ from rtmac.tdma_config import (
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.station import RtSettings, Station
 
-from .tap import RTMAC_HLEN, Tap, txqueuelen_for
+from .tap import OFFLOAD_BY_MODE, RTMAC_HLEN, Tap, txqueuelen_for
 
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500
@@ -176,14 +176,15 @@ def tdma_pair(
     rt: RtSettings = RtSettings(priority=80),
     sync_timeout: float = 10.0,
     ethertypes=(),
-    offload: bool = True,
+    offload: bool | None = None,
     rt2: RtSettings | None = None,
 ):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
     Yields (stations, taps).  ``mtu`` defaults to the slot's limit (size - 4);
     ``ethertypes`` are steered to the stations as well (application channels);
-    ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap);
+    ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap; default:
+    the mode's, OFFLOAD_BY_MODE);
     ``rt2``: station 2's RT thread settings when they differ from ``rt``.
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
@@ -212,7 +213,7 @@ def tdma_pair(
                         address=vnic_address(idx),
                         slot_size=NRT_SLOT_SIZE,
                         txqueuelen=qlen,
-                        offload=offload,
+                        offload=OFFLOAD_BY_MODE[mode] if offload is None else offload,
                     )
                 )
                 st.attach_vnic(tap.fd, mode, slot=1)
@@ -231,7 +232,7 @@ def nomac_pair(
     rt: RtSettings = RtSettings(priority=80),
     ethertypes=(),
     link_rate_mbps: int = 100,
-    offload: bool = True,
+    offload: bool | None = None,
     rt2: RtSettings | None = None,
 ):
     """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
@@ -267,7 +268,7 @@ def nomac_pair(
                         netns=ls.netns,
                         address=vnic_address(idx),
                         txqueuelen=qlen,
-                        offload=offload,
+                        offload=OFFLOAD_BY_MODE[mode] if offload is None else offload,
                     )
                 )
                 st.attach_vnic(tap.fd, mode, slot=1)

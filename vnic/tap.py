@@ -56,6 +56,10 @@ TUN_F_TSO6 = 0x04
 RTMAC_HLEN = 4  # RTmac header inside the outer frame (tunnel encapsulation)
 MIN_MTU = 68  # RTnet's ndo_change_mtu lower bound (IPv4 minimum)
 MIN_TXQUEUELEN = 500  # the tun driver's own default
+# Whether each VNIC mode opens its TAP with offloads: batched, the pump cuts
+# Linux's TCP super-packets (fewer TAP reads per byte); per-packet, the seed's
+# baseline, one TAP read is one wire frame and one wake-up of the RT thread.
+OFFLOAD_BY_MODE = {"batched": True, "per-packet": False}
 
 
 def vnic_mtu_for(config: TdmaConfig, slot: int = 1) -> int:

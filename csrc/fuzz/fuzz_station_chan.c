@@ -195,6 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			if (send(H.tap_peer, pkt, got, MSG_DONTWAIT) < 0 && errno != EAGAIN)
 				fuzz_fail("cannot write to the TAP: %s", strerror(errno));
+			rtn_vnic_pump_once(H.s->vnic_ctl); /* the harness is the pump */
 			break;
 		}
 		}

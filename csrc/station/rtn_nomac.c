@@ -224,11 +224,6 @@ static int nomac_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_
 	return rtmac_tunnel_only(frame, len); /* discipline frames are not ours */
 }
 
-static int64_t nomac_hard_deadline(const void *priv)
-{
-	return INT64_MAX;
-}
-
 /*
  * Only while the FIFO has room: a full FIFO with a readable TAP would make
  * poll() return at once and spin this SCHED_FIFO thread until the link frees
@@ -254,7 +249,6 @@ const struct rtn_disc_ops rtn_disc_nomac_ops = {
 	.run = nomac_run,
 	.queue = nomac_queue,
 	.rx_rtmac = nomac_rx_rtmac,
-	.hard_deadline = nomac_hard_deadline,
 	.has_room = nomac_has_room,
 	.kick_senders = 1,
 	.paced_rx = 0,

@@ -46,11 +46,6 @@ static int none_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t
 	return rtmac_tunnel_only(frame, len);
 }
 
-static int64_t none_hard_deadline(const void *priv)
-{
-	return INT64_MAX;
-}
-
 static int none_has_room(const void *priv)
 {
 	return 0;
@@ -68,7 +63,6 @@ const struct rtn_disc_ops rtn_disc_none_ops = {
 	.run = none_run,
 	.queue = none_queue,
 	.rx_rtmac = none_rx_rtmac,
-	.hard_deadline = none_hard_deadline,
 	.has_room = none_has_room,
 };
 
@@ -152,7 +146,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		const struct rtn_disc_ops *ops;
 		struct pollfd p[4];
 		int64_t next_local, next_os, wait_os, now, woke_late = 0;
-		int np = 0, tap_idx = -1, port_b_idx = -1, watch_rx;
+		int np = 0, port_b_idx = -1, watch_rx;
 		uint64_t rx_before;
 
 		rtn_station_exec_cmd(s);
@@ -215,12 +209,10 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			p[np++] = (struct pollfd){ .fd = watch_rx ? rtn_xsk_fd(s->xsk_b) : -1,
 						   .events = POLLIN };
 		}
-		/* a TAP the VNIC leaves to this thread: only while the discipline has room */
-		if (s->vnic && ops->has_room(s->disc_priv) && rtn_vnic_watch_fd(s->vnic) >= 0) {
-			tap_idx = np;
-			p[np++] = (struct pollfd){ .fd = rtn_vnic_watch_fd(s->vnic),
-						   .events = POLLIN };
-		}
+		/* frames the VNIC's pump makes ready wake the thread only where no slot takes them */
+		if (s->vnic)
+			rtn_vnic_before_wait(s->vnic,
+					     ops->kick_senders && ops->has_room(s->disc_priv));
 		if (poll(p, np, 100) < 0 && errno != EINTR)
 			continue;
 		now = rtn_now();
@@ -239,13 +231,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 			s->rx_woke = 1;
 			s->st.rx_wakeups++;
 		}
-		if (p[2].revents & POLLIN) {
+		if (p[2].revents & POLLIN)
 			efd_drain(s->efd);
-			if (s->vnic)
-				rtn_vnic_kicked(s->vnic);
-		}
-		if (tap_idx >= 0)
-			rtn_vnic_tap_events(s->vnic, p[tap_idx].revents);
 work:
 		rx_before = s->st.rx_frames;
 		if (s->rx_poll_at && now >= s->rx_poll_at)
@@ -256,8 +243,6 @@ work:
 			rtn_vnic_take(s->vnic, ops->queue, s->disc_priv);
 		ops->run(s->disc_priv, woke_late);
 		station_flush(s);
-		if (s->vnic)
-			rtn_vnic_flush(s->vnic, ops->hard_deadline(s->disc_priv));
 	}
 	return 0;
 }

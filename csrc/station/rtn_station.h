@@ -80,14 +80,20 @@ struct rtn_vnic_stats {
 	uint64_t tap_rx_bytes;
 	uint64_t tap_tx; /* wire frames (segments) in TAP writes (wire -> Linux) */
 	uint64_t tap_tx_bytes;
-	uint64_t tx_dropped; /* too big for the slot, or queue full */
-	uint64_t rx_dropped; /* ring to the TAP writer full, or malformed */
-	uint64_t rx_bad;     /* malformed tunnel frames */
-	uint64_t tap_errors; /* read/write errors (e.g. TAP deleted) */
-	uint64_t wakeups;    /* RT thread wake-ups caused by the VNIC */
-	uint64_t tap_reads;  /* read() calls that returned a packet */
-	uint64_t tap_writes; /* write() calls that took a packet */
-	uint64_t tx_bad;     /* malformed packets from the TAP (vnet header) */
+	uint64_t tx_dropped;   /* too big for the slot, or queue full */
+	uint64_t rx_dropped;   /* ring to the TAP writer full, or malformed */
+	uint64_t rx_bad;       /* malformed tunnel frames */
+	uint64_t tap_errors;   /* read/write errors (e.g. TAP deleted) */
+	uint64_t wakeups;      /* RT thread wake-ups caused by the VNIC (the pump's signals) */
+	uint64_t tap_reads;    /* read() calls that returned a packet */
+	uint64_t tap_writes;   /* write() calls that took a packet */
+	uint64_t tx_bad;       /* malformed packets from the TAP (vnet header) */
+	uint64_t pump_wakeups; /* the pump thread's wake-ups */
+	uint64_t pump_kicks;   /* ... of them the RT thread's doing */
+	uint64_t ring_full;    /* the pump found the ring to the wire full (Linux waits) */
+	/* bytes copied on the way, the kernel's TAP copies and the RT thread's included */
+	uint64_t tx_copy_bytes; /* Linux -> wire: TAP read, GSO cut, queue, UMEM */
+	uint64_t rx_copy_bytes; /* wire -> Linux: out of UMEM, GRO merge, TAP write */
 };
 
 struct rtn_station_stats {
@@ -102,15 +108,12 @@ struct rtn_station_stats {
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's
 	 * guard (the thread could not run: a stall, or something of higher
-	 * priority), VNIC writes of the round before ran past the deadline,
-	 * or anything else (the thread was busy, or woke for another reason).
-	 * vnic_overruns: VNIC work on the RT thread that ended after the next
-	 * real-time deadline had passed.
+	 * priority), or anything else (the thread was busy, or woke for
+	 * another reason).  The VNIC is no cause: its pump does the TAP work
+	 * on a thread of its own.
 	 */
 	uint64_t miss_late_wake;
-	uint64_t miss_vnic;
 	uint64_t miss_other;
-	uint64_t vnic_overruns;
 	uint64_t rx_frames;
 	uint64_t rx_other; /* frames of no known EtherType */
 	uint64_t nomac_tx;

@@ -33,8 +33,6 @@ struct rtn_disc_ops {
 	int (*queue)(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame, uint32_t len);
 	/* a received RTmac frame: 1 a tunnel frame for the VNIC, 0 not ours, < 0 malformed */
 	int (*rx_rtmac)(void *priv, const uint8_t *frame, uint32_t len, int64_t rx);
-	/* the next deadline work outside the schedule must not delay (INT64_MAX: none) */
-	int64_t (*hard_deadline)(const void *priv);
 	/* whether a frame offered between wake-ups is taken at once (NoMAC's FIFO has room) */
 	int (*has_room)(const void *priv);
 	int kick_senders;   /* senders kick the RT thread: no slot picks their messages up */

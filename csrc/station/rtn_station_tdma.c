@@ -60,14 +60,8 @@ static void tdma_run(void *priv, int64_t woke_late)
 	missed = rtn_tdma_missed(s->tdma);
 	rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
 	missed = rtn_tdma_missed(s->tdma) - missed;
-	/*
-	 * Why: VNIC writes of the previous round ran past this
-	 * deadline; the wake-up came later than the slot tolerates
-	 * (the thread could not run); or anything else.
-	 */
-	if (s->vnic && rtn_vnic_overran(s->vnic))
-		s->st.miss_vnic += missed;
-	else if (woke_late > rtn_tdma_guard_ns(s->tdma))
+	/* why: the wake-up came later than the slot tolerates (the thread could not run), or else */
+	if (woke_late > rtn_tdma_guard_ns(s->tdma))
 		s->st.miss_late_wake += missed;
 	else
 		s->st.miss_other += missed;
@@ -89,13 +83,6 @@ static int tdma_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t
 	if (!s->tdma)
 		return rtmac_tunnel_only(frame, len);
 	return rtn_tdma_rx(s->tdma, frame, len, rx);
-}
-
-static int64_t tdma_hard_deadline(const void *priv)
-{
-	const struct rtn_station *s = priv;
-
-	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
 /* Frames are taken in the slots (port_before_slot), never between them. */
@@ -124,7 +111,6 @@ const struct rtn_disc_ops rtn_disc_tdma_ops = {
 	.run = tdma_run,
 	.queue = tdma_queue,
 	.rx_rtmac = tdma_rx_rtmac,
-	.hard_deadline = tdma_hard_deadline,
 	.has_room = tdma_has_room,
 	.kick_senders = 0, /* under TDMA the slot picks their messages up */
 	/*

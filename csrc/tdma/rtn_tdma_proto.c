@@ -238,8 +238,9 @@ int rtn_rtmac_tunnel_encap(uint8_t *out, uint32_t size, const uint8_t *inner, ui
 		return rtn_set_error(-ENOSPC, "tunnel frame needs %u bytes, buffer has %u",
 				     inner_len + RTMAC_HLEN, size);
 	}
-	/* memmove: callers may encapsulate in place at out = inner - 4. */
-	memmove(out + TDMA_OFF, inner + ETH_HLEN_RTN, payload);
+	/* memmove: callers may encapsulate in place at out = inner - 4, where nothing moves */
+	if (out + TDMA_OFF != inner + ETH_HLEN_RTN)
+		memmove(out + TDMA_OFF, inner + ETH_HLEN_RTN, payload);
 	out[RTMAC_OFF] = inner[12]; /* RTmac type = inner EtherType */
 	out[RTMAC_OFF + 1] = inner[13];
 	out[RTMAC_OFF + 2] = RTMAC_VERSION;

@@ -2,10 +2,12 @@
 /**
  * @file rtn_vnic_priv.h
  * @brief The VNIC as the station sees it (rtn_vnic_pump.c): an object with
- *        its TAP, rings, helper threads and GSO/GRO buffers, and a narrow
- *        interface.  Its mode (batched or per-packet) is its own business:
- *        every call does what that mode wants and nothing in the other, so
- *        no caller tests it.  Not part of the API.
+ *        its TAP, its pump thread, two frame rings and GSO/GRO buffers, and a
+ *        narrow interface.  The RT thread's calls touch only the rings: no
+ *        TAP system call, no segmentation or merging.  Its mode (batched or
+ *        per-packet) is its own business: every call does what that mode
+ *        wants and nothing in the other, so no caller tests it.  Not part of
+ *        the API.
  */
 #ifndef RTN_VNIC_PRIV_H
 #define RTN_VNIC_PRIV_H
@@ -22,13 +24,13 @@ typedef int (*rtn_vnic_queue_fn)(void *priv, uint32_t slot, uint32_t prio, const
 
 void rtn_vnic_destroy(struct rtn_vnic *v);
 
-/* ---- Linux -> wire (RT thread) ---- */
-/* TDMA, before @p slot_id opens: the TAP's frames into it within the occurrence's budget */
+/* ---- Linux -> wire (RT thread): frames the pump made ready ---- */
+/* TDMA, before @p slot_id opens: ready frames into it within the occurrence's budget */
 void rtn_vnic_refill(struct rtn_vnic *v, struct rtn_tdma *e, uint32_t slot_id, int64_t now,
 		     uint32_t link_rate_mbps);
-/* the TAP's frames into @p q while it has room */
+/* ready frames into @p q while it has room */
 void rtn_vnic_fill(struct rtn_vnic *v, const struct frame_sink *q);
-/* what a helper thread read from the TAP since, to @p queue */
+/* per-packet: every ready frame to @p queue at once */
 void rtn_vnic_take(struct rtn_vnic *v, rtn_vnic_queue_fn queue, void *priv);
 
 /* ---- wire -> Linux (RT thread) ---- */
@@ -36,28 +38,25 @@ void rtn_vnic_take(struct rtn_vnic *v, rtn_vnic_queue_fn queue, void *priv);
 int rtn_vnic_rx(struct rtn_vnic *v, const uint8_t *frame, uint32_t len);
 /* a received tunnel frame with a bad RTmac header, counted */
 void rtn_vnic_rx_bad(struct rtn_vnic *v);
-/* the end of a receive round that queued frames for the TAP */
+/* the end of a receive round that queued frames for the TAP: the pump is woken for them
+ * when they are worth a wake-up of it */
 void rtn_vnic_rx_done(struct rtn_vnic *v);
-/* write what was received to the TAP, as long as @p deadline (local) leaves time */
-void rtn_vnic_flush(struct rtn_vnic *v, int64_t deadline);
-/* whether the last flush ran past its deadline (and forget it) */
-int rtn_vnic_overran(struct rtn_vnic *v);
 
 /* ---- the RT loop's wait ---- */
 /* whether received tunnel traffic may wait for a scheduled wake-up */
 int rtn_vnic_paced(const struct rtn_vnic *v);
-/* the TAP descriptor the RT thread polls itself, -1 none */
-int rtn_vnic_watch_fd(const struct rtn_vnic *v);
-/* the station's eventfd woke the RT thread; the TAP's poll events */
-void rtn_vnic_kicked(struct rtn_vnic *v);
-void rtn_vnic_tap_events(struct rtn_vnic *v, short revents);
+/* before the wait: whether frames the pump makes ready should wake the RT thread */
+void rtn_vnic_before_wait(struct rtn_vnic *v, int wake_me);
 /* RTN_VNIC_* for the statistics (@p v NULL: RTN_VNIC_OFF) */
 int rtn_vnic_mode(const struct rtn_vnic *v);
 
 /* ---- for the harnesses (csrc/fuzz/) ---- */
-/* back to the state after attach in @p mode on @p slot, @p vnet: the TAP has a vnet header */
+/* back to the state after attach in @p mode on @p slot, @p vnet: the TAP has a vnet header;
+ * the pump stopped, the caller is the pump from now on */
 int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet);
 /* write everything queued for the TAP now; how many frames were taken */
 uint32_t rtn_vnic_write_all(struct rtn_vnic *v);
+/* one pump round: received frames to the TAP, the TAP's packets into the ring */
+void rtn_vnic_pump_once(struct rtn_vnic *v);
 
 #endif
