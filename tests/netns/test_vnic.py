@@ -211,8 +211,9 @@ def test_malformed_tunnel_frames_are_counted(lab):
         assert r.returncode == 0, r.stdout
 
 
-def test_tap_deleted_under_running_station(lab):
-    with tdma_pair(lab, plan(), mode="per-packet", mtu=MTU) as (stations, taps):
+@pytest.mark.parametrize("mode", ["per-packet", "batched"])
+def test_tap_deleted_under_running_station(lab, mode):
+    with tdma_pair(lab, plan(), mode=mode, mtu=MTU) as (stations, taps):
         cycles = stations[0].stats()["tdma"]["cycles"]
         with IPRoute(netns=lab.station(1).netns) as ipr:
             ipr.link("del", index=taps[0].ifindex)
