@@ -191,13 +191,18 @@ def vnic_table(results: dict) -> str:
     rows = [
         "| path / protocol | goodput (Mbit/s) | lab CPU s per GB | x kernel path | "
         "lab CPU above idle TDMA: s per GB | x kernel path | "
-        "stack threads CPU s | context switches per packet (over idle) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "stack threads CPU s | context switches per packet (over idle) | "
+        "pump wake-ups per packet | copies per byte (to the wire / to Linux) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, r in runs.items():
         if key.endswith("/idle"):
             continue
-        k = runs.get(f"kernel/{key.split('/')[1]}", {})
+        proto = key.split("/")[1]
+        # TCP against the kernel path with MTU frames on the wire where the run has it
+        k = runs.get("kernel-mtu/tcp" if proto == "tcp" else "", {}) or runs.get(
+            f"kernel/{proto}", {}
+        )
         ratio = (
             (r["cpu_s_per_gb"] / k["cpu_s_per_gb"])
             if r.get("cpu_s_per_gb") and k.get("cpu_s_per_gb")
@@ -209,7 +214,8 @@ def vnic_table(results: dict) -> str:
             f"| {key} | {fmt(r.get('goodput_mbps'), 1)} | {fmt(r.get('cpu_s_per_gb'), 2)} | "
             f"{fmt(ratio, 2)} | {fmt(marg, 2)} | {fmt(mratio, 2)} | "
             f"{fmt(r.get('stack_cpu_s'), 3)} | "
-            f"{fmt(r.get('csw_per_packet'), 3)} |"
+            f"{fmt(r.get('csw_per_packet'), 3)} | {fmt(r.get('pump_wakeups_per_packet'), 3)} | "
+            f"{fmt(r.get('tx_copies_per_byte'), 2)} / {fmt(r.get('rx_copies_per_byte'), 2)} |"
         )
     return "\n".join(rows)
 

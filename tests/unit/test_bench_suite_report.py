@@ -166,6 +166,21 @@ def test_one_run_names_its_protocol_columns_and_verdicts(mods, tmp_path):
     assert "| d: batched VNIC TCP, lab CPU per byte / kernel path's | 8.00 |" in md
 
 
+def test_vnic_cost_is_judged_against_the_mtu_frame_kernel_path_when_the_run_has_it(mods, tmp_path):
+    report, _agg = mods
+    res = results()
+    res["vnic_cost"]["runs"]["kernel-mtu/tcp"] = {"goodput_mbps": 100.0, "cpu_s_per_gb": 6.0}
+    res["vnic_cost"]["runs"]["batched/tcp"].update(
+        pump_wakeups_per_packet=0.04, tx_copies_per_byte=3.97, rx_copies_per_byte=3.0
+    )
+    md = report.markdown(res, str(tmp_path / "B.md"))
+    # 24 CPU s/GB against 6 (MTU frames), not against 3 (TSO)
+    assert "| d: batched VNIC TCP, lab CPU per byte / MTU-frame kernel path's | 4.00 |" in md
+    assert "| batched/tcp | 67.6 | 24.00 | 4.00 |" in md
+    assert "| 0.040 | 3.97 / 3.00 |" in md
+    assert "4.00x the MTU-frame kernel path" in md
+
+
 def test_several_runs_show_median_and_spread_and_unresolved_verdicts(mods, tmp_path):
     report, agg = mods
     runs = [
