@@ -1,0 +1,105 @@
+"""tools/bench_vnic.py: headlines over repeated runs of vnic bench, and what it refuses."""
+
+import json
+
+from tools import bench_vnic
+
+
+def run_result(rate, csw=0.05, goodput=68.9, cpu=22.0, missed=75, idle_missed=80):
+    """A vnic bench result with the figures the headlines read (vnic/bench.py's keys)."""
+    return {
+        "config": {"link_rate_mbps": rate, "master_tcp_capacity_mbps": 74.3, "cpu_method": "x"},
+        "runs": {
+            "kernel/tcp": {"cpu_s_per_gb": 3.0},
+            "kernel-mtu/tcp": {"cpu_s_per_gb": 6.0},
+            "batched/tcp": {
+                "goodput_mbps": goodput,
+                "cpu_s_per_gb": cpu,
+                "marginal_cpu_s_per_gb": cpu / 2,
+                "csw_per_packet": csw,
+                "pump_wakeups_per_packet": 0.04,
+                "tx_copies_per_byte": 3.97,
+                "rx_copies_per_byte": 3.0,
+                "rt_lateness_p99_us": 55.0,
+                "idle_rt_lateness_p99_us": 52.0,
+                "rt_slot_missed": missed,
+                "idle_rt_slot_missed": idle_missed,
+            },
+            "per-packet/tcp": {"csw_per_packet": 1.3},
+        },
+        "table": f"table at {rate}",
+    }
+
+
+def by_label(rows):
+    return {r["label"]: r for r in rows}
+
+
+def test_headlines_judge_against_the_mtu_frame_kernel_path_and_the_idle_run():
+    h = by_label(bench_vnic.headlines(run_result(100)))
+    assert (
+        h["100 Mbit/s: batched TCP lab CPU per byte / MTU-frame kernel path's"]["value"] == 22 / 6
+    )
+    assert h["100 Mbit/s: batched TCP lab CPU per byte / TSO kernel path's"]["value"] == 22 / 3
+    goodput = h["100 Mbit/s: batched TCP goodput, % of the window's TCP capacity"]
+    assert round(goodput["value"], 1) == 92.7 and goodput["kind"] == "at_least"
+    assert h["100 Mbit/s: batched TCP RT slot lateness p99 minus idle p99"]["value"] == 3.0
+    fast = by_label(bench_vnic.headlines(run_result(1000, missed=880, idle_missed=800)))
+    assert fast["1000 Mbit/s: batched TCP RT slots missed / idle run's"]["value"] == 1.1
+    assert fast["1000 Mbit/s: batched TCP goodput"]["target"] == 600
+
+
+def write_series(tmp_path, runs):
+    """A manifest with ``runs`` (status, {rate: result}) and their files."""
+    entries = []
+    for k, (status, results) in enumerate(runs, 1):
+        d = tmp_path / f"run-{k}"
+        d.mkdir()
+        for rate, res in results.items():
+            (d / f"vnic_{rate}.json").write_text(json.dumps(res))
+        entries.append({"run": k, "dir": f"run-{k}", "status": status, "link_rates": list(results)})
+    man = tmp_path / "manifest.json"
+    man.write_text(json.dumps({"code": "abc", "runs": entries}))
+    return str(man)
+
+
+def test_report_is_the_median_of_the_runs_that_ended_well(tmp_path, capsys):
+    man = write_series(
+        tmp_path,
+        [
+            ("ok", {100: run_result(100, csw=0.03)}),
+            ("failed", {100: run_result(100, csw=9.0)}),
+            ("ok", {100: run_result(100, csw=0.05)}),
+            ("ok", {100: run_result(100, csw=0.04)}),
+        ],
+    )
+    page = tmp_path / "B.md"
+    page.write_text("# Benchmarks\n\nother text\n")
+    assert bench_vnic.main(["--report", man, "--benchmarks", str(page)]) == 0
+    md = page.read_text()
+    assert "other text" in md and bench_vnic.SECTION_BEGIN in md
+    # 0.04 [0.03..0.05] over 3 runs: the failed run's 9.0 is not among them; the spread
+    # (0.02) is smaller than the gap to the target (0.03), so the median's verdict stands
+    assert (
+        "| 100 Mbit/s: batched TCP context switches per packet (over idle) | 0.040 | 0.030 | 0.050 | 3 | <= 0.01 | missed |"
+        in md
+    )
+    assert md.count("table at 100") == 3
+    # written again: the section is replaced, not appended
+    assert bench_vnic.main(["--report", man, "--benchmarks", str(page)]) == 0
+    assert page.read_text().count(bench_vnic.SECTION_BEGIN) == 1
+
+
+def test_bad_input_gets_one_line(tmp_path, capsys):
+    assert bench_vnic.main(["--runs", "0"]) == 2
+    assert bench_vnic.main(["--link-rates", "100,x"]) == 2
+    assert bench_vnic.main(["--series", "../up"]) == 2
+    assert bench_vnic.main(["--report", str(tmp_path / "none.json")]) == 1
+    man = write_series(tmp_path, [("failed", {100: run_result(100)})])
+    assert bench_vnic.main(["--report", man]) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert bench_vnic.main(["--report", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 6 and all(line.startswith("bench_vnic: ") for line in err)
+    assert "no run ended well" in err[4]

@@ -1,0 +1,335 @@
+"""The VNIC's cost over repeated runs: ``vnic bench`` at each link rate, ``--runs`` times,
+every run kept, the headlines as the median with the runs' minimum and maximum, judged
+against their targets by the median (docs/benchmark-protocol.md, "Runs and what a figure
+is"; a spread larger than the gap to the target is "not resolved on this machine").
+
+    python3 -m tools.bench_vnic [--runs 3] [--link-rates 100,1000] [--seconds 5]
+                                [--series NAME] [--out-dir results] [--benchmarks]
+    python3 -m tools.bench_vnic --report results/bench_vnic/NAME/manifest.json [--benchmarks]
+
+Each run writes ``run-k/vnic_<rate>.json`` and ``.log`` under
+``--out-dir/bench_vnic/<series or code>/``, listed in the manifest there (a run that
+fails or is interrupted stays listed, marked failed).  ``--benchmarks`` puts the report
+in its own section of BENCHMARKS.md.
+
+The targets are those of the VNIC cost (DESIGN.md, and the figures the TAP work off the
+RT thread was to reach): at 100 Mbit/s modelled, batched TCP at least 90% of the
+window's TCP capacity, at most 2x the CPU per byte of the kernel path with MTU-sized
+frames on the wire in total and 1.5x above an idle TDMA run, at most 0.01 context
+switches per packet, and the per-packet mode at least 1; at 1000 Mbit/s modelled at least
+600 Mbit/s with the RT slots missed at most the idle run's plus 10%; and at both, the RT
+slot's lateness p99 under the flow within the idle run's p99 + 5 us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from rtnet.argtypes import OneLineParser, integer
+from tools import bench_section
+from tools.bench_aggregate import headline_table
+from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+
+MAX_RUNS = 20
+DEFAULT_RATES = (100, 1000)
+T_GOODPUT_PCT = 90.0  # batched TCP, % of the window's TCP capacity (100 Mbit/s)
+T_CPU_X_MTU = 2.0  # lab CPU per byte / the MTU-frame kernel path's
+T_CPU_ABOVE_IDLE_X_MTU = 1.5  # the same above an idle TDMA run
+T_CSW_BATCHED = 0.01  # context switches per packet, batched
+T_CSW_PER_PACKET = 1.0  # ... per-packet mode: the seed's design, at least one
+T_GOODPUT_1000 = 600.0  # Mbit/s, batched TCP at 1000 Mbit/s modelled
+T_MISSED_X_IDLE = 1.1  # RT slots missed under the flow / the idle run's
+T_LATENESS_EXTRA_US = 5.0  # RT slot lateness p99 under the flow minus idle p99
+SECTION_BEGIN = (
+    "<!-- bench_vnic: begin (python3 -m tools.bench_vnic --benchmarks writes this section) -->"
+)
+SECTION_END = "<!-- bench_vnic: end -->"
+
+
+class VnicBenchError(Exception):
+    """One clear line for the command line."""
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def headlines(run: dict) -> list[dict]:
+    """One run's headline figures at one link rate: dicts of label, value, target, kind,
+    unit (target and kind None for a figure shown without a target)."""
+    runs, cfg = run["runs"], run["config"]
+    rate = cfg["link_rate_mbps"]
+    b, pp = runs.get("batched/tcp", {}), runs.get("per-packet/tcp", {})
+    kmtu, ktso = runs.get("kernel-mtu/tcp", {}), runs.get("kernel/tcp", {})
+    rows = []
+
+    def add(label, value, target=None, kind=None, unit="", nd=2):
+        rows.append(
+            {
+                "label": f"{rate} Mbit/s: {label}",
+                "value": value,
+                "target": target,
+                "kind": kind,
+                "unit": unit,
+                "nd": nd,
+            }
+        )
+
+    late = (
+        b["rt_lateness_p99_us"] - b["idle_rt_lateness_p99_us"]
+        if b.get("rt_lateness_p99_us") is not None
+        else None
+    )
+    if rate <= 100:
+        add(
+            "batched TCP goodput, % of the window's TCP capacity",
+            _ratio(100 * (b.get("goodput_mbps") or 0), cfg.get("master_tcp_capacity_mbps")),
+            T_GOODPUT_PCT,
+            "at_least",
+            "%",
+            1,
+        )
+    else:
+        add("batched TCP goodput", b.get("goodput_mbps"), T_GOODPUT_1000, "at_least", "Mbit/s", 1)
+    add(
+        "batched TCP lab CPU per byte / MTU-frame kernel path's",
+        _ratio(b.get("cpu_s_per_gb"), kmtu.get("cpu_s_per_gb")),
+        T_CPU_X_MTU if rate <= 100 else None,
+        "at_most" if rate <= 100 else None,
+        "x",
+    )
+    add(
+        "batched TCP lab CPU per byte above idle / MTU-frame kernel path's",
+        _ratio(b.get("marginal_cpu_s_per_gb"), kmtu.get("cpu_s_per_gb")),
+        T_CPU_ABOVE_IDLE_X_MTU if rate <= 100 else None,
+        "at_most" if rate <= 100 else None,
+        "x",
+    )
+    add(
+        "batched TCP lab CPU per byte / TSO kernel path's",
+        _ratio(b.get("cpu_s_per_gb"), ktso.get("cpu_s_per_gb")),
+        unit="x",
+    )
+    add(
+        "batched TCP context switches per packet (over idle)",
+        b.get("csw_per_packet"),
+        T_CSW_BATCHED if rate <= 100 else None,
+        "at_most" if rate <= 100 else None,
+        nd=3,
+    )
+    add("batched TCP pump wake-ups per packet", b.get("pump_wakeups_per_packet"), nd=3)
+    add("batched TCP copies per byte, to the wire", b.get("tx_copies_per_byte"))
+    add("batched TCP copies per byte, to Linux", b.get("rx_copies_per_byte"))
+    add(
+        "per-packet TCP context switches per packet (over idle)",
+        pp.get("csw_per_packet"),
+        T_CSW_PER_PACKET if rate <= 100 else None,
+        "at_least" if rate <= 100 else None,
+        nd=3,
+    )
+    add(
+        "batched TCP RT slot lateness p99 minus idle p99",
+        late,
+        T_LATENESS_EXTRA_US,
+        "at_most",
+        "us",
+        1,
+    )
+    if rate > 100:
+        add(
+            "batched TCP RT slots missed / idle run's",
+            _ratio(b.get("rt_slot_missed"), b.get("idle_rt_slot_missed")),
+            T_MISSED_X_IDLE,
+            "at_most",
+            "x",
+        )
+    return rows
+
+
+def report(runs_by_rate: dict, made: list, where: str) -> str:
+    """Markdown: the headlines over every kept run, each run's table, and where they are."""
+    L = [
+        "## VNIC cost over repeated runs",
+        "",
+        f"`python3 -m tools.bench_vnic` ({where}): `vnic bench` at each link rate, "
+        f"{len(made)} run(s) of this code, every one listed in the manifest; a headline is "
+        "the median with the runs' minimum and maximum, and its verdict is the median's "
+        '("not resolved on this machine" when the spread is larger than the gap to the '
+        "target). TCP's primary baseline is the kernel path with MTU-sized frames on the "
+        "wire (TSO, GSO and GRO off on the veths), as a TDMA segment carries them.",
+        "",
+    ]
+    rows = []
+    for rate in sorted(runs_by_rate):
+        per_run = [headlines(r) for r in runs_by_rate[rate]]
+        for i, h in enumerate(per_run[0]):
+            rows.append({**h, "values": [p[i]["value"] for p in per_run]})
+    L += [headline_table(rows), ""]
+    for rate in sorted(runs_by_rate):
+        for entry, r in zip(made, runs_by_rate[rate]):
+            L += [
+                f"Run {entry['run']}, {rate} Mbit/s modelled ({r['config'].get('cpu_method', '?')}):",
+                "",
+                "```",
+                r["table"],
+                "```",
+                "",
+            ]
+    return "\n".join(L)
+
+
+def load_runs(man_path: str) -> tuple[dict, list]:
+    """The kept runs of a manifest: {rate: [results]} and their manifest entries."""
+    try:
+        with open(man_path) as f:
+            man = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise VnicBenchError(f"--report {man_path}: {exc}") from None
+    base = os.path.dirname(man_path)
+    runs_by_rate, made = {}, []
+    for entry in man.get("runs", []):
+        if entry.get("status") != "ok":
+            continue
+        got = {}
+        for rate in entry.get("link_rates", []):
+            path = os.path.join(base, entry["dir"], f"vnic_{rate}.json")
+            try:
+                with open(path) as f:
+                    got[rate] = json.load(f)
+            except (OSError, ValueError) as exc:
+                raise VnicBenchError(f"run {entry['run']}: {path}: {exc}") from None
+        for rate, res in got.items():
+            runs_by_rate.setdefault(rate, []).append(res)
+        made.append(entry)
+    if not made:
+        raise VnicBenchError(f"{man_path}: no run ended well")
+    return runs_by_rate, made
+
+
+def one_run(rdir: str, rates, seconds: int) -> dict:
+    """``vnic bench`` at each of ``rates``, its JSON and log in ``rdir``."""
+    from vnic import bench
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="rtn-vnic-png-") as png_dir:
+        for rate in rates:
+            log_path = os.path.join(rdir, f"vnic_{rate}.log")
+            with open(log_path, "w") as logf:
+
+                def log(line, logf=logf):
+                    print(line, flush=True)
+                    print(line, file=logf, flush=True)
+
+                out[rate] = bench.run(
+                    seconds=seconds,
+                    link_rate_mbps=rate,
+                    out_json=os.path.join(rdir, f"vnic_{rate}.json"),
+                    out_png=os.path.join(png_dir, f"vnic_{rate}.png"),
+                    log=log,
+                )
+    return out
+
+
+def rates_arg(text: str) -> tuple[int, ...]:
+    from rtmac.tdma_config import MAX_LINK_RATE_MBPS
+
+    try:
+        rates = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"link rates {text!r}: comma-separated integers") from None
+    if not rates or any(not 1 <= r <= MAX_LINK_RATE_MBPS for r in rates):
+        raise argparse.ArgumentTypeError(f"link rates {text!r}: each 1..{MAX_LINK_RATE_MBPS}")
+    return rates
+
+
+def parse_args(argv):
+    ap = OneLineParser(prog="bench_vnic", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=integer("runs", 1, MAX_RUNS), default=3)
+    ap.add_argument("--link-rates", type=rates_arg, default=DEFAULT_RATES)
+    ap.add_argument("--seconds", type=integer("seconds", 1, 600), default=5)
+    ap.add_argument("--series", default="", help="directory name (default: the code's sha)")
+    ap.add_argument("--out-dir", default="results")
+    ap.add_argument("--report", metavar="MANIFEST", help="report the runs of a manifest")
+    ap.add_argument("--benchmarks", nargs="?", const="BENCHMARKS.md", default=None)
+    a = ap.parse_args(argv)
+    if a.series and (os.sep in a.series or a.series in (".", "..")):
+        ap.error(f"--series {a.series!r}: a plain directory name")
+    return a
+
+
+def write_report(text: str, benchmarks: str | None) -> None:
+    print(text)
+    if benchmarks:
+        try:
+            bench_section.replace(
+                benchmarks, SECTION_BEGIN, SECTION_END, f"{SECTION_BEGIN}\n{text}\n{SECTION_END}\n"
+            )
+        except OSError as exc:
+            raise VnicBenchError(f"--benchmarks {benchmarks}: {exc.strerror}") from None
+
+
+def kept_section(path: str) -> str:
+    """This section of an existing BENCHMARKS.md ("" if none), for a writer that
+    regenerates the rest of the page (tools/bench_suite_report.py)."""
+    return bench_section.kept(path, SECTION_BEGIN, SECTION_END)
+
+
+def main(argv=None) -> int:
+    try:
+        a = parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if a.report:
+            runs_by_rate, made = load_runs(a.report)
+            write_report(report(runs_by_rate, made, a.report), a.benchmarks)
+            return 0
+        if os.geteuid() != 0:
+            raise VnicBenchError("needs root (network namespaces, AF_XDP, TAP)")
+        version = code_version()
+        try:
+            man_path, man = open_manifest(
+                os.path.join(a.out_dir, "bench_vnic", a.series or version), version
+            )
+        except OSError as exc:
+            raise VnicBenchError(f"--out-dir {a.out_dir}: {exc.strerror}") from None
+        command = " ".join(
+            ["python3 -m tools.bench_vnic", *(sys.argv[1:] if argv is None else argv)]
+        )
+        runs_by_rate, made = {}, []
+        for i in range(a.runs):
+            entry, rdir = begin_run(man, man_path, command, link_rates=list(a.link_rates))
+            print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
+            try:
+                got = one_run(rdir, a.link_rates, a.seconds)
+                entry.update(status="ok")
+                for rate, res in got.items():
+                    runs_by_rate.setdefault(rate, []).append(res)
+                made.append(entry)
+            except Exception as exc:  # a lab that would not build, iperf3 gone: kept, failed
+                entry.update(status="failed", reason=str(exc)[:300])
+                print(f"# run {entry['run']} failed: {exc}", file=sys.stderr)
+            except BaseException:
+                entry.update(status="failed", reason="interrupted")
+                raise
+            finally:
+                entry["end_time"] = now()
+                write_json(man_path, man)
+        if not made:
+            raise VnicBenchError(f"no run of {a.runs} ended well; {man_path} lists why")
+        write_report(report(runs_by_rate, made, man_path), a.benchmarks)
+        return 0
+    except VnicBenchError as exc:
+        print(f"bench_vnic: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench_vnic: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
