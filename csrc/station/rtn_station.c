@@ -136,6 +136,9 @@ static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
  * plan has one such gap every cycle (the master's Sync, then its RT slot).
  */
 #define SPIN_WAIT_MAX_NS 10000
+/* a wake-up this close to the discipline's next deadline serves it before the bulk of RX */
+#define RX_DEADLINE_NEAR_NS 100000
+#define RX_BEFORE_DEADLINE  8 /* frames taken before it: a Sync and the RT frames around it */
 
 static int station_body(struct rtn_rt *rt, void *arg)
 {
@@ -146,7 +149,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		const struct rtn_disc_ops *ops;
 		struct pollfd p[4];
 		int64_t next_local, next_os, wait_os, now, woke_late = 0;
-		int np = 0, port_b_idx = -1, watch_rx;
+		int np = 0, port_b_idx = -1, watch_rx, due;
 		uint64_t rx_before;
 
 		rtn_station_exec_cmd(s);
@@ -237,12 +240,24 @@ work:
 		rx_before = s->st.rx_frames;
 		if (s->rx_poll_at && now >= s->rx_poll_at)
 			s->st.rx_polls++;
-		rtn_station_receive_all(s);
-		s->rx_poll_at = rtn_station_rx_poll_next(s, s->st.rx_frames - rx_before, rtn_now());
+		/*
+		 * A deadline due now (a slot) comes before the bulk of what was
+		 * received: a peer's window may have left a hundred tunnel frames
+		 * in the ring, and taking them all first would make this slot
+		 * late.  What the deadline may need comes first in the ring (a
+		 * cycle's Sync, then its RT frames, then the windows' frames), so
+		 * a few frames are taken before the discipline runs, the rest
+		 * after; their stamps are the XDP program's either way.
+		 */
+		due = next_os != INT64_MAX && now >= next_os - RX_DEADLINE_NEAR_NS;
+		rtn_station_receive(s, due ? RX_BEFORE_DEADLINE : UINT32_MAX);
 		if (s->vnic)
 			rtn_vnic_take(s->vnic, ops->queue, s->disc_priv);
 		ops->run(s->disc_priv, woke_late);
 		station_flush(s);
+		if (due)
+			rtn_station_receive_all(s);
+		s->rx_poll_at = rtn_station_rx_poll_next(s, s->st.rx_frames - rx_before, rtn_now());
 	}
 	return 0;
 }

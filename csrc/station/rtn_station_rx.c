@@ -87,23 +87,33 @@ static int receive_two(struct rtn_station *s)
 	}
 }
 
-void rtn_station_receive_all(struct rtn_station *s)
+void rtn_station_receive(struct rtn_station *s, uint32_t max)
 {
 	struct rtn_xsk_frame fr[RX_BATCH];
+	uint32_t taken = 0;
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
 	if (s->xsk_b) {
-		queued_for_tap = receive_two(s);
+		queued_for_tap = receive_two(s); /* two ports: all, in the wires' order */
 	} else {
-		while ((n = rtn_xsk_rx_peek(s->xsk, fr, RX_BATCH, &rx_os)) > 0) {
+		while (taken < max &&
+		       (n = rtn_xsk_rx_peek(s->xsk, fr,
+					    max - taken < RX_BATCH ? (int)(max - taken) : RX_BATCH,
+					    &rx_os)) > 0) {
 			for (i = 0; i < n; i++)
 				queued_for_tap |= receive_one(s, &fr[i], rx_os, 0);
 			rtn_xsk_rx_release(s->xsk);
+			taken += (uint32_t)n;
 		}
 	}
 	if (queued_for_tap && s->vnic)
 		rtn_vnic_rx_done(s->vnic);
+}
+
+void rtn_station_receive_all(struct rtn_station *s)
+{
+	rtn_station_receive(s, UINT32_MAX);
 }
 
 /* ---- when received frames wake the thread ------------------------------------ */
