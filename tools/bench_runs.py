@@ -7,7 +7,9 @@ and JSON written whole.  Shared by tools/bench_suite.py and tools/bench_sockperf
 - ``open_manifest(base, version)``: the manifest of the runs in ``base``, the runs made
   so far (a new manifest if none), a run still marked running marked failed;
 - ``begin_run(man, man_path, command, **extra)``: the next run's entry, listed as
-  running in the manifest, and its directory beside it.
+  running in the manifest, and its directory beside it;
+- ``recorded_run(man, man_path, command, failures, **extra)``: the same as a block whose
+  end writes the run's status and end time into the manifest, whatever ends it.
 """
 
 from __future__ import annotations
@@ -98,3 +100,24 @@ def begin_run(man: dict, man_path: str, command: str, **extra) -> tuple[dict, st
     man["runs"].append(entry)
     write_json(man_path, man)
     return entry, run_dir
+
+
+@contextlib.contextmanager
+def recorded_run(man: dict, man_path: str, command: str, failures=(Exception,), **extra):
+    """The next run (begin_run) as a block that yields its entry and directory.  The
+    entry ends "ok" when the block does; "failed" with the exception's text as its reason
+    when the block raises one of ``failures`` (the exception ends there: the caller reads
+    entry["status"]); "failed", "interrupted" for anything else, which goes on up.  The
+    manifest is written with the end time in every case."""
+    entry, run_dir = begin_run(man, man_path, command, **extra)
+    try:
+        yield entry, run_dir
+        entry.update(status="ok")
+    except failures as exc:
+        entry.update(status="failed", reason=str(exc)[:300])
+    except BaseException:
+        entry.update(status="failed", reason="interrupted")
+        raise
+    finally:
+        entry["end_time"] = now()
+        write_json(man_path, man)

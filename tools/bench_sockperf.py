@@ -78,7 +78,7 @@ import tempfile
 import time
 
 from tools import bench_section
-from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+from tools.bench_runs import code_version, open_manifest, recorded_run, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -1448,29 +1448,25 @@ def main(argv=None) -> int:
     try:
         exe = build_native(conf_dir)
         for i in range(a.runs):
-            entry, rdir = begin_run(man, man_path, command)
-            k = entry["run"]
-            log(f"# run {i + 1} of {a.runs}: {rdir}")
             run = Run(a, exe, conf_dir)
             try:
-                res = run.measure(k)
-                res["code"] = version
-                write_json(os.path.join(rdir, "bench_sockperf.json"), res)
-                entry.update(status="ok")
-                runs.append(res)
-                made.append(entry)
-                for f in res["flags"]:
-                    log(f"# run {k} flagged: {f}")
-            except (BenchError, OSError, subprocess.SubprocessError) as exc:
-                entry.update(status="failed", reason=str(exc)[:300])
-                log(f"# run {k} failed: {exc}")
-            except BaseException:
-                entry.update(status="failed", reason="interrupted")
-                raise
+                with recorded_run(
+                    man, man_path, command, (BenchError, OSError, subprocess.SubprocessError)
+                ) as (entry, rdir):
+                    k = entry["run"]
+                    log(f"# run {i + 1} of {a.runs}: {rdir}")
+                    res = run.measure(k)
+                    res["code"] = version
+                    write_json(os.path.join(rdir, "bench_sockperf.json"), res)
             finally:
-                entry["end_time"] = now()
-                write_json(man_path, man)
                 run.close()
+            if entry["status"] != "ok":
+                log(f"# run {k} failed: {entry['reason']}")
+                continue
+            runs.append(res)
+            made.append(entry)
+            for f in res["flags"]:
+                log(f"# run {k} flagged: {f}")
     except KeyboardInterrupt:
         print("bench_sockperf.py: interrupted, tearing down", file=sys.stderr)
         return 130

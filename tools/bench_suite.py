@@ -60,13 +60,17 @@ import sys
 
 from tools import bench_suite_report as report
 from tools.bench_aggregate import merge
-from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+from tools.bench_runs import code_version, open_manifest, recorded_run, write_json
 from tools.suite_args import parse_args
 from tools.suite_config import ROOT
 from tools.suite_lab import log
 from tools.suite_measure import measure
 
 CHILD = [sys.executable, "-m", "tools.bench_suite"]  # what a run is: this module, --one-run
+
+
+class RunFailed(Exception):
+    """A run that ended without complete results (its reason, for the manifest)."""
 
 
 def run_once(args, argv, run_dir: str) -> tuple[str, str]:
@@ -113,19 +117,17 @@ def run_suite(args, argv) -> int:
     command = " ".join(["python3 -m tools.bench_suite", *argv])
     made = []
     for _ in range(args.runs):
-        entry, run_dir = begin_run(man, man_path, command, protocol=args.protocol_info)
-        k = entry["run"]
-        log(f"# run {len(made) + 1} of {args.runs}: {run_dir}")
-        try:
+        with recorded_run(man, man_path, command, (RunFailed,), protocol=args.protocol_info) as (
+            entry,
+            run_dir,
+        ):
+            log(f"# run {len(made) + 1} of {args.runs}: {run_dir}")
             status, reason = run_once(args, argv, run_dir)
-        except BaseException:
-            entry.update(status="failed", reason="interrupted", end_time=now())
-            write_json(man_path, man)
-            raise
-        entry.update(status=status, end_time=now(), **({"reason": reason} if reason else {}))
-        write_json(man_path, man)
+            if status != "ok":
+                raise RunFailed(reason)
         made.append(entry)
-        log(f"# run {k}: {status}{': ' + reason if reason else ''}")
+        reason = entry.get("reason")
+        log(f"# run {entry['run']}: {entry['status']}{': ' + reason if reason else ''}")
     ok = [os.path.join(base, e["dir"], "bench_suite.json") for e in made if e["status"] == "ok"]
     if not ok:
         print(

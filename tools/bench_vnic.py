@@ -32,7 +32,7 @@ import tempfile
 from rtnet.argtypes import OneLineParser, integer
 from tools import bench_section
 from tools.bench_aggregate import headline_table
-from tools.bench_runs import begin_run, code_version, now, open_manifest, write_json
+from tools.bench_runs import code_version, open_manifest, recorded_run
 
 MAX_RUNS = 20
 DEFAULT_RATES = (100, 1000)
@@ -302,23 +302,19 @@ def main(argv=None) -> int:
         )
         runs_by_rate, made = {}, []
         for i in range(a.runs):
-            entry, rdir = begin_run(man, man_path, command, link_rates=list(a.link_rates))
-            print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
-            try:
+            # a lab that would not build, iperf3 gone: the run is kept, marked failed
+            with recorded_run(man, man_path, command, link_rates=list(a.link_rates)) as (
+                entry,
+                rdir,
+            ):
+                print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
                 got = one_run(rdir, a.link_rates, a.seconds)
-                entry.update(status="ok")
-                for rate, res in got.items():
-                    runs_by_rate.setdefault(rate, []).append(res)
-                made.append(entry)
-            except Exception as exc:  # a lab that would not build, iperf3 gone: kept, failed
-                entry.update(status="failed", reason=str(exc)[:300])
-                print(f"# run {entry['run']} failed: {exc}", file=sys.stderr)
-            except BaseException:
-                entry.update(status="failed", reason="interrupted")
-                raise
-            finally:
-                entry["end_time"] = now()
-                write_json(man_path, man)
+            if entry["status"] != "ok":
+                print(f"# run {entry['run']} failed: {entry['reason']}", file=sys.stderr)
+                continue
+            for rate, res in got.items():
+                runs_by_rate.setdefault(rate, []).append(res)
+            made.append(entry)
         if not made:
             raise VnicBenchError(f"no run of {a.runs} ended well; {man_path} lists why")
         write_report(report(runs_by_rate, made, man_path), a.benchmarks)
