@@ -150,13 +150,14 @@ def headlines(run: dict) -> list[dict]:
     return rows
 
 
-def report(runs_by_rate: dict, made: list, where: str) -> str:
+def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
     """Markdown: the headlines over every kept run, each run's table, and where they are."""
     L = [
         "## VNIC cost over repeated runs",
         "",
         f"`python3 -m tools.bench_vnic` ({where}): `vnic bench` at each link rate, "
-        f"{len(made)} run(s) of this code, every one listed in the manifest; a headline is "
+        f"{len(made)} run(s) that ended well of code {code}, every run made listed in the "
+        "manifest; a headline is "
         "the median with the runs' minimum and maximum, and its verdict is the median's "
         '("not resolved on this machine" when the spread is larger than the gap to the '
         "target). TCP's primary baseline is the kernel path with MTU-sized frames on the "
@@ -182,8 +183,9 @@ def report(runs_by_rate: dict, made: list, where: str) -> str:
     return "\n".join(L)
 
 
-def load_runs(man_path: str) -> tuple[dict, list]:
-    """The kept runs of a manifest: {rate: [results]} and their manifest entries."""
+def load_runs(man_path: str) -> tuple[dict, list, str]:
+    """The kept runs of a manifest: {rate: [results]}, their manifest entries, and the
+    code they measured."""
     try:
         with open(man_path) as f:
             man = json.load(f)
@@ -207,7 +209,7 @@ def load_runs(man_path: str) -> tuple[dict, list]:
         made.append(entry)
     if not made:
         raise VnicBenchError(f"{man_path}: no run ended well")
-    return runs_by_rate, made
+    return runs_by_rate, made, str(man.get("code", "?"))
 
 
 def one_run(rdir: str, rates, seconds: int) -> dict:
@@ -285,8 +287,8 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         if a.report:
-            runs_by_rate, made = load_runs(a.report)
-            write_report(report(runs_by_rate, made, a.report), a.benchmarks)
+            runs_by_rate, made, code = load_runs(a.report)
+            write_report(report(runs_by_rate, made, a.report, code), a.benchmarks)
             return 0
         if os.geteuid() != 0:
             raise VnicBenchError("needs root (network namespaces, AF_XDP, TAP)")
@@ -317,7 +319,7 @@ def main(argv=None) -> int:
             made.append(entry)
         if not made:
             raise VnicBenchError(f"no run of {a.runs} ended well; {man_path} lists why")
-        write_report(report(runs_by_rate, made, man_path), a.benchmarks)
+        write_report(report(runs_by_rate, made, man_path, version), a.benchmarks)
         return 0
     except VnicBenchError as exc:
         print(f"bench_vnic: {exc}", file=sys.stderr)
