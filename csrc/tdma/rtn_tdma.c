@@ -109,6 +109,7 @@ int rtn_tdma_start(struct rtn_tdma *e, const struct rtn_tdma_cfg *c, int64_t now
 	e->st.master_delay_ns = 0;
 	e->st.clock_offset = 0;
 	memset(e->replies, 0, sizeof(e->replies));
+	e->n_replies = 0;
 	if (c->role == RTN_TDMA_ROLE_MASTER) {
 		/* RTnet listens 3 cycles for an active master before sending Sync */
 		e->listen_until = now + (int64_t)c->listen_cycles * c->cycle_ns;
@@ -246,6 +247,7 @@ static void send_rpl_cal(struct rtn_tdma *e, struct cal_reply *r)
 	if (len > 0 && xmit(e, f, len, off, 0, cycle_start(e, e->cur_no) + r->offset, &tx) == 0)
 		e->st.cal_rpl_tx++;
 	r->used = 0;
+	e->n_replies--;
 }
 
 /* ---- the cycle ---------------------------------------------------------- */
@@ -304,7 +306,7 @@ static void record_sync_error(struct rtn_tdma *e, int64_t now)
 
 static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 {
-	uint32_t i;
+	uint32_t i, left;
 
 	/*
 	 * Re-anchor the grid at every cycle: cycle_start() counts cycles from
@@ -347,13 +349,15 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 	if (is_backup(e) &&
 	    (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY || e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
 		add_job(e, e->cfg.backup_offset_ns, JOB_BACKUP, 0);
-	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
+	for (i = 0, left = e->n_replies; left && i < RTN_TDMA_MAX_CAL; i++) {
 		struct cal_reply *r = &e->replies[i];
 
 		if (!r->used)
 			continue;
+		left--;
 		if ((int32_t)(r->reply_cycle - n) < 0) {
 			r->used = 0;
+			e->n_replies--;
 			e->st.cal_rpl_late++;
 		} else if (r->reply_cycle == n) {
 			add_job(e, r->offset, JOB_RPL_CAL, i);
@@ -538,17 +542,20 @@ void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on)
 static int64_t first_job_offset(const struct rtn_tdma *e, uint32_t n)
 {
 	int64_t first = INT64_MAX;
-	uint32_t i;
+	uint32_t i, left;
 
 	if (e->st.state == RTN_TDMA_ST_MASTER)
 		return 0;
 	if (is_backup(e) &&
 	    (e->st.state == RTN_TDMA_ST_BACKUP_STANDBY || e->st.state == RTN_TDMA_ST_BACKUP_ACTIVE))
 		first = e->cfg.backup_offset_ns;
-	for (i = 0; i < RTN_TDMA_MAX_CAL; i++)
-		if (e->replies[i].used && e->replies[i].reply_cycle == n &&
-		    e->replies[i].offset < first)
+	for (i = 0, left = e->n_replies; left && i < RTN_TDMA_MAX_CAL; i++) {
+		if (!e->replies[i].used)
+			continue;
+		left--;
+		if (e->replies[i].reply_cycle == n && e->replies[i].offset < first)
 			first = e->replies[i].offset;
+	}
 	for (i = 0; i < e->cfg.n_slots; i++)
 		if (slot_active(&e->cfg.slots[i], n) && e->cfg.slots[i].offset_ns < first)
 			first = e->cfg.slots[i].offset_ns;

@@ -120,6 +120,8 @@ struct rtn_tdma {
 
 	/* calibration (master side) */
 	struct cal_reply replies[RTN_TDMA_MAX_CAL];
+	/* how many of them are used: the loops over them stop there (a slave has none) */
+	uint32_t n_replies;
 
 	struct rtn_tdma_stats st;
 };

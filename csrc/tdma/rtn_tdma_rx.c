@@ -307,7 +307,7 @@ static void calibration_done(struct rtn_tdma *e)
 
 static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
 {
-	uint32_t i, used = 0;
+	uint32_t i;
 	struct cal_reply *free_r = NULL;
 
 	e->st.cal_req_rx++;
@@ -323,17 +323,15 @@ static void rx_req_cal(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 		e->st.cal_implausible++;
 		return;
 	}
-	for (i = 0; i < RTN_TDMA_MAX_CAL; i++) {
-		if (e->replies[i].used)
-			used++;
-		else if (!free_r)
+	for (i = 0; !free_r && i < RTN_TDMA_MAX_CAL; i++)
+		if (!e->replies[i].used)
 			free_r = &e->replies[i];
-	}
-	if (used >= e->cfg.max_cal_requests || !free_r) {
+	if (e->n_replies >= e->cfg.max_cal_requests || !free_r) {
 		e->st.cal_overflow++; /* RTnet: "Too many calibration requests pending!" */
 		return;
 	}
 	free_r->used = 1;
+	e->n_replies++;
 	memcpy(free_r->dst, m->src, 6);
 	free_r->reply_cycle = m->reply_cycle;
 	free_r->offset = (int64_t)m->reply_slot_offset;
