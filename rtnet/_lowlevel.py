@@ -60,7 +60,7 @@ def check_with(
         clear_error_fn()
         if not msg:
             msg = _errno.errorcode.get(-rc, str(-rc))
-        if what:
+        if what and not msg.startswith(f"{what}: "):  # a context the message names already
             msg = f"{what}: {msg}"
         raise exc(-rc, msg)
     return rc

@@ -13,7 +13,8 @@ order mark is skipped) of at most 1 MiB.
 
 rtnet.toml (see examples/rtnet.toml for a commented one)::
 
-    [station]  name, device, mac, xdp_mode (auto|native|skb), ethertypes
+    [station]  name, device, mac, xdp_mode (auto|native|skb), zerocopy (auto|on|off),
+               ethertypes
     [rt]       cpu, priority, allow_fallback
     [link]     link_rate_mbps, redundant_dev, frer_history_len, frer_reset_ms
     [clock]    offset_ns, drift_ppm            (lab clock model)
@@ -70,10 +71,13 @@ from .mac import CANONICAL_MAC, EXAMPLE_MAC
 from .messages import one_line, shown, shown_path
 from .names import interface_name_problem
 from .rtcfg import setup as rtcfg_setup
-from .station import RtSettings
+from .station import ZEROCOPY_ARGS, RtSettings
 from .userfiles import Refused, read_regular
 
 XDP_MODES = ("auto", "native", "skb")
+# AF_XDP zero-copy: where the driver offers it (auto), demanded (on: refused with one line
+# where the driver has none), or never (off)
+ZEROCOPY_MODES = tuple(ZEROCOPY_ARGS)
 MAX_FILE_BYTES = 1 << 20  # configuration files are a few hundred bytes
 MAX_VALUE_CHARS = 4096  # an rtnet.conf value after $VAR expansion
 MIN_ETHERTYPE = 0x0600  # below are 802.3 length fields, not EtherTypes
@@ -126,6 +130,7 @@ class StationConfig:
     device: str = "rteth0"
     mac: str | None = None
     xdp_mode: str = "auto"
+    zerocopy: str = "auto"
     ethertypes: tuple = ()
     rt: RtSettings = RtSettings()
     link_rate_mbps: int = options.OPTIONS["link.link_rate_mbps"].default
@@ -389,7 +394,7 @@ def parse_toml(
     cfg = {}
 
     st = ck.table("station", doc.get("station", {}))
-    ck.known("station", st, {"name", "device", "mac", "xdp_mode", "ethertypes", "ip"})
+    ck.known("station", st, {"name", "device", "mac", "xdp_mode", "zerocopy", "ethertypes", "ip"})
     cfg["name"] = ck.string(
         "station.name",
         st.get("name", "station"),
@@ -402,6 +407,7 @@ def parse_toml(
     if "ip" in st:  # the real-time IPv4 address, as rtnet.conf's IPADDR
         cfg["ip"] = _station_ip(ck, st["ip"])
     cfg["xdp_mode"] = ck.choice("station.xdp_mode", st.get("xdp_mode", "auto"), XDP_MODES)
+    cfg["zerocopy"] = ck.choice("station.zerocopy", st.get("zerocopy", "auto"), ZEROCOPY_MODES)
     ets = st.get("ethertypes", [])
     if not isinstance(ets, list):
         ck.fail("station.ethertypes", "must be a list of integers like [0x88B5]")

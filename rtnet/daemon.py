@@ -317,6 +317,7 @@ class Daemon:
                 cfg.device,
                 mac=cfg.mac,
                 xdp_mode=cfg.xdp_mode,
+                zerocopy=cfg.zerocopy,
                 ethertypes=cfg.steered_ethertypes(),
                 rt=cfg.rt,
                 clock_offset_ns=cfg.clock_offset_ns,

@@ -34,6 +34,16 @@ log = logging.getLogger("rtnet.station")
 
 DISCIPLINES = {lib.RTN_DISC_NONE: "none", lib.RTN_DISC_TDMA: "tdma", lib.RTN_DISC_NOMAC: "nomac"}
 # the C code of each of the option table's VNIC modes (vnic.mode's choices)
+# station.zerocopy's words (rtnet.config.ZEROCOPY_MODES) as rtnet.xsk.fill_xsk_opts takes them
+ZEROCOPY_ARGS = {"auto": "auto", "on": True, "off": False}
+
+
+def zerocopy_arg(zerocopy: str):
+    if zerocopy not in ZEROCOPY_ARGS:
+        raise ConfigError(f"zerocopy {zerocopy!r} is not one of {', '.join(ZEROCOPY_ARGS)}")
+    return ZEROCOPY_ARGS[zerocopy]
+
+
 VNIC_MODES = dict(
     zip(OPTIONS["vnic.mode"].choices, (lib.RTN_VNIC_BATCHED, lib.RTN_VNIC_PER_PACKET), strict=True)
 )
@@ -71,6 +81,7 @@ def _fill_second_port(
     queue: int,
     ethertypes,
     xdp_mode: str,
+    zerocopy,
     history_len: int,
     reset_ms: int,
 ) -> list:
@@ -90,6 +101,7 @@ def _fill_second_port(
         extra=validate_ethertypes(ethertypes),
         mode=xdp_mode,
         frames=UMEM_FRAMES,
+        zerocopy=zerocopy,
     )
 
 
@@ -146,6 +158,7 @@ class Station(Closeable):
         mac: str | None = None,
         queue: int = 0,
         xdp_mode: str = "auto",
+        zerocopy: str = "auto",
         ethertypes=(),
         rt: RtSettings = RtSettings(),
         clock_offset_ns: int = OPTIONS["clock.offset_ns"].default,
@@ -170,7 +183,7 @@ class Station(Closeable):
             extra=validate_ethertypes(ethertypes),
             mode=xdp_mode,
             frames=UMEM_FRAMES,
-            zerocopy="auto",
+            zerocopy=zerocopy_arg(zerocopy),
         )
         fill_rt_opts(
             ffi.addressof(opts, "rt"),
@@ -191,6 +204,7 @@ class Station(Closeable):
             queue,
             ethertypes,
             xdp_mode,
+            zerocopy_arg(zerocopy),
             frer_history_len,
             frer_reset_ms,
         )

@@ -65,7 +65,7 @@ static int socket_error(struct rtn_xsk *x, int err, int zerocopy)
 		if (zerocopy)
 			return rtn_set_error(err,
 					     "%s: driver has no AF_XDP zero-copy support "
-					     "(veth never has; use copy mode)",
+					     "(copy mode works: zero-copy auto or off)",
 					     x->ifname);
 		/* fall through */
 	default:

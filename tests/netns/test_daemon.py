@@ -135,6 +135,29 @@ def test_config_error_starts_nothing(capsys, stations, conf):
     assert xdp_programs(ns) == 0
 
 
+def test_zero_copy_demanded_where_the_driver_has_none_is_refused_with_one_line(
+    capsys, stations, conf
+):
+    ns = stations[0].netns
+    path = conf("zc.toml", MASTER.replace("[station]\n", '[station]\nzerocopy = "on"\n', 1))
+    rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
+    assert rc == 1
+    assert len(err.strip().splitlines()) == 1
+    assert "rteth0: driver has no AF_XDP zero-copy support" in err
+    # nothing left half-configured: no daemon, no control socket, no XDP program
+    assert not os.path.exists(paths.pid_file("rteth0", ns))
+    assert not os.path.exists(paths.control_socket("rteth0", ns))
+    assert xdp_programs(ns) == 0
+    # and "off" runs in copy mode, said in the status
+    path = conf("copy.toml", MASTER.replace("[station]\n", '[station]\nzerocopy = "off"\n', 1))
+    rc, _, err = ctl(capsys, "up", "-n", ns, "-c", path)
+    assert rc == 0, err
+    try:
+        assert status(capsys, ns)["xsk"]["zerocopy"] is False
+    finally:
+        assert ctl(capsys, "down", "-n", ns)[0] == 0
+
+
 def test_rtnet_conf_runs_the_same_schedule_as_toml(capsys, stations, conf):
     from rtnet import config
 

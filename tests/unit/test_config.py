@@ -45,6 +45,7 @@ def test_cycle_below_minimum_names_file_key_and_range():
     "text, key",
     [
         ("[station]\nxdp_mode = 'fast'", "station.xdp_mode"),
+        ("[station]\nzerocopy = 'yes'", "station.zerocopy"),
         ("[station]\nmac = '02:52'", "station.mac"),
         ("[station]\nethertypes = [0x100]", "station.ethertypes"),
         ("[rt]\npriority = 100", "rt.priority"),

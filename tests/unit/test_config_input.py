@@ -404,7 +404,7 @@ def test_mutated_rtnet_conf_and_tdma_conf_should_load_or_be_refused_cleanly(conf
 
 
 KEYS = {
-    "station": ["name", "device", "mac", "xdp_mode", "ethertypes"],
+    "station": ["name", "device", "mac", "xdp_mode", "zerocopy", "ethertypes"],
     "rt": ["cpu", "priority", "allow_fallback"],
     "link": ["link_rate_mbps", "redundant_dev", "frer_history_len", "frer_reset_ms"],
     "clock": ["offset_ns", "drift_ppm"],
