@@ -214,6 +214,8 @@ TOML = """
 [station]
 name = "{name}"
 ip = "{ip}"
+xdp_mode = "native"
+zerocopy = "on"
 [rt]
 allow_fallback = true
 [link]

@@ -95,6 +95,8 @@ def run(vm_env):
 
 
 def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
+    # their configuration demands both (xdp_mode = "native", zerocopy = "on"): rtnetd
+    # would refuse to start where the driver had either missing
     for role, driver in (("master", "igb"), ("slave", "virtio_net")):
         r = run[role]
         assert r["up_rc"] == 0, r
