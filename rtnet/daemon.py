@@ -111,7 +111,7 @@ from dataclasses import replace
 from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
 
 from . import config as _config
-from . import configfile, options, paths, procs
+from . import configfile, nicqueues, options, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture import to_pcapng
@@ -248,6 +248,7 @@ class Daemon:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._started = time.monotonic()
+        self.queue_changes: list = []  # rtnet.nicqueues.QueueChange, put back at close
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
@@ -309,9 +310,26 @@ class Daemon:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
+    def _one_queue(self) -> None:
+        """Each port's NIC to one receive queue, the one the socket binds (nicqueues)."""
+        for dev in (self.dev, self.cfg.redundant_dev):
+            if not dev:
+                continue
+            try:
+                change = nicqueues.one_queue(dev)
+            except OSError as exc:
+                raise StartError(
+                    f"{dev}: cannot take it to one receive queue (ethtool -L {dev} combined 1): "
+                    f"{exc.strerror or exc}"
+                ) from None
+            if change:
+                self.queue_changes.append(change)
+                log.info("%s: %s, so every frame reaches the bound queue", dev, change.describe())
+
     def start(self) -> None:
         cfg = self.cfg
         self.acquire()
+        self._one_queue()
         try:
             self.station = Station(
                 cfg.device,
@@ -389,6 +407,12 @@ class Daemon:
         if self.tap is not None:
             self.tap.close()
             self.tap = None
+        for change in self.queue_changes:
+            try:
+                nicqueues.restore(change)
+            except OSError as exc:
+                log.warning("%s: cannot put back %d queues: %s", change.device, change.was, exc)
+        self.queue_changes = []
         if self._pid_fd is not None:
             try:
                 os.unlink(self.pid_path)
@@ -461,6 +485,7 @@ class Daemon:
             "config": self.cfg.source,
             "uptime_s": round(time.monotonic() - self._started, 3),
             "channels": len(self._chan_ids),
+            "queues_changed": [c.describe() for c in self.queue_changes],
             # what an application may open a channel for (rtnet-run's rules)
             "ethertypes": [
                 et for et in self.cfg.steered_ethertypes() if et != _config.PING_ETHERTYPE

@@ -288,6 +288,8 @@ def format_status(s: dict) -> str:
         f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "
         f"discipline {s['discipline']}"
     )
+    for change in d.get("queues_changed") or []:
+        out.append(f"  queues: {change}, so every frame reaches the bound queue 0")
     t = s.get("tdma")
     cfg = s.get("tdma_config") or {}
     if t:

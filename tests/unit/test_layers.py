@@ -32,6 +32,7 @@ FOUNDATION = (
     "paths",
     "netns",
     "names",
+    "nicqueues",
     "messages",
     "argtypes",
     "mac",

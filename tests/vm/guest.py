@@ -62,14 +62,21 @@ def channels(dev: str) -> dict:
     }
 
 
-def single_queue(dev: str, spread: int) -> dict:
-    """The tier's queue step.  ``spread``: first give the NIC that many queues (a guest has
-    one vCPU, so the drivers start with one; a host NIC starts with one per CPU)."""
-    out = {"initial": channels(dev)}
+def spread_queues(dev: str, spread: int, out: dict) -> None:
+    """Give the NIC ``spread`` queues where it has as many (a guest has one vCPU, so the
+    drivers start with one; a host NIC starts with one per CPU)."""
+    out["initial"] = channels(dev)
     mx = out["initial"].get("max_combined") or 1
     if spread > 1 and mx > 1:
         rc, text = sh("ethtool", "-L", dev, "combined", str(min(spread, mx)))
         out["spread"] = {"rc": rc, "text": text.strip()[-200:], "now": channels(dev)}
+
+
+def single_queue(dev: str, spread: int) -> dict:
+    """The tier's queue step for its raw sockets (rtnetd takes its NIC to one queue itself):
+    spread_queues(), then one combined queue."""
+    out = {}
+    spread_queues(dev, spread, out)
     before = channels(dev)
     if (before.get("combined") or 1) > 1:
         rc, text = sh("ethtool", "-L", dev, "combined", "1")
@@ -245,7 +252,9 @@ def role_tdma(args):
         sh("ip", "link", "set", dev, "name", "rteth0")
     sh("ip", "addr", "add", f"{args['ip']}/24", "dev", "rteth0")
     sh("ip", "link", "set", "rteth0", "up")
-    RESULT["queues"] = single_queue("rteth0", 1)
+    # several queues, as on a host, where the driver has them: rtnetd takes them to one
+    RESULT["queues"] = {}
+    spread_queues("rteth0", 4, RESULT["queues"])
     RESULT["driver"] = sh("ethtool", "-i", "rteth0")[1].split()[1]
     conf = os.path.join(OUT, "station.toml")
     with open(conf, "w") as f:
@@ -265,6 +274,8 @@ def role_tdma(args):
     save()
     if rc != 0:
         return
+    RESULT["queues"]["running"] = channels("rteth0")
+    RESULT["queues"]["changed"] = status()["daemon"]["queues_changed"]
     assert rtroute.main(["add", args["peer_ip"], args["peer_mac"], "dev", "rteth0"]) == 0
     deadline = time.monotonic() + args["duration_s"]
     if args["role"] == "slave":

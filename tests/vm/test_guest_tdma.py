@@ -112,6 +112,17 @@ def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
         ), r["rx_per_queue"]
 
 
+def test_rtnetd_takes_the_nic_to_one_queue_and_says_so(run):
+    # igb given 4 queues, as a host would have them: rtnetd takes it to the bound one
+    m = run["master"]["queues"]
+    assert m["spread"]["now"]["combined"] == 4, m
+    assert m["changed"] == ["ethtool -L rteth0 combined 1 (was 4)"], m
+    assert m["running"]["combined"] == 1, m
+    # virtio-net with one queue pair: nothing to change
+    s = run["slave"]["queues"]
+    assert s["initial"]["max_combined"] == 1 and s["changed"] == [], s
+
+
 def test_the_slave_synchronises_and_calibrates_against_the_other_kernel(run):
     s = run["slave"]
     assert s["state"] == TdmaState.SYNCED, s

@@ -1,0 +1,92 @@
+"""A NIC's channels (receive queues) as ``ethtool -l`` and ``-L`` see them, through the
+SIOCETHTOOL ioctl (ETHTOOL_GCHANNELS, ETHTOOL_SCHANNELS) of the calling thread's network
+namespace.
+
+rtnetd binds its AF_XDP socket to queue 0, and no driver it was tried on accepts an
+ntuple rule by EtherType, so a NIC that spreads frames over several queues (receive-side
+scaling) would hand some of the stack's frames to queues nobody reads.  ``one_queue(dev)``
+takes the NIC to one combined channel, as ``ethtool -L <dev> combined 1`` does, and says
+what it changed; ``restore(change)`` puts the count back when the station stops.  A
+device without channels (veth with one queue, a bridge) is left as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import socket
+import struct
+from dataclasses import dataclass
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_GCHANNELS = 0x3C
+ETHTOOL_SCHANNELS = 0x3D
+IFNAMSIZ = 16
+# struct ethtool_channels: cmd, max_rx, max_tx, max_other, max_combined,
+# rx_count, tx_count, other_count, combined_count
+CHANNELS = struct.Struct("9I")
+FIELDS = (
+    "max_rx",
+    "max_tx",
+    "max_other",
+    "max_combined",
+    "rx",
+    "tx",
+    "other",
+    "combined",
+)
+
+
+@dataclass(frozen=True)
+class QueueChange:
+    """What one_queue() changed: the device and its combined channels before and after."""
+
+    device: str
+    was: int
+    now: int
+
+    def describe(self) -> str:
+        return f"ethtool -L {self.device} combined {self.now} (was {self.was})"
+
+
+def _ioctl(dev: str, cmd: int, values=(0,) * 8) -> dict:
+    buf = ctypes.create_string_buffer(CHANNELS.pack(cmd, *values), CHANNELS.size)
+    ifreq = struct.pack(f"{IFNAMSIZ}sP", dev.encode()[: IFNAMSIZ - 1], ctypes.addressof(buf))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+    return dict(zip(FIELDS, CHANNELS.unpack(buf.raw)[1:]))
+
+
+def channels(dev: str) -> dict | None:
+    """The device's channels (FIELDS), or None when its driver has none to report."""
+    try:
+        return _ioctl(dev, ETHTOOL_GCHANNELS)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+            return None
+        raise
+
+
+def _set_combined(dev: str, ch: dict, combined: int) -> None:
+    values = [ch[k] for k in FIELDS[:4]] + [ch["rx"], ch["tx"], ch["other"], combined]
+    _ioctl(dev, ETHTOOL_SCHANNELS, values)
+
+
+def one_queue(dev: str) -> QueueChange | None:
+    """Take ``dev`` to one combined channel when it has more; the change made, or None.
+    OSError as the driver gives it when it refuses (the caller says so and stops)."""
+    ch = channels(dev)
+    if not ch or ch["combined"] <= 1:
+        return None
+    _set_combined(dev, ch, 1)
+    return QueueChange(dev, ch["combined"], 1)
+
+
+def restore(change: QueueChange | None) -> None:
+    """Put back what one_queue() changed (a device gone meanwhile is left alone)."""
+    if change is None:
+        return
+    ch = channels(change.device)
+    if ch and ch["combined"] == change.now:
+        _set_combined(change.device, ch, change.was)
