@@ -54,16 +54,17 @@ def test_bad_two_port_settings_are_one_line_naming_the_key(text, message):
 
 def test_the_second_port_gets_the_first_ports_socket_settings():
     opts = ffi.new("struct rtn_station_opts *")
-    keep = _fill_second_port(opts, "rteth0", None, 0, (0x88B5,), "auto", 32, 2000)
+    keep = _fill_second_port(opts, "rteth0", None, 0, (0x88B5,), "auto", "auto", 32, 2000)
     assert keep == [] and opts.xsk_b.ifname == ffi.NULL
     assert (opts.frer_history, opts.frer_reset_ms) == (32, 2000)
-    keep = _fill_second_port(opts, "rteth0", "rteth1", 0, (0x88B5,), "skb", 8, 10)
+    keep = _fill_second_port(opts, "rteth0", "rteth1", 0, (0x88B5,), "skb", True, 8, 10)
     assert ffi.string(opts.xsk_b.ifname) == b"rteth1"
+    assert opts.xsk_b.zerocopy == lib.RTN_XSK_ZEROCOPY  # demanded for both ports alike
     assert list(opts.xsk_b.ethertypes)[: opts.xsk_b.n_ethertypes] == [0x88B5]
     assert opts.xsk_b.mode == lib.RTN_XDP_MODE_SKB and opts.frer_history == 8
     for dev, history in (("rteth0", 32), ("a b", 32), ("rteth1", 1)):
         with pytest.raises(ConfigError):
-            _fill_second_port(opts, "rteth0", dev, 0, (), "auto", history, 2000)
+            _fill_second_port(opts, "rteth0", dev, 0, (), "auto", "auto", history, 2000)
 
 
 def test_status_shows_ports_and_streams_only_with_two_ports():
