@@ -310,26 +310,13 @@ class Daemon:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
-    def _one_queue(self) -> None:
-        """Each port's NIC to one receive queue, the one the socket binds (nicqueues)."""
-        for dev in (self.dev, self.cfg.redundant_dev):
-            if not dev:
-                continue
-            try:
-                change = nicqueues.one_queue(dev)
-            except OSError as exc:
-                raise StartError(
-                    f"{dev}: cannot take it to one receive queue (ethtool -L {dev} combined 1): "
-                    f"{exc.strerror or exc}"
-                ) from None
-            if change:
-                self.queue_changes.append(change)
-                log.info("%s: %s, so every frame reaches the bound queue", dev, change.describe())
-
     def start(self) -> None:
         cfg = self.cfg
         self.acquire()
-        self._one_queue()
+        try:  # each port's NIC to the one receive queue its socket binds
+            self.queue_changes = nicqueues.one_queue_each((self.dev, cfg.redundant_dev))
+        except OSError as exc:
+            raise StartError(exc.strerror) from None
         try:
             self.station = Station(
                 cfg.device,
@@ -407,11 +394,7 @@ class Daemon:
         if self.tap is not None:
             self.tap.close()
             self.tap = None
-        for change in self.queue_changes:
-            try:
-                nicqueues.restore(change)
-            except OSError as exc:
-                log.warning("%s: cannot put back %d queues: %s", change.device, change.was, exc)
+        nicqueues.restore_all(self.queue_changes)
         self.queue_changes = []
         if self._pid_fd is not None:
             try:

@@ -15,9 +15,12 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import logging
 import socket
 import struct
 from dataclasses import dataclass
+
+log = logging.getLogger("rtnet.nicqueues")
 
 SIOCETHTOOL = 0x8946
 ETHTOOL_GCHANNELS = 0x3C
@@ -81,6 +84,38 @@ def one_queue(dev: str) -> QueueChange | None:
         return None
     _set_combined(dev, ch, 1)
     return QueueChange(dev, ch["combined"], 1)
+
+
+def one_queue_each(devs) -> list[QueueChange]:
+    """one_queue() for each device of ``devs`` (None left out), each change logged; the
+    changes made.  A refusal puts back what was changed before it and is OSError with one
+    line naming the device and the step."""
+    changes = []
+    for dev in devs:
+        if not dev:
+            continue
+        try:
+            change = one_queue(dev)
+        except OSError as exc:
+            restore_all(changes)
+            raise OSError(
+                exc.errno,
+                f"{dev}: cannot take it to one receive queue (ethtool -L {dev} combined 1): "
+                f"{exc.strerror or exc}",
+            ) from None
+        if change:
+            changes.append(change)
+            log.info("%s: %s, so every frame reaches the bound queue", dev, change.describe())
+    return changes
+
+
+def restore_all(changes) -> None:
+    """restore() each change; one that cannot be put back is logged, the rest go on."""
+    for change in changes:
+        try:
+            restore(change)
+        except OSError as exc:
+            log.warning("%s: cannot put back %d queues: %s", change.device, change.was, exc)
 
 
 def restore(change: QueueChange | None) -> None:
