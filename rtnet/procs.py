@@ -10,10 +10,19 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
+PF_EXITING = 0x4  # the kernel's task flag: do_exit() has begun (field 9 of /proc/PID/stat)
+
+
 def running(pid: int) -> bool:
-    """Alive and not a zombie."""
+    """Alive: not a zombie, and not on its way out (killed, it closes its files, and so
+    releases its locks, only after it is marked exiting; a zombie only after that)."""
     fields = _stat_fields(pid)
-    return bool(fields) and fields[0] != "Z"
+    if not fields or fields[0] in ("Z", "X"):
+        return False
+    try:
+        return not int(fields[6]) & PF_EXITING
+    except (IndexError, ValueError):
+        return True
 
 
 def start_time(pid: int) -> str:
