@@ -572,7 +572,11 @@ class Station(Closeable):
                 "fill_fail",
                 "invalid_desc",
                 "truncated",
+                "xdp_unbound",
             )
+        }
+        out["xsk"]["xdp_unbound_queue"] = {
+            str(q): n for q, n in enumerate(xs.xdp_unbound_queue) if n
         }
         out["xsk"]["zerocopy"] = bool(xs.zerocopy)
         return out

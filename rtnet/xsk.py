@@ -228,6 +228,8 @@ class RawSocket(Closeable):
         st = ffi.new("struct rtn_xsk_stats *")
         check(lib.rtn_xsk_stats(self._live(), st), XskError)
         out = {name: getattr(st, name) for name, _ in ffi.typeof(st[0]).fields if name != "mode"}
+        # per queue, only those with frames: {queue: frames}
+        out["xdp_unbound_queue"] = {q: n for q, n in enumerate(st.xdp_unbound_queue) if n}
         out["mode"] = MODE_NAMES.get(st.mode, "none")
         out["zerocopy"] = bool(st.zerocopy)
         return out

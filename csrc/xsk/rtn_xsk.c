@@ -207,6 +207,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	x->fd = -1;
 	x->prog_fd = -1;
 	x->counters_fd = -1;
+	x->unbound_fd = -1;
 	x->open = 1;
 	x->netns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 

@@ -55,8 +55,12 @@ struct rtn_xsk_stats {
 	uint64_t truncated;	 /* frames larger than the caller's buffer */
 	uint64_t xdp_redirected; /* XDP program: frames steered to AF_XDP (all CPUs) */
 	uint64_t xdp_passed;	 /* XDP program: frames passed to the stack */
-	int mode;		 /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
-	int zerocopy;		 /* 1 when the socket is bound zero-copy */
+	/* XDP program: frames of the stack that arrived on a receive queue with
+	 * no socket bound, passed to Linux (all queues; the first 8 one by one) */
+	uint64_t xdp_unbound;
+	uint64_t xdp_unbound_queue[8];
+	int mode;     /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
+	int zerocopy; /* 1 when the socket is bound zero-copy */
 };
 
 /** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */

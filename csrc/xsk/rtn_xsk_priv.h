@@ -15,6 +15,9 @@
 
 #include "rtn_xsk.h"
 
+/* Entries of the XDP program's per-queue maps (xsks_map, rt_unbound). */
+#define RTN_XSK_QUEUES 64
+
 struct bpf_object;
 
 struct rtn_xsk {
@@ -31,6 +34,7 @@ struct rtn_xsk {
 	int mode;
 	char fallback_reason[160];
 	int counters_fd;
+	int unbound_fd;	    /* rt_unbound: per queue, frames with no socket */
 	char pin_path[256]; /* pinned rt_ethertypes, removed on close */
 
 	void *area;

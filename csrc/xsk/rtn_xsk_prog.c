@@ -84,6 +84,7 @@ int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		return rtn_set_error(-EINVAL, "%s is not an rtnet XDP object", o->bpf_obj_path);
 	x->prog_fd = bpf_program__fd(prog);
 	x->counters_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_counters");
+	x->unbound_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_unbound");
 
 	fd = bpf_map__fd(types);
 	key = ETHERTYPE_RTMAC;
@@ -252,27 +253,39 @@ void rtn_xsk_prog_release(struct rtn_xsk *x)
 	x->obj = NULL;
 	x->prog_fd = -1;
 	x->counters_fd = -1;
+	x->unbound_fd = -1;
+}
+
+/* The sum over CPUs of entry @p key of a per-CPU array of counters (0 if unreadable). */
+static uint64_t percpu_sum(int fd, uint32_t key, uint64_t *vals, int ncpu)
+{
+	uint64_t sum = 0;
+	int i;
+
+	if (fd < 0 || bpf_map_lookup_elem(fd, &key, vals))
+		return 0;
+	for (i = 0; i < ncpu; i++)
+		sum += vals[i];
+	return sum;
 }
 
 void rtn_xsk_prog_counters(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t vals[ncpu > 0 ? ncpu : 1];
-	uint32_t key;
-	int i;
+	const uint32_t nq = sizeof(out->xdp_unbound_queue) / sizeof(out->xdp_unbound_queue[0]);
+	uint32_t q;
 
-	if (x->counters_fd < 0 || ncpu <= 0)
+	if (ncpu <= 0)
 		return;
-	for (key = 0; key < 2; key++) {
-		uint64_t sum = 0;
+	out->xdp_redirected = percpu_sum(x->counters_fd, 0, vals, ncpu);
+	out->xdp_passed = percpu_sum(x->counters_fd, 1, vals, ncpu);
+	out->xdp_unbound = 0;
+	for (q = 0; x->unbound_fd >= 0 && q < RTN_XSK_QUEUES; q++) {
+		uint64_t n = percpu_sum(x->unbound_fd, q, vals, ncpu);
 
-		if (bpf_map_lookup_elem(x->counters_fd, &key, vals))
-			continue;
-		for (i = 0; i < ncpu; i++)
-			sum += vals[i];
-		if (key == 0)
-			out->xdp_redirected = sum;
-		else
-			out->xdp_passed = sum;
+		out->xdp_unbound += n;
+		if (q < nq)
+			out->xdp_unbound_queue[q] = n;
 	}
 }

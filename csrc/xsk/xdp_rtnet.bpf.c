@@ -11,8 +11,9 @@
  * IPv4 and ARP go to the socket only where they are real-time (steer_ipv4(),
  * steer_arp()); the real-time UDP/IPv4 path is not replicated over two ports.
  *
- * If no socket is bound to the queue, bpf_redirect_map() falls back to
- * XDP_PASS, so a half-set-up station still talks IP.
+ * If no socket is bound to the queue, the frame goes to Linux and is counted
+ * per queue (rt_unbound), so a half-set-up station still talks IP and a NIC
+ * that spreads the stack's frames over several queues shows it.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -43,6 +44,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } rt_counters SEC(".maps");
+
+/*
+ * Per receive queue: frames of the real-time path that arrived on a queue
+ * with no AF_XDP socket bound (receive-side scaling put them there), passed
+ * to Linux instead: the station never sees them, so they are counted here.
+ */
+#define RTN_QUEUES 64
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RTN_QUEUES);
+	__type(key, __u32);
+	__type(value, __u64);
+} rt_unbound SEC(".maps");
 
 /* ---- IPv4 on the real-time path (rtn_xsk_ip.c fills these) ---- */
 /* UDP ports (host order) a real-time socket is bound to */
@@ -151,9 +165,9 @@ static __always_inline int steer_ipv4(void *data, void *data_end)
 	return l4[0] == 0 && bpf_map_lookup_elem(&rt_icmp_ids, &port) != 0;
 }
 
-static __always_inline void count(__u32 idx)
+static __always_inline void count_in(void *map, __u32 idx)
 {
-	__u64 *c = bpf_map_lookup_elem(&rt_counters, &idx);
+	__u64 *c = bpf_map_lookup_elem(map, &idx);
 
 	if (c)
 		(*c)++;
@@ -230,16 +244,22 @@ int xdp_rtnet(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
+	__u32 queue;
 
 	if ((void *)(eth + 1) > data_end)
 		goto pass;
 	if (!real_time(eth, data_end))
 		goto pass;
-	count(0);
+	queue = ctx->rx_queue_index;
+	if (!bpf_map_lookup_elem(&xsks_map, &queue)) {
+		count_in(&rt_unbound, queue < RTN_QUEUES ? queue : RTN_QUEUES - 1);
+		goto pass;
+	}
+	count_in(&rt_counters, 0);
 	stamp(ctx);
-	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);
+	return bpf_redirect_map(&xsks_map, queue, XDP_PASS);
 pass:
-	count(1);
+	count_in(&rt_counters, 1);
 	return XDP_PASS;
 }
 

@@ -48,6 +48,70 @@ def dummy_ns():
         pr_netns.remove(DUMMY_NS)
 
 
+MQ_NS = ("rtnx-mq-a", "rtnx-mq-b")
+
+
+@pytest.fixture
+def four_queue_pair():
+    """A veth pair with 4 queues each way, one end in each of two namespaces: a frame sent
+    from queue N of one end arrives on receive queue N of the other."""
+    for ns in MQ_NS:
+        if ns in pr_netns.listnetns():
+            pr_netns.remove(ns)
+        pr_netns.create(ns)
+    try:
+        with IPRoute(netns=MQ_NS[0]) as ipr:
+            ipr.link(
+                "add",
+                ifname="mqa",
+                kind="veth",
+                num_rx_queues=4,
+                num_tx_queues=4,
+                peer={
+                    "ifname": "mqb",
+                    "num_rx_queues": 4,
+                    "num_tx_queues": 4,
+                    "net_ns_fd": MQ_NS[1],
+                },
+            )
+            ipr.link("set", index=ipr.link_lookup(ifname="mqa")[0], state="up")
+        with IPRoute(netns=MQ_NS[1]) as ipr:
+            ipr.link("set", index=ipr.link_lookup(ifname="mqb")[0], state="up")
+        yield MQ_NS
+    finally:
+        for ns in MQ_NS:
+            pr_netns.remove(ns)
+
+
+def test_frames_of_the_stack_on_an_unbound_queue_are_counted_per_queue(four_queue_pair):
+    a_ns, b_ns = four_queue_pair
+    b = RawSocket("mqb", netns=b_ns, ethertypes=[EXTRA_RT])  # bound to queue 0
+    with b:
+        macs = {}
+        for ns, dev in ((a_ns, "mqa"), (b_ns, "mqb")):
+            with IPRoute(netns=ns) as ipr:
+                macs[dev] = ipr.link("get", index=ipr.link_lookup(ifname=dev)[0])[0].get_attr(
+                    "IFLA_ADDRESS"
+                )
+        for queue, count in ((2, 7), (0, 5)):
+            a = RawSocket("mqa", netns=a_ns, queue=queue, ethertypes=[EXTRA_RT])
+            with a:
+                for seq in range(count):
+                    a.send(frame(macs["mqb"], macs["mqa"], EXTRA_RT, seq))
+                    if queue == 2:  # not the stack's: Linux's, on any queue, never counted
+                        a.send(frame(macs["mqb"], macs["mqa"], NOT_RT, seq))
+        got = []
+        while (r := b.recv(timeout=2.0)) is not None:
+            got.append(r)
+            if len(got) == 5:
+                break
+        st = b.stats()
+        # the 5 from queue 0 reached the socket; the 7 from queue 2 went to Linux, counted
+        assert len(got) == 5 and st["rx_frames"] == 5, st
+        assert st["xdp_unbound"] == 7, st
+        assert st["xdp_unbound_queue"] == {2: 7}, st
+
+
 def xdp_attached(ns: str, ifname: str) -> int:
     """IFLA_XDP_ATTACHED of the interface (0: no program)."""
     with IPRoute(netns=ns) as ipr:
