@@ -122,6 +122,7 @@ from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
 from .hist import Histogram
 from .ipv4_service import Ipv4Service
+from .linkwatch import LinkWatch
 from .mac import parse_mac as mac_bytes
 from .options import OPTIONS
 from .rtcfg import apply as rtcfg_apply
@@ -237,6 +238,7 @@ class Daemon:
         self.dev = cfg.device
         self.sock_path = paths.control_socket(self.dev)
         self.pid_path = paths.pid_file(self.dev)
+        self.queue_record = paths.queue_record(self.dev)
         self.station: Station | None = None
         self.echo: EchoService | None = None
         self.ips: set[str] = set()  # the station's IPv4 addresses (echo, RTcfg)
@@ -249,6 +251,8 @@ class Daemon:
         self._stop = threading.Event()
         self._started = time.monotonic()
         self.queue_changes: list = []  # rtnet.nicqueues.QueueChange, put back at close
+        self.linkwatch: LinkWatch | None = None
+        self.port_gone: str | None = None  # the port that went away, which stopped rtnetd
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
@@ -301,6 +305,13 @@ class Daemon:
             )
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
+        for change in nicqueues.restore_recorded(self.queue_record):
+            log.warning(
+                "%s: put back %d queues a killed rtnetd had left at %d",
+                change.device,
+                change.was,
+                change.now,
+            )
         for dev in (self.dev, self.cfg.redundant_dev):  # the second port's too
             if dev and lib.rtn_xdp_attached(dev.encode()) > 0:
                 rc = lib.rtn_xdp_detach(dev.encode())
@@ -315,6 +326,7 @@ class Daemon:
         self.acquire()
         try:  # each port's NIC to the one receive queue its socket binds
             self.queue_changes = nicqueues.one_queue_each((self.dev, cfg.redundant_dev))
+            nicqueues.save_record(self.queue_record, self.queue_changes)
         except OSError as exc:
             raise StartError(exc.strerror) from None
         try:
@@ -338,6 +350,10 @@ class Daemon:
             ) from None
         st = self.station
         try:
+            self.linkwatch = LinkWatch(
+                {d: socket.if_nametoindex(d) for d in (self.dev, cfg.redundant_dev) if d},
+                self._port_went_away,
+            )
             if cfg.discipline == "tdma":
                 st.attach_tdma(cfg.tdma)
             elif cfg.discipline == "nomac":
@@ -376,6 +392,9 @@ class Daemon:
         return s
 
     def close(self) -> None:
+        if self.linkwatch is not None:
+            self.linkwatch.close()
+            self.linkwatch = None
         if self.control is not None:
             try:
                 os.unlink(self.sock_path)
@@ -395,6 +414,7 @@ class Daemon:
             self.tap.close()
             self.tap = None
         nicqueues.restore_all(self.queue_changes)
+        nicqueues.remove_record(self.queue_record)
         self.queue_changes = []
         if self._pid_fd is not None:
             try:
@@ -403,6 +423,17 @@ class Daemon:
                 pass
             os.close(self._pid_fd)
             self._pid_fd = None
+
+    def _port_went_away(self, dev: str) -> None:
+        """The link watch saw ``dev`` go: the station stops, as it would on SIGTERM (its
+        XDP program and socket went with the device; the rest is taken down in order)."""
+        log.error(
+            "%s: the device went away (deleted, unplugged or moved to another namespace); "
+            "rtnetd stops",
+            dev,
+        )
+        self.port_gone = dev
+        self.request_stop()
 
     def request_stop(self, *_):
         self._stop.set()
@@ -778,6 +809,9 @@ def main(argv=None) -> int:
         daemon.serve()
     finally:
         daemon.close()
+    if daemon.port_gone:
+        print(f"rtnetd: {daemon.port_gone}: the device went away; stopped", file=sys.stderr)
+        return 1
     log.info("%s: stopped", cfg.device)
     return 0
 

@@ -8,6 +8,12 @@ scaling) would hand some of the stack's frames to queues nobody reads.  ``one_qu
 takes the NIC to one combined channel, as ``ethtool -L <dev> combined 1`` does, and says
 what it changed; ``restore(change)`` puts the count back when the station stops.  A
 device without channels (veth with one queue, a bridge) is left as it is.
+
+A daemon killed with SIGKILL cannot put anything back, so the changes are also written to a
+record file next to its PID file (``save_record``); whoever cleans up after it (``rtnetctl
+down``, or the next rtnetd on the device) reads it back with ``load_record`` and restores.
+The file is checked like any other input: a record that does not parse is reported and
+ignored, never half applied.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import json
 import logging
+import os
 import socket
 import struct
 from dataclasses import dataclass
@@ -51,6 +59,10 @@ class QueueChange:
 
     def describe(self) -> str:
         return f"ethtool -L {self.device} combined {self.now} (was {self.was})"
+
+
+MAX_CHANNELS = 4096  # more than any NIC has: a larger count in a record is not one of ours
+RECORD_VERSION = 1
 
 
 def _ioctl(dev: str, cmd: int, values=(0,) * 8) -> dict:
@@ -125,3 +137,87 @@ def restore(change: QueueChange | None) -> None:
     ch = channels(change.device)
     if ch and ch["combined"] == change.now:
         _set_combined(change.device, ch, change.was)
+
+
+# -- the record a killed daemon leaves ---------------------------------------------------------
+
+
+class RecordError(ValueError):
+    """A queue record that is not one this module wrote (the message names the file)."""
+
+
+def save_record(path: str, changes) -> None:
+    """Write ``changes`` to ``path`` atomically (mode 0600); an empty list removes it."""
+    if not changes:
+        remove_record(path)
+        return
+    body = {
+        "version": RECORD_VERSION,
+        "changes": [{"device": c.device, "was": c.was, "now": c.now} for c in changes],
+    }
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(body, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def remove_record(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _count(entry: dict, key: str, path: str) -> int:
+    v = entry.get(key)
+    if type(v) is not int or not 1 <= v <= MAX_CHANNELS:
+        raise RecordError(f"{path}: {key} is not a queue count from 1 to {MAX_CHANNELS}")
+    return v
+
+
+def load_record(path: str) -> list[QueueChange]:
+    """The changes recorded in ``path`` ([] when there is no record); RecordError when the
+    file is not a record this module wrote: nothing of it is used then."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(65537)
+    except FileNotFoundError:
+        return []
+    if len(data) > 65536:
+        raise RecordError(f"{path}: larger than any queue record")
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise RecordError(f"{path}: not a queue record (no JSON)") from None
+    if not isinstance(body, dict) or body.get("version") != RECORD_VERSION:
+        raise RecordError(f"{path}: not a queue record of version {RECORD_VERSION}")
+    entries = body.get("changes")
+    if not isinstance(entries, list) or len(entries) > 2:  # a station has one or two ports
+        raise RecordError(f"{path}: changes is not a list of one or two ports")
+    changes = []
+    for e in entries:
+        if not isinstance(e, dict):
+            raise RecordError(f"{path}: a change is not a table")
+        dev = e.get("device")
+        if not isinstance(dev, str) or not 0 < len(dev) < IFNAMSIZ or "/" in dev or "\0" in dev:
+            raise RecordError(f"{path}: device is not an interface name")
+        changes.append(QueueChange(dev, _count(e, "was", path), _count(e, "now", path)))
+    return changes
+
+
+def restore_recorded(path: str, warn=log.warning) -> list[QueueChange]:
+    """Restore what the record at ``path`` names and remove it; the changes it named.  A
+    record that does not parse is reported with one line (``warn``) and removed, nothing
+    of it restored."""
+    try:
+        changes = load_record(path)
+    except RecordError as exc:
+        warn(f"{exc}; ignored")
+        remove_record(path)
+        return []
+    restore_all(changes)
+    remove_record(path)
+    return changes

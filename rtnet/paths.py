@@ -48,3 +48,9 @@ def control_socket(dev: str, netns: str | None = None) -> str:
 
 def pid_file(dev: str, netns: str | None = None) -> str:
     return os.path.join(station_dir(netns), f"{dev}.pid")
+
+
+def queue_record(dev: str, netns: str | None = None) -> str:
+    """The receive-queue changes rtnetd made (rtnet.nicqueues), for a cleanup after a
+    daemon that could not put them back itself."""
+    return os.path.join(station_dir(netns), f"{dev}.queues")

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from . import configfile, control_client, ipv4, paths, procs
+from . import configfile, control_client, ipv4, nicqueues, paths, procs
 from . import netns as _netns
 from ._lowlevel import last_error, lib
 from .errors import RtnetError
@@ -47,6 +47,11 @@ class StationCtlError(RtnetError):
 
 def _fail(message: str, err: int):
     raise StationCtlError(err, message)
+
+
+def _warn(message: str) -> None:
+    """One line on stderr for what was found and left alone (the command goes on)."""
+    print(f"rtnetctl: {message}", file=sys.stderr)
 
 
 # -- talking to the daemon --------------------------------------------------------------------
@@ -225,7 +230,8 @@ def _rtcfg_up(setup, dev: str, netns: str | None, say) -> dict:
 
 
 def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
-    """Remove what a dead daemon left: socket, PID file, XDP program."""
+    """Remove what a dead daemon left: socket, PID file, XDP program, and put back the
+    receive queues it had changed."""
     cleaned = []
     for path, what in (
         (paths.control_socket(dev, netns), "socket"),
@@ -234,11 +240,14 @@ def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
         if os.path.exists(path):
             os.unlink(path)
             cleaned.append(what)
-    try:
+    record = paths.queue_record(dev, netns)
+    try:  # the namespace may be gone too
         with _netns.entered(netns):
             n = lib.rtn_xdp_detach(dev.encode())
+            restored = nicqueues.restore_recorded(record, warn=_warn)
     except OSError:
-        n = 0
+        n, restored = 0, []
+    cleaned += [f"queues ({c.device} combined {c.was} again)" for c in restored]
     if n > 0:
         cleaned.append("XDP program")
     elif n < 0 and n != -errno.ENODEV:
@@ -249,7 +258,9 @@ def cleanup_leftovers(dev: str, netns: str | None) -> list[str]:
 def down(dev: str, *, netns: str | None = None, timeout: float = STOP_TIMEOUT) -> dict:
     pid_path = paths.pid_file(dev, netns)
     if not os.path.exists(pid_path):
-        if os.path.exists(paths.control_socket(dev, netns)):
+        if os.path.exists(paths.control_socket(dev, netns)) or os.path.exists(
+            paths.queue_record(dev, netns)
+        ):
             return {"result": "not running", "cleaned": cleanup_leftovers(dev, netns)}
         return {"result": "not running", "cleaned": []}
     pid = _read_pid(pid_path)
@@ -290,6 +301,13 @@ def format_status(s: dict) -> str:
     )
     for change in d.get("queues_changed") or []:
         out.append(f"  queues: {change}, so every frame reaches the bound queue 0")
+    xsk = s.get("xsk") or {}
+    if xsk.get("xdp_unbound"):
+        per = ", ".join(f"{q}: {n}" for q, n in (xsk.get("xdp_unbound_queue") or {}).items())
+        out.append(
+            f"  {xsk['xdp_unbound']} frames of the stack arrived on queues with no socket "
+            f"bound ({per or 'queues past 7'}) and went to Linux"
+        )
     t = s.get("tdma")
     cfg = s.get("tdma_config") or {}
     if t:

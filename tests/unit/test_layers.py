@@ -33,6 +33,7 @@ FOUNDATION = (
     "netns",
     "names",
     "nicqueues",
+    "linkwatch",
     "messages",
     "argtypes",
     "mac",
