@@ -358,15 +358,18 @@ class Daemon:
                 st.attach_tdma(cfg.tdma)
             elif cfg.discipline == "nomac":
                 st.attach_nomac()
+            # the real-time address and its echo answer before the first Sync goes out: a
+            # slave that synchronises may ping at once (RTnet configures the interface's
+            # address before tdmacfg starts the master)
+            self.ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
+            self.echo = EchoService(st, self.ips)
+            self._chan_ids.add(self.echo.cid)
+            self._chan_ids.update(self.ipv4.start(cfg.ip))
             st.start()
             if cfg.vnic.enabled and self._vnic_slot_ready(cfg.tdma):
                 self._open_vnic()
             elif cfg.vnic.enabled:
                 log.info("%s: %s waits for its slot (from RTcfg)", self.dev, cfg.vnic.name)
-            self.ips = interface_ipv4(self.dev) | ({cfg.ip} if cfg.ip else set())
-            self.echo = EchoService(st, self.ips)
-            self._chan_ids.add(self.echo.cid)
-            self._chan_ids.update(self.ipv4.start(cfg.ip))
         except (RtnetError, ConfigError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise StartError(f"{self.dev}: {why}") from None
