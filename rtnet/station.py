@@ -572,6 +572,8 @@ class Station(Closeable):
                 "fill_fail",
                 "invalid_desc",
                 "truncated",
+                "xdp_redirected",
+                "xdp_passed",
                 "xdp_unbound",
             )
         }

@@ -50,6 +50,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -603,7 +604,8 @@ def add_tap(name: str, queues: int = 1) -> str:
 
 
 def nic_args(model: str, tap: str, mac: str, idx: int, queues: int = 1) -> list[str]:
-    """QEMU arguments for one NIC on ``tap`` (igb, virtio, e1000e, vmxnet3)."""
+    """QEMU arguments for one NIC on ``tap`` (igb, virtio, e1000e, vmxnet3), device id
+    ``nic<idx>``."""
     nid = f"n{idx}"
     net = f"tap,id={nid},ifname={tap},script=no,downscript=no"
     if model == "virtio":
@@ -616,7 +618,7 @@ def nic_args(model: str, tap: str, mac: str, idx: int, queues: int = 1) -> list[
         dev = f"{model},netdev={nid},mac={mac}"
     else:
         raise ValueError(f"unknown NIC model {model!r}")
-    return ["-netdev", net, "-device", dev]
+    return ["-netdev", net, "-device", f"{dev},id=nic{idx}"]  # the id: for device_del
 
 
 class Guest:
@@ -682,6 +684,34 @@ class Guest:
             start_new_session=True,
         )
         self.started = time.monotonic()
+
+    def qmp(self, command: str, **arguments) -> dict:
+        """One command on the guest's QMP socket; QEMU's reply ({"return": ...} or
+        {"error": ...}), events before it skipped."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(10)
+            s.connect(os.path.join(self.out, "qmp.sock"))
+            f = s.makefile("rwb")
+
+            def call(body: dict) -> dict:
+                f.write(json.dumps(body).encode() + b"\n")
+                f.flush()
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise VmTierError(f"guest {self.name}: QMP closed during {command}")
+                    reply = json.loads(line)
+                    if "return" in reply or "error" in reply:
+                        return reply
+
+            greeting = json.loads(f.readline() or b"{}")
+            if "QMP" not in greeting:
+                raise VmTierError(f"guest {self.name}: no QMP greeting")
+            call({"execute": "qmp_capabilities"})
+            body = {"execute": command}
+            if arguments:
+                body["arguments"] = arguments
+            return call(body)
 
     def wait(self, timeout: float) -> int:
         try:

@@ -4,12 +4,17 @@ to /tmp/out/result.json (the run's output directory on the host, over 9p).
 
 ``nics``: for each NIC given by MAC, the tier's queue step (``ethtool -L <dev> combined 1``
 when the NIC has more than one queue, recorded before and after), then the stack's AF_XDP
-socket with native XDP and zero-copy where offered, frames both ways between two NICs over
-the host bridge, the driver's per-queue receive counters and ``rtnetctl check``.
+socket with native XDP and zero-copy where offered (SKB mode and copy mode where not),
+frames both ways between the NICs of each pair over the host bridge, the driver's per-queue
+receive counters, the XDP program's count of the stack's frames on unbound queues and
+``rtnetctl check``.
 
 ``tdma``: one station of a TDMA segment across two guests (``rtnetctl up`` with a long
-cycle), synchronised against the other guest's clock; the slave pings the master over the
-real-time path and counts the Syncs it received against the cycles that passed.
+cycle and a VNIC), synchronised against the other guest's clock; the slave pings the master
+over the real-time path, counts the Syncs it received against the cycles that passed and
+pings it through the VNIC; then the host unplugs the slave's NIC through QEMU's monitor
+(rtnetd stops by itself), and the master's rtnetd is killed with SIGKILL before ``rtnetctl
+down`` puts its NIC's queues back.
 """
 
 import json
@@ -42,6 +47,10 @@ def dev_by_mac(mac: str) -> str:
         except OSError:
             pass
     raise SystemExit(f"no interface with MAC {mac}")
+
+
+def mac_of(dev: str) -> bytes:
+    return bytes.fromhex(open(f"/sys/class/net/{dev}/address").read().strip().replace(":", ""))
 
 
 def channels(dev: str) -> dict:
@@ -153,46 +162,32 @@ def role_nics(args):
         time.sleep(0.2)
     before = {m: rx_per_queue(i["dev"]) for m, i in RESULT["nics"].items()}
     count = args.get("count", 100)
-    models = list(socks)
-    for a in models:
-        for b in models:
-            if a == b:
-                continue
-            src, dst = socks[a], socks[b]
-            dmac = bytes.fromhex(
-                RESULT["nics"][b]["dev"]
-                and open(f"/sys/class/net/{RESULT['nics'][b]['dev']}/address")
-                .read()
-                .strip()
-                .replace(":", "")
-            )
-            smac = bytes.fromhex(
-                open(f"/sys/class/net/{RESULT['nics'][a]['dev']}/address")
-                .read()
-                .strip()
-                .replace(":", "")
-            )
-            got, sent = set(), 0
-            for i in range(count):
-                frame = dmac + smac + et.to_bytes(2, "big") + i.to_bytes(4, "big") + bytes(56)
-                while True:
-                    try:
-                        src.send(frame)
-                        break
-                    except Exception:  # noqa: BLE001 - TX ring full: let it drain
-                        time.sleep(0.001)
-                sent += 1
+    directions = [(a, b) for a, b in args["pairs"] if a in socks and b in socks]
+    directions += [(b, a) for a, b in directions]
+    for a, b in directions:
+        src, dst = socks[a], socks[b]
+        head = mac_of(RESULT["nics"][b]["dev"]) + mac_of(RESULT["nics"][a]["dev"])
+        got, sent = set(), 0
+        for i in range(count):
+            frame = head + et.to_bytes(2, "big") + i.to_bytes(4, "big") + bytes(56)
+            while True:
+                try:
+                    src.send(frame)
+                    break
+                except Exception:  # noqa: BLE001 - TX ring full: let it drain
+                    time.sleep(0.001)
+            sent += 1
+            r = dst.recv(timeout=0)
+            while r is not None:
+                got.add(int.from_bytes(r[0][14:18], "big"))
                 r = dst.recv(timeout=0)
-                while r is not None:
-                    got.add(int.from_bytes(r[0][14:18], "big"))
-                    r = dst.recv(timeout=0)
-            deadline = time.monotonic() + 5
-            while len(got) < count and time.monotonic() < deadline:
-                r = dst.recv(timeout=0.2)
-                if r is not None and r[0][12:14] == et.to_bytes(2, "big"):
-                    got.add(int.from_bytes(r[0][14:18], "big"))
-            RESULT.setdefault("traffic", {})[f"{a}->{b}"] = {"sent": sent, "received": len(got)}
-            save()
+        deadline = time.monotonic() + 5
+        while len(got) < count and time.monotonic() < deadline:
+            r = dst.recv(timeout=0.2)
+            if r is not None and r[0][12:14] == et.to_bytes(2, "big"):
+                got.add(int.from_bytes(r[0][14:18], "big"))
+        RESULT.setdefault("traffic", {})[f"{a}->{b}"] = {"sent": sent, "received": len(got)}
+        save()
     for m, i in RESULT["nics"].items():
         after = rx_per_queue(i["dev"])
         i["rx_per_queue"] = {q: after[q] - before[m].get(q, 0) for q in after}
@@ -206,6 +201,8 @@ def role_nics(args):
                     "xdp_redirected",
                     "xdp_passed",
                     "rx_kernel_ts",
+                    "xdp_unbound",
+                    "xdp_unbound_queue",
                     "zerocopy",
                     "mode",
                 )
@@ -234,6 +231,14 @@ guard_ns = 10000000
 [[tdma.slot]]
 id = 0
 offset_us = {offset}
+[[tdma.slot]]
+id = 1
+offset_us = {vnic_offset}
+[vnic]
+enabled = true
+mode = "batched"
+address = "{vnic_ip}/24"
+slot = 1
 """
 
 
@@ -264,6 +269,8 @@ def role_tdma(args):
                 ip=args["ip"],
                 role=args["role"],
                 offset=args["offset_us"],
+                vnic_offset=args["vnic_offset_us"],
+                vnic_ip=args["vnic_ip"],
                 cycle=f"cycle_us = {args['cycle_us']}\n" if args["role"] == "master" else "",
             )
         )
@@ -327,16 +334,19 @@ def role_tdma(args):
         }
         RESULT["window"]["cycle_no"] = b["cycle_no"] - a["cycle_no"]
         RESULT["state_end"] = str(b["state"])
+        RESULT["vnic_ping"] = vnic_ping(args["peer_vnic_ip"])
+        save()
     else:
-        # The master serves until the slave has pinged it (or the time is up).
+        # The master serves until the slave has pinged it over the real-time path and,
+        # after its window of cycles, over the VNIC (or the time is up).
         while time.monotonic() < deadline:
             st = status()
             if st.get("ipv4", {}).get("rx_echo_request", 0) >= 5:
                 break
             time.sleep(0.5)
-        end = time.monotonic() + args["window_s"] + 5
-        while time.monotonic() < end:
+        while time.monotonic() < deadline and vnic_rx_packets() < 4:  # ARP and 3 echoes
             time.sleep(0.5)
+        RESULT["vnic_rx_packets"] = vnic_rx_packets()
     st = status()
     RESULT["status"] = {
         "tdma": st["tdma"],
@@ -347,7 +357,93 @@ def role_tdma(args):
     RESULT["rx_per_queue"] = rx_per_queue("rteth0")
     RESULT["check"] = check_json("rteth0")
     save()
-    cli.main(["down"])
+    if args["role"] == "slave":
+        RESULT["unplug"] = unplugged()
+    else:
+        RESULT["killed"] = killed_then_down()
+    save()
+
+
+def vnic_rx_packets() -> int:
+    try:
+        return int(open("/sys/class/net/vnic0/statistics/rx_packets").read())
+    except (OSError, ValueError):
+        return 0
+
+
+def vnic_ping(peer: str) -> dict:
+    """Linux's own ping through vnic0: ordinary traffic in the VNIC's slot."""
+    rc, text = sh("ping", "-n", "-c", "3", "-i", "0.5", "-W", "10", peer)
+    return {"rc": rc, "out": text.strip().splitlines()[-3:]}
+
+
+def _daemon_pid() -> int:
+    from rtnet import paths
+
+    return int(open(paths.pid_file("rteth0")).read())
+
+
+def _wait(cond, timeout: float) -> float | None:
+    """Seconds until cond() held, or None after ``timeout``."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if cond():
+            return round(time.monotonic() - t0, 1)
+        time.sleep(0.2)
+    return None
+
+
+def _down() -> dict:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        from rtnet import cli
+
+        rc = cli.main(["down"])
+    return {"rc": rc, "out": out.getvalue().strip(), "err": err.getvalue().strip()}
+
+
+def unplugged() -> dict:
+    """The host takes this guest's NIC out through QEMU's monitor (device_del) once the file
+    unplug-ready appears; rtnetd must notice, say so and stop, leaving nothing behind."""
+    from rtnet import paths
+    from rtnet.procs import running
+
+    pid = _daemon_pid()
+    out = {"pid": pid}
+    open(os.path.join(OUT, "unplug-ready"), "w").close()
+    out["gone_after_s"] = _wait(lambda: not os.path.exists("/sys/class/net/rteth0"), 120)
+    out["daemon_stopped_after_s"] = _wait(lambda: not running(pid), 30)
+    log = open(os.path.join(paths.station_dir(), "rteth0.log"), errors="replace").read()
+    out["log_went_away"] = [ln for ln in log.splitlines() if "went away" in ln]
+    out["log_traceback"] = "Traceback" in log
+    out["left"] = [
+        p for p in (paths.pid_file("rteth0"), paths.control_socket("rteth0")) if os.path.exists(p)
+    ]
+    out["down"] = _down()
+    return out
+
+
+def killed_then_down() -> dict:
+    """rtnetd killed with SIGKILL cannot put the NIC's queues back: ``rtnetctl down`` does,
+    from the record the daemon left."""
+    import signal
+
+    from rtnet import paths
+    from rtnet.procs import running
+
+    pid = _daemon_pid()
+    out = {"before": channels("rteth0")}
+    os.kill(pid, signal.SIGKILL)
+    out["dead_after_s"] = _wait(lambda: not running(pid), 30)
+    out["after_kill"] = channels("rteth0")
+    out["record_left"] = os.path.exists(paths.queue_record("rteth0"))
+    out["down"] = _down()
+    out["after_down"] = channels("rteth0")
+    out["record_after_down"] = os.path.exists(paths.queue_record("rteth0"))
+    return out
 
 
 def main():

@@ -5,8 +5,11 @@ the host bridge.  Two guests rather than two namespaces of one: each has one vCP
 and both fit beside the host's own work, and only separate kernels give separate clocks.
 The cycle is 40 ms for emulation.  The slave synchronises and calibrates against the
 master's clock, pings it over the real-time path (ICMP rtping), and over at least 200 cycles
-receives one Sync per cycle; tshark on the host bridge decodes every frame with no malformed
-field.  Functional only: no latency bound under emulation."""
+receives one Sync per cycle, and pings it through the VNIC with Linux's own ping; tshark on
+the host bridge decodes every frame with no malformed field.  Then the slave's NIC is
+unplugged through QEMU's monitor (rtnetd notices and stops cleanly), and the master's rtnetd
+is killed with SIGKILL so that ``rtnetctl down`` has to put its NIC's queues back.
+Functional only: no latency bound under emulation."""
 
 import json
 import os
@@ -31,6 +34,8 @@ MASTER = {
     "mac": "02:52:54:00:02:01",
     "role": "master",
     "offset_us": 0,
+    "vnic_offset_us": 20_000,
+    "vnic_ip": "198.18.1.1",
     "cycle_us": CYCLE_US,
 }
 SLAVE = {
@@ -39,6 +44,8 @@ SLAVE = {
     "mac": "02:52:54:00:02:02",
     "role": "slave",
     "offset_us": 10_000,
+    "vnic_offset_us": 30_000,
+    "vnic_ip": "198.18.1.2",
     "cycle_us": CYCLE_US,
 }
 
@@ -63,7 +70,12 @@ def run(vm_env):
                 (SLAVE, MASTER, {"model": "virtio", "tap": "rtnvm-s0"}),
             ):
                 args = dict(
-                    st, peer_ip=peer["ip"], peer_mac=peer["mac"], duration_s=100, window_s=WINDOW_S
+                    st,
+                    peer_ip=peer["ip"],
+                    peer_mac=peer["mac"],
+                    peer_vnic_ip=peer["vnic_ip"],
+                    duration_s=100,
+                    window_s=WINDOW_S,
                 )
                 guests.append(
                     vmtier.Guest(
@@ -75,6 +87,7 @@ def run(vm_env):
                         memory_mb=512,
                     )
                 )
+            unplug = unplug_when_ready(guests[1], 300 - (time.monotonic() - t0))
             for g in guests:
                 g.wait(300 - (time.monotonic() - t0))
         finally:
@@ -91,7 +104,21 @@ def run(vm_env):
     print(json.dumps({"master": master, "slave": slave, "elapsed_s": elapsed}, indent=1))
     for g, r in zip(guests, (master, slave)):
         assert r and "error" not in r, g.diagnosis()
+    slave["unplug"] = dict(slave.get("unplug") or {}, qmp=unplug)
     return {"master": master, "slave": slave, "pcap": pcap, "tshark": tshark}
+
+
+def unplug_when_ready(guest, timeout: float) -> dict | None:
+    """When the guest says it is ready (the file unplug-ready), take its NIC out through
+    QEMU's monitor, as a NIC pulled from its slot; QEMU's reply.  None if the guest ended
+    first (its result says why)."""
+    ready = os.path.join(guest.out, "unplug-ready")
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(ready):
+        if guest.proc.poll() is not None or time.monotonic() > deadline:
+            return None
+        time.sleep(0.2)  # another kernel's progress: only its file tells
+    return guest.qmp("device_del", id="nic0")
 
 
 def test_both_stations_run_native_xdp_zero_copy_on_their_driver(run):
@@ -174,3 +201,28 @@ def test_tshark_on_the_host_bridge_decodes_every_frame(run):
     assert len(rtmac) >= 200, sorted(set(protos))[:10]
     assert len(icmp) >= 10, sorted(set(protos))[:10]
     assert bad.stdout.strip() == "", bad.stdout[:2000]
+
+
+def test_a_vnic_ping_crosses_between_the_kernels(run):
+    # Linux's own ping through vnic0, in the VNIC's slot of each station
+    p = run["slave"]["vnic_ping"]
+    assert p["rc"] == 0 and "3 packets transmitted, 3 received" in " ".join(p["out"]), p
+    assert run["master"]["vnic_rx_packets"] >= 4, run["master"]
+
+
+def test_a_nic_unplugged_through_qemus_monitor_stops_rtnetd_cleanly(run):
+    u = run["slave"]["unplug"]
+    assert u["qmp"] == {"return": {}}, u
+    assert u["gone_after_s"] is not None, u  # the guest's kernel removed the device
+    assert u["daemon_stopped_after_s"] is not None, u
+    assert u["log_went_away"] and "rteth0: the device went away" in u["log_went_away"][0], u
+    assert not u["log_traceback"] and u["left"] == [], u
+    assert u["down"]["rc"] == 0 and "not running" in u["down"]["out"], u
+
+
+def test_rtnetctl_down_puts_back_the_queues_a_killed_rtnetd_changed(run):
+    k = run["master"]["killed"]
+    assert k["before"]["combined"] == 1 and k["after_kill"]["combined"] == 1, k
+    assert k["record_left"], k
+    assert k["down"]["rc"] == 0 and "queues (rteth0 combined 4 again)" in k["down"]["out"], k
+    assert k["after_down"]["combined"] == 4 and not k["record_after_down"], k
