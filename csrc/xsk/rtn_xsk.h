@@ -51,7 +51,7 @@ struct rtn_xsk_stats {
 	uint64_t rx_empty_polls; /* RX ring checks that found nothing */
 	uint64_t fill_fail;	 /* frames that could not go back to the fill ring */
 	uint64_t invalid_desc;	 /* descriptors outside the UMEM or too long */
-	uint64_t rx_kernel_ts;	 /* frames stamped by the XDP program */
+	uint64_t rx_kernel_ts;	 /* frames that carried the XDP program's stamp */
 	uint64_t truncated;	 /* frames larger than the caller's buffer */
 	uint64_t xdp_redirected; /* XDP program: frames steered to AF_XDP (all CPUs) */
 	uint64_t xdp_passed;	 /* XDP program: frames passed to the stack */
@@ -108,6 +108,9 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
  * Receive one frame into @p buf.  Returns the number of bytes copied (a
  * longer frame is cut to @p cap and counted as truncated), 0 on timeout, or
  * a negative errno.  @p timeout_us: 0 checks once, -1 waits forever.
+ * *@p rx_ts: the time the frame was taken (rtn_xsk_rx_peek() gives the XDP
+ * program's stamp); a frame that carried that stamp is counted in
+ * rx_kernel_ts all the same, so the stats show whether the driver keeps it.
  */
 int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us);
 /**
