@@ -252,6 +252,7 @@ class Daemon:
         self._started = time.monotonic()
         self.queue_changes: list = []  # rtnet.nicqueues.QueueChange, put back at close
         self.linkwatch: LinkWatch | None = None
+        self.queue_notes: list[str] = []  # queues still more than one once attached
         self.port_gone: str | None = None  # the port that went away, which stopped rtnetd
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
@@ -366,6 +367,7 @@ class Daemon:
             self._chan_ids.add(self.echo.cid)
             self._chan_ids.update(self.ipv4.start(cfg.ip))
             st.start()
+            self.queue_notes = nicqueues.more_than_one((self.dev, cfg.redundant_dev))
             if cfg.vnic.enabled and self._vnic_slot_ready(cfg.tdma):
                 self._open_vnic()
             elif cfg.vnic.enabled:
@@ -503,6 +505,7 @@ class Daemon:
             "uptime_s": round(time.monotonic() - self._started, 3),
             "channels": len(self._chan_ids),
             "queues_changed": [c.describe() for c in self.queue_changes],
+            "queues_notes": self.queue_notes,
             # what an application may open a channel for (rtnet-run's rules)
             "ethertypes": [
                 et for et in self.cfg.steered_ethertypes() if et != _config.PING_ETHERTYPE

@@ -98,6 +98,26 @@ def one_queue(dev: str) -> QueueChange | None:
     return QueueChange(dev, ch["combined"], 1)
 
 
+def more_than_one(devs) -> list[str]:
+    """For each device of ``devs`` that has more than one combined channel now (virtio_net
+    adds a queue pair for XDP transmit once a program is attached, and then refuses
+    ``ethtool -L``): one line saying so, each logged.  Frames the NIC hashes to a queue
+    past 0 go to Linux; the XDP program counts them (xsk.xdp_unbound)."""
+    notes = []
+    for dev in devs:
+        try:
+            ch = channels(dev) if dev else None
+        except OSError:
+            continue
+        if ch and ch["combined"] > 1:
+            notes.append(
+                f"{dev}: {ch['combined']} combined channels with the XDP program attached; "
+                "frames the NIC puts on a queue past 0 go to Linux (counted: xsk.xdp_unbound)"
+            )
+            log.warning("%s", notes[-1])
+    return notes
+
+
 def one_queue_each(devs) -> list[QueueChange]:
     """one_queue() for each device of ``devs`` (None left out), each change logged; the
     changes made.  A refusal puts back what was changed before it and is OSError with one

@@ -301,6 +301,8 @@ def format_status(s: dict) -> str:
     )
     for change in d.get("queues_changed") or []:
         out.append(f"  queues: {change}, so every frame reaches the bound queue 0")
+    for note in d.get("queues_notes") or []:
+        out.append(f"  queues: {note}")
     xsk = s.get("xsk") or {}
     if xsk.get("xdp_unbound"):
         per = ", ".join(f"{q}: {n}" for q, n in (xsk.get("xdp_unbound_queue") or {}).items())

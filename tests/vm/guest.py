@@ -208,6 +208,9 @@ def role_nics(args):
                 )
             }
         i["channels_with_xdp"] = channels(i["dev"])
+        from rtnet import nicqueues
+
+        i["notes_with_xdp"] = nicqueues.more_than_one([i["dev"]])  # what rtnetd would say
         i["check"] = check_json(i["dev"])
         save()
     for s in socks.values():

@@ -139,3 +139,16 @@ def test_rtnetctl_check_reports_the_real_items(result):
         "1 RX queue",
         "2 RX queues",
     )
+
+
+def test_a_queue_pair_added_for_xdp_is_reported_as_rtnetd_would(result):
+    # virtio_net enables a queue pair for XDP transmit once a program is attached, and then
+    # refuses ethtool -L: rtnetd says so in one line (status: daemon.queues_notes)
+    for model, nic in result["nics"].items():
+        combined = nic["channels_with_xdp"].get("combined") or 1
+        notes = nic["notes_with_xdp"]
+        if combined > 1:
+            assert len(notes) == 1 and f"{combined} combined channels" in notes[0], nic
+        else:
+            assert notes == [], nic
+    assert result["nics"]["igb"]["notes_with_xdp"] == []
