@@ -1,6 +1,8 @@
 """The stall detector (csrc/core/rtn_stall.h): a SCHED_FIFO thread per CPU that records every
 wake-up later than a threshold, so a gap of the (virtual) CPU is shown where it happened,
 and every spell in which the CPU ran a fixed unit of work several times slower than usual.
+A gap says how much of it the thread waited, runnable, for its CPU: ``Stall.cpu_taken``
+tells a CPU the hypervisor took away from one the machine's own work kept busy.
 
 >>> with StallDetector([0, 1]) as det:             # doctest: +SKIP
 ...     run_the_benchmark()
@@ -28,10 +30,21 @@ class Stall:
     woke_ns: int
     kind: str = "gap"
     slowdown: float = 0.0
+    queued_ns: int = -1  # a gap: of it, runnable but waiting for the CPU (-1: unknown)
 
     @property
     def gap_ns(self) -> int:
         return self.woke_ns - self.due_ns
+
+    @property
+    def cpu_taken(self) -> bool:
+        """Whether the CPU was taken away (the hypervisor ran something else, or ran this
+        vCPU slowly) rather than kept busy by the machine's own work: a slow spell, or a
+        gap whose timer itself fired late (the thread was runnable for less than half of
+        it).  Unknown counts as taken."""
+        if self.kind != "gap" or self.queued_ns < 0:
+            return True
+        return 2 * self.queued_ns < self.gap_ns
 
     def overlaps(self, start_ns: int, end_ns: int) -> bool:
         return self.due_ns < end_ns and start_ns < self.woke_ns
@@ -40,7 +53,7 @@ class Stall:
 def _stall(r) -> Stall:
     if r.kind == lib.RTN_STALL_SLOW:
         return Stall(r.cpu, r.due_ns, r.woke_ns, "slow", round(r.work_ns / max(1, r.base_ns), 1))
-    return Stall(r.cpu, r.due_ns, r.woke_ns)
+    return Stall(r.cpu, r.due_ns, r.woke_ns, queued_ns=r.queued_ns)
 
 
 class StallDetector(Closeable):

@@ -36,15 +36,21 @@ from dataclasses import dataclass
 class Stalls:
     """The detector's records (anything with ``due_ns`` and ``woke_ns``) as merged intervals,
     each widened by ``pad_ns`` on both sides: a stall delays what was due shortly before it
-    and what the stack does shortly after it catches up."""
+    and what the stack does shortly after it catches up.  With ``catch_up`` the margin after
+    a record is at least ``catch_up`` times its length: the backlog a stall leaves takes
+    time in proportion to it."""
 
-    def __init__(self, records, pad_ns: int = 0):
-        if pad_ns < 0:
-            raise ValueError(f"pad_ns {pad_ns}: must be >= 0")
+    def __init__(self, records, pad_ns: int = 0, catch_up: float = 0.0):
+        if pad_ns < 0 or catch_up < 0:
+            raise ValueError(f"pad_ns {pad_ns}, catch_up {catch_up}: must be >= 0")
         records = list(records)
         self.records = len(records)
         merged: list[list[int]] = []
-        for lo, hi in sorted((r.due_ns - pad_ns, r.woke_ns + pad_ns) for r in records):
+        spans = (
+            (r.due_ns - pad_ns, r.woke_ns + max(pad_ns, int(catch_up * (r.woke_ns - r.due_ns))))
+            for r in records
+        )
+        for lo, hi in sorted(spans):
             if merged and lo <= merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], hi)
             else:
@@ -69,14 +75,20 @@ class Stalls:
 
 
 def describe(records) -> str:
-    """What the detector saw: its gaps and slow spells, how many and how long in all."""
-    seen = {"gap": [0, 0], "slow": [0, 0]}
+    """What the detector saw: its gaps (the CPU taken away, or kept busy by the machine's own
+    work: rtnet.stall.Stall.cpu_taken) and slow spells, how many and how long in all."""
+    seen = {"gap": [0, 0], "slow": [0, 0], "busy": [0, 0]}
     for r in records:
-        kind = seen.setdefault(getattr(r, "kind", "gap"), [0, 0])
-        kind[0] += 1
-        kind[1] += r.woke_ns - r.due_ns
+        kind = getattr(r, "kind", "gap")
+        if kind == "gap" and not getattr(r, "cpu_taken", True):
+            kind = "busy"
+        tally = seen.setdefault(kind, [0, 0])
+        tally[0] += 1
+        tally[1] += r.woke_ns - r.due_ns
     return (
-        f"stall detector: {seen['gap'][0]} gaps ({seen['gap'][1] / 1e6:.1f} ms), "
+        f"stall detector: {seen['gap'][0]} gaps with the CPU taken away "
+        f"({seen['gap'][1] / 1e6:.1f} ms), {seen['busy'][0]} with it busy with the machine's "
+        f"own work ({seen['busy'][1] / 1e6:.1f} ms), "
         f"{seen['slow'][0]} slow spells ({seen['slow'][1] / 1e6:.1f} ms)"
     )
 

@@ -4,8 +4,10 @@
  * @brief The stall detector (rtn_stall.h), on the RT thread of rtn_rt.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "rtn_core.h"
 #include "rtn_rt.h"
 #include "rtn_recring_inline.h"
@@ -38,7 +40,8 @@ void rtn_stall_opts_init(struct rtn_stall_opts *o)
 				      .slow_factor = RTN_STALL_SLOW_FACTOR_DEFAULT };
 }
 
-static void record(struct detector *d, int kind, int64_t due, int64_t woke, int64_t work_ns)
+static void record(struct detector *d, int kind, int64_t due, int64_t woke, int64_t work_ns,
+		   int64_t queued_ns)
 {
 	struct rtn_stall_rec *r = &d->rec[d->gaps % RTN_STALL_RECS];
 
@@ -49,8 +52,34 @@ static void record(struct detector *d, int kind, int64_t due, int64_t woke, int6
 	r->woke_ns = woke;
 	r->work_ns = work_ns;
 	r->base_ns = d->base_ns;
+	r->queued_ns = queued_ns;
 	rtn_recring_commit(&r->no, d->gaps);
 	__atomic_store_n(&d->gaps, d->gaps + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * The calling thread's time runnable but not running so far, in ns: the
+ * second field of /proc/thread-self/schedstat ("exec run_delay slices"),
+ * -1 if it cannot be read.
+ */
+static int64_t run_delay_ns(int fd)
+{
+	char buf[96], *p, *end;
+	long long v;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strchr(buf, ' ');
+	if (!p)
+		return -1;
+	errno = 0;
+	v = strtoll(p + 1, &end, 10);
+	return errno || end == p + 1 || v < 0 ? -1 : (int64_t)v;
 }
 
 /* A dependent chain of multiply-adds: its time is the CPU's speed, not the memory's. */
@@ -99,17 +128,23 @@ static int detect(struct rtn_rt *rt, void *arg)
 	struct detector *d = arg;
 	int64_t period = d->owner->o.period_ns, thr = d->owner->o.threshold_ns;
 	int factor = d->owner->o.slow_factor;
-	int64_t next, prev_woke = 0, prev_work = 0;
+	int64_t next, prev_woke = 0, prev_work = 0, delay, prev_delay;
 	int prev_slow = 0;
+	/* this thread's own file: opened here, in the detector's thread */
+	int sched_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 
 	if (factor)
 		calibrate(d, d->owner->o.work_ns);
+	prev_delay = run_delay_ns(sched_fd);
 	next = rtn_now() + period;
 	while (!rtn_rt_should_stop(rt)) {
 		int64_t now = rtn_rt_wait_until(rt, next);
 
+		delay = run_delay_ns(sched_fd);
 		if (now - next > thr)
-			record(d, RTN_STALL_GAP, next, now, 0);
+			record(d, RTN_STALL_GAP, next, now, 0,
+			       delay >= 0 && prev_delay >= 0 ? delay - prev_delay : -1);
+		prev_delay = delay;
 		if (factor) {
 			int64_t w = work_unit(d, d->iters);
 			int slow;
@@ -119,7 +154,7 @@ static int detect(struct rtn_rt *rt, void *arg)
 			slow = w > d->base_ns * factor;
 			if (slow && prev_slow)
 				record(d, RTN_STALL_SLOW, prev_woke, now + w,
-				       w > prev_work ? w : prev_work);
+				       w > prev_work ? w : prev_work, -1);
 			prev_slow = slow;
 			prev_woke = now;
 			prev_work = w;
@@ -128,6 +163,8 @@ static int detect(struct rtn_rt *rt, void *arg)
 		if (next <= now)
 			next += ((now - next) / period + 1) * period;
 	}
+	if (sched_fd >= 0)
+		close(sched_fd);
 	return 0;
 }
 

@@ -22,6 +22,11 @@
  * slow_factor times the fastest one seen, twice in a row (one interrupt
  * hits one unit, a spell many), makes a "slow" record spanning the two
  * wake-ups.  Cost: one unit (2 us by default) per period.
+ *
+ * Each gap also says how much of it the thread spent runnable, waiting for
+ * its CPU (queued_ns, from /proc/thread-self/schedstat read after every
+ * wake-up), which tells a CPU taken away from the VM from one kept busy by
+ * the machine's own work.  Cost: one pread() per period.
  */
 #ifndef RTN_STALL_H
 #define RTN_STALL_H
@@ -52,6 +57,12 @@ struct rtn_stall_rec {
 	int64_t woke_ns;
 	int64_t work_ns; /* the unit's time at the record (a slow one: the slower of the two) */
 	int64_t base_ns; /* the fastest unit so far */
+	/* a gap: how much of it the thread was runnable but waiting for the CPU
+	 * (its schedstat run_delay), -1 if unknown.  A timer that fired on time
+	 * and a CPU busy with the machine's own work (interrupts, softirqs, a
+	 * kernel section that cannot be preempted) make it about the gap; a CPU
+	 * taken away (the hypervisor) delays the timer itself, so it stays small. */
+	int64_t queued_ns;
 };
 
 struct rtn_stall_opts {

@@ -99,6 +99,28 @@ def test_the_stall_detector_runs_on_every_cpu_it_is_given():
     assert det.gaps() == det.gaps()  # closed: what was read stays, nothing is added
 
 
+def test_a_gap_the_machines_own_work_caused_is_told_from_a_cpu_taken_away():
+    """A SCHED_FIFO thread above the detector's priority spins 30 ms on its CPU: the
+    detector's timer fires on time, but its thread waits runnable for the CPU, so its gap
+    is the machine's own work (queued), not a CPU the hypervisor took away."""
+    import subprocess
+    import sys
+
+    spin = "import time\nt = time.monotonic() + 0.03\nwhile time.monotonic() < t: pass\n"
+    with StallDetector([0], period_us=500, threshold_us=100, priority=50) as det:
+        wait_for(lambda: det.wakeups()[0]["wakeups"] >= 20, 5, "the detector to wake up")
+        # the spinner starts at priority 60 on CPU 0 and is waited for: no sleep
+        subprocess.run(
+            ["chrt", "-f", "60", "taskset", "-c", "0", sys.executable, "-S", "-c", spin],
+            check=True,
+            timeout=30,
+        )
+    gaps = [g for g in det.gaps() if g.kind == "gap"]
+    busy = [g for g in gaps if g.gap_ns >= 20_000_000 and not g.cpu_taken]
+    assert busy, [(g.gap_ns, g.queued_ns) for g in gaps if g.gap_ns > 5_000_000]
+    assert all(2 * g.queued_ns >= g.gap_ns for g in busy)
+
+
 def test_check_measure_reports_the_rt_cpus_wakeup_lateness_and_a_guard_for_it():
     import json
     import subprocess

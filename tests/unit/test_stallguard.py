@@ -164,5 +164,32 @@ class Kind:
 
 def test_describe_sums_gaps_and_slow_spells():
     recs = [Kind(0, 200_000, "gap"), Kind(0, 6_000_000, "slow"), Kind(10, 300_010, "gap")]
-    assert describe(recs) == "stall detector: 2 gaps (0.5 ms), 1 slow spells (6.0 ms)"
-    assert describe([]) == "stall detector: 0 gaps (0.0 ms), 0 slow spells (0.0 ms)"
+    assert describe(recs) == (
+        "stall detector: 2 gaps with the CPU taken away (0.5 ms), 0 with it busy with the "
+        "machine's own work (0.0 ms), 1 slow spells (6.0 ms)"
+    )
+    assert describe([]).startswith("stall detector: 0 gaps with the CPU taken away (0.0 ms)")
+
+
+def test_describe_tells_a_busy_cpu_from_one_taken_away():
+    from rtnet.stall import Stall
+
+    recs = [
+        Stall(0, 0, 1_000_000, queued_ns=900_000),  # runnable nearly all of it: busy
+        Stall(0, 0, 2_000_000, queued_ns=10_000),  # the timer itself was late: taken
+        Stall(1, 0, 3_000_000),  # unknown: counted as taken
+    ]
+    assert [r.cpu_taken for r in recs] == [False, True, True]
+    assert describe(recs) == (
+        "stall detector: 2 gaps with the CPU taken away (5.0 ms), 1 with it busy with the "
+        "machine's own work (1.0 ms), 0 slow spells (0.0 ms)"
+    )
+
+
+def test_the_catch_up_margin_after_a_stall_grows_with_its_length():
+    s = Stalls([Rec(1000, 2000), Rec(10_000, 10_100)], pad_ns=50, catch_up=2.0)
+    assert s.overlaps(3990, 4000) and not s.overlaps(4001, 4100)  # 2 x 1000 after the first
+    assert s.overlaps(10_150, 10_160) and not s.overlaps(10_301, 10_400)  # 2 x 100
+    assert s.overlaps(950, 960) and not s.overlaps(900, 949)  # before: the plain margin
+    with pytest.raises(ValueError, match="catch_up"):
+        Stalls([], catch_up=-1)
