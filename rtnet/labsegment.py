@@ -64,9 +64,17 @@ def _expected_state(role: str) -> str:
 
 
 def run_segment(
-    name: str, n: int, *, cycles: int, cycle_us: int | None = None, progress=None
+    name: str,
+    n: int,
+    *,
+    cycles: int,
+    cycle_us: int | None = None,
+    progress=None,
+    on_capture=None,
 ) -> dict:
-    """Bring up ``n`` stations, run ``cycles`` cycles of probes, report per station."""
+    """Bring up ``n`` stations, run ``cycles`` cycles of probes, report per station.
+    ``on_capture(seg, macs, frames)``, if given, sees the plan, the stations' MACs and the
+    captured frames before the report is made of them (a test's own checks)."""
     cycle_us = cycle_us or shortest_cycle_us(n)
     seg = plan(n, cycle_us=cycle_us)
     ncpu = os.cpu_count() or 1
@@ -113,6 +121,8 @@ def run_segment(
         finally:
             for s in stations:
                 s.close()
+    if on_capture is not None:
+        on_capture(seg, macs, cap.frames)
     return _report(seg, macs, cap.frames, before, after, cycles)
 
 

@@ -13,11 +13,21 @@ import time
 
 import pytest
 from conftest import wait_for
+from stallguard import (
+    Stalls,
+    Tally,
+    Windows,
+    describe,
+    detector,
+    global_minus_monotonic_ns,
+    twice,
+)
 
 from rtmac.frames import FrameKind, decode
 from rtmac.tdma_config import Slot, TdmaConfig, set_slot, wire_time_ns
 from rtmac.testing.scapy_layers import RTmac, TdmaReqCal, TdmaRplCal, TdmaSync
 from rtnet.errors import ConfigError, RtnetError
+from rtnet.hist import Histogram
 from rtnet.lab import Lab
 from rtnet.mac import format_mac
 from rtnet.station import RtSettings, Station
@@ -27,6 +37,9 @@ from rtnet.wirecap import WireCapture
 pytestmark = pytest.mark.netns
 
 CYCLE_US = 1000
+# the margin before a stall: what the RT thread decided this long before it (it wakes ahead of
+# its slot) was delayed by it
+STALL_LEAD_NS = 200_000
 CAL_ROUNDS = 20
 MASTER = TdmaConfig(role="master", cycle_us=CYCLE_US, cal_rounds=CAL_ROUNDS, slots={0: Slot(0, 0)})
 BACKUP = TdmaConfig(
@@ -222,21 +235,63 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     """Each station sends one frame per cycle (the RT thread's probe); the wire capture
     checks every frame against the cycle grid taken from the captured Syncs.
 
+    - no frame leaves before its slot opens, and every frame a station built reached the
+      wire once and in order;
     - the transmit stamp the sender wrote into the frame (global time, taken right
       before the frame went to the AF_XDP ring) lies inside the slot window, the
-      frame's wire time included, for every frame;
+      frame's wire time included, for all but 5 of the frames;
     - the kernel receive stamp at the bridge lies inside the window plus 100 us of
-      delivery for most frames (a sanity bound: a hypervisor stall between send and
-      receive is outside our control; DESIGN.md, "What this machine showed").
+      delivery for 99.9% of the frames;
+    - every sender has a frame in 99% of the cycles.
+
+    The three bounds apply to the frames and cycles no stall of the VM overlapped (the
+    stall detector runs throughout, tests/stallguard.py); the rest are counted and shown.
     """
     lab, stations = lab3
+    r = twice(lambda: _probe_10000_cycles(lab, stations), "10,000 cycles")
+    print(
+        f"transmit stamps in slot {r['inside_tx']} of {r['probes']}, receive stamps "
+        f"{r['inside_rx']} of {r['probes']}; cycles with a frame per sender "
+        f"{r['present']} of {r['cycles']}"
+    )
+    assert r["before_grid"] <= len(stations)  # at most each sender's first probe
+    # never before the slot opens.  Under heavy simulated vCPU steal, one probe in 25,000
+    # once left 95 to 308 us before its slot: the RT thread decided to send in its slot,
+    # stalled before the hand-over, and the frame went out in the next cycle, before the
+    # slot there.  A frame is now handed over only while it still fits its slot
+    # (rtn_xsk_send_by's deadline); later it waits for its next occurrence.  Every frame.
+    assert r["early"] == 0, (r["early"], r["takeovers"])
+    # every probe a station built reached the wire, once and in order: its sequence numbers
+    # run without a gap, but for frames the capture socket itself dropped.  Every frame.
+    for src, q in r["seqs"].items():
+        assert all(b > a for a, b in zip(q, q[1:])), src
+        assert sum(b - a - 1 for a, b in zip(q, q[1:])) <= r["drops"], src
+        assert len(q) + r["drops"] >= r["sent"][src], (src, len(q), r["sent"][src])
+    # in the undisturbed cycles every sender sent: a station skips its slot only while the
+    # VM stalls its RT thread past the slot
+    for src, n in r["present"].items():
+        assert n >= 0.99 * r["cycles"], (src, n, r["cycles"])
+    # an undisturbed sender stamps no later than its slot's end allows (rtn_xsk_send_by)
+    assert r["inside_tx"] >= r["probes"] - 5, (r["inside_tx"], r["probes"])
+    # and, undisturbed, the frame is at the bridge within 100 us of its window
+    assert r["inside_rx"] >= 0.999 * r["probes"], (r["inside_rx"], r["probes"])
+    for st in stations:
+        assert st.stats()["tdma"]["too_big"] == 0
+
+
+def _probe_10000_cycles(lab, stations):
+    """One measurement of the 10,000-cycle test, and its tallies of excluded frames and
+    cycles; the counts its bounds take are of what was kept."""
     offsets = {
         st.mac: cfg.slots[0].offset_us * 1000 for st, cfg in zip(stations, (MASTER, BACKUP, SLAVE))
     }
     window = wire_time_ns(1514, 100) + SLAVE.guard_ns  # size 1500 slots, with the guard
     sent_before = {st.mac: st.stats()["probe_sent"] for st in stations}
     takeovers_before = stations[1].stats()["tdma"]["backup_takeovers"]
-    with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
+    # global time is the master's clock; the capture's and the detector's stamps are
+    # CLOCK_MONOTONIC
+    g_minus_m = global_minus_monotonic_ns(stations[0].local_now)
+    with detector() as det, WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)
         start = stations[0].stats()["tdma"]["cycle_no"]
@@ -259,6 +314,11 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
                 timeout=2,
                 what="the last probes in the capture",
             )
+        records = det.gaps()
+    # a stall delays what the RT thread decided shortly before it (its wake-up ahead of the
+    # slot) and what it and the bridge do while catching up after it, in proportion to its
+    # length
+    stalls = Stalls(records, pad_ns=STALL_LEAD_NS, catch_up=2.0)
     syncs, probes = {}, []
     for c in cap.frames:
         if c.data[12:14] == b"\x90\x21":
@@ -274,8 +334,9 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
     # the grid: its estimate of the primary's schedule, a few microseconds off
     takeovers = stations[1].stats()["tdma"]["backup_takeovers"] - takeovers_before
     early_tol = 20_000 if takeovers else 0
+    kept = Tally("frames")
     inside_tx = inside_rx = before_grid = early = 0
-    per_sender, seqs = {}, {}
+    seqs, cycles_of = {}, {}
     for c in probes:
         src = format_mac(c.data[6:12])
         seqs.setdefault(src, []).append(int.from_bytes(c.data[18:22], "big"))
@@ -285,40 +346,46 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
             # sent in the cycle whose Sync went out before the capture started
             before_grid += 1
             continue
+        cycles_of.setdefault(src, set()).add(k)
         rel_tx = tx - grid[k]
-        rel_rx = c.ts_ns - grid[k]
+        rel_rx = c.ts_ns + g_minus_m - grid[k]
         lo, hi = offsets[src], offsets[src] + window
         early += rel_tx < lo - early_tol
+        # from the cycle's start to the later of its stamp and its arrival at the bridge
+        if not kept.count(stalls.overlaps(grid[k] - g_minus_m, max(tx - g_minus_m, c.ts_ns))):
+            continue
         inside_tx += rel_tx + wire_time_ns(64, 100) <= hi + 20_000
         inside_rx += lo <= rel_rx <= hi + 100_000
-        per_sender[src] = per_sender.get(src, 0) + 1
-    assert before_grid <= len(stations)  # at most each sender's first probe
-    # never before the slot opens.  Under heavy simulated vCPU steal, one probe in 25,000
-    # once left 95 to 308 us before its slot: the RT thread decided to send in its slot,
-    # stalled before the hand-over, and the frame went out in the next cycle, before the
-    # slot there.  A frame is now handed over only while it still fits its slot
-    # (rtn_xsk_send_by's deadline); later it waits for its next occurrence
-    assert early == 0, (early, takeovers)
-    # every probe a station built reached the wire, once and in order: its sequence numbers
-    # run without a gap, but for frames the capture socket itself dropped
-    for src, q in seqs.items():
-        assert all(b > a for a, b in zip(q, q[1:])), src
-        assert sum(b - a - 1 for a, b in zip(q, q[1:])) <= cap.drops, src
-        assert len(q) + cap.drops >= sent[src], (src, len(q), sent[src])
-    # every sender in nearly every one of the 10,000 cycles: a station skips its slot only
-    # while the VM stalls its RT thread past the slot (a CI run's noisiest hour: 9,474),
-    # and never builds a probe then, so the check above holds through a stall
-    assert min(per_sender.values()) >= 9_000
-    # a sender stamps no later than its slot's end allows (rtn_xsk_send_by), by its own
-    # clock; against the captured grid that clock can be off after a Sync it took while
-    # the hypervisor stalled the VM (rtnet/stall.py); an engine that misplaced frames
-    # would do it in every cycle, not in 1 of 200
-    assert inside_tx >= 0.995 * len(probes)
-    # delivery: every stall of the VM between hand-over and the bridge shows here (a CI
-    # run in a noisy hour: 77%), so this is a sanity bound; the stamps above are the slots
-    assert inside_rx >= 0.5 * len(probes)
-    for st in stations:
-        assert st.stats()["tdma"]["too_big"] == 0
+    # the cycles in which every sender was probing (from the last first probe to the first
+    # last one), and of those the ones no stall overlapped
+    first = max(min(ks) for ks in cycles_of.values())
+    last = min(max(ks) for ks in cycles_of.values())
+    cycles = Tally("cycles")
+    ends = grid[1:] + [grid[-1] + CYCLE_US * 1000]
+    calm = [
+        k
+        for k in range(first, last + 1)
+        if cycles.count(stalls.overlaps(grid[k] - g_minus_m, ends[k] - g_minus_m))
+    ]
+    present = {src: sum(k in ks for k in calm) for src, ks in cycles_of.items()}
+    print(
+        f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins; "
+        f"global - monotonic {g_minus_m} ns"
+    )
+    result = {
+        "probes": kept.kept,
+        "inside_tx": inside_tx,
+        "inside_rx": inside_rx,
+        "cycles": len(calm),
+        "present": present,
+        "early": early,
+        "takeovers": takeovers,
+        "before_grid": before_grid,
+        "seqs": seqs,
+        "sent": sent,
+        "drops": cap.drops,
+    }
+    return result, [kept, cycles]
 
 
 def test_bad_frames_from_the_wire_are_counted_and_never_move_the_clock(lab3):
@@ -379,8 +446,9 @@ def probes_by_sender(cap):
     return counts
 
 
-def probes_in_slots(cap, stations, configs):
-    """Per sender: (probes checked, probes whose transmit stamp lay inside the slot window)."""
+def probes_in_slots(cap, stations, configs, stalls, g_minus_m, tally):
+    """Per sender: (probes checked, probes no stall overlapped, of those the ones whose
+    transmit stamp lay inside the slot window); ``tally`` counts the excluded."""
     offsets = {st.mac: cfg.slots[0].offset_us * 1000 for st, cfg in zip(stations, configs)}
     window = wire_time_ns(1514, 100) + SLAVE.guard_ns
     syncs, probes = {}, []
@@ -401,8 +469,11 @@ def probes_in_slots(cap, stations, configs):
             continue
         rel = tx - grid[k]
         lo, hi = offsets[src], offsets[src] + window
-        n, inside = result.get(src, (0, 0))
-        result[src] = (n + 1, inside + (lo <= rel and rel + wire_time_ns(64, 100) <= hi + 20_000))
+        n, kept, inside = result.get(src, (0, 0, 0))
+        if tally.count(stalls.overlaps(grid[k] - g_minus_m, max(tx - g_minus_m, c.ts_ns))):
+            kept += 1
+            inside += lo <= rel and rel + wire_time_ns(64, 100) <= hi + 20_000
+        result[src] = (n + 1, kept, inside)
     return result
 
 
@@ -410,18 +481,65 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     """A rogue on the wire sends, with the master's MAC, the Syncs that crashed or
     desynchronised a slave (stamps 2^63 ns ahead, a cycle number 2^31 - 1 ahead,
     zero stamps), 40 of each, to every station, while every station sends a probe
-    frame in its slot in every cycle."""
+    frame in its slot in every cycle.
+
+    The bounds on what a stall of the VM can also cause (a forgery not counted, a sync
+    error sample, a probe stamped late) apply to what no stall overlapped; the stall
+    detector runs throughout (tests/stallguard.py)."""
+    lab, stations = lab3
+    r = twice(lambda: _forge_syncs(lab, stations), "forged Syncs")
+    after, before = r["after"], r["before"]
+    assert all(st.running for st in stations)
+    assert [a["state"] for a in after] == [
+        TdmaState.MASTER,
+        TdmaState.BACKUP_STANDBY,
+        TdmaState.SYNCED,
+    ]
+    # the backup and the slave follow the master and count every forgery (and the real
+    # master's Syncs that a stall delayed beyond the bound).  A forgery a stall overlapped
+    # may be lost in a veth queue, or taken as a restarted master's first Sync by a station
+    # whose sync the stall lost; those are left out of the bound
+    for i in (1, 2):
+        counted = after[i]["sync_implausible"] - before[i]["sync_implausible"]
+        assert counted >= r["forgeries"], (i, counted, r["forgeries"])
+        assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100  # the real master's
+    # a taken forgery would move the clock by seconds (under- or overflow, 2 ms) and keep
+    # it there: none in any sample, disturbed or not
+    err = after[2]["sync_error"].since(before[2]["sync_error"])
+    assert err.count > 100 and err.overflow == 0 and err.underflow == 0
+    # a real Sync a stall delayed moves single samples (a CI run's minimum was -113 us); the
+    # samples no stall overlapped stay within the 100 us sync tolerance
+    calm = r["sync_error"]
+    print(f"slave's sync error, undisturbed: {calm.summary_us()}")
+    assert -100_000 < calm.percentile_ns(0.1) and calm.percentile_ns(99.9) < 100_000, (
+        calm.summary_us()
+    )
+    assert after[0]["sync_foreign"] - before[0]["sync_foreign"] >= 120
+    # every station kept sending in its own slot through it all: a forgery taken would
+    # move a clock by seconds and keep it there, every later probe outside.  A stall
+    # between decision and stamp puts single probes late: those are left out
+    checked = r["probes"]
+    assert set(checked) == {st.mac for st in stations}
+    for mac, (n, kept, inside) in checked.items():
+        assert n >= 200 and inside >= kept - 5, (mac, n, kept, inside)
+
+
+def _forge_syncs(lab, stations):
+    """One measurement of the forged-Sync test, and its tallies."""
     import socket
 
     from rtmac import frames
     from rtnet import netns
 
-    lab, stations = lab3
-    m, b, s = stations
+    m, _b, s = stations
+    g_minus_m = global_minus_monotonic_ns(m.local_now)
     before = [st.stats()["tdma"] for st in stations]
-    with WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
+    sync_error = Windows(lambda: s.stats()["tdma"]["sync_error"])
+    sent = []
+    with detector() as det, WireCapture(lab.wire_netns, ethertypes={0x9021, 0x88B5}) as cap:
         for st in stations:
             st.set_probe(0, ethertype=0x88B5, length=64)
+        sync_error.take()
         with netns.entered(lab.wire_netns), socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
             raw.bind(("rtbr0", 0))  # from the bridge: flooded to every station
             for k in range(120):
@@ -432,49 +550,50 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
                     (now, cycle + 0x7FFFFFFF),
                     (0, cycle + 1),
                 ][k % 3]
+                t0 = time.monotonic_ns()
                 raw.send(
                     frames.encode_sync(
                         src=m.mac, cycle_no=n & 0xFFFFFFFF, xmit_stamp=stamp, sched_xmit_stamp=stamp
                     )
                 )
-                time.sleep(0.002)  # pacing the rogue, about one per two cycles
+                sent.append((t0, time.monotonic_ns()))
+                # pacing the rogue, about one per two cycles; a snapshot of the slave's
+                # sync error each cycle, so that a stall leaves out as little as it can
+                for _ in range(2):
+                    time.sleep(0.001)
+                    sync_error.take()
         end = m.stats()["tdma"]["cycle_no"]
         wait_for(lambda: m.stats()["tdma"]["cycle_no"] >= end + 20, 10, "20 more cycles")
+        sync_error.take()
         for st in stations:
             st.set_probe(None)
+        records = det.gaps()
     after = [st.stats()["tdma"] for st in stations]
-    assert all(st.running for st in stations)
-    assert [a["state"] for a in after] == [
-        TdmaState.MASTER,
-        TdmaState.BACKUP_STANDBY,
-        TdmaState.SYNCED,
+    stalls = Stalls(records, pad_ns=STALL_LEAD_NS, catch_up=2.0)
+    # a forgery is disturbed if a stall met it on its way (a veth queue overflows), or if
+    # it came while a station's sync was lost: that takes 20 cycles without a Sync, so a
+    # stall, and lasts until the first Sync from the master's MAC after it, the real one
+    # within a cycle of the stall's end (two cycles of margin)
+    forged = Tally("forged Syncs")
+    cycle_ns = CYCLE_US * 1000
+    kept = sum(forged.count(stalls.overlaps(t0 - cycle_ns, t1 + 2 * cycle_ns)) for t0, t1 in sent)
+    windows = Tally("sync error windows")
+    calm = [
+        b.since(a)
+        for t0, t1, a, b in sync_error.windows()
+        if windows.count(stalls.overlaps(t0, t1))
     ]
-    # the backup and the slave follow the master and count the forgeries (and the
-    # real master's Syncs that a stall delayed beyond the bound, a few).  Not all 120
-    # without fail: a hypervisor stall can overflow a veth queue, and a station whose
-    # sync a stall lost takes the next sane Sync from its master's MAC, which is what
-    # a restarted master looks like (a CI run counted 119); the clock checks below
-    # are what shows that no forgery moved a clock.
-    for i in (1, 2):
-        assert after[i]["sync_implausible"] - before[i]["sync_implausible"] >= 114
-        assert after[i]["sync_rx"] - before[i]["sync_rx"] >= 100  # the real master's
-        err = after[i]["sync_error"].since(before[i]["sync_error"]) if i == 2 else None
-        if err is not None:
-            # a taken forgery would move the clock by seconds (under- or overflow, 2 ms) and
-            # keep it there; a real Sync a stall delayed moves single samples (a CI run's
-            # minimum of 354 was -113 us; another's p1 of 405 was -108 us, its mean -17 us),
-            # so the bound is on p1/p99, a quarter of the histogram's range
-            assert err.count > 100 and err.overflow == 0 and err.underflow == 0
-            assert -500_000 < err.percentile_ns(1) and err.percentile_ns(99) < 500_000
-    assert after[0]["sync_foreign"] - before[0]["sync_foreign"] >= 120
-    # every station kept sending in its own slot through it all
-    checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE))
-    assert set(checked) == {st.mac for st in stations}
-    # a forgery taken would move a clock by seconds and keep it there: every later probe
-    # outside.  A stall between decision and stamp puts single probes late; a CI run in
-    # a noisy hour had 12 of 327 so, with no forgery taken (the clock checks above)
-    for mac, (n, inside) in checked.items():
-        assert n >= 200 and inside >= 0.9 * n, (mac, n, inside)
+    probes = Tally("probes")
+    checked = probes_in_slots(cap, stations, (MASTER, BACKUP, SLAVE), stalls, g_minus_m, probes)
+    print(f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins")
+    result = {
+        "before": before,
+        "after": after,
+        "forgeries": kept,
+        "probes": checked,
+        "sync_error": Histogram.combine(calm) if calm else None,
+    }
+    return result, [forged, windows, probes]
 
 
 def test_master_restart_without_backup_is_followed_again(lab3):

@@ -1,20 +1,30 @@
 """Eight stations on one segment (rtnet.labsegment): a master, a backup and six slaves,
 each on its own SCHED_FIFO thread, scheduled by the planner; all synchronise and every
-station's probe frames leave inside its own slot.  Bounds stay loose: the VM stalls."""
+station's probe frames leave inside its own slot.  The VM stalls: the slot bound applies
+to the probes no stall overlapped, the sync-error count to the cycles no stall overlapped
+(the stall detector runs throughout, tests/stallguard.py); the rest are counted."""
+
+import bisect
 
 import pytest
+from stallguard import Stalls, Tally, describe, detector, twice
 
+from rtmac.frames import FrameKind, decode
+from rtmac.tdma_config import wire_time_ns
+from rtnet import labsegment
 from rtnet.labsegment import format_report, run_segment
+from rtnet.mac import format_mac
 from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
 
 STATIONS = 8
 CYCLES = 3000
+STALL_LEAD_NS = 200_000  # the margin before a stall: an RT thread wakes ahead of its slot
 
 
 def test_eight_stations_synchronise_and_each_sends_in_its_slot():
-    report = run_segment("sc", STATIONS, cycles=CYCLES)
+    report = twice(_run, "eight stations")
     print("\n".join(format_report(report)))
     assert report["syncs_captured"] >= CYCLES
     stations = report["stations"]
@@ -24,15 +34,86 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
     )
     offsets = [s["slot_offset_us"] for s in stations]
     assert offsets == sorted(set(offsets))  # eight slots, one per station
+    calm_cycles = min(report["calm_cycles"], CYCLES)
     for s in stations:
         # one probe per cycle, at most; a wake-up later than the guard skips the slot
         # (missed_slots counts it), and eight RT threads share two vCPUs here
         assert 0.5 * CYCLES <= s["probes"] <= CYCLES + 100, s
-        # a probe that is sent leaves inside its slot (but for a stall between the
-        # send decision and the stamp)
-        assert s["probes_in_slot"] >= 0.95, s
+        # a probe that is sent leaves inside its slot, when no stall came between the
+        # send decision and the stamp
+        calm = s["calm"]
+        assert calm["in_slot"] >= 0.98 * calm["probes"], (s["index"], calm)
         if s["role"] != "master":
             # the slaves' and the backup's clock estimate: within the 20 us gap the
             # planner leaves at the median, never a whole slot off
             assert abs(s["sync_error_us"]["p50"]) <= 50, s
-            assert s["sync_error_us"]["count"] >= 0.8 * CYCLES, s
+            # a Sync in nearly every cycle no stall overlapped
+            assert s["sync_error_us"]["count"] >= 0.9 * calm_cycles, (s, calm_cycles)
+
+
+def _run():
+    """One run of the segment under the stall detector, its report with the counts of
+    what no stall overlapped, and the tallies."""
+    seen = {}
+    with detector() as det:
+        report = run_segment(
+            "sc",
+            STATIONS,
+            cycles=CYCLES,
+            on_capture=lambda seg, macs, frames: seen.update(seg=seg, macs=macs, frames=frames),
+        )
+        records = det.gaps()
+    # a stall delays what an RT thread decided shortly before it, and what it and the
+    # bridge do while catching up after it, in proportion to its length
+    stalls = Stalls(records, pad_ns=STALL_LEAD_NS, catch_up=2.0)
+    tallies = _calm_counts(report, seen["seg"], seen["macs"], seen["frames"], stalls)
+    print(f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins")
+    return report, tallies
+
+
+def _calm_counts(report, seg, macs, frames, stalls):
+    """Add to each station's report its probes and probes in slot that no stall overlapped
+    (labsegment's slot window), and to the report the cycles no stall overlapped.  Global
+    time in the lab is the master's clock, the host's CLOCK_MONOTONIC (its station has no
+    clock offset or drift): the captured Syncs show it, stamped a hand-over before their
+    arrival at the bridge."""
+    syncs, probes, lag = {}, [], []
+    for c in frames:
+        if c.data[12:14] == b"\x90\x21":
+            try:
+                m = decode(c.data)
+            except ValueError:
+                continue
+            if m.kind == FrameKind.SYNC:
+                syncs.setdefault(m.cycle_no, m.sched_xmit_stamp)
+                if m.src == macs[0]:
+                    lag.append(c.ts_ns - m.xmit_stamp)
+        elif len(c.data) >= labsegment.TX_STAMP_OFF + 8:
+            probes.append(c)
+    lag.sort()
+    assert lag and 0 <= lag[len(lag) // 2] < 1_000_000, "global time is not CLOCK_MONOTONIC"
+    grid = sorted(syncs.values())
+    index = {mac: i for i, mac in enumerate(macs)}
+    calm = [{"probes": 0, "in_slot": 0} for _ in macs]
+    tally = Tally("probes")
+    probe_wire = wire_time_ns(labsegment.PROBE_LEN, seg.link_rate_mbps)
+    for c in probes:
+        i = index.get(format_mac(c.data[6:12]))
+        tx = int.from_bytes(c.data[labsegment.TX_STAMP_OFF : labsegment.TX_STAMP_OFF + 8], "big")
+        k = bisect.bisect_right(grid, tx) - 1
+        if i is None or k < 0:
+            continue
+        if not tally.count(stalls.overlaps(grid[k], max(tx, c.ts_ns))):
+            continue
+        rt = seg.stations[i].rt
+        lo = rt.offset_us * 1000
+        hi = lo + wire_time_ns(rt.size + 14, seg.link_rate_mbps) + seg.guard_ns
+        rel = tx - grid[k]
+        calm[i]["probes"] += 1
+        calm[i]["in_slot"] += lo <= rel and rel + probe_wire <= hi + labsegment.STAMP_SLACK_NS
+    for s, c in zip(report["stations"], calm):
+        s["calm"] = c
+    cycles = Tally("cycles")
+    ends = grid[1:] + [grid[-1] + report["cycle_us"] * 1000]
+    report["calm_cycles"] = sum(cycles.count(stalls.overlaps(a, b)) for a, b in zip(grid, ends))
+    return [tally, cycles]
