@@ -37,8 +37,9 @@ def test_virtio_gets_the_modern_iommu_device_with_its_queues():
     assert "disable-legacy=on,iommu_platform=on,mq=on,vectors=10" in args[3]
     assert (
         vmtier.nic_args("igb", "rtnvm-a0", "02:00:00:00:00:01", 0)[3]
-        == "igb,netdev=n0,mac=02:00:00:00:00:01"
+        == "igb,netdev=n0,mac=02:00:00:00:00:01,id=nic0"  # the id QEMU's device_del takes
     )
+    assert args[3].endswith(",id=nic1")
     with pytest.raises(ValueError):
         vmtier.nic_args("rtl8139", "rtnvm-a0", "02:00:00:00:00:01", 0)
 
