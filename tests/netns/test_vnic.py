@@ -226,3 +226,71 @@ def test_tap_deleted_under_running_station(lab, mode):
         # the RT path keeps running: the slave still follows the master's cycles
         assert st["tdma"]["cycles"] > cycles
         assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
+
+
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
+
+# A tracer for one thread (a process cannot trace its own threads): ptrace stops just that
+# thread, as a page fault or a stall of its CPU would, until the tracer detaches.
+STOPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+tids = [int(t) for t in sys.argv[1:]]
+for tid in tids:
+    if libc.ptrace(%d, tid, 0, 0) or libc.ptrace(%d, tid, 0, 0):
+        sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
+    os.waitpid(tid, os.__dict__.get("WALL", 0x40000000))
+print("stopped", flush=True)
+sys.stdin.readline()
+for tid in tids:
+    libc.ptrace(%d, tid, 0, 0)
+print("resumed", flush=True)
+""" % (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH)
+
+
+def pump_threads() -> list[int]:
+    """This process's VNIC pump threads (the stations of tdma_pair run in it)."""
+    tids = []
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            if f.read().strip() == "rtnet-vnic":
+                tids.append(int(tid))
+    return tids
+
+
+def test_a_stalled_pump_blocks_neither_the_rt_thread_nor_the_schedule(lab):
+    with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, _taps):
+        assert ping(lab, 1, "198.19.0.2").returncode == 0  # the VNIC works
+        idle_occ, idle_missed = rt_slot_window(stations[0], 1.0)
+        tids = pump_threads()
+        assert len(tids) == 2, tids  # one per station
+        stopper = subprocess.Popen(
+            [sys.executable, "-c", STOPPER, *map(str, tids)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert stopper.stdout.readline().strip() == "stopped", stopper.stderr
+            before = [st.stats() for st in stations]
+            # Linux's traffic waits (nothing moves it to the wire) ...
+            assert ping(lab, 1, "198.19.0.2").returncode != 0
+            occ, missed = rt_slot_window(stations[0], 1.0)
+            after = [st.stats() for st in stations]
+            assert after[0]["vnic"]["pump_wakeups"] == before[0]["vnic"]["pump_wakeups"]
+            # ... while the RT thread keeps the schedule: Syncs, the RT slot, the slave
+            assert after[0]["tdma"]["sync_tx"] > before[0]["tdma"]["sync_tx"]
+            assert occ > 0.5 * idle_occ and missed <= idle_missed + occ // 10, (
+                occ,
+                missed,
+                idle_occ,
+                idle_missed,
+            )
+            assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
+        finally:
+            stopper.stdin.write("\n")
+            stopper.stdin.flush()
+            assert stopper.stdout.readline().strip() == "resumed"
+            stopper.wait(10)
+        # the pump goes on where it stopped
+        assert ping(lab, 1, "198.19.0.2").returncode == 0

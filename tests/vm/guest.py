@@ -336,6 +336,7 @@ def role_tdma(args):
             )
         }
         RESULT["window"]["cycle_no"] = b["cycle_no"] - a["cycle_no"]
+        RESULT["window"]["cycle_from"], RESULT["window"]["cycle_to"] = a["cycle_no"], b["cycle_no"]
         RESULT["state_end"] = str(b["state"])
         RESULT["vnic_ping"] = vnic_ping(args["peer_vnic_ip"])
         save()
