@@ -69,7 +69,7 @@ struct rtn_gso_seg {
  * hdr_len beyond the frame, unknown gso_type) and -EMSGSIZE for segments
  * (or a single frame) larger than @p max_frame: the caller counts and drops
  * those.  No error
- * message is recorded: this runs per packet on the real-time thread.
+ * message is recorded: this runs per packet on the VNIC pump thread.
  */
 int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t max_frame);
 /* Write the next frame to @p out; returns its length, 0 when done, -ENOSPC if @p cap is short. */

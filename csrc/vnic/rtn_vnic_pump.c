@@ -149,15 +149,26 @@ static inline uint32_t fr_depth(struct frame_ring *r)
 }
 
 /*
- * A read or write error other than EAGAIN/EINTR means the TAP is gone
- * (EBADFD/EIO after the device was deleted).  Count it once and stop
- * touching the fd: polling a dead TAP returns POLLERR at once, which
- * would make the pump spin.
+ * The TAP is gone (deleted: poll says POLLERR, reads and writes EBADFD):
+ * count it once and stop touching the fd, since polling a dead TAP returns
+ * POLLERR at once, which would make the pump spin.
  */
-static inline void tap_failed(struct rtn_vnic *v)
+static inline void tap_gone(struct rtn_vnic *v)
 {
 	if (!__atomic_exchange_n(&v->tap_dead, 1, __ATOMIC_ACQ_REL))
 		VSTAT_ADD(v, tap_errors, 1);
+}
+
+/*
+ * A read or write that failed with @p err.  Only a TAP that is gone stops
+ * the pump's use of it; one that is merely down refuses writes with EIO and
+ * has nothing to read: those frames are dropped and counted by the caller,
+ * and the TAP carries traffic again once it is up.
+ */
+static inline void tap_error(struct rtn_vnic *v, int err)
+{
+	if (err == EBADFD || err == EBADF || err == ENODEV || err == ENXIO)
+		tap_gone(v);
 }
 
 static inline int tap_usable(const struct rtn_vnic *v)
@@ -182,8 +193,8 @@ static ssize_t tap_read(struct rtn_vnic *v, uint8_t *buf, size_t cap)
 	ssize_t n = read(v->tap_fd, buf, cap);
 
 	if (n <= 0) {
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			tap_failed(v);
+		if (n < 0)
+			tap_error(v, errno);
 		return 0;
 	}
 	VSTAT_ADD(v, tap_reads, 1);
@@ -470,9 +481,9 @@ static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 		}
 		w = tap_usable(v) ? write(v->tap_fd, buf, len) : -1;
 		if (w < 0) {
-			/* a dead TAP, or a full one (EAGAIN): the frames are lost */
-			if (tap_usable(v) && errno != EAGAIN && errno != EINTR)
-				tap_failed(v);
+			/* a TAP that is gone, down (EIO) or full (EAGAIN): the frames are lost */
+			if (tap_usable(v))
+				tap_error(v, errno);
 			VSTAT_ADD(v, rx_dropped, segs);
 		} else {
 			VSTAT_ADD(v, tap_writes, 1);
@@ -587,7 +598,7 @@ static void pump_wait(struct rtn_vnic *v)
 		if (p[0].revents & POLLIN)
 			efd_drain(v->pump_efd);
 		if (p[1].revents & (POLLERR | POLLHUP | POLLNVAL))
-			tap_failed(v); /* TAP deleted under us */
+			tap_gone(v); /* TAP deleted under us */
 	}
 	__atomic_store_n(&v->pump_asleep, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&v->pump_wants_room, 0, __ATOMIC_RELAXED);

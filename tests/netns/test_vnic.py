@@ -228,6 +228,28 @@ def test_tap_deleted_under_running_station(lab, mode):
         assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
 
 
+def set_link(ns: str, ifname: str, state: str) -> None:
+    with IPRoute(netns=ns) as ipr:
+        ipr.link("set", index=ipr.link_lookup(ifname=ifname)[0], state=state)
+
+
+@pytest.mark.parametrize("mode", ["batched", "per-packet"])
+def test_a_tap_brought_down_and_up_again_carries_traffic_again(lab, mode):
+    with tdma_pair(lab, plan(), mode=mode, mtu=MTU) as (stations, _taps):
+        assert ping(lab, 1, "198.19.0.2").returncode == 0
+        set_link(lab.station(2).netns, "vnic0", "down")
+        dropped = stations[1].stats()["vnic"]["rx_dropped"]
+        # station 1's echo requests reach station 2, whose TAP refuses them while down
+        assert ping(lab, 1, "198.19.0.2").returncode != 0
+        st = stations[1].stats()
+        assert st["vnic"]["rx_dropped"] > dropped, st["vnic"]
+        assert st["running"] and st["tdma"]["state"] == TdmaState.SYNCED
+        set_link(lab.station(2).netns, "vnic0", "up")
+        # a TAP that is down is not a TAP that is gone: traffic flows again
+        assert ping(lab, 1, "198.19.0.2").returncode == 0
+        assert stations[1].stats()["vnic"]["tap_errors"] == 0
+
+
 PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
 
 # A tracer for one thread (a process cannot trace its own threads): ptrace stops just that
