@@ -20,6 +20,7 @@ import bisect
 import errno
 import os
 import time
+from dataclasses import dataclass
 
 from rtmac.frames import FrameKind, decode
 from rtmac.plan import plan, shortest_cycle_us
@@ -126,8 +127,35 @@ def run_segment(
     return _report(seg, macs, cap.frames, before, after, cycles)
 
 
-def _report(seg, macs, frames, before, after, cycles) -> dict:
-    syncs, probes = {}, []
+@dataclass(frozen=True)
+class ProbeCheck:
+    """One captured probe: its sender's index, the start of the cycle it was sent in (global
+    time, from the captured Syncs), its transmit stamp, its capture stamp (CLOCK_MONOTONIC)
+    and whether it left inside its sender's slot window."""
+
+    station: int
+    cycle_start: int
+    tx: int
+    captured: int
+    in_slot: bool
+
+
+@dataclass
+class Captured:
+    """What the capture shows: the cycle grid, every probe checked against it, and for each
+    of the master's Syncs its capture stamp minus its transmit stamp."""
+
+    syncs: int
+    grid: list[int]
+    probes: list[ProbeCheck]
+    master_sync_lag_ns: list[int]
+
+
+def check_capture(seg, macs, frames) -> Captured:
+    """Each probe of ``frames`` (captured on the segment's bridge) against its sender's slot
+    window in the cycle grid the captured Syncs give; probes of no station, or sent before
+    the first captured Sync, are left out."""
+    syncs, probes, lag = {}, [], []
     for c in frames:
         if c.data[12:14] == b"\x90\x21":
             try:
@@ -136,12 +164,14 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
                 continue
             if m.kind == FrameKind.SYNC:
                 syncs.setdefault(m.cycle_no, m.sched_xmit_stamp)
+                if m.src == macs[0]:
+                    lag.append(c.ts_ns - m.xmit_stamp)
         elif len(c.data) >= TX_STAMP_OFF + 8:
             probes.append(c)
     grid = sorted(syncs.values())
     index = {mac: i for i, mac in enumerate(macs)}
-    counts = [{"probes": 0, "in_slot": 0} for _ in macs]
     probe_wire = wire_time_ns(PROBE_LEN, seg.link_rate_mbps)
+    checks = []
     for c in probes:
         i = index.get(format_mac(c.data[6:12]))
         tx = int.from_bytes(c.data[TX_STAMP_OFF : TX_STAMP_OFF + 8], "big")
@@ -152,8 +182,17 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
         lo = rt.offset_us * 1000
         hi = lo + wire_time_ns(rt.size + 14, seg.link_rate_mbps) + seg.guard_ns
         rel = tx - grid[k]
-        counts[i]["probes"] += 1
-        counts[i]["in_slot"] += lo <= rel and rel + probe_wire <= hi + STAMP_SLACK_NS
+        inside = lo <= rel and rel + probe_wire <= hi + STAMP_SLACK_NS
+        checks.append(ProbeCheck(i, grid[k], tx, c.ts_ns, inside))
+    return Captured(len(syncs), grid, checks, lag)
+
+
+def _report(seg, macs, frames, before, after, cycles) -> dict:
+    cap = check_capture(seg, macs, frames)
+    counts = [{"probes": 0, "in_slot": 0} for _ in macs]
+    for p in cap.probes:
+        counts[p.station]["probes"] += 1
+        counts[p.station]["in_slot"] += p.in_slot
     out = []
     for i, (sp, b, a) in enumerate(zip(seg.stations, before, after)):
         err = a["sync_error"].since(b["sync_error"])
@@ -179,7 +218,7 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
         "cycle_us": seg.cycle_us,
         "cycles": cycles,
         "link_rate_mbps": seg.link_rate_mbps,
-        "syncs_captured": len(syncs),
+        "syncs_captured": cap.syncs,
         "stations": out,
     }
 

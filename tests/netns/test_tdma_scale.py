@@ -4,16 +4,11 @@ station's probe frames leave inside its own slot.  The VM stalls: the slot bound
 to the probes no stall overlapped, the sync-error count to the cycles no stall overlapped
 (the stall detector runs throughout, tests/stallguard.py); the rest are counted."""
 
-import bisect
-
 import pytest
 from stallguard import Stalls, Tally, describe, detector, twice
 
-from rtmac.frames import FrameKind, decode
-from rtmac.tdma_config import wire_time_ns
 from rtnet import labsegment
 from rtnet.labsegment import format_report, run_segment
-from rtnet.mac import format_mac
 from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
@@ -77,43 +72,18 @@ def _calm_counts(report, seg, macs, frames, stalls):
     time in the lab is the master's clock, the host's CLOCK_MONOTONIC (its station has no
     clock offset or drift): the captured Syncs show it, stamped a hand-over before their
     arrival at the bridge."""
-    syncs, probes, lag = {}, [], []
-    for c in frames:
-        if c.data[12:14] == b"\x90\x21":
-            try:
-                m = decode(c.data)
-            except ValueError:
-                continue
-            if m.kind == FrameKind.SYNC:
-                syncs.setdefault(m.cycle_no, m.sched_xmit_stamp)
-                if m.src == macs[0]:
-                    lag.append(c.ts_ns - m.xmit_stamp)
-        elif len(c.data) >= labsegment.TX_STAMP_OFF + 8:
-            probes.append(c)
-    lag.sort()
+    cap = labsegment.check_capture(seg, macs, frames)
+    lag = sorted(cap.master_sync_lag_ns)
     assert lag and 0 <= lag[len(lag) // 2] < 1_000_000, "global time is not CLOCK_MONOTONIC"
-    grid = sorted(syncs.values())
-    index = {mac: i for i, mac in enumerate(macs)}
     calm = [{"probes": 0, "in_slot": 0} for _ in macs]
     tally = Tally("probes")
-    probe_wire = wire_time_ns(labsegment.PROBE_LEN, seg.link_rate_mbps)
-    for c in probes:
-        i = index.get(format_mac(c.data[6:12]))
-        tx = int.from_bytes(c.data[labsegment.TX_STAMP_OFF : labsegment.TX_STAMP_OFF + 8], "big")
-        k = bisect.bisect_right(grid, tx) - 1
-        if i is None or k < 0:
-            continue
-        if not tally.count(stalls.overlaps(grid[k], max(tx, c.ts_ns))):
-            continue
-        rt = seg.stations[i].rt
-        lo = rt.offset_us * 1000
-        hi = lo + wire_time_ns(rt.size + 14, seg.link_rate_mbps) + seg.guard_ns
-        rel = tx - grid[k]
-        calm[i]["probes"] += 1
-        calm[i]["in_slot"] += lo <= rel and rel + probe_wire <= hi + labsegment.STAMP_SLACK_NS
+    for p in cap.probes:
+        if tally.count(stalls.overlaps(p.cycle_start, max(p.tx, p.captured))):
+            calm[p.station]["probes"] += 1
+            calm[p.station]["in_slot"] += p.in_slot
     for s, c in zip(report["stations"], calm):
         s["calm"] = c
     cycles = Tally("cycles")
-    ends = grid[1:] + [grid[-1] + report["cycle_us"] * 1000]
-    report["calm_cycles"] = sum(cycles.count(stalls.overlaps(a, b)) for a, b in zip(grid, ends))
+    ends = cap.grid[1:] + [cap.grid[-1] + report["cycle_us"] * 1000]
+    report["calm_cycles"] = sum(cycles.count(stalls.overlaps(a, b)) for a, b in zip(cap.grid, ends))
     return [tally, cycles]
