@@ -244,7 +244,10 @@ def _check_handover(channel, handover_us, lead_us, own_grid: bool) -> None:
             f"handover_us {handover_us} must not be negative and lead_us "
             f"{lead_us} must be positive (None: automatic)"
         )
-    info = channel.cycle_info()
+    # a channel opened a moment ago has seen no cycle start yet: the next one tells the
+    # cycle (the task waits for cycles anyway); with none in a second the station is not
+    # on a cycle yet, and the C loop checks once it is
+    info = channel.cycle_info() or channel.wait_cycle(timeout=1.0)
     cycle_us = info.cycle_ns / 1000 if info is not None and info.cycle_ns > 0 else None
     if cycle_us is not None and (handover_us >= cycle_us or (lead_us or 0) >= cycle_us):
         raise ConfigError(
