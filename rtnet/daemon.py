@@ -238,7 +238,6 @@ class Daemon:
         self.dev = cfg.device
         self.sock_path = paths.control_socket(self.dev)
         self.pid_path = paths.pid_file(self.dev)
-        self.queue_record = paths.queue_record(self.dev)
         self.station: Station | None = None
         self.echo: EchoService | None = None
         self.ips: set[str] = set()  # the station's IPv4 addresses (echo, RTcfg)
@@ -250,9 +249,10 @@ class Daemon:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._started = time.monotonic()
-        self.queue_changes: list = []  # rtnet.nicqueues.QueueChange, put back at close
+        self.queues = nicqueues.PortQueues(
+            (self.dev, cfg.redundant_dev), paths.queue_record(self.dev)
+        )
         self.linkwatch: LinkWatch | None = None
-        self.queue_notes: list[str] = []  # queues still more than one once attached
         self.port_gone: str | None = None  # the port that went away, which stopped rtnetd
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
@@ -306,13 +306,7 @@ class Daemon:
             )
         if os.path.exists(self.sock_path):
             os.unlink(self.sock_path)
-        for change in nicqueues.restore_recorded(self.queue_record):
-            log.warning(
-                "%s: put back %d queues a killed rtnetd had left at %d",
-                change.device,
-                change.was,
-                change.now,
-            )
+        self.queues.recover()
         for dev in (self.dev, self.cfg.redundant_dev):  # the second port's too
             if dev and lib.rtn_xdp_attached(dev.encode()) > 0:
                 rc = lib.rtn_xdp_detach(dev.encode())
@@ -326,8 +320,7 @@ class Daemon:
         cfg = self.cfg
         self.acquire()
         try:  # each port's NIC to the one receive queue its socket binds
-            self.queue_changes = nicqueues.one_queue_each((self.dev, cfg.redundant_dev))
-            nicqueues.save_record(self.queue_record, self.queue_changes)
+            self.queues.take()
         except OSError as exc:
             raise StartError(exc.strerror) from None
         try:
@@ -367,7 +360,7 @@ class Daemon:
             self._chan_ids.add(self.echo.cid)
             self._chan_ids.update(self.ipv4.start(cfg.ip))
             st.start()
-            self.queue_notes = nicqueues.more_than_one((self.dev, cfg.redundant_dev))
+            self.queues.check_attached()
             if cfg.vnic.enabled and self._vnic_slot_ready(cfg.tdma):
                 self._open_vnic()
             elif cfg.vnic.enabled:
@@ -418,9 +411,7 @@ class Daemon:
         if self.tap is not None:
             self.tap.close()
             self.tap = None
-        nicqueues.restore_all(self.queue_changes)
-        nicqueues.remove_record(self.queue_record)
-        self.queue_changes = []
+        self.queues.restore()
         if self._pid_fd is not None:
             try:
                 os.unlink(self.pid_path)
@@ -504,8 +495,7 @@ class Daemon:
             "config": self.cfg.source,
             "uptime_s": round(time.monotonic() - self._started, 3),
             "channels": len(self._chan_ids),
-            "queues_changed": [c.describe() for c in self.queue_changes],
-            "queues_notes": self.queue_notes,
+            **self.queues.status(),
             # what an application may open a channel for (rtnet-run's rules)
             "ethertypes": [
                 et for et in self.cfg.steered_ethertypes() if et != _config.PING_ETHERTYPE

@@ -241,3 +241,45 @@ def restore_recorded(path: str, warn=log.warning) -> list[QueueChange]:
     restore_all(changes)
     remove_record(path)
     return changes
+
+
+# -- a station's ports, as rtnetd handles them ---------------------------------------------------
+
+
+class PortQueues:
+    """The receive queues of a station's ports (``devs``, None left out) for the daemon's
+    life: what a killed predecessor left is put back (recover), each NIC is taken to one
+    queue and the change recorded in ``record`` (take), what is still more than one queue
+    once the XDP program is attached is reported (check_attached), and everything is put
+    back at the end (restore)."""
+
+    def __init__(self, devs, record: str):
+        self.devs = [d for d in devs if d]
+        self.record = record
+        self.changes: list[QueueChange] = []
+        self.notes: list[str] = []
+
+    def recover(self) -> None:
+        for change in restore_recorded(self.record):
+            log.warning(
+                "%s: put back %d queues a killed rtnetd had left at %d",
+                change.device,
+                change.was,
+                change.now,
+            )
+
+    def take(self) -> None:
+        """OSError with one line when a driver refuses (nothing is left changed then)."""
+        self.changes = one_queue_each(self.devs)
+        save_record(self.record, self.changes)
+
+    def check_attached(self) -> None:
+        self.notes = more_than_one(self.devs)
+
+    def restore(self) -> None:
+        restore_all(self.changes)
+        remove_record(self.record)
+        self.changes = []
+
+    def status(self) -> dict:
+        return {"queues_changed": [c.describe() for c in self.changes], "queues_notes": self.notes}
