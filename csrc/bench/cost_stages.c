@@ -278,7 +278,6 @@ static uint8_t gso_pkt[RTN_VNET_HDR_LEN + GSO_HDRS + GSO_PAYLOAD];
 static uint8_t gso_saved[sizeof(gso_pkt)];
 static uint8_t segs[(GSO_PAYLOAD + GSO_MSS - 1) / GSO_MSS][1514];
 static int seg_len[sizeof(segs) / sizeof(segs[0])];
-static uint8_t *gro_out;
 
 static void make_gso_packet(void)
 {
@@ -345,7 +344,7 @@ static uint32_t gro_merge(int nseg)
 	struct rtn_gro g;
 	int k;
 
-	rtn_gro_init(&g, gro_out, RTN_GSO_BUF);
+	rtn_gro_init(&g);
 	if (rtn_gro_begin(&g, segs[0], (uint32_t)seg_len[0]) != 1)
 		return 0;
 	for (k = 1; k < nseg; k++)
@@ -359,8 +358,7 @@ static void stage_vnic_gro(uint32_t n)
 	int nseg = gso_all(segs, seg_len);
 	uint32_t i, len;
 
-	gro_out = malloc(RTN_GSO_BUF);
-	if (nseg < 2 || !gro_out)
+	if (nseg < 2)
 		die("cannot make the segments to merge");
 	for (i = 0; i < n; i++) {
 		MEASURE(len = gro_merge(nseg));

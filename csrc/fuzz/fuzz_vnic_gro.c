@@ -5,9 +5,11 @@
  *        TAP write (rtn_gro_begin/append/finish), as the station's TAP
  *        writer drives it.
  *
- * Input: records of (u16 length, frame bytes).  Checked for every write:
- * it fits the buffer; a lone frame goes out byte for byte with an empty
- * virtio-net header; a merged one has a consistent header (TCPV4, gso_size
+ * Input: records of (u16 length, frame bytes).  Checked for every write
+ * (gathered: flattened here with rtn_gro_flatten): its length is the
+ * header's plus the frame's; a lone frame goes out byte for byte, with
+ * DATA_VALID in its virtio-net header only if it is TCP/IPv4 with valid
+ * checksums and an empty header otherwise; a merged one has a consistent header (TCPV4, gso_size
  * the first payload, CHECKSUM_PARTIAL at the TCP header), only segments
  * with valid checksums (by an independent sum) and consecutive sequence
  * numbers were taken, its checksums complete to valid ones, and cutting it
@@ -74,23 +76,29 @@ static void check_resegment(const uint8_t *write, uint32_t wlen, const struct fr
 	free(buf);
 }
 
-static void check_write(const struct rtn_gro *g, uint32_t wlen, const struct frame *segs,
-			uint32_t n)
+static void check_write(const struct rtn_gro *g, uint32_t wlen, const uint8_t *out, uint32_t flat,
+			const struct frame *segs, uint32_t n)
 {
-	const uint8_t *m = g->out + RTN_VNET_HDR_LEN;
+	const uint8_t *m = out + RTN_VNET_HDR_LEN;
 	struct rtn_vnet_hdr vh;
 	uint32_t i, off, seq;
 	uint8_t *full;
 
-	if (wlen != RTN_VNET_HDR_LEN + g->len || wlen > g->cap)
-		fuzz_fail("write of %u bytes for a %u-byte frame, buffer %u", wlen, g->len, g->cap);
+	if (wlen != RTN_VNET_HDR_LEN + g->len || flat != wlen)
+		fuzz_fail("write of %u bytes (%u gathered) for a %u-byte frame", wlen, flat,
+			  g->len);
 	if (g->nseg != n)
 		fuzz_fail("%u frames taken, the write says %u segments", n, g->nseg);
-	memcpy(&vh, g->out, sizeof(vh));
+	memcpy(&vh, out, sizeof(vh));
 	if (n == 1) {
-		static const struct rtn_vnet_hdr none;
+		struct rtn_vnet_hdr lone = { 0 };
 
-		if (memcmp(&vh, &none, sizeof(vh)) || g->len != segs[0].len ||
+		/* DATA_VALID only for what GRO itself would have taken: checked TCP/IPv4 */
+		if (valid_tcp4(&segs[0]) && vh.flags)
+			lone.flags = RTN_VNET_F_DATA_VALID;
+		if (vh.flags && !valid_tcp4(&segs[0]))
+			fuzz_fail("a lone frame with bad checksums marked DATA_VALID");
+		if (memcmp(&vh, &lone, sizeof(vh)) || g->len != segs[0].len ||
 		    memcmp(m, segs[0].data, g->len))
 			fuzz_fail("a lone frame was not written as it came");
 		return;
@@ -129,7 +137,7 @@ static void check_write(const struct rtn_gro *g, uint32_t wlen, const struct fra
 	if (!inet_tcp_ok(full, g->len, L4, 0))
 		fuzz_fail("merged TCP checksum does not complete to a valid one");
 	free(full);
-	check_resegment(g->out, wlen, segs, n, g->hdr_len, vh.gso_size);
+	check_resegment(out, wlen, segs, n, g->hdr_len, vh.gso_size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -151,20 +159,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f[n].len = (uint32_t)got;
 		n++;
 	}
-	rtn_gro_init(&g, gro_buf, RTN_GSO_BUF);
+	rtn_gro_init(&g);
 	for (i = 0; i < n;) {
 		int open = rtn_gro_begin(&g, f[i].data, f[i].len);
 		uint32_t first = i++;
 
 		if (open < 0) {
-			if (open != -EMSGSIZE || f[first].len <= g.cap - RTN_VNET_HDR_LEN)
+			if (open != -EMSGSIZE || f[first].len <= RTN_GSO_BUF - RTN_VNET_HDR_LEN)
 				fuzz_fail("rtn_gro_begin refused a %u-byte frame with %d",
 					  f[first].len, open);
 			continue;
 		}
 		while (open > 0 && i < n && rtn_gro_append(&g, f[i].data, f[i].len))
 			i++;
-		check_write(&g, rtn_gro_finish(&g), &f[first], i - first);
+		{
+			uint32_t wlen = rtn_gro_finish(&g);
+
+			check_write(&g, wlen, gro_buf, rtn_gro_flatten(&g, gro_buf, RTN_GSO_BUF),
+				    &f[first], i - first);
+		}
 	}
 	for (j = 0; j < n; j++)
 		free(f[j].data);

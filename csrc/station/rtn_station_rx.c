@@ -131,6 +131,11 @@ void rtn_station_receive_all(struct rtn_station *s)
  * with bulk traffic (a running average of one tunnel frame or more per
  * timer wake-up, as a TCP flow's ACKs): the next scheduled wake-up is near,
  * and a wake-up per cycle would cost a context switch per handful of packets.
+ * Nor while the VNIC's pump runs on its period (a flow in either direction):
+ * it takes received frames only then, so an early wake-up brings them no
+ * sooner.  Before, a TCP sender's ACKs (about one per cycle, light by the
+ * average above) woke it once a cycle for nothing: 0.017 of batched TCP's
+ * 0.073 context switches per packet.
  */
 #define RX_WAKE_HOLD_NS 20000000LL
 
@@ -153,6 +158,9 @@ int rtn_station_rx_wakes(const struct rtn_station *s, int64_t next_local)
 	/* an application waits for its messages: they go up at once, not at the next slot */
 	if (s->app_chans || !(s->vnic && rtn_vnic_paced(s->vnic)))
 		return 1;
+	/* the pump is on its period: it takes them then, whenever they reach its ring */
+	if (rtn_vnic_rx_deferred(s->vnic))
+		return 0;
 	return !s->rx_woke && s->rx_light && rtn_now() - s->tunnel_rx_at < RX_WAKE_HOLD_NS;
 }
 

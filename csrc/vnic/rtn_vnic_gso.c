@@ -21,6 +21,7 @@
 #include "rtn_vnic_gso.h"
 
 _Static_assert(RTN_GSO_BUF == RTN_VNET_HDR_LEN + RTN_GSO_MAX + 256, "RTN_GSO_BUF");
+_Static_assert(RTN_GRO_HEAD == RTN_VNET_HDR_LEN + 14 + 20 + 60, "RTN_GRO_HEAD");
 
 #define ETH_P_IPV4   0x0800
 #define ETH_P_IPV6   0x86DD
@@ -283,11 +284,9 @@ int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
 
 /* ---- wire -> Linux: coalescing ------------------------------------------------------ */
 
-void rtn_gro_init(struct rtn_gro *g, uint8_t *out, uint32_t cap)
+void rtn_gro_init(struct rtn_gro *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->out = out;
-	g->cap = cap;
 }
 
 /*
@@ -323,18 +322,26 @@ int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len)
 	rtn_clear_error();
 	g->nseg = 0;
 	g->open = 0;
-	if (len > g->cap - RTN_VNET_HDR_LEN)
+	g->csum_ok = 0;
+	g->hdr_len = 0;
+	if (len > RTN_GSO_BUF - RTN_VNET_HDR_LEN)
 		return -EMSGSIZE;
-	memset(g->out, 0, RTN_VNET_HDR_LEN);
-	memcpy(g->out + RTN_VNET_HDR_LEN, frame, len);
+	memset(g->head, 0, RTN_VNET_HDR_LEN);
+	g->head_len = RTN_VNET_HDR_LEN;
+	g->piece[0] = (struct rtn_gro_piece){ frame, len };
 	g->len = len;
 	g->nseg = 1;
 	hlen = gro_candidate(frame, len, &h);
 	if (hlen < 0 || !tcp_csum_ok(frame, len, &h))
 		return 0; /* alone, untouched: Linux checks it itself */
+	g->csum_ok = 1;
 	g->l3 = h.l3;
 	g->l4 = h.l4;
 	g->hdr_len = (uint32_t)hlen;
+	/* the headers are the part a merge rewrites: held here, the payload stays put */
+	memcpy(g->head + RTN_VNET_HDR_LEN, frame, g->hdr_len);
+	g->head_len += g->hdr_len;
+	g->piece[0] = (struct rtn_gro_piece){ frame + g->hdr_len, len - g->hdr_len };
 	g->mss = len - g->hdr_len;
 	g->next_seq = rtn_get_be32(frame + h.l4 + 4) + g->mss;
 	g->open = !(frame[h.l4 + 13] & TCPF_PSH);
@@ -343,15 +350,15 @@ int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len)
 
 int rtn_gro_append(struct rtn_gro *g, const uint8_t *f, uint32_t len)
 {
-	uint8_t *m = g->out + RTN_VNET_HDR_LEN;
+	uint8_t *m = g->head + RTN_VNET_HDR_LEN;
 	uint32_t l4 = g->l4, payload;
 	struct l4_hdrs h;
 
 	rtn_clear_error();
-	if (!g->open || len <= g->hdr_len)
+	if (!g->open || len <= g->hdr_len || g->nseg >= RTN_GRO_MAX_SEGS)
 		return 0;
 	payload = len - g->hdr_len;
-	if (payload > g->mss || g->len + payload > g->cap - RTN_VNET_HDR_LEN ||
+	if (payload > g->mss || g->len + payload > RTN_GSO_BUF - RTN_VNET_HDR_LEN ||
 	    g->len - ETH_HLEN_RTN + payload > 0xffff)
 		return 0;
 	/* same Ethernet header; IPv4 version/ihl, TOS; DF, TTL, protocol, addresses */
@@ -366,7 +373,7 @@ int rtn_gro_append(struct rtn_gro *g, const uint8_t *f, uint32_t len)
 		return 0;
 	if (gro_candidate(f, len, &h) != (int)g->hdr_len || !tcp_csum_ok(f, len, &h))
 		return 0;
-	memcpy(m + g->len, f + g->hdr_len, payload);
+	g->piece[g->nseg] = (struct rtn_gro_piece){ f + g->hdr_len, payload };
 	g->len += payload;
 	g->nseg++;
 	g->next_seq += payload;
@@ -381,7 +388,7 @@ int rtn_gro_append(struct rtn_gro *g, const uint8_t *f, uint32_t len)
 
 uint32_t rtn_gro_finish(struct rtn_gro *g)
 {
-	uint8_t *m = g->out + RTN_VNET_HDR_LEN;
+	uint8_t *m = g->head + RTN_VNET_HDR_LEN;
 	struct l4_hdrs h = { .l3 = g->l3, .l4 = g->l4, .proto = IPPROTO_TCP_ };
 	struct rtn_vnet_hdr vh = { 0 };
 
@@ -397,8 +404,24 @@ uint32_t rtn_gro_finish(struct rtn_gro *g)
 		vh.gso_size = (uint16_t)g->mss;
 		vh.csum_start = (uint16_t)g->l4;
 		vh.csum_offset = 16;
+	} else if (g->csum_ok) {
+		vh.flags = RTN_VNET_F_DATA_VALID; /* verified here: CHECKSUM_UNNECESSARY */
 	}
-	memcpy(g->out, &vh, sizeof(vh));
+	memcpy(g->head, &vh, sizeof(vh));
 	g->open = 0;
 	return RTN_VNET_HDR_LEN + g->len;
+}
+
+uint32_t rtn_gro_flatten(const struct rtn_gro *g, uint8_t *out, uint32_t cap)
+{
+	uint32_t off = g->head_len, i;
+
+	if (cap < RTN_VNET_HDR_LEN + g->len)
+		return 0;
+	memcpy(out, g->head, g->head_len);
+	for (i = 0; i < g->nseg; i++) {
+		memcpy(out + off, g->piece[i].base, g->piece[i].len);
+		off += g->piece[i].len;
+	}
+	return off;
 }

@@ -77,30 +77,52 @@ int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap);
 /* Frames left to send. */
 uint32_t rtn_gso_left(const struct rtn_gso_seg *g);
 
-/* One super-packet being built (wire -> Linux). */
+/*
+ * One super-packet being built (wire -> Linux), gathered rather than copied:
+ * the vnet header and the first segment's headers (fixed up by finish) are
+ * the only bytes it holds; the payloads stay where the caller keeps the
+ * frames, which must not move until the write (one writev of the pieces).
+ */
+#define RTN_GRO_HEAD	 104 /* vnet header, Ethernet, IPv4, TCP with options */
+#define RTN_GRO_MAX_SEGS 64  /* pieces of one write, as IOV_MAX allows */
+
+struct rtn_gro_piece {
+	const uint8_t *base;
+	uint32_t len;
+};
+
 struct rtn_gro {
-	uint8_t *out; /* vnet header, then the merged frame */
-	uint32_t cap;
-	uint32_t len; /* frame bytes after the vnet header */
+	uint8_t head[RTN_GRO_HEAD]; /* vnet header, then the first segment's headers */
+	uint32_t head_len;	    /* bytes of head written (the vnet header at least) */
+	struct rtn_gro_piece piece[RTN_GRO_MAX_SEGS]; /* the rest, in order */
+	uint32_t len;				      /* frame bytes after the vnet header */
 	uint32_t l3, l4, hdr_len;
 	uint32_t mss; /* payload of the first segment */
 	uint32_t nseg;
 	uint32_t next_seq;
-	int32_t open; /* later segments may still join */
+	int32_t open;	 /* later segments may still join */
+	int32_t csum_ok; /* the first segment's TCP checksum was verified */
 };
 
-void rtn_gro_init(struct rtn_gro *g, uint8_t *out, uint32_t cap);
+void rtn_gro_init(struct rtn_gro *g);
 /*
- * Start a new packet with @p frame (copied).  Returns 1 if later segments
- * may join it, 0 if it goes to Linux alone (not TCP/IPv4, no payload, other
- * flags, or a bad TCP checksum: Linux then drops and counts it), -EMSGSIZE
- * if it does not fit.
+ * Start a new packet with @p frame (kept by reference until the write).
+ * Returns 1 if later segments may join it, 0 if it goes to Linux alone (not
+ * TCP/IPv4, no payload, other flags, or a bad TCP checksum: Linux then drops
+ * and counts it), -EMSGSIZE if it is larger than a super-packet.
  */
 int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len);
 /* Append @p frame if it continues the packet; 1 taken, 0 not (finish, then begin with it). */
 int rtn_gro_append(struct rtn_gro *g, const uint8_t *frame, uint32_t len);
-/* Fix the headers and write the vnet header; returns the bytes to write from g->out. */
+/*
+ * Fix the headers and write the vnet header; returns the bytes of the write
+ * (g->head's head_len bytes, then the pieces).  A lone TCP/IPv4 frame whose
+ * checksum was verified goes with VIRTIO_NET_HDR_F_DATA_VALID, so Linux does
+ * not verify it again; a merged one with NEEDS_CSUM (CHECKSUM_PARTIAL).
+ */
 uint32_t rtn_gro_finish(struct rtn_gro *g);
+/* The finished write as one buffer (tests, fuzzing): its length, or 0 if @p cap is short. */
+uint32_t rtn_gro_flatten(const struct rtn_gro *g, uint8_t *out, uint32_t cap);
 
 /* Internet checksum helpers (for tests): 1 if the TCP/UDP checksum of @p frame is valid. */
 int rtn_l4_csum_ok(const uint8_t *frame, uint32_t len);

@@ -45,6 +45,12 @@ void rtn_vnic_rx_done(struct rtn_vnic *v);
 /* ---- the RT loop's wait ---- */
 /* whether received tunnel traffic may wait for a scheduled wake-up */
 int rtn_vnic_paced(const struct rtn_vnic *v);
+/*
+ * whether received tunnel frames wait for the pump's period anyway (batched, under a flow):
+ * the pump takes them then, so waking the RT thread early for them moves them into a ring
+ * nobody reads before the period ends
+ */
+int rtn_vnic_rx_deferred(const struct rtn_vnic *v);
 /* before the wait: whether frames the pump makes ready should wake the RT thread */
 void rtn_vnic_before_wait(struct rtn_vnic *v, int wake_me);
 /* RTN_VNIC_* for the statistics (@p v NULL: RTN_VNIC_OFF) */

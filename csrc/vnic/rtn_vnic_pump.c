@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "rtn_core.h"
 #include "rtn_station_priv.h"
@@ -106,11 +107,11 @@ struct rtn_vnic {
 	int rt_wants_kick;
 	/*
 	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
-	 * TAP writes are merged segments.  Both buffers are the pump's (or a
-	 * harness's that stopped it).
+	 * TAP writes are merged segments gathered from the ring.  Both are the
+	 * pump's (or a harness's that stopped it).
 	 */
 	int vnet;
-	uint8_t *gso_buf, *gro_buf;
+	uint8_t *gso_buf;
 	struct rtn_gso_seg gso; /* the super-packet being cut, kept across rounds */
 	struct rtn_gro gro;
 };
@@ -129,16 +130,28 @@ static inline void fr_commit(struct frame_ring *r)
 	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
 }
 
+/* The frame @p k behind the tail (the consumer looks ahead without taking), or NULL. */
+static inline struct frame_slot *fr_peek_at(struct frame_ring *r, uint32_t k)
+{
+	if (__atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail <= k)
+		return NULL;
+	return &r->slot[(r->tail + k) % VNIC_RING];
+}
+
 static inline struct frame_slot *fr_peek(struct frame_ring *r)
 {
-	if (r->tail == __atomic_load_n(&r->head, __ATOMIC_ACQUIRE))
-		return NULL;
-	return &r->slot[r->tail % VNIC_RING];
+	return fr_peek_at(r, 0);
+}
+
+/* Give @p n frames back to the producer. */
+static inline void fr_release_n(struct frame_ring *r, uint32_t n)
+{
+	__atomic_store_n(&r->tail, r->tail + n, __ATOMIC_RELEASE);
 }
 
 static inline void fr_release(struct frame_ring *r)
 {
-	__atomic_store_n(&r->tail, r->tail + 1, __ATOMIC_RELEASE);
+	fr_release_n(r, 1);
 }
 
 /* Frames in @p r, as either end sees it. */
@@ -436,50 +449,70 @@ void rtn_vnic_rx_done(struct rtn_vnic *v)
 
 /*
  * With a vnet header: the frame at the ring's tail and the segments of the
- * same TCP flow right behind it, merged into v->gro.  Returns the frames
- * taken (at most @p max); their count and bytes in *segs and *bytes.
+ * same TCP flow right behind it, gathered into v->gro (by reference: the
+ * frames stay in the ring until the write).  Returns the frames it took (at
+ * most @p max), their bytes in *bytes, or 0 for a frame larger than a
+ * super-packet (cannot be).
  */
-static uint32_t gro_collect(struct rtn_vnic *v, uint32_t max, uint32_t *segs, uint64_t *bytes)
+static uint32_t gro_collect(struct rtn_vnic *v, uint32_t max, uint64_t *bytes)
 {
 	struct frame_slot *f = fr_peek(v->to_tap);
 	uint32_t n = 1;
 	int open = rtn_gro_begin(&v->gro, f->data, f->len);
 
+	if (open < 0)
+		return 0;
 	*bytes = f->len;
-	fr_release(v->to_tap);
-	while (open > 0 && n < max && (f = fr_peek(v->to_tap)) &&
+	while (open > 0 && n < max && (f = fr_peek_at(v->to_tap, n)) &&
 	       rtn_gro_append(&v->gro, f->data, f->len)) {
 		*bytes += f->len;
-		fr_release(v->to_tap);
 		n++;
 	}
-	*segs = open < 0 ? 0 : v->gro.nseg;
 	return n;
 }
 
-/* Write up to @p max received frames to the TAP; returns how many were taken. */
+/* One write of the gathered packet: the vnet header and headers, then the pieces in place. */
+static ssize_t gro_write(struct rtn_vnic *v)
+{
+	struct iovec iov[1 + RTN_GRO_MAX_SEGS];
+	uint32_t i;
+
+	iov[0] = (struct iovec){ v->gro.head, v->gro.head_len };
+	for (i = 0; i < v->gro.nseg; i++)
+		iov[1 + i] = (struct iovec){ (void *)v->gro.piece[i].base, v->gro.piece[i].len };
+	return writev(v->tap_fd, iov, (int)(1 + v->gro.nseg));
+}
+
+/*
+ * Write up to @p max received frames to the TAP; returns how many were
+ * taken.  With a vnet header each write is a gathered super-packet, so the
+ * only copy on the way to Linux is the kernel's into its skb.
+ */
 static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 {
 	struct frame_slot *f;
 	uint32_t n = 0;
 
 	while (n < max && (f = fr_peek(v->to_tap))) {
-		const uint8_t *buf = f->data;
-		uint32_t len = f->len, segs = 1;
+		uint32_t took = 1, segs = 1;
 		uint64_t bytes = f->len;
 		ssize_t w;
 
 		if (v->vnet) {
-			n += gro_collect(v, max - n, &segs, &bytes);
-			if (!segs) { /* larger than a super-packet: cannot be */
+			took = gro_collect(v, max - n, &bytes);
+			if (!took) { /* larger than a super-packet: cannot be */
 				VSTAT_ADD(v, rx_dropped, 1);
+				fr_release(v->to_tap);
+				n++;
 				continue;
 			}
-			len = rtn_gro_finish(&v->gro);
-			buf = v->gro.out;
-			VSTAT_ADD(v, rx_copy_bytes, bytes); /* merged into the GRO buffer */
+			segs = v->gro.nseg;
+			rtn_gro_finish(&v->gro);
 		}
-		w = tap_usable(v) ? write(v->tap_fd, buf, len) : -1;
+		if (!tap_usable(v))
+			w = -1;
+		else
+			w = v->vnet ? gro_write(v) : write(v->tap_fd, f->data, f->len);
 		if (w < 0) {
 			/* a TAP that is gone, down (EIO) or full (EAGAIN): the frames are lost */
 			if (tap_usable(v))
@@ -491,10 +524,8 @@ static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 			VSTAT_ADD(v, tap_tx_bytes, bytes);
 			VSTAT_ADD(v, rx_copy_bytes, bytes); /* the kernel's copy into an skb */
 		}
-		if (!v->vnet) {
-			fr_release(v->to_tap);
-			n++;
-		}
+		fr_release_n(v->to_tap, took); /* the write is done with them */
+		n += took;
 	}
 	return n;
 }
@@ -502,6 +533,11 @@ static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 int rtn_vnic_paced(const struct rtn_vnic *v)
 {
 	return v->mode == RTN_VNIC_BATCHED;
+}
+
+int rtn_vnic_rx_deferred(const struct rtn_vnic *v)
+{
+	return v->mode == RTN_VNIC_BATCHED && __atomic_load_n(&v->pump_heavy, __ATOMIC_RELAXED);
 }
 
 int rtn_vnic_mode(const struct rtn_vnic *v)
@@ -659,7 +695,6 @@ void rtn_vnic_destroy(struct rtn_vnic *v)
 	free(v->to_tap);
 	free(v->to_wire);
 	free(v->gso_buf);
-	free(v->gro_buf);
 	free(v);
 }
 
@@ -683,16 +718,14 @@ static int tap_has_vnet_hdr(int fd)
 	return 1;
 }
 
-/* The GSO and GRO buffers (a TAP with a vnet header, or a harness that may want them). */
+/* The GSO buffer and the GRO state (a TAP with a vnet header, or a harness that may want them). */
 static int alloc_gso_buffers(struct rtn_vnic *v)
 {
 	if (!v->gso_buf)
 		v->gso_buf = malloc(RTN_GSO_BUF);
-	if (!v->gro_buf)
-		v->gro_buf = malloc(RTN_GSO_BUF);
-	if (!v->gso_buf || !v->gro_buf)
-		return rtn_set_error(-ENOMEM, "VNIC: cannot allocate its GSO buffers");
-	rtn_gro_init(&v->gro, v->gro_buf, RTN_GSO_BUF);
+	if (!v->gso_buf)
+		return rtn_set_error(-ENOMEM, "VNIC: cannot allocate its GSO buffer");
+	rtn_gro_init(&v->gro);
 	return 0;
 }
 
