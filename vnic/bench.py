@@ -23,13 +23,6 @@ children that ended within it (RUSAGE_CHILDREN: iperf3 and its wrapper).
 Softirq work (veth, bridge, TAP) is charged to the task it ran in, or to
 ksoftirqd.  The idle accounting of /proc/stat is not used: on this VM it
 ticks, and read a tenth of what the stack's threads alone consumed.
-
-Both stations' RT threads are pinned to the last CPU, as a deployment
-reserves one for real-time work (the suite's part d does the same), so each
-VNIC pump runs on the other CPUs (csrc/vnic: it keeps off its RT thread's
-CPU).  Unpinned, the SCHED_FIFO RT threads preempted the pumps wherever the
-scheduler had put them: about one in seven of the pumps' involuntary
-context switches in one exploratory run.
 """
 
 from __future__ import annotations
@@ -51,7 +44,6 @@ from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
-from rtnet.station import RtSettings
 
 from .pair import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import OFFLOAD_BY_MODE, RTMAC_HLEN
@@ -137,13 +129,6 @@ def stack_threads() -> dict:
 
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
-STATION_PRIO = 80
-
-
-def rt_settings() -> RtSettings:
-    """The stations' RT threads: pinned to the last CPU when there are two or more."""
-    cpus = os.cpu_count() or 1
-    return RtSettings(cpu=cpus - 1 if cpus > 1 else None, priority=STATION_PRIO)
 
 
 def run_iperf(lab, proto: str, dst_ip: str, seconds: int) -> dict:
@@ -569,8 +554,8 @@ def run(
     log(
         f"# TDMA cycle {cycle_us} us, link model {link_rate_mbps} Mbit/s, master {p.describe()} "
         f"-> NRT capacity {cap:.1f} Mbit/s, TCP {p.master_tcp_capacity_mbps:.1f} Mbit/s (slave "
-        f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; RT threads pinned to CPU "
-        f"{rt_settings().cpu} (the pumps off it); PM QoS held by the RT threads, no busy polling"
+        f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
+        f"no busy polling"
     )
     global OFFERED_MBPS
     OFFERED_MBPS = link_rate_mbps  # the whole modelled link: the VNIC's share is the limit
@@ -581,7 +566,6 @@ def run(
             "mtu": mtu,
             "offered_mbps": OFFERED_MBPS,
             "offload": offload,
-            "rt_cpu": rt_settings().cpu,
         },
         "runs": {},
     }
@@ -594,10 +578,7 @@ def run(
         runs = [("batched", o) for o in variants] + [("per-packet", OFFLOAD_BY_MODE["per-packet"])]
         for mode, tso in runs:
             name = mode if tso == OFFLOAD_BY_MODE[mode] else f"{mode}-{'tso' if tso else 'nooff'}"
-            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso, rt=rt_settings()) as (
-                stations,
-                _taps,
-            ):
+            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
                 for st in stations:
                     st.set_probe(0)  # one RT frame per slot 0 occurrence: the slot timing measured
                 log(f"{name:16s} idle {seconds} s ...")
