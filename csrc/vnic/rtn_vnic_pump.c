@@ -41,7 +41,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "rtn_core.h"
@@ -52,16 +51,6 @@
 /* frames between the RT thread and the pump, each way: a period's at 1 Gbit/s and more */
 #define VNIC_RING 1024
 #define VNIC_PRIO 31 /* RTnet: NRT traffic is the lowest priority */
-/*
- * The pump's nice value: an ordinary (SCHED_OTHER) thread, but one that is
- * not preempted by the programs it wakes.  Its round writes received
- * packets to the TAP (the receiving program wakes) and ACKs (the sending
- * program wakes); at nice 0 those programs preempted it in the middle of
- * the round, then it ran on: 0.017 involuntary context switches per packet
- * in batched TCP, 0.003 at -10 (one exploratory run each).  Without
- * CAP_SYS_NICE it stays at 0.
- */
-#define VNIC_PUMP_NICE (-10)
 /*
  * Batched under a flow: the pump's period, and the frames a period takes to
  * make a flow.  The period is a trade between the pump's wake-ups and the
@@ -657,7 +646,6 @@ static void *vnic_pump(void *arg)
 	struct rtn_vnic *v = arg;
 
 	pthread_setname_np(pthread_self(), "rtnet-vnic");
-	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), VNIC_PUMP_NICE);
 	while (!v->stop) {
 		pump_round(v);
 		if (!v->stop)

@@ -15,7 +15,6 @@ from rtnet._core import lib
 from rtnet.errors import ConfigError
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
-from rtnet.station import RtSettings
 from rtnet.tdma_stats import TdmaState
 from rtnet.wirecap import WireCapture
 from vnic.pair import plan, tdma_pair
@@ -317,18 +316,3 @@ def test_a_stalled_pump_blocks_neither_the_rt_thread_nor_the_schedule(lab):
             stopper.wait(10)
         # the pump goes on where it stopped
         assert ping(lab, 1, "198.19.0.2").returncode == 0
-
-
-def test_the_pump_keeps_off_the_rt_cpu_and_runs_at_its_nice_value(lab):
-    cpus = os.cpu_count() or 1
-    rt_cpu = cpus - 1 if cpus > 1 else None
-    rt = RtSettings(cpu=rt_cpu, priority=80)
-    with tdma_pair(lab, plan(), mode="batched", mtu=MTU, rt=rt) as (_stations, _taps):
-        assert ping(lab, 1, "198.19.0.2").returncode == 0
-        tids = pump_threads()
-        assert len(tids) == 2, tids
-        for tid in tids:
-            # not preempted by the programs its TAP writes wake (csrc/vnic: VNIC_PUMP_NICE)
-            assert os.getpriority(os.PRIO_PROCESS, tid) == -10
-            if rt_cpu is not None:
-                assert rt_cpu not in os.sched_getaffinity(tid)
