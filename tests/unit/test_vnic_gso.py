@@ -323,3 +323,23 @@ def test_ecn_flag_is_allowed_with_tso():
         gso4(payload, flags="PAC", gso_type=lib.RTN_VNET_GSO_TCPV4 | lib.RTN_VNET_GSO_ECN)
     )
     assert n == 3 and ["C" in Ether(f)[TCP].flags for f in frames] == [True, False, False]
+
+
+@pytest.mark.parametrize("payload_len", [*range(70), 1471, 1472, 1473, 65000])
+def test_checksum_agrees_with_the_16_bit_sum_at_every_tail_length(payload_len):
+    """Every remainder of the 32-byte rounds, 8-byte words, 4-, 2- and 1-byte tails."""
+    payload = os.urandom(payload_len)
+    p = (
+        Ether(src=MAC1, dst=MAC2)
+        / IP(src="198.19.0.1", dst="198.19.0.2")
+        / UDP(sport=1, dport=2, chksum=0)
+        / payload
+    )
+    raw = bytearray(bytes(p))
+    l4_len = len(raw) - 34
+    full = csum16(pseudo_v4(p[IP], l4_len, 17) + bytes(raw[34:]))
+    raw[40:42] = struct.pack("!H", (0xFFFF - full) or 0xFFFF)
+    assert lib.rtn_l4_csum_ok(bytes(raw), len(raw)) == 1
+    if payload_len:
+        raw[-1] ^= 0x01  # one bit off in the last byte: the last tail's word
+        assert lib.rtn_l4_csum_ok(bytes(raw), len(raw)) == 0
