@@ -420,6 +420,11 @@ class Station(Closeable):
             self.ifname,
         )
 
+    def detach_vnic(self) -> None:
+        """Stop the VNIC's pump and close its TAP descriptor; the frames the pump was lent go
+        back to the socket, written or not.  Nothing happens without a VNIC."""
+        check(lib.rtn_station_vnic_detach(self._live()), RtnetError, self.ifname)
+
     def set_probe(self, slot: int | None, *, ethertype: int = 0x88B5, length: int = 64) -> None:
         """Benchmark traffic: one frame per occurrence of ``slot``, made on the RT thread (None: off)."""
         check(
@@ -572,6 +577,7 @@ class Station(Closeable):
                 "fill_fail",
                 "invalid_desc",
                 "truncated",
+                "rx_kept",
                 "xdp_redirected",
                 "xdp_passed",
                 "xdp_unbound",

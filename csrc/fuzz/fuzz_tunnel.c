@@ -6,7 +6,8 @@
  *
  * The input is a received frame.  Checked: decap writes exactly len - 4
  * bytes into a buffer of exactly that size and agrees with the decoder on
- * what is a tunnel frame; decapsulating in place gives the same bytes;
+ * what is a tunnel frame; decapsulating in place, at the frame's start or
+ * RTMAC_HLEN bytes in (where only the header moves), gives the same bytes;
  * a buffer one byte short is refused; and encapsulating the result again
  * (with the frame's source as the station address) gives the frame back,
  * but for the reserved RTmac flag bits.  The input is also used as a Linux
@@ -54,6 +55,11 @@ static void check_decap(const uint8_t *frame, uint32_t len)
 	again = rtn_rtmac_tunnel_decap(inplace, len, inplace, len);
 	if (again != n || memcmp(inplace, out, n))
 		fuzz_fail("decap in place differs from decap into another buffer");
+	/* in place, RTMAC_HLEN bytes in (the VNIC's lent frames): only the header is written */
+	memcpy(inplace, frame, len);
+	again = rtn_rtmac_tunnel_decap(inplace + RTMAC_HLEN, cap, inplace, len);
+	if (again != n || memcmp(inplace + RTMAC_HLEN, out, n))
+		fuzz_fail("decap in place RTMAC_HLEN bytes in differs from decap into another buffer");
 	free(inplace);
 	if (cap && rtn_rtmac_tunnel_decap(out, cap - 1, frame, len) != -ENOSPC)
 		fuzz_fail("decap into a buffer one byte short was not refused");

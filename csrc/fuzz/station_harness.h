@@ -72,7 +72,9 @@ struct rtn_xsk {
 	uint8_t batch_end[STUB_RX_MAX]; /* a peek stops after this frame */
 	uint32_t rx_n, rx_pos;
 	int peeked;
-	int tx_full; /* sends fail with -EAGAIN, as with a full TX ring */
+	uint32_t peek_at;	   /* rx[] index of the outstanding peek's first frame */
+	uint8_t kept[STUB_RX_MAX]; /* frames kept past their peek (rtn_xsk_rx_keep) */
+	int tx_full;		   /* sends fail with -EAGAIN, as with a full TX ring */
 	uint64_t tx_frames;
 	uint8_t tx_copy[XSK_FRAME_SIZE];
 };
@@ -165,8 +167,11 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		fuzz_fail("rtn_xsk_rx_peek again without rtn_xsk_rx_release");
 	if (rx_ts)
 		*rx_ts = fuzz_clock_ns;
+	x->peek_at = x->rx_pos;
 	while (n < max && x->rx_pos < x->rx_n) {
-		frames[n++] = x->rx[x->rx_pos];
+		frames[n] = x->rx[x->rx_pos];
+		frames[n].index = n;
+		n++;
 		if (x->batch_end[x->rx_pos++])
 			break;
 	}
@@ -177,6 +182,33 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 void rtn_xsk_rx_release(struct rtn_xsk *x)
 {
 	x->peeked = 0;
+}
+
+/*
+ * Every other frame is kept and the rest refused, as by a UMEM that lent all
+ * it may, so both ways to the TAP run; a give-back must name a kept frame,
+ * once.  The frames stay allocated until the next input, after the pump
+ * (rtn_vnic_write_all) wrote them.
+ */
+int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr)
+{
+	uint32_t i = x->peek_at + f->index;
+
+	if (!x->peeked || i >= x->rx_pos || !f->data || x->kept[i])
+		fuzz_fail("rtn_xsk_rx_keep of a frame not in the peek");
+	if (i & 1)
+		return -ENOBUFS;
+	x->kept[i] = 1;
+	*addr = i;
+	return 0;
+}
+
+void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr)
+{
+	if (addr >= STUB_RX_MAX || !x->kept[addr])
+		fuzz_fail("rtn_xsk_rx_give_back of frame %llu, which is not kept",
+			  (unsigned long long)addr);
+	x->kept[addr] = 0;
 }
 
 /* The XDP program's IPv4 maps (rtn_xsk_ip.c): nothing to steer without a kernel. */
@@ -226,6 +258,7 @@ FUZZ_UNTRACED static void stub_rx_clear(void)
 	}
 	stub_xsk.rx_n = stub_xsk.rx_pos = 0;
 	stub_xsk.peeked = 0;
+	memset(stub_xsk.kept, 0, sizeof(stub_xsk.kept)); /* rtn_vnic_reset drops the loans */
 }
 
 /* ---- the real-time thread: never started ---------------------------------- */

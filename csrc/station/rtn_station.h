@@ -93,7 +93,7 @@ struct rtn_vnic_stats {
 	uint64_t ring_full;    /* the pump found the ring to the wire full (Linux waits) */
 	/* bytes copied on the way, the kernel's TAP copies and the RT thread's included */
 	uint64_t tx_copy_bytes; /* Linux -> wire: TAP read, GSO cut, queue, UMEM */
-	uint64_t rx_copy_bytes; /* wire -> Linux: out of UMEM, GRO merge, TAP write */
+	uint64_t rx_copy_bytes; /* wire -> Linux: TAP write (and out of UMEM past the lending) */
 };
 
 struct rtn_station_stats {

@@ -41,7 +41,7 @@ static int receive_one(struct rtn_station *s, struct rtn_xsk_frame *f, int64_t r
 		int rc = disc_ops(s)->rx_rtmac(s->disc_priv, f->data, f->len, rx);
 
 		if (rc == 1) {
-			if (!s->vnic || !rtn_vnic_rx(s->vnic, f->data, f->len))
+			if (!s->vnic || !rtn_vnic_rx(s->vnic, port ? s->xsk_b : s->xsk, f))
 				return 0;
 			s->tunnel_rx_at = rtn_now();
 			s->tunnel_rx_n++;
@@ -94,6 +94,8 @@ void rtn_station_receive(struct rtn_station *s, uint32_t max)
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
+	if (s->vnic)
+		rtn_vnic_reclaim(s->vnic); /* the frames it lent the pump that the TAP has now */
 	if (s->xsk_b) {
 		queued_for_tap = receive_two(s); /* two ports: all, in the wires' order */
 	} else {

@@ -270,11 +270,16 @@ int rtn_rtmac_tunnel_decap(uint8_t *out, uint32_t size, const uint8_t *frame, ui
 		return rtn_set_error(-ENOSPC, "inner frame needs %u bytes, buffer has %u",
 				     len - RTMAC_HLEN, size);
 	}
-	/* Header copied aside first so that decapsulating in place works. */
+	/*
+	 * Header copied aside first so that decapsulating in place works; at
+	 * @p out = @p frame + RTMAC_HLEN the payload is already where it goes
+	 * and only the header is written.
+	 */
 	memcpy(eth, frame, 12);
 	eth[12] = frame[RTMAC_OFF];
 	eth[13] = frame[RTMAC_OFF + 1];
-	memmove(out + ETH_HLEN_RTN, frame + TDMA_OFF, len - TDMA_OFF);
+	if (out + ETH_HLEN_RTN != frame + TDMA_OFF)
+		memmove(out + ETH_HLEN_RTN, frame + TDMA_OFF, len - TDMA_OFF);
 	memcpy(out, eth, ETH_HLEN_RTN);
 	return len - RTMAC_HLEN;
 }

@@ -17,6 +17,8 @@
 struct rtn_vnic;
 struct rtn_tdma;
 struct frame_sink;
+struct rtn_xsk;
+struct rtn_xsk_frame;
 
 /* A discipline's queue (struct rtn_disc_ops.queue): < 0 when it refuses the frame. */
 typedef int (*rtn_vnic_queue_fn)(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame,
@@ -34,8 +36,14 @@ void rtn_vnic_fill(struct rtn_vnic *v, const struct frame_sink *q);
 void rtn_vnic_take(struct rtn_vnic *v, rtn_vnic_queue_fn queue, void *priv);
 
 /* ---- wire -> Linux (RT thread) ---- */
-/* a received tunnel frame: 1 when it was queued for the TAP */
-int rtn_vnic_rx(struct rtn_vnic *v, const uint8_t *frame, uint32_t len);
+/*
+ * a received tunnel frame @p f, peeked from @p x: 1 when it was queued for the TAP.  It is
+ * decapsulated in place and lent to the pump (rtn_xsk_rx_keep), or copied when @p x keeps
+ * as many as it may (or is NULL)
+ */
+int rtn_vnic_rx(struct rtn_vnic *v, struct rtn_xsk *x, struct rtn_xsk_frame *f);
+/* before a receive round: the lent frames the pump has written back to their fill rings */
+void rtn_vnic_reclaim(struct rtn_vnic *v);
 /* a received tunnel frame with a bad RTmac header, counted */
 void rtn_vnic_rx_bad(struct rtn_vnic *v);
 /* the end of a receive round that queued frames for the TAP: the pump is woken for them

@@ -9,7 +9,9 @@
  *
  * The RT thread makes no TAP system call and does no segmentation, merging
  * or checksum work: it takes ready wire frames from one ring into its
- * windows and puts received tunnel frames, decapsulated, into the other.
+ * windows and puts received tunnel frames, decapsulated in place, into the
+ * other by reference: their UMEM frames are lent to the pump and go back to
+ * the fill ring once it wrote them (struct tap_loan).
  * How often the two threads wake each other is the mode:
  *
  * - batched: adaptive, as NICs moderate their interrupts.  While traffic is
@@ -47,6 +49,7 @@
 #include "rtn_station_priv.h"
 #include "rtn_vnic_gso.h"
 #include "rtn_vnic_priv.h"
+#include "rtn_xsk.h"
 
 /* frames between the RT thread and the pump, each way: a period's at 1 Gbit/s and more */
 #define VNIC_RING 1024
@@ -78,6 +81,18 @@
 /* VNIC counters are bumped by the RT thread and the pump alike */
 #define VSTAT_ADD(v, field, n) __atomic_fetch_add(&(v)->s->st.vnic.field, (n), __ATOMIC_RELAXED)
 
+/*
+ * A received frame lent to the pump: the inner frame, decapsulated in place
+ * in its UMEM frame, which goes back to @p x's fill ring once the pump
+ * wrote it (rtn_vnic_reclaim).  base NULL: the frame was copied into the
+ * ring's slot instead.
+ */
+struct tap_loan {
+	const uint8_t *base;
+	struct rtn_xsk *x;
+	uint64_t addr;
+};
+
 /* An SPSC ring of whole frames (pump <-> RT thread). */
 struct frame_ring {
 	uint32_t head __attribute__((aligned(64)));
@@ -92,6 +107,8 @@ struct rtn_vnic {
 	uint32_t slot;		    /* TDMA: the slot its frames go in */
 	struct frame_ring *to_wire; /* pump -> RT: encapsulated wire frames */
 	struct frame_ring *to_tap;  /* RT -> pump: decapsulated received frames */
+	struct tap_loan *loan;	    /* to_tap's slots: where each frame's bytes are */
+	uint32_t reclaimed;	    /* RT thread: to_tap's slots up to here have no loan left */
 	int pump_efd;		    /* the RT thread (or stop) wakes the pump */
 	pthread_t pump;
 	int pump_on;
@@ -403,29 +420,69 @@ void rtn_vnic_before_wait(struct rtn_vnic *v, int wake_me)
 
 /* ---- wire -> Linux ---------------------------------------------------------- */
 
-int rtn_vnic_rx(struct rtn_vnic *v, const uint8_t *frame, uint32_t len)
+/* The UMEM frames of to_tap's slots the pump is done with back to their fill rings. */
+void rtn_vnic_reclaim(struct rtn_vnic *v)
 {
-	struct frame_slot *f = fr_prod(v->to_tap);
+	uint32_t tail = __atomic_load_n(&v->to_tap->tail, __ATOMIC_ACQUIRE);
+
+	for (; v->reclaimed != tail; v->reclaimed++) {
+		struct tap_loan *l = &v->loan[v->reclaimed % VNIC_RING];
+
+		if (l->base)
+			rtn_xsk_rx_give_back(l->x, l->addr);
+		l->base = NULL;
+	}
+}
+
+int rtn_vnic_rx(struct rtn_vnic *v, struct rtn_xsk *x, struct rtn_xsk_frame *f)
+{
+	struct frame_ring *r = v->to_tap;
+	struct frame_slot *slot;
+	struct tap_loan *l;
+	uint8_t *inner = f->data + RTMAC_HLEN;
 	int n;
 
-	if (!f) {
+	/* a slot whose frame is still lent is not free, though the pump released it */
+	if (r->head - v->reclaimed >= VNIC_RING)
+		rtn_vnic_reclaim(v);
+	if (r->head - v->reclaimed >= VNIC_RING) {
 		VSTAT_ADD(v, rx_dropped, 1);
 		return 0;
 	}
-	n = rtn_rtmac_tunnel_decap(f->data, sizeof(f->data), frame, len);
+	/* in place: only the inner Ethernet header is rebuilt, RTMAC_HLEN bytes in */
+	n = f->len > RTMAC_HLEN ?
+		    rtn_rtmac_tunnel_decap(inner, f->len - RTMAC_HLEN, f->data, f->len) :
+		    -1;
 	/*
 	 * The inner type must be an EtherType (RTnet stores h_proto there) and
 	 * something must follow the header: Linux would drop anything else
 	 * silently, so count it here where it can be seen.
 	 */
-	if (n <= ETH_HLEN_RTN || rtn_get_be16(f->data + 12) < 0x0600) {
+	if (n <= ETH_HLEN_RTN || n > (int)sizeof(slot->data) || rtn_get_be16(inner + 12) < 0x0600) {
 		VSTAT_ADD(v, rx_bad, 1);
 		return 0;
 	}
-	f->len = n;
-	fr_commit(v->to_tap);
-	VSTAT_ADD(v, rx_copy_bytes, n); /* out of the UMEM frame */
+	slot = &r->slot[r->head % VNIC_RING];
+	l = &v->loan[r->head % VNIC_RING];
+	l->base = NULL;
+	if (x && rtn_xsk_rx_keep(x, f, &l->addr) == 0) {
+		l->base = inner;
+		l->x = x;
+	} else {
+		memcpy(slot->data, inner, (uint32_t)n); /* the UMEM has lent all it may */
+		VSTAT_ADD(v, rx_copy_bytes, n);
+	}
+	slot->len = (uint32_t)n;
+	fr_commit(r);
 	return 1;
+}
+
+/* Where the bytes of to_tap's slot @p f are: its UMEM frame when lent, else the slot. */
+static inline const uint8_t *tap_bytes(const struct rtn_vnic *v, const struct frame_slot *f)
+{
+	const uint8_t *lent = v->loan[f - v->to_tap->slot].base;
+
+	return lent ? lent : f->data;
 }
 
 /* A tunnel frame with a bad RTmac header: the VNIC's loss. */
@@ -458,13 +515,13 @@ static uint32_t gro_collect(struct rtn_vnic *v, uint32_t max, uint64_t *bytes)
 {
 	struct frame_slot *f = fr_peek(v->to_tap);
 	uint32_t n = 1;
-	int open = rtn_gro_begin(&v->gro, f->data, f->len);
+	int open = rtn_gro_begin(&v->gro, tap_bytes(v, f), f->len);
 
 	if (open < 0)
 		return 0;
 	*bytes = f->len;
 	while (open > 0 && n < max && (f = fr_peek_at(v->to_tap, n)) &&
-	       rtn_gro_append(&v->gro, f->data, f->len)) {
+	       rtn_gro_append(&v->gro, tap_bytes(v, f), f->len)) {
 		*bytes += f->len;
 		n++;
 	}
@@ -512,7 +569,7 @@ static uint32_t write_to_tap(struct rtn_vnic *v, uint32_t max)
 		if (!tap_usable(v))
 			w = -1;
 		else
-			w = v->vnet ? gro_write(v) : write(v->tap_fd, f->data, f->len);
+			w = v->vnet ? gro_write(v) : write(v->tap_fd, tap_bytes(v, f), f->len);
 		if (w < 0) {
 			/* a TAP that is gone, down (EIO) or full (EAGAIN): the frames are lost */
 			if (tap_usable(v))
@@ -693,6 +750,7 @@ void rtn_vnic_destroy(struct rtn_vnic *v)
 	if (v->pump_efd >= 0)
 		close(v->pump_efd);
 	free(v->to_tap);
+	free(v->loan);
 	free(v->to_wire);
 	free(v->gso_buf);
 	free(v);
@@ -745,8 +803,9 @@ static int vnic_create(struct rtn_station *s, int tap_fd, int mode, uint32_t slo
 	v->tap_fd = fcntl(tap_fd, F_DUPFD_CLOEXEC, 0);
 	v->pump_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	v->to_tap = aligned_alloc(64, sizeof(struct frame_ring));
+	v->loan = calloc(VNIC_RING, sizeof(*v->loan));
 	v->to_wire = aligned_alloc(64, sizeof(struct frame_ring));
-	if (v->tap_fd < 0 || v->pump_efd < 0 || !v->to_tap || !v->to_wire) {
+	if (v->tap_fd < 0 || v->pump_efd < 0 || !v->to_tap || !v->loan || !v->to_wire) {
 		rc = rtn_set_error(-ENOMEM, "VNIC: cannot allocate its rings and descriptors");
 		goto fail;
 	}
@@ -787,7 +846,9 @@ int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 		return rc;
 	v->mode = mode;
 	v->slot = slot;
-	v->to_tap->head = v->to_tap->tail = 0;
+	/* a harness lends no UMEM frame (it has none), so there is nothing to give back */
+	v->to_tap->head = v->to_tap->tail = v->reclaimed = 0;
+	memset(v->loan, 0, VNIC_RING * sizeof(*v->loan));
 	v->to_wire->head = v->to_wire->tail = 0;
 	v->tap_dead = 0;
 	v->vnet = vnet;
@@ -850,11 +911,27 @@ out:
 	return rc;
 }
 
+/*
+ * On the RT thread, the pump stopped: the VNIC it no longer uses, every
+ * frame still lent to it back to its fill ring, written or not.
+ */
+static void vnic_go_away(struct rtn_station *s, uintptr_t arg)
+{
+	struct rtn_vnic *v = (struct rtn_vnic *)arg;
+
+	s->vnic = NULL;
+	__atomic_store_n(&v->to_tap->tail, v->to_tap->head, __ATOMIC_RELEASE);
+	rtn_vnic_reclaim(v);
+}
+
 int rtn_station_vnic_detach(struct rtn_station *s)
 {
 	rtn_clear_error();
 	pthread_mutex_lock(&s->ctl_lock);
-	rtn_station_post(s, vnic_go_live, 0);
+	if (s->vnic_ctl) {
+		pump_stop(s->vnic_ctl); /* nobody writes from the lent frames any more */
+		rtn_station_post(s, vnic_go_away, (uintptr_t)s->vnic_ctl);
+	}
 	rtn_vnic_destroy(s->vnic_ctl);
 	s->vnic_ctl = NULL;
 	pthread_mutex_unlock(&s->ctl_lock);

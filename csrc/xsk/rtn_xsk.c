@@ -296,6 +296,7 @@ int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 {
 	rtn_clear_error();
 	*out = x->st;
+	out->rx_kept = __atomic_load_n(&x->kept, __ATOMIC_RELAXED);
 	if (x->open)
 		rtn_xsk_prog_counters(x, out);
 	return 0;
@@ -455,18 +456,22 @@ static inline void refill(struct rtn_xsk *x, uint64_t addr)
 	xsk_ring_prod__submit(&x->fill, 1);
 }
 
-/* The @p n RX descriptors from @p rx_idx on back to the fill ring, in one submit. */
-static void refill_batch(struct rtn_xsk *x, uint32_t rx_idx, uint32_t n)
+/*
+ * The @p n RX descriptors from @p rx_idx on back to the fill ring, in one
+ * submit, but for those @p kept marks (bit i: descriptor rx_idx + i).
+ */
+static void refill_batch(struct rtn_xsk *x, uint32_t rx_idx, uint32_t n, uint64_t kept)
 {
-	uint32_t idx, got, i;
+	uint32_t want = n - (uint32_t)__builtin_popcountll(kept), idx, got, i, put = 0;
 
-	got = xsk_ring_prod__reserve(&x->fill, n, &idx);
-	for (i = 0; i < got; i++)
-		*xsk_ring_prod__fill_addr(&x->fill, idx + i) =
-			xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&x->rx, rx_idx + i)->addr);
+	got = xsk_ring_prod__reserve(&x->fill, want, &idx);
+	for (i = 0; i < n && put < got; i++)
+		if (!(kept >> i & 1))
+			*xsk_ring_prod__fill_addr(&x->fill, idx + put++) = xsk_umem__extract_addr(
+				xsk_ring_cons__rx_desc(&x->rx, rx_idx + i)->addr);
 	if (got)
 		xsk_ring_prod__submit(&x->fill, got);
-	x->st.fill_fail += n - got;
+	x->st.fill_fail += want - got;
 }
 
 static inline int desc_ok(struct rtn_xsk *x, const struct xdp_desc *d)
@@ -621,6 +626,7 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		}
 		frames[i].data = xsk_umem__get_data(x->area, d->addr);
 		frames[i].len = d->len;
+		frames[i].index = i;
 		frames[i].rx_ts =
 			rx_stamp_of(x, d, frames[i].data, rx_ts ? *rx_ts : 0, &frames[i].kernel_ts);
 		x->st.rx_frames++;
@@ -635,7 +641,29 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 {
 	if (!x->peek_n)
 		return;
-	refill_batch(x, x->peek_idx, x->peek_n);
+	refill_batch(x, x->peek_idx, x->peek_n, x->peek_kept);
 	xsk_ring_cons__release(&x->rx, x->peek_n);
 	x->peek_n = 0;
+	x->peek_kept = 0;
+}
+
+int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr)
+{
+	uint32_t i = f->index;
+
+	if (i >= x->peek_n || i >= 64 || !f->data || x->peek_kept >> i & 1)
+		return -EINVAL;
+	if (x->kept >= x->frames / 8) /* a quarter of the fill ring's frames/2 */
+		return -ENOBUFS;
+	*addr = xsk_umem__extract_addr(xsk_ring_cons__rx_desc(&x->rx, x->peek_idx + i)->addr);
+	x->peek_kept |= 1ull << i;
+	__atomic_store_n(&x->kept, x->kept + 1, __ATOMIC_RELAXED); /* read by rtn_xsk_stats */
+	return 0;
+}
+
+void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr)
+{
+	if (x->kept)
+		__atomic_store_n(&x->kept, x->kept - 1, __ATOMIC_RELAXED);
+	refill(x, addr);
 }

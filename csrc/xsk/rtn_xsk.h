@@ -53,6 +53,7 @@ struct rtn_xsk_stats {
 	uint64_t invalid_desc;	 /* descriptors outside the UMEM or too long */
 	uint64_t rx_kernel_ts;	 /* frames that carried the XDP program's stamp */
 	uint64_t truncated;	 /* frames larger than the caller's buffer */
+	uint64_t rx_kept;	 /* received frames kept out of the fill ring now (rx_keep) */
 	uint64_t xdp_redirected; /* XDP program: frames steered to AF_XDP (all CPUs) */
 	uint64_t xdp_passed;	 /* XDP program: frames passed to the stack */
 	/* XDP program: frames of the stack that arrived on a receive queue with
@@ -67,8 +68,9 @@ struct rtn_xsk_stats {
 struct rtn_xsk_frame {
 	uint8_t *data;
 	uint32_t len;
-	int64_t rx_ts; /* kernel receive stamp (XDP), or the poll time if none */
-	int kernel_ts; /* 1 when rx_ts came from the XDP program */
+	int64_t rx_ts;	/* kernel receive stamp (XDP), or the poll time if none */
+	int kernel_ts;	/* 1 when rx_ts came from the XDP program */
+	uint32_t index; /* its place in the peek (rtn_xsk_rx_keep()) */
 };
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out);
@@ -121,6 +123,17 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
  */
 int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max, int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
+/**
+ * Keep the peeked frame @p f past rtn_xsk_rx_release(): it stays out of the
+ * fill ring, its bytes where they are, until rtn_xsk_rx_give_back(*@p addr).
+ * At most a quarter of the receive frames are kept at once, so the kernel
+ * always has frames to receive into whoever holds the rest.  0, or -ENOBUFS
+ * when that many are kept (the caller copies the frame instead), -EINVAL for
+ * a frame not in the outstanding peek.  Same thread as the peek.
+ */
+int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr);
+/** A kept frame back to the fill ring (same thread as the peek). */
+void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr);
 /**
  * Batch transmissions: with @p on, sends only submit their descriptors and
  * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick

@@ -58,6 +58,8 @@ struct rtn_xsk {
 
 	uint32_t peek_idx; /* RX ring index of an outstanding peek */
 	uint32_t peek_n;
+	uint64_t peek_kept; /* frames of that peek kept out of the fill ring (bit = index) */
+	uint32_t kept;	    /* frames kept and not yet given back */
 
 	struct rtn_xsk_stats st;
 };
