@@ -59,7 +59,8 @@ static void check_decap(const uint8_t *frame, uint32_t len)
 	memcpy(inplace, frame, len);
 	again = rtn_rtmac_tunnel_decap(inplace + RTMAC_HLEN, cap, inplace, len);
 	if (again != n || memcmp(inplace + RTMAC_HLEN, out, n))
-		fuzz_fail("decap in place RTMAC_HLEN bytes in differs from decap into another buffer");
+		fuzz_fail(
+			"decap in place RTMAC_HLEN bytes in differs from decap into another buffer");
 	free(inplace);
 	if (cap && rtn_rtmac_tunnel_decap(out, cap - 1, frame, len) != -ENOSPC)
 		fuzz_fail("decap into a buffer one byte short was not refused");
