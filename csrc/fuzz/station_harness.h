@@ -72,7 +72,8 @@ struct rtn_xsk {
 	uint8_t batch_end[STUB_RX_MAX]; /* a peek stops after this frame */
 	uint32_t rx_n, rx_pos;
 	int peeked;
-	uint32_t peek_at;	   /* rx[] index of the outstanding peek's first frame */
+	uint32_t peek_at; /* rx[] index of the outstanding peek's first frame */
+	int keep_all; /* rtn_xsk_rx_keep keeps every frame (the cost harness), not every other */
 	uint8_t kept[STUB_RX_MAX]; /* frames kept past their peek (rtn_xsk_rx_keep) */
 	int tx_full;		   /* sends fail with -EAGAIN, as with a full TX ring */
 	uint64_t tx_frames;
@@ -186,7 +187,8 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 
 /*
  * Every other frame is kept and the rest refused, as by a UMEM that lent all
- * it may, so both ways to the TAP run; a give-back must name a kept frame,
+ * it may, so both ways to the TAP run (keep_all: every frame, as a real
+ * socket with frames to lend does); a give-back must name a kept frame,
  * once.  The frames stay allocated until the next input, after the pump
  * (rtn_vnic_write_all) wrote them.
  */
@@ -196,7 +198,7 @@ int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *
 
 	if (!x->peeked || i >= x->rx_pos || !f->data || x->kept[i])
 		fuzz_fail("rtn_xsk_rx_keep of a frame not in the peek");
-	if (i & 1)
+	if ((i & 1) && !x->keep_all)
 		return -ENOBUFS;
 	x->kept[i] = 1;
 	*addr = i;
@@ -258,7 +260,6 @@ FUZZ_UNTRACED static void stub_rx_clear(void)
 	}
 	stub_xsk.rx_n = stub_xsk.rx_pos = 0;
 	stub_xsk.peeked = 0;
-	memset(stub_xsk.kept, 0, sizeof(stub_xsk.kept)); /* rtn_vnic_reset drops the loans */
 }
 
 /* ---- the real-time thread: never started ---------------------------------- */
@@ -453,6 +454,7 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->vnic = m->vnic_live ? s->vnic_ctl : NULL;
 	if (rtn_vnic_reset(s->vnic_ctl, RTN_VNIC_BATCHED, 1, m->vnet))
 		fuzz_fail("cannot reset the VNIC: %s", rtn_last_error());
+	memset(stub_xsk.kept, 0, sizeof(stub_xsk.kept)); /* rtn_vnic_reset dropped the loans */
 	drain_socket(H.tap_peer);
 
 	for (i = 0; i < N_CHANS; i++) {

@@ -39,8 +39,21 @@ static void port_before_slot(void *arg, struct rtn_tdma *e, uint32_t slot_id, in
 
 	rtn_chans_drain(s, take_tdma, e, rtn_sat_add(now, rtn_tdma_clock_offset(e)));
 	rtn_probe_refill(s, e, slot_id, now);
-	if (s->vnic)
-		rtn_vnic_refill(s->vnic, e, slot_id, now, s->tdma_cfg.link_rate_mbps);
+}
+
+/* The VNIC's frames go last, from its ring (see rtn_vnic_tail_peek). */
+static uint8_t *port_tail_peek(void *arg, const struct rtn_tdma *e, uint32_t slot_id, uint32_t *len)
+{
+	struct rtn_station *s = arg;
+
+	return s->vnic ? rtn_vnic_tail_peek(s->vnic, e, slot_id, len) : NULL;
+}
+
+static void port_tail_taken(void *arg, uint32_t len)
+{
+	struct rtn_station *s = arg;
+
+	rtn_vnic_tail_taken(s->vnic, len);
 }
 
 static int64_t tdma_next_event(void *priv)
@@ -127,6 +140,8 @@ struct rtn_tdma_port rtn_station_tdma_port(struct rtn_station *s)
 	return (struct rtn_tdma_port){ .send = rtn_station_send,
 				       .truth = port_truth,
 				       .before_slot = port_before_slot,
+				       .tail_peek = port_tail_peek,
+				       .tail_taken = port_tail_taken,
 				       .on_cycle = rtn_chans_on_cycle,
 				       .arg = s };
 }

@@ -424,20 +424,30 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	for (;;) {
 		uint16_t b = q_peek(q);
 		int64_t tx, wt = 0, t = 0; /* wt: unpaced, no wire time */
+		uint8_t *frame;
+		uint32_t len;
+		int32_t stamp_off = -1;
 		int rc;
 
-		if (b == NIL)
+		if (b != NIL) {
+			frame = e->pool[b].data;
+			len = e->pool[b].len;
+			stamp_off = e->pool[b].stamp_off;
+		} else if (!e->port.tail_peek ||
+			   !(frame = e->port.tail_peek(e->port.arg, e, (uint32_t)id, &len))) {
 			return 1;
+		}
 		if (!e->cfg.link_rate_mbps) {
 			if (e->sent_in_occ >= UNPACED_BURST)
 				return 1;
 		} else {
-			wt = rtn_wire_ns(e->pool[b].len, e->cfg.link_rate_mbps);
+			wt = rtn_wire_ns(len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
 			if (t < e->slot_start)
 				t = e->slot_start; /* a chained window, run early */
 			if (t + wt > e->slot_end) {
-				ss->deferred++;
+				if (b != NIL) /* the tail's frames wait in their own ring */
+					ss->deferred++;
 				return 1;
 			}
 			/* RTnet's slot: hand frames over up to PACE_AHEAD_NS before their wire time */
@@ -453,11 +463,11 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		 * the next cycle.  Too late, it stays queued for the next
 		 * occurrence; if it was the first, the occurrence is missed.
 		 */
-		rc = xmit_from(e, e->pool[b].data, e->pool[b].len, e->pool[b].stamp_off,
-			       e->st.clock_offset, e->slot_start, t, e->slot_end - wt, &tx);
+		rc = xmit_from(e, frame, len, stamp_off, e->st.clock_offset, e->slot_start, t,
+			       e->slot_end - wt, &tx);
 		if (rc == -ETIME) {
 			if (e->sent_in_occ) {
-				ss->deferred++;
+				ss->deferred += b != NIL;
 			} else {
 				ss->missed++;
 				e->st.missed_slots++;
@@ -475,10 +485,13 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 				rtn_hist_add(&e->st.slot0_lateness, late);
 		}
 		ss->frames++;
-		ss->bytes += e->pool[b].len;
+		ss->bytes += len;
 		e->st.frames_tx++;
-		e->st.bytes_tx += e->pool[b].len;
-		q_pop(e, q);
+		e->st.bytes_tx += len;
+		if (b != NIL)
+			q_pop(e, q);
+		else
+			e->port.tail_taken(e->port.arg, len);
 		now = tx;
 	}
 }
@@ -679,20 +692,6 @@ void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
 		if (out->slot[i].id >= 0 && e->queue_of[i] >= 0)
 			out->slot[i].queue_depth = e->q[e->queue_of[i]].depth;
-}
-
-int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t now)
-{
-	int64_t start = now > e->wire_free_at ? now : e->wire_free_at;
-
-	if (!e->in_slot || e->next_job >= e->n_jobs || e->jobs[e->next_job].kind != JOB_SLOT ||
-	    e->jobs[e->next_job].arg != slot_id)
-		return 0;
-	if (!e->cfg.link_rate_mbps)
-		return INT64_MAX;
-	if (start < e->slot_start)
-		start = e->slot_start; /* a chained window, run early */
-	return e->slot_end > start ? e->slot_end - start : 0;
 }
 
 int64_t rtn_tdma_clock_offset(const struct rtn_tdma *e)

@@ -172,8 +172,14 @@ struct rtn_tdma_port {
 		    int64_t sched, int64_t deadline, int64_t *tx_local);
 	int64_t (*truth)(void *arg, int64_t local);
 	/* optional: called when a slot occurrence starts, to move frames that
-	 * wait elsewhere (application rings, the VNIC) into the engine's queues */
+	 * wait elsewhere (application rings, the probe) into the engine's queues */
 	void (*before_slot)(void *arg, struct rtn_tdma *e, uint32_t slot_id, int64_t now);
+	/* optional: the lowest-priority frames, sent from where they wait once
+	 * the slot's queue is empty (the VNIC's ring: no copy into the pool).
+	 * tail_peek: the frame slot @p slot_id may send next (*@p len bytes),
+	 * or NULL; tail_taken: that frame was handed to the wire, the next */
+	uint8_t *(*tail_peek)(void *arg, const struct rtn_tdma *e, uint32_t slot_id, uint32_t *len);
+	void (*tail_taken)(void *arg, uint32_t len);
 	/* optional: called at every cycle start (waiters on the cycle) */
 	void (*on_cycle)(void *arg, uint32_t cycle_no, int64_t start_local);
 	void *arg;
@@ -250,9 +256,6 @@ int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const 
 
 /** Frames waiting in the queue that slot @p slot_id sends from (0 if none). */
 uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id);
-
-/** Wire-time budget left in the current occurrence of @p slot_id (for refills). */
-int64_t rtn_tdma_slot_budget(const struct rtn_tdma *e, uint32_t slot_id, int64_t now);
 
 /** The configured size of slot @p slot_id (after the slot 1 -> 0 fallback), 0 if none. */
 uint32_t rtn_tdma_slot_size(const struct rtn_tdma *e, uint32_t slot_id);

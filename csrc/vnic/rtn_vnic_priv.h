@@ -27,9 +27,12 @@ typedef int (*rtn_vnic_queue_fn)(void *priv, uint32_t slot, uint32_t prio, const
 void rtn_vnic_destroy(struct rtn_vnic *v);
 
 /* ---- Linux -> wire (RT thread): frames the pump made ready ---- */
-/* TDMA, before @p slot_id opens: ready frames into it within the occurrence's budget */
-void rtn_vnic_refill(struct rtn_vnic *v, struct rtn_tdma *e, uint32_t slot_id, int64_t now,
-		     uint32_t link_rate_mbps);
+/* TDMA, once @p slot_id's queue is empty: the next ready frame it may send from the ring
+ * (*@p len bytes), or NULL (struct rtn_tdma_port.tail_peek) ... */
+uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32_t slot_id,
+			    uint32_t *len);
+/* ... and that frame was handed to the wire (tail_taken) */
+void rtn_vnic_tail_taken(struct rtn_vnic *v, uint32_t len);
 /* ready frames into @p q while it has room */
 void rtn_vnic_fill(struct rtn_vnic *v, const struct frame_sink *q);
 /* per-packet: every ready frame to @p queue at once */

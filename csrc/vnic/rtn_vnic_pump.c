@@ -73,8 +73,10 @@
 #define VNIC_PUMP_IDLE_NS 200000000
 /*
  * Copies a wire frame's bytes go through between the VNIC's ring and the
- * wire: the discipline's queue (TDMA's pool, NoMAC's FIFO) and the UMEM
- * frame the socket sends from.  Counted with the VNIC's own (tx_copy_bytes).
+ * wire when a discipline's queue takes it (NoMAC's FIFO, the per-packet
+ * mode's queue): that queue and the UMEM frame the socket sends from.
+ * Counted with the VNIC's own (tx_copy_bytes).  A batched VNIC under TDMA
+ * is sent from the ring, with the UMEM copy alone (rtn_vnic_tail_peek).
  */
 #define VNIC_TX_COPIES_AFTER_RING 2
 
@@ -331,45 +333,41 @@ static void took_frames(struct rtn_vnic *v, uint32_t n)
 }
 
 /*
- * Batched VNIC: ready frames from the pump into the queue of @p queue_slot,
- * at the lowest priority, until the wire-time budget of the running
- * occurrence of @p slot_id (that queue's slot, a joint one, or an RT slot) is
- * used.  Frames already queued there (real-time ones first) count against
- * the budget first, so a VNIC frame only takes wire time that nothing queued
- * before the slot opened wanted.
+ * Batched VNIC under TDMA, in an occurrence of @p slot_id whose queue is
+ * empty: the next ready frame, which the engine sends from the ring (its
+ * only copy after the ring is into the UMEM frame), then calls
+ * rtn_vnic_tail_taken; NULL when there is none or the slot does not carry
+ * VNIC frames.  The VNIC's slot and those sharing its queue carry them, and
+ * so does any slot at least as large: what the RT frames leave of its
+ * occurrence.  VNIC frames thus only ever take wire time that no queued
+ * frame wanted.
  */
-void rtn_vnic_refill(struct rtn_vnic *v, struct rtn_tdma *e, uint32_t slot_id, int64_t now,
-		     uint32_t link_rate_mbps)
+uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32_t slot_id,
+			    uint32_t *len)
 {
-	uint32_t queue_slot, size, depth, took = 0;
-	int64_t budget, queued;
+	uint32_t size = rtn_tdma_slot_size(e, slot_id);
 	struct frame_slot *f;
 
-	if (v->mode != RTN_VNIC_BATCHED)
-		return;
-	if (rtn_tdma_shares_queue(e, slot_id, v->slot))
-		queue_slot = v->slot;
-	else if (rtn_tdma_slot_size(e, slot_id) >= rtn_tdma_slot_size(e, v->slot))
-		queue_slot =
-			slot_id; /* what the RT frames leave of this occurrence: VNIC frames fit it */
-	else
-		return;
-	size = rtn_tdma_slot_size(e, queue_slot);
-	budget = rtn_tdma_slot_budget(e, slot_id, now);
-	depth = rtn_tdma_queue_depth(e, queue_slot);
-	queued = (int64_t)depth * rtn_wire_time_ns(size + ETH_HLEN_RTN, link_rate_mbps);
-	while (queued < budget && depth < RTN_TDMA_QUEUE_MAX && (f = fr_peek(v->to_wire))) {
-		if (rtn_tdma_enqueue(e, queue_slot, VNIC_PRIO, f->data, f->len, -1) < 0) {
-			VSTAT_ADD(v, tx_dropped, 1);
-		} else {
-			depth++;
-			queued += rtn_wire_time_ns(f->len, link_rate_mbps);
-			VSTAT_ADD(v, tx_copy_bytes, (uint64_t)f->len * VNIC_TX_COPIES_AFTER_RING);
-		}
+	if (v->mode != RTN_VNIC_BATCHED ||
+	    (!rtn_tdma_shares_queue(e, slot_id, v->slot) && size < rtn_tdma_slot_size(e, v->slot)))
+		return NULL;
+	/* larger than this slot carries (the VNIC's slot shrank under a running VNIC): dropped */
+	while ((f = fr_peek(v->to_wire)) && f->len > size + ETH_HLEN_RTN) {
+		VSTAT_ADD(v, tx_dropped, 1);
 		fr_release(v->to_wire);
-		took++;
+		took_frames(v, 1);
 	}
-	took_frames(v, took);
+	if (!f)
+		return NULL;
+	*len = f->len;
+	return f->data;
+}
+
+void rtn_vnic_tail_taken(struct rtn_vnic *v, uint32_t len)
+{
+	VSTAT_ADD(v, tx_copy_bytes, len); /* into the UMEM frame the socket sends */
+	fr_release(v->to_wire);
+	took_frames(v, 1);
 }
 
 /* Batched VNIC: ready frames into @p q (NoMAC's FIFO) while it has room. */
