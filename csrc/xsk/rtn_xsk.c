@@ -462,13 +462,19 @@ static inline void refill(struct rtn_xsk *x, uint64_t addr)
  */
 static void refill_batch(struct rtn_xsk *x, uint32_t rx_idx, uint32_t n, uint64_t kept)
 {
-	uint32_t want = n - (uint32_t)__builtin_popcountll(kept), idx, got, i, put = 0;
+	uint32_t want = kept ? n - (uint32_t)__builtin_popcountll(kept) : n, idx, got, i, put = 0;
 
 	got = xsk_ring_prod__reserve(&x->fill, want, &idx);
-	for (i = 0; i < n && put < got; i++)
-		if (!(kept >> i & 1))
-			*xsk_ring_prod__fill_addr(&x->fill, idx + put++) = xsk_umem__extract_addr(
+	if (!kept) /* the common case: nothing lent */
+		for (i = 0; i < got; i++)
+			*xsk_ring_prod__fill_addr(&x->fill, idx + i) = xsk_umem__extract_addr(
 				xsk_ring_cons__rx_desc(&x->rx, rx_idx + i)->addr);
+	else
+		for (i = 0; i < n && put < got; i++)
+			if (!(kept >> i & 1))
+				*xsk_ring_prod__fill_addr(&x->fill, idx + put++) =
+					xsk_umem__extract_addr(
+						xsk_ring_cons__rx_desc(&x->rx, rx_idx + i)->addr);
 	if (got)
 		xsk_ring_prod__submit(&x->fill, got);
 	x->st.fill_fail += want - got;
