@@ -72,15 +72,19 @@ struct rtn_xsk {
 	uint8_t batch_end[STUB_RX_MAX]; /* a peek stops after this frame */
 	uint32_t rx_n, rx_pos;
 	int peeked;
-	uint32_t peek_at; /* rx[] index of the outstanding peek's first frame */
-	int keep_all; /* rtn_xsk_rx_keep keeps every frame (the cost harness), not every other */
-	uint8_t kept[STUB_RX_MAX]; /* frames kept past their peek (rtn_xsk_rx_keep) */
-	int tx_full;		   /* sends fail with -EAGAIN, as with a full TX ring */
+	int tx_full; /* sends fail with -EAGAIN, as with a full TX ring */
 	uint64_t tx_frames;
 	uint8_t tx_copy[XSK_FRAME_SIZE];
 };
 
 static struct rtn_xsk stub_xsk;
+
+/* The stub's frames kept past their peek (rtn_xsk_rx_keep), apart from the socket. */
+static struct {
+	uint32_t peek_at;	   /* rx[] index of the outstanding peek's first frame */
+	uint8_t kept[STUB_RX_MAX]; /* frames kept and not yet given back */
+	int keep_all;		   /* every frame kept (the cost harness), not every other */
+} stub_keep;
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out)
 {
@@ -168,11 +172,9 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		fuzz_fail("rtn_xsk_rx_peek again without rtn_xsk_rx_release");
 	if (rx_ts)
 		*rx_ts = fuzz_clock_ns;
-	x->peek_at = x->rx_pos;
+	stub_keep.peek_at = x->rx_pos;
 	while (n < max && x->rx_pos < x->rx_n) {
-		frames[n] = x->rx[x->rx_pos];
-		frames[n].index = n;
-		n++;
+		frames[n++] = x->rx[x->rx_pos]; /* index: its place in rx[] (see rtn_xsk_rx_keep) */
 		if (x->batch_end[x->rx_pos++])
 			break;
 	}
@@ -194,23 +196,23 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
  */
 int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr)
 {
-	uint32_t i = x->peek_at + f->index;
+	uint32_t i = f->index; /* the stub's frames carry their place in rx[] */
 
-	if (!x->peeked || i >= x->rx_pos || !f->data || x->kept[i])
+	if (!x->peeked || i < stub_keep.peek_at || i >= x->rx_pos || !f->data || stub_keep.kept[i])
 		fuzz_fail("rtn_xsk_rx_keep of a frame not in the peek");
-	if ((i & 1) && !x->keep_all)
+	if ((i & 1) && !stub_keep.keep_all)
 		return -ENOBUFS;
-	x->kept[i] = 1;
+	stub_keep.kept[i] = 1;
 	*addr = i;
 	return 0;
 }
 
 void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr)
 {
-	if (addr >= STUB_RX_MAX || !x->kept[addr])
+	if (addr >= STUB_RX_MAX || !stub_keep.kept[addr])
 		fuzz_fail("rtn_xsk_rx_give_back of frame %llu, which is not kept",
 			  (unsigned long long)addr);
-	x->kept[addr] = 0;
+	stub_keep.kept[addr] = 0;
 }
 
 /* The XDP program's IPv4 maps (rtn_xsk_ip.c): nothing to steer without a kernel. */
@@ -245,7 +247,8 @@ static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts,
 	x->rx[x->rx_n] = (struct rtn_xsk_frame){ .data = data ? fuzz_exact_copy(data, len) : NULL,
 						 .len = data ? len : 0,
 						 .rx_ts = rx_ts,
-						 .kernel_ts = rx_ts != 0 };
+						 .kernel_ts = rx_ts != 0,
+						 .index = x->rx_n };
 	x->orig[x->rx_n] = data ? fuzz_exact_copy(data, len) : NULL;
 	x->batch_end[x->rx_n++] = (uint8_t)end_batch;
 }
@@ -454,7 +457,7 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->vnic = m->vnic_live ? s->vnic_ctl : NULL;
 	if (rtn_vnic_reset(s->vnic_ctl, RTN_VNIC_BATCHED, 1, m->vnet))
 		fuzz_fail("cannot reset the VNIC: %s", rtn_last_error());
-	memset(stub_xsk.kept, 0, sizeof(stub_xsk.kept)); /* rtn_vnic_reset dropped the loans */
+	memset(stub_keep.kept, 0, sizeof(stub_keep.kept)); /* rtn_vnic_reset dropped the loans */
 	drain_socket(H.tap_peer);
 
 	for (i = 0; i < N_CHANS; i++) {
