@@ -67,6 +67,54 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off, 
 	return 0;
 }
 
+static uint8_t *sim_tail_peek(void *arg, const struct rtn_tdma *e, uint32_t slot_id, uint32_t *len)
+{
+	struct sim_station *t = arg;
+
+	if (!t->tail_n || t->tail_len > rtn_tdma_slot_size(e, slot_id) + 14)
+		return NULL;
+	if (rtn_tdma_queue_depth(e, slot_id))
+		t->tail_bad++; /* the queue's frames go first */
+	t->tail_peeked = 1;
+	*len = t->tail_len;
+	return t->tail_frame;
+}
+
+static void sim_tail_taken(void *arg, uint32_t len)
+{
+	struct sim_station *t = arg;
+
+	if (!t->tail_peeked || !t->tail_n || len != t->tail_len) {
+		t->tail_bad++;
+	} else {
+		t->tail_n--;
+		t->tail_sent++;
+	}
+	t->tail_peeked = 0;
+}
+
+int rtn_sim_tail(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len, uint32_t count)
+{
+	struct sim_station *t;
+
+	rtn_clear_error();
+	if (i >= s->n)
+		return rtn_set_error(-EINVAL, "sim: no station %u", i);
+	if (len < 14 || len > RTN_TDMA_FRAME_MAX)
+		return rtn_set_error(-EINVAL, "sim: a tail frame of %u bytes", len);
+	t = &s->st[i];
+	memcpy(t->tail_frame, frame, len);
+	t->tail_len = len;
+	t->tail_n += count;
+	return 0;
+}
+
+void rtn_sim_tail_stats(const struct rtn_sim *s, uint32_t i, uint64_t *sent, uint64_t *bad)
+{
+	*sent = i < s->n ? s->st[i].tail_sent : 0;
+	*bad = i < s->n ? s->st[i].tail_bad : 0;
+}
+
 static int64_t sim_truth(void *arg, int64_t local)
 {
 	/* the lab's global time is true time: the master runs without offset */
@@ -94,7 +142,11 @@ int rtn_sim_create(uint32_t n, int64_t latency_ns, int64_t wake_jitter_ns, uint3
 	s->now = 1000000; /* start away from zero, like a real clock */
 	for (i = 0; i < n && s->fl; i++) {
 		struct sim_station *t = &s->st[i];
-		struct rtn_tdma_port port = { .send = sim_send, .truth = sim_truth, .arg = t };
+		struct rtn_tdma_port port = { .send = sim_send,
+					      .truth = sim_truth,
+					      .tail_peek = sim_tail_peek,
+					      .tail_taken = sim_tail_taken,
+					      .arg = t };
 		uint8_t mac[6] = { 0x02, 0x52, 0x54, 0x00, 0x00, (uint8_t)(i + 1) };
 
 		t->sim = s;

@@ -56,6 +56,14 @@ void rtn_sim_stall_handover(struct rtn_sim *s, uint32_t i, uint32_t frames, int6
 /** Queue a frame on station @p i. */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
 		    const uint8_t *frame, uint32_t len);
+/**
+ * Give station @p i @p count more copies of @p frame to send last, from
+ * outside its queues (the engine's port tail, as a VNIC's ring); a slot takes
+ * them only when its queue is empty and the frame fits it.
+ */
+int rtn_sim_tail(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len, uint32_t count);
+/** Station @p i's tail frames sent, and the port calls out of turn (should stay 0). */
+void rtn_sim_tail_stats(const struct rtn_sim *s, uint32_t i, uint64_t *sent, uint64_t *bad);
 /** Run until true time @p t_true (ns since the simulation began). */
 void rtn_sim_run_until(struct rtn_sim *s, int64_t t_true);
 int64_t rtn_sim_now(const struct rtn_sim *s);

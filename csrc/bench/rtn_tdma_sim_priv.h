@@ -43,6 +43,13 @@ struct sim_station {
 	 * after the engine decided to send them */
 	uint32_t handover_frames;
 	int64_t handover_ns;
+	/* the lowest-priority source (the port's tail, as a VNIC's ring): tail_n
+	 * copies of tail_frame; tail_bad counts a peek while the slot's queue
+	 * held frames, or a frame taken that was not the one peeked */
+	uint32_t tail_n, tail_len;
+	int tail_peeked;
+	uint64_t tail_sent, tail_bad;
+	uint8_t tail_frame[RTN_TDMA_FRAME_MAX];
 };
 
 struct rtn_sim {

@@ -11,7 +11,8 @@
  * station, time step in us, arguments).  A record injects a raw frame, or a
  * Sync / calibration request / reply whose fields are offsets from what the
  * station expects (so that the fuzzer reaches "one cycle ahead" and "2^63 ns
- * ahead" alike), queues a data frame, silences or revives a station, changes
+ * ahead" alike), queues a data frame, gives a station frames to send from
+ * its port's tail (as a VNIC's ring), silences or revives a station, changes
  * a slot (offset, size, window), or stalls a station's frames; then the
  * segment runs for the time step.
  *
@@ -22,7 +23,9 @@
  * - a grid in use has a positive cycle length;
  * - counters (frames, Syncs, missed slots, histogram counts...) never
  *   decrease;
- * - every frame buffer is either free or in exactly one queue.
+ * - every frame buffer is either free or in exactly one queue;
+ * - the port's tail is asked for a frame only when the slot's queue is
+ *   empty, and the frame taken is the one it offered.
  */
 #include "rtn_core.h"
 #include "rtn_tdma_priv.h"
@@ -262,6 +265,7 @@ enum {
 	REC_ALIVE,
 	REC_SLOT,
 	REC_STALL,
+	REC_TAIL,
 	REC_KINDS
 };
 
@@ -360,6 +364,31 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 	case REC_STALL:
 		rtn_sim_stall_frames(sim, i, fuzz_u8(in) % 4, 1000LL * fuzz_u8(in));
 		break;
+	case REC_TAIL: {
+		uint32_t len = 14 + fuzz_u16(in) % (RTN_TDMA_FRAME_MAX - 13);
+
+		memset(f, 0, sizeof(f));
+		memset(f, 0xff, 6);
+		memcpy(f + 6, e->mac, 6);
+		rtn_put_be16(f + 12, DATA_TYPE);
+		if (rtn_sim_tail(sim, i, f, len, fuzz_u8(in) % 16))
+			fuzz_fail("rtn_sim_tail refused a %u-byte frame", len);
+		break;
+	}
+	}
+}
+
+/* The port's tail is asked only once the slot's queue is empty, and takes what it offered. */
+FUZZ_UNTRACED static void check_tails(void)
+{
+	uint64_t sent, bad;
+	uint32_t i;
+
+	for (i = 0; i < N_STATIONS; i++) {
+		rtn_sim_tail_stats(sim, i, &sent, &bad);
+		if (bad)
+			fuzz_fail("station %u: %llu tail calls out of turn (%llu tail frames sent)",
+				  i, (unsigned long long)bad, (unsigned long long)sent);
 	}
 }
 
@@ -406,6 +435,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		work = 0;
 		rtn_sim_run_until(sim, sim->now + step < end ? sim->now + step : end);
 		check_counters(prev);
+		check_tails();
 	}
 	for (i = 0; i < N_STATIONS && queued_data; i++)
 		check_pool(sim->st[i].e, i);

@@ -63,6 +63,17 @@ class Segment:
         """Queue a frame; returns 0 or the negative errno the engine gave (and counted)."""
         return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame))
 
+    def tail(self, i: int, frame: bytes, count: int) -> None:
+        """Give station ``i`` ``count`` copies of ``frame`` to send last, from outside its
+        queues (the engine's port tail, as a VNIC's ring)."""
+        check(lib.rtn_sim_tail(self._s, i, frame, len(frame), count))
+
+    def tail_stats(self, i: int) -> tuple[int, int]:
+        """(tail frames sent, port calls out of turn) of station ``i``."""
+        sent, bad = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+        lib.rtn_sim_tail_stats(self._s, i, sent, bad)
+        return sent[0], bad[0]
+
     @property
     def now(self) -> int:
         return lib.rtn_sim_now(self._s)

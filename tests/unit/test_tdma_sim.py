@@ -268,6 +268,38 @@ def test_priority_queues_send_highest_priority_first():
     assert [parse_data(r.head)[1] for r in seg.received(0) if parse_data(r.head)] == [0, 15, 31]
 
 
+def test_the_ports_tail_goes_last_and_only_into_what_the_queue_leaves():
+    """Frames from outside the queues (a VNIC's ring) go only once the slot's queue is
+    empty, in the wire time its frames leave, and never into a slot they do not fit."""
+    seg = Segment(2, latency_ns=LATENCY_NS)
+    seg.start(0, master())
+    seg.start(1, slave(cal_rounds=0, slots={0: Slot(0, 400, size=200)}))
+    seg.run_for(10 * CYCLE_US * 1000)
+    seg.clear_logs()
+    seg.tail(1, data_frame(1, 999, size=120), 50)
+    seg.tail(1, data_frame(1, 999, size=120), 0)  # none more: the count stays 50
+    for seq in range(3):
+        seg.enqueue(1, 0, data_frame(1, seq, size=120), prio=31)
+    seg.run_for(CYCLE_US * 1000)
+    seqs = [parse_data(r.head)[1] for r in seg.received(0) if parse_data(r.head)]
+    # one occurrence: the queued frames first, the tail's in what is left of the slot
+    window = wire_time_ns(200 + 14, 100) + GUARD_NS
+    per_slot = window // wire_time_ns(120, 100)
+    assert seqs == [0, 1, 2] + [999] * (per_slot - 3)
+    sent, out_of_turn = seg.tail_stats(1)
+    assert sent == per_slot - 3 and out_of_turn == 0
+    assert seg.stats(1)["slots"][0]["deferred"] == 0  # the tail's frames wait in their ring
+    # a tail frame larger than the slot is never offered to it
+    seg.clear_logs()
+    seg.run_for(20 * CYCLE_US * 1000)
+    sent, _ = seg.tail_stats(1)
+    assert sent == 50
+    seg.tail(1, data_frame(1, 1000, size=300), 5)
+    seg.run_for(5 * CYCLE_US * 1000)
+    assert seg.tail_stats(1) == (50, 0)
+    assert not [r for r in seg.received(0) if parse_data(r.head) == (1, 1000)]
+
+
 def test_slot_1_falls_back_to_slot_0():
     seg = Segment(2, latency_ns=LATENCY_NS)
     seg.start(0, master())
