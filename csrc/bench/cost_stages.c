@@ -389,9 +389,7 @@ static uint8_t tcp_frame[VNIC_FRAME]; /* what Linux hands the TAP */
 
 static void vnic_setup(void)
 {
-	struct rtn_tdma_port port = rtn_station_tdma_port(H.s);
 	struct rtn_tdma_cfg cfg;
-	struct rtn_tdma *engine;
 	uint8_t *ip = tcp_frame + 14;
 	uint32_t i;
 
@@ -399,13 +397,8 @@ static void vnic_setup(void)
 	cfg.listen_cycles = 0;
 	cfg.link_rate_mbps = 1000;
 	harness_slot(&cfg, 1, 50000, 1500, 900000);
-	rtn_tdma_destroy(H.s->tdma);
-	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
-	    rtn_tdma_start(engine, &cfg, fuzz_clock_ns))
-		die("cannot start the VNIC's TDMA engine");
-	H.s->tdma = engine;
-	H.s->tdma_cfg = cfg;
-	rtn_tdma_set_lazy_begin(engine, 0);
+	rtn_tdma_destroy(H.s->tdma); /* cost_station_master's */
+	cost_station_engine(&cfg);
 	if (rtn_vnic_reset(H.s->vnic_ctl, RTN_VNIC_BATCHED, 1, 0))
 		die("cannot reset the VNIC");
 	H.s->vnic = H.s->vnic_ctl;

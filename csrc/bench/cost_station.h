@@ -34,24 +34,30 @@ static void die(const char *what)
  * a third slot, which would charge every frame with wake-ups it does not
  * need).  The channels the harness opens are all still live.
  */
+/* A TDMA engine of the station's, started now with @p cfg, in place of the one it has. */
+static void cost_station_engine(const struct rtn_tdma_cfg *cfg)
+{
+	struct rtn_tdma_port port = rtn_station_tdma_port(H.s);
+	struct rtn_tdma *engine;
+
+	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
+	    rtn_tdma_start(engine, cfg, fuzz_clock_ns))
+		die("cannot start the TDMA engine");
+	H.s->tdma = engine;
+	H.s->tdma_cfg = *cfg;
+	rtn_tdma_set_lazy_begin(engine, 0);
+}
+
 static void cost_station_master(void)
 {
 	struct station_mode m = { .disc = DISC_TDMA_MASTER };
-	struct rtn_tdma_port port;
 	struct rtn_tdma_cfg cfg;
-	struct rtn_tdma *engine;
 
 	station_reset(&m);
 	rtn_tdma_cfg_init(&cfg, RTN_TDMA_ROLE_MASTER);
 	cfg.listen_cycles = 0;
 	harness_slot(&cfg, 0, 100000, 1500, 0);
-	port = rtn_station_tdma_port(H.s);
-	if (rtn_tdma_create(H.s->o.mac, &port, &engine) ||
-	    rtn_tdma_start(engine, &cfg, fuzz_clock_ns))
-		die("cannot start the TDMA engine");
-	H.s->tdma = engine;
-	H.s->tdma_cfg = cfg;
-	rtn_tdma_set_lazy_begin(engine, 0);
+	cost_station_engine(&cfg);
 }
 
 /*
