@@ -117,11 +117,6 @@ static void nomac_collect(struct rtn_nomac *n, int64_t now_local)
 	struct rtn_station *s = n->s;
 
 	rtn_chans_drain(s, take_nomac, n, now_local); /* NoMAC: local time is global */
-	if (s->vnic) {
-		struct frame_sink q = { nomac_slot, nomac_commit, n };
-
-		rtn_vnic_fill(s->vnic, &q);
-	}
 }
 
 /*
@@ -133,41 +128,55 @@ static void nomac_collect(struct rtn_nomac *n, int64_t now_local)
 #define TX_RING_RETRY_NS 20000
 
 /*
- * FIFO order, serialised at the link rate: what starts on the virtual wire
- * within PACE_AHEAD_NS goes to the kernel now; a frame the full TX ring
- * refuses stays at the FIFO's head for the next try.  Returns when the wire will
- * have drained to PACE_REFILL_NS (local), INT64_MAX when the FIFO is empty.
+ * FIFO order, serialised at the link rate, and a batched VNIC's frames last,
+ * straight from its ring once the FIFO is empty: what starts on the virtual
+ * wire within PACE_AHEAD_NS goes to the kernel now; a frame the full TX ring
+ * refuses stays where it is for the next try.  Returns when the wire will
+ * have drained to PACE_REFILL_NS (local), INT64_MAX when nothing waits.
  */
 static int64_t nomac_flush(struct rtn_nomac *n, int64_t now_local)
 {
 	struct rtn_station *s = n->s;
 	int full = 0;
 
-	while (n->tail != n->head) {
-		struct frame_slot *f = &n->fifo[n->tail % NOMAC_FIFO];
-		int32_t off = f->stamp_off == STAMP_OFF_OF_FRAME ?
-				      rtn_app_hdr_tx_off(f->data, f->len) :
-				      f->stamp_off;
+	for (;;) {
+		struct frame_slot *f = NULL;
+		uint8_t *frame;
+		uint32_t len;
+		int32_t off = -1;
 		int64_t tx;
 		int rc;
 
+		if (n->tail != n->head) {
+			f = &n->fifo[n->tail % NOMAC_FIFO];
+			frame = f->data;
+			len = f->len;
+			off = f->stamp_off == STAMP_OFF_OF_FRAME ?
+				      rtn_app_hdr_tx_off(f->data, f->len) :
+				      f->stamp_off;
+		} else if (!s->vnic ||
+			   !(frame = rtn_vnic_next(s->vnic, RTN_TDMA_FRAME_MAX, &len))) {
+			return INT64_MAX;
+		}
 		if (s->o.link_rate_mbps && now_local + PACE_AHEAD_NS < n->wire_free_at)
 			return n->wire_free_at - PACE_REFILL_NS;
-		rc = rtn_station_send(s, f->data, f->len, off, 0, 0, INT64_MAX, &tx);
+		rc = rtn_station_send(s, frame, len, off, 0, 0, INT64_MAX, &tx);
 		if (rc == -EAGAIN && ++full < TX_RING_TRIES)
 			continue;  /* the refusal kicked the kernel, which sends a batch */
-		if (rc == -EAGAIN) /* still full: the frame waits in the FIFO */
+		if (rc == -EAGAIN) /* still full: the frame waits for the next try */
 			return now_local + TX_RING_RETRY_NS;
 		if (rc < 0) {
 			s->st.nomac_drops++;
 		} else {
 			s->st.nomac_tx++;
 			n->wire_free_at = (tx > n->wire_free_at ? tx : n->wire_free_at) +
-					  rtn_wire_time_ns(f->len, s->o.link_rate_mbps);
+					  rtn_wire_time_ns(len, s->o.link_rate_mbps);
 		}
-		n->tail++;
+		if (f)
+			n->tail++;
+		else
+			rtn_vnic_taken(s->vnic, len, rc == 0);
 	}
-	return INT64_MAX;
 }
 
 /*

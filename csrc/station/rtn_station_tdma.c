@@ -53,7 +53,7 @@ static void port_tail_taken(void *arg, uint32_t len)
 {
 	struct rtn_station *s = arg;
 
-	rtn_vnic_tail_taken(s->vnic, len);
+	rtn_vnic_taken(s->vnic, len, 1);
 }
 
 static int64_t tdma_next_event(void *priv)

@@ -16,7 +16,6 @@
 
 struct rtn_vnic;
 struct rtn_tdma;
-struct frame_sink;
 struct rtn_xsk;
 struct rtn_xsk_frame;
 
@@ -27,14 +26,15 @@ typedef int (*rtn_vnic_queue_fn)(void *priv, uint32_t slot, uint32_t prio, const
 void rtn_vnic_destroy(struct rtn_vnic *v);
 
 /* ---- Linux -> wire (RT thread): frames the pump made ready ---- */
-/* TDMA, once @p slot_id's queue is empty: the next ready frame it may send from the ring
- * (*@p len bytes), or NULL (struct rtn_tdma_port.tail_peek) ... */
+/* batched: the next ready frame of at most @p max bytes, sent from the ring once the
+ * discipline's own queue is empty (*@p len bytes), or NULL ... */
+uint8_t *rtn_vnic_next(struct rtn_vnic *v, uint32_t max, uint32_t *len);
+/* ... the same for TDMA's @p slot_id, if that slot carries VNIC frames
+ * (struct rtn_tdma_port.tail_peek) ... */
 uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32_t slot_id,
 			    uint32_t *len);
-/* ... and that frame was handed to the wire (tail_taken) */
-void rtn_vnic_tail_taken(struct rtn_vnic *v, uint32_t len);
-/* ready frames into @p q while it has room */
-void rtn_vnic_fill(struct rtn_vnic *v, const struct frame_sink *q);
+/* ... and that frame went to the wire (@p sent) or was refused: the next */
+void rtn_vnic_taken(struct rtn_vnic *v, uint32_t len, int sent);
 /* per-packet: every ready frame to @p queue at once */
 void rtn_vnic_take(struct rtn_vnic *v, rtn_vnic_queue_fn queue, void *priv);
 

@@ -79,10 +79,10 @@
 #define VNIC_PUMP_IDLE_NS 200000000
 /*
  * Copies a wire frame's bytes go through between the VNIC's ring and the
- * wire when a discipline's queue takes it (NoMAC's FIFO, the per-packet
- * mode's queue): that queue and the UMEM frame the socket sends from.
- * Counted with the VNIC's own (tx_copy_bytes).  A batched VNIC under TDMA
- * is sent from the ring, with the UMEM copy alone (rtn_vnic_tail_peek).
+ * wire in per-packet mode: the discipline's queue and the UMEM frame the
+ * socket sends from.  Counted with the VNIC's own (tx_copy_bytes).  A
+ * batched VNIC's frames are sent from the ring, with the UMEM copy alone
+ * (rtn_vnic_next).
  */
 #define VNIC_TX_COPIES_AFTER_RING 2
 
@@ -339,26 +339,20 @@ static void took_frames(struct rtn_vnic *v, uint32_t n)
 }
 
 /*
- * Batched VNIC under TDMA, in an occurrence of @p slot_id whose queue is
- * empty: the next ready frame, which the engine sends from the ring (its
- * only copy after the ring is into the UMEM frame), then calls
- * rtn_vnic_tail_taken; NULL when there is none or the slot does not carry
- * VNIC frames.  The VNIC's slot and those sharing its queue carry them, and
- * so does any slot at least as large: what the RT frames leave of its
- * occurrence.  VNIC frames thus only ever take wire time that no queued
- * frame wanted.
+ * Batched VNIC: the next ready frame, sent by the discipline straight from
+ * the ring once its own queue is empty (TDMA's slot queue, NoMAC's FIFO):
+ * the only copy after the ring is into the UMEM frame.  NULL when none is
+ * ready; one larger than @p max bytes (the slot it would go in is smaller
+ * than the VNIC's, which shrank under a running VNIC) is dropped.  The
+ * discipline calls rtn_vnic_taken once it sent the frame or gave up on it.
  */
-uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32_t slot_id,
-			    uint32_t *len)
+uint8_t *rtn_vnic_next(struct rtn_vnic *v, uint32_t max, uint32_t *len)
 {
-	uint32_t size = rtn_tdma_slot_size(e, slot_id);
 	struct frame_slot *f;
 
-	if (v->mode != RTN_VNIC_BATCHED ||
-	    (!rtn_tdma_shares_queue(e, slot_id, v->slot) && size < rtn_tdma_slot_size(e, v->slot)))
+	if (v->mode != RTN_VNIC_BATCHED)
 		return NULL;
-	/* larger than this slot carries (the VNIC's slot shrank under a running VNIC): dropped */
-	while ((f = fr_peek(v->to_wire)) && f->len > size + ETH_HLEN_RTN) {
+	while ((f = fr_peek(v->to_wire)) && f->len > max) {
 		VSTAT_ADD(v, tx_dropped, 1);
 		fr_release(v->to_wire);
 		took_frames(v, 1);
@@ -369,31 +363,30 @@ uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32
 	return f->data;
 }
 
-void rtn_vnic_tail_taken(struct rtn_vnic *v, uint32_t len)
+/*
+ * TDMA, in an occurrence of @p slot_id whose queue is empty: the VNIC's
+ * slot and those sharing its queue carry VNIC frames, and so does any slot
+ * at least as large (what the RT frames leave of its occurrence).  VNIC
+ * frames thus only ever take wire time that no queued frame wanted.
+ */
+uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32_t slot_id,
+			    uint32_t *len)
 {
-	VSTAT_ADD(v, tx_copy_bytes, len); /* into the UMEM frame the socket sends */
-	fr_release(v->to_wire);
-	took_frames(v, 1);
+	uint32_t size = rtn_tdma_slot_size(e, slot_id);
+
+	if (!rtn_tdma_shares_queue(e, slot_id, v->slot) && size < rtn_tdma_slot_size(e, v->slot))
+		return NULL;
+	return rtn_vnic_next(v, size + ETH_HLEN_RTN, len);
 }
 
-/* Batched VNIC: ready frames into @p q (NoMAC's FIFO) while it has room. */
-void rtn_vnic_fill(struct rtn_vnic *v, const struct frame_sink *q)
+void rtn_vnic_taken(struct rtn_vnic *v, uint32_t len, int sent)
 {
-	struct frame_slot *f, *out;
-	uint32_t took = 0;
-
-	if (v->mode != RTN_VNIC_BATCHED)
-		return;
-	while ((f = fr_peek(v->to_wire)) && (out = q->slot(q->q))) {
-		memcpy(out->data, f->data, f->len);
-		out->len = f->len;
-		out->stamp_off = -1;
-		q->commit(q->q);
-		VSTAT_ADD(v, tx_copy_bytes, (uint64_t)f->len * VNIC_TX_COPIES_AFTER_RING);
-		fr_release(v->to_wire);
-		took++;
-	}
-	took_frames(v, took);
+	if (sent)
+		VSTAT_ADD(v, tx_copy_bytes, len); /* into the UMEM frame the socket sends */
+	else
+		VSTAT_ADD(v, tx_dropped, 1);
+	fr_release(v->to_wire);
+	took_frames(v, 1);
 }
 
 /* Per-packet VNIC: every frame the pump handed over, to the discipline's @p queue at once. */
