@@ -94,7 +94,6 @@ sizes shared with the clients: rtnet.control_protocol.
 from __future__ import annotations
 
 import argparse
-import base64
 import fcntl
 import grp
 import ipaddress
@@ -114,9 +113,8 @@ from . import config as _config
 from . import configfile, nicqueues, options, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
-from .capture import to_pcapng
+from .capture_service import CaptureService
 from .channel_service import ChannelService
-from .clocks import realtime_minus_monotonic_ns
 from .control_server import Command, ControlServer, RequestError, group_policy, int_arg
 from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
@@ -129,14 +127,9 @@ from .rtcfg import apply as rtcfg_apply
 from .rtcfg import payload as rtcfg_payload
 from .rtcfg.service import RtcfgService
 from .station import Station
+from .vnic_setup import open_vnic
 
 log = logging.getLogger("rtnetd")
-
-CAPTURE_MAX_FRAMES = 10_000
-CAPTURE_SNAPLEN = 2048  # bytes kept of each frame: a whole Ethernet frame, VLAN tag included
-CAPTURE_DEPTH = 1024  # capture ring entries: ~40 ms of a saturated 100 Mbit/s link
-CAPTURE_MAX_DEPTH = 4096
-CAPTURE_POLL_S = 0.005  # how often the ring is emptied while capturing
 
 
 class StartError(Exception):
@@ -192,43 +185,6 @@ def interface_ipv4(dev: str) -> set[str]:
     return {socket.inet_ntoa(res[20:24])}
 
 
-# -- TAP for the VNIC ------------------------------------------------------------------------
-
-
-def vnic_mtu(cfg: _config.StationConfig) -> int:
-    """The VNIC's MTU as RTnet sets it: the NRT slot's size minus the RTmac header under TDMA,
-    otherwise the RT device's MTU (at most 1500) minus that header."""
-    from vnic.tap import RTMAC_HLEN, vnic_mtu_for
-
-    if cfg.discipline == "tdma" and cfg.tdma is not None:
-        return vnic_mtu_for(cfg.tdma, cfg.vnic.slot)
-    from pyroute2 import IPRoute
-
-    with IPRoute() as ipr:
-        found = ipr.link_lookup(ifname=cfg.device)
-        if not found:
-            raise ConfigError(f"VNIC: device {cfg.device} not found")
-        dev_mtu = ipr.link("get", index=found[0])[0].get_attr("IFLA_MTU")
-    return min(dev_mtu, 1500) - RTMAC_HLEN
-
-
-def open_vnic(cfg: _config.StationConfig, mac: str):
-    """vnic.tap.Tap for ``cfg.vnic`` in the daemon's own namespace, sized for its slot."""
-    from vnic.tap import MIN_TXQUEUELEN, OFFLOAD_BY_MODE, Tap, txqueuelen_for
-
-    qlen = MIN_TXQUEUELEN
-    if cfg.discipline == "tdma" and cfg.tdma is not None and cfg.tdma.cycle_us:
-        qlen = txqueuelen_for(cfg.tdma.cycle_us, cfg.link_rate_mbps)
-    return Tap(
-        cfg.vnic.name,
-        mac=mac,
-        mtu=vnic_mtu(cfg),
-        address=cfg.vnic.address,
-        txqueuelen=qlen,
-        offload=OFFLOAD_BY_MODE[cfg.vnic.mode],
-    )
-
-
 # -- the daemon ------------------------------------------------------------------------------
 
 
@@ -257,6 +213,7 @@ class Daemon:
         self._chan_ids: set[int] = set()
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
+        self.capture = CaptureService(lambda: self.station, self.dev, self._stop)
         self.channels = ChannelService(lambda: self.station, cfg, self._lock, self._chan_ids)
         self.rtcfg = RtcfgService(
             lambda: self.station,
@@ -464,7 +421,7 @@ class Daemon:
             "nomac.attach": self.h_nomac_attach,
             "nomac.detach": self.h_nomac_detach,
             "ping": self.h_ping,
-            "capture": self.h_capture,
+            "capture": self.capture.handle,
             **self.channels.handlers(),
             "shutdown": self.h_shutdown,
             **self.rtcfg.handlers(),
@@ -623,40 +580,6 @@ class Daemon:
                 raise RequestError(f"size: {size} outside 0..1472")
             return self.ipv4.ping(dst, count, interval, size, timeout, emit=conn.send)
         return self.echo.ping(dst, count, interval, size, timeout, emit=conn.send)
-
-    def h_capture(self, req, conn):
-        count = int_arg(req, "count", 100, 1, CAPTURE_MAX_FRAMES)
-        duration = int_arg(req, "duration_ms", 10_000, 1, 60_000)
-        depth = int_arg(req, "depth", CAPTURE_DEPTH, 2, CAPTURE_MAX_DEPTH)
-        if depth & (depth - 1):
-            raise RequestError(f"depth: {depth} is not a power of two")
-        frames = []
-        drops_before = self.station.stats()["capture"]["drops"]
-        # the RT thread fills the ring; this thread empties it and never holds it up
-        self.station.capture_start(snaplen=CAPTURE_SNAPLEN, depth=depth)
-        realtime_minus_monotonic = realtime_minus_monotonic_ns()
-        try:
-            deadline = time.monotonic() + duration / 1000
-            while len(frames) < count and not self._stop.is_set():
-                frames += self.station.capture_read(min(256, count - len(frames)))
-                if len(frames) >= count or time.monotonic() >= deadline:
-                    break
-                self._stop.wait(CAPTURE_POLL_S)
-        finally:
-            self.station.capture_stop()
-        dropped = self.station.stats()["capture"]["drops"] - drops_before
-        # CAPTURE_MAX_FRAMES records of CAPTURE_SNAPLEN bytes fit in MAX_REPLY once in base64
-        data = to_pcapng(
-            frames,
-            realtime_minus_monotonic=realtime_minus_monotonic,
-            snaplen=CAPTURE_SNAPLEN,
-            ifname=self.dev,
-        )
-        return {
-            "frames": len(frames),
-            "dropped": dropped,
-            "pcapng_b64": base64.b64encode(data).decode(),
-        }
 
     # -- RTcfg: what a client's payload may do (rtnet.rtcfg.apply) --------------------------
     def _own_ip(self) -> str | None:

@@ -589,7 +589,7 @@ def test_fuzz_every_complete_line_gets_exactly_one_well_formed_reply(serve):
 
 
 def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, monkeypatch):
-    from rtnet import daemon, stationctl
+    from rtnet import capture_service, stationctl
     from rtnet.capture import CapturedFrame, to_pcapng
 
     frame = bytes(range(256)) * 8
@@ -604,14 +604,14 @@ def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, mon
         xdp_stamp=False,
     )
     pcap = to_pcapng(
-        [widest] * daemon.CAPTURE_MAX_FRAMES,
+        [widest] * capture_service.CAPTURE_MAX_FRAMES,
         realtime_minus_monotonic=10**18,
-        snaplen=daemon.CAPTURE_SNAPLEN,
+        snaplen=capture_service.CAPTURE_SNAPLEN,
     )
 
     def capture(req, conn):
         return {
-            "frames": daemon.CAPTURE_MAX_FRAMES,
+            "frames": capture_service.CAPTURE_MAX_FRAMES,
             "dropped": 0,
             "pcapng_b64": base64.b64encode(pcap).decode(),
         }
@@ -629,7 +629,7 @@ def test_capture_of_the_largest_count_should_reach_rtnetctl(serve, sock_dir, mon
     finally:
         server.close()
         thread.join(WAIT)
-    assert reply["frames"] == daemon.CAPTURE_MAX_FRAMES
+    assert reply["frames"] == capture_service.CAPTURE_MAX_FRAMES
     got = base64.b64decode(reply["pcapng_b64"])
     assert len(got) == len(pcap) and frame in got[-2200:]
     assert len(json.dumps(reply)) + 1 <= MAX_REPLY
