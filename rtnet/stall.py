@@ -11,12 +11,15 @@ tells a CPU the hypervisor took away from one the machine's own work kept busy.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from ._lowlevel import check, ffi, lib
 from .closeable import Closeable
 from .errors import RtThreadError
 from .hist import Histogram
+
+THREAD_NAME = "rtnet-stall"  # the detector threads' (csrc/core/rtn_stall.c), not "rtnet-rt"
 
 
 @dataclass(frozen=True)
@@ -121,3 +124,30 @@ class StallDetector(Closeable):
             self.gaps()
             lib.rtn_stall_stop(self._st)
             self._st = None
+
+
+class TakenSpans:
+    """The spans in which the CPU was taken from the machine (``Stall.cpu_taken``), each
+    widened by ``pad_ns`` on both sides (a stall delays what was due shortly before it
+    and what catches up after it), merged; ``covers(t)`` says whether time ``t`` lies in
+    one.  Gaps the machine's own work caused are not in them: what the lab's load did
+    stays counted."""
+
+    def __init__(self, gaps, pad_ns: int):
+        if pad_ns < 0:
+            raise ValueError(f"pad_ns {pad_ns}: must be >= 0")
+        merged: list[list[int]] = []
+        for lo, hi in sorted((g.due_ns - pad_ns, g.woke_ns + pad_ns) for g in gaps if g.cpu_taken):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        self._starts = [m[0] for m in merged]
+        self._ends = [m[1] for m in merged]
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def covers(self, t_ns: int) -> bool:
+        i = bisect.bisect_right(self._starts, t_ns) - 1
+        return i >= 0 and t_ns <= self._ends[i]

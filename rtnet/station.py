@@ -27,7 +27,7 @@ from .mac import format_mac, parse_mac
 from .names import interface_name_problem
 from .options import OPTIONS
 from .rtthread import fill_rt_opts
-from .tdma_stats import stats_from_c
+from .tdma_stats import SlotMiss, stats_from_c
 from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
 
 log = logging.getLogger("rtnet.station")
@@ -473,6 +473,15 @@ class Station(Closeable):
             "sent": lib.rtn_station_probe_sent(s),
             "latency": Histogram.from_c(lib.rtn_station_probe_latency(s)),
         }
+
+    def slot_misses(self, first: int = 0) -> tuple[list[SlotMiss], int]:
+        """TDMA slot occurrences missed, one record per RT wake-up that found some, from
+        record number ``first`` on (the newest RTN_MISS_RECS are kept); and the number to
+        pass next time."""
+        buf = ffi.new("struct rtn_miss_rec[]", lib.RTN_MISS_RECS)
+        nxt = ffi.new("uint64_t *")
+        n = lib.rtn_station_misses(self._live(), first, buf, lib.RTN_MISS_RECS, nxt)
+        return [SlotMiss.from_c(buf[i]) for i in range(n)], int(nxt[0])
 
     # -- capture inside the stack (rtnet.capture) ---------------------------------------
     def capture_start(self, *, snaplen: int = 2048, depth: int = 1024) -> None:

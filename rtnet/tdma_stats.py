@@ -8,6 +8,7 @@ because the station wrapper returns it; rtmac re-exports it.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 from ._lowlevel import ffi, lib
 from .hist import Histogram
@@ -117,3 +118,20 @@ def stats_from_c(st) -> dict:
     out["slot0_lateness"] = Histogram.from_c(ffi.addressof(st, "slot0_lateness"))
     out["sync_error"] = Histogram.from_c(ffi.addressof(st, "sync_error"))
     return out
+
+
+@dataclass(frozen=True)
+class SlotMiss:
+    """Slot occurrences the engine found missed at one wake-up of the RT thread
+    (``struct rtn_miss_rec``): at ``at_ns`` (CLOCK_MONOTONIC, the stall detector's clock),
+    after a wake-up ``woke_late_ns`` late; ``slots`` of every slot, ``slot0`` of them slot
+    0's (RTnet's real-time slot)."""
+
+    at_ns: int
+    woke_late_ns: int
+    slots: int
+    slot0: int
+
+    @classmethod
+    def from_c(cls, r) -> SlotMiss:
+        return cls(int(r.at_ns), int(r.woke_late_ns), int(r.slots), int(r.slot0))

@@ -27,6 +27,7 @@ ticks, and read a tenth of what the stack's threads alone consumed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -44,6 +45,8 @@ from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
+from rtnet.stall import THREAD_NAME as WITNESS_THREAD
+from rtnet.stall import StallDetector, TakenSpans
 
 from .pair import NRT_SLOT_SIZE, SlotPlan, plan, tdma_pair
 from .tap import OFFLOAD_BY_MODE, RTMAC_HLEN
@@ -53,6 +56,10 @@ CSW_KINDS = {"voluntary_ctxt_switches": "vol", "nonvoluntary_ctxt_switches": "in
 COST_JSON = "results/cost.json"  # the cost benchmark's instructions per KB (tools/bench_cost.py)
 IDLE_AGREE = 0.20  # idle baselines before and after may differ by this much
 ACCT: LabCpu | None = None  # the lab's cgroup while run() measures
+WITNESS: StallDetector | None = None  # run(witness=True): the stall detector while it measures
+# a slot miss within this of a span the hypervisor took the CPU is the VM's (a 1 ms cycle:
+# the wake-up due before the stall and the one catching up after it)
+WITNESS_PAD_NS = 2_000_000
 TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
 MAX_SECONDS = 600
 MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
@@ -126,6 +133,42 @@ def stack_threads() -> dict:
             by_name[name][kind] += count
         n += 1
     return {"cpu_s": cpu, "csw": csw, "threads": n, "by_name": by_name}
+
+
+def witness_cpu_s() -> float:
+    """CPU seconds of the stall detector's threads in this process (not the lab's work)."""
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != WITNESS_THREAD:
+                    continue
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError):
+            continue
+    return total / 1e9
+
+
+def misses_in_stalls(stations, first: list, res: dict) -> dict:
+    """Of the slot misses counted in ``res``, those within WITNESS_PAD_NS of a span the
+    hypervisor took a CPU (the stall detector's cpu_taken records); the rest, "outside",
+    are the lab's.  A miss whose record was overwritten counts as outside."""
+    spans = TakenSpans(WITNESS.gaps(), WITNESS_PAD_NS)
+    slots = slot0 = 0
+    for st, n0 in zip(stations, first):
+        recs, _ = st.slot_misses(n0)
+        for m in recs:
+            if spans.covers(m.at_ns):
+                slots += m.slots
+                slot0 += m.slot0
+    return {
+        "witness_spans": len(spans),
+        "missed_in_stalls": slots,
+        "rt_slot_missed_in_stalls": slot0,
+        "missed_outside": res["missed_slots"] - slots,
+        "rt_slot_missed_outside": res["rt_slot_missed"] - slot0,
+    }
 
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
@@ -260,9 +303,12 @@ def measure(fn, stations=None) -> dict:
     t0, b0, k0 = time.monotonic(), machine_snapshot(), stack_threads()
     a0 = ACCT.sample() if ACCT else None
     r0 = rt_snapshot(stations) if stations else None
+    w0 = witness_cpu_s() if WITNESS else 0.0
+    m0 = [st.slot_misses()[1] for st in stations] if WITNESS and stations else None
     res = fn()
     t1, b1, k1 = time.monotonic(), machine_snapshot(), stack_threads()
     a1 = ACCT.sample() if ACCT else None
+    w1 = witness_cpu_s() if WITNESS else 0.0
     res = dict(res)
     res.update(
         wall_s=t1 - t0,
@@ -282,8 +328,14 @@ def measure(fn, stations=None) -> dict:
         res.update(LabCpu.between(a0, a1), cpu_method=ACCT.method)
     else:
         res.update(lab_total_cpu_s=res["machine_cpu_s"], cpu_method="machine")
+    if WITNESS:  # the detector is the benchmark's, not the lab's work
+        res["witness_cpu_s"] = w1 - w0
+        res["lab_total_cpu_s"] -= res["witness_cpu_s"]
+        res["machine_cpu_s"] -= res["witness_cpu_s"]
     if stations:
         res.update(rt_impact(r0, rt_snapshot(stations)))
+        if m0 is not None:
+            res.update(misses_in_stalls(stations, m0, res))
         res["wakeups_per_s"] = [w / res["wall_s"] for w in res["wakeups_per_station"]]
         res["frames_per_wakeup"] = [
             f / w if w else None
@@ -344,6 +396,8 @@ def derive(r: dict, base: dict, cap: float) -> None:
     r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
     r["idle_missed_slots"] = base["missed_slots"] * scale
     r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
+    if "rt_slot_missed_outside" in base:
+        r["idle_rt_slot_missed_outside"] = base["rt_slot_missed_outside"] * scale
     r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
     # the VNIC's own cost: the lab's CPU above an idle TDMA run of the same length
     idle_cpu = (
@@ -539,12 +593,17 @@ def run(
     log=print,
     offload: str = "on",
     windows: bool = True,
+    witness: bool = False,
 ) -> dict:
     """``offload``: the batched mode's TAP with TSO ("on"), without ("off", one frame per
     TAP read/write), or "both" (the run without is named ``batched-nooff``); the
     per-packet mode, the seed's baseline, always opens its TAP without (one read, one
-    frame, one RT wake-up: vnic.tap.OFFLOAD_BY_MODE).  Every argument is checked
-    (check_args) before the lab is built."""
+    frame, one RT wake-up: vnic.tap.OFFLOAD_BY_MODE).  ``witness``: the stall detector
+    runs on every CPU throughout, and each run's RT slot misses are split into those a
+    span the hypervisor took a CPU explains and the rest, the lab's ("outside"); its
+    threads' CPU is taken off the lab's, but its wake-ups (2,000 a second per CPU) still
+    preempt the pump now and then, so the switches per packet are a witness run's.
+    Every argument is checked (check_args) before the lab is built."""
     p = check_args(
         seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload, windows
     )
@@ -566,11 +625,21 @@ def run(
             "mtu": mtu,
             "offered_mbps": OFFERED_MBPS,
             "offload": offload,
+            "witness": witness,
         },
         "runs": {},
     }
-    global ACCT
-    with LabCpu("rtn-vnic-bench") as acct, Lab(lab_name, 2) as lab:
+    global ACCT, WITNESS
+    with contextlib.ExitStack() as stack:
+        acct = stack.enter_context(LabCpu("rtn-vnic-bench"))
+        lab = stack.enter_context(Lab(lab_name, 2))
+        if witness:
+            WITNESS = stack.enter_context(StallDetector(range(os.cpu_count() or 1)))
+            stack.callback(globals().__setitem__, "WITNESS", None)
+            log(
+                "# witness: the stall detector on every CPU; RT slot misses within "
+                f"{WITNESS_PAD_NS / 1e6:g} ms of a span the hypervisor took a CPU are the VM's"
+            )
         ACCT = acct
         results["config"]["cpu_method"] = acct.method
         log(f"# CPU: the lab's own tasks ({acct.method}) plus ksoftirqd")
@@ -630,7 +699,7 @@ def run(
                         f"all missed slots {r['missed_slots']} (idle {base['missed_slots']}): "
                         f"{r['miss_late_wake']} after a late wake-up (idle {base['miss_late_wake']}), "
                         f"{r['miss_other']} other (idle {base['miss_other']}); pump found the "
-                        f"ring full {r['ring_full']} times"
+                        f"ring full {r['ring_full']} times{witnessed(r, base)}"
                     )
         kernel_path(lab, seconds, results, log, "after")
         kernel_mtu_path(lab, seconds, results, log)
@@ -644,6 +713,17 @@ def run(
     chart(results, out_png)
     log(f"saved {out_json} and {out_png}")
     return results
+
+
+def witnessed(r: dict, base: dict) -> str:
+    """The RT slot misses outside the VM's stalls, when the witness ran."""
+    if "rt_slot_missed_outside" not in r:
+        return ""
+    return (
+        f"; outside VM stalls: RT slots missed {r['rt_slot_missed_outside']} (idle "
+        f"{base['rt_slot_missed_outside']}), all {r['missed_outside']} (idle "
+        f"{base['missed_outside']})"
+    )
 
 
 def fmt(v, spec=".2f") -> str:

@@ -59,6 +59,12 @@ def build_parser() -> OneLineParser:
         default="windows",
         help="NRT windows (default), or RTnet's NRT slots of one frame each",
     )
+    b.add_argument(
+        "--witness",
+        action="store_true",
+        help="run the stall detector on every CPU and report the RT slot misses outside "
+        "the spans the hypervisor took one",
+    )
     return ap
 
 
@@ -91,6 +97,7 @@ def main(argv=None) -> int:
             log=lambda s: print(s, flush=True),
             offload=args.offload,
             windows=args.slots == "windows",
+            witness=args.witness,
         )
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

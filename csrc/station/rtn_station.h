@@ -145,6 +145,29 @@ int rtn_station_tdma_update(struct rtn_station *s, const struct rtn_tdma_cfg *cf
 int rtn_station_attach_nomac(struct rtn_station *s);
 int rtn_station_detach(struct rtn_station *s);
 
+/*
+ * Slot occurrences the TDMA engine found missed at one wake-up of the RT
+ * thread, with when: a benchmark tells the misses a stall of the (virtual)
+ * CPU explains from the rest by comparing these times with the stall
+ * detector's records (rtnet/stall.py).
+ */
+#define RTN_MISS_RECS 1024 /* the newest kept */
+struct rtn_miss_rec {
+	uint64_t no;	      /* record number + 1, 0 while being written */
+	int64_t at_ns;	      /* CLOCK_MONOTONIC: when the engine ran and found them */
+	int64_t woke_late_ns; /* how late that wake-up was */
+	uint32_t slots;	      /* occurrences missed, every slot */
+	uint32_t slot0;	      /* of them, slot 0's (RTnet's real-time slot) */
+};
+
+/**
+ * Copy the miss records numbered @p first onwards (0: the oldest still
+ * kept) into @p out, at most @p n; overwritten ones are skipped.
+ * @return the number copied; *next: the number to pass next time.
+ */
+uint32_t rtn_station_misses(const struct rtn_station *s, uint64_t first, struct rtn_miss_rec *out,
+			    uint32_t n, uint64_t *next);
+
 /** Counters of the attached TDMA engine (zeroed struct if none). */
 int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *out);
 void rtn_station_stats(const struct rtn_station *s, struct rtn_station_stats *out);

@@ -119,6 +119,8 @@ struct rtn_station {
 	struct rtn_capture *cap;
 
 	struct rtn_station_stats st;
+	uint64_t misses; /* miss records written (TDMA; the RT thread's) */
+	struct rtn_miss_rec miss[RTN_MISS_RECS];
 	struct rtn_hist wake;	  /* timer wake-up lateness on the RT thread */
 	struct rtn_stages stages; /* received application messages, stage by stage */
 };

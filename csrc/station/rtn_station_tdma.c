@@ -7,6 +7,7 @@
 #include <errno.h>
 #include "rtn_core.h"
 #include "rtn_probe_priv.h"
+#include "rtn_recring_inline.h"
 #include "rtn_station_priv.h"
 #include "rtn_vnic_priv.h"
 
@@ -66,18 +67,39 @@ static int64_t tdma_next_event(void *priv)
 static void tdma_run(void *priv, int64_t woke_late)
 {
 	struct rtn_station *s = priv;
-	uint64_t missed;
+	uint64_t missed, missed0;
+	struct rtn_miss_rec *r;
+	int64_t now;
 
 	if (!s->tdma)
 		return;
 	missed = rtn_tdma_missed(s->tdma);
-	rtn_tdma_run(s->tdma, local_of(s, rtn_now()));
+	missed0 = rtn_tdma_slot_missed(s->tdma, 0);
+	now = rtn_now();
+	rtn_tdma_run(s->tdma, local_of(s, now));
 	missed = rtn_tdma_missed(s->tdma) - missed;
+	if (!missed)
+		return;
 	/* why: the wake-up came later than the slot tolerates (the thread could not run), or else */
 	if (woke_late > rtn_tdma_guard_ns(s->tdma))
 		s->st.miss_late_wake += missed;
 	else
 		s->st.miss_other += missed;
+	r = &s->miss[s->misses % RTN_MISS_RECS];
+	rtn_recring_begin(&r->no);
+	r->at_ns = now;
+	r->woke_late_ns = woke_late;
+	r->slots = (uint32_t)missed;
+	r->slot0 = (uint32_t)(rtn_tdma_slot_missed(s->tdma, 0) - missed0);
+	rtn_recring_commit(&r->no, s->misses);
+	__atomic_store_n(&s->misses, s->misses + 1, __ATOMIC_RELEASE);
+}
+
+uint32_t rtn_station_misses(const struct rtn_station *s, uint64_t first, struct rtn_miss_rec *out,
+			    uint32_t n, uint64_t *next)
+{
+	return rtn_recring_read(s->miss, sizeof(s->miss[0]), RTN_MISS_RECS,
+				__atomic_load_n(&s->misses, __ATOMIC_ACQUIRE), first, out, n, next);
 }
 
 static int tdma_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *frame, uint32_t len)

@@ -543,6 +543,11 @@ uint64_t rtn_tdma_missed(const struct rtn_tdma *e)
 	return e->st.missed_slots;
 }
 
+uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id)
+{
+	return id < RTN_TDMA_MAX_SLOTS ? e->st.slot[id].missed : 0;
+}
+
 void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on)
 {
 	e->lazy_begin = on;

@@ -230,6 +230,8 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e);
 void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on);
 /** Slot occurrences missed so far (cheap; for the owner thread). */
 uint64_t rtn_tdma_missed(const struct rtn_tdma *e);
+/** Of them, slot @p id's (0 for an id out of range). */
+uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id);
 
 /** Do everything due at or before local time @p now. */
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now);

@@ -376,6 +376,18 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	if (stamp_offset >= 0 && (uint32_t)stamp_offset + 8 > len)
 		return rtn_set_error(-EINVAL, "timestamp at %d does not fit a %u-byte frame",
 				     stamp_offset, len);
+	/*
+	 * A stamp says when its frame left, and it is read when the frame is
+	 * placed; with kicks deferred, a kick's frames leave in ring order.  An
+	 * unstamped batch placed after a stamp and before its kick (a window's
+	 * frames after the Sync), or ahead of it in the kick, would make the
+	 * stamp early by the copying and sending of that batch: a master's Sync
+	 * 20 us early under a 1 Gbit/s window, and its slaves' clocks as far
+	 * behind.  So stamped frames are never batched with unstamped ones: a
+	 * pending batch of the other kind is kicked first.
+	 */
+	if (x->kick_pending && x->pending_stamped != (stamp_offset >= 0))
+		rtn_xsk_flush(x);
 	reap_completions(x);
 	if (!x->n_tx_free) {
 		kick_tx(x);
@@ -404,9 +416,10 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	if (stamp_offset >= 0) /* into a UDP datagram: its checksum follows (RFC 1624) */
 		rtn_stamp_put(data, len, stamp_offset, (uint64_t)rtn_sat_add(now, stamp_add));
 	xsk_ring_prod__submit(&x->tx, 1);
-	if (x->defer_kick)
+	if (x->defer_kick) {
 		x->kick_pending = 1;
-	else
+		x->pending_stamped = stamp_offset >= 0;
+	} else
 		kick_tx(x);
 	reap_completions(x);
 	x->st.tx_frames++;

@@ -41,6 +41,7 @@ struct rtn_xsk {
 	size_t area_size;
 	int defer_kick; /* submit now, kick once in rtn_xsk_flush() */
 	int kick_pending;
+	int pending_stamped; /* the frames waiting for that kick carry stamps */
 	uint32_t frame_size;
 	uint32_t frames;
 	struct xsk_umem *umem;
