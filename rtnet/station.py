@@ -483,6 +483,14 @@ class Station(Closeable):
         n = lib.rtn_station_misses(self._live(), first, buf, lib.RTN_MISS_RECS, nxt)
         return [SlotMiss.from_c(buf[i]) for i in range(n)], int(nxt[0])
 
+    def slot0_lateness(self, first: int = 0) -> tuple[list[tuple[int, int]], int]:
+        """(when, lateness) in ns of every slot 0 occurrence that sent, from record number
+        ``first`` on (the newest RTN_LATE_RECS are kept); and the number to pass next."""
+        buf = ffi.new("struct rtn_late_rec[]", lib.RTN_LATE_RECS)
+        nxt = ffi.new("uint64_t *")
+        n = lib.rtn_station_slot0_lateness(self._live(), first, buf, lib.RTN_LATE_RECS, nxt)
+        return [(int(buf[i].at_ns), int(buf[i].late_ns)) for i in range(n)], int(nxt[0])
+
     # -- capture inside the stack (rtnet.capture) ---------------------------------------
     def capture_start(self, *, snaplen: int = 2048, depth: int = 1024) -> None:
         """From now on the RT thread mirrors what it sends and receives into a ring of

@@ -60,6 +60,8 @@ WITNESS: StallDetector | None = None  # run(witness=True): the stall detector wh
 # a slot miss within this of a span the hypervisor took the CPU is the VM's (a 1 ms cycle:
 # the wake-up due before the stall and the one catching up after it)
 WITNESS_PAD_NS = 2_000_000
+# a loaded run whose stall spans exceed its idle run's this many times (+ this many) is flagged
+WITNESS_SUSPECT_X, WITNESS_SUSPECT_MIN = 3, 20
 TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
 MAX_SECONDS = 600
 MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
@@ -150,24 +152,40 @@ def witness_cpu_s() -> float:
     return total / 1e9
 
 
-def misses_in_stalls(stations, first: list, res: dict) -> dict:
+def witness_marks(stations) -> list:
+    """Where each station's miss and slot 0 lateness records stand now."""
+    return [(st.slot_misses()[1], st.slot0_lateness()[1]) for st in stations]
+
+
+def outside_stalls(stations, marks: list, res: dict) -> dict:
     """Of the slot misses counted in ``res``, those within WITNESS_PAD_NS of a span the
-    hypervisor took a CPU (the stall detector's cpu_taken records); the rest, "outside",
-    are the lab's.  A miss whose record was overwritten counts as outside."""
+    hypervisor took a CPU (the stall detector's cpu_taken records), and the rest,
+    "outside", the lab's (a miss whose record was overwritten counts as outside); and the
+    RT slot's lateness p99 over the occurrences outside those spans."""
     spans = TakenSpans(WITNESS.gaps(), WITNESS_PAD_NS)
     slots = slot0 = 0
-    for st, n0 in zip(stations, first):
-        recs, _ = st.slot_misses(n0)
-        for m in recs:
+    late, in_stalls = [], 0
+    for st, (m0, l0) in zip(stations, marks):
+        for m in st.slot_misses(m0)[0]:
             if spans.covers(m.at_ns):
                 slots += m.slots
                 slot0 += m.slot0
+        for at, ns in st.slot0_lateness(l0)[0]:
+            if spans.covers(at):
+                in_stalls += 1
+            else:
+                late.append(ns)
     return {
         "witness_spans": len(spans),
         "missed_in_stalls": slots,
         "rt_slot_missed_in_stalls": slot0,
         "missed_outside": res["missed_slots"] - slots,
         "rt_slot_missed_outside": res["rt_slot_missed"] - slot0,
+        "rt_lateness_in_stalls": in_stalls,
+        "rt_lateness_outside_n": len(late),
+        "rt_lateness_p99_outside_us": (
+            float(np.percentile(late, 99, method="inverted_cdf")) / 1000 if late else None
+        ),
     }
 
 
@@ -304,7 +322,7 @@ def measure(fn, stations=None) -> dict:
     a0 = ACCT.sample() if ACCT else None
     r0 = rt_snapshot(stations) if stations else None
     w0 = witness_cpu_s() if WITNESS else 0.0
-    m0 = [st.slot_misses()[1] for st in stations] if WITNESS and stations else None
+    m0 = witness_marks(stations) if WITNESS and stations else None
     res = fn()
     t1, b1, k1 = time.monotonic(), machine_snapshot(), stack_threads()
     a1 = ACCT.sample() if ACCT else None
@@ -335,7 +353,7 @@ def measure(fn, stations=None) -> dict:
     if stations:
         res.update(rt_impact(r0, rt_snapshot(stations)))
         if m0 is not None:
-            res.update(misses_in_stalls(stations, m0, res))
+            res.update(outside_stalls(stations, m0, res))
         res["wakeups_per_s"] = [w / res["wall_s"] for w in res["wakeups_per_station"]]
         res["frames_per_wakeup"] = [
             f / w if w else None
@@ -398,6 +416,13 @@ def derive(r: dict, base: dict, cap: float) -> None:
     r["idle_rt_slot_missed"] = base["rt_slot_missed"] * scale
     if "rt_slot_missed_outside" in base:
         r["idle_rt_slot_missed_outside"] = base["rt_slot_missed_outside"] * scale
+        r["idle_rt_lateness_p99_outside_us"] = base["rt_lateness_p99_outside_us"]
+        # the detector cannot tell a hypervisor from the guest's own kernel holding timer
+        # interrupts off: spans that grow with the load may be the load's, not the VM's
+        r["witness_suspect"] = (
+            r["witness_spans"]
+            > WITNESS_SUSPECT_X * base["witness_spans"] * scale + WITNESS_SUSPECT_MIN
+        )
     r["goodput_pct_of_capacity"] = 100 * r["goodput_mbps"] / cap
     # the VNIC's own cost: the lab's CPU above an idle TDMA run of the same length
     idle_cpu = (
@@ -722,7 +747,12 @@ def witnessed(r: dict, base: dict) -> str:
     return (
         f"; outside VM stalls: RT slots missed {r['rt_slot_missed_outside']} (idle "
         f"{base['rt_slot_missed_outside']}), all {r['missed_outside']} (idle "
-        f"{base['missed_outside']})"
+        f"{base['missed_outside']}), RT slot lateness p99 "
+        f"{fmt(r['rt_lateness_p99_outside_us'], '.0f')} us (idle "
+        f"{fmt(base['rt_lateness_p99_outside_us'], '.0f')}; {r['rt_lateness_in_stalls']} of "
+        f"{r['rt_lateness_in_stalls'] + r['rt_lateness_outside_n']} occurrences in stalls; "
+        f"{r['witness_spans']} spans the CPU was taken, idle {base['witness_spans']}"
+        f"{', FLAGGED: the load may be holding timers off' if r['witness_suspect'] else ''})"
     )
 
 
@@ -798,6 +828,7 @@ def table(results: dict) -> str:
                 for name, on in (
                     ("below-idle", r.get("below_idle")),
                     ("idle-disagree", r.get("idle_disagree")),
+                    ("witness-suspect", r.get("witness_suspect")),
                 )
                 if on
             )

@@ -168,6 +168,22 @@ struct rtn_miss_rec {
 uint32_t rtn_station_misses(const struct rtn_station *s, uint64_t first, struct rtn_miss_rec *out,
 			    uint32_t n, uint64_t *next);
 
+/*
+ * The lateness of every slot 0 occurrence that sent (the RT slot the
+ * slot0_lateness histogram counts), with when: the same comparison with
+ * the stall detector's records, sample by sample.
+ */
+#define RTN_LATE_RECS 8192 /* the newest kept: 8 s of a 1 ms cycle */
+struct rtn_late_rec {
+	uint64_t no;	 /* record number + 1, 0 while being written */
+	int64_t at_ns;	 /* CLOCK_MONOTONIC: the engine's run that sent it */
+	int64_t late_ns; /* its first frame's hand-over minus the slot's start */
+};
+
+/** As rtn_station_misses(), for the slot 0 lateness records. */
+uint32_t rtn_station_slot0_lateness(const struct rtn_station *s, uint64_t first,
+				    struct rtn_late_rec *out, uint32_t n, uint64_t *next);
+
 /** Counters of the attached TDMA engine (zeroed struct if none). */
 int rtn_station_tdma_stats(const struct rtn_station *s, struct rtn_tdma_stats *out);
 void rtn_station_stats(const struct rtn_station *s, struct rtn_station_stats *out);

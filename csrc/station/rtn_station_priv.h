@@ -121,6 +121,8 @@ struct rtn_station {
 	struct rtn_station_stats st;
 	uint64_t misses; /* miss records written (TDMA; the RT thread's) */
 	struct rtn_miss_rec miss[RTN_MISS_RECS];
+	uint64_t lates; /* slot 0 lateness records written (the RT thread's) */
+	struct rtn_late_rec late[RTN_LATE_RECS];
 	struct rtn_hist wake;	  /* timer wake-up lateness on the RT thread */
 	struct rtn_stages stages; /* received application messages, stage by stage */
 };

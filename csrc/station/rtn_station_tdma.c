@@ -64,19 +64,33 @@ static int64_t tdma_next_event(void *priv)
 	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
+static void record_slot0_late(struct rtn_station *s, int64_t at, int64_t late)
+{
+	struct rtn_late_rec *r = &s->late[s->lates % RTN_LATE_RECS];
+
+	rtn_recring_begin(&r->no);
+	r->at_ns = at;
+	r->late_ns = late;
+	rtn_recring_commit(&r->no, s->lates);
+	__atomic_store_n(&s->lates, s->lates + 1, __ATOMIC_RELEASE);
+}
+
 static void tdma_run(void *priv, int64_t woke_late)
 {
 	struct rtn_station *s = priv;
-	uint64_t missed, missed0;
+	uint64_t missed, missed0, sent0;
 	struct rtn_miss_rec *r;
-	int64_t now;
+	int64_t now, late;
 
 	if (!s->tdma)
 		return;
 	missed = rtn_tdma_missed(s->tdma);
 	missed0 = rtn_tdma_slot_missed(s->tdma, 0);
+	sent0 = rtn_tdma_slot0_sent(s->tdma, NULL);
 	now = rtn_now();
 	rtn_tdma_run(s->tdma, local_of(s, now));
+	if (rtn_tdma_slot0_sent(s->tdma, &late) != sent0)
+		record_slot0_late(s, now, late);
 	missed = rtn_tdma_missed(s->tdma) - missed;
 	if (!missed)
 		return;
@@ -93,6 +107,13 @@ static void tdma_run(void *priv, int64_t woke_late)
 	r->slot0 = (uint32_t)(rtn_tdma_slot_missed(s->tdma, 0) - missed0);
 	rtn_recring_commit(&r->no, s->misses);
 	__atomic_store_n(&s->misses, s->misses + 1, __ATOMIC_RELEASE);
+}
+
+uint32_t rtn_station_slot0_lateness(const struct rtn_station *s, uint64_t first,
+				    struct rtn_late_rec *out, uint32_t n, uint64_t *next)
+{
+	return rtn_recring_read(s->late, sizeof(s->late[0]), RTN_LATE_RECS,
+				__atomic_load_n(&s->lates, __ATOMIC_ACQUIRE), first, out, n, next);
 }
 
 uint32_t rtn_station_misses(const struct rtn_station *s, uint64_t first, struct rtn_miss_rec *out,

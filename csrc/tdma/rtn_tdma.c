@@ -481,8 +481,11 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			int64_t late = tx > e->slot_start ? tx - e->slot_start : 0;
 
 			rtn_hist_add(&e->st.slot_lateness, late);
-			if (id == 0)
+			if (id == 0) {
 				rtn_hist_add(&e->st.slot0_lateness, late);
+				e->slot0_late = late;
+				e->slot0_sent++;
+			}
 		}
 		ss->frames++;
 		ss->bytes += len;
@@ -541,6 +544,13 @@ static void run_job(struct rtn_tdma *e, int64_t now)
 uint64_t rtn_tdma_missed(const struct rtn_tdma *e)
 {
 	return e->st.missed_slots;
+}
+
+uint64_t rtn_tdma_slot0_sent(const struct rtn_tdma *e, int64_t *late)
+{
+	if (late)
+		*late = e->slot0_late;
+	return e->slot0_sent;
 }
 
 uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id)

@@ -232,6 +232,8 @@ void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on);
 uint64_t rtn_tdma_missed(const struct rtn_tdma *e);
 /** Of them, slot @p id's (0 for an id out of range). */
 uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id);
+/** Slot 0 occurrences that sent so far, and in *@p late (if given) the latest one's lateness. */
+uint64_t rtn_tdma_slot0_sent(const struct rtn_tdma *e, int64_t *late);
 
 /** Do everything due at or before local time @p now. */
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now);

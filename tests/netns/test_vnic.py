@@ -432,11 +432,15 @@ def test_a_slaves_clock_stays_true_while_the_masters_window_is_full(lab):
 
 def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
     """Every slot occurrence the engine counts missed is in the station's miss records,
-    with when the engine found it and how late the wake-up was: what a benchmark compares
-    with the stall detector's records (vnic bench --witness)."""
+    with when the engine found it and how late the wake-up was, and every slot 0
+    occurrence that sent has its lateness on record: what a benchmark compares with the
+    stall detector's records (vnic bench --witness)."""
     with tdma_pair(lab, plan(), mode=None) as (stations, _taps):
         master = stations[0]
+        master.set_probe(0)  # one RT frame in every slot 0 occurrence
+        assert wait_for(lambda: master.stats()["tdma"]["slot0_lateness"].count > 0)
         _recs, first = master.slot_misses()
+        _lates, first_late = master.slot0_lateness()
         s0 = master.stats()
         stopper = subprocess.Popen(
             [sys.executable, "-c", STOPPER, str(s0["rt"]["tid"])],
@@ -457,6 +461,7 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
         # the RT thread goes on: read the records between two snapshots
         s1 = master.stats()
         recs, _ = master.slot_misses(first)
+        lates, _ = master.slot0_lateness(first_late)
         s2 = master.stats()
 
     def grew(key, *sub):
@@ -474,6 +479,12 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
     lo, hi = grew("miss_late_wake")
     guard = plan().master.guard_ns
     assert lo <= sum(r.slots for r in recs if r.woke_late_ns > guard) <= hi
+    # every slot 0 occurrence that sent has its lateness on record, in order
+    lo, hi = (
+        s["tdma"]["slot0_lateness"].count - s0["tdma"]["slot0_lateness"].count for s in (s1, s2)
+    )
+    assert lates and lo <= len(lates) <= hi
+    assert all(a[0] <= b[0] for a, b in zip(lates, lates[1:])) and min(ns for _, ns in lates) >= 0
     held = [r for r in recs if r.woke_late_ns >= 20_000_000]
     assert held and all(r.at_ns >= held_at for r in held), recs
     assert sum(r.slots for r in held) >= 20  # the cycles held over, at least
