@@ -60,7 +60,7 @@ WITNESS: StallDetector | None = None  # run(witness=True): the stall detector wh
 # a slot miss within this of a span the hypervisor took the CPU is the VM's (a 1 ms cycle:
 # the wake-up due before the stall and the one catching up after it)
 WITNESS_PAD_NS = 2_000_000
-# a loaded run whose stall spans exceed its idle run's this many times (+ this many) is flagged
+# a loaded run with this many times its idle run's records of a CPU taken (+ this many): flagged
 WITNESS_SUSPECT_X, WITNESS_SUSPECT_MIN = 3, 20
 TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
 MAX_SECONDS = 600
@@ -157,12 +157,13 @@ def witness_marks(stations) -> list:
     return [(st.slot_misses()[1], st.slot0_lateness()[1]) for st in stations]
 
 
-def outside_stalls(stations, marks: list, res: dict) -> dict:
+def outside_stalls(stations, marks: list, res: dict, t0_ns: int) -> dict:
     """Of the slot misses counted in ``res``, those within WITNESS_PAD_NS of a span the
     hypervisor took a CPU (the stall detector's cpu_taken records), and the rest,
     "outside", the lab's (a miss whose record was overwritten counts as outside); and the
     RT slot's lateness p99 over the occurrences outside those spans."""
-    spans = TakenSpans(WITNESS.gaps(), WITNESS_PAD_NS)
+    gaps = WITNESS.gaps()
+    spans = TakenSpans(gaps, WITNESS_PAD_NS)
     slots = slot0 = 0
     late, in_stalls = [], 0
     for st, (m0, l0) in zip(stations, marks):
@@ -176,7 +177,8 @@ def outside_stalls(stations, marks: list, res: dict) -> dict:
             else:
                 late.append(ns)
     return {
-        "witness_spans": len(spans),
+        # the detector's records of a CPU taken within this run
+        "witness_spans": sum(1 for g in gaps if g.cpu_taken and g.woke_ns >= t0_ns),
         "missed_in_stalls": slots,
         "rt_slot_missed_in_stalls": slot0,
         "missed_outside": res["missed_slots"] - slots,
@@ -323,6 +325,7 @@ def measure(fn, stations=None) -> dict:
     r0 = rt_snapshot(stations) if stations else None
     w0 = witness_cpu_s() if WITNESS else 0.0
     m0 = witness_marks(stations) if WITNESS and stations else None
+    t0_ns = time.monotonic_ns()  # CLOCK_MONOTONIC, the detector's clock
     res = fn()
     t1, b1, k1 = time.monotonic(), machine_snapshot(), stack_threads()
     a1 = ACCT.sample() if ACCT else None
@@ -353,7 +356,7 @@ def measure(fn, stations=None) -> dict:
     if stations:
         res.update(rt_impact(r0, rt_snapshot(stations)))
         if m0 is not None:
-            res.update(outside_stalls(stations, m0, res))
+            res.update(outside_stalls(stations, m0, res, t0_ns))
         res["wakeups_per_s"] = [w / res["wall_s"] for w in res["wakeups_per_station"]]
         res["frames_per_wakeup"] = [
             f / w if w else None
@@ -418,7 +421,7 @@ def derive(r: dict, base: dict, cap: float) -> None:
         r["idle_rt_slot_missed_outside"] = base["rt_slot_missed_outside"] * scale
         r["idle_rt_lateness_p99_outside_us"] = base["rt_lateness_p99_outside_us"]
         # the detector cannot tell a hypervisor from the guest's own kernel holding timer
-        # interrupts off: spans that grow with the load may be the load's, not the VM's
+        # interrupts off: records that grow with the load may be the load's, not the VM's
         r["witness_suspect"] = (
             r["witness_spans"]
             > WITNESS_SUSPECT_X * base["witness_spans"] * scale + WITNESS_SUSPECT_MIN
@@ -751,7 +754,7 @@ def witnessed(r: dict, base: dict) -> str:
         f"{fmt(r['rt_lateness_p99_outside_us'], '.0f')} us (idle "
         f"{fmt(base['rt_lateness_p99_outside_us'], '.0f')}; {r['rt_lateness_in_stalls']} of "
         f"{r['rt_lateness_in_stalls'] + r['rt_lateness_outside_n']} occurrences in stalls; "
-        f"{r['witness_spans']} spans the CPU was taken, idle {base['witness_spans']}"
+        f"{r['witness_spans']} records of a CPU taken, idle {base['witness_spans']}"
         f"{', FLAGGED: the load may be holding timers off' if r['witness_suspect'] else ''})"
     )
 

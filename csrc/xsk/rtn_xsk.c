@@ -74,30 +74,6 @@ static int socket_error(struct rtn_xsk *x, int err, int zerocopy)
 	}
 }
 
-#ifndef XDP_MAX_TX_SKB_BUDGET
-#define XDP_MAX_TX_SKB_BUDGET 9 /* Linux 6.17 */
-#endif
-
-/*
- * Copy mode: frames one sendto() takes before it answers EAGAIN (kick_tx()
- * then calls again).  Kept small because the call's frames leave back to
- * back in the kernel, through veth and the peer's XDP program, while timer
- * interrupts on that CPU can wait: on the lab VM a 1 Gbit/s window of about
- * 70 frames taken in one call held them off 100 to 400 us, some 2,000 times
- * in 5 s of a TCP flow (the stall detector's count, against 2 to 7 idle),
- * and the other RT thread's wake-up with them.  In calls of 16 the same
- * flow left 32 to 76, for four more calls a window.  Best effort: older
- * kernels lack the option and keep their 32.
- */
-#define RTN_XSK_TX_BUDGET 16
-
-static void set_tx_budget(struct rtn_xsk *x)
-{
-	int budget = RTN_XSK_TX_BUDGET;
-
-	setsockopt(x->fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &budget, sizeof(budget));
-}
-
 static void set_busy_poll(struct rtn_xsk *x)
 {
 	int one = 1, usecs = 20, budget = 64;
@@ -152,8 +128,6 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o, int ze
 	}
 	x->fd = xsk_socket__fd(x->xsk);
 	x->copy_mode = !zerocopy;
-	if (x->copy_mode)
-		set_tx_budget(x);
 
 	err = fill_ring_init(x);
 	if (err)
@@ -331,9 +305,20 @@ static inline uint32_t tx_unconsumed(const struct rtn_xsk *x)
 
 /*
  * Copy mode transmits only inside the syscall, whatever the flag says, and
- * at most the per-call budget (RTN_XSK_TX_BUDGET) before it answers EAGAIN:
+ * at most the kernel's per-call budget (32 frames) before it answers EAGAIN:
  * call again while that happens and the kernel keeps taking descriptors, so
- * a whole batch leaves in this kick instead of one budget per wake-up.  A kernel that takes nothing (the device
+ * a whole batch leaves in this kick instead of 32 frames per wake-up.
+ *
+ * The budget is left at 32 (XDP_MAX_TX_SKB_BUDGET could raise it).  A call's
+ * frames leave back to back through veth and the peer's XDP program while
+ * timer interrupts on that CPU can wait: on the lab VM one call taking a
+ * whole 1 Gbit/s window (about 70 frames) held them off 100 to 400 us some
+ * 2,000 times in 5 s of a VNIC TCP flow (the stall detector's records,
+ * against 2 to 7 in 5 s idle), and a raw flood in calls of 64 frames 4,094
+ * times against 27 in calls of 16.  In calls of 32 the flow left 21 to 23
+ * (16: 32 to 76).  The extra calls cost: the VNIC's CPU per byte at 1000
+ * Mbit/s modelled was 4.1 to 4.3 s/GB in calls of 32, 3.6 to 4.0 in one
+ * call, 4.7 to 4.9 in calls of 16.  A kernel that takes nothing (the device
  * is busy) ends the loop; the next kick retries.
  */
 static void kick_tx(struct rtn_xsk *x)
