@@ -43,21 +43,27 @@ def _own_cgroup() -> str:
     return "/"
 
 
-def ksoftirqd_cpu_s() -> float:
-    """Run time of every ksoftirqd thread (s)."""
+def run_time_s(tasks_dir: str, name_prefix: str) -> float:
+    """Run time (s) of the tasks under ``tasks_dir`` (/proc, /proc/self/task) whose name
+    starts with ``name_prefix``; one that ends in between is left out."""
     total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+    for tid in os.listdir(tasks_dir):
+        if not tid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/comm") as f:
-                if not f.read().startswith("ksoftirqd/"):
+            with open(f"{tasks_dir}/{tid}/comm") as f:
+                if not f.read().startswith(name_prefix):
                     continue
-            with open(f"/proc/{pid}/schedstat") as f:
+            with open(f"{tasks_dir}/{tid}/schedstat") as f:
                 total += int(f.read().split()[0])
         except (OSError, ValueError):
             continue
     return total / 1e9
+
+
+def ksoftirqd_cpu_s() -> float:
+    """Run time of every ksoftirqd thread (s)."""
+    return run_time_s("/proc", "ksoftirqd/")
 
 
 def _self_cpu_s() -> float:

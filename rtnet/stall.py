@@ -126,6 +126,17 @@ class StallDetector(Closeable):
             self._st = None
 
 
+def merge_spans(spans) -> tuple[list[int], list[int]]:
+    """(lo, hi) spans merged where they meet: their starts and ends, sorted and disjoint."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return [m[0] for m in merged], [m[1] for m in merged]
+
+
 class TakenSpans:
     """The spans in which the CPU was taken from the machine (``Stall.cpu_taken``), each
     widened by ``pad_ns`` on both sides (a stall delays what was due shortly before it
@@ -136,14 +147,9 @@ class TakenSpans:
     def __init__(self, gaps, pad_ns: int):
         if pad_ns < 0:
             raise ValueError(f"pad_ns {pad_ns}: must be >= 0")
-        merged: list[list[int]] = []
-        for lo, hi in sorted((g.due_ns - pad_ns, g.woke_ns + pad_ns) for g in gaps if g.cpu_taken):
-            if merged and lo <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
-        self._starts = [m[0] for m in merged]
-        self._ends = [m[1] for m in merged]
+        self._starts, self._ends = merge_spans(
+            (g.due_ns - pad_ns, g.woke_ns + pad_ns) for g in gaps if g.cpu_taken
+        )
 
     def __len__(self) -> int:
         return len(self._starts)

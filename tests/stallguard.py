@@ -32,6 +32,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from rtnet.stall import merge_spans
+
 
 class Stalls:
     """The detector's records (anything with ``due_ns`` and ``woke_ns``) as merged intervals,
@@ -45,18 +47,10 @@ class Stalls:
             raise ValueError(f"pad_ns {pad_ns}, catch_up {catch_up}: must be >= 0")
         records = list(records)
         self.records = len(records)
-        merged: list[list[int]] = []
-        spans = (
+        self._starts, self._ends = merge_spans(
             (r.due_ns - pad_ns, r.woke_ns + max(pad_ns, int(catch_up * (r.woke_ns - r.due_ns))))
             for r in records
         )
-        for lo, hi in sorted(spans):
-            if merged and lo <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], hi)
-            else:
-                merged.append([lo, hi])
-        self._starts = [m[0] for m in merged]
-        self._ends = [m[1] for m in merged]
 
     def __len__(self) -> int:
         return len(self._starts)

@@ -41,7 +41,7 @@ import numpy as np
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
 from rtnet.benchkit import start_iperf_server
-from rtnet.cpuacct import LabCpu
+from rtnet.cpuacct import LabCpu, run_time_s
 from rtnet.errors import ConfigError, LabError
 from rtnet.hist import Histogram
 from rtnet.lab import Lab
@@ -139,17 +139,7 @@ def stack_threads() -> dict:
 
 def witness_cpu_s() -> float:
     """CPU seconds of the stall detector's threads in this process (not the lab's work)."""
-    total = 0
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                if f.read().strip() != WITNESS_THREAD:
-                    continue
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError):
-            continue
-    return total / 1e9
+    return run_time_s("/proc/self/task", WITNESS_THREAD)
 
 
 def witness_marks(stations) -> list:
