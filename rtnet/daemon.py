@@ -107,22 +107,22 @@ import threading
 import time
 from dataclasses import replace
 
-from rtmac.tdma_config import TdmaConfig, apply_request, effective_slot
+from rtmac.tdma_config import TdmaConfig, effective_slot
 
 from . import config as _config
-from . import configfile, nicqueues, options, paths, procs
+from . import configfile, nicqueues, paths, procs
 from ._lowlevel import last_error, lib
 from .argtypes import interface_name
 from .capture_service import CaptureService
 from .channel_service import ChannelService
 from .control_server import Command, ControlServer, RequestError, group_policy, int_arg
+from .discipline_service import DisciplineService
 from .echo import EchoService
 from .errors import ConfigError, RtcfgError, RtnetError
 from .hist import Histogram
 from .ipv4_service import Ipv4Service
 from .linkwatch import LinkWatch
 from .mac import parse_mac as mac_bytes
-from .options import OPTIONS
 from .rtcfg import apply as rtcfg_apply
 from .rtcfg import payload as rtcfg_payload
 from .rtcfg.service import RtcfgService
@@ -159,20 +159,6 @@ def json_safe(obj):
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     return obj
-
-
-# the settings a tdma.master or tdma.slave request may give: rtmac's flags, from the table
-_FLAG_SETTINGS = {
-    cmd: tuple(OPTIONS[key].name for key in options.flags(cmd).values())
-    for cmd in ("master", "slave")
-}
-
-
-def _given(req: dict, names: tuple) -> dict:
-    """The TDMA settings a request gives (what it leaves out keeps TdmaConfig's default,
-    which is the table's), as they are: validate() checks their types and the C rule
-    their ranges when the configuration is attached or an RTcfg payload checked."""
-    return {n: req[n] for n in names if n in req}
 
 
 def interface_ipv4(dev: str) -> set[str]:
@@ -214,6 +200,9 @@ class Daemon:
         self._rtcfg_ip: str | None = None  # the IP of the RTcfg payload being applied
         self.ipv4 = Ipv4Service(lambda: self.station)
         self.capture = CaptureService(lambda: self.station, self.dev, self._stop)
+        self.disciplines = DisciplineService(
+            lambda: self.station, self.dev, cfg.link_rate_mbps, self._lock, self._stop
+        )
         self.channels = ChannelService(lambda: self.station, cfg, self._lock, self._chan_ids)
         self.rtcfg = RtcfgService(
             lambda: self.station,
@@ -411,15 +400,10 @@ class Daemon:
 
     def _commands(self) -> dict[str, Command]:
         ip_read, ip_changes = self.ipv4.handlers()
-        read_only = {"status": self.h_status, "tdma.show": self.h_tdma_show, **ip_read}
+        disc_read, disc_changes = self.disciplines.handlers()
+        read_only = {"status": self.h_status, **disc_read, **ip_read}
         changes = {
-            "tdma.master": self.h_tdma_master,
-            "tdma.slave": self.h_tdma_slave,
-            "tdma.slot": self.h_tdma_slot,
-            "tdma.remove_slot": self.h_tdma_slot,
-            "tdma.detach": self.h_tdma_detach,
-            "nomac.attach": self.h_nomac_attach,
-            "nomac.detach": self.h_nomac_detach,
+            **disc_changes,
             "ping": self.h_ping,
             "capture": self.capture.handle,
             **self.channels.handlers(),
@@ -463,98 +447,6 @@ class Daemon:
         stats["ipv4"] = self.ipv4.status()
         return {"status": stats}
 
-    def h_tdma_show(self, req, conn):
-        with self._lock:
-            cfg = self.station.tdma_config
-            tdma = self.station.stats()["tdma"] if cfg else None
-        return {"config": cfg.to_dict() if cfg else None, "state": tdma["state"] if tdma else None}
-
-    def _require_free(self):
-        disc = self.station.discipline
-        if disc != "none":
-            raise RequestError(
-                f"{self.dev}: {disc.upper() if disc == 'tdma' else 'NoMAC'} "
-                f"already attached (detach it first)"
-            )
-
-    def _master_config(self, req) -> TdmaConfig:
-        backup = req.get("backup_offset_us")
-        return TdmaConfig(
-            role="master",
-            cycle_us=req["cycle_us"],
-            backup_offset_us=backup or None,
-            link_rate_mbps=self.cfg.link_rate_mbps,
-            **_given(req, _FLAG_SETTINGS["master"]),
-        )
-
-    def _slave_config(self, req) -> TdmaConfig:
-        return TdmaConfig(
-            role="slave",
-            link_rate_mbps=self.cfg.link_rate_mbps,
-            **_given(req, _FLAG_SETTINGS["slave"]),
-        )
-
-    def h_tdma_master(self, req, conn):
-        cfg = self._master_config(req)
-        with self._lock:
-            self._require_free()
-            self.station.attach_tdma(cfg)
-        return {}
-
-    def h_tdma_slave(self, req, conn):
-        cfg = self._slave_config(req)
-        with self._lock:
-            self._require_free()
-            self.station.attach_tdma(cfg)
-        return {}
-
-    def h_tdma_slot(self, req, conn):
-        with self._lock:
-            cur = self.station.tdma_config
-            if cur is None:
-                raise RequestError(f"{self.dev}: no TDMA attached")
-            new = apply_request(cur, req)
-            self.station.attach_tdma(new)
-        reply = {}
-        if req.get("cmd") == "tdma.slot" and req.get("cal_results"):
-            reply["cal_results"] = self._wait_calibration(req.get("cal_timeout_ms") or 10_000)
-        return reply
-
-    def _wait_calibration(self, timeout_ms) -> list:
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
-            raise RequestError(f"cal_timeout_ms: {timeout_ms!r} is not a whole number")
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            tdma = self.station.stats()["tdma"]
-            cal = tdma["calibration"] if tdma else None
-            if cal and cal["rounds"] and cal["done"] >= cal["rounds"]:
-                return [cal["delay_ns"]]
-            if tdma is None or tdma["role"] != "slave":
-                return []
-            if time.monotonic() > deadline:
-                raise RequestError("calibration did not finish in time")
-            self._stop.wait(0.05)  # calibration runs in the RT thread; poll its counters
-
-    def h_tdma_detach(self, req, conn):
-        with self._lock:
-            if self.station.discipline != "tdma":
-                raise RequestError(f"{self.dev}: no TDMA attached")
-            self.station.detach()
-        return {}
-
-    def h_nomac_attach(self, req, conn):
-        with self._lock:
-            self._require_free()
-            self.station.attach_nomac()
-        return {}
-
-    def h_nomac_detach(self, req, conn):
-        with self._lock:
-            if self.station.discipline != "nomac":
-                raise RequestError(f"{self.dev}: no NoMAC attached")
-            self.station.detach()
-        return {}
-
     def h_ping(self, req, conn):
         dst = req.get("dst")
         if not isinstance(dst, str):
@@ -593,12 +485,9 @@ class Daemon:
 
     def _rtcfg_apply(self, stage: int, requests: list, info: dict) -> None:
         """A client's stage-1 or stage-2 payload: checked whole, then applied (RtcfgError)."""
+        _read, disc = self.disciplines.handlers()
         handlers = {
-            "tdma.master": self.h_tdma_master,
-            "tdma.slave": self.h_tdma_slave,
-            "tdma.slot": self.h_tdma_slot,
-            "tdma.remove_slot": self.h_tdma_slot,
-            "tdma.detach": self.h_tdma_detach,
+            **{cmd: h for cmd, h in disc.items() if cmd.startswith("tdma.")},
             "vnic.address": self._vnic_address,
             "vnic.up": self._vnic_up,
             "station.ip": self._station_ip,
@@ -609,8 +498,8 @@ class Daemon:
                 self.station.tdma_config,
                 self.tap is not None,
                 info.get("ip"),
-                self._master_config,
-                self._slave_config,
+                self.disciplines.master_config,
+                self.disciplines.slave_config,
                 vnic_slot=self.cfg.vnic.slot if self.cfg.vnic.enabled else None,
             )
             rtcfg_apply.check(requests, view)

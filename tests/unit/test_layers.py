@@ -78,6 +78,7 @@ COMPOSERS = (
     "rtnetconf",
     "daemon",
     "channel_service",
+    "discipline_service",
     "vnic_setup",
     "cli",
     "stationctl",

@@ -175,7 +175,7 @@ def test_the_c_field_column_names_a_c_field_and_a_dataclass_field():
 
 
 def test_rtmac_flags_and_the_daemon_settings_come_from_the_flag_column():
-    from rtnet import daemon
+    from rtnet import discipline_service
 
     assert cli.TDMA_MASTER_FLAGS == {
         "-c": "tdma.cal_rounds",
@@ -183,7 +183,7 @@ def test_rtmac_flags_and_the_daemon_settings_come_from_the_flag_column():
         "-m": "tdma.max_cal_requests",
     }
     assert cli.TDMA_SLAVE_FLAGS == {"-c": "tdma.cal_rounds", "-i": "tdma.max_slot_id"}
-    assert daemon._FLAG_SETTINGS == {
+    assert discipline_service._FLAG_SETTINGS == {
         "master": ("cal_rounds", "max_slot_id", "max_cal_requests"),
         "slave": ("cal_rounds", "max_slot_id"),
     }
@@ -196,7 +196,7 @@ def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
     from types import SimpleNamespace
 
     from rtnet import rtnetconf
-    from rtnet.daemon import Daemon
+    from rtnet.discipline_service import DisciplineService
     from rtnet.errors import RtcfgError
     from rtnet.rtcfg import payload
 
@@ -214,11 +214,10 @@ def test_a_tdma_range_is_refused_by_the_c_rule_alone_from_every_entry_point():
         with pytest.raises((ConfigError, cli.UsageError, RtcfgError)) as err:
             parse()
         refusals.append(str(err.value))
-    d = Daemon.__new__(Daemon)
-    d._lock, d.dev, d.cfg = threading.RLock(), "rteth0", SimpleNamespace(link_rate_mbps=100)
-    d.station = SimpleNamespace(discipline="none", attach_tdma=lambda cfg: cfg.validated())
+    station = SimpleNamespace(discipline="none", attach_tdma=lambda cfg: cfg.validated())
+    d = DisciplineService(lambda: station, "rteth0", 100, threading.RLock(), threading.Event())
     with pytest.raises(ConfigError) as err:
-        d.h_tdma_master({"cmd": "tdma.master", "cycle_us": 50}, None)
+        d.master({"cmd": "tdma.master", "cycle_us": 50}, None)
     refusals.append(str(err.value))
     assert all(r.endswith(said) for r in refusals), refusals
     assert refusals[0] == f"rtnet.toml: tdma.{said}"

@@ -19,7 +19,7 @@ from rtmac.tdma_config import Slot, TdmaConfig, validate
 from rtnet import config as configfile
 from rtnet import rtnetconf
 from rtnet._lowlevel import last_error, lib
-from rtnet.daemon import Daemon
+from rtnet.discipline_service import DisciplineService
 from rtnet.errors import ConfigError, RtcfgError
 from rtnet.rtcfg import apply as rtcfg_apply
 
@@ -123,32 +123,28 @@ def test_rtmac_command_line():
     assert str(err.value) == c_says(replace(MASTER, backup_offset_us=1000, slots={}))
 
 
-def _daemon_with(cfg: TdmaConfig) -> Daemon:
-    """A daemon's request handlers over a station that only holds its configuration."""
-    d = Daemon.__new__(Daemon)
-    d._lock = threading.RLock()
-    d.dev = "rteth0"
-    d.cfg = SimpleNamespace(link_rate_mbps=100)
-    d.station = SimpleNamespace(tdma_config=cfg, attach_tdma=lambda c: pytest.fail("applied"))
-    return d
+def _service_with(cfg: TdmaConfig) -> DisciplineService:
+    """rtnetd's discipline requests over a station that only holds its configuration."""
+    station = SimpleNamespace(tdma_config=cfg, attach_tdma=lambda c: pytest.fail("applied"))
+    return DisciplineService(lambda: station, "rteth0", 100, threading.RLock(), threading.Event())
 
 
 def test_control_socket():
     req = {"cmd": "tdma.slot", "dev": "rteth0", "id": 0, "offset_us": 1_000_001, "size": 200}
     with pytest.raises(ConfigError) as err:
-        _daemon_with(MASTER).h_tdma_slot(req, None)
+        _service_with(MASTER).slot(req, None)
     assert str(err.value) == c_says(replace(MASTER, slots={0: Slot(0, 1_000_001, size=200)}))
 
 
 def test_rtcfg_stage_1():
-    d = _daemon_with(MASTER)
+    d = _service_with(MASTER)
     view = rtcfg_apply.StationView(
         discipline="tdma",
         tdma=MASTER,
         has_vnic=True,
         ip=None,
-        master_config=d._master_config,
-        slave_config=d._slave_config,
+        master_config=d.master_config,
+        slave_config=d.slave_config,
     )
     req = {"cmd": "tdma.slot", "id": 0, "offset_us": 990, "size": 200}
     with pytest.raises((ConfigError, RtcfgError)) as err:

@@ -1,0 +1,58 @@
+"""rtnetd's discipline requests (rtnet.discipline_service) over a station that records what
+it is asked: one discipline at a time, and a detach names the one that is not there."""
+
+import threading
+
+import pytest
+
+from rtnet.control_server import RequestError
+from rtnet.discipline_service import DisciplineService
+
+
+class FakeStation:
+    def __init__(self):
+        self.discipline, self.tdma_config, self.calls = "none", None, []
+
+    def attach_nomac(self):
+        self.calls.append("nomac")
+        self.discipline = "nomac"
+
+    def attach_tdma(self, cfg):
+        self.calls.append(("tdma", cfg.role))
+        self.discipline, self.tdma_config = "tdma", cfg
+
+    def stats(self):
+        return {"tdma": {"state": "master"} if self.tdma_config else None}
+
+    def detach(self):
+        self.calls.append("detach")
+        self.discipline, self.tdma_config = "none", None
+
+
+@pytest.fixture
+def svc():
+    st = FakeStation()
+    svc = DisciplineService(lambda: st, "rteth0", 100, threading.RLock(), threading.Event())
+    svc.st = st
+    return svc
+
+
+def test_one_discipline_at_a_time(svc):
+    read_only, changes = svc.handlers()
+    assert set(read_only) == {"tdma.show"}
+    assert changes["nomac.attach"]({}, None) == {}
+    for cmd, req in (("tdma.master", {"cycle_us": 1000}), ("nomac.attach", {}), ("tdma.slave", {})):
+        with pytest.raises(RequestError, match="rteth0: NoMAC already attached"):
+            changes[cmd](req, None)
+    with pytest.raises(RequestError, match="rteth0: no TDMA attached"):
+        changes["tdma.detach"]({}, None)
+    assert changes["nomac.detach"]({}, None) == {}
+    assert changes["tdma.master"]({"cmd": "tdma.master", "cycle_us": 1000}, None) == {}
+    with pytest.raises(RequestError, match="rteth0: TDMA already attached"):
+        changes["nomac.attach"]({}, None)
+    with pytest.raises(RequestError, match="rteth0: no NoMAC attached"):
+        changes["nomac.detach"]({}, None)
+    shown = read_only["tdma.show"]({}, None)
+    assert shown["config"]["role"] == "master" and shown["state"] == "master"
+    assert changes["tdma.detach"]({}, None) == {}
+    assert svc.st.calls == ["nomac", "detach", ("tdma", "master"), "detach"]
