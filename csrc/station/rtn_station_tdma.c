@@ -64,49 +64,46 @@ static int64_t tdma_next_event(void *priv)
 	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
-static void record_slot0_late(struct rtn_station *s, int64_t at, int64_t late)
-{
-	struct rtn_late_rec *r = &s->late[s->lates % RTN_LATE_RECS];
-
-	rtn_recring_begin(&r->no);
-	r->at_ns = at;
-	r->late_ns = late;
-	rtn_recring_commit(&r->no, s->lates);
-	__atomic_store_n(&s->lates, s->lates + 1, __ATOMIC_RELEASE);
-}
-
 static void tdma_run(void *priv, int64_t woke_late)
 {
 	struct rtn_station *s = priv;
-	uint64_t missed, missed0, sent0;
-	struct rtn_miss_rec *r;
-	int64_t now, late;
+	struct rtn_tdma_slot0 before, after;
+	uint64_t missed;
+	int64_t now;
 
 	if (!s->tdma)
 		return;
 	missed = rtn_tdma_missed(s->tdma);
-	missed0 = rtn_tdma_slot_missed(s->tdma, 0);
-	sent0 = rtn_tdma_slot0_sent(s->tdma, NULL);
+	before = rtn_tdma_slot0(s->tdma);
 	now = rtn_now();
 	rtn_tdma_run(s->tdma, local_of(s, now));
-	if (rtn_tdma_slot0_sent(s->tdma, &late) != sent0)
-		record_slot0_late(s, now, late);
+	after = rtn_tdma_slot0(s->tdma);
+	if (after.sent != before.sent) {
+		struct rtn_late_rec *r = &s->late[s->lates % RTN_LATE_RECS];
+
+		rtn_recring_begin(&r->no);
+		r->at_ns = now;
+		r->late_ns = after.late;
+		rtn_recring_commit(&r->no, s->lates);
+		__atomic_store_n(&s->lates, s->lates + 1, __ATOMIC_RELEASE);
+	}
 	missed = rtn_tdma_missed(s->tdma) - missed;
-	if (!missed)
-		return;
-	/* why: the wake-up came later than the slot tolerates (the thread could not run), or else */
-	if (woke_late > rtn_tdma_guard_ns(s->tdma))
-		s->st.miss_late_wake += missed;
-	else
-		s->st.miss_other += missed;
-	r = &s->miss[s->misses % RTN_MISS_RECS];
-	rtn_recring_begin(&r->no);
-	r->at_ns = now;
-	r->woke_late_ns = woke_late;
-	r->slots = (uint32_t)missed;
-	r->slot0 = (uint32_t)(rtn_tdma_slot_missed(s->tdma, 0) - missed0);
-	rtn_recring_commit(&r->no, s->misses);
-	__atomic_store_n(&s->misses, s->misses + 1, __ATOMIC_RELEASE);
+	if (missed) {
+		struct rtn_miss_rec *r = &s->miss[s->misses % RTN_MISS_RECS];
+
+		/* why: the wake-up came later than the slot tolerates (the thread could not run) */
+		if (woke_late > rtn_tdma_guard_ns(s->tdma))
+			s->st.miss_late_wake += missed;
+		else
+			s->st.miss_other += missed;
+		rtn_recring_begin(&r->no);
+		r->at_ns = now;
+		r->woke_late_ns = woke_late;
+		r->slots = (uint32_t)missed;
+		r->slot0 = (uint32_t)(after.missed - before.missed);
+		rtn_recring_commit(&r->no, s->misses);
+		__atomic_store_n(&s->misses, s->misses + 1, __ATOMIC_RELEASE);
+	}
 }
 
 uint32_t rtn_station_slot0_lateness(const struct rtn_station *s, uint64_t first,

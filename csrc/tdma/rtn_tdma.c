@@ -546,16 +546,9 @@ uint64_t rtn_tdma_missed(const struct rtn_tdma *e)
 	return e->st.missed_slots;
 }
 
-uint64_t rtn_tdma_slot0_sent(const struct rtn_tdma *e, int64_t *late)
+struct rtn_tdma_slot0 rtn_tdma_slot0(const struct rtn_tdma *e)
 {
-	if (late)
-		*late = e->slot0_late;
-	return e->slot0_sent;
-}
-
-uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id)
-{
-	return id < RTN_TDMA_MAX_SLOTS ? e->st.slot[id].missed : 0;
+	return (struct rtn_tdma_slot0){ e->st.slot[0].missed, e->slot0_sent, e->slot0_late };
 }
 
 void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on)

@@ -230,10 +230,13 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e);
 void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on);
 /** Slot occurrences missed so far (cheap; for the owner thread). */
 uint64_t rtn_tdma_missed(const struct rtn_tdma *e);
-/** Of them, slot @p id's (0 for an id out of range). */
-uint64_t rtn_tdma_slot_missed(const struct rtn_tdma *e, uint32_t id);
-/** Slot 0 occurrences that sent so far, and in *@p late (if given) the latest one's lateness. */
-uint64_t rtn_tdma_slot0_sent(const struct rtn_tdma *e, int64_t *late);
+/** Slot 0 (RTnet's real-time slot) so far: what one look tells the owner thread. */
+struct rtn_tdma_slot0 {
+	uint64_t missed; /* occurrences missed */
+	uint64_t sent;	 /* occurrences that sent ... */
+	int64_t late;	 /* ... and the latest one's lateness */
+};
+struct rtn_tdma_slot0 rtn_tdma_slot0(const struct rtn_tdma *e);
 
 /** Do everything due at or before local time @p now. */
 void rtn_tdma_run(struct rtn_tdma *e, int64_t now);
