@@ -589,6 +589,7 @@ class Station(Closeable):
                 "rx_frames",
                 "rx_kernel_ts",
                 "tx_frames",
+                "tx_in_place",
                 "tx_ring_full",
                 "tx_kicks",
                 "fill_fail",

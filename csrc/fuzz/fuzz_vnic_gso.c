@@ -14,6 +14,13 @@
  * tcp_gso_segment() does, valid IPv4 and TCP checksums (by an independent
  * sum), and the payloads concatenate to the original payload.  A refused
  * packet leaves nothing to send.
+ *
+ * The same read is then scattered as the VNIC's pump reads it into its wire
+ * frames (rtn_gso_begin_scattered), laid out as the packet is cut or as the
+ * input's selector guesses: cut in place (rtn_gso_fix_in_place, the first
+ * segment last), every frame must be byte for byte what rtn_gso_next()
+ * made; a refusal must be the contiguous one's; "not as laid out" (0) is
+ * always allowed, since the pump then gathers the packet.
  */
 #include <errno.h>
 #include "rtn_tdma.h"
@@ -25,6 +32,49 @@
 #define TCP_FIN 0x01
 #define TCP_PSH 0x08
 #define TCP_CWR 0x80
+
+#define LAY_MAX 128 /* frames of a layout, as the pump's LAY_MAX_FRAMES */
+static uint8_t want[LAY_MAX][RTN_TDMA_FRAME_MAX];
+static uint32_t want_len[LAY_MAX];
+static uint8_t lay[LAY_MAX][RTN_TDMA_FRAME_MAX];
+
+/* @p read (vnet header + @p len - 10 bytes of packet) laid out as hdr + mss, cut in place. */
+static void check_scattered(const uint8_t *read, uint32_t len, uint32_t max_frame, uint32_t hdr,
+			    uint32_t mss, int want_n)
+{
+	uint32_t pkt = len - RTN_VNET_HDR_LEN, nf, i, at;
+	struct rtn_gso_seg g;
+	int n;
+
+	if (len < RTN_VNET_HDR_LEN || !mss || hdr + mss > max_frame)
+		return;
+	nf = (RTN_GSO_MAX + mss - 1) / mss + 1;
+	if (nf > LAY_MAX || pkt > hdr + mss * nf)
+		return; /* the pump reads such a layout into its GSO buffer */
+	read += RTN_VNET_HDR_LEN;
+	at = pkt < hdr + mss ? pkt : hdr + mss;
+	memcpy(lay[0], read, at);
+	for (i = 1; at < pkt; i++) {
+		uint32_t k = pkt - at < mss ? pkt - at : mss;
+
+		memcpy(lay[i] + hdr, read + at, k);
+		at += k;
+	}
+	n = rtn_gso_begin_scattered(&g, read - RTN_VNET_HDR_LEN, lay[0], pkt, max_frame, hdr, mss);
+	if (n < 0 && n != want_n)
+		fuzz_fail("scattered: refused with %d, contiguous %d", n, want_n);
+	if (n <= 0)
+		return;
+	if (n != want_n)
+		fuzz_fail("scattered: %d segments, contiguous %d", n, want_n);
+	for (i = (uint32_t)n; i-- > 0;) {
+		int k = rtn_gso_fix_in_place(&g, i, lay[i]);
+
+		if (k != (int)want_len[i] || memcmp(lay[i], want[i], want_len[i]))
+			fuzz_fail("scattered: segment %u of %d (%d bytes, want %u) differs", i, n,
+				  k, want_len[i]);
+	}
+}
 
 static void check_segment(const struct rtn_gso_seg *g, const uint8_t *orig, const uint8_t *seg,
 			  uint32_t flen, uint32_t i, uint32_t *payload_off)
@@ -120,6 +170,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (k <= 0 || (uint32_t)k > max_frame)
 			fuzz_fail("frame %u of %d: rtn_gso_next returned %d (limit %u)", i, n, k,
 				  max_frame);
+		if (i < LAY_MAX) {
+			memcpy(want[i], out, (uint32_t)k);
+			want_len[i] = (uint32_t)k;
+		}
 		if (!g.gso) {
 			if ((uint32_t)k != g.len || memcmp(out, orig, k))
 				fuzz_fail("a single frame was not passed on as it is");
@@ -132,7 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			  g.len - g.hdr_len);
 	if (rtn_gso_next(&g, out, max_frame) != 0 || rtn_gso_left(&g))
 		fuzz_fail("frames left after the %d announced", n);
+	if (n <= LAY_MAX) {
+		if (g.gso) /* laid out as the last packet was cut: the pump's common case */
+			check_scattered(in.p, len, max_frame, g.hdr_len, g.mss, n);
+		check_scattered(in.p, len, max_frame, 54 + sel % 64, 64 + (sel >> 6) % 1500, n);
+	}
 out:
+	if (n < 0)
+		check_scattered(in.p, len, max_frame, 54 + sel % 64, 64 + (sel >> 6) % 1500, n);
 	free(out);
 	free(buf);
 	return 0;

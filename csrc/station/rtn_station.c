@@ -264,6 +264,15 @@ work:
 
 /* ---- public API ----------------------------------------------------------------- */
 
+/* The first port's socket, with the UMEM frames a VNIC builds its wire frames in. */
+static int open_port_a(const struct rtn_station_opts *o, struct rtn_xsk **x)
+{
+	struct rtn_xsk_opts xo = o->xsk;
+
+	xo.lend_frames = RTN_VNIC_TX_FRAMES;
+	return rtn_xsk_open(&xo, x);
+}
+
 int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 {
 	struct rtn_station *s;
@@ -295,7 +304,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 		rc = rtn_set_error(-errno, "station: eventfd/timerfd: %s", strerror(errno));
 		goto fail;
 	}
-	rc = rtn_xsk_open(&o->xsk, &s->xsk);
+	rc = open_port_a(o, &s->xsk);
 	if (rc)
 		goto fail;
 	/* the RT thread kicks once per wake-up, after everything due was queued */

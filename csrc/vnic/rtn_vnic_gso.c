@@ -200,20 +200,20 @@ int rtn_l4_csum_ok(const uint8_t *frame, uint32_t len)
 
 /* ---- Linux -> wire: segmentation ---------------------------------------------------- */
 
-int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t max_frame)
+/* rtn_gso_begin() on the packet @p pkt of @p len bytes, its vnet header @p vh apart */
+static int gso_begin(struct rtn_gso_seg *g, const struct rtn_vnet_hdr *v, uint8_t *pkt,
+		     uint32_t len, uint32_t max_frame)
 {
-	struct rtn_vnet_hdr vh;
+	struct rtn_vnet_hdr vh = *v;
 	struct l4_hdrs h;
 	uint8_t type;
 	int hlen;
 
-	rtn_clear_error();
 	memset(g, 0, sizeof(*g));
-	if (len < RTN_VNET_HDR_LEN + ETH_HLEN_RTN)
+	if (len < ETH_HLEN_RTN)
 		return -EINVAL;
-	memcpy(&vh, buf, sizeof(vh));
-	g->pkt = buf + RTN_VNET_HDR_LEN;
-	g->len = len - RTN_VNET_HDR_LEN;
+	g->pkt = pkt;
+	g->len = len;
 	if (vh.hdr_len > g->len)
 		return -EINVAL;
 	type = vh.gso_type & (uint8_t)~RTN_VNET_GSO_ECN;
@@ -255,17 +255,97 @@ int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t ma
 	return (int)g->nseg;
 }
 
+int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t max_frame)
+{
+	struct rtn_vnet_hdr vh;
+
+	rtn_clear_error();
+	if (len < RTN_VNET_HDR_LEN + ETH_HLEN_RTN) {
+		memset(g, 0, sizeof(*g));
+		return -EINVAL;
+	}
+	memcpy(&vh, buf, sizeof(vh));
+	return gso_begin(g, &vh, buf + RTN_VNET_HDR_LEN, len - RTN_VNET_HDR_LEN, max_frame);
+}
+
+int rtn_gso_begin_scattered(struct rtn_gso_seg *g, const uint8_t *vnet, uint8_t *first,
+			    uint32_t len, uint32_t max_frame, uint32_t hdr_len, uint32_t mss)
+{
+	uint32_t have = len < hdr_len + mss ? len : hdr_len + mss;
+	struct rtn_vnet_hdr vh;
+	struct l4_hdrs h;
+	uint8_t type;
+
+	rtn_clear_error();
+	memset(g, 0, sizeof(*g));
+	memcpy(&vh, vnet, sizeof(vh));
+	type = vh.gso_type & (uint8_t)~RTN_VNET_GSO_ECN;
+	if (len <= have) { /* all of it in the first frame: in place if it is one segment */
+		int n = len >= ETH_HLEN_RTN ? gso_begin(g, &vh, first, len, max_frame) : 0;
+
+		return n > 1 ? 0 : n;
+	}
+	/*
+	 * Spread over frames: only a TCP super-packet cut as the layout was
+	 * made is in place.  Its headers are all in the first frame then, the
+	 * only bytes gso_begin() reads; anything else is gathered by the caller.
+	 */
+	if ((type != RTN_VNET_GSO_TCPV4 && type != RTN_VNET_GSO_TCPV6) || vh.gso_size != mss ||
+	    parse_tcp(first, have, &h) != (int)hdr_len)
+		return 0;
+	return gso_begin(g, &vh, first, len, max_frame);
+}
+
 uint32_t rtn_gso_left(const struct rtn_gso_seg *g)
 {
 	return g->nseg - g->index;
 }
 
-int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
+/* Payload bytes of segment @p index. */
+static uint32_t seg_chunk(const struct rtn_gso_seg *g, uint32_t index)
+{
+	uint32_t off = g->hdr_len + index * g->mss;
+
+	return g->len - off < g->mss ? g->len - off : g->mss;
+}
+
+/*
+ * Segment @p index in @p out, the first segment's headers and its @p chunk
+ * bytes of payload there: headers fixed for its place in the packet,
+ * checksums computed.  Returns its length.
+ */
+static uint32_t seg_fix(const struct rtn_gso_seg *g, uint8_t *out, uint32_t index, uint32_t chunk)
 {
 	struct l4_hdrs h = { .l3 = g->l3, .l4 = g->l4, .v6 = g->v6, .proto = IPPROTO_TCP_ };
-	uint32_t chunk, flen, last;
+	uint32_t flen = g->hdr_len + chunk, last = index + 1 == g->nseg;
 	uint8_t flags;
 	uint64_t sum;
+
+	if (!g->v6) {
+		uint8_t *ip = out + g->l3;
+
+		rtn_put_be16(ip + 2, (uint16_t)(flen - g->l3));
+		rtn_put_be16(ip + 4, (uint16_t)(rtn_get_be16(g->pkt + g->l3 + 4) + index));
+		ipv4_csum_set(ip, g->l4 - g->l3);
+	} else {
+		rtn_put_be16(out + g->l3 + 4, (uint16_t)(flen - g->l4));
+	}
+	rtn_put_be32(out + g->l4 + 4, rtn_get_be32(g->pkt + g->l4 + 4) + index * g->mss);
+	flags = out[g->l4 + 13];
+	if (index)
+		flags &= (uint8_t)~TCPF_CWR;
+	if (!last)
+		flags &= (uint8_t) ~(TCPF_FIN | TCPF_PSH);
+	out[g->l4 + 13] = flags;
+	out[g->l4 + 16] = out[g->l4 + 17] = 0;
+	sum = csum_add(pseudo_sum(out, &h, flen - g->l4), out + g->l4, flen - g->l4);
+	csum_store(out + g->l4 + 16, (uint16_t)~csum_fold(sum));
+	return flen;
+}
+
+int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
+{
+	uint32_t chunk, flen;
 
 	rtn_clear_error();
 	if (g->index >= g->nseg)
@@ -277,35 +357,27 @@ int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap)
 		g->index++;
 		return (int)g->len;
 	}
-	chunk = g->len - g->off < g->mss ? g->len - g->off : g->mss;
+	chunk = seg_chunk(g, g->index);
 	flen = g->hdr_len + chunk;
 	if (cap < flen)
 		return -ENOSPC;
 	memcpy(out, g->pkt, g->hdr_len);
 	memcpy(out + g->hdr_len, g->pkt + g->off, chunk);
-	if (!g->v6) {
-		uint8_t *ip = out + g->l3;
-
-		rtn_put_be16(ip + 2, (uint16_t)(flen - g->l3));
-		rtn_put_be16(ip + 4, (uint16_t)(rtn_get_be16(g->pkt + g->l3 + 4) + g->index));
-		ipv4_csum_set(ip, g->l4 - g->l3);
-	} else {
-		rtn_put_be16(out + g->l3 + 4, (uint16_t)(flen - g->l4));
-	}
-	rtn_put_be32(out + g->l4 + 4, rtn_get_be32(g->pkt + g->l4 + 4) + g->index * g->mss);
-	last = g->index + 1 == g->nseg;
-	flags = out[g->l4 + 13];
-	if (g->index)
-		flags &= (uint8_t)~TCPF_CWR;
-	if (!last)
-		flags &= (uint8_t) ~(TCPF_FIN | TCPF_PSH);
-	out[g->l4 + 13] = flags;
-	out[g->l4 + 16] = out[g->l4 + 17] = 0;
-	sum = csum_add(pseudo_sum(out, &h, flen - g->l4), out + g->l4, flen - g->l4);
-	csum_store(out + g->l4 + 16, (uint16_t)~csum_fold(sum));
+	seg_fix(g, out, g->index, chunk);
 	g->off += chunk;
 	g->index++;
 	return (int)flen;
+}
+
+int rtn_gso_fix_in_place(const struct rtn_gso_seg *g, uint32_t index, uint8_t *frame)
+{
+	if (index >= g->nseg)
+		return -EINVAL;
+	if (!g->gso) /* a single frame, complete where it was read */
+		return frame == g->pkt ? (int)g->len : -EINVAL;
+	if (frame != g->pkt) /* the first segment's headers are the template: it goes last */
+		memcpy(frame, g->pkt, g->hdr_len);
+	return (int)seg_fix(g, frame, index, seg_chunk(g, index));
 }
 
 /* ---- wire -> Linux: coalescing ------------------------------------------------------ */

@@ -72,6 +72,27 @@ struct rtn_gso_seg {
  * message is recorded: this runs per packet on the VNIC pump thread.
  */
 int rtn_gso_begin(struct rtn_gso_seg *g, uint8_t *buf, uint32_t len, uint32_t max_frame);
+/*
+ * In place: a TAP read scattered straight into the frames the segments
+ * leave in.  The vnet header at @p vnet, then @p len bytes of packet: the
+ * first @p hdr_len + @p mss of them at @p first, each further @p mss bytes
+ * at the next frame's @p hdr_len (the layout the caller guessed, as the
+ * last super-packet was cut).  Returns the number of segments when the
+ * packet lies as laid out (a TCP super-packet with that header length and
+ * gso_size, or any packet that fits in the first frame), the errors of
+ * rtn_gso_begin() for a bad packet wholly in the first frame, and 0 for
+ * any other: the caller gathers it and uses rtn_gso_begin().
+ */
+int rtn_gso_begin_scattered(struct rtn_gso_seg *g, const uint8_t *vnet, uint8_t *first,
+			    uint32_t len, uint32_t max_frame, uint32_t hdr_len, uint32_t mss);
+/*
+ * Make segment @p index of a scattered packet a whole frame where it lies,
+ * at @p frame (the first segment's is @p first itself): the headers copied
+ * from the first segment's, fixed, checksums computed.  The first segment's
+ * headers are the others' template, so it is done last.  Returns its
+ * length, or -EINVAL.
+ */
+int rtn_gso_fix_in_place(const struct rtn_gso_seg *g, uint32_t index, uint8_t *frame);
 /* Write the next frame to @p out; returns its length, 0 when done, -ENOSPC if @p cap is short. */
 int rtn_gso_next(struct rtn_gso_seg *g, uint8_t *out, uint32_t cap);
 /* Frames left to send. */

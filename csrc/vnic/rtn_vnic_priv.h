@@ -14,6 +14,9 @@
 
 #include <stdint.h>
 
+/* UMEM frames the station's first socket lends its VNIC: the ring to the wire (rtn_vnic_wire_priv.h) */
+#define RTN_VNIC_TX_FRAMES 1024
+
 struct rtn_vnic;
 struct rtn_tdma;
 struct rtn_xsk;

@@ -49,10 +49,9 @@
 #include "rtn_station_priv.h"
 #include "rtn_vnic_gso.h"
 #include "rtn_vnic_priv.h"
+#include "rtn_vnic_wire_priv.h"
 #include "rtn_xsk.h"
 
-/* frames between the RT thread and the pump, each way: a period's at 1 Gbit/s and more */
-#define VNIC_RING 1024
 #define VNIC_PRIO 31 /* RTnet: NRT traffic is the lowest priority */
 /*
  * Batched under a flow: the pump's period, and the frames a period takes to
@@ -81,8 +80,8 @@
  * Copies a wire frame's bytes go through between the VNIC's ring and the
  * wire in per-packet mode: the discipline's queue and the UMEM frame the
  * socket sends from.  Counted with the VNIC's own (tx_copy_bytes).  A
- * batched VNIC's frames are sent from the ring, with the UMEM copy alone
- * (rtn_vnic_next).
+ * batched VNIC's frames are sent in place from the ring (rtn_vnic_wire_priv.h),
+ * with no copy unless the socket lends no frames.
  */
 #define VNIC_TX_COPIES_AFTER_RING 2
 
@@ -101,7 +100,7 @@ struct tap_loan {
 	uint64_t addr;
 };
 
-/* An SPSC ring of whole frames (pump <-> RT thread). */
+/* An SPSC ring of whole frames (RT thread -> pump). */
 struct frame_ring {
 	uint32_t head __attribute__((aligned(64)));
 	uint32_t tail __attribute__((aligned(64)));
@@ -111,13 +110,13 @@ struct frame_ring {
 struct rtn_vnic {
 	struct rtn_station *s; /* its clock, eventfd, MAC and counters */
 	int tap_fd;
-	int mode;		    /* RTN_VNIC_BATCHED or RTN_VNIC_PER_PACKET */
-	uint32_t slot;		    /* TDMA: the slot its frames go in */
-	struct frame_ring *to_wire; /* pump -> RT: encapsulated wire frames */
-	struct frame_ring *to_tap;  /* RT -> pump: decapsulated received frames */
-	struct tap_loan *loan;	    /* to_tap's slots: where each frame's bytes are */
-	uint32_t reclaimed;	    /* RT thread: to_tap's slots up to here have no loan left */
-	int pump_efd;		    /* the RT thread (or stop) wakes the pump */
+	int mode;		   /* RTN_VNIC_BATCHED or RTN_VNIC_PER_PACKET */
+	uint32_t slot;		   /* TDMA: the slot its frames go in */
+	struct wire_ring *to_wire; /* pump -> RT: encapsulated wire frames, built in place */
+	struct frame_ring *to_tap; /* RT -> pump: decapsulated received frames */
+	struct tap_loan *loan;	   /* to_tap's slots: where each frame's bytes are */
+	uint32_t reclaimed;	   /* RT thread: to_tap's slots up to here have no loan left */
+	int pump_efd;		   /* the RT thread (or stop) wakes the pump */
 	pthread_t pump;
 	int pump_on;
 	volatile int stop;
@@ -130,6 +129,7 @@ struct rtn_vnic {
 	uint32_t period_moved; /* frames it moved both ways in it */
 	/* the RT thread wants a kick when frames are ready (NoMAC with room) */
 	int rt_wants_kick;
+	uint64_t in_place_seen; /* RT thread: the socket's in-place sends counted so far */
 	/*
 	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
 	 * TAP writes are merged segments gathered from the ring.  Both are the
@@ -138,17 +138,12 @@ struct rtn_vnic {
 	int vnet;
 	uint8_t *gso_buf;
 	struct rtn_gso_seg gso; /* the super-packet being cut, kept across rounds */
+	/* how the next super-packet is read into the ring's frames (as the last was cut) */
+	uint32_t lay_hdr_len, lay_mss;
 	struct rtn_gro gro;
 };
 
 /* ---- ring helpers -------------------------------------------------------- */
-
-static inline struct frame_slot *fr_prod(struct frame_ring *r)
-{
-	if (r->head - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) >= VNIC_RING)
-		return NULL;
-	return &r->slot[r->head % VNIC_RING];
-}
 
 static inline void fr_commit(struct frame_ring *r)
 {
@@ -280,6 +275,141 @@ static int pump_pull(struct rtn_vnic *v, uint8_t *inner, uint32_t cap, uint32_t 
 	return n;
 }
 
+/* ---- Linux -> wire in place: the TAP read straight into the frames that leave ---- */
+
+/* the first guess: Ethernet, IPv4 and TCP with timestamps, the rest of a frame of payload */
+#define LAY_HDR_LEN 66
+/* a layout of more frames than this (a tiny gso_size) is not read in place */
+#define LAY_MAX_FRAMES 128
+
+/*
+ * The frames one read fills when laid out as @p hdr_len + @p mss: enough
+ * for the largest super-packet, or 0 when that is more than LAY_MAX_FRAMES.
+ */
+static uint32_t lay_frames(uint32_t hdr_len, uint32_t mss)
+{
+	uint32_t n = mss ? (RTN_GSO_MAX + mss - 1) / mss + 1 : 0;
+
+	return n <= LAY_MAX_FRAMES ? n : 0;
+}
+
+/*
+ * A read that does not lie as laid out, back together in the GSO buffer
+ * (vnet header first), as a read into it would have left it: the one extra
+ * copy such a packet costs.  The bytes beyond the layout, read into the
+ * buffer's start, go to their place first.  0, or -1 when the read was
+ * larger than the buffer (no TAP packet is).
+ */
+static int gather(struct rtn_vnic *v, const struct iovec *iov, uint32_t n_iov, uint32_t n)
+{
+	uint32_t i, at = 0;
+
+	if (n > RTN_GSO_BUF)
+		return -1;
+	for (i = 0; i + 1 < n_iov; i++)
+		at += (uint32_t)iov[i].iov_len;
+	if (n > at)
+		memmove(v->gso_buf + at, v->gso_buf, n - at);
+	for (i = 0, at = 0; i + 1 < n_iov && at < n; i++) {
+		uint32_t k = n - at < iov[i].iov_len ? n - at : (uint32_t)iov[i].iov_len;
+
+		memcpy(v->gso_buf + at, iov[i].iov_base, k);
+		at += k;
+	}
+	VSTAT_ADD(v, tx_copy_bytes, n);
+	return 0;
+}
+
+/* The @p nseg segments of the scattered packet in v->gso, cut where they lie, queued. */
+static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
+{
+	struct wire_ring *r = v->to_wire;
+	uint32_t i, len[LAY_MAX_FRAMES];
+
+	/* the first segment's headers are the template: it is cut last */
+	for (i = nseg; i-- > 0;) {
+		uint8_t *f = wire_frame(r, r->head + i);
+		int n = rtn_gso_fix_in_place(&v->gso, i, f + RTMAC_HLEN);
+		int l = n > 0 ? rtn_rtmac_tunnel_encap(f, VNIC_FRAME_MAX, f + RTMAC_HLEN,
+						       (uint32_t)n, v->s->o.mac) :
+				-1;
+
+		len[i] = l > 0 ? (uint32_t)l : 0;
+		if (n > 0)
+			VSTAT_ADD(v, tap_rx_bytes, n);
+	}
+	for (i = 0; i < nseg; i++) {
+		if (!len[i]) /* cannot be (the sizes were checked): left empty, skipped */
+			VSTAT_ADD(v, tx_dropped, 1);
+		wire_commit(r, len[i]);
+	}
+	VSTAT_ADD(v, tap_rx, nseg);
+	memset(&v->gso, 0, sizeof(v->gso));
+}
+
+/*
+ * One TAP read scattered straight into the ring's free frames (readv), laid
+ * out as the last super-packet was cut: the vnet header aside, the headers
+ * and the first segment's payload at the first frame's inner frame, each
+ * further segment's payload at its frame's header length.  A packet that
+ * lies as laid out is cut where it is: only its headers are written per
+ * segment, and the only copy of its payload is the kernel's into the UMEM
+ * frames it leaves from.  Any other (a new flow's header length or MSS, a
+ * frame larger than the first) is gathered into the GSO buffer and begun
+ * there (v->gso), to be cut as before, and sets the layout for the next.
+ * Returns 1 when it queued frames or began a packet, 0 when the TAP had
+ * nothing, -1 after a malformed packet was dropped (counted), and -2 when
+ * the ring has no room for a whole layout: the caller reads into the GSO
+ * buffer then.
+ */
+static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
+{
+	struct wire_ring *r = v->to_wire;
+	uint32_t hdr = v->lay_hdr_len, mss = v->lay_mss, nf = lay_frames(hdr, mss);
+	uint32_t cap = VNIC_FRAME_MAX - RTMAC_HLEN, i, n;
+	struct iovec iov[LAY_MAX_FRAMES + 2];
+	uint8_t vnet[RTN_VNET_HDR_LEN];
+	ssize_t got;
+	int nseg = 0;
+
+	if (!nf || VNIC_RING - wire_depth(r) < nf || hdr + mss > cap)
+		return -2;
+	iov[0] = (struct iovec){ vnet, sizeof(vnet) };
+	iov[1] = (struct iovec){ wire_frame(r, r->head) + RTMAC_HLEN, hdr + mss };
+	for (i = 1; i < nf; i++)
+		iov[1 + i] = (struct iovec){ wire_frame(r, r->head + i) + RTMAC_HLEN + hdr, mss };
+	iov[1 + nf] = (struct iovec){ v->gso_buf, RTN_GSO_BUF }; /* beyond the layout */
+	got = readv(v->tap_fd, iov, (int)nf + 2);
+	if (got <= 0) {
+		if (got < 0)
+			tap_error(v, errno);
+		return 0;
+	}
+	++*reads;
+	VSTAT_ADD(v, tap_reads, 1);
+	VSTAT_ADD(v, tx_copy_bytes, got); /* the kernel's copy out of the skb */
+	n = (uint32_t)got;
+	if (n >= sizeof(vnet) && n - sizeof(vnet) <= hdr + mss * nf)
+		nseg = rtn_gso_begin_scattered(&v->gso, vnet, iov[1].iov_base, n - sizeof(vnet),
+					       cap, hdr, mss);
+	if (nseg > 0) {
+		queue_in_place(v, (uint32_t)nseg);
+		return 1;
+	}
+	if (nseg == 0 && !gather(v, iov, nf + 2, n))
+		nseg = rtn_gso_begin(&v->gso, v->gso_buf, n, cap);
+	if (nseg <= 0) {
+		memset(&v->gso, 0, sizeof(v->gso));
+		VSTAT_ADD(v, tx_bad, 1);
+		return -1;
+	}
+	if (v->gso.gso) { /* the next read is laid out as this packet is cut */
+		v->lay_hdr_len = v->gso.hdr_len;
+		v->lay_mss = v->gso.mss;
+	}
+	return 1;
+}
+
 /*
  * The TAP's packets into the ring to the wire, encapsulated in place (the
  * inner frame is cut RTMAC_HLEN bytes into the slot, so the RTmac header
@@ -292,28 +422,37 @@ static uint32_t pump_fill(struct rtn_vnic *v, uint32_t max_reads)
 	uint32_t reads = 0, queued = 0;
 
 	while (tap_usable(v) && (reads < max_reads || rtn_gso_left(&v->gso))) {
-		struct frame_slot *f = fr_prod(v->to_wire);
+		uint8_t *f;
 		int n, len;
 
+		if (v->vnet && !rtn_gso_left(&v->gso)) {
+			uint32_t before = v->to_wire->head;
+			int rc = pump_read_in_place(v, &reads);
+
+			if (!rc)
+				break;
+			queued += v->to_wire->head - before;
+			if (rc != -2)
+				continue; /* queued, dropped, or begun in the GSO buffer */
+		}
+		f = wire_prod(v->to_wire);
 		if (!f) {
 			VSTAT_ADD(v, ring_full,
 				  1); /* backpressure: Linux's packets wait in the TAP */
 			break;
 		}
-		n = pump_pull(v, f->data + RTMAC_HLEN, sizeof(f->data) - RTMAC_HLEN, &reads);
+		n = pump_pull(v, f + RTMAC_HLEN, VNIC_FRAME_MAX - RTMAC_HLEN, &reads);
 		if (!n)
 			break;
 		if (n < 0)
 			continue;
-		len = rtn_rtmac_tunnel_encap(f->data, sizeof(f->data), f->data + RTMAC_HLEN,
-					     (uint32_t)n, v->s->o.mac);
+		len = rtn_rtmac_tunnel_encap(f, VNIC_FRAME_MAX, f + RTMAC_HLEN, (uint32_t)n,
+					     v->s->o.mac);
 		if (len < 0) {
 			VSTAT_ADD(v, tx_dropped, 1);
 			continue;
 		}
-		f->len = (uint32_t)len;
-		f->stamp_off = -1;
-		fr_commit(v->to_wire);
+		wire_commit(v->to_wire, (uint32_t)len);
 		queued++;
 	}
 	return queued;
@@ -334,33 +473,44 @@ static void took_frames(struct rtn_vnic *v, uint32_t n)
 		return;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* our tail before its flag (see pump_wait) */
 	if (__atomic_load_n(&v->pump_wants_room, __ATOMIC_RELAXED) &&
-	    fr_depth(v->to_wire) <= tx_refill_at(v))
+	    wire_depth(v->to_wire) <= tx_refill_at(v))
 		pump_kick(v);
+}
+
+/* The slots whose frames the kernel is done with back to the pump. */
+static void retire_frames(struct rtn_vnic *v)
+{
+	uint64_t sent, done;
+
+	rtn_xsk_lent_counts(v->s->xsk, &sent, &done);
+	took_frames(v, wire_retire(v->to_wire, done));
 }
 
 /*
  * Batched VNIC: the next ready frame, sent by the discipline straight from
  * the ring once its own queue is empty (TDMA's slot queue, NoMAC's FIFO):
- * the only copy after the ring is into the UMEM frame.  NULL when none is
+ * in place, from the UMEM frame the pump built it in.  NULL when none is
  * ready; one larger than @p max bytes (the slot it would go in is smaller
  * than the VNIC's, which shrank under a running VNIC) is dropped.  The
  * discipline calls rtn_vnic_taken once it sent the frame or gave up on it.
  */
 uint8_t *rtn_vnic_next(struct rtn_vnic *v, uint32_t max, uint32_t *len)
 {
-	struct frame_slot *f;
+	struct wire_slot *w;
+	uint8_t *f;
 
 	if (v->mode != RTN_VNIC_BATCHED)
 		return NULL;
-	while ((f = fr_peek(v->to_wire)) && f->len > max) {
-		VSTAT_ADD(v, tx_dropped, 1);
-		fr_release(v->to_wire);
-		took_frames(v, 1);
+	retire_frames(v);
+	while ((f = wire_peek(v->to_wire, &w)) && (w->len > max || !w->len)) {
+		if (w->len) /* an empty one was counted by the pump */
+			VSTAT_ADD(v, tx_dropped, 1);
+		wire_handed(v->to_wire, 0);
 	}
 	if (!f)
 		return NULL;
-	*len = f->len;
-	return f->data;
+	*len = w->len;
+	return f;
 }
 
 /*
@@ -381,36 +531,42 @@ uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32
 
 void rtn_vnic_taken(struct rtn_vnic *v, uint32_t len, int sent)
 {
-	if (sent)
-		VSTAT_ADD(v, tx_copy_bytes, len); /* into the UMEM frame the socket sends */
-	else
+	uint64_t in_place, done;
+
+	/* the socket counts a frame it sent in place; any other was copied (a second port's) */
+	rtn_xsk_lent_counts(v->s->xsk, &in_place, &done);
+	if (!sent)
 		VSTAT_ADD(v, tx_dropped, 1);
-	fr_release(v->to_wire);
-	took_frames(v, 1);
+	else if (in_place == v->in_place_seen)
+		VSTAT_ADD(v, tx_copy_bytes, len); /* into a TX frame of the socket */
+	wire_handed(v->to_wire, sent && in_place != v->in_place_seen);
+	v->in_place_seen = in_place;
 }
 
 /* Per-packet VNIC: every frame the pump handed over, to the discipline's @p queue at once. */
 void rtn_vnic_take(struct rtn_vnic *v, rtn_vnic_queue_fn queue, void *priv)
 {
-	struct frame_slot *f;
-	uint32_t took = 0;
+	struct wire_slot *w;
+	uint8_t *f;
 
 	if (v->mode != RTN_VNIC_PER_PACKET)
 		return;
-	while ((f = fr_peek(v->to_wire))) {
-		if (queue(priv, v->slot, VNIC_PRIO, f->data, f->len) < 0)
+	while ((f = wire_peek(v->to_wire, &w))) {
+		if (!w->len) /* counted by the pump */
+			;
+		else if (queue(priv, v->slot, VNIC_PRIO, f, w->len) < 0)
 			VSTAT_ADD(v, tx_dropped, 1);
 		else
-			VSTAT_ADD(v, tx_copy_bytes, (uint64_t)f->len * VNIC_TX_COPIES_AFTER_RING);
-		fr_release(v->to_wire);
-		took++;
+			VSTAT_ADD(v, tx_copy_bytes, (uint64_t)w->len * VNIC_TX_COPIES_AFTER_RING);
+		wire_handed(v->to_wire, 0); /* the queue has its own copy */
 	}
-	took_frames(v, took);
+	retire_frames(v);
 }
 
 /* Before the RT thread waits: whether frames from the pump should wake it (NoMAC with room). */
 void rtn_vnic_before_wait(struct rtn_vnic *v, int wake_me)
 {
+	retire_frames(v); /* the wake-up's kicks are done: the kernel has its frames */
 	__atomic_store_n(&v->rt_wants_kick, wake_me && v->mode == RTN_VNIC_BATCHED,
 			 __ATOMIC_SEQ_CST);
 }
@@ -658,7 +814,7 @@ static void pump_wait(struct rtn_vnic *v)
 {
 	int periodic = v->mode == RTN_VNIC_BATCHED && v->pump_heavy;
 	uint32_t taken = __atomic_load_n(&v->to_wire->tail, __ATOMIC_ACQUIRE);
-	uint32_t depth = fr_depth(v->to_wire);
+	uint32_t depth = wire_depth(v->to_wire);
 	int watch_tap = tap_usable(v) && !periodic && depth == 0;
 	int64_t wait_ns = periodic ? v->period_at + VNIC_PUMP_PERIOD_NS - rtn_now() :
 				     VNIC_PUMP_IDLE_NS;
@@ -679,7 +835,7 @@ static void pump_wait(struct rtn_vnic *v)
 	 * queued received frames before they were.
 	 */
 	if ((__atomic_load_n(&v->to_wire->tail, __ATOMIC_ACQUIRE) != taken &&
-	     fr_depth(v->to_wire) <= tx_refill_at(v)) ||
+	     wire_depth(v->to_wire) <= tx_refill_at(v)) ||
 	    (!periodic && fr_depth(v->to_tap))) {
 		if (__atomic_exchange_n(&v->pump_asleep, 0, __ATOMIC_SEQ_CST))
 			return;
@@ -748,6 +904,8 @@ void rtn_vnic_destroy(struct rtn_vnic *v)
 		close(v->pump_efd);
 	free(v->to_tap);
 	free(v->loan);
+	if (v->to_wire)
+		free(v->to_wire->own);
 	free(v->to_wire);
 	free(v->gso_buf);
 	free(v);
@@ -781,6 +939,8 @@ static int alloc_gso_buffers(struct rtn_vnic *v)
 	if (!v->gso_buf)
 		return rtn_set_error(-ENOMEM, "VNIC: cannot allocate its GSO buffer");
 	rtn_gro_init(&v->gro);
+	v->lay_hdr_len = LAY_HDR_LEN;
+	v->lay_mss = VNIC_FRAME_MAX - RTMAC_HLEN - LAY_HDR_LEN;
 	return 0;
 }
 
@@ -801,8 +961,11 @@ static int vnic_create(struct rtn_station *s, int tap_fd, int mode, uint32_t slo
 	v->pump_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	v->to_tap = aligned_alloc(64, sizeof(struct frame_ring));
 	v->loan = calloc(VNIC_RING, sizeof(*v->loan));
-	v->to_wire = aligned_alloc(64, sizeof(struct frame_ring));
-	if (v->tap_fd < 0 || v->pump_efd < 0 || !v->to_tap || !v->loan || !v->to_wire) {
+	v->to_wire = aligned_alloc(64, sizeof(struct wire_ring));
+	if (v->to_wire)
+		memset(v->to_wire, 0, sizeof(struct wire_ring));
+	if (v->tap_fd < 0 || v->pump_efd < 0 || !v->to_tap || !v->loan || !v->to_wire ||
+	    wire_ring_place(v->to_wire, s->xsk) < 0) {
 		rc = rtn_set_error(-ENOMEM, "VNIC: cannot allocate its rings and descriptors");
 		goto fail;
 	}
@@ -817,7 +980,6 @@ static int vnic_create(struct rtn_station *s, int tap_fd, int mode, uint32_t slo
 	}
 	fcntl(v->tap_fd, F_SETFL, fcntl(v->tap_fd, F_GETFL) | O_NONBLOCK);
 	memset(v->to_tap, 0, sizeof(struct frame_ring));
-	memset(v->to_wire, 0, sizeof(struct frame_ring));
 	*out = v;
 	return 0;
 fail:
@@ -835,6 +997,7 @@ fail:
  */
 int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 {
+	uint64_t lent_sent, lent_done;
 	int rc;
 
 	pump_stop(v);
@@ -846,7 +1009,9 @@ int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 	/* a harness lends no UMEM frame (it has none), so there is nothing to give back */
 	v->to_tap->head = v->to_tap->tail = v->reclaimed = 0;
 	memset(v->loan, 0, VNIC_RING * sizeof(*v->loan));
-	v->to_wire->head = v->to_wire->tail = 0;
+	rtn_xsk_lent_counts(v->s->xsk, &lent_sent, &lent_done);
+	wire_ring_reset(v->to_wire, lent_sent);
+	v->in_place_seen = lent_sent;
 	v->tap_dead = 0;
 	v->vnet = vnet;
 	v->pump_asleep = v->pump_wants_room = v->rt_wants_kick = v->pump_heavy = 0;
@@ -870,10 +1035,19 @@ void rtn_vnic_pump_once(struct rtn_vnic *v)
 	pump_round(v);
 }
 
-/* On the RT thread: the VNIC it uses from now on (NULL: none). */
-static void vnic_go_live(struct rtn_station *s, uintptr_t v)
+/*
+ * On the RT thread: the VNIC it uses from now on, its ring counting the
+ * socket's in-place sends and completions from here.
+ */
+static void vnic_go_live(struct rtn_station *s, uintptr_t arg)
 {
-	s->vnic = (struct rtn_vnic *)v;
+	struct rtn_vnic *v = (struct rtn_vnic *)arg;
+	uint64_t sent, done;
+
+	rtn_xsk_lent_counts(s->xsk, &sent, &done);
+	wire_ring_reset(v->to_wire, sent);
+	v->in_place_seen = sent;
+	s->vnic = v;
 }
 
 int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot)
@@ -909,6 +1083,25 @@ out:
 }
 
 /*
+ * The frames the VNIC sent in place, done: the next VNIC builds its frames
+ * in the same UMEM frames from the first on.  In copy mode the last kick
+ * completed them all; a zero-copy NIC completes them within microseconds.
+ * At most IN_PLACE_DRAIN_NS is waited: a NIC that stopped sending cannot
+ * hold the detach.
+ */
+#define IN_PLACE_DRAIN_NS 1000000
+static void wait_in_place_done(struct rtn_station *s)
+{
+	int64_t until = rtn_now() + IN_PLACE_DRAIN_NS;
+	uint64_t sent, done;
+
+	do {
+		rtn_xsk_flush(s->xsk);
+		rtn_xsk_lent_counts(s->xsk, &sent, &done);
+	} while (sent != done && rtn_now() < until);
+}
+
+/*
  * On the RT thread, the pump stopped: the VNIC it no longer uses, every
  * frame still lent to it back to its fill ring, written or not.
  */
@@ -919,6 +1112,7 @@ static void vnic_go_away(struct rtn_station *s, uintptr_t arg)
 	s->vnic = NULL;
 	__atomic_store_n(&v->to_tap->tail, v->to_tap->head, __ATOMIC_RELEASE);
 	rtn_vnic_reclaim(v);
+	wait_in_place_done(s);
 }
 
 int rtn_station_vnic_detach(struct rtn_station *s)

@@ -6,7 +6,9 @@
  * UMEM layout: the first half of the frames feeds the fill ring (RX), the
  * second half is a stack of free TX frames that the completion ring refills.
  * An RX frame goes straight back to the fill ring once it is consumed, so
- * neither direction ever allocates.  The XDP program in front of the socket
+ * neither direction ever allocates.  Past the two halves lie the frames
+ * lent to the socket's owner (rtn_xsk_lent_area): a frame built there is
+ * sent in place, and its completion is counted instead of freed.  The XDP program in front of the socket
  * and its maps are rtn_xsk_prog.c's.
  */
 #include <errno.h>
@@ -102,7 +104,8 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o, int ze
 	};
 	int err;
 
-	x->area_size = (size_t)x->frames * x->frame_size;
+	x->lend_at = (uint64_t)x->frames * x->frame_size;
+	x->area_size = (size_t)(x->frames + x->lend_frames) * x->frame_size;
 	x->area = mmap(NULL, x->area_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (x->area == MAP_FAILED) {
@@ -170,6 +173,9 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	if (o->frames < 64 || (o->frames & (o->frames - 1)))
 		return rtn_set_error(-EINVAL, "frames must be a power of two >= 64, not %u",
 				     o->frames);
+	if (o->lend_frames > RTN_XSK_MAX_LEND)
+		return rtn_set_error(-EINVAL, "at most %u frames lent, not %u", RTN_XSK_MAX_LEND,
+				     o->lend_frames);
 	if (o->n_ethertypes > RTN_XSK_MAX_ETHERTYPES)
 		return rtn_set_error(-EINVAL, "at most %d extra EtherTypes",
 				     RTN_XSK_MAX_ETHERTYPES);
@@ -184,6 +190,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	snprintf(x->ifname, sizeof(x->ifname), "%s", o->ifname);
 	x->queue = o->queue;
 	x->frames = o->frames;
+	x->lend_frames = o->lend_frames;
 	x->frame_size = RTN_XSK_FRAME_SIZE;
 	x->busy_poll = o->busy_poll;
 	x->fd = -1;
@@ -278,6 +285,7 @@ int rtn_xsk_stats(const struct rtn_xsk *x, struct rtn_xsk_stats *out)
 {
 	rtn_clear_error();
 	*out = x->st;
+	out->tx_in_place = x->lent_sent;
 	out->rx_kept = __atomic_load_n(&x->kept, __ATOMIC_RELAXED);
 	if (x->open)
 		rtn_xsk_prog_counters(x, out);
@@ -291,8 +299,14 @@ static inline void reap_completions(struct rtn_xsk *x)
 	uint32_t idx, n, i;
 
 	n = xsk_ring_cons__peek(&x->comp, x->frames / 2, &idx);
-	for (i = 0; i < n; i++)
-		x->tx_free[x->n_tx_free++] = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
+	for (i = 0; i < n; i++) {
+		uint64_t addr = *xsk_ring_cons__comp_addr(&x->comp, idx + i);
+
+		if (addr >= x->lend_at) /* the owner's: it counts them, in order */
+			x->lent_done++;
+		else
+			x->tx_free[x->n_tx_free++] = addr;
+	}
 	if (n)
 		xsk_ring_cons__release(&x->comp, n);
 }
@@ -351,6 +365,34 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	}
 }
 
+/*
+ * Whether @p frame lies wholly inside one lent frame (sent in place).  A
+ * pointer anywhere else, into the RX half included, is copied as always.
+ */
+static inline int lent_frame(const struct rtn_xsk *x, const void *frame, uint32_t len)
+{
+	const uint8_t *lent = (const uint8_t *)x->area + x->lend_at;
+	uintptr_t off = (uintptr_t)frame - (uintptr_t)lent;
+
+	return x->lend_frames && (const uint8_t *)frame >= lent &&
+	       off < (uintptr_t)x->lend_frames * x->frame_size &&
+	       off % x->frame_size + len <= x->frame_size;
+}
+
+uint8_t *rtn_xsk_lent_area(struct rtn_xsk *x, uint32_t *n)
+{
+	*n = x->open && x->area ? x->lend_frames : 0;
+	return *n ? (uint8_t *)x->area + x->lend_at : NULL;
+}
+
+void rtn_xsk_lent_counts(struct rtn_xsk *x, uint64_t *sent, uint64_t *done)
+{
+	if (x->open)
+		reap_completions(x);
+	*sent = x->lent_sent;
+	*done = x->lent_done;
+}
+
 int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,
 		    int64_t stamp_add, int64_t deadline, int64_t *tx_ts)
 {
@@ -359,6 +401,7 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	uint32_t idx;
 	uint8_t *data;
 	int64_t now;
+	int in_place;
 
 	rtn_clear_error();
 	if (!x->open)
@@ -380,8 +423,9 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	 */
 	if (x->kick_pending && x->pending_stamped != (stamp_offset >= 0))
 		rtn_xsk_flush(x);
+	in_place = lent_frame(x, frame, len);
 	reap_completions(x);
-	if (!x->n_tx_free) {
+	if (!x->n_tx_free && !in_place) {
 		kick_tx(x);
 		reap_completions(x);
 	}
@@ -393,14 +437,20 @@ int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stam
 	now = rtn_now();
 	if (now > deadline)
 		return -ETIME;
-	if (!x->n_tx_free || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
+	if ((!x->n_tx_free && !in_place) || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 		x->st.tx_ring_full++;
 		kick_tx(x);
 		return -EAGAIN;
 	}
-	addr = x->tx_free[--x->n_tx_free];
-	data = xsk_umem__get_data(x->area, addr);
-	memcpy(data, frame, len);
+	if (in_place) {
+		data = (uint8_t *)frame;
+		addr = (uint64_t)(data - (uint8_t *)x->area);
+		x->lent_sent++;
+	} else {
+		addr = x->tx_free[--x->n_tx_free];
+		data = xsk_umem__get_data(x->area, addr);
+		memcpy(data, frame, len);
+	}
 	desc = xsk_ring_prod__tx_desc(&x->tx, idx);
 	desc->addr = addr;
 	desc->len = len;

@@ -25,6 +25,7 @@
 
 #define RTN_XSK_MAX_ETHERTYPES 14   /* map holds 16: RTmac and RTcfg are always in */
 #define RTN_XSK_FRAME_SIZE     4096 /* UMEM frame: libxdp's XSK_UMEM__DEFAULT_FRAME_SIZE */
+#define RTN_XSK_MAX_LEND       4096 /* rtn_xsk_opts.lend_frames at most */
 
 struct rtn_xsk;
 
@@ -39,6 +40,12 @@ struct rtn_xsk_opts {
 	int busy_poll;	 /* spin on the RX ring instead of poll(2) */
 	uint32_t n_ethertypes;
 	uint16_t ethertypes[14]; /* extra real-time EtherTypes (host order) */
+	/*
+	 * UMEM frames past the RX and TX halves that the socket never takes for
+	 * itself: their owner writes frames there and sends them in place
+	 * (rtn_xsk_lent_area), 0 for none.
+	 */
+	uint32_t lend_frames;
 };
 
 struct rtn_xsk_stats {
@@ -60,8 +67,9 @@ struct rtn_xsk_stats {
 	 * no socket bound, passed to Linux (all queues; the first 8 one by one) */
 	uint64_t xdp_unbound;
 	uint64_t xdp_unbound_queue[8];
-	int mode;     /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
-	int zerocopy; /* 1 when the socket is bound zero-copy */
+	uint64_t tx_in_place; /* frames sent from the lent area, without a copy */
+	int mode;	      /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
+	int zerocopy;	      /* 1 when the socket is bound zero-copy */
 };
 
 /** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */
@@ -134,6 +142,20 @@ void rtn_xsk_rx_release(struct rtn_xsk *x);
 int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr);
 /** A kept frame back to the fill ring (same thread as the peek). */
 void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr);
+/**
+ * The frames past the RX and TX halves (rtn_xsk_opts.lend_frames), each
+ * rtn_xsk_frame_size() bytes, *@p n of them; NULL when there are none.  A
+ * frame written there and given to a send goes out in place, without the
+ * copy into a TX frame.  Its owner must not write it again until the kernel
+ * is done with it: rtn_xsk_lent_done() counts those frames, which complete
+ * in the order they were sent.
+ */
+uint8_t *rtn_xsk_lent_area(struct rtn_xsk *x, uint32_t *n);
+/**
+ * Frames sent in place so far (*@p sent), and of those the kernel is done
+ * with (*@p done, completions reaped first).  Same thread as the sends.
+ */
+void rtn_xsk_lent_counts(struct rtn_xsk *x, uint64_t *sent, uint64_t *done);
 /**
  * Batch transmissions: with @p on, sends only submit their descriptors and
  * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick

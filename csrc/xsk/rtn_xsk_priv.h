@@ -56,6 +56,9 @@ struct rtn_xsk {
 
 	uint64_t *tx_free; /* stack of free TX frame addresses */
 	uint32_t n_tx_free;
+	uint32_t lend_frames; /* frames past the two halves, their owner's (rtn_xsk_lent_area) */
+	uint64_t lend_at;     /* UMEM address of the first */
+	uint64_t lent_sent, lent_done;
 
 	uint32_t peek_idx; /* RX ring index of an outstanding peek */
 	uint32_t peek_n;

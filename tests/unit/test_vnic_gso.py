@@ -343,3 +343,48 @@ def test_checksum_agrees_with_the_16_bit_sum_at_every_tail_length(payload_len):
     if payload_len:
         raw[-1] ^= 0x01  # one bit off in the last byte: the last tail's word
         assert lib.rtn_l4_csum_ok(bytes(raw), len(raw)) == 0
+
+
+def cut_scattered(read: bytes, hdr: int, mss: int, max_frame=MAX_FRAME):
+    """The VNIC pump's in-place path: ``read`` (vnet header + packet) laid out as its TAP
+    read scatters it (the first hdr + mss bytes in frame 0, each next mss bytes at frame k's
+    offset hdr), begun with rtn_gso_begin_scattered and cut where it lies, the first
+    segment last.  (its result, the frames)."""
+    pkt = read[10:]
+    n_frames = -(-65536 // mss) + 1
+    frames = [ffi.new("uint8_t[2048]") for _ in range(n_frames)]
+    ffi.memmove(frames[0], pkt[: hdr + mss], min(len(pkt), hdr + mss))
+    at, k = hdr + mss, 1
+    while at < len(pkt):
+        chunk = pkt[at : at + mss]
+        ffi.memmove(frames[k] + hdr, chunk, len(chunk))
+        at, k = at + len(chunk), k + 1
+    g = ffi.new("struct rtn_gso_seg *")
+    n = lib.rtn_gso_begin_scattered(g, read[:10], frames[0], len(pkt), max_frame, hdr, mss)
+    if n <= 0:
+        return n, []
+    lengths = [lib.rtn_gso_fix_in_place(g, i, frames[i]) for i in reversed(range(n))][::-1]
+    return n, [bytes(ffi.buffer(frames[i], m)) for i, m in enumerate(lengths)]
+
+
+@pytest.mark.parametrize("size", [1, MSS, MSS + 1, 40000, 65535 - 20 - 32])
+def test_a_super_packet_read_in_place_is_cut_as_the_copying_path_cuts_it(size):
+    read = gso4(os.urandom(size), flags="FPAC")
+    n, frames = cut_scattered(read, 66, MSS)
+    assert n > 0 and (n, frames) == segment(read)
+    assert all(checksums_valid(f) for f in frames)
+
+
+def test_a_packet_that_does_not_lie_as_laid_out_is_left_to_be_gathered():
+    read = gso4(os.urandom(20000))
+    # another MSS or header length than the flow's: 0, the pump gathers it and cuts it as before
+    assert cut_scattered(read, 66, MSS - 8) == (0, [])
+    assert cut_scattered(read, 54, MSS) == (0, [])
+    # a lone frame that fits the first frame is in place whatever the guess
+    udp = bytes(Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2") / UDP() / b"x")
+    assert cut_scattered(vnet() + udp, 66, 1000) == (1, [udp])
+    # one that does not fit it spills into the next frame: gathered
+    assert cut_scattered(vnet() + udp, 20, 10) == (0, [])
+    # a bad packet wholly in the first frame is refused as the copying path refuses it
+    bad = vnet(0, lib.RTN_VNET_GSO_TCPV4, 66, 0) + udp
+    assert cut_scattered(bad, 66, MSS)[0] == segment(bad)[0] < 0
