@@ -150,7 +150,15 @@ STAGES = {
     "vnic_gso": (
         "stages",
         False,
-        "VNIC: a 64,000-byte TCP super-packet cut into 1514-byte frames with checksums",
+        "VNIC: a 64,000-byte TCP super-packet cut into 1514-byte frames with checksums, "
+        "copied out of the read buffer (a flow's first packet, or no room for a layout)",
+        "KB",
+    ),
+    "vnic_gso_in_place": (
+        "stages",
+        False,
+        "VNIC: the same super-packet as the TAP read scatters it into the frames its "
+        "segments leave from, cut where it lies (headers and checksums, no payload copied)",
         "KB",
     ),
     "vnic_gro": ("stages", False, "VNIC: those 45 frames merged back into one TAP write", "KB"),

@@ -48,15 +48,18 @@ def pump_cost_per_kb(log) -> dict | None:
             cost = json.load(f)
         out = {
             name: cost["stages"][name]["ir_per_unit"]
-            for name in ("vnic_gso", "vnic_gro")
-            if cost["stages"][name]["unit"] == "KB"
+            for name in ("vnic_gso_in_place", "vnic_gso", "vnic_gro")
+            if name in cost["stages"] and cost["stages"][name]["unit"] == "KB"
         }
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log(f"pump cost: {COST_JSON} unreadable ({exc}); run tools.bench_cost for it")
         return None
+    in_place = out.get("vnic_gso_in_place")
     log(
         f"pump cost ({COST_JSON}, commit {cost.get('commit', '?')}): segmentation "
-        f"{out.get('vnic_gso', 0):,.0f} and merging {out.get('vnic_gro', 0):,.0f} instructions per KB"
+        + (f"{in_place:,.0f} in place, " if in_place is not None else "")
+        + f"{out.get('vnic_gso', 0):,.0f} copying, and merging "
+        f"{out.get('vnic_gro', 0):,.0f} instructions per KB"
     )
     return out
 
