@@ -357,10 +357,11 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
  * frames it leaves from.  Any other (a new flow's header length or MSS, a
  * frame larger than the first) is gathered into the GSO buffer and begun
  * there (v->gso), to be cut as before, and sets the layout for the next.
- * Returns 1 when it queued frames or began a packet, 0 when the TAP had
- * nothing, -1 after a malformed packet was dropped (counted), and -2 when
- * the ring has no room for a whole layout: the caller reads into the GSO
- * buffer then.
+ * A ring with less room than a whole layout takes what fits in it in
+ * place (a lone frame always does) and gathers a larger packet.  Returns 1
+ * when it queued frames or began a packet, 0 when the TAP had nothing, -1
+ * after a malformed packet was dropped (counted), and -2 when the ring is
+ * full or no layout is known: the caller's usual path then.
  */
 static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
 {
@@ -370,10 +371,13 @@ static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
 	struct iovec iov[LAY_MAX_FRAMES + 2];
 	uint8_t vnet[RTN_VNET_HDR_LEN];
 	ssize_t got;
+	uint32_t room = VNIC_RING - wire_depth(r);
 	int nseg = 0;
 
-	if (!nf || VNIC_RING - wire_depth(r) < nf || hdr + mss > cap)
+	if (!nf || !room || hdr + mss > cap)
 		return -2;
+	if (nf > room) /* what does not fit the room left is gathered */
+		nf = room;
 	iov[0] = (struct iovec){ vnet, sizeof(vnet) };
 	iov[1] = (struct iovec){ wire_frame(r, r->head) + RTMAC_HLEN, hdr + mss };
 	for (i = 1; i < nf; i++)

@@ -90,7 +90,7 @@ def test_flood_above_link_rate_does_not_spin_the_rt_thread(lab):
     # a saturated link: about one wake-up to send a frame and one to refill the FIFO;
     # a spinning thread loops orders of magnitude more often
     assert loops < 5 * sent, f"{loops} loops for {sent} frames: the RT thread spins"
-    # the VNIC's frames go from its ring straight into UMEM once the FIFO is empty: copies
-    # per byte are the TAP read, the cut out of its buffer (vnet header) and the UMEM copy
+    # the VNIC's frames leave in place from the UMEM frames the TAP read put them in, once the
+    # FIFO is empty, even with the ring to the wire near full: the TAP read is the one copy
     v = b["vnic"]
-    assert v["tx_bad"] == 0 and round(v["tx_copy_bytes"] / v["tap_rx_bytes"]) == 3
+    assert v["tx_bad"] == 0 and round(v["tx_copy_bytes"] / v["tap_rx_bytes"]) == 1

@@ -484,11 +484,15 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
     lo, hi = grew("miss_late_wake")
     guard = plan().master.guard_ns
     assert lo <= sum(r.slots for r in recs if r.woke_late_ns > guard) <= hi
-    # every slot 0 occurrence that sent has its lateness on record, in order
+    # every slot 0 occurrence that sent has its lateness on record, in order.  The engine
+    # counts an occurrence a moment before the station writes its record, on the RT thread,
+    # while a snapshot and a record cursor are taken on this one: the occurrence of the
+    # wake-up that runs while s0 and the cursor (or s1 and the read) are taken may be on
+    # one side of the pair and not the other.  One each way, for the two pairs
     lo, hi = (
         s["tdma"]["slot0_lateness"].count - s0["tdma"]["slot0_lateness"].count for s in (s1, s2)
     )
-    assert lates and lo <= len(lates) <= hi
+    assert lates and lo - 1 <= len(lates) <= hi + 1
     assert all(a[0] <= b[0] for a, b in zip(lates, lates[1:])) and min(ns for _, ns in lates) >= 0
     held = [r for r in recs if r.woke_late_ns >= 20_000_000]
     assert held and all(r.at_ns >= held_at for r in held), recs
