@@ -8,7 +8,7 @@
  * around this one: rtn_nomac.c (the NoMAC discipline), rtn_station_tdma.c
  * (the TDMA engine of rtn_tdma.c wired to the station), rtn_station_chan.c
  * (application channels), rtn_station_rx.c (the receive dispatch and when
- * received frames wake the thread), rtn_vnic_pump.c (the VNIC) and
+ * received frames wake the thread), rtn_vnic_*.c (the VNIC) and
  * rtn_probe.c (benchmark probes and the rate generator).
  */
 #include <errno.h>

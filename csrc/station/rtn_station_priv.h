@@ -10,7 +10,7 @@
  *          rtn_station_tdma.c, rtn_nomac.c        the disciplines
  *          rtn_station_rx.c    the receive dispatch
  *          rtn_station_chan.c  application channels
- *          rtn_vnic_pump.c, rtn_probe.c, rtn_station_ip.c, rtn_capture.c
+ *          rtn_vnic_*.c, rtn_probe.c, rtn_station_ip.c, rtn_capture.c
  *          rtn_station_tx.c    sending (rtn_station_send), the clock
  *          rtn_station_mbox.c, rtn_station_frer.c
  *        What a lower file must ask of a higher one goes through a function

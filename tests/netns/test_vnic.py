@@ -239,6 +239,39 @@ def test_tap_deleted_under_running_station(lab, mode):
         assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
 
 
+def test_a_vnic_detached_under_a_flood_and_attached_again_sends_whole_frames(lab):
+    """The VNIC's frames leave from UMEM frames the socket lends it, and a slot goes back to
+    the pump only once the kernel completed its frame.  A VNIC detached while its ring is
+    full and attached again builds its frames in the same UMEM frames: what it sends then
+    must be whole frames of its own traffic, with valid checksums."""
+    with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, taps):
+        with netns.entered(lab.station(1).netns):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with sock:
+            for _ in range(5000):  # more than the ring and the window carry at once
+                try:
+                    sock.sendto(b"x" * 1000, ("198.19.0.2", 9))
+                except OSError:
+                    pass
+            stations[0].detach_vnic()
+        before = stations[0].stats()["xsk"]["tx_in_place"]
+        assert before > 0
+        stations[0].attach_vnic(taps[0].fd, "batched", slot=1)
+        payload = os.urandom(512 * 1024)
+        with WireCapture(lab.wire_netns, ethertypes={ETH_RTMAC}) as cap:
+            assert tcp_transfer(lab, payload) == hashlib.sha256(payload).hexdigest()
+        assert stations[0].stats()["xsk"]["tx_in_place"] > before
+        v = stations[0].stats()["vnic"]
+        assert v["tx_bad"] == 0
+    tcp = [
+        inner_frame(c.data)
+        for c in cap.frames
+        if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"
+    ]
+    tcp = [f for f in tcp if f[23] == 6]
+    assert tcp and all(lib.rtn_l4_csum_ok(f, len(f)) for f in tcp)
+
+
 def set_link(ns: str, ifname: str, state: str) -> None:
     with IPRoute(netns=ns) as ipr:
         ipr.link("set", index=ipr.link_lookup(ifname=ifname)[0], state=state)

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_vnic_pump_priv.h
+ * @brief The VNIC object its three files share: rtn_vnic_pump.c (the pump
+ *        thread, attach and detach), rtn_vnic_tx.c (Linux -> wire) and
+ *        rtn_vnic_rx.c (wire -> Linux).  Its rings, its counters, the TAP's
+ *        state and how the two threads wake each other.  Not part of the API.
+ */
+#ifndef RTN_VNIC_PUMP_PRIV_H
+#define RTN_VNIC_PUMP_PRIV_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "rtn_core.h"
+#include "rtn_station_priv.h"
+#include "rtn_vnic_gso.h"
+#include "rtn_vnic_priv.h"
+#include "rtn_vnic_wire_priv.h"
+
+#define VNIC_PRIO 31 /* RTnet: NRT traffic is the lowest priority */
+/*
+ * Batched under a flow: the pump's period, and the frames a period takes to
+ * make a flow.  The period is a trade between the pump's wake-ups and the
+ * delay TCP sees: measured with one TCP flow through a 1 ms TDMA cycle at
+ * 100 Mbit/s modelled (74.3 Mbit/s of TCP capacity), 4 ms carried 68.9
+ * Mbit/s at about 250 pump wake-ups per second per station; 8 ms 57.8
+ * Mbit/s, 16 ms 22.3 Mbit/s (TCP's window did not grow to the longer round
+ * trip within the 5 s run).  A period that adapts, growing towards 128
+ * frames a round (up to 32 ms) as the flow's rate rose, carried 27 Mbit/s:
+ * once CUBIC has left slow start its window grows far too slowly to fill
+ * the round trip the longer period adds (cwnd stayed at 180 to 240 KB
+ * while the RTT went from 14 to 44-60 ms).  What preempts the pump under a
+ * flow is the application its TAP write woke (532 of 611 involuntary
+ * switches in a 5 s run, the rest RT threads).
+ */
+#define VNIC_PUMP_PERIOD_NS 4000000
+#define VNIC_HEAVY	    8
+/* ... the RT thread wakes it early for this many received frames ... */
+#define VNIC_RX_KICK (VNIC_RING / 4)
+/* ... or when the ring to the wire fell to this from above */
+#define VNIC_TX_LOW (VNIC_RING / 4)
+/* a pump with nothing to do looks again after this long (stop, a dead TAP) */
+#define VNIC_PUMP_IDLE_NS 200000000
+/*
+ * Copies a wire frame's bytes go through between the VNIC's ring and the
+ * wire in per-packet mode: the discipline's queue and the UMEM frame the
+ * socket sends from.  Counted with the VNIC's own (tx_copy_bytes).  A
+ * batched VNIC's frames are sent in place from the ring (rtn_vnic_wire_priv.h),
+ * with no copy unless the socket lends no frames.
+ */
+#define VNIC_TX_COPIES_AFTER_RING 2
+
+/* the first guess: Ethernet, IPv4 and TCP with timestamps, the rest of a frame of payload */
+#define LAY_HDR_LEN 66
+
+/* VNIC counters are bumped by the RT thread and the pump alike */
+#define VSTAT_ADD(v, field, n) __atomic_fetch_add(&(v)->s->st.vnic.field, (n), __ATOMIC_RELAXED)
+
+/*
+ * A received frame lent to the pump: the inner frame, decapsulated in place
+ * in its UMEM frame, which goes back to @p x's fill ring once the pump
+ * wrote it (rtn_vnic_reclaim).  base NULL: the frame was copied into the
+ * ring's slot instead.
+ */
+struct tap_loan {
+	const uint8_t *base;
+	struct rtn_xsk *x;
+	uint64_t addr;
+};
+
+/* An SPSC ring of whole frames (RT thread -> pump). */
+struct frame_ring {
+	uint32_t head __attribute__((aligned(64)));
+	uint32_t tail __attribute__((aligned(64)));
+	struct frame_slot slot[VNIC_RING];
+};
+
+struct rtn_vnic {
+	struct rtn_station *s; /* its clock, eventfd, MAC and counters */
+	int tap_fd;
+	int mode;		   /* RTN_VNIC_BATCHED or RTN_VNIC_PER_PACKET */
+	uint32_t slot;		   /* TDMA: the slot its frames go in */
+	struct wire_ring *to_wire; /* pump -> RT: encapsulated wire frames, built in place */
+	struct frame_ring *to_tap; /* RT -> pump: decapsulated received frames */
+	struct tap_loan *loan;	   /* to_tap's slots: where each frame's bytes are */
+	uint32_t reclaimed;	   /* RT thread: to_tap's slots up to here have no loan left */
+	int pump_efd;		   /* the RT thread (or stop) wakes the pump */
+	pthread_t pump;
+	int pump_on;
+	volatile int stop;
+	int tap_dead; /* the TAP went away: stop touching it */
+	/* the pump sleeps (the RT thread wakes it through pump_efd), waiting for room */
+	int pump_asleep, pump_wants_room;
+	/* batched: the pump runs on its period (a flow), not on events */
+	int pump_heavy;
+	int64_t period_at;     /* the pump's current period started then (CLOCK_MONOTONIC) */
+	uint32_t period_moved; /* frames it moved both ways in it */
+	/* the RT thread wants a kick when frames are ready (NoMAC with room) */
+	int rt_wants_kick;
+	uint64_t in_place_seen; /* RT thread: the socket's in-place sends counted so far */
+	/*
+	 * IFF_VNET_HDR: TAP reads are super-packets cut here into wire frames,
+	 * TAP writes are merged segments gathered from the ring.  Both are the
+	 * pump's (or a harness's that stopped it).
+	 */
+	int vnet;
+	uint8_t *gso_buf;
+	struct rtn_gso_seg gso; /* the super-packet being cut, kept across rounds */
+	/* how the next super-packet is read into the ring's frames (as the last was cut) */
+	uint32_t lay_hdr_len, lay_mss;
+	struct rtn_gro gro;
+};
+
+/* ---- ring helpers -------------------------------------------------------- */
+
+static inline void fr_commit(struct frame_ring *r)
+{
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
+/* The frame @p k behind the tail (the consumer looks ahead without taking), or NULL. */
+static inline struct frame_slot *fr_peek_at(struct frame_ring *r, uint32_t k)
+{
+	if (__atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail <= k)
+		return NULL;
+	return &r->slot[(r->tail + k) % VNIC_RING];
+}
+
+static inline struct frame_slot *fr_peek(struct frame_ring *r)
+{
+	return fr_peek_at(r, 0);
+}
+
+/* Give @p n frames back to the producer. */
+static inline void fr_release_n(struct frame_ring *r, uint32_t n)
+{
+	__atomic_store_n(&r->tail, r->tail + n, __ATOMIC_RELEASE);
+}
+
+static inline void fr_release(struct frame_ring *r)
+{
+	fr_release_n(r, 1);
+}
+
+/* Frames in @p r, as either end sees it. */
+static inline uint32_t fr_depth(struct frame_ring *r)
+{
+	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The TAP is gone (deleted: poll says POLLERR, reads and writes EBADFD):
+ * count it once and stop touching the fd, since polling a dead TAP returns
+ * POLLERR at once, which would make the pump spin.
+ */
+static inline void tap_gone(struct rtn_vnic *v)
+{
+	if (!__atomic_exchange_n(&v->tap_dead, 1, __ATOMIC_ACQ_REL))
+		VSTAT_ADD(v, tap_errors, 1);
+}
+
+/*
+ * A read or write that failed with @p err.  Only a TAP that is gone stops
+ * the pump's use of it; one that is merely down refuses writes with EIO and
+ * has nothing to read: those frames are dropped and counted by the caller,
+ * and the TAP carries traffic again once it is up.
+ */
+static inline void tap_error(struct rtn_vnic *v, int err)
+{
+	if (err == EBADFD || err == EBADF || err == ENODEV || err == ENXIO)
+		tap_gone(v);
+}
+
+static inline int tap_usable(const struct rtn_vnic *v)
+{
+	return !__atomic_load_n(&v->tap_dead, __ATOMIC_ACQUIRE);
+}
+
+/* Wake the pump if it sleeps (it looks at both rings before it sleeps again). */
+static inline void pump_kick(struct rtn_vnic *v)
+{
+	if (__atomic_exchange_n(&v->pump_asleep, 0, __ATOMIC_SEQ_CST)) {
+		efd_signal(v->pump_efd);
+		VSTAT_ADD(v, pump_kicks, 1);
+	}
+}
+
+/* The ring's depth at which a pump that waits for room is woken to read the TAP again. */
+static inline uint32_t tx_refill_at(const struct rtn_vnic *v)
+{
+	return v->mode == RTN_VNIC_PER_PACKET ? 0 : VNIC_TX_LOW;
+}
+
+/* rtn_vnic_tx.c: the TAP's packets into the ring to the wire (the pump); the frames queued */
+uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads);
+/* rtn_vnic_rx.c: up to @p max received frames written to the TAP (the pump); how many taken */
+uint32_t rtn_vnic_write_tap(struct rtn_vnic *v, uint32_t max);
+
+#endif
