@@ -31,7 +31,13 @@
  * the round trip the longer period adds (cwnd stayed at 180 to 240 KB
  * while the RTT went from 14 to 44-60 ms).  What preempts the pump under a
  * flow is the application its TAP write woke (532 of 611 involuntary
- * switches in a 5 s run, the rest RT threads).
+ * switches in a 5 s run, the rest RT threads).  A pump at SCHED_FIFO
+ * priority 1 (below the RT thread, as RTnet's proxy task) is not preempted
+ * by it: at 100 Mbit/s 0.042 switches per packet against 0.060 to 0.062,
+ * and 12.5 to 13.2 CPU s/GB against 13.7 to 14.1; but at 1000 Mbit/s the
+ * pump then keeps the application off its CPU: 644 Mbit/s against 804,
+ * 33 RT slots missed against 12 (one run each).  Not kept: an ordinary
+ * thread.
  */
 #define VNIC_PUMP_PERIOD_NS 4000000
 #define VNIC_HEAVY	    8
