@@ -8,7 +8,7 @@
  *        lock-free rings.  This file is the thread (its rounds, its waits)
  *        and the VNIC's life (attach, detach); rtn_vnic_tx.c moves Linux's
  *        packets to the wire, rtn_vnic_rx.c the wire's to Linux, and
- *        rtn_vnic_pump_priv.h is the object the three share.
+ *        rtn_vnic_state_priv.h is the object the three share.
  *
  * The RT thread makes no TAP system call and does no segmentation, merging
  * or checksum work: it takes ready wire frames from one ring into its
@@ -48,7 +48,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include "rtn_core.h"
-#include "rtn_vnic_pump_priv.h"
+#include "rtn_vnic_state_priv.h"
 #include "rtn_xsk.h"
 
 /* ---- the pump thread ---------------------------------------------------------- */

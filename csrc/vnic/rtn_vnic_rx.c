@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "rtn_core.h"
 #include "rtn_tdma_proto.h"
-#include "rtn_vnic_pump_priv.h"
+#include "rtn_vnic_state_priv.h"
 #include "rtn_xsk.h"
 
 /* ---- wire -> Linux ---------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include "rtn_core.h"
 #include "rtn_tdma.h"
 #include "rtn_tdma_proto.h"
-#include "rtn_vnic_pump_priv.h"
+#include "rtn_vnic_state_priv.h"
 #include "rtn_xsk.h"
 
 /* ---- Linux -> wire: the pump ------------------------------------------------- */

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
- * @file rtn_vnic_pump_priv.h
+ * @file rtn_vnic_state_priv.h
  * @brief The VNIC object its three files share: rtn_vnic_pump.c (the pump
  *        thread, attach and detach), rtn_vnic_tx.c (Linux -> wire) and
  *        rtn_vnic_rx.c (wire -> Linux).  Its rings, its counters, the TAP's
  *        state and how the two threads wake each other.  Not part of the API.
  */
-#ifndef RTN_VNIC_PUMP_PRIV_H
-#define RTN_VNIC_PUMP_PRIV_H
+#ifndef RTN_VNIC_STATE_PRIV_H
+#define RTN_VNIC_STATE_PRIV_H
 
 #include <pthread.h>
 #include <stdint.h>
