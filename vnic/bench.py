@@ -429,7 +429,8 @@ def run(
                         f"all missed slots {r['missed_slots']} (idle {base['missed_slots']}): "
                         f"{r['miss_late_wake']} after a late wake-up (idle {base['miss_late_wake']}), "
                         f"{r['miss_other']} other (idle {base['miss_other']}); pump found the "
-                        f"ring full {r['ring_full']} times{witnessed(r, base)}"
+                        f"ring full {r['ring_full']} times and held {r['pump_yields']} TAP "
+                        f"writes for an RT wake-up{witnessed(r, base)}"
                     )
         kernel_path(lab, seconds, results, log, "after")
         kernel_mtu_path(lab, seconds, results, log)

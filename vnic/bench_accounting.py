@@ -226,6 +226,7 @@ def tap_io(r0: list, r1: list) -> dict:
             "pump_wakeups",
             "pump_kicks",
             "ring_full",
+            "pump_yields",
         )
     }
 
@@ -234,6 +235,8 @@ def tap_io(r0: list, r1: list) -> dict:
 
     return {
         **{k: d[k] for k in ("tap_reads", "tap_writes", "pump_wakeups", "pump_kicks", "ring_full")},
+        # TAP writes held back for an RT thread's wake-up (rtn_wakeboard.h)
+        "pump_yields": d["pump_yields"],
         "segs_per_read": ratio("tap_rx", "tap_reads"),
         "segs_per_write": ratio("tap_tx", "tap_writes"),
         # bytes copied along each direction (the kernel's TAP copies included) per byte carried

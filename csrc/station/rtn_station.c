@@ -24,6 +24,7 @@
 #include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
 #include "rtn_vnic_priv.h"
+#include "rtn_wakeboard.h"
 
 /* ---- no discipline: nothing is sent, tunnel frames still reach the VNIC ------ */
 
@@ -156,6 +157,7 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		ops = disc_ops(s);
 		next_local = ops->next_event(s->disc_priv);
 		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
+		rtn_wakeboard_post(s->wake_slot, next_os); /* helpers keep their long calls clear */
 		if (next_os != INT64_MAX && next_os - rtn_now() < SPIN_WAIT_MAX_NS) {
 			while ((now = rtn_now()) < next_os)
 				rtn_cpu_relax();
@@ -285,6 +287,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	memset(s, 0, sizeof(*s));
 	s->o = *o;
 	s->efd = s->tfd = s->done_fd = -1;
+	s->wake_slot = rtn_wakeboard_claim();
 	s->ops = &rtn_disc_none_ops;
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();
@@ -491,6 +494,7 @@ void rtn_station_close(struct rtn_station *s)
 		close(s->done_fd);
 	if (s->tfd >= 0)
 		close(s->tfd);
+	rtn_wakeboard_release(s->wake_slot);
 	pthread_mutex_destroy(&s->ctl_lock);
 	free(s);
 }

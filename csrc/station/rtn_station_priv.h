@@ -88,10 +88,11 @@ struct rtn_station {
 	uint32_t skew_max;     /* .. at most this many: half the FRER history (rtn_station_send) */
 	struct station_frer *frer; /* 802.1CB over the two ports */
 	struct rtn_rt *rt;
-	int efd;     /* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
-	int tfd;     /* absolute timer for the discipline's next deadline */
-	int done_fd; /* RT thread -> control: mailbox command done */
-	int64_t t0;  /* OS time the clock model starts from */
+	int efd;       /* wakes the RT thread: mailbox, NoMAC kicks, VNIC */
+	int tfd;       /* absolute timer for the discipline's next deadline */
+	int wake_slot; /* where the RT thread posts that deadline (rtn_wakeboard.h), or -1 */
+	int done_fd;   /* RT thread -> control: mailbox command done */
+	int64_t t0;    /* OS time the clock model starts from */
 	pthread_mutex_t ctl_lock;
 
 	/* mailbox: a function the RT thread runs (NULL: none) */

@@ -12,7 +12,9 @@
 #include <unistd.h>
 #include "rtn_core.h"
 #include "rtn_tdma_proto.h"
+#include "rtn_time_inline.h"
 #include "rtn_vnic_state_priv.h"
+#include "rtn_wakeboard.h"
 #include "rtn_xsk.h"
 
 /* ---- wire -> Linux ---------------------------------------------------------- */
@@ -138,6 +140,28 @@ static ssize_t gro_write(struct rtn_vnic *v)
 }
 
 /*
+ * Before a TAP write of @p segs merged segments: Linux's TCP receive for them
+ * runs inside the system call, tens of microseconds in which, on a kernel
+ * without full preemption, an RT thread woken on this CPU waits
+ * (rtn_wakeboard.h).  A write that would start within VNIC_CLEAR_NS of an RT
+ * thread's deadline waits until just past it instead (counted).  A lone
+ * frame's write is short and goes at once.
+ */
+static void keep_clear_of_rt_wakeups(struct rtn_vnic *v, uint32_t segs)
+{
+	int64_t now, next;
+
+	if (segs < VNIC_CLEAR_MIN_SEGS)
+		return;
+	now = rtn_now();
+	next = rtn_wakeboard_next(now);
+	if (next - now >= VNIC_CLEAR_NS)
+		return;
+	rtn_sleep_until(next + VNIC_CLEAR_AFTER_NS);
+	VSTAT_ADD(v, pump_yields, 1);
+}
+
+/*
  * Write up to @p max received frames to the TAP; returns how many were
  * taken.  With a vnet header each write is a gathered super-packet, so the
  * only copy on the way to Linux is the kernel's into its skb.
@@ -165,8 +189,10 @@ uint32_t rtn_vnic_write_tap(struct rtn_vnic *v, uint32_t max)
 		}
 		if (!tap_usable(v))
 			w = -1;
-		else
+		else {
+			keep_clear_of_rt_wakeups(v, segs);
 			w = v->vnet ? gro_write(v) : write(v->tap_fd, tap_bytes(v, f), f->len);
+		}
 		if (w < 0) {
 			/* a TAP that is gone, down (EIO) or full (EAGAIN): the frames are lost */
 			if (tap_usable(v))

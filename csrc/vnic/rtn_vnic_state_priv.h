@@ -45,6 +45,14 @@
 #define VNIC_RX_KICK (VNIC_RING / 4)
 /* ... or when the ring to the wire fell to this from above */
 #define VNIC_TX_LOW (VNIC_RING / 4)
+/*
+ * A TAP write of VNIC_CLEAR_MIN_SEGS merged segments or more does not start
+ * within VNIC_CLEAR_NS before an RT thread's deadline; it waits until
+ * VNIC_CLEAR_AFTER_NS past it (rtn_vnic_rx.c, keep_clear_of_rt_wakeups).
+ */
+#define VNIC_CLEAR_NS	    60000
+#define VNIC_CLEAR_AFTER_NS 5000
+#define VNIC_CLEAR_MIN_SEGS 4
 /* a pump with nothing to do looks again after this long (stop, a dead TAP) */
 #define VNIC_PUMP_IDLE_NS 200000000
 /*
