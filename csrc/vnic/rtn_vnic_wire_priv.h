@@ -16,8 +16,8 @@
  * were sent); otherwise (copied, dropped, queued by the discipline) it is
  * given back at once, in ring order.
  *
- * Where the socket lends no frames (a harness), the frames live in the
- * VNIC's own memory and every send copies them, as before the lending.
+ * Where the socket lends no frames (opened without lend_frames), the frames
+ * live in the VNIC's own memory and every send copies them.
  */
 #ifndef RTN_VNIC_WIRE_PRIV_H
 #define RTN_VNIC_WIRE_PRIV_H

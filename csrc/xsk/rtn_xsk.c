@@ -8,8 +8,8 @@
  * An RX frame goes straight back to the fill ring once it is consumed, so
  * neither direction ever allocates.  Past the two halves lie the frames
  * lent to the socket's owner (rtn_xsk_lent_area): a frame built there is
- * sent in place, and its completion is counted instead of freed.  The XDP program in front of the socket
- * and its maps are rtn_xsk_prog.c's.
+ * sent in place, and its completion is counted instead of freed.  The XDP
+ * program in front of the socket and its maps are rtn_xsk_prog.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
