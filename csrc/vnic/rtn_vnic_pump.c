@@ -293,7 +293,6 @@ fail:
  */
 int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 {
-	uint64_t lent_sent, lent_done;
 	int rc;
 
 	pump_stop(v);
@@ -305,9 +304,8 @@ int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 	/* a harness lends no UMEM frame (it has none), so there is nothing to give back */
 	v->to_tap->head = v->to_tap->tail = v->reclaimed = 0;
 	memset(v->loan, 0, VNIC_RING * sizeof(*v->loan));
-	rtn_xsk_lent_counts(v->s->xsk, &lent_sent, &lent_done);
-	wire_ring_reset(v->to_wire, lent_sent);
-	v->in_place_seen = lent_sent;
+	wire_ring_reset(v->to_wire, rtn_xsk_lent_sent(v->s->xsk));
+	v->in_place_seen = rtn_xsk_lent_sent(v->s->xsk);
 	v->tap_dead = 0;
 	v->vnet = vnet;
 	v->pump_asleep = v->pump_wants_room = v->rt_wants_kick = v->pump_heavy = 0;
@@ -339,9 +337,8 @@ void rtn_vnic_pump_once(struct rtn_vnic *v)
 static void vnic_go_live(struct rtn_station *s, uintptr_t arg)
 {
 	struct rtn_vnic *v = (struct rtn_vnic *)arg;
-	uint64_t sent, done;
+	uint64_t sent = rtn_xsk_lent_sent(s->xsk);
 
-	rtn_xsk_lent_counts(s->xsk, &sent, &done);
 	v->to_wire->lent_seen = sent;
 	v->in_place_seen = sent;
 	s->vnic = v;
@@ -390,12 +387,10 @@ out:
 static void wait_in_place_done(struct rtn_station *s)
 {
 	int64_t until = rtn_now() + IN_PLACE_DRAIN_NS;
-	uint64_t sent, done;
 
-	do {
+	do
 		rtn_xsk_flush(s->xsk);
-		rtn_xsk_lent_counts(s->xsk, &sent, &done);
-	} while (sent != done && rtn_now() < until);
+	while (rtn_xsk_lent_done(s->xsk) != rtn_xsk_lent_sent(s->xsk) && rtn_now() < until);
 }
 
 /*

@@ -122,6 +122,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
 {
 	struct wire_ring *r = v->to_wire;
 	uint32_t i, len[LAY_MAX_FRAMES];
+	uint64_t bytes = 0;
 
 	/* the first segment's headers are the template: it is cut last */
 	for (i = nseg; i-- > 0;) {
@@ -132,8 +133,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
 				-1;
 
 		len[i] = l > 0 ? (uint32_t)l : 0;
-		if (n > 0)
-			VSTAT_ADD(v, tap_rx_bytes, n);
+		bytes += n > 0 ? (uint32_t)n : 0;
 	}
 	for (i = 0; i < nseg; i++) {
 		if (!len[i]) /* cannot be (the sizes were checked): left empty, skipped */
@@ -141,6 +141,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
 		wire_commit(r, len[i]);
 	}
 	VSTAT_ADD(v, tap_rx, nseg);
+	VSTAT_ADD(v, tap_rx_bytes, bytes);
 	memset(&v->gso, 0, sizeof(v->gso));
 }
 
@@ -275,10 +276,7 @@ static void took_frames(struct rtn_vnic *v, uint32_t n)
 /* The slots whose frames the kernel is done with back to the pump. */
 static void retire_frames(struct rtn_vnic *v)
 {
-	uint64_t sent, done;
-
-	rtn_xsk_lent_counts(v->s->xsk, &sent, &done);
-	took_frames(v, wire_retire(v->to_wire, done));
+	took_frames(v, wire_retire(v->to_wire, rtn_xsk_lent_done(v->s->xsk)));
 }
 
 /*
@@ -296,7 +294,7 @@ uint8_t *rtn_vnic_next(struct rtn_vnic *v, uint32_t max, uint32_t *len)
 
 	if (v->mode != RTN_VNIC_BATCHED)
 		return NULL;
-	retire_frames(v);
+	retire_frames(v); /* here too: a quiet TDMA wait skips rtn_vnic_before_wait */
 	while ((f = wire_peek(v->to_wire, &w)) && (w->len > max || !w->len)) {
 		if (w->len) /* an empty one was counted by the pump */
 			VSTAT_ADD(v, tx_dropped, 1);
@@ -326,10 +324,9 @@ uint8_t *rtn_vnic_tail_peek(struct rtn_vnic *v, const struct rtn_tdma *e, uint32
 
 void rtn_vnic_taken(struct rtn_vnic *v, uint32_t len, int sent)
 {
-	uint64_t in_place, done;
-
 	/* the socket counts a frame it sent in place; any other was copied (a second port's) */
-	rtn_xsk_lent_counts(v->s->xsk, &in_place, &done);
+	uint64_t in_place = rtn_xsk_lent_sent(v->s->xsk);
+
 	if (!sent)
 		VSTAT_ADD(v, tx_dropped, 1);
 	else if (in_place == v->in_place_seen)

@@ -385,12 +385,16 @@ uint8_t *rtn_xsk_lent_area(struct rtn_xsk *x, uint32_t *n)
 	return *n ? (uint8_t *)x->area + x->lend_at : NULL;
 }
 
-void rtn_xsk_lent_counts(struct rtn_xsk *x, uint64_t *sent, uint64_t *done)
+uint64_t rtn_xsk_lent_sent(const struct rtn_xsk *x)
+{
+	return x->lent_sent;
+}
+
+uint64_t rtn_xsk_lent_done(struct rtn_xsk *x)
 {
 	if (x->open)
 		reap_completions(x);
-	*sent = x->lent_sent;
-	*done = x->lent_done;
+	return x->lent_done;
 }
 
 int rtn_xsk_send_by(struct rtn_xsk *x, const void *frame, uint32_t len, int stamp_offset,

@@ -151,11 +151,10 @@ void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr);
  * in the order they were sent.
  */
 uint8_t *rtn_xsk_lent_area(struct rtn_xsk *x, uint32_t *n);
-/**
- * Frames sent in place so far (*@p sent), and of those the kernel is done
- * with (*@p done, completions reaped first).  Same thread as the sends.
- */
-void rtn_xsk_lent_counts(struct rtn_xsk *x, uint64_t *sent, uint64_t *done);
+/** Frames sent in place so far.  Same thread as the sends. */
+uint64_t rtn_xsk_lent_sent(const struct rtn_xsk *x);
+/** Of those, the frames the kernel is done with (completions reaped first).  Same thread. */
+uint64_t rtn_xsk_lent_done(struct rtn_xsk *x);
 /**
  * Batch transmissions: with @p on, sends only submit their descriptors and
  * one rtn_xsk_flush() hands them all to the kernel (in copy mode every kick
