@@ -3,6 +3,7 @@
 import hashlib
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -10,6 +11,8 @@ import time
 
 import pytest
 from pyroute2 import IPRoute
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
 
 from rtnet import netns
 from rtnet._core import lib
@@ -273,6 +276,73 @@ def test_a_vnic_detached_under_a_flood_and_attached_again_sends_whole_frames(lab
     ]
     tcp = [f for f in tcp if f[23] == 6]
     assert tcp and all(lib.rtn_l4_csum_ok(f, len(f)) for f in tcp)
+
+
+SOL_PACKET, PACKET_VNET_HDR = 263, 15
+TS_OPTS = [("NOP", None), ("NOP", None), ("Timestamp", (1, 2))]
+
+
+def vnet_hdr(flags=0, gso_type=0, hdr_len=0, gso_size=0, csum_start=0, csum_offset=0) -> bytes:
+    """struct virtio_net_hdr, host order, as a packet socket with PACKET_VNET_HDR takes it."""
+    return struct.pack("=BBHHHH", flags, gso_type, hdr_len, gso_size, csum_start, csum_offset)
+
+
+def test_forged_virtio_headers_sent_into_the_vnic_never_reach_the_wire_malformed(lab):
+    """Forged GSO packets, written into vnic0 through a packet socket with PACKET_VNET_HDR:
+    each is refused by Linux, or reaches the pump, which cuts it into valid frames or
+    counts it (tx_bad).  The station keeps running, a valid 60 KB TSO packet after them is
+    cut in 45 whole frames, and every TCP frame on the wire has a valid checksum."""
+    eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+    ip = IP(src="198.19.0.1", dst="198.19.0.2")
+    mss = MTU - 52
+    tcp_max = vnet_hdr(1, lib.RTN_VNET_GSO_TCPV4, 66, mss, 34, 16) + bytes(
+        eth / ip / TCP(sport=1, dport=2, options=TS_OPTS) / os.urandom(45 * mss)
+    )
+    forged = [
+        vnet_hdr(1, lib.RTN_VNET_GSO_TCPV4, 42, mss, 34, 6)
+        + bytes(eth / ip / UDP() / (b"u" * 5000)),
+        vnet_hdr(1, lib.RTN_VNET_GSO_TCPV4, 66, 0, 34, 16)
+        + bytes(eth / ip / TCP() / (b"z" * 5000)),
+        vnet_hdr(1, 0, 0, 0, 3000, 16) + bytes(eth / ip / TCP() / b"x"),
+        vnet_hdr(1, lib.RTN_VNET_GSO_TCPV4, 66, 1000, 34, 16) + bytes(eth / ip)[:40] + bytes(4000),
+        vnet_hdr(0, lib.RTN_VNET_GSO_ECN) + bytes(eth / ip / TCP() / b"x"),
+        vnet_hdr(1, lib.RTN_VNET_GSO_TCPV4, 54, 1, 34, 16)
+        + bytes(eth / ip / TCP() / (b"1" * 3000)),
+    ]
+    with tdma_pair(lab, plan(), mode="batched", mtu=MTU, offload=True) as (stations, _taps):
+        with netns.entered(lab.station(1).netns):
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        with sock, WireCapture(lab.wire_netns, ethertypes={ETH_RTMAC}) as cap:
+            sock.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
+            sock.bind(("vnic0", 0))
+            refused = 0
+            before = stations[0].stats()["vnic"]
+            for pkt in forged:
+                try:
+                    sock.send(pkt)
+                except OSError:
+                    refused += 1  # Linux checked the header itself
+            sock.send(tcp_max)  # read after every forged one: the TAP is a queue
+
+            def carried(s):  # the valid packet read, and every frame read sent
+                return (
+                    s["vnic"]["tap_rx"] - before["tap_rx"] >= 45
+                    and s["xsk"]["tx_in_place"] >= s["vnic"]["tap_rx"]
+                )
+
+            assert wait_for(lambda: carried(stations[0].stats()))
+            st = stations[0].stats()
+        assert refused >= 1 and st["running"]
+        assert st["vnic"]["tx_bad"] - before["tx_bad"] <= len(forged) - refused
+    tcp = [
+        inner_frame(c.data)
+        for c in cap.frames
+        if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"
+    ]
+    tcp = [f for f in tcp if f[23] == 6]
+    assert all(lib.rtn_l4_csum_ok(f, len(f)) for f in tcp)
+    # the valid super-packet, after the forged ones: 45 whole segments of the MSS
+    assert sum(len(f) == 14 + 20 + 32 + mss and f[34:36] == b"\x00\x01" for f in tcp) == 45
 
 
 def set_link(ns: str, ifname: str, state: str) -> None:
