@@ -26,6 +26,7 @@ from tools.suite_tables import (
     wakeup_table,
 )
 from tools.suite_targets import T_UDP_P99_US, T_VNIC_CPU_RATIO
+from vnic.bench_report import tcp_baseline
 
 # Figures the page's method quotes: the stack's, and seed 003's
 DEFAULT_GUARD_US = 50  # rtmac.tdma_config.DEFAULT_GUARD_NS, in us
@@ -422,8 +423,9 @@ def vnic_lines(results: dict, fig) -> list[str]:
         runs.get("batched/udp", {}),
         runs.get("per-packet/udp", {}),
     )
-    kt = runs.get("kernel-mtu/tcp") or runs.get("kernel/tcp", {})
-    kt_name = "the MTU-frame kernel path" if "kernel-mtu/tcp" in runs else "the kernel path"
+    kt_key, kt_name = tcp_baseline(runs)
+    kt = runs.get(kt_key, {})
+    kt_name = "the " + kt_name.replace("path's", "path")
     tb = runs.get("batched/tcp", {})
     if k.get("cpu_s_per_gb") and b.get("cpu_s_per_gb"):
         L += [

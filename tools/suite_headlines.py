@@ -14,6 +14,7 @@ from tools.suite_targets import (
     T_VNIC_CSW,
     T_WAKE_RATIO,
 )
+from vnic.bench_report import tcp_baseline
 
 
 def headline_values(results: dict) -> list[dict]:
@@ -132,8 +133,8 @@ def headline_values(results: dict) -> list[dict]:
     # TCP's primary baseline: the kernel path with MTU-sized frames on the wire, as a
     # TDMA segment carries them (vnic/bench.py kernel_mtu_path); older runs had only TSO's
     b = runs.get("batched/tcp", {})
-    k = runs.get("kernel-mtu/tcp") or runs.get("kernel/tcp", {})
-    k_name = "MTU-frame kernel path's" if "kernel-mtu/tcp" in runs else "kernel path's"
+    k_key, k_name = tcp_baseline(runs)
+    k = runs.get(k_key, {})
     add(
         "d: batched VNIC TCP, context switches per packet",
         b.get("csw_per_packet"),

@@ -7,6 +7,7 @@ from tools import bench_frer
 from tools.bench_aggregate import show, verdict
 from tools.suite_config import LOADS
 from tools.suite_targets import T_UDP_P99_US
+from vnic.bench_report import tcp_baseline
 
 LOAD_NAMES = {"idle": "idle", "cpu": "CPU load", "net": "network flood", "both": "CPU + network"}
 COLUMNS = (
@@ -199,10 +200,9 @@ def vnic_table(results: dict) -> str:
         if key.endswith("/idle"):
             continue
         proto = key.split("/")[1]
-        # TCP against the kernel path with MTU frames on the wire where the run has it
-        k = runs.get("kernel-mtu/tcp" if proto == "tcp" else "", {}) or runs.get(
-            f"kernel/{proto}", {}
-        )
+        # TCP against its primary baseline (the MTU-frame kernel path at the same rate
+        # where the run has it), UDP against kernel UDP
+        k = runs.get(tcp_baseline(runs)[0] if proto == "tcp" else f"kernel/{proto}", {})
         ratio = (
             (r["cpu_s_per_gb"] / k["cpu_s_per_gb"])
             if r.get("cpu_s_per_gb") and k.get("cpu_s_per_gb")

@@ -49,6 +49,26 @@ def test_headlines_judge_against_the_mtu_frame_kernel_path_and_the_idle_run():
     assert fast["1000 Mbit/s: batched TCP goodput"]["target"] == 600
 
 
+def test_the_kernel_path_at_the_vnics_rate_is_the_primary_baseline_where_a_run_has_it():
+    res = run_result(100)
+    res["runs"]["kernel-mtu-same-rate/tcp"] = {"cpu_s_per_gb": 8.0, "goodput_mbps": 68.9}
+    h = by_label(bench_vnic.headlines(res))
+    same = h["100 Mbit/s: batched TCP lab CPU per byte / MTU-frame kernel path's at the same rate"]
+    assert same["value"] == 22 / 8 and same["target"] == 2.0 and same["kind"] == "at_most"
+    above = "100 Mbit/s: batched TCP lab CPU per byte above idle / MTU-frame kernel path's"
+    assert h[above + " at the same rate"]["value"] == 11 / 8
+    # the offered-rate path stays beside it, without a target; no row judges against it
+    offered = h[
+        "100 Mbit/s: batched TCP lab CPU per byte / MTU-frame kernel path's at the offered rate"
+    ]
+    assert offered["value"] == 22 / 6 and offered["target"] is None
+    assert above not in h
+    # a same-rate run that measured nothing is no baseline: the offered-rate one is judged
+    res["runs"]["kernel-mtu-same-rate/tcp"] = {"cpu_s_per_gb": 0}
+    h = by_label(bench_vnic.headlines(res))
+    assert h["100 Mbit/s: batched TCP lab CPU per byte / MTU-frame kernel path's"]["target"] == 2.0
+
+
 def write_series(tmp_path, runs):
     """A manifest with ``runs`` (status, {rate: result}) and their files."""
     entries = []
