@@ -129,6 +129,18 @@ def headlines(run: dict) -> list[dict]:
             _ratio(b.get("cpu_s_per_gb"), runs["kernel-mtu/tcp"]["cpu_s_per_gb"]),
             unit="x",
         )
+    # the CPU above idle by where it goes, next to the whole of the baseline's
+    by_part = b.get("above_idle_s_per_gb_by_part") or {}
+    for part, who in (
+        ("rtnet-rt", "RT threads"),
+        ("rtnet-vnic", "VNIC pumps"),
+        ("rest", "applications and Linux in their name"),
+    ):
+        if part in by_part:
+            add(f"batched TCP CPU s/GB above idle: {who}", by_part[part])
+    if by_part:
+        path = base_name.replace("path's", "path")
+        add(f"CPU s/GB of the {path}, all of it", kbase.get("cpu_s_per_gb"))
     add(
         "batched TCP lab CPU per byte / TSO kernel path's",
         _ratio(b.get("cpu_s_per_gb"), ktso.get("cpu_s_per_gb")),

@@ -26,7 +26,7 @@ from rtnet.lab import Lab
 from rtnet.stall import StallDetector
 
 from . import bench_accounting as accounting
-from .bench_accounting import idle, measure
+from .bench_accounting import STACK_THREADS, idle, measure
 from .bench_report import (
     SAME_RATE_KEY,
     chart,
@@ -157,6 +157,15 @@ def derive(r: dict, base: dict, cap: float) -> None:
     r["below_idle"] = above < 0
     r["idle_disagree"] = bool(base.get("idle_disagree"))
     r["marginal_cpu_s_per_gb"] = max(above, 0.0) / gb if gb else None
+    # where that goes: the RT threads and the pumps above their own idle CPU (schedstat),
+    # and the rest, the applications and Linux's work in their name (TCP, softirqs)
+    if gb and "cpu_by_thread" in base:
+        part = {
+            name: (r["cpu_by_thread"][name] - base["cpu_by_thread"][name] * scale) / gb
+            for name in STACK_THREADS
+        }
+        part["rest"] = above / gb - sum(part.values())
+        r["above_idle_s_per_gb_by_part"] = part
 
 
 def wakeup_floor(base: dict, seconds: int, log) -> dict:

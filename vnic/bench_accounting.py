@@ -278,6 +278,10 @@ def measure(fn, stations=None) -> dict:
             }
             for name in STACK_THREADS
         },
+        cpu_by_thread={
+            name: k1["by_name"][name]["cpu_s"] - k0["by_name"][name]["cpu_s"]
+            for name in STACK_THREADS
+        },
     )
     if a0 is not None:
         res.update(LabCpu.between(a0, a1), cpu_method=ACCT.method)

@@ -96,7 +96,7 @@ def table(results: dict) -> str:
     (tcp_baseline); the kernel path with TSO beside it.  UDP is compared with kernel UDP."""
     rows = [
         "path/proto                goodput  %cap  loss%   labCPU  CPUs/GB  xMTU  xTSO  "
-        "marg/GB  marg-xMTU  csw/pkt (rt vol/invol, pump vol/invol)  pump-wake/pkt  "
+        "marg/GB  marg-xMTU  marg rt/pump/rest  csw/pkt (rt vol/invol, pump vol/invol)  pump-wake/pkt  "
         "seg/rd  seg/wr  copies tx/rx  RTlate-p99(idle) us  RTmissed(idle)  "
         "missed:late-wake/other  frames/wake  flags"
     ]
@@ -115,6 +115,8 @@ def table(results: dict) -> str:
             if n in split
         )
         per_wake = "/".join(fmt(x) for x in r.get("frames_per_wakeup") or [] if x is not None)
+        by_part = r.get("above_idle_s_per_gb_by_part") or {}
+        parts = "/".join(fmt(by_part.get(n)) for n in (*STACK_THREADS, "rest")) if by_part else ""
         flags = (
             " ".join(
                 name
@@ -135,6 +137,7 @@ def table(results: dict) -> str:
             f"{fmt(kernel_ratio(r, runs, 'cpu_s_per_gb', tso_base) if tso_base else None, '5.2f')} "
             f"{fmt(r.get('marginal_cpu_s_per_gb'), '8.2f')} "
             f"{fmt(kernel_ratio(r, runs, 'marginal_cpu_s_per_gb', mtu_base), '9.2f')} "
+            f"{parts or '-':>17s} "
             f"{fmt(r.get('csw_per_packet'), '7.3f')} ({csw or '-'}) "
             f"{fmt(r.get('pump_wakeups_per_packet'), '.3f')} "
             f"{fmt(r.get('segs_per_read'), '6.2f')} {fmt(r.get('segs_per_write'), '6.2f')} "

@@ -123,3 +123,30 @@ def test_bad_input_gets_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 6 and all(line.startswith("bench_vnic: ") for line in err)
     assert "no run ended well" in err[4]
+
+
+def test_the_cpu_above_idle_is_split_into_rt_threads_pumps_and_the_rest():
+    from vnic.bench import derive
+
+    def window(wall, lab_cpu, rt, pump):
+        return {
+            "wall_s": wall,
+            "lab_total_cpu_s": lab_cpu,
+            "stack_csw": 0,
+            "csw_by_thread": {n: {"vol": 0, "invol": 0} for n in ("rtnet-rt", "rtnet-vnic")},
+            "cpu_by_thread": {"rtnet-rt": rt, "rtnet-vnic": pump},
+            "wake_p99_us": 1.0,
+            "rt_lateness_p99_us": 1.0,
+            "missed_slots": 0,
+            "rt_slot_missed": 0,
+        }
+
+    base = window(5.0, 0.20, 0.18, 0.001)  # idle: 0.04 CPU s/s, almost all RT threads
+    r = window(10.0, 1.30, 0.66, 0.20)  # loaded, twice as long
+    r.update(vnic_packets=1000, pump_wakeups=10, goodput_mbps=70.0, bytes=0.1e9)
+    derive(r, base, 74.3)
+    part = r["above_idle_s_per_gb_by_part"]
+    assert abs(r["marginal_cpu_s_per_gb"] - (1.30 - 0.40) / 0.1) < 1e-9
+    assert abs(part["rtnet-rt"] - (0.66 - 0.36) / 0.1) < 1e-9
+    assert abs(part["rtnet-vnic"] - (0.20 - 0.002) / 0.1) < 1e-9
+    assert abs(sum(part.values()) - r["marginal_cpu_s_per_gb"]) < 1e-9
