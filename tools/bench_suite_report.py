@@ -401,8 +401,10 @@ def vnic_lines(results: dict, fig) -> list[str]:
         "",
         f"vnic/bench.py: iperf3 at {VNIC_OFFERED_MBPS} Mbit/s offered through vnic0 (TDMA, batched and "
         "per-packet modes) against the plain veth kernel path; TCP's ratios are to the kernel "
-        "path with MTU-sized frames on the wire (kernel-mtu/tcp: TSO, GSO and GRO off, as a "
-        "TDMA segment carries frames), the TSO path is listed beside it. The VNIC's TAP work "
+        "path with MTU-sized frames on the wire (TSO, GSO and GRO off, as a TDMA segment "
+        "carries frames) offered the batched VNIC's TCP goodput (kernel-mtu-same-rate/tcp; "
+        "kernel-mtu/tcp, offered the whole link's rate, where a run has no such path), the "
+        "TSO path is listed beside it. The VNIC's TAP work "
         "runs on its pump thread, not on the RT thread. Lab CPU is the CPU time of "
         "the lab's own tasks (this process and every child it starts, in a cgroup v2 of "
         f"their own: {results['vnic_cost'].get('config', {}).get('cpu_method', '?')}) "
