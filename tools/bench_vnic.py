@@ -5,7 +5,7 @@ is"; a spread larger than the gap to the target is "not resolved on this machine
 
     python3 -m tools.bench_vnic [--runs 3] [--link-rates 100,1000] [--seconds 5]
                                 [--series NAME] [--out-dir results] [--benchmarks]
-    python3 -m tools.bench_vnic --report results/bench_vnic/NAME/manifest.json [--benchmarks]
+    python3 -m tools.bench_vnic --report results/bench_vnic/NAME/manifest.json [...] [--benchmarks]
 
 Each run writes ``run-k/vnic_<rate>.json`` and ``.log`` under
 ``--out-dir/bench_vnic/<series or code>/``, listed in the manifest there (a run that
@@ -209,13 +209,15 @@ def headlines(run: dict) -> list[dict]:
 
 
 def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
-    """Markdown: the headlines over every kept run, each run's table, and where they are."""
+    """Markdown: the headlines over every kept run, each run's table, and where they are.
+    A headline is matched by its label across the runs: a run without it (made before
+    that figure existed) is left out of that headline's median."""
     L = [
         "## VNIC cost over repeated runs",
         "",
         f"`python3 -m tools.bench_vnic` ({where}): `vnic bench` at each link rate, "
         f"{len(made)} run(s) that ended well of code {code}, every run made listed in the "
-        "manifest; a headline is "
+        f"manifest{'s' if ', ' in where else ''}; a headline is "
         "the median with the runs' minimum and maximum, and its verdict is the median's "
         '("not resolved on this machine" when the spread is larger than the gap to the '
         "target). TCP's primary baseline is the kernel path with MTU-sized frames on the "
@@ -226,16 +228,22 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
         "timers): a slower flow costs more per byte on any path.",
         "",
     ]
-    rows = []
+    rows = {}
     for rate in sorted(runs_by_rate):
-        per_run = [headlines(r) for r in runs_by_rate[rate]]
-        for i, h in enumerate(per_run[0]):
-            rows.append({**h, "values": [p[i]["value"] for p in per_run]})
-    L += [headline_table(rows), ""]
+        per_run = [{h["label"]: h for h in headlines(r)} for r in runs_by_rate[rate]]
+        for run in per_run:
+            for label, h in run.items():
+                rows.setdefault(
+                    label,
+                    {**h, "values": [p[label]["value"] if label in p else None for p in per_run]},
+                )
+    L += [headline_table(list(rows.values())), ""]
     for rate in sorted(runs_by_rate):
         for entry, r in zip(made, runs_by_rate[rate]):
+            series = f" of {entry['series']}" if "series" in entry else ""
             L += [
-                f"Run {entry['run']}, {rate} Mbit/s modelled ({r['config'].get('cpu_method', '?')}):",
+                f"Run {entry['run']}{series}, {rate} Mbit/s modelled "
+                f"({r['config'].get('cpu_method', '?')}):",
                 "",
                 "```",
                 r["table"],
@@ -272,6 +280,29 @@ def load_runs(man_path: str) -> tuple[dict, list, str]:
     if not made:
         raise VnicBenchError(f"{man_path}: no run ended well")
     return runs_by_rate, made, str(man.get("code", "?"))
+
+
+def load_series(man_paths: list) -> tuple[dict, list, str, str]:
+    """The kept runs of one or more manifests pooled: {rate: [results]}, their manifest
+    entries (named by series when there are several), where they are and the codes they
+    measured (pooling is for series of the same code: the report names each)."""
+    if len(man_paths) == 1:
+        runs_by_rate, made, code = load_runs(man_paths[0])
+        return runs_by_rate, made, man_paths[0], code
+    runs_by_rate, made, codes = {}, [], []
+    for path in man_paths:
+        by_rate, entries, code = load_runs(path)
+        series = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        for rate in by_rate:
+            if len(by_rate[rate]) != len(entries):
+                raise VnicBenchError(f"{path}: not every run has {rate} Mbit/s")
+        if made and set(by_rate) != set(runs_by_rate):
+            raise VnicBenchError(f"{path}: link rates {sorted(by_rate)} differ from the others'")
+        for rate, res in by_rate.items():
+            runs_by_rate.setdefault(rate, []).extend(res)
+        made += [{**e, "series": series} for e in entries]
+        codes.append(code)
+    return runs_by_rate, made, ", ".join(man_paths), ", ".join(dict.fromkeys(codes))
 
 
 def one_run(rdir: str, rates, seconds: int) -> dict:
@@ -319,7 +350,12 @@ def parse_args(argv):
     ap.add_argument("--seconds", type=integer("seconds", 1, 600), default=5)
     ap.add_argument("--series", default="", help="directory name (default: the code's sha)")
     ap.add_argument("--out-dir", default="results")
-    ap.add_argument("--report", metavar="MANIFEST", help="report the runs of a manifest")
+    ap.add_argument(
+        "--report",
+        metavar="MANIFEST",
+        nargs="+",
+        help="report the runs of a manifest, or of several pooled (series of the same code)",
+    )
     ap.add_argument("--benchmarks", nargs="?", const="BENCHMARKS.md", default=None)
     a = ap.parse_args(argv)
     if a.series and (os.sep in a.series or a.series in (".", "..")):
@@ -351,8 +387,8 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         if a.report:
-            runs_by_rate, made, code = load_runs(a.report)
-            write_report(report(runs_by_rate, made, a.report, code), a.benchmarks)
+            runs_by_rate, made, where, code = load_series(a.report)
+            write_report(report(runs_by_rate, made, where, code), a.benchmarks)
             return 0
         if os.geteuid() != 0:
             raise VnicBenchError("needs root (network namespaces, AF_XDP, TAP)")

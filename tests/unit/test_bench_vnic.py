@@ -150,3 +150,29 @@ def test_the_cpu_above_idle_is_split_into_rt_threads_pumps_and_the_rest():
     assert abs(part["rtnet-rt"] - (0.66 - 0.36) / 0.1) < 1e-9
     assert abs(part["rtnet-vnic"] - (0.20 - 0.002) / 0.1) < 1e-9
     assert abs(sum(part.values()) - r["marginal_cpu_s_per_gb"]) < 1e-9
+
+
+def test_several_series_are_pooled_and_a_headline_missing_from_a_run_is_left_out(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    new.mkdir()
+    same_rate = run_result(100, cpu=24.0)
+    same_rate["runs"]["kernel-mtu-same-rate/tcp"] = {"cpu_s_per_gb": 8.0}
+    man_old = write_series(old, [("ok", {100: run_result(100, csw=0.03)})])
+    man_new = write_series(new, [("ok", {100: same_rate}), ("failed", {100: run_result(100)})])
+    runs_by_rate, made, where, code = bench_vnic.load_series([man_old, man_new])
+    assert len(runs_by_rate[100]) == 2 and [e["series"] for e in made] == ["old", "new"]
+    md = bench_vnic.report(runs_by_rate, made, where, code)
+    # both runs have the switches; only the new one the same-rate baseline
+    assert "| 100 Mbit/s: batched TCP context switches per packet (over idle) | 0.040 |" in md
+    assert "at the same rate | 3.00 | 3.00 | 3.00 | 1 |" in md
+    assert "Run 1 of old, 100 Mbit/s" in md and "Run 1 of new, 100 Mbit/s" in md
+
+
+def test_pooled_series_must_have_the_same_link_rates(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    man_a = write_series(a, [("ok", {100: run_result(100)})])
+    man_b = write_series(b, [("ok", {1000: run_result(1000)})])
+    assert bench_vnic.main(["--report", man_a, man_b]) == 1
