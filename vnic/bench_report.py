@@ -125,6 +125,7 @@ def table(results: dict) -> str:
                     ("idle-disagree", r.get("idle_disagree")),
                     ("witness-suspect", r.get("witness_suspect")),
                     ("rate-mismatch", r.get("rate_mismatch")),
+                    ("baseline-disagree", r.get("baseline_disagree")),
                 )
                 if on
             )
