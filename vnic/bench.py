@@ -216,19 +216,28 @@ def kernel_path(lab, seconds: int, results: dict, log, when: str) -> None:
             f"kernel   {proto} ({when}): {r['goodput_mbps']:.1f} Mbit/s, loss {r['loss_pct']:.2f}%, "
             f"{r['cpu_s_per_gb']:.2f} CPU s/GB"
         )
-        both = [v for k, v in results["kernel_runs"].items() if k.startswith(proto + "/")]
-        cpu, nbytes = sum(v["lab_total_cpu_s"] for v in both), sum(v["bytes"] for v in both)
-        results["runs"][f"kernel/{proto}"] = {
-            **r,
-            "lab_total_cpu_s": cpu / len(both),
-            "bytes": nbytes / len(both),
-            "machine_cpu_s": sum(v["machine_cpu_s"] for v in both) / len(both),
-            "goodput_mbps": sum(v["goodput_mbps"] for v in both) / len(both),
-            "loss_pct": sum(v["loss_pct"] for v in both) / len(both),
-            "cpu_s_per_gb": cpu / (nbytes / 1e9),
-            "runs": len(both),
-            "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both],
-        }
+        results["runs"][f"kernel/{proto}"] = pooled_kernel_runs(results, proto + "/")
+
+
+def pooled_kernel_runs(results: dict, prefix: str) -> dict:
+    """The kernel runs kept under ``prefix`` in results["kernel_runs"] as one: CPU and
+    bytes summed, so slow drift of the machine between them does not decide the ratios;
+    each run's CPU per byte kept beside it, flagged if any was.  The latest run's other
+    fields are kept."""
+    both = [v for k, v in results["kernel_runs"].items() if k.startswith(prefix)]
+    cpu, nbytes = sum(v["lab_total_cpu_s"] for v in both), sum(v["bytes"] for v in both)
+    return {
+        **both[-1],
+        "lab_total_cpu_s": cpu / len(both),
+        "bytes": nbytes / len(both),
+        "machine_cpu_s": sum(v["machine_cpu_s"] for v in both) / len(both),
+        "goodput_mbps": sum(v["goodput_mbps"] for v in both) / len(both),
+        "loss_pct": sum(v["loss_pct"] for v in both) / len(both),
+        "cpu_s_per_gb": cpu / (nbytes / 1e9),
+        "runs": len(both),
+        "cpu_s_per_gb_each": [v["cpu_s_per_gb"] for v in both],
+        "rate_mismatch": any(v.get("rate_mismatch") for v in both),
+    }
 
 
 def kernel_mtu_path(
@@ -284,27 +293,16 @@ def kernel_mtu_path(
             f"{mbps:g} offered: not the VNIC's rate"
         )
     results.setdefault("kernel_runs", {})[f"mtu-same-rate/{when}"] = r
-    both = [v for k, v in results["kernel_runs"].items() if k.startswith("mtu-same-rate/")]
-    cpu, nbytes = sum(v["lab_total_cpu_s"] for v in both), sum(v["bytes"] for v in both)
-    each = [v["cpu_s_per_gb"] for v in both]
-    disagree = len(each) > 1 and max(each) - min(each) > SAME_RATE_AGREE * max(each)
-    if disagree:
+    same = pooled_kernel_runs(results, "mtu-same-rate/")
+    each = same["cpu_s_per_gb_each"]
+    same["baseline_disagree"] = max(each) - min(each) > SAME_RATE_AGREE * max(each)
+    if same["baseline_disagree"]:
         log(
             f"FLAG {SAME_RATE_KEY}: its two runs differ by more than {SAME_RATE_AGREE:.0%} "
             f"({' vs '.join(f'{c:.2f}' for c in each)} CPU s/GB): the ratios against it are "
             "not trustworthy"
         )
-    results["runs"][SAME_RATE_KEY] = {
-        **r,
-        "lab_total_cpu_s": cpu / len(both),
-        "bytes": nbytes / len(both),
-        "goodput_mbps": sum(v["goodput_mbps"] for v in both) / len(both),
-        "cpu_s_per_gb": cpu / (nbytes / 1e9),
-        "runs": len(both),
-        "cpu_s_per_gb_each": each,
-        "rate_mismatch": any(v["rate_mismatch"] for v in both),
-        "baseline_disagree": disagree,
-    }
+    results["runs"][SAME_RATE_KEY] = same
 
 
 def _writable(path: str) -> str | None:

@@ -176,3 +176,29 @@ def test_pooled_series_must_have_the_same_link_rates(tmp_path):
     man_a = write_series(a, [("ok", {100: run_result(100)})])
     man_b = write_series(b, [("ok", {1000: run_result(1000)})])
     assert bench_vnic.main(["--report", man_a, man_b]) == 1
+
+
+def test_kernel_runs_are_pooled_by_their_sums_and_keep_each_runs_figure_and_flag():
+    from vnic.bench import pooled_kernel_runs
+
+    def run(cpu, nbytes, flagged):
+        return {
+            "lab_total_cpu_s": cpu,
+            "bytes": nbytes,
+            "machine_cpu_s": cpu,
+            "goodput_mbps": 69.0,
+            "loss_pct": 0.0,
+            "cpu_s_per_gb": cpu / (nbytes / 1e9),
+            "rate_mismatch": flagged,
+        }
+
+    results = {
+        "kernel_runs": {
+            "mtu-same-rate/after the batched runs": run(0.2, 0.04e9, False),
+            "mtu-same-rate/at the end": run(0.3, 0.04e9, True),
+            "tcp/before": run(9.0, 0.04e9, False),  # another baseline's: not pooled
+        }
+    }
+    p = pooled_kernel_runs(results, "mtu-same-rate/")
+    assert p["runs"] == 2 and p["cpu_s_per_gb_each"] == [5.0, 7.5]
+    assert abs(p["cpu_s_per_gb"] - 6.25) < 1e-9 and p["rate_mismatch"] is True
