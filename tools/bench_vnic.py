@@ -5,6 +5,7 @@ is"; a spread larger than the gap to the target is "not resolved on this machine
 
     python3 -m tools.bench_vnic [--runs 3] [--link-rates 100,1000] [--seconds 5]
                                 [--series NAME] [--out-dir results] [--benchmarks]
+                                [--xdp-mode auto|native|skb]
     python3 -m tools.bench_vnic --report results/bench_vnic/NAME/manifest.json [...] [--benchmarks]
 
 Each run writes ``run-k/vnic_<rate>.json`` and ``.log`` under
@@ -34,6 +35,7 @@ import sys
 import tempfile
 
 from rtnet.argtypes import OneLineParser, integer
+from rtnet.config import XDP_MODES
 from tools import bench_section
 from tools.bench_aggregate import headline_table
 from tools.bench_runs import code_version, open_manifest, recorded_run
@@ -241,9 +243,10 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
     for rate in sorted(runs_by_rate):
         for entry, r in zip(made, runs_by_rate[rate]):
             series = f" of {entry['series']}" if "series" in entry else ""
+            xdp = r["config"].get("xdp_mode_used")
             L += [
                 f"Run {entry['run']}{series}, {rate} Mbit/s modelled "
-                f"({r['config'].get('cpu_method', '?')}):",
+                f"({r['config'].get('cpu_method', '?')}{f', XDP {xdp}' if xdp else ''}):",
                 "",
                 "```",
                 r["table"],
@@ -305,7 +308,7 @@ def load_series(man_paths: list) -> tuple[dict, list, str, str]:
     return runs_by_rate, made, ", ".join(man_paths), ", ".join(dict.fromkeys(codes))
 
 
-def one_run(rdir: str, rates, seconds: int) -> dict:
+def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto") -> dict:
     """``vnic bench`` at each of ``rates``, its JSON and log in ``rdir``."""
     from vnic import bench
 
@@ -327,6 +330,7 @@ def one_run(rdir: str, rates, seconds: int) -> dict:
                     log=log,
                     # where RT slot misses are a target, the stall detector tells the VM's
                     witness=rate > 100,
+                    xdp_mode=xdp_mode,
                 )
     return out
 
@@ -348,7 +352,17 @@ def parse_args(argv):
     ap.add_argument("--runs", type=integer("runs", 1, MAX_RUNS), default=3)
     ap.add_argument("--link-rates", type=rates_arg, default=DEFAULT_RATES)
     ap.add_argument("--seconds", type=integer("seconds", 1, 600), default=5)
-    ap.add_argument("--series", default="", help="directory name (default: the code's sha)")
+    ap.add_argument(
+        "--series",
+        default="",
+        help="directory name (default: the code's sha, and the XDP mode when not auto)",
+    )
+    ap.add_argument(
+        "--xdp-mode",
+        choices=XDP_MODES,
+        default="auto",
+        help="the stations' XDP attach mode (vnic bench --xdp-mode)",
+    )
     ap.add_argument("--out-dir", default="results")
     ap.add_argument(
         "--report",
@@ -361,6 +375,11 @@ def parse_args(argv):
     if a.series and (os.sep in a.series or a.series in (".", "..")):
         ap.error(f"--series {a.series!r}: a plain directory name")
     return a
+
+
+def series_name(version: str, a) -> str:
+    """A series' default directory: the code's sha, and the XDP mode when not auto."""
+    return version if a.xdp_mode == "auto" else f"{version}-xdp-{a.xdp_mode}"
 
 
 def write_report(text: str, benchmarks: str | None) -> None:
@@ -395,7 +414,8 @@ def main(argv=None) -> int:
         version = code_version()
         try:
             man_path, man = open_manifest(
-                os.path.join(a.out_dir, "bench_vnic", a.series or version), version
+                os.path.join(a.out_dir, "bench_vnic", a.series or series_name(version, a)),
+                version,
             )
         except OSError as exc:
             raise VnicBenchError(f"--out-dir {a.out_dir}: {exc.strerror}") from None
@@ -410,7 +430,7 @@ def main(argv=None) -> int:
                 rdir,
             ):
                 print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
-                got = one_run(rdir, a.link_rates, a.seconds)
+                got = one_run(rdir, a.link_rates, a.seconds, a.xdp_mode)
             if entry["status"] != "ok":
                 print(f"# run {entry['run']} failed: {entry['reason']}", file=sys.stderr)
                 continue

@@ -20,6 +20,7 @@ import tempfile
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
 from rtnet.benchkit import start_iperf_server
+from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.lab import Lab
@@ -333,6 +334,7 @@ def check_args(
     out_png: str,
     offload: str,
     windows: bool = True,
+    xdp_mode: str = "auto",
 ) -> SlotPlan:
     """The slot plan for these arguments, or ConfigError (one line) before anything is built.
     ``windows`` False: RTnet's NRT slots (one frame per occurrence) instead of NRT windows."""
@@ -355,6 +357,8 @@ def check_args(
         bad("--mtu", f"{mtu!r} outside {MIN_MTU}..{MAX_MTU} (the NRT slot's limit)")
     if offload not in OFFLOAD:
         bad("--offload", f"{offload!r} is not one of {', '.join(OFFLOAD)}")
+    if xdp_mode not in XDP_MODES:
+        bad("--xdp-mode", f"{xdp_mode!r} is not one of {', '.join(XDP_MODES)}")
     try:
         Lab(lab_name, 2)  # checks the name, builds nothing
     except LabError as exc:
@@ -387,6 +391,7 @@ def run(
     offload: str = "on",
     windows: bool = True,
     witness: bool = False,
+    xdp_mode: str = "auto",
 ) -> dict:
     """``offload``: the batched mode's TAP with TSO ("on"), without ("off", one frame per
     TAP read/write), or "both" (the run without is named ``batched-nooff``); the
@@ -396,9 +401,19 @@ def run(
     span the hypervisor took a CPU explains and the rest, the lab's ("outside"); its
     threads' CPU is taken off the lab's, but its wake-ups (2,000 a second per CPU) still
     preempt the pump now and then, so the switches per packet are a witness run's.
+    ``xdp_mode``: the stations' XDP attach mode (auto: native where the driver has it).
     Every argument is checked (check_args) before the lab is built."""
     p = check_args(
-        seconds, cycle_us, link_rate_mbps, mtu, lab_name, out_json, out_png, offload, windows
+        seconds,
+        cycle_us,
+        link_rate_mbps,
+        mtu,
+        lab_name,
+        out_json,
+        out_png,
+        offload,
+        windows,
+        xdp_mode,
     )
     mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
@@ -419,6 +434,7 @@ def run(
             "offered_mbps": OFFERED_MBPS,
             "offload": offload,
             "witness": witness,
+            "xdp_mode": xdp_mode,
         },
         "runs": {},
     }
@@ -442,7 +458,12 @@ def run(
         vnic_tcp = None  # the batched VNIC's TCP goodput, the same-rate baseline's offer
         for mode, tso in runs:
             name = mode if tso == OFFLOAD_BY_MODE[mode] else f"{mode}-{'tso' if tso else 'nooff'}"
-            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso) as (stations, _taps):
+            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso, xdp_mode=xdp_mode) as (
+                stations,
+                _taps,
+            ):
+                # the mode the stations' sockets ended up in (auto: the driver's best)
+                results["config"]["xdp_mode_used"] = stations[0].xdp_mode
                 for st in stations:
                     st.set_probe(0)  # one RT frame per slot 0 occurrence: the slot timing measured
                 log(f"{name:16s} idle {seconds} s ...")

@@ -11,6 +11,7 @@ import sys
 
 from rtmac.tdma_config import LIMITS, MAX_LINK_RATE_MBPS
 from rtnet.argtypes import OneLineParser, integer
+from rtnet.config import XDP_MODES
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.messages import bounded, one_line
 
@@ -54,6 +55,12 @@ def build_parser() -> OneLineParser:
         help="same as --offload off",
     )
     b.add_argument(
+        "--xdp-mode",
+        choices=XDP_MODES,
+        default="auto",
+        help="the stations' XDP attach mode (auto: native where the driver has it)",
+    )
+    b.add_argument(
         "--slots",
         choices=("windows", "rtnet"),
         default="windows",
@@ -87,7 +94,7 @@ def main(argv=None) -> int:
         args.offload,
     )
     try:
-        bench.check_args(*bench_args, windows=args.slots == "windows")
+        bench.check_args(*bench_args, windows=args.slots == "windows", xdp_mode=args.xdp_mode)
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
@@ -98,6 +105,7 @@ def main(argv=None) -> int:
             offload=args.offload,
             windows=args.slots == "windows",
             witness=args.witness,
+            xdp_mode=args.xdp_mode,
         )
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -178,6 +178,7 @@ def tdma_pair(
     ethertypes=(),
     offload: bool | None = None,
     rt2: RtSettings | None = None,
+    xdp_mode: str = "auto",
 ):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
@@ -185,7 +186,8 @@ def tdma_pair(
     ``ethertypes`` are steered to the stations as well (application channels);
     ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap; default:
     the mode's, OFFLOAD_BY_MODE);
-    ``rt2``: station 2's RT thread settings when they differ from ``rt``.
+    ``rt2``: station 2's RT thread settings when they differ from ``rt``;
+    ``xdp_mode``: the stations' XDP attach mode (rtnet.config.XDP_MODES).
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
@@ -194,7 +196,14 @@ def tdma_pair(
         for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
             ls = lab.station(idx)
             st = stack.enter_context(
-                Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=settings, ethertypes=ethertypes)
+                Station(
+                    ls.ifname,
+                    netns=ls.netns,
+                    mac=ls.mac,
+                    rt=settings,
+                    ethertypes=ethertypes,
+                    xdp_mode=xdp_mode,
+                )
             )
             st.attach_tdma(cfg)
             stations.append(st)

@@ -261,6 +261,7 @@ def test_rtmac_should_refuse_bad_values_at_parse_time(argv, why):
         ("bench --lab NO", "--lab: lab name 'NO'"),
         ("bench --json /proc/nope/x.json", "--json: /proc/nope/x.json: cannot write"),
         ("bench --png .", "--png: .: is a directory"),
+        ("bench --xdp-mode zerocopy", "invalid choice: 'zerocopy'"),
     ],
 )
 def test_vnic_bench_should_check_every_argument_before_building_anything(argv, why):
