@@ -34,26 +34,17 @@ CUT_ET = 0x88B6  # the wire-cut stream (not the probes' EtherType)
 def redundant_pair(lab, *, rt, rt2, ethertypes, link_rate_mbps):
     """Stations 1 and 2 of redundant ``lab`` under NoMAC, each with its second port."""
     from rtnet.lab import STATION_IF_B
-    from rtnet.station import Station
+    from vnic.pair import nomac_pair
 
-    stations = []
-    with contextlib.ExitStack() as stack:
-        for idx, settings in ((1, rt), (2, rt2)):
-            ls = lab.station(idx)
-            st = stack.enter_context(
-                Station(
-                    ls.ifname,
-                    netns=ls.netns,
-                    mac=ls.mac,
-                    rt=settings,
-                    ethertypes=ethertypes,
-                    redundant_dev=STATION_IF_B,
-                    link_rate_mbps=link_rate_mbps,
-                )
-            )
-            st.attach_nomac()
-            st.start()
-            stations.append(st)
+    with nomac_pair(
+        lab,
+        mode=None,
+        rt=rt,
+        rt2=rt2,
+        ethertypes=ethertypes,
+        link_rate_mbps=link_rate_mbps,
+        redundant_dev=STATION_IF_B,
+    ) as (stations, _taps):
         yield stations
 
 
@@ -221,26 +212,16 @@ def measure_wire_cut(args, lab, results: dict, *, rt, rt2, log) -> None:
     from rtmac.tdma_config import Slot, TdmaConfig
     from rtnet.app import Channel
     from rtnet.lab import STATION_IF_B
-    from rtnet.station import Station
-    from vnic.pair import wait_synced
+    from vnic.pair import lab_station, wait_synced
 
     runs = []
     with contextlib.ExitStack() as stack:
-        stations = []
-        for idx, settings in ((1, rt), (2, rt2)):
-            ls = lab.station(idx)
-            stations.append(
-                stack.enter_context(
-                    Station(
-                        ls.ifname,
-                        netns=ls.netns,
-                        mac=ls.mac,
-                        rt=settings,
-                        ethertypes=[CUT_ET],
-                        redundant_dev=STATION_IF_B,
-                    )
-                )
+        stations = [
+            stack.enter_context(
+                lab_station(lab, idx, settings, ethertypes=[CUT_ET], redundant_dev=STATION_IF_B)
             )
+            for idx, settings in ((1, rt), (2, rt2))
+        ]
         master, slave = stations
         master.attach_tdma(
             TdmaConfig(role="master", cycle_us=1000, cal_rounds=10, slots={0: Slot(0, 0)})

@@ -166,6 +166,13 @@ def _slot_plan(cycle_us: int, link_rate_mbps: int, max_master_nrt: int) -> SlotP
     )
 
 
+def lab_station(lab, idx: int, rt: RtSettings, **options) -> Station:
+    """A Station on station ``idx`` of ``lab``: its device, namespace and MAC, RT thread
+    settings ``rt``, and Station's other ``options``."""
+    ls = lab.station(idx)
+    return Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt, **options)
+
+
 @contextlib.contextmanager
 def tdma_pair(
     lab,
@@ -194,16 +201,8 @@ def tdma_pair(
     with contextlib.ExitStack() as stack:
         stations, taps = [], []
         for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
-            ls = lab.station(idx)
             st = stack.enter_context(
-                Station(
-                    ls.ifname,
-                    netns=ls.netns,
-                    mac=ls.mac,
-                    rt=settings,
-                    ethertypes=ethertypes,
-                    xdp_mode=xdp_mode,
-                )
+                lab_station(lab, idx, settings, ethertypes=ethertypes, xdp_mode=xdp_mode)
             )
             st.attach_tdma(cfg)
             stations.append(st)
@@ -243,24 +242,25 @@ def nomac_pair(
     link_rate_mbps: int = 100,
     offload: bool | None = None,
     rt2: RtSettings | None = None,
+    redundant_dev: str | None = None,
 ):
     """Stations 1 and 2 of ``lab`` under NoMAC (no gate: one FIFO per station, paced at the
     modelled link rate), each with vnic0 when ``mode``.  Yields (stations, taps).
-    ``rt2``: station 2's RT thread settings when they differ from ``rt``."""
+    ``rt2``: station 2's RT thread settings when they differ from ``rt``;
+    ``redundant_dev``: each station's second port (802.1CB), in a redundant lab."""
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(1000, link_rate_mbps)
     with contextlib.ExitStack() as stack:
         stations, taps = [], []
         for idx, settings in ((1, rt), (2, rt2 or rt)):
-            ls = lab.station(idx)
             st = stack.enter_context(
-                Station(
-                    ls.ifname,
-                    netns=ls.netns,
-                    mac=ls.mac,
-                    rt=settings,
+                lab_station(
+                    lab,
+                    idx,
+                    settings,
                     ethertypes=ethertypes,
                     link_rate_mbps=link_rate_mbps,
+                    redundant_dev=redundant_dev,
                 )
             )
             st.attach_nomac()

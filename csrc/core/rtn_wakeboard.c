@@ -5,8 +5,8 @@
  *
  * A free slot holds INT64_MIN, a claimed one its thread's next deadline
  * (INT64_MAX while it has none): either way a past time, which readers
- * skip.  Readers take every slot without a lock; a deadline read stale by one wake-up only makes a helper wait once
- * for nothing, or not at all.
+ * skip.  Readers take every slot without a lock; a deadline read stale by
+ * one wake-up only makes a helper wait once for nothing, or not at all.
  */
 #include "rtn_wakeboard.h"
 
