@@ -202,3 +202,22 @@ def test_kernel_runs_are_pooled_by_their_sums_and_keep_each_runs_figure_and_flag
     p = pooled_kernel_runs(results, "mtu-same-rate/")
     assert p["runs"] == 2 and p["cpu_s_per_gb_each"] == [5.0, 7.5]
     assert abs(p["cpu_s_per_gb"] - 6.25) < 1e-9 and p["rate_mismatch"] is True
+
+
+def test_bad_input_to_a_pooled_report_gets_one_line(tmp_path, capsys):
+    good, broken, uneven = (tmp_path / n for n in ("good", "broken", "uneven"))
+    for d in (good, broken, uneven):
+        d.mkdir()
+    man_good = write_series(good, [("ok", {100: run_result(100)})])
+    man_broken = write_series(broken, [("ok", {100: run_result(100)})])
+    (broken / "run-1" / "vnic_100.json").write_text('{"runs": ')  # cut short
+    # one run with 100 Mbit/s, the other only 1000: the rates' runs do not line up
+    man_uneven = write_series(
+        uneven, [("ok", {100: run_result(100)}), ("ok", {1000: run_result(1000)})]
+    )
+    assert bench_vnic.main(["--report", man_good, man_broken]) == 1
+    assert bench_vnic.main(["--report", man_good, man_uneven]) == 1
+    assert bench_vnic.main(["--xdp-mode", "zerocopy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("bench_vnic: ") for line in err)
+    assert "vnic_100.json" in err[0] and "not every run has" in err[1]
