@@ -401,7 +401,8 @@ def run(
     span the hypervisor took a CPU explains and the rest, the lab's ("outside"); its
     threads' CPU is taken off the lab's, but its wake-ups (2,000 a second per CPU) still
     preempt the pump now and then, so the switches per packet are a witness run's.
-    ``xdp_mode``: the stations' XDP attach mode (auto: native where the driver has it).
+    ``xdp_mode``: the stations' XDP attach mode (auto: SKB mode on a one-queue veth, else
+    native where the driver has it).
     Every argument is checked (check_args) before the lab is built."""
     p = check_args(
         seconds,

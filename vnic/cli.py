@@ -58,7 +58,8 @@ def build_parser() -> OneLineParser:
         "--xdp-mode",
         choices=XDP_MODES,
         default="auto",
-        help="the stations' XDP attach mode (auto: native where the driver has it)",
+        help="the stations' XDP attach mode (auto: SKB mode on a one-queue veth, else native "
+        "where the driver has it)",
     )
     b.add_argument(
         "--slots",

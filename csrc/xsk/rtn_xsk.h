@@ -15,7 +15,8 @@
 
 #include <stdint.h>
 
-#define RTN_XDP_MODE_AUTO   0
+#define RTN_XDP_MODE_AUTO \
+	0 /* SKB mode on a one-queue veth (rtn_xsk_prog.c), else native, else SKB */
 #define RTN_XDP_MODE_NATIVE 1
 #define RTN_XDP_MODE_SKB    2
 

@@ -87,6 +87,17 @@ def check_xdp_native(fx: _Facts) -> CheckResult:
     mask = _features(fx)
     native = mask & xdpfeatures.BASIC and mask & xdpfeatures.REDIRECT
     current = f"{'native' if native else 'generic only'} ({xdpfeatures.describe(mask)})"
+    if native and fx.nic["kind"] == "veth":
+        # rtn_xsk_prog.c (is_single_queue_veth): auto attaches in SKB mode on a veth
+        return _result(
+            name,
+            OK,
+            current,
+            rec,
+            "xdp_mode auto attaches in SKB mode on a veth with one receive queue: native XDP "
+            "on a veth copies each socket buffer into a page first, SKB mode runs the program "
+            "on it as it is",
+        )
     if native:
         return _result(
             name, OK, current, rec, "the driver runs the XDP program and redirects to AF_XDP itself"

@@ -416,7 +416,7 @@ def test_a_veth_should_make_the_hardware_items_not_applicable(tmp_path):
     cmds = FakeCommands({"-i": (0, "driver: veth\nversion: 1.0\n")})
     res = check(build(tmp_path), commands=cmds)
     assert res["nic"].status == OK and res["nic"].current == "veth (virtual)"
-    assert res["xdp_native"].status == OK
+    assert res["xdp_native"].status == OK and "SKB mode" in res["xdp_native"].explanation
     for name in ("xdp_zerocopy", "coalescing", "hw_timestamps"):
         assert res[name].status == NA and "veth" in res[name].current, name
     assert res["queues"].status == OK
