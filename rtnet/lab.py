@@ -2,7 +2,8 @@
 
 Each station is a network namespace ``rtn-<lab>-s<N>`` holding ``rteth0``,
 one end of a veth whose other end (``s<N>``) is a port of the Linux bridge
-``rtbr0`` in the namespace ``rtn-<lab>-wire`` (the wire).  MACs and addresses
+``rtbr0`` in the namespace ``rtn-<lab>-wire`` (the wire), a bridge that hands no
+frame to iptables (:func:`_plain_bridge`).  MACs and addresses
 are deterministic: station N has 02:52:54:00:00:NN and 198.18.0.N/24 (the
 RFC 2544 benchmarking range).  Everything is found again by name, so
 ``Lab(name).down()`` also cleans up after a crash.
@@ -326,11 +327,26 @@ class Lab:
         return out
 
 
+def _plain_bridge() -> None:
+    """Keep br_netfilter out of the current namespace's bridges, as a cable or a switch
+    would be: with it loaded (a module on most kernels, built in on some), a bridge hands
+    every IPv4, IPv6 and ARP frame it forwards to iptables' hooks, which cost the lab's
+    kernel path about 8% more CPU per byte (MTU-sized TCP frames at 69 Mbit/s: 4.35 to
+    4.57 CPU s/GB against 4.08 to 4.16 without, three alternating 8 s runs) and the
+    real-time path's frames, of other EtherTypes, next to nothing."""
+    for table in ("iptables", "ip6tables", "arptables"):
+        try:
+            _write_sysctl(f"/proc/sys/net/bridge/bridge-nf-call-{table}", "0")
+        except FileNotFoundError:
+            pass  # no br_netfilter: nothing calls iptables from a bridge
+
+
 def _build_wire(wire_ns: str) -> None:
     """A wire: a namespace holding the bridge the stations' ports join."""
     pr_netns.create(wire_ns)
     with netns.entered(wire_ns):
         _quiet_ipv6()
+        _plain_bridge()
     with IPRoute(netns=wire_ns) as ipr:
         ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
         ipr.link("add", ifname=BRIDGE, kind="bridge", br_stp_state=0, br_forward_delay=0)
