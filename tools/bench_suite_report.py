@@ -196,6 +196,11 @@ def header_lines(results: dict) -> list[str]:
         f"SCHED_FIFO {st['station_priority']}), all pinned there with memory locked; "
         f"{st['pm_qos']}; no busy polling; no isolcpus/nohz_full. CPU load: stress-ng on CPU "
         f"{st['load_cpus']} only. Standard application: SCHED_OTHER, not pinned, relative sleeps.",
+        *(
+            [f"- Lab: the wire {st['lab_wire']}; the stations' sockets {st['xdp']}"]
+            if "lab_wire" in st
+            else []
+        ),
         f"- Cycle {st['cycle_us']} us; link modelled at {st['link_rate_mbps']} Mbit/s; network "
         f"flood {st['flood']} through the sender's VNIC; {st['messages_per_cell']} messages per "
         f"cell in {st['chunks']} interleaved chunks (standard and RT alternate); RFC 2544 trials "

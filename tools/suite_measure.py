@@ -54,6 +54,9 @@ def measure(args, argv) -> dict:
                 "app_priority": APP_PRIO,
                 "subscriber_priority": SUB_PRIO,
                 "pm_qos": "cpu_dma_latency 0 held by the RT threads and cyclictest",
+                # what rtnet/lab.py and csrc/xsk/rtn_xsk_prog.c do on the lab's veths
+                "lab_wire": "a Linux bridge that hands no frame to iptables",
+                "xdp": "SKB-mode XDP (auto, on a veth with one queue), AF_XDP in copy mode",
                 "mlockall": True,
                 "busy_polling": False,
                 "cycle_us": CYCLE_US,

@@ -27,6 +27,8 @@ def settings(**more) -> dict:
         "app_priority": 80,
         "subscriber_priority": 70,
         "pm_qos": "held",
+        "lab_wire": "a test bridge",
+        "xdp": "test XDP",
         "cycle_us": 1000,
         "link_rate_mbps": 100,
         "flood": "none",

@@ -142,6 +142,7 @@ def test_one_run_names_its_protocol_columns_and_verdicts(mods, tmp_path):
     report, _agg = mods
     md = report.markdown(results(), str(tmp_path / "B.md"))
     assert "overridden on the command line: confirm_s 60.0 (protocol: 30.0)" in md
+    assert "- Lab: the wire a test bridge; the stations' sockets test XDP" in md
     # RFC 2544: the headline without retries, the labelled second column, the confirmation
     assert (
         "| 64 | 100.0 | 100.0 | 0 | 100,000 | 20 / 50 / 80 / 100 | 40,000 | 55,000 | 20.0 | "
