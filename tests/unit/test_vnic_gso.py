@@ -325,10 +325,14 @@ def test_ecn_flag_is_allowed_with_tso():
     assert n == 3 and ["C" in Ether(f)[TCP].flags for f in frames] == [True, False, False]
 
 
-@pytest.mark.parametrize("payload_len", [*range(70), 1471, 1472, 1473, 65000])
-def test_checksum_agrees_with_the_16_bit_sum_at_every_tail_length(payload_len):
-    """Every remainder of the 32-byte rounds, 8-byte words, 4-, 2- and 1-byte tails."""
-    payload = os.urandom(payload_len)
+@pytest.mark.parametrize(
+    "payload_len, fill",
+    [*((n, None) for n in (*range(140), 1471, 1472, 1473, 65000)), (1472, 0xFF), (65000, 0xFF)],
+)
+def test_checksum_agrees_with_the_16_bit_sum_at_every_tail_length(payload_len, fill):
+    """Every remainder of the 64-byte add-with-carry rounds (x86-64), the 32-byte rounds,
+    8-byte words, 4-, 2- and 1-byte tails; and all-ones words, a carry out of every add."""
+    payload = os.urandom(payload_len) if fill is None else bytes([fill]) * payload_len
     p = (
         Ether(src=MAC1, dst=MAC2)
         / IP(src="198.19.0.1", dst="198.19.0.2")
