@@ -8,19 +8,25 @@
 #define RTN_IPV4_INLINE_H
 
 #include <stdint.h>
+#include <string.h>
+#include "rtn_csum_inline.h"
 #include "rtn_ipv4.h"
 #include "rtn_tdma_proto_inline.h"
 
-/* One's complement sum of @p len bytes added to @p sum (RFC 1071), not folded. */
+/*
+ * One's complement sum of @p len bytes added to @p sum (RFC 1071), as
+ * big-endian 16-bit words, folded to 16 bits but not complemented.  The
+ * bytes are summed in the machine's order (rtn_csum_words) and the folded
+ * sum read back in network order (RFC 1071 section 2B).
+ */
 static inline uint32_t rtn_csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
 {
-	uint64_t s = sum;
-	uint32_t i;
+	uint16_t native = rtn_csum_fold16(rtn_csum_words(0, p, len));
+	uint8_t b[2];
+	uint64_t s;
 
-	for (i = 0; i + 1 < len; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (len & 1)
-		s += (uint32_t)p[len - 1] << 8;
+	memcpy(b, &native, 2);
+	s = (uint64_t)sum + ((uint32_t)b[0] << 8 | b[1]);
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint32_t)s;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 #include "rtn_core.h"
+#include "rtn_csum_inline.h"
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_vnic_gso.h"
 
@@ -41,94 +42,6 @@ struct l4_hdrs {
 
 /* ---- checksums ------------------------------------------------------------------ */
 
-/*
- * Add @p len bytes at @p p; only the last piece of a sum may have an odd
- * length.  64-bit words summed into 128 bits, the high half (the carries)
- * added back at the end: 2^64 is 1 modulo 0xffff, as 2^16 is, so the folded
- * result is the sum of 16-bit words (RFC 1071 sections 2C and 2D).  Four
- * words a round: the VNIC sums every byte it cuts or merges.
- */
-static uint64_t csum_add(uint64_t sum, const uint8_t *p, uint32_t len)
-{
-	unsigned __int128 acc;
-	uint64_t w0, w1, w2, w3;
-	uint32_t w32;
-	uint16_t h = 0;
-
-#if defined(__x86_64__)
-	/*
-	 * x86-64: 64 bytes a round as one chain of add-with-carry, one
-	 * instruction per word where the 128-bit sum below takes about four
-	 * (half of the VNIC's instructions per KB cut or merged, bench_cost).
-	 * The round's last carry goes back in with one more adc; that carries
-	 * again only from an all-ones sum (leaving 0), which the second adc
-	 * makes 1 with no carry left.
-	 */
-	while (len >= 64) {
-		__asm__("addq 0(%[p]), %[s]\n\t"
-			"adcq 8(%[p]), %[s]\n\t"
-			"adcq 16(%[p]), %[s]\n\t"
-			"adcq 24(%[p]), %[s]\n\t"
-			"adcq 32(%[p]), %[s]\n\t"
-			"adcq 40(%[p]), %[s]\n\t"
-			"adcq 48(%[p]), %[s]\n\t"
-			"adcq 56(%[p]), %[s]\n\t"
-			"adcq $0, %[s]\n\t"
-			"adcq $0, %[s]"
-			: [s] "+r"(sum)
-			: [p] "r"(p), "m"(*(const uint8_t(*)[64])p)
-			: "cc");
-		p += 64;
-		len -= 64;
-	}
-#endif
-	acc = sum; /* 2^64 words of carry room: add with carry, no compare */
-	while (len >= 32) {
-		memcpy(&w0, p, 8);
-		memcpy(&w1, p + 8, 8);
-		memcpy(&w2, p + 16, 8);
-		memcpy(&w3, p + 24, 8);
-		acc += w0;
-		acc += w1;
-		acc += w2;
-		acc += w3;
-		p += 32;
-		len -= 32;
-	}
-	while (len >= 8) {
-		memcpy(&w0, p, 8);
-		acc += w0;
-		p += 8;
-		len -= 8;
-	}
-	if (len >= 4) {
-		memcpy(&w32, p, 4);
-		acc += w32;
-		p += 4;
-		len -= 4;
-	}
-	if (len >= 2) {
-		memcpy(&h, p, 2);
-		acc += h;
-		p += 2;
-		len -= 2;
-	}
-	if (len) {
-		h = 0;
-		memcpy(&h, p, 1); /* padded with a zero byte */
-		acc += h;
-	}
-	sum = (uint64_t)acc + (uint64_t)(acc >> 64);
-	return sum + (sum < (uint64_t)(acc >> 64)); /* the end-around carry */
-}
-
-static uint16_t csum_fold(uint64_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 static void csum_store(uint8_t *field, uint16_t v)
 {
 	memcpy(field, &v, 2);
@@ -143,24 +56,24 @@ static uint64_t pseudo_sum(const uint8_t *f, const struct l4_hdrs *h, uint32_t l
 		ph[8] = 0;
 		ph[9] = h->proto;
 		rtn_put_be16(ph + 10, (uint16_t)l4_len);
-		return csum_add(0, ph, 12);
+		return rtn_csum_words(0, ph, 12);
 	}
 	memcpy(ph, f + h->l3 + 8, 32);
 	rtn_put_be32(ph + 32, l4_len);
 	ph[36] = ph[37] = ph[38] = 0;
 	ph[39] = h->proto;
-	return csum_add(0, ph, 40);
+	return rtn_csum_words(0, ph, 40);
 }
 
 static void ipv4_csum_set(uint8_t *ip, uint32_t ihl)
 {
 	ip[10] = ip[11] = 0;
-	csum_store(ip + 10, (uint16_t)~csum_fold(csum_add(0, ip, ihl)));
+	csum_store(ip + 10, (uint16_t)~rtn_csum_fold16(rtn_csum_words(0, ip, ihl)));
 }
 
 static int ipv4_csum_ok(const uint8_t *ip, uint32_t ihl)
 {
-	return csum_fold(csum_add(0, ip, ihl)) == 0xffff;
+	return rtn_csum_fold16(rtn_csum_words(0, ip, ihl)) == 0xffff;
 }
 
 /* ---- parsing -------------------------------------------------------------------- */
@@ -223,7 +136,7 @@ int rtn_l4_csum_ok(const uint8_t *frame, uint32_t len)
 		return 0;
 	if (h.proto == IPPROTO_UDP_ && !h.v6 && n >= 8 && !frame[h.l4 + 6] && !frame[h.l4 + 7])
 		return 1; /* IPv4 UDP without a checksum */
-	return csum_fold(csum_add(pseudo_sum(frame, &h, n), frame + h.l4, n)) == 0xffff;
+	return rtn_csum_fold16(rtn_csum_words(pseudo_sum(frame, &h, n), frame + h.l4, n)) == 0xffff;
 }
 
 /* ---- Linux -> wire: segmentation ---------------------------------------------------- */
@@ -258,7 +171,8 @@ static int gso_begin(struct rtn_gso_seg *g, const struct rtn_vnet_hdr *v, uint8_
 			if (start >= g->len || field + 2 > g->len)
 				return -EINVAL;
 			/* the field holds the pseudo-header sum: sum to the end, as skb_checksum_help */
-			c = (uint16_t)~csum_fold(csum_add(0, g->pkt + start, g->len - start));
+			c = (uint16_t)~rtn_csum_fold16(
+				rtn_csum_words(0, g->pkt + start, g->len - start));
 			csum_store(g->pkt + field, c ? c : 0xffff);
 		}
 		g->nseg = 1;
@@ -366,8 +280,8 @@ static uint32_t seg_fix(const struct rtn_gso_seg *g, uint8_t *out, uint32_t inde
 		flags &= (uint8_t) ~(TCPF_FIN | TCPF_PSH);
 	out[g->l4 + 13] = flags;
 	out[g->l4 + 16] = out[g->l4 + 17] = 0;
-	sum = csum_add(pseudo_sum(out, &h, flen - g->l4), out + g->l4, flen - g->l4);
-	csum_store(out + g->l4 + 16, (uint16_t)~csum_fold(sum));
+	sum = rtn_csum_words(pseudo_sum(out, &h, flen - g->l4), out + g->l4, flen - g->l4);
+	csum_store(out + g->l4 + 16, (uint16_t)~rtn_csum_fold16(sum));
 	return flen;
 }
 
@@ -437,7 +351,7 @@ static int tcp_csum_ok(const uint8_t *f, uint32_t len, const struct l4_hdrs *h)
 {
 	uint32_t n = len - h->l4;
 
-	return csum_fold(csum_add(pseudo_sum(f, h, n), f + h->l4, n)) == 0xffff;
+	return rtn_csum_fold16(rtn_csum_words(pseudo_sum(f, h, n), f + h->l4, n)) == 0xffff;
 }
 
 int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len)
@@ -523,7 +437,7 @@ uint32_t rtn_gro_finish(struct rtn_gro *g)
 		ipv4_csum_set(m + g->l3, g->l4 - g->l3);
 		/* CHECKSUM_PARTIAL: the field holds the folded pseudo-header sum (__tcp_v4_send_check) */
 		m[g->l4 + 16] = m[g->l4 + 17] = 0;
-		csum_store(m + g->l4 + 16, csum_fold(pseudo_sum(m, &h, g->len - g->l4)));
+		csum_store(m + g->l4 + 16, rtn_csum_fold16(pseudo_sum(m, &h, g->len - g->l4)));
 		vh.flags = RTN_VNET_F_NEEDS_CSUM;
 		vh.gso_type = RTN_VNET_GSO_TCPV4;
 		vh.hdr_len = (uint16_t)g->hdr_len;
