@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from conftest import wait_for
 from pyroute2 import IPRoute
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -330,7 +331,7 @@ def test_forged_virtio_headers_sent_into_the_vnic_never_reach_the_wire_malformed
                     and s["xsk"]["tx_in_place"] >= s["vnic"]["tap_rx"]
                 )
 
-            assert wait_for(lambda: carried(stations[0].stats()))
+            assert wait_for(lambda: carried(stations[0].stats()), 10)
             st = stations[0].stats()
         assert refused >= 1 and st["running"]
         assert st["vnic"]["tx_bad"] - before["tx_bad"] <= len(forged) - refused
@@ -435,16 +436,6 @@ def test_a_stalled_pump_blocks_neither_the_rt_thread_nor_the_schedule(lab):
         assert ping(lab, 1, "198.19.0.2").returncode == 0
 
 
-def wait_for(cond, seconds: float = 10.0):
-    """Poll ``cond`` (on stats the RT thread moves) until it is true or ``seconds`` pass."""
-    deadline = time.monotonic() + seconds
-    while True:
-        got = cond()
-        if got or time.monotonic() > deadline:
-            return got
-        threading.Event().wait(0.02)
-
-
 def test_frames_lent_to_a_stalled_pump_are_bounded_and_given_back(lab):
     """Received tunnel frames go to the pump in their UMEM frames, up to a quarter of the
     frames the kernel receives into; beyond that they are copied, so a stalled pump cannot
@@ -476,7 +467,7 @@ def test_frames_lent_to_a_stalled_pump_are_bounded_and_given_back(lab):
                 copied = (s["vnic"]["rx_copy_bytes"] - copied0) // inner_len
                 return s if s["xsk"]["rx_kept"] + copied >= n else None
 
-            s = wait_for(arrived)
+            s = wait_for(arrived, 10)
             assert s, st.stats()
             assert s["xsk"]["rx_kept"] == lend_max
             assert s["xsk"]["fill_fail"] == 0 and s["vnic"]["rx_dropped"] == 0
@@ -488,7 +479,7 @@ def test_frames_lent_to_a_stalled_pump_are_bounded_and_given_back(lab):
                 s = st.stats()
                 return s if s["xsk"]["rx_frames"] >= rx0 + 300 else None
 
-            s = wait_for(second)
+            s = wait_for(second, 10)
             assert s and s["vnic"]["rx_copy_bytes"] >= copied1 + 300 * inner_len
             assert s["xsk"]["rx_kept"] == lend_max and s["xsk"]["fill_fail"] == 0
             assert stations[1].stats()["tdma"]["state"] == TdmaState.SYNCED
@@ -528,9 +519,11 @@ def test_a_slaves_clock_stays_true_while_the_masters_window_is_full(lab):
         try:
             frames0 = master.stats()["tdma"]["frames_tx"]
             # the flood fills the window: measure once the windows carry it
-            assert wait_for(lambda: master.stats()["tdma"]["frames_tx"] > frames0 + 20000)
+            assert wait_for(lambda: master.stats()["tdma"]["frames_tx"] > frames0 + 20000, 10)
             t0, err0 = master.stats()["tdma"], slave.stats()["tdma"]["sync_error"]
-            assert wait_for(lambda: slave.stats()["tdma"]["sync_error"].count > err0.count + 2000)
+            assert wait_for(
+                lambda: slave.stats()["tdma"]["sync_error"].count > err0.count + 2000, 10
+            )
             t1, err = master.stats()["tdma"], slave.stats()["tdma"]["sync_error"].since(err0)
         finally:
             lab.stop(flood)
@@ -549,7 +542,7 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
     with tdma_pair(lab, plan(), mode=None) as (stations, _taps):
         master = stations[0]
         master.set_probe(0)  # one RT frame in every slot 0 occurrence
-        assert wait_for(lambda: master.stats()["tdma"]["slot0_lateness"].count > 0)
+        assert wait_for(lambda: master.stats()["tdma"]["slot0_lateness"].count > 0, 10)
         _recs, first = master.slot_misses()
         _lates, first_late = master.slot0_lateness()
         s0 = master.stats()
@@ -568,7 +561,9 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
             stopper.stdin.flush()
             assert stopper.stdout.readline().strip() == "resumed"
             stopper.wait(10)
-        assert wait_for(lambda: master.stats()["tdma"]["missed_slots"] > s0["tdma"]["missed_slots"])
+        assert wait_for(
+            lambda: master.stats()["tdma"]["missed_slots"] > s0["tdma"]["missed_slots"], 10
+        )
         # the RT thread goes on: read the records between two snapshots
         s1 = master.stats()
         recs, _ = master.slot_misses(first)
