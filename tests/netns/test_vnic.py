@@ -229,6 +229,60 @@ def test_malformed_tunnel_frames_are_counted(lab):
         assert r.returncode == 0, r.stdout
 
 
+def tcp_snmp(ns: str) -> dict:
+    """The Tcp counters of /proc/net/snmp in namespace ``ns``."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    names, values = [line.split()[1:] for line in out.splitlines() if line.startswith("Tcp:")]
+    return dict(zip(names, map(int, values)))
+
+
+def test_tcp_from_the_wire_with_a_broken_checksum_is_never_merged_into_a_vouched_write(lab):
+    """Tunnel frames forged on the wire: one TCP flow for vnic0 whose every fourth segment
+    has a broken checksum.  The VNIC merges a flow's segments into one write whose checksum
+    Linux then trusts (CHECKSUM_PARTIAL), so it must sum each segment first: every broken
+    one reaches Linux on its own, and Linux counts it and drops it."""
+    n, broken = 40, set(range(0, 40, 4))
+    with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, _taps):
+        s1, s2 = lab.station(1), lab.station(2)
+        outer = parse_mac(s1.mac) + parse_mac(s2.mac) + ETH_RTMAC.to_bytes(2, "big")
+        rtmac = b"\x08\x00\x02\x01"  # inner type IPv4, version 2, tunnel
+
+        def tunnel(i: int) -> bytes:
+            seg = bytearray(
+                bytes(
+                    IP(src="198.19.0.2", dst="198.19.0.1")
+                    / TCP(sport=40000, dport=9, flags="A", seq=1 + 1000 * i, ack=1)
+                    / os.urandom(1000)
+                )
+            )
+            if i in broken:
+                seg[-1] ^= 0x01  # the payload, after the checksum was computed
+            return outer + rtmac + bytes(seg)
+
+        before, rx0 = tcp_snmp(s1.netns), stations[0].stats()["vnic"]["tap_tx"]
+        raw_send(s2.netns, [tunnel(i) for i in range(n)])
+        wait_for(
+            lambda: stations[0].stats()["vnic"]["tap_tx"] - rx0 >= n,
+            10,
+            "the forged segments to be written to vnic0",
+        )
+        after = wait_for(
+            lambda: (
+                (a := tcp_snmp(s1.netns))["InCsumErrors"] - before["InCsumErrors"] >= len(broken)
+                and a
+            ),
+            10,
+            "Linux to count the broken segments",
+        )
+        assert after["InCsumErrors"] - before["InCsumErrors"] == len(broken)
+        assert stations[0].stats()["running"]
+
+
 @pytest.mark.parametrize("mode", ["per-packet", "batched"])
 def test_tap_deleted_under_running_station(lab, mode):
     with tdma_pair(lab, plan(), mode=mode, mtu=MTU) as (stations, taps):
