@@ -7,10 +7,12 @@
  *
  * Input: records of (u16 length, frame bytes).  Checked for every write
  * (gathered: flattened here with rtn_gro_flatten): its length is the
- * header's plus the frame's; a lone frame goes out byte for byte, with
- * DATA_VALID in its virtio-net header only if it is TCP/IPv4 with valid
- * checksums and an empty header otherwise; a merged one has a consistent header (TCPV4, gso_size
- * the first payload, CHECKSUM_PARTIAL at the TCP header), only segments
+ * header's plus the frame's; a lone frame goes out byte for byte with an
+ * empty header, unless it is TCP/IPv4 with valid checksums: then it goes
+ * as CHECKSUM_PARTIAL at the TCP header (NEEDS_CSUM, no GSO), and
+ * completing its checksum gives back the frame that came; a merged one has
+ * a consistent header (TCPV4, gso_size the first payload, CHECKSUM_PARTIAL
+ * at the TCP header), only segments
  * with valid checksums (by an independent sum) and consecutive sequence
  * numbers were taken, its checksums complete to valid ones, and cutting it
  * again with rtn_gso_begin/next at its gso_size gives back the very
@@ -41,6 +43,17 @@ static int valid_tcp4(const struct frame *f)
 	return f->len >= L4 + 20 && inet_be16(d + 12) == INET_P_IPV4 && d[L3] == 0x45 &&
 	       d[L3 + 9] == INET_PROTO_TCP && inet_ipv4_hdr_ok(d + L3, 20) &&
 	       inet_tcp_ok(d, f->len, L4, 0);
+}
+
+/* A copy of CHECKSUM_PARTIAL @p m with its TCP checksum completed, as Linux would. */
+static uint8_t *complete_partial(const uint8_t *m, uint32_t len)
+{
+	uint8_t *full = fuzz_exact_copy(m, len);
+	uint16_t c = (uint16_t)~inet_fold(inet_sum(0, full + L4, len - L4));
+
+	full[L4 + 16] = c >> 8;
+	full[L4 + 17] = c;
+	return full;
 }
 
 static void check_resegment(const uint8_t *write, uint32_t wlen, const struct frame *segs,
@@ -93,14 +106,29 @@ static void check_write(const struct rtn_gro *g, uint32_t wlen, const uint8_t *o
 	if (n == 1) {
 		struct rtn_vnet_hdr lone = { 0 };
 
-		/* DATA_VALID only for what GRO itself would have taken: checked TCP/IPv4 */
-		if (valid_tcp4(&segs[0]) && vh.flags)
-			lone.flags = RTN_VNET_F_DATA_VALID;
-		if (vh.flags && !valid_tcp4(&segs[0]))
-			fuzz_fail("a lone frame with bad checksums marked DATA_VALID");
-		if (memcmp(&vh, &lone, sizeof(vh)) || g->len != segs[0].len ||
-		    memcmp(m, segs[0].data, g->len))
-			fuzz_fail("a lone frame was not written as it came");
+		if (g->len != segs[0].len)
+			fuzz_fail("a lone frame of %u bytes was written with %u", segs[0].len,
+				  g->len);
+		if (!vh.flags) {
+			/* not verified here: as it came, for Linux to check */
+			if (memcmp(&vh, &lone, sizeof(vh)) || memcmp(m, segs[0].data, g->len))
+				fuzz_fail("an unverified lone frame was not written as it came");
+			return;
+		}
+		/* CHECKSUM_PARTIAL only for what GRO itself would have taken: checked TCP/IPv4 */
+		if (!valid_tcp4(&segs[0]))
+			fuzz_fail("a lone frame with bad checksums marked CHECKSUM_PARTIAL");
+		lone.flags = RTN_VNET_F_NEEDS_CSUM;
+		lone.csum_start = L4;
+		lone.csum_offset = 16;
+		full = complete_partial(m, g->len);
+		if (memcmp(&vh, &lone, sizeof(vh)) || !inet_tcp_ok(full, g->len, L4, 0))
+			fuzz_fail("a verified lone frame's CHECKSUM_PARTIAL is inconsistent");
+		/* its sum completes to a valid one; the rest is the frame that came */
+		memcpy(full + L4 + 16, segs[0].data + L4 + 16, 2);
+		if (memcmp(full, segs[0].data, g->len))
+			fuzz_fail("a verified lone frame was not written as it came");
+		free(full);
 		return;
 	}
 	if (vh.flags != RTN_VNET_F_NEEDS_CSUM || vh.gso_type != RTN_VNET_GSO_TCPV4 ||
@@ -127,13 +155,7 @@ static void check_write(const struct rtn_gro *g, uint32_t wlen, const uint8_t *o
 	if (off != g->len || inet_be16(m + L3 + 2) != g->len - L3 || !inet_ipv4_hdr_ok(m + L3, 20))
 		fuzz_fail("merged IPv4 header does not describe the merged frame");
 	/* CHECKSUM_PARTIAL: complete the sum as Linux would, then it must be valid */
-	full = fuzz_exact_copy(m, g->len);
-	{
-		uint16_t c = (uint16_t)~inet_fold(inet_sum(0, full + L4, g->len - L4));
-
-		full[L4 + 16] = c >> 8;
-		full[L4 + 17] = c;
-	}
+	full = complete_partial(m, g->len);
 	if (!inet_tcp_ok(full, g->len, L4, 0))
 		fuzz_fail("merged TCP checksum does not complete to a valid one");
 	free(full);

@@ -435,17 +435,23 @@ uint32_t rtn_gro_finish(struct rtn_gro *g)
 	if (g->nseg > 1) {
 		rtn_put_be16(m + g->l3 + 2, (uint16_t)(g->len - g->l3));
 		ipv4_csum_set(m + g->l3, g->l4 - g->l3);
-		/* CHECKSUM_PARTIAL: the field holds the folded pseudo-header sum (__tcp_v4_send_check) */
-		m[g->l4 + 16] = m[g->l4 + 17] = 0;
-		csum_store(m + g->l4 + 16, rtn_csum_fold16(pseudo_sum(m, &h, g->len - g->l4)));
-		vh.flags = RTN_VNET_F_NEEDS_CSUM;
 		vh.gso_type = RTN_VNET_GSO_TCPV4;
 		vh.hdr_len = (uint16_t)g->hdr_len;
 		vh.gso_size = (uint16_t)g->mss;
+	}
+	/*
+	 * Verified here (every segment, merged or lone): CHECKSUM_PARTIAL, the
+	 * field holding the folded pseudo-header sum (__tcp_v4_send_check).
+	 * Linux trusts that and does not sum the payload again; it ignores
+	 * VIRTIO_NET_HDR_F_DATA_VALID on a TAP write (virtio_net_hdr_to_skb
+	 * reads only NEEDS_CSUM), so a lone segment marked so was summed twice.
+	 */
+	if (g->csum_ok) {
+		m[g->l4 + 16] = m[g->l4 + 17] = 0;
+		csum_store(m + g->l4 + 16, rtn_csum_fold16(pseudo_sum(m, &h, g->len - g->l4)));
+		vh.flags = RTN_VNET_F_NEEDS_CSUM;
 		vh.csum_start = (uint16_t)g->l4;
 		vh.csum_offset = 16;
-	} else if (g->csum_ok) {
-		vh.flags = RTN_VNET_F_DATA_VALID; /* verified here: CHECKSUM_UNNECESSARY */
 	}
 	memcpy(g->head, &vh, sizeof(vh));
 	g->open = 0;

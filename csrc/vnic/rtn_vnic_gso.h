@@ -21,7 +21,6 @@
 /* struct virtio_net_hdr (linux/virtio_net.h), the TAP's default 10 bytes */
 #define RTN_VNET_HDR_LEN      10
 #define RTN_VNET_F_NEEDS_CSUM 1
-#define RTN_VNET_F_DATA_VALID 2
 #define RTN_VNET_GSO_NONE     0
 #define RTN_VNET_GSO_TCPV4    1
 #define RTN_VNET_GSO_UDP      3
@@ -137,9 +136,10 @@ int rtn_gro_begin(struct rtn_gro *g, const uint8_t *frame, uint32_t len);
 int rtn_gro_append(struct rtn_gro *g, const uint8_t *frame, uint32_t len);
 /*
  * Fix the headers and write the vnet header; returns the bytes of the write
- * (g->head's head_len bytes, then the pieces).  A lone TCP/IPv4 frame whose
- * checksum was verified goes with VIRTIO_NET_HDR_F_DATA_VALID, so Linux does
- * not verify it again; a merged one with NEEDS_CSUM (CHECKSUM_PARTIAL).
+ * (g->head's head_len bytes, then the pieces).  A TCP/IPv4 packet whose
+ * checksums were verified here, merged or lone, goes with NEEDS_CSUM
+ * (CHECKSUM_PARTIAL), which Linux trusts, so it does not sum it again;
+ * anything else goes as it came, unmarked, and Linux checks it itself.
  */
 uint32_t rtn_gro_finish(struct rtn_gro *g);
 /* The finished write as one buffer (tests, fuzzing): its length, or 0 if @p cap is short. */

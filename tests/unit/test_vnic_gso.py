@@ -202,16 +202,28 @@ def test_only_the_same_flow_in_sequence_is_merged():
     assert c.run([syn, syn]) == [((0,) * 6, syn), ((0,) * 6, syn)]
 
 
-def test_lone_frame_checked_here_goes_with_data_valid():
-    """A TCP/IPv4 frame whose checksum the merger verified reaches Linux marked DATA_VALID
-    (CHECKSUM_UNNECESSARY: not summed again); anything it did not verify goes unmarked."""
+def test_lone_frame_checked_here_goes_as_checksum_partial():
+    """A TCP/IPv4 frame whose checksum the merger verified reaches Linux as CHECKSUM_PARTIAL
+    (NEEDS_CSUM at the TCP header, the pseudo-header sum in the field), which Linux trusts:
+    it ignores DATA_VALID on a TAP write, so that mark would have had it summed again.
+    Anything the merger did not verify goes as it came, unmarked, for Linux to check."""
     good = bytes(tcp4(os.urandom(300)))
     bad = bytearray(good)
     bad[-1] ^= 0xFF
     udp = bytes(Ether(src=MAC1, dst=MAC2) / IP(src="198.19.0.1", dst="198.19.0.2") / UDP() / b"x")
-    writes = Coalescer().run([good, bytes(bad), udp, bytes(tcp6(b"y" * 100))])
-    assert [w[0][0] for w in writes] == [lib.RTN_VNET_F_DATA_VALID, 0, 0, 0]
-    assert [w[1] for w in writes] == [good, bytes(bad), udp, bytes(tcp6(b"y" * 100))]
+    v6 = bytes(tcp6(b"y" * 100))
+    writes = Coalescer().run([good, bytes(bad), udp, v6])
+    assert [w[0] for w in writes] == [
+        (lib.RTN_VNET_F_NEEDS_CSUM, lib.RTN_VNET_GSO_NONE, 0, 0, 34, 16),
+        (0,) * 6,
+        (0,) * 6,
+        (0,) * 6,
+    ]
+    assert [w[1] for w in writes[1:]] == [bytes(bad), udp, v6]
+    lone = writes[0][1]
+    assert len(lone) == len(good) and lone[:50] + lone[52:] == good[:50] + good[52:]
+    l4_len = len(good) - 34
+    assert Ether(lone)[TCP].chksum == csum16(pseudo_v4(Ether(good)[IP], l4_len, 6))
 
 
 def test_one_write_gathers_at_most_its_piece_limit():
