@@ -385,19 +385,27 @@ def test_forged_virtio_headers_sent_into_the_vnic_never_reach_the_wire_malformed
                     and s["xsk"]["tx_in_place"] >= s["vnic"]["tap_rx"]
                 )
 
+            def wire_tcp():  # the TCP frames the capture has seen leave station 1 so far
+                tcp = [
+                    inner_frame(c.data)
+                    for c in list(cap.frames)
+                    if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"
+                ]
+                return [f for f in tcp if f[23] == 6]
+
+            def whole_segments(tcp):  # of the valid super-packet: full MSS, source port 1
+                return sum(len(f) == 14 + 20 + 32 + mss and f[34:36] == b"\x00\x01" for f in tcp)
+
             assert wait_for(lambda: carried(stations[0].stats()), 10)
             st = stations[0].stats()
+            # the socket counts a frame as sent before the capture has taken it in
+            wait_for(lambda: whole_segments(wire_tcp()) >= 45, 10)
         assert refused >= 1 and st["running"]
         assert st["vnic"]["tx_bad"] - before["tx_bad"] <= len(forged) - refused
-    tcp = [
-        inner_frame(c.data)
-        for c in cap.frames
-        if c.ifname == lab.station(1).wire_port and c.data[14:16] == b"\x08\x00"
-    ]
-    tcp = [f for f in tcp if f[23] == 6]
+    tcp = wire_tcp()
     assert all(lib.rtn_l4_csum_ok(f, len(f)) for f in tcp)
     # the valid super-packet, after the forged ones: 45 whole segments of the MSS
-    assert sum(len(f) == 14 + 20 + 32 + mss and f[34:36] == b"\x00\x01" for f in tcp) == 45
+    assert whole_segments(tcp) == 45
 
 
 def set_link(ns: str, ifname: str, state: str) -> None:
