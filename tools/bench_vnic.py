@@ -244,9 +244,11 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
         for entry, r in zip(made, runs_by_rate[rate]):
             series = f" of {entry['series']}" if "series" in entry else ""
             xdp = r["config"].get("xdp_mode_used")
+            cc = r["config"].get("tcp_cc")
             L += [
                 f"Run {entry['run']}{series}, {rate} Mbit/s modelled "
-                f"({r['config'].get('cpu_method', '?')}{f', XDP {xdp}' if xdp else ''}):",
+                f"({r['config'].get('cpu_method', '?')}{f', XDP {xdp}' if xdp else ''}"
+                f"{f', TCP {cc}' if cc else ''}):",
                 "",
                 "```",
                 r["table"],

@@ -379,6 +379,18 @@ def check_args(
     return p
 
 
+def tcp_congestion_control(ns: str) -> str:
+    """The congestion control a new TCP socket in ``ns`` gets (the machine's default unless
+    the namespace set its own).  It is part of a result: a sender that sizes its window
+    from the lowest round trip it saw (BBR) and one that fills the queues (CUBIC) meet the
+    pump's batching differently."""
+    try:
+        with netns.entered(ns), open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read(64).strip() or "?"
+    except OSError:
+        return "?"
+
+
 def run(
     seconds: int = 5,
     cycle_us: int = 1000,
@@ -454,6 +466,8 @@ def run(
         stack.callback(setattr, accounting, "ACCT", None)
         results["config"]["cpu_method"] = acct.method
         log(f"# CPU: the lab's own tasks ({acct.method}) plus ksoftirqd")
+        results["config"]["tcp_cc"] = tcp_congestion_control(lab.station(1).netns)
+        log(f"# TCP congestion control of the stations: {results['config']['tcp_cc']}")
         kernel_path(lab, seconds, results, log, "before")
         runs = [("batched", o) for o in variants] + [("per-packet", OFFLOAD_BY_MODE["per-packet"])]
         vnic_tcp = None  # the batched VNIC's TCP goodput, the same-rate baseline's offer

@@ -24,12 +24,16 @@
  * delay TCP sees: measured with one TCP flow through a 1 ms TDMA cycle at
  * 100 Mbit/s modelled (74.3 Mbit/s of TCP capacity), 4 ms carried 68.9
  * Mbit/s at about 250 pump wake-ups per second per station; 8 ms 57.8
- * Mbit/s, 16 ms 22.3 Mbit/s (TCP's window did not grow to the longer round
- * trip within the 5 s run).  A period that adapts, growing towards 128
- * frames a round (up to 32 ms) as the flow's rate rose, carried 27 Mbit/s:
- * once CUBIC has left slow start its window grows far too slowly to fill
- * the round trip the longer period adds (cwnd stayed at 180 to 240 KB
- * while the RTT went from 14 to 44-60 ms).  What preempts the pump under a
+ * Mbit/s, 16 ms 22.3 Mbit/s.  A period that adapts, growing towards 128
+ * frames a round (up to 32 ms) as the flow's rate rose, carried 27 Mbit/s.
+ * Those senders ran BBR, this machine's default: BBR sizes its window from
+ * the bandwidth and the lowest round trip it saw, and batching makes that
+ * low point a moment when both pumps' rounds lined up (at 16 ms: a window
+ * of 38 segments, 12.6 Mbit/s, minimum RTT 1.9 ms against 36 ms typical).
+ * CUBIC (iperf3 -C cubic) keeps its rate at 16 ms (61 Mbit/s over 10 s, 70
+ * once grown), but at any period it fills the ring and the TAP's queue
+ * until the round trip is some 300 ms (cwnd 2.8 MB, no loss): nothing here
+ * tells Linux's qdisc to hold back.  What preempts the pump under a
  * flow is the application its TAP write woke (532 of 611 involuntary
  * switches in a 5 s run, the rest RT threads).  A pump at SCHED_FIFO
  * priority 1 (below the RT thread, as RTnet's proxy task) is not preempted

@@ -660,3 +660,27 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
     held = [r for r in recs if r.woke_late_ns >= 20_000_000]
     assert held and all(r.at_ns >= held_at for r in held), recs
     assert sum(r.slots for r in held) >= 20  # the cycles held over, at least
+
+
+def test_bench_records_the_congestion_control_of_the_stations_namespace(lab):
+    """vnic bench records the TCP congestion control its stations' sockets get, read in
+    their namespace, not the caller's: one namespace set to another algorithm says so
+    while the caller's keeps its own."""
+    from vnic.bench import tcp_congestion_control
+
+    ns = lab.station(2).netns
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        own = f.read().strip()
+    with open("/proc/sys/net/ipv4/tcp_allowed_congestion_control") as f:
+        other = next(a for a in f.read().split() + ["reno"] if a != own)
+    with netns.entered(ns), open("/proc/sys/net/ipv4/tcp_congestion_control", "r+") as f:
+        before = f.read().strip()
+        f.seek(0)
+        f.write(other)
+    try:
+        assert tcp_congestion_control(ns) == other
+        assert tcp_congestion_control(None) == own
+        assert tcp_congestion_control("rtn-no-such-namespace") == "?"
+    finally:
+        with netns.entered(ns), open("/proc/sys/net/ipv4/tcp_congestion_control", "w") as f:
+            f.write(before)
