@@ -559,6 +559,7 @@ class Station(Closeable):
                     "pump_wakeups",
                     "pump_kicks",
                     "ring_full",
+                    "queue_drops",
                     "pump_yields",
                     "tx_copy_bytes",
                     "rx_copy_bytes",

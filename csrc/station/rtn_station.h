@@ -91,6 +91,7 @@ struct rtn_vnic_stats {
 	uint64_t pump_wakeups; /* the pump thread's wake-ups */
 	uint64_t pump_kicks;   /* ... of them the RT thread's doing */
 	uint64_t ring_full;    /* the pump found the ring to the wire full (Linux waits) */
+	uint64_t queue_drops;  /* TAP packets dropped: the ring's oldest frame waited too long */
 	uint64_t pump_yields;  /* TAP writes the pump held back for an RT thread's wake-up */
 	/* bytes copied on the way, the kernel's TAP copies and the RT thread's included */
 	uint64_t tx_copy_bytes; /* Linux -> wire: TAP read, GSO cut, queue, UMEM */

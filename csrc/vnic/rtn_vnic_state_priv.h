@@ -31,9 +31,9 @@
  * low point a moment when both pumps' rounds lined up (at 16 ms: a window
  * of 38 segments, 12.6 Mbit/s, minimum RTT 1.9 ms against 36 ms typical).
  * CUBIC (iperf3 -C cubic) keeps its rate at 16 ms (61 Mbit/s over 10 s, 70
- * once grown), but at any period it fills the ring and the TAP's queue
- * until the round trip is some 300 ms (cwnd 2.8 MB, no loss): nothing here
- * tells Linux's qdisc to hold back.  What preempts the pump under a
+ * once grown), but at any period it filled the ring and the TAP's queue
+ * until the round trip was some 300 ms (cwnd 2.8 MB, no loss), which
+ * VNIC_QUEUE_MAX_NS below now stops.  What preempts the pump under a
  * flow is the application its TAP write woke (532 of 611 involuntary
  * switches in a 5 s run, the rest RT threads).  A pump at SCHED_FIFO
  * priority 1 (below the RT thread, as RTnet's proxy task) is not preempted
@@ -46,7 +46,20 @@
  * against 0.024 without (one 10 s run each).
  */
 #define VNIC_PUMP_PERIOD_NS 4000000
-#define VNIC_HEAVY	    8
+/*
+ * The longest a frame may wait in the ring to the wire before the pump
+ * drops the TAP's next packets instead of queueing them (rtn_vnic_tx.c,
+ * drop_at_the_tap).  The TAP gives Linux's qdisc no backpressure (tun
+ * orphans the skb and drops only when its own ring of packets is full), so
+ * without it a CUBIC flow filled the ring and the TAP's queue: at 100
+ * Mbit/s modelled a round trip of 313 ms, 15.5 CPU s/GB.  With 20 ms: 69.0
+ * Mbit/s at a round trip of 17 to 26 ms and 12.2 CPU s/GB; BBR unchanged
+ * (68.9 Mbit/s, no retransmission; it keeps its own queue short).  10 ms
+ * dropped BBR's packets too (179 retransmissions in 10 s).  At 1 Gbit/s the
+ * ring (1,024 frames, some 15 ms) fills first: backpressure, as before.
+ */
+#define VNIC_QUEUE_MAX_NS 20000000
+#define VNIC_HEAVY	  8
 /* ... the RT thread wakes it early for this many received frames ... */
 #define VNIC_RX_KICK (VNIC_RING / 4)
 /* ... or when the ring to the wire fell to this from above */

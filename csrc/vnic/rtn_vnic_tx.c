@@ -123,6 +123,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
 	struct wire_ring *r = v->to_wire;
 	uint32_t i, len[LAY_MAX_FRAMES];
 	uint64_t bytes = 0;
+	int64_t now = rtn_now();
 
 	/* the first segment's headers are the template: it is cut last */
 	for (i = nseg; i-- > 0;) {
@@ -138,7 +139,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
 	for (i = 0; i < nseg; i++) {
 		if (!len[i]) /* cannot be (the sizes were checked): left empty, skipped */
 			VSTAT_ADD(v, tx_dropped, 1);
-		wire_commit(r, len[i]);
+		wire_commit(r, len[i], now);
 	}
 	VSTAT_ADD(v, tap_rx, nseg);
 	VSTAT_ADD(v, tap_rx_bytes, bytes);
@@ -213,6 +214,25 @@ static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
 }
 
 /*
+ * The ring holds a standing queue (its oldest frame waited VNIC_QUEUE_MAX_NS
+ * or more): the TAP's next packet is read and dropped, counted, as a router
+ * drops what would wait longer than its buffer.  Linux's TCP then slows
+ * down instead of filling the ring and the TAP's own queue.  1 if a packet
+ * was dropped, 0 if the TAP had none (or died) or, without a vnet header,
+ * the ring has no frame left to read it into (backpressure then).
+ */
+static int drop_at_the_tap(struct rtn_vnic *v)
+{
+	uint8_t *buf = v->vnet ? v->gso_buf : wire_prod(v->to_wire);
+	size_t cap = v->vnet ? RTN_GSO_BUF : VNIC_FRAME_MAX;
+
+	if (!buf || !tap_read(v, buf, cap))
+		return 0;
+	VSTAT_ADD(v, queue_drops, 1);
+	return 1;
+}
+
+/*
  * The TAP's packets into the ring to the wire, encapsulated in place (the
  * inner frame is cut RTMAC_HLEN bytes into the slot, so the RTmac header
  * costs no copy), until the ring is full, the TAP has nothing more, or
@@ -227,6 +247,13 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 		uint8_t *f;
 		int n, len;
 
+		if (!rtn_gso_left(&v->gso) &&
+		    wire_oldest_wait(v->to_wire, rtn_now()) > VNIC_QUEUE_MAX_NS) {
+			if (!drop_at_the_tap(v))
+				break;
+			reads++;
+			continue;
+		}
 		if (v->vnet && !rtn_gso_left(&v->gso)) {
 			uint32_t before = v->to_wire->head;
 			int rc = pump_read_in_place(v, &reads);
@@ -254,7 +281,7 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 			VSTAT_ADD(v, tx_dropped, 1);
 			continue;
 		}
-		wire_commit(v->to_wire, (uint32_t)len);
+		wire_commit(v->to_wire, (uint32_t)len, rtn_now());
 		queued++;
 	}
 	return queued;

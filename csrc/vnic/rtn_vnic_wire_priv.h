@@ -18,6 +18,10 @@
  *
  * Where the socket lends no frames (opened without lend_frames), the frames
  * live in the VNIC's own memory and every send copies them.
+ *
+ * Each slot keeps when the pump queued its frame (queued_at, the pump's), so
+ * the pump can see how long the oldest frame still in the ring has waited
+ * (wire_oldest_wait) and stop a standing queue from growing there.
  */
 #ifndef RTN_VNIC_WIRE_PRIV_H
 #define RTN_VNIC_WIRE_PRIV_H
@@ -49,6 +53,7 @@ struct wire_ring {
 	size_t stride;
 	uint8_t *own; /* the frames, when the socket lends none */
 	struct wire_slot slot[VNIC_RING];
+	int64_t queued_at[VNIC_RING]; /* the pump's: when slot i's frame was queued (rtn_now) */
 };
 
 /*
@@ -100,10 +105,33 @@ static inline uint8_t *wire_prod(struct wire_ring *r)
 	return wire_frame(r, r->head);
 }
 
-static inline void wire_commit(struct wire_ring *r, uint32_t len)
+/* The frame at head, @p len bytes, queued at @p at (rtn_now), to the RT thread. */
+static inline void wire_commit(struct wire_ring *r, uint32_t len, int64_t at)
 {
 	r->slot[r->head % VNIC_RING] = (struct wire_slot){ .len = len };
+	r->queued_at[r->head % VNIC_RING] = at;
 	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * How long, at @p now, the oldest frame the ring still holds has waited
+ * (0 when it holds none).  The RT thread may give that slot back meanwhile:
+ * the time is taken again until the tail stood still across the read.
+ */
+static inline int64_t wire_oldest_wait(struct wire_ring *r, int64_t now)
+{
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE), again;
+	int64_t at;
+
+	for (;;) {
+		if (tail == r->head)
+			return 0;
+		at = r->queued_at[tail % VNIC_RING];
+		again = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+		if (again == tail)
+			return now - at;
+		tail = again;
+	}
 }
 
 /* ---- the RT thread ---- */
