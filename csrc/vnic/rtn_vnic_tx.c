@@ -215,9 +215,11 @@ static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
 
 /*
  * The ring holds a standing queue (its oldest frame waited VNIC_QUEUE_MAX_NS
- * or more): the TAP's next packet is read and dropped, counted, as a router
- * drops what would wait longer than its buffer.  Linux's TCP then slows
- * down instead of filling the ring and the TAP's own queue.  1 if a packet
+ * or more): the TAP's next packet is read and dropped, counted, one a pump
+ * round.  Linux's TCP then slows down instead of filling the ring and the
+ * TAP's own queue.  Dropping every packet while the oldest frame is that old
+ * would empty the ring under a flood that does not slow down (UDP): the
+ * oldest frame's wait lags the queue by its own length.  1 if a packet
  * was dropped, 0 if the TAP had none (or died) or, without a vnet header,
  * the ring has no frame left to read it into (backpressure then).
  */
@@ -242,15 +244,18 @@ static int drop_at_the_tap(struct rtn_vnic *v)
 uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 {
 	uint32_t reads = 0, queued = 0;
+	int dropped = 0;
 
 	while (tap_usable(v) && (reads < max_reads || rtn_gso_left(&v->gso))) {
 		uint8_t *f;
 		int n, len;
 
-		if (!rtn_gso_left(&v->gso) &&
+		/* one packet a round: TCP slows down at the first; a flood still fills the ring */
+		if (!dropped && !rtn_gso_left(&v->gso) &&
 		    wire_oldest_wait(v->to_wire, rtn_now()) > VNIC_QUEUE_MAX_NS) {
 			if (!drop_at_the_tap(v))
 				break;
+			dropped = 1;
 			reads++;
 			continue;
 		}
