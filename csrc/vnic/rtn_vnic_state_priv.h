@@ -49,14 +49,18 @@
 /*
  * The longest a frame may wait in the ring to the wire before the pump
  * drops one of the TAP's packets a round instead of queueing it
- * (rtn_vnic_tx.c, drop_at_the_tap).  The TAP gives Linux's qdisc no backpressure (tun
- * orphans the skb and drops only when its own ring of packets is full), so
- * without it a CUBIC flow filled the ring and the TAP's queue: at 100
- * Mbit/s modelled a round trip of 313 ms, 15.5 CPU s/GB.  With 20 ms: 69.0
- * Mbit/s at a round trip of 17 to 26 ms and 12.2 CPU s/GB; BBR unchanged
- * (68.9 Mbit/s, no retransmission; it keeps its own queue short).  10 ms
- * dropped BBR's packets too (179 retransmissions in 10 s).  At 1 Gbit/s the
- * ring (1,024 frames, some 15 ms) fills first: backpressure, as before.
+ * (rtn_vnic_tx.c, drop_at_the_tap).  The TAP gives Linux's qdisc no
+ * backpressure (tun orphans the skb and drops only when its own ring of
+ * packets is full), so without it a CUBIC flow filled the ring and the
+ * TAP's queue: at 100 Mbit/s modelled a round trip of 313 ms, 15.5 CPU
+ * s/GB.  With 20 ms, one 10 s flow each: CUBIC 69.1 Mbit/s at a round trip
+ * of 17 to 21 ms and 12.7 CPU s/GB; BBR unchanged (68.9 Mbit/s, no
+ * retransmission: it keeps its own queue short).  A first rule dropped
+ * every packet while the oldest frame was that old: it emptied the ring
+ * under a UDP flood (68.5 Mbit/s delivered against 72.9), and at 10 ms it
+ * dropped BBR's packets too (179 retransmissions in 10 s).  At 1 Gbit/s
+ * the ring (1,024 frames, some 15 ms) fills first: backpressure, as
+ * before.
  */
 #define VNIC_QUEUE_MAX_NS 20000000
 #define VNIC_HEAVY	  8

@@ -182,8 +182,8 @@ def test_flood_beyond_capacity_is_dropped_at_the_tap(lab):
         drops = tap_tx_dropped(lab.station(1).netns) + stations[0].stats()["vnic"]["tx_dropped"]
         assert drops > 0
         # the pump's ring to the wire filled and Linux's packets waited in the TAP instead;
-        # once its oldest frame had waited VNIC_QUEUE_MAX_NS the pump dropped what the TAP
-        # held rather than let the queue stand (counted)
+        # while its oldest frame had waited over VNIC_QUEUE_MAX_NS the pump dropped one of
+        # the TAP's packets a round (counted), the signal a TCP sender slows down at
         assert stations[0].stats()["vnic"]["ring_full"] > 0
         assert stations[0].stats()["vnic"]["queue_drops"] > 0
         assert stations[0].stats()["tdma"]["sync_tx"] > sync_before  # the cycle went on
