@@ -351,7 +351,7 @@ def format_status(s: dict) -> str:
     out.append(
         f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
         f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
-        f"rx {v['rx_dropped']}, queue drops {v.get('queue_drops', 0)}"
+        f"rx {v['rx_dropped']}, queue drops {v['queue_drops']}"
     )
     for c in s.get("channels", []):
         out.append(

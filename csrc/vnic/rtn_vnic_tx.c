@@ -117,13 +117,12 @@ static int gather(struct rtn_vnic *v, const struct iovec *iov, uint32_t n_iov, u
 	return 0;
 }
 
-/* The @p nseg segments of the scattered packet in v->gso, cut where they lie, queued. */
-static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
+/* The @p nseg segments of the scattered packet in v->gso, cut where they lie, queued at @p now. */
+static void queue_in_place(struct rtn_vnic *v, uint32_t nseg, int64_t now)
 {
 	struct wire_ring *r = v->to_wire;
 	uint32_t i, len[LAY_MAX_FRAMES];
 	uint64_t bytes = 0;
-	int64_t now = rtn_now();
 
 	/* the first segment's headers are the template: it is cut last */
 	for (i = nseg; i-- > 0;) {
@@ -162,7 +161,7 @@ static void queue_in_place(struct rtn_vnic *v, uint32_t nseg)
  * after a malformed packet was dropped (counted), and -2 when the ring is
  * full or no layout is known: the caller's usual path then.
  */
-static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
+static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads, int64_t now)
 {
 	struct wire_ring *r = v->to_wire;
 	uint32_t hdr = v->lay_hdr_len, mss = v->lay_mss, nf = lay_frames(hdr, mss);
@@ -196,7 +195,7 @@ static int pump_read_in_place(struct rtn_vnic *v, uint32_t *reads)
 		nseg = rtn_gso_begin_scattered(&v->gso, vnet, iov[1].iov_base, n - sizeof(vnet),
 					       cap, hdr, mss);
 	if (nseg > 0) {
-		queue_in_place(v, (uint32_t)nseg);
+		queue_in_place(v, (uint32_t)nseg, now);
 		return 1;
 	}
 	if (nseg == 0 && !gather(v, iov, nf + 2, n))
@@ -245,6 +244,7 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 {
 	uint32_t reads = 0, queued = 0;
 	int dropped = 0;
+	int64_t now = rtn_now(); /* the round's: when its frames were queued */
 
 	while (tap_usable(v) && (reads < max_reads || rtn_gso_left(&v->gso))) {
 		uint8_t *f;
@@ -252,7 +252,7 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 
 		/* one packet a round: TCP slows down at the first; a flood still fills the ring */
 		if (!dropped && !rtn_gso_left(&v->gso) &&
-		    wire_oldest_wait(v->to_wire, rtn_now()) > VNIC_QUEUE_MAX_NS) {
+		    wire_oldest_wait(v->to_wire, now) > VNIC_QUEUE_MAX_NS) {
 			if (!drop_at_the_tap(v))
 				break;
 			dropped = 1;
@@ -261,7 +261,7 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 		}
 		if (v->vnet && !rtn_gso_left(&v->gso)) {
 			uint32_t before = v->to_wire->head;
-			int rc = pump_read_in_place(v, &reads);
+			int rc = pump_read_in_place(v, &reads, now);
 
 			if (!rc)
 				break;
@@ -286,7 +286,7 @@ uint32_t rtn_vnic_fill(struct rtn_vnic *v, uint32_t max_reads)
 			VSTAT_ADD(v, tx_dropped, 1);
 			continue;
 		}
-		wire_commit(v->to_wire, (uint32_t)len, rtn_now());
+		wire_commit(v->to_wire, (uint32_t)len, now);
 		queued++;
 	}
 	return queued;
