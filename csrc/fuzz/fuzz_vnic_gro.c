@@ -17,7 +17,9 @@
  * numbers were taken, its checksums complete to valid ones, and cutting it
  * again with rtn_gso_begin/next at its gso_size gives back the very
  * segments that went in, but for the IPv4 id and the checksums (Linux's
- * GRO does not keep the id either).
+ * GRO does not keep the id either) and for what a merge may change: a
+ * TSval no older than the first's (which the cut segments carry), and PSH
+ * (on the last cut segment iff any merged one had it).
  */
 #include <errno.h>
 #include "rtn_tdma.h"
@@ -56,6 +58,42 @@ static uint8_t *complete_partial(const uint8_t *m, uint32_t len)
 	return full;
 }
 
+/* Linux's timestamp layout (NOP, NOP, TS) in a TCP header of @p hdr_len bytes from L4. */
+static int ts_layout(const uint8_t *f, uint32_t hdr_len)
+{
+	static const uint8_t layout[4] = { 1, 1, 8, 10 };
+
+	return hdr_len == L4 + 32 && !memcmp(f + L4 + 20, layout, 4);
+}
+
+/*
+ * What a merge may change in segment @p i of @p segs and cutting the write
+ * again does not give back: the TSval (Linux's layout only, never older
+ * than the first's; the cut segment carries the first's) and PSH (on the
+ * cut's last segment iff any merged segment had it).  Checked in @p out,
+ * then copied from the segment that went in.
+ */
+static void check_merge_changes(uint8_t *out, const struct frame *segs, uint32_t i, uint32_t n,
+				uint32_t hdr_len)
+{
+	const uint8_t *in = segs[i].data;
+	int push = 0;
+	uint32_t j;
+
+	for (j = 0; j < n; j++)
+		push |= segs[j].data[L4 + 13] & 0x08;
+	if ((out[L4 + 13] & 0x08) != (i + 1 == n ? push : 0))
+		fuzz_fail("segment %u of %u cut from a merged write has the wrong PSH", i, n);
+	out[L4 + 13] = in[L4 + 13];
+	if (!ts_layout(in, hdr_len) || !ts_layout(segs[0].data, hdr_len))
+		return;
+	if ((int32_t)(inet_be32(in + L4 + 24) - inet_be32(segs[0].data + L4 + 24)) < 0)
+		fuzz_fail("segment %u merged behind a first segment with a later TSval", i);
+	if (memcmp(out + L4 + 24, segs[0].data + L4 + 24, 4))
+		fuzz_fail("segment %u cut from a merged write lost the first's TSval", i);
+	memcpy(out + L4 + 24, in + L4 + 24, 4);
+}
+
 static void check_resegment(const uint8_t *write, uint32_t wlen, const struct frame *segs,
 			    uint32_t n, uint32_t hdr_len, uint32_t mss)
 {
@@ -82,6 +120,7 @@ static void check_resegment(const uint8_t *write, uint32_t wlen, const struct fr
 		memcpy(out + L3 + 4, segs[i].data + L3 + 4, 2);
 		memcpy(out + L3 + 10, segs[i].data + L3 + 10, 2);
 		memcpy(out + L4 + 16, segs[i].data + L4 + 16, 2);
+		check_merge_changes(out, segs, i, n, hdr_len);
 		if (memcmp(out, segs[i].data, len))
 			fuzz_fail("segment %u of a merged write does not cut back to itself", i);
 	}

@@ -202,6 +202,58 @@ def test_only_the_same_flow_in_sequence_is_merged():
     assert c.run([syn, syn]) == [((0,) * 6, syn), ((0,) * 6, syn)]
 
 
+def seg4(i: int, tsval: int, tsecr: int = 678, flags="A") -> bytes:
+    """Segment i of one flow (MSS bytes of i), sent with the given timestamps."""
+    ts = [("NOP", None), ("NOP", None), ("Timestamp", (tsval, tsecr))]
+    p = tcp4(bytes([i]) * MSS, flags=flags, seq=1000 + i * MSS, ip_id=i)
+    p[TCP].options = ts
+    return bytes(p)
+
+
+def test_a_round_merges_past_pushes_and_newer_timestamps():
+    """A round's segments stamped in different milliseconds and pushed (as Linux's TCP sends
+    them) go in one write: the first's header and TSval, PSH kept; the payload whole."""
+    frames = [
+        seg4(0, 5000),
+        seg4(1, 5000, flags="PA"),
+        seg4(2, 5001),
+        seg4(3, 5003, flags="PA"),
+        seg4(4, 5003),
+    ]
+    writes = Coalescer().run(frames)
+    assert len(writes) == 1
+    hdr, merged = writes[0]
+    assert hdr[1] == lib.RTN_VNET_GSO_TCPV4 and hdr[3] == MSS
+    p = Ether(merged)
+    assert p[TCP].seq == 1000 and p[TCP].flags == "PA"
+    assert dict(p[TCP].options)["Timestamp"] == (5000, 678)
+    assert bytes(p[TCP].payload) == b"".join(bytes([i]) * MSS for i in range(5))
+    # cut again: the same segments, but each with the first's TSval and PSH only on the last
+    cut = segment(struct.pack("=BBHHHH", *hdr) + merged)[1]
+    assert [bytes(Ether(c)[TCP].payload) for c in cut] == [bytes([i]) * MSS for i in range(5)]
+    assert [str(Ether(c)[TCP].flags) for c in cut] == ["A"] * 4 + ["PA"]
+    assert {dict(Ether(c)[TCP].options)["Timestamp"] for c in cut} == {(5000, 678)}
+
+
+def test_an_older_timestamp_a_new_echo_or_other_options_end_the_packet():
+    """A TSval older than the first's goes alone (PAWS judges it), a new TSecr starts a new
+    write (it is the ACK's news the sender clocks by), other options must be identical."""
+    c = Coalescer()
+    older = c.run([seg4(0, 5000), seg4(1, 4999), seg4(2, 4999)])
+    assert [len(Ether(m)[TCP].payload) // MSS for _, m in older] == [1, 2]
+    echo = c.run([seg4(0, 5000), seg4(1, 5000, tsecr=679)])
+    assert [dict(Ether(m)[TCP].options)["Timestamp"] for _, m in echo] == [
+        (5000, 678),
+        (5000, 679),
+    ]
+    other = tcp4(bytes([1]) * MSS, flags="A", seq=1000 + MSS, ip_id=1)
+    other[TCP].options = [("SAckOK", b""), ("Timestamp", (5000, 678))]  # not Linux's layout
+    assert len(bytes(other)) == len(seg4(1, 5000))
+    assert len(c.run([seg4(0, 5000), bytes(other)])) == 2
+    wrapped = c.run([seg4(0, 0xFFFFFFFF), seg4(1, 2)])  # TSval wraps: still later
+    assert len(wrapped) == 1
+
+
 def test_lone_frame_checked_here_goes_as_checksum_partial():
     """A TCP/IPv4 frame whose checksum the merger verified reaches Linux as CHECKSUM_PARTIAL
     (NEEDS_CSUM at the TCP header, the pseudo-header sum in the field), which Linux trusts:
