@@ -12,17 +12,17 @@
  * boundaries.  Linux's GRO ends a packet at a PSH, so that pushed data
  * waits for no later segment, and at any change of the options, so that
  * cutting it again gives back the very segments.  A pump round has every
- * frame it merges already and writes them all at once, and what it writes
- * ends at a host.  So a PSH does not end the packet (the merged packet
- * carries it), and a later TSval does not either (the packet keeps the
- * first's; tcp_options_match).  Linux's TCP stamps in milliseconds, so a
- * round of 4 ms saw up to four stamps, each a write of its own: at 100
- * Mbit/s modelled 5.5 segments a write against 8.0 merged so, and half the
- * involuntary switches of the pump (the receiving application it wakes
- * per write).  Merging across a new TSecr too (one write a round) was
- * measured and not kept: it thinned the ACKs the sender clocks by, 56
- * Mbit/s against 69.  Should Linux forward a merged packet, its segments
- * leave with the first's TSval, as segments of one TSO packet do.
+ * frame it merges already and writes them all at once.  So a PSH does not
+ * end the packet (the merged packet carries it), and a later TSval does
+ * not either (the packet keeps the first's; tcp_options_match).  Linux's
+ * TCP stamps in milliseconds, so a round of 4 ms saw up to four stamps,
+ * each a write of its own: at 100 Mbit/s modelled 5.5 segments a write
+ * against 8 merged so, and the pump's preemptions by the receiving
+ * application it wakes per write went from 0.0185 to 0.011 a packet
+ * (medians of six runs each).  Merging across a new TSecr too (one write a
+ * round) was measured and not kept: it thinned the ACKs the sender clocks
+ * by, 56 Mbit/s against 69.  Should Linux forward a merged packet, its
+ * segments leave with the first's TSval, as segments of one TSO packet do.
  *
  * Checksums are summed in host byte order: the ones' complement sum is
  * byte-order independent, so a sum of native 16-bit words, folded and
