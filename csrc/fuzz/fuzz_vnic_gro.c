@@ -84,7 +84,7 @@ static void check_merge_changes(uint8_t *out, const struct frame *segs, uint32_t
 		push |= segs[j].data[L4 + 13] & 0x08;
 	if ((out[L4 + 13] & 0x08) != (i + 1 == n ? push : 0))
 		fuzz_fail("segment %u of %u cut from a merged write has the wrong PSH", i, n);
-	out[L4 + 13] = in[L4 + 13];
+	out[L4 + 13] = (uint8_t)((out[L4 + 13] & ~0x08) | (in[L4 + 13] & 0x08));
 	if (!ts_layout(in, hdr_len) || !ts_layout(segs[0].data, hdr_len))
 		return;
 	if ((int32_t)(inet_be32(in + L4 + 24) - inet_be32(segs[0].data + L4 + 24)) < 0)
