@@ -415,7 +415,8 @@ static int tcp_options_match(const uint8_t *t, const uint8_t *m, uint32_t thlen)
 {
 	static const uint8_t ts_layout[4] = { 1, 1, 8, 10 };
 
-	if (thlen == 32 && !memcmp(t + 20, ts_layout, 4) && !memcmp(m + 20, ts_layout, 4))
+	/* the first 6 bytes compared cover @p t's layout: @p m's is all to check */
+	if (thlen == 32 && !memcmp(m + 20, ts_layout, 4))
 		return !memcmp(t + 18, m + 18, 6) && !memcmp(t + 28, m + 28, 4) &&
 		       (int32_t)(rtn_get_be32(t + 24) - rtn_get_be32(m + 24)) >= 0;
 	return !memcmp(t + 18, m + 18, thlen - 18);
