@@ -286,6 +286,67 @@ def test_tcp_from_the_wire_with_a_broken_checksum_is_never_merged_into_a_vouched
         assert stations[0].stats()["running"]
 
 
+def test_forged_segments_with_an_older_timestamp_are_never_merged_behind_newer_ones(lab):
+    """Tunnel frames forged on the wire: one TCP flow for vnic0 whose segments carry TCP
+    timestamps, pushes among them, and now and then a TSval older than the segment before.
+    The pump merges past a PSH and a newer TSval, keeping the first segment's; a merged
+    packet must never carry a segment older than its first (PAWS would not see it), and
+    what Linux receives on vnic0 is every segment once, in order."""
+    n, seg_len = 24, 1000
+    tsvals = [1000 + i // 3 for i in range(n)]
+    # 7 and 16 stamped before every segment ahead of them; 15 as old as 7, not older
+    older = {7: 500, 15: 500, 16: 499}
+    for i, stamp in older.items():
+        tsvals[i] = stamp
+    with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, _taps):
+        s1, s2 = lab.station(1), lab.station(2)
+        outer = parse_mac(s1.mac) + parse_mac(s2.mac) + ETH_RTMAC.to_bytes(2, "big")
+        rtmac = b"\x08\x00\x02\x01"  # inner type IPv4, version 2, tunnel
+        payload = os.urandom(n * seg_len)
+
+        def tunnel(i: int) -> bytes:
+            seg = IP(src="198.19.0.2", dst="198.19.0.1") / TCP(
+                sport=40001,
+                dport=9,
+                flags="PA" if i % 4 == 1 else "A",
+                seq=1 + seg_len * i,
+                ack=1,
+                options=[("NOP", None), ("NOP", None), ("Timestamp", (tsvals[i], 77))],
+            )
+            return outer + rtmac + bytes(seg / payload[i * seg_len : (i + 1) * seg_len])
+
+        with netns.entered(s1.netns):
+            tap = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        with tap:
+            tap.bind(("vnic0", 0))
+            tap.settimeout(0.2)
+            raw_send(s2.netns, [tunnel(i) for i in range(n)])
+            got, until = [], time.monotonic() + 10
+            while sum(len(p[TCP].payload) for p in got) < len(payload) and (
+                time.monotonic() < until
+            ):
+                try:
+                    p = Ether(tap.recv(70000))
+                except socket.timeout:
+                    continue
+                if TCP in p and p[TCP].sport == 40001:
+                    got.append(p)
+        assert stations[0].stats()["running"]
+    # every segment once, in order, whatever the writes were
+    assert b"".join(bytes(p[TCP].payload) for p in got) == payload
+    firsts = [(p[TCP].seq - 1) // seg_len for p in got]
+    spans = [len(p[TCP].payload) // seg_len for p in got]
+    for first, span, p in zip(firsts, spans, got):
+        members = range(first, first + span)
+        # the packet carries its first segment's stamp; no member is older than it
+        assert dict(p[TCP].options)["Timestamp"] == (tsvals[first], 77)
+        assert all(tsvals[i] >= tsvals[first] for i in members)
+    # so a segment older than all ahead of it begins a packet of its own
+    assert {7, 16} <= set(firsts)
+    # the pump did merge (past pushes and newer stamps), so the rule was exercised
+    assert max(spans) > 1
+
+
 @pytest.mark.parametrize("mode", ["per-packet", "batched"])
 def test_tap_deleted_under_running_station(lab, mode):
     with tdma_pair(lab, plan(), mode=mode, mtu=MTU) as (stations, taps):
