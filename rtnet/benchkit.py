@@ -201,12 +201,27 @@ def listening(pid: int, port: int) -> bool:
     return False
 
 
+def on_cpus(argv: list[str], cpus) -> list[str]:
+    """``argv`` started on the CPUs ``cpus`` (taskset; the affinity outlives the execs of
+    ``ip netns exec``), or as it is when ``cpus`` is empty or None."""
+    if not cpus:
+        return list(argv)
+    return ["taskset", "-c", ",".join(str(int(c)) for c in cpus)] + list(argv)
+
+
 def start_iperf_server(
-    lab, station, bind_ip: str, *, one_off: bool = False, timeout: float = 10.0
+    lab,
+    station,
+    bind_ip: str,
+    *,
+    one_off: bool = False,
+    timeout: float = 10.0,
+    cpus=None,
 ) -> subprocess.Popen:
-    """iperf3 -s in ``station``'s namespace, returned once it listens: a client started
-    before that fails to connect, and iperf3 gives no readiness signal of its own."""
-    argv = ["iperf3", "-s"] + (["-1"] if one_off else []) + ["-B", bind_ip]
+    """iperf3 -s in ``station``'s namespace (on ``cpus``, on_cpus), returned once it listens:
+    a client started before that fails to connect, and iperf3 gives no readiness signal of
+    its own."""
+    argv = on_cpus(["iperf3", "-s"] + (["-1"] if one_off else []) + ["-B", bind_ip], cpus)
     srv = lab.spawn(station, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + timeout
     while not listening(srv.pid, IPERF_PORT):

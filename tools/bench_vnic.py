@@ -36,6 +36,7 @@ import tempfile
 
 from rtnet.argtypes import OneLineParser, integer
 from rtnet.config import XDP_MODES
+from rtnet.errors import ConfigError
 from tools import bench_section
 from tools.bench_aggregate import headline_table
 from tools.bench_runs import code_version, open_manifest, recorded_run
@@ -248,7 +249,7 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
             L += [
                 f"Run {entry['run']}{series}, {rate} Mbit/s modelled "
                 f"({r['config'].get('cpu_method', '?')}{f', XDP {xdp}' if xdp else ''}"
-                f"{f', TCP {cc}' if cc else ''}):",
+                f"{f', TCP {cc}' if cc else ''}{cpus_said(r['config'])}):",
                 "",
                 "```",
                 r["table"],
@@ -310,7 +311,18 @@ def load_series(man_paths: list) -> tuple[dict, list, str, str]:
     return runs_by_rate, made, ", ".join(man_paths), ", ".join(dict.fromkeys(codes))
 
 
-def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto") -> dict:
+def cpus_said(config: dict) -> str:
+    """Where a run's RT threads and applications ran, for its heading ("" for runs from
+    before vnic bench recorded it, when nothing was pinned)."""
+    if "rt_cpu" not in config:
+        return ""
+    if config["rt_cpu"] is None:
+        return ", nothing pinned"
+    apps = ",".join(map(str, config.get("app_cpus") or []))
+    return f", RT threads on CPU {config['rt_cpu']}, iperf3 and pumps on {apps}"
+
+
+def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto", rt_cpu="auto") -> dict:
     """``vnic bench`` at each of ``rates``, its JSON and log in ``rdir``."""
     from vnic import bench
 
@@ -333,6 +345,7 @@ def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto") -> dict:
                     # where RT slot misses are a target, the stall detector tells the VM's
                     witness=rate > 100,
                     xdp_mode=xdp_mode,
+                    rt_cpu=rt_cpu,
                 )
     return out
 
@@ -365,6 +378,12 @@ def parse_args(argv):
         default="auto",
         help="the stations' XDP attach mode (vnic bench --xdp-mode)",
     )
+    ap.add_argument(
+        "--rt-cpu",
+        default="auto",
+        metavar="{auto,none,N}",
+        help="the CPU kept for the RT threads (vnic bench --rt-cpu)",
+    )
     ap.add_argument("--out-dir", default="results")
     ap.add_argument(
         "--report",
@@ -376,12 +395,20 @@ def parse_args(argv):
     a = ap.parse_args(argv)
     if a.series and (os.sep in a.series or a.series in (".", "..")):
         ap.error(f"--series {a.series!r}: a plain directory name")
+    from vnic.bench import cpu_isolation
+
+    try:
+        cpu_isolation(a.rt_cpu)
+    except ConfigError as exc:
+        ap.error(str(exc))
     return a
 
 
 def series_name(version: str, a) -> str:
-    """A series' default directory: the code's sha, and the XDP mode when not auto."""
-    return version if a.xdp_mode == "auto" else f"{version}-xdp-{a.xdp_mode}"
+    """A series' default directory: the code's sha, and the XDP mode and the RT CPU when
+    not auto."""
+    name = version if a.xdp_mode == "auto" else f"{version}-xdp-{a.xdp_mode}"
+    return name if a.rt_cpu == "auto" else f"{name}-rtcpu-{a.rt_cpu}"
 
 
 def write_report(text: str, benchmarks: str | None) -> None:
@@ -432,7 +459,7 @@ def main(argv=None) -> int:
                 rdir,
             ):
                 print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
-                got = one_run(rdir, a.link_rates, a.seconds, a.xdp_mode)
+                got = one_run(rdir, a.link_rates, a.seconds, a.xdp_mode, a.rt_cpu)
             if entry["status"] != "ok":
                 print(f"# run {entry['run']} failed: {entry['reason']}", file=sys.stderr)
                 continue

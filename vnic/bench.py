@@ -19,12 +19,13 @@ import tempfile
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
-from rtnet.benchkit import start_iperf_server
+from rtnet.benchkit import on_cpus, start_iperf_server
 from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.lab import Lab
 from rtnet.stall import StallDetector
+from rtnet.station import RtSettings
 
 from . import bench_accounting as accounting
 from .bench_accounting import STACK_THREADS, idle, measure
@@ -48,9 +49,45 @@ MAX_SECONDS = 600
 MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
 MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN  # the largest the NRT slot carries
 OFFLOAD = ("on", "off", "both")
+RT_CPU_CHOICES = "auto, none or a CPU number"
+
+
+def cpu_isolation(rt_cpu, allowed=None) -> tuple[int | None, tuple[int, ...] | None]:
+    """Where the RT threads and the applications run: (the CPU both stations' RT threads are
+    pinned to, the CPUs iperf3 runs on), or (None, None) when nothing is pinned.
+
+    ``rt_cpu`` "auto" isolates the highest CPU this process may use when it may use two or
+    more, as a real-time deployment keeps one CPU for its RT threads (isolcpus, a cpuset):
+    the pumps stay off it by themselves (rtn_vnic_pump.c) and the applications are started
+    on the others.  On this kernel (no full preemption) an RT thread that wakes on a CPU
+    where an application is inside a system call waits for it to leave; with the CPU kept
+    for RT work, what the VNIC adds to the RT threads' lateness is the VNIC's own.
+    "none": everything floats, as the series before it was measured.  ConfigError for a
+    CPU this process may not use, or one that leaves no CPU for the applications."""
+    allowed = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
+    if rt_cpu == "none":
+        return None, None
+    if rt_cpu == "auto":
+        if len(allowed) < 2:
+            return None, None
+        rt_cpu = allowed[-1]
+    if isinstance(rt_cpu, str):
+        try:
+            rt_cpu = int(rt_cpu, 10)
+        except ValueError:
+            raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}") from None
+    if isinstance(rt_cpu, bool) or not isinstance(rt_cpu, int):
+        raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}")
+    if rt_cpu not in allowed:
+        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is not one this process may use {allowed}")
+    apps = tuple(c for c in allowed if c != rt_cpu)
+    if not apps:
+        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is the only one: none left for iperf3")
+    return rt_cpu, apps
 
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
+APP_CPUS: tuple[int, ...] | None = None  # where iperf3 runs; run() sets it (cpu_isolation)
 SAME_RATE_TOLERANCE = 0.03  # the same-rate kernel path carries the VNIC's goodput within this
 SAME_RATE_AGREE = 0.20  # ... and its two runs' CPU per byte differ by at most this much
 
@@ -58,12 +95,15 @@ SAME_RATE_AGREE = 0.20  # ... and its two runs' CPU per byte differ by at most t
 def run_iperf(lab, proto: str, dst_ip: str, seconds: int, mbps: float | None = None) -> dict:
     """iperf3 from station 1 to ``dst_ip`` on station 2, offering ``mbps`` (OFFERED_MBPS if
     None)."""
-    srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True)
+    srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True, cpus=APP_CPUS)
     try:
         rate = f"{mbps if mbps is not None else OFFERED_MBPS:g}M"
-        cmd = netns.command(
-            lab.station(1).netns,
-            ["iperf3", "-c", dst_ip, "-t", str(seconds), "-b", rate, "-J"],
+        cmd = on_cpus(
+            netns.command(
+                lab.station(1).netns,
+                ["iperf3", "-c", dst_ip, "-t", str(seconds), "-b", rate, "-J"],
+            ),
+            APP_CPUS,
         )
         if proto == "udp":
             cmd += ["-u", "-l", "1100"]
@@ -335,9 +375,11 @@ def check_args(
     offload: str,
     windows: bool = True,
     xdp_mode: str = "auto",
+    rt_cpu="auto",
 ) -> SlotPlan:
     """The slot plan for these arguments, or ConfigError (one line) before anything is built.
-    ``windows`` False: RTnet's NRT slots (one frame per occurrence) instead of NRT windows."""
+    ``windows`` False: RTnet's NRT slots (one frame per occurrence) instead of NRT windows;
+    ``rt_cpu``: cpu_isolation's."""
 
     def bad(what, why):
         raise ConfigError(f"{what}: {why}")
@@ -359,6 +401,7 @@ def check_args(
         bad("--offload", f"{offload!r} is not one of {', '.join(OFFLOAD)}")
     if xdp_mode not in XDP_MODES:
         bad("--xdp-mode", f"{xdp_mode!r} is not one of {', '.join(XDP_MODES)}")
+    cpu_isolation(rt_cpu)
     try:
         Lab(lab_name, 2)  # checks the name, builds nothing
     except LabError as exc:
@@ -404,6 +447,7 @@ def run(
     windows: bool = True,
     witness: bool = False,
     xdp_mode: str = "auto",
+    rt_cpu="auto",
 ) -> dict:
     """``offload``: the batched mode's TAP with TSO ("on"), without ("off", one frame per
     TAP read/write), or "both" (the run without is named ``batched-nooff``); the
@@ -414,7 +458,8 @@ def run(
     threads' CPU is taken off the lab's, but its wake-ups (2,000 a second per CPU) still
     preempt the pump now and then, so the switches per packet are a witness run's.
     ``xdp_mode``: the stations' XDP attach mode (auto: SKB mode on a one-queue veth, else
-    native where the driver has it).
+    native where the driver has it).  ``rt_cpu``: the CPU kept for both stations' RT
+    threads, iperf3 started on the others (cpu_isolation).
     Every argument is checked (check_args) before the lab is built."""
     p = check_args(
         seconds,
@@ -427,7 +472,9 @@ def run(
         offload,
         windows,
         xdp_mode,
+        rt_cpu,
     )
+    rt_cpu, app_cpus = cpu_isolation(rt_cpu)
     mtu = mtu or MAX_MTU
     variants = {"on": (True,), "off": (False,), "both": (True, False)}[offload]
     cap = p.master_capacity_mbps
@@ -437,8 +484,16 @@ def run(
         f"{p.slave_capacity_mbps:.1f} Mbit/s); VNIC MTU {mtu}; PM QoS held by the RT threads, "
         f"no busy polling"
     )
-    global OFFERED_MBPS
+    global OFFERED_MBPS, APP_CPUS
     OFFERED_MBPS = link_rate_mbps  # the whole modelled link: the VNIC's share is the limit
+    APP_CPUS = app_cpus
+    if rt_cpu is None:
+        log("# CPUs: nothing pinned (the RT threads, pumps and iperf3 go where Linux puts them)")
+    else:
+        log(
+            f"# CPUs: both stations' RT threads on CPU {rt_cpu}, the pumps and iperf3 on "
+            f"{','.join(map(str, app_cpus))}"
+        )
     results = {
         "config": {
             **p.to_dict(),
@@ -448,6 +503,8 @@ def run(
             "offload": offload,
             "witness": witness,
             "xdp_mode": xdp_mode,
+            "rt_cpu": rt_cpu,
+            "app_cpus": list(app_cpus) if app_cpus else None,
         },
         "runs": {},
     }
@@ -473,10 +530,15 @@ def run(
         vnic_tcp = None  # the batched VNIC's TCP goodput, the same-rate baseline's offer
         for mode, tso in runs:
             name = mode if tso == OFFLOAD_BY_MODE[mode] else f"{mode}-{'tso' if tso else 'nooff'}"
-            with tdma_pair(lab, p, mode=mode, mtu=mtu, offload=tso, xdp_mode=xdp_mode) as (
-                stations,
-                _taps,
-            ):
+            with tdma_pair(
+                lab,
+                p,
+                mode=mode,
+                mtu=mtu,
+                offload=tso,
+                xdp_mode=xdp_mode,
+                rt=RtSettings(priority=80, cpu=rt_cpu),
+            ) as (stations, _taps):
                 # the mode the stations' sockets ended up in (auto: the driver's best)
                 results["config"]["xdp_mode_used"] = stations[0].xdp_mode
                 for st in stations:

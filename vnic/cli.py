@@ -68,6 +68,13 @@ def build_parser() -> OneLineParser:
         help="NRT windows (default), or RTnet's NRT slots of one frame each",
     )
     b.add_argument(
+        "--rt-cpu",
+        default="auto",
+        metavar="{auto,none,N}",
+        help="the CPU both stations' RT threads are pinned to, iperf3 and the pumps kept "
+        "off it (auto: the highest CPU when there are two or more; none: nothing pinned)",
+    )
+    b.add_argument(
         "--witness",
         action="store_true",
         help="run the stall detector on every CPU and report the RT slot misses outside "
@@ -95,7 +102,12 @@ def main(argv=None) -> int:
         args.offload,
     )
     try:
-        bench.check_args(*bench_args, windows=args.slots == "windows", xdp_mode=args.xdp_mode)
+        bench.check_args(
+            *bench_args,
+            windows=args.slots == "windows",
+            xdp_mode=args.xdp_mode,
+            rt_cpu=args.rt_cpu,
+        )
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
@@ -107,6 +119,7 @@ def main(argv=None) -> int:
             windows=args.slots == "windows",
             witness=args.witness,
             xdp_mode=args.xdp_mode,
+            rt_cpu=args.rt_cpu,
         )
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tools import bench_vnic
 
 
@@ -221,3 +223,34 @@ def test_bad_input_to_a_pooled_report_gets_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("bench_vnic: ") for line in err)
     assert "vnic_100.json" in err[0] and "not every run has" in err[1]
+
+
+def test_the_rt_cpu_is_kept_for_the_rt_threads_and_the_applications_go_elsewhere():
+    from rtnet.benchkit import on_cpus
+    from rtnet.errors import ConfigError
+    from vnic.bench import cpu_isolation
+
+    # auto: the highest CPU this process may use, the applications on the rest
+    assert cpu_isolation("auto", allowed={0, 1}) == (1, (0,))
+    assert cpu_isolation("auto", allowed={2, 5, 3}) == (5, (2, 3))
+    assert cpu_isolation("2", allowed={0, 1, 2, 3}) == (2, (0, 1, 3))
+    # one CPU, or none asked for: nothing pinned
+    assert cpu_isolation("auto", allowed={0}) == (None, None)
+    assert cpu_isolation("none", allowed={0, 1}) == (None, None)
+    for bad, why in (
+        ("3", "CPU 3 is not one this process may use"),
+        (0, "none left for iperf3"),
+        ("x", "is not auto, none or a CPU number"),
+        (True, "is not auto, none or a CPU number"),
+    ):
+        with pytest.raises(ConfigError, match=why):
+            cpu_isolation(bad, allowed={0} if bad == 0 else {0, 1})
+    assert on_cpus(["iperf3", "-s"], (0, 2)) == ["taskset", "-c", "0,2", "iperf3", "-s"]
+    assert on_cpus(["iperf3", "-s"], None) == ["iperf3", "-s"]
+
+
+def test_a_runs_heading_says_where_its_threads_ran():
+    assert bench_vnic.cpus_said({}) == ""  # runs from before it was recorded
+    assert bench_vnic.cpus_said({"rt_cpu": None, "app_cpus": None}) == ", nothing pinned"
+    said = bench_vnic.cpus_said({"rt_cpu": 1, "app_cpus": [0]})
+    assert said == ", RT threads on CPU 1, iperf3 and pumps on 0"

@@ -262,6 +262,8 @@ def test_rtmac_should_refuse_bad_values_at_parse_time(argv, why):
         ("bench --json /proc/nope/x.json", "--json: /proc/nope/x.json: cannot write"),
         ("bench --png .", "--png: .: is a directory"),
         ("bench --xdp-mode zerocopy", "invalid choice: 'zerocopy'"),
+        ("bench --rt-cpu one", "--rt-cpu: 'one' is not auto, none or a CPU number"),
+        ("bench --rt-cpu 4096", "--rt-cpu: CPU 4096 is not one this process may use"),
     ],
 )
 def test_vnic_bench_should_check_every_argument_before_building_anything(argv, why):
@@ -317,6 +319,8 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
         ("bench_rtpath", "main", ["--size", "10"], "invalid size: 10"),
         ("bench_rtpath", "main", ["--fifo", "1e9"], "invalid priority: 1e9"),
         ("bench_app", "main", ["--seconds", "nan"], "invalid seconds: nan"),
+        ("bench_vnic", "parse_args", ["--rt-cpu", "-1"], "--rt-cpu: CPU -1 is not one"),
+        ("bench_vnic", "parse_args", ["--rt-cpu", "1.5"], "'1.5' is not auto, none or a CPU"),
         ("bench_app", "main", ["--offset-us", "1000"], "invalid offset: 1000 (allowed: 0..999)"),
     ],
 )
