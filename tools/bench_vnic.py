@@ -228,7 +228,9 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
         "the batched VNIC's TCP goodput in the same run (runs before that baseline existed: "
         "offered the whole link's rate). CPU per byte is compared at the same rate because "
         "part of a flow's CPU does not grow with its rate (iperf3's pacing timer, TCP's "
-        "timers): a slower flow costs more per byte on any path.",
+        "timers): a slower flow costs more per byte on any path. Each run's heading says "
+        "where its threads ran: a run that kept a CPU for the RT threads started iperf3 on "
+        "the others, for the kernel paths as for the VNIC.",
         "",
     ]
     rows = {}
