@@ -63,8 +63,8 @@ def cpu_isolation(rt_cpu, allowed=None) -> tuple[int | None, tuple[int, ...] | N
     where an application is inside a system call waits for it to leave; with the CPU kept
     for RT work, what the VNIC adds to the RT threads' lateness is the VNIC's own.  The
     placement also sets the idle TDMA's cost: with the two stations' RT threads on one CPU
-    an idle wake-up took 12 us of CPU, on two CPUs 25 us, as the lab's wire carries each
-    frame to the other station inline (BENCHMARKS.md, VNIC cost).  What it costs: the
+    an idle wake-up took 12 us of CPU, on two CPUs 25 us, not through migrations or IPIs
+    (BENCHMARKS.md, VNIC cost).  What it costs: the
     application a TAP write wakes shares the pump's CPU and preempts it more often.
     "none": everything floats, as the series before b13a1da were measured.  ConfigError for a
     CPU this process may not use, or one that leaves no CPU for the applications."""
