@@ -748,3 +748,68 @@ def test_bench_records_the_congestion_control_of_the_stations_namespace(lab):
     finally:
         with netns.entered(ns), open("/proc/sys/net/ipv4/tcp_congestion_control", "w") as f:
             f.write(before)
+
+
+def allowed_cpus(path: str) -> set[int]:
+    """The CPUs a task may run on, from its status file (Cpus_allowed_list)."""
+    with open(path) as f:
+        return cpu_list(next(line for line in f if line.startswith("Cpus_allowed_list:")))
+
+
+def cpu_list(line: str) -> set[int]:
+    """The CPUs of a "Cpus_allowed_list:\t0-2,5" line."""
+    text = line.split(":")[1]
+    cpus = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def threads_named(name: str) -> list[int]:
+    tids = []
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            if f.read().strip() == name:
+                tids.append(int(tid))
+    return tids
+
+
+def test_bench_keeps_the_rt_cpu_for_the_rt_threads_and_starts_iperf3_elsewhere(lab):
+    """vnic bench's placement (--rt-cpu auto): both stations' RT threads on the highest CPU,
+    the pumps and iperf3 (server and client) on the others, as the kernel says."""
+    from rtnet.benchkit import on_cpus, start_iperf_server
+    from rtnet.station import RtSettings
+    from vnic.bench import cpu_isolation
+
+    rt_cpu, app_cpus = cpu_isolation("auto")
+    if rt_cpu is None:
+        pytest.skip("one CPU: nothing to keep apart")
+    with tdma_pair(lab, plan(), mode="batched", rt=RtSettings(priority=80, cpu=rt_cpu)) as (
+        _stations,
+        _taps,
+    ):
+        rts, pumps = threads_named("rtnet-rt"), threads_named("rtnet-vnic")
+        assert len(rts) == 2 and len(pumps) == 2, (rts, pumps)
+        for tid in rts:
+            assert allowed_cpus(f"/proc/self/task/{tid}/status") == {rt_cpu}
+        for tid in pumps:
+            assert allowed_cpus(f"/proc/self/task/{tid}/status") == set(app_cpus)
+        srv = start_iperf_server(lab, lab.station(2), "198.19.0.2", cpus=app_cpus)
+        try:
+            assert allowed_cpus(f"/proc/{srv.pid}/status") == set(app_cpus)
+            client = subprocess.run(
+                on_cpus(
+                    netns.command(
+                        lab.station(1).netns,
+                        ["sh", "-c", "grep Cpus_allowed_list /proc/self/status"],
+                    ),
+                    app_cpus,
+                ),
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            assert cpu_list(client.stdout) == set(app_cpus), client.stdout
+        finally:
+            lab.stop(srv)
