@@ -7,11 +7,16 @@
  * (INT64_MAX while it has none): either way a past time, which readers
  * skip.  Readers take every slot without a lock; a deadline read stale by
  * one wake-up only makes a helper wait once for nothing, or not at all.
+ * Each slot's CPU mask is every CPU unless its thread is pinned to one below 64.
  */
 #include "rtn_wakeboard.h"
 
 static int64_t rtn_wakeboard[RTN_WAKEBOARD_SLOTS] = {
 	[0 ... RTN_WAKEBOARD_SLOTS - 1] = INT64_MIN,
+};
+
+static uint64_t rtn_wakeboard_cpus[RTN_WAKEBOARD_SLOTS] = {
+	[0 ... RTN_WAKEBOARD_SLOTS - 1] = RTN_WAKEBOARD_ANY_CPU,
 };
 
 int rtn_wakeboard_claim(void)
@@ -34,13 +39,24 @@ void rtn_wakeboard_post(int slot, int64_t at)
 		__atomic_store_n(&rtn_wakeboard[slot], at, __ATOMIC_RELAXED);
 }
 
-void rtn_wakeboard_release(int slot)
+void rtn_wakeboard_pin(int slot, int cpu)
 {
 	if (slot >= 0 && slot < RTN_WAKEBOARD_SLOTS)
-		__atomic_store_n(&rtn_wakeboard[slot], INT64_MIN, __ATOMIC_RELEASE);
+		__atomic_store_n(&rtn_wakeboard_cpus[slot],
+				 cpu >= 0 && cpu < 64 ? 1ULL << cpu : RTN_WAKEBOARD_ANY_CPU,
+				 __ATOMIC_RELAXED);
 }
 
-int64_t rtn_wakeboard_next(int64_t now)
+void rtn_wakeboard_release(int slot)
+{
+	if (slot >= 0 && slot < RTN_WAKEBOARD_SLOTS) {
+		__atomic_store_n(&rtn_wakeboard_cpus[slot], RTN_WAKEBOARD_ANY_CPU,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&rtn_wakeboard[slot], INT64_MIN, __ATOMIC_RELEASE);
+	}
+}
+
+int64_t rtn_wakeboard_next(int64_t now, uint64_t cpus)
 {
 	int64_t next = INT64_MAX;
 	int i;
@@ -48,7 +64,8 @@ int64_t rtn_wakeboard_next(int64_t now)
 	for (i = 0; i < RTN_WAKEBOARD_SLOTS; i++) {
 		int64_t at = __atomic_load_n(&rtn_wakeboard[i], __ATOMIC_RELAXED);
 
-		if (at >= now && at < next)
+		if (at >= now && at < next &&
+		    (__atomic_load_n(&rtn_wakeboard_cpus[i], __ATOMIC_RELAXED) & cpus))
 			next = at;
 	}
 	return next;

@@ -16,6 +16,10 @@
  * went from 268, 309, 268 to 84, 105, 104, all those waiting more than
  * 15 us from 344..450 to 178..205, p99 from 25..31 to 23..25 us; TCP
  * 793..809 Mbit/s either way.
+ *
+ * An RT thread pinned to a CPU posts that CPU too, and a helper asks only
+ * about the CPUs it may run on: a pump kept off the RT threads' CPU
+ * (vnic bench's placement, an isolated RT CPU) holds no write for them.
  */
 #ifndef RTN_WAKEBOARD_H
 #define RTN_WAKEBOARD_H
@@ -23,14 +27,22 @@
 #include <stdint.h>
 
 #define RTN_WAKEBOARD_SLOTS 64 /* RT threads of one process that post, at most */
+/* CPUs as a mask, bit N for CPU N; a thread on CPU 64 or above is on every CPU's */
+#define RTN_WAKEBOARD_ANY_CPU 0xffffffffffffffffULL
 
 /** A slot for one RT thread to post in, or -1 when all are taken (it posts nothing then). */
 int rtn_wakeboard_claim(void);
+/** The CPU the slot's RT thread is pinned to (-1: none, it may run anywhere; the default). */
+void rtn_wakeboard_pin(int slot, int cpu);
 /** Give the slot back (-1 accepted). */
 void rtn_wakeboard_release(int slot);
 /** The RT thread's next deadline (INT64_MAX: none), before it waits for it. */
 void rtn_wakeboard_post(int slot, int64_t at);
-/** The earliest deadline posted at or after @p now (CLOCK_MONOTONIC ns), INT64_MAX if none. */
-int64_t rtn_wakeboard_next(int64_t now);
+/**
+ * The earliest deadline posted at or after @p now (CLOCK_MONOTONIC ns) by an
+ * RT thread that may run on one of the CPUs in @p cpus (RTN_WAKEBOARD_ANY_CPU:
+ * any thread), INT64_MAX if none.
+ */
+int64_t rtn_wakeboard_next(int64_t now, uint64_t cpus);
 
 #endif

@@ -288,6 +288,7 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	s->o = *o;
 	s->efd = s->tfd = s->done_fd = -1;
 	s->wake_slot = rtn_wakeboard_claim();
+	rtn_wakeboard_pin(s->wake_slot, s->o.rt.cpu); /* its RT thread runs there or not at all */
 	s->ops = &rtn_disc_none_ops;
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();

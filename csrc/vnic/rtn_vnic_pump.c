@@ -49,6 +49,7 @@
 #include <unistd.h>
 #include "rtn_core.h"
 #include "rtn_vnic_state_priv.h"
+#include "rtn_wakeboard.h"
 #include "rtn_xsk.h"
 
 /* ---- the pump thread ---------------------------------------------------------- */
@@ -162,18 +163,34 @@ static void *vnic_pump(void *arg)
 
 /*
  * The pump on a CPU the RT thread does not have when there is one: the RT
- * thread is SCHED_FIFO on its pinned CPU, the pump an ordinary thread.
+ * thread is SCHED_FIFO on its pinned CPU, the pump an ordinary thread.  It
+ * starts there (@p attr), and v->pump_cpus says where that is: the RT
+ * threads whose wake-ups its TAP writes keep clear of are those that may
+ * run on one of these CPUs (rtn_wakeboard.h).
  */
-static void pump_keep_off_rt_cpu(struct rtn_vnic *v)
+static void pump_keep_off_rt_cpu(struct rtn_vnic *v, pthread_attr_t *attr)
 {
-	int rt_cpu = v->s->o.rt.cpu;
+	int rt_cpu = v->s->o.rt.cpu, cpu;
 	cpu_set_t set;
 
-	if (rt_cpu < 0 || sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2 ||
-	    !CPU_ISSET(rt_cpu, &set))
+	v->pump_cpus = RTN_WAKEBOARD_ANY_CPU;
+	if (sched_getaffinity(0, sizeof(set), &set))
 		return;
-	CPU_CLR(rt_cpu, &set);
-	pthread_setaffinity_np(v->pump, sizeof(set), &set);
+	if (rt_cpu >= 0 && CPU_COUNT(&set) >= 2 && CPU_ISSET(rt_cpu, &set)) {
+		CPU_CLR(rt_cpu, &set);
+		if (pthread_attr_setaffinity_np(attr, sizeof(set), &set))
+			return;
+	}
+	v->pump_cpus = 0;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		if (cpu >= 64) { /* beyond the board's mask: count as everywhere */
+			v->pump_cpus = RTN_WAKEBOARD_ANY_CPU;
+			return;
+		}
+		v->pump_cpus |= 1ULL << cpu;
+	}
 }
 
 /* ---- attach and detach ------------------------------------------------------ */
@@ -254,6 +271,7 @@ static int vnic_create(struct rtn_station *s, int tap_fd, int mode, uint32_t slo
 	v->mode = mode;
 	v->slot = slot;
 	v->tap_fd = fcntl(tap_fd, F_DUPFD_CLOEXEC, 0);
+	v->pump_cpus = RTN_WAKEBOARD_ANY_CPU; /* until a pump starts somewhere */
 	v->pump_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	v->to_tap = aligned_alloc(64, sizeof(struct frame_ring));
 	v->loan = calloc(VNIC_RING, sizeof(*v->loan));
@@ -347,7 +365,8 @@ static void vnic_go_live(struct rtn_station *s, uintptr_t arg)
 int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_t slot)
 {
 	struct rtn_vnic *v = NULL;
-	int rc = 0;
+	pthread_attr_t attr;
+	int rc = 0, started;
 
 	rtn_clear_error();
 	if (mode != RTN_VNIC_BATCHED && mode != RTN_VNIC_PER_PACKET)
@@ -362,13 +381,20 @@ int rtn_station_vnic_attach(struct rtn_station *s, int tap_fd, int mode, uint32_
 	rc = vnic_create(s, tap_fd, mode, slot, &v);
 	if (rc)
 		goto out;
-	if (pthread_create(&v->pump, NULL, vnic_pump, v) != 0) {
+	if (pthread_attr_init(&attr)) {
+		rc = rtn_set_error(-ENOMEM, "VNIC: cannot start its pump thread");
+		rtn_vnic_destroy(v);
+		goto out;
+	}
+	pump_keep_off_rt_cpu(v, &attr);
+	started = pthread_create(&v->pump, &attr, vnic_pump, v) == 0;
+	pthread_attr_destroy(&attr);
+	if (!started) {
 		rc = rtn_set_error(-EAGAIN, "VNIC: cannot start its pump thread");
 		rtn_vnic_destroy(v);
 		goto out;
 	}
 	v->pump_on = 1;
-	pump_keep_off_rt_cpu(v);
 	s->vnic_ctl = v;
 	rtn_station_post(s, vnic_go_live, (uintptr_t)v);
 out:

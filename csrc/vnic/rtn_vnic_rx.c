@@ -143,9 +143,10 @@ static ssize_t gro_write(struct rtn_vnic *v)
  * Before a TAP write of @p segs merged segments: Linux's TCP receive for them
  * runs inside the system call, tens of microseconds in which, on a kernel
  * without full preemption, an RT thread woken on this CPU waits
- * (rtn_wakeboard.h).  A write that would start within VNIC_CLEAR_NS of an RT
- * thread's deadline waits until just past it instead (counted).  A lone
- * frame's write is short and goes at once.
+ * (rtn_wakeboard.h).  A write that would start within VNIC_CLEAR_NS of the
+ * deadline of an RT thread that may run where the pump may waits until just
+ * past it instead (counted); one pinned to a CPU the pump keeps off is never
+ * in its way.  A lone frame's write is short and goes at once.
  */
 static void keep_clear_of_rt_wakeups(struct rtn_vnic *v, uint32_t segs)
 {
@@ -154,7 +155,7 @@ static void keep_clear_of_rt_wakeups(struct rtn_vnic *v, uint32_t segs)
 	if (segs < VNIC_CLEAR_MIN_SEGS)
 		return;
 	now = rtn_now();
-	next = rtn_wakeboard_next(now);
+	next = rtn_wakeboard_next(now, v->pump_cpus);
 	if (next - now >= VNIC_CLEAR_NS)
 		return;
 	rtn_sleep_until(next + VNIC_CLEAR_AFTER_NS);

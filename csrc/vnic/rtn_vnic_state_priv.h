@@ -129,6 +129,7 @@ struct rtn_vnic {
 	uint32_t reclaimed;	   /* RT thread: to_tap's slots up to here have no loan left */
 	int pump_efd;		   /* the RT thread (or stop) wakes the pump */
 	pthread_t pump;
+	uint64_t pump_cpus; /* where the pump may run, a wake-board mask (rtn_wakeboard.h) */
 	int pump_on;
 	volatile int stop;
 	int tap_dead; /* the TAP went away: stop touching it */
