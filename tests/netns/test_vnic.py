@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from conftest import wait_for
+from conftest import skip_or_fail, wait_for
 from pyroute2 import IPRoute
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
@@ -785,7 +785,7 @@ def test_bench_keeps_the_rt_cpu_for_the_rt_threads_and_starts_iperf3_elsewhere(l
 
     rt_cpu, app_cpus = cpu_isolation("auto")
     if rt_cpu is None:
-        pytest.skip("one CPU: nothing to keep apart")
+        skip_or_fail("one CPU: nothing to keep apart")
     with tdma_pair(lab, plan(), mode="batched", rt=RtSettings(priority=80, cpu=rt_cpu)) as (
         stations,
         _taps,
