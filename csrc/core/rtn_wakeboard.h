@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #define RTN_WAKEBOARD_SLOTS 64 /* RT threads of one process that post, at most */
-/* CPUs as a mask, bit N for CPU N; a thread on CPU 64 or above is on every CPU's */
+/* CPUs as a mask, bit N for CPU N; a thread pinned to CPU 64 or above counts as on all */
 #define RTN_WAKEBOARD_ANY_CPU 0xffffffffffffffffULL
 
 /** A slot for one RT thread to post in, or -1 when all are taken (it posts nothing then). */
