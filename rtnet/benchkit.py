@@ -5,6 +5,7 @@ Benchmarks print their figures next to a baseline measured in the same run;
 these helpers make the baseline side identical for every tool.
 """
 
+import argparse
 import math
 import os
 import platform
@@ -15,6 +16,7 @@ import time
 
 import numpy as np
 
+from .errors import ConfigError
 from .hist import Histogram
 
 NBINS = 4000
@@ -199,6 +201,58 @@ def listening(pid: int, port: int) -> bool:
         except (OSError, ValueError, IndexError):
             continue
     return False
+
+
+RT_CPU_CHOICES = "auto, none or a CPU number"
+RT_CPU_HELP = (
+    "the CPU both stations' RT threads are pinned to, iperf3 and the pumps kept off it "
+    "(auto: the highest CPU when there are two or more; none: nothing pinned)"
+)
+
+
+def cpu_isolation(rt_cpu, allowed=None) -> tuple[int | None, tuple[int, ...] | None]:
+    """Where the RT threads and the applications run: (the CPU both stations' RT threads are
+    pinned to, the CPUs iperf3 runs on), or (None, None) when nothing is pinned.
+
+    ``rt_cpu`` "auto" keeps the highest CPU this process may use for the RT threads when it
+    may use two or more, as a real-time deployment does (isolcpus, a cpuset); the pumps stay
+    off it by themselves (csrc/vnic/rtn_vnic_pump.c) and iperf3 is started on the others.  On this
+    kernel (no full preemption) an RT thread waking where an application is inside a system
+    call waits for it to leave, so with the CPU kept, what the VNIC adds to the RT threads'
+    lateness is the VNIC's own.  The placement also sets the idle TDMA's cost, and costs the
+    pump preemptions by the application it wakes (BENCHMARKS.md, VNIC cost).  "none":
+    everything floats, as the series before b13a1da.  ConfigError for a CPU this process
+    may not use, or one that leaves no CPU for the applications."""
+    allowed = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
+    if rt_cpu == "none":
+        return None, None
+    if rt_cpu == "auto":
+        if len(allowed) < 2:
+            return None, None
+        rt_cpu = allowed[-1]
+    if isinstance(rt_cpu, str):
+        try:
+            rt_cpu = int(rt_cpu, 10)
+        except ValueError:
+            raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}") from None
+    if isinstance(rt_cpu, bool) or not isinstance(rt_cpu, int):
+        raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}")
+    if rt_cpu not in allowed:
+        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is not one this process may use {allowed}")
+    apps = tuple(c for c in allowed if c != rt_cpu)
+    if not apps:
+        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is the only one: none left for iperf3")
+    return rt_cpu, apps
+
+
+def rt_cpu_arg(text: str) -> str:
+    """argparse type of --rt-cpu (vnic bench, tools.bench_vnic): ``text`` if cpu_isolation
+    takes it, else the one line it gave."""
+    try:
+        cpu_isolation(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--rt-cpu: ")) from None
+    return text
 
 
 def on_cpus(argv: list[str], cpus) -> list[str]:

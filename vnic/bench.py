@@ -19,7 +19,7 @@ import tempfile
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
-from rtnet.benchkit import on_cpus, start_iperf_server
+from rtnet.benchkit import cpu_isolation, on_cpus, start_iperf_server
 from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
@@ -49,45 +49,6 @@ MAX_SECONDS = 600
 MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
 MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN  # the largest the NRT slot carries
 OFFLOAD = ("on", "off", "both")
-RT_CPU_CHOICES = "auto, none or a CPU number"
-
-
-def cpu_isolation(rt_cpu, allowed=None) -> tuple[int | None, tuple[int, ...] | None]:
-    """Where the RT threads and the applications run: (the CPU both stations' RT threads are
-    pinned to, the CPUs iperf3 runs on), or (None, None) when nothing is pinned.
-
-    ``rt_cpu`` "auto" isolates the highest CPU this process may use when it may use two or
-    more, as a real-time deployment keeps one CPU for its RT threads (isolcpus, a cpuset):
-    the pumps stay off it by themselves (rtn_vnic_pump.c) and the applications are started
-    on the others.  On this kernel (no full preemption) an RT thread that wakes on a CPU
-    where an application is inside a system call waits for it to leave; with the CPU kept
-    for RT work, what the VNIC adds to the RT threads' lateness is the VNIC's own.  The
-    placement also sets the idle TDMA's cost: with the two stations' RT threads on one CPU
-    an idle wake-up took 12 us of CPU, on two CPUs 25 us, not through migrations or IPIs
-    (BENCHMARKS.md, VNIC cost).  What it costs: the
-    application a TAP write wakes shares the pump's CPU and preempts it more often.
-    "none": everything floats, as the series before b13a1da were measured.  ConfigError for a
-    CPU this process may not use, or one that leaves no CPU for the applications."""
-    allowed = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
-    if rt_cpu == "none":
-        return None, None
-    if rt_cpu == "auto":
-        if len(allowed) < 2:
-            return None, None
-        rt_cpu = allowed[-1]
-    if isinstance(rt_cpu, str):
-        try:
-            rt_cpu = int(rt_cpu, 10)
-        except ValueError:
-            raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}") from None
-    if isinstance(rt_cpu, bool) or not isinstance(rt_cpu, int):
-        raise ConfigError(f"--rt-cpu: {rt_cpu!r} is not {RT_CPU_CHOICES}")
-    if rt_cpu not in allowed:
-        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is not one this process may use {allowed}")
-    apps = tuple(c for c in allowed if c != rt_cpu)
-    if not apps:
-        raise ConfigError(f"--rt-cpu: CPU {rt_cpu} is the only one: none left for iperf3")
-    return rt_cpu, apps
 
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate

@@ -11,6 +11,7 @@ import sys
 
 from rtmac.tdma_config import LIMITS, MAX_LINK_RATE_MBPS
 from rtnet.argtypes import OneLineParser, integer
+from rtnet.benchkit import RT_CPU_HELP, rt_cpu_arg
 from rtnet.config import XDP_MODES
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.messages import bounded, one_line
@@ -68,11 +69,7 @@ def build_parser() -> OneLineParser:
         help="NRT windows (default), or RTnet's NRT slots of one frame each",
     )
     b.add_argument(
-        "--rt-cpu",
-        default="auto",
-        metavar="{auto,none,N}",
-        help="the CPU both stations' RT threads are pinned to, iperf3 and the pumps kept "
-        "off it (auto: the highest CPU when there are two or more; none: nothing pinned)",
+        "--rt-cpu", type=rt_cpu_arg, default="auto", metavar="{auto,none,N}", help=RT_CPU_HELP
     )
     b.add_argument(
         "--witness",

@@ -514,12 +514,13 @@ print("resumed", flush=True)
 """ % (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH)
 
 
-def pump_threads() -> list[int]:
-    """This process's VNIC pump threads (the stations of tdma_pair run in it)."""
+def threads_named(name: str) -> list[int]:
+    """This process's threads called ``name`` (the stations of tdma_pair run in it):
+    "rtnet-vnic" the VNIC pumps, "rtnet-rt" the RT threads."""
     tids = []
     for tid in os.listdir("/proc/self/task"):
         with open(f"/proc/self/task/{tid}/comm") as f:
-            if f.read().strip() == "rtnet-vnic":
+            if f.read().strip() == name:
                 tids.append(int(tid))
     return tids
 
@@ -528,7 +529,7 @@ def test_a_stalled_pump_blocks_neither_the_rt_thread_nor_the_schedule(lab):
     with tdma_pair(lab, plan(), mode="batched", mtu=MTU) as (stations, _taps):
         assert ping(lab, 1, "198.19.0.2").returncode == 0  # the VNIC works
         idle_occ, idle_missed = rt_slot_window(stations[0], 1.0)
-        tids = pump_threads()
+        tids = threads_named("rtnet-vnic")
         assert len(tids) == 2, tids  # one per station
         stopper = subprocess.Popen(
             [sys.executable, "-c", STOPPER, *map(str, tids)],
@@ -572,7 +573,7 @@ def test_frames_lent_to_a_stalled_pump_are_bounded_and_given_back(lab):
         assert ping(lab, 1, "198.19.0.2").returncode == 0
         st = stations[0]
         stopper = subprocess.Popen(
-            [sys.executable, "-c", STOPPER, *map(str, pump_threads())],
+            [sys.executable, "-c", STOPPER, *map(str, threads_named("rtnet-vnic"))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -764,15 +765,6 @@ def cpu_list(line: str) -> set[int]:
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return cpus
-
-
-def threads_named(name: str) -> list[int]:
-    tids = []
-    for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            if f.read().strip() == name:
-                tids.append(int(tid))
-    return tids
 
 
 def test_bench_keeps_the_rt_cpu_for_the_rt_threads_and_starts_iperf3_elsewhere(lab):
