@@ -196,6 +196,7 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
     out = []
     for i, (sp, b, a) in enumerate(zip(seg.stations, before, after)):
         err = a["sync_error"].since(b["sync_error"])
+        delay = a["sync_delay"].since(b["sync_delay"])
         late = a["slot0_lateness"].since(b["slot0_lateness"])
         out.append(
             {
@@ -210,6 +211,8 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
                 else 0.0,
                 "missed_slots": a["missed_slots"] - b["missed_slots"],
                 "sync_error_us": err.summary_us() if err.count else None,
+                "sync_delay_us": delay.summary_us() if delay.count else None,
+                "calibrated_delay_us": a["calibration"]["delay_ns"] / 1000,
                 "slot_lateness_us": late.summary_us(),
             }
         )
@@ -237,6 +240,10 @@ def format_report(report: dict) -> list[str]:
             if err
             else "sync error      -  (the master's clock)"
         )
+        delay = s.get("sync_delay_us")
+        if err and delay:
+            # the error's cause: the Syncs' path against the calibrated round trip's half
+            e += f"  delay p50 {delay['p50']:6.1f} calibrated {s['calibrated_delay_us']:6.1f}"
         lines.append(
             f"S{s['index']:<2} {s['role']:6} slot {s['slot_offset_us']:5} us  "
             f"probes {s['probes']:6} in slot {100 * s['probes_in_slot']:6.2f}%  "

@@ -117,6 +117,7 @@ def stats_from_c(st) -> dict:
     out["slot_lateness"] = Histogram.from_c(ffi.addressof(st, "slot_lateness"))
     out["slot0_lateness"] = Histogram.from_c(ffi.addressof(st, "slot0_lateness"))
     out["sync_error"] = Histogram.from_c(ffi.addressof(st, "sync_error"))
+    out["sync_delay"] = Histogram.from_c(ffi.addressof(st, "sync_delay"))
     return out
 
 

@@ -72,6 +72,7 @@ int rtn_tdma_create(const uint8_t *mac, const struct rtn_tdma_port *port, struct
 	rtn_hist_init(&e->st.slot_lateness, 0);
 	rtn_hist_init(&e->st.slot0_lateness, 0);
 	rtn_hist_init(&e->st.sync_error, RTN_TDMA_SYNC_HIST_LO_NS);
+	rtn_hist_init(&e->st.sync_delay, 0);
 	rtn_tdma_index_slots(e);
 	*out = e;
 	return 0;
@@ -695,6 +696,7 @@ void rtn_tdma_read_stats(const struct rtn_tdma *e, struct rtn_tdma_stats *out)
 	rtn_hist_read(&e->st.slot_lateness, &out->slot_lateness);
 	rtn_hist_read(&e->st.slot0_lateness, &out->slot0_lateness);
 	rtn_hist_read(&e->st.sync_error, &out->sync_error);
+	rtn_hist_read(&e->st.sync_delay, &out->sync_delay);
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)
 		out->slot[i].queue_depth = 0;
 	for (i = 0; i < RTN_TDMA_MAX_SLOTS; i++)

@@ -149,6 +149,9 @@ struct rtn_tdma_stats {
 	struct rtn_hist slot_lateness;	/* first transmission minus scheduled slot start */
 	struct rtn_hist slot0_lateness; /* the same for slot 0 only: RTnet's real-time slot */
 	struct rtn_hist sync_error;	/* estimated global time minus true global time */
+	/* lab truth: a followed Sync's true one-way delay (arrival in global time minus its
+	 * transmit stamp); the sync error's median is the calibrated delay minus this one's */
+	struct rtn_hist sync_delay;
 };
 
 /**

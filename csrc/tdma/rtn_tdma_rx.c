@@ -239,6 +239,9 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 		break;
 	}
 	apply_sync(e, m, offset);
+	if (e->port.truth)
+		rtn_hist_add(&e->st.sync_delay,
+			     e->port.truth(e->port.arg, rx) - (int64_t)(m->xmit_stamp & INT64_MAX));
 }
 
 void rtn_tdma_rx_reset(struct rtn_tdma *e)

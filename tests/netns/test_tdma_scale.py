@@ -29,6 +29,7 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
     )
     offsets = [s["slot_offset_us"] for s in stations]
     assert offsets == sorted(set(offsets))  # eight slots, one per station
+    slot_spacing_us = min(b - a for a, b in zip(offsets, offsets[1:]))
     calm_cycles = min(report["calm_cycles"], CYCLES)
     for s in stations:
         # one probe per cycle, at most; a wake-up later than the guard skips the slot
@@ -39,9 +40,15 @@ def test_eight_stations_synchronise_and_each_sends_in_its_slot():
         calm = s["calm"]
         assert calm["in_slot"] >= 0.98 * calm["probes"], (s["index"], calm)
         if s["role"] != "master":
-            # the slaves' and the backup's clock estimate: within the 20 us gap the
-            # planner leaves at the median, never a whole slot off
-            assert abs(s["sync_error_us"]["p50"]) <= 50, s
+            # the slaves' and the backup's clock estimate is RTnet's, a Sync's transmit
+            # stamp plus the calibrated delay, so its error is the calibrated delay minus
+            # the Syncs' true delay.  That differs here: the bridge floods each Sync to
+            # seven ports one after another (10 to 30 us, twice that in a busy CI run),
+            # the calibration's frames go to one (2 to 7 us).  The medians agree within a
+            # few 1 us bins and the cycles' odd missing Sync; the error stays under a slot
+            err, delay = s["sync_error_us"], s["sync_delay_us"]
+            assert abs(err["p50"] - (s["calibrated_delay_us"] - delay["p50"])) <= 10, s
+            assert abs(err["p50"]) < slot_spacing_us, s
             # a Sync in nearly every cycle no stall overlapped
             assert s["sync_error_us"]["count"] >= 0.9 * calm_cycles, (s, calm_cycles)
 
