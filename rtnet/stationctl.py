@@ -286,6 +286,35 @@ def _us(v):
     return "-" if v is None else f"{v:.1f}"
 
 
+def _against_this_host(summary: dict) -> bool:
+    """Whether a histogram measured against this host's clock (the sync error, the Syncs'
+    delay) says anything: only when the master's global time is this host's clock, as in
+    the lab.  With the master on another host nearly every sample lies outside the
+    histogram's few milliseconds (the two hosts' clocks are apart by their uptimes)."""
+    outside = summary["underflow"] + summary["overflow"]
+    return summary["count"] > 0 and outside * 2 < summary["count"]
+
+
+def _sync_error_line(t: dict) -> str:
+    se = t["sync_error"]["summary_us"]
+    if not se["count"]:
+        return "  sync error: - (no samples: the master's own clock, or not calibrated yet)"
+    if not _against_this_host(se):
+        return (
+            f"  sync error: - (measured against this host's clock, which is not the "
+            f"master's: {se['count']} samples outside the range)"
+        )
+    line = (
+        f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
+        f"max {_us(se['max'])} us ({se['count']} samples)"
+    )
+    sd = (t.get("sync_delay") or {}).get("summary_us")
+    if sd and _against_this_host(sd):
+        # the error's cause: the Syncs' path against the calibrated delay
+        line += f"; the Syncs' delay p50 {_us(sd['p50'])} us"
+    return line
+
+
 def format_status(s: dict) -> str:
     d = s.get("daemon", {})
     out = [
@@ -318,11 +347,7 @@ def format_status(s: dict) -> str:
             f"  TDMA {role}, state {t['state']}, cycle {t['cycle_ns'] / 1000:g} us, "
             f"cycle no {t['cycle_no']}"
         )
-        se = t["sync_error"]["summary_us"]
-        out.append(
-            f"  sync error: avg {_us(se['avg'])} us, p99 {_us(se['p99'])} us, "
-            f"max {_us(se['max'])} us ({se['count']} samples)"
-        )
+        out.append(_sync_error_line(t))
         cal = t["calibration"]
         out.append(
             f"  calibration: {cal['done']}/{cal['rounds']} rounds, delay (median) "

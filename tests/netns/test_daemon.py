@@ -112,6 +112,7 @@ def test_up_status_down(capsys, stations, conf):
     assert st["wakeup"]["summary_us"]["count"] > 0
     rc, out, _ = ctl(capsys, "status", "-n", ns)
     assert rc == 0 and "TDMA master" in out and "wake-up latency" in out
+    assert "sync error: - (no samples: the master's own clock" in out
     rc, out, err = ctl(capsys, "down", "-n", ns)
     assert rc == 0 and "stopped" in out, err
     assert not os.path.exists(sock) and not os.path.exists(pid)
@@ -197,6 +198,14 @@ def test_master_slave_sync_rtmac_ping_capture(capsys, stations, conf, tmp_path):
     assert ctl(capsys, "up", "-n", s, "-c", conf("s.toml", SLAVE))[0] == 0
     st = wait_state(capsys, s, TdmaState.SYNCED)
     assert st["tdma"]["calibration"]["done"] == 10
+    # the lab's master runs on this host, so the status shows the sync error against it
+    # and the Syncs' one-way delay (the error's cause) once the first samples are in
+    deadline = time.monotonic() + 5
+    while status(capsys, s)["tdma"]["sync_error"]["summary_us"]["count"] == 0:
+        assert time.monotonic() < deadline, "no sync error sample"
+        time.sleep(0.05)  # the engine runs in another process: poll its counters
+    rc, out, _ = ctl(capsys, "status", "-n", s)
+    assert rc == 0 and "sync error: avg" in out and "the Syncs' delay p50" in out, out
 
     # rtmac slot changes reach the running daemon; a bad one is refused, schedule intact
     with netns.entered(s):
