@@ -46,7 +46,10 @@
  * by it: at 100 Mbit/s 0.042 switches per packet against 0.060 to 0.062,
  * and 12.5 to 13.2 CPU s/GB against 13.7 to 14.1; but at 1000 Mbit/s the
  * pump then keeps the application off its CPU: 644 Mbit/s against 804,
- * 33 RT slots missed against 12 (one run each).  Not kept: an ordinary
+ * 33 RT slots missed against 12 (one run each).  With the RT threads
+ * pinned apart (vnic bench --rt-cpu auto), the pump and the application
+ * sharing the other CPU, it lost at 100 Mbit/s too: 56.6 and 57.5 Mbit/s
+ * against 65.8 and 68.0 (two pairs of runs).  Not kept: an ordinary
  * thread.  Nor a shorter EEVDF slice for it (sched_setattr, sched_runtime
  * 100 us): at 100 Mbit/s its involuntary switches stayed 0.023 per packet
  * against 0.024 without (one 10 s run each).
