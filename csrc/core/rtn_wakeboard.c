@@ -39,11 +39,15 @@ void rtn_wakeboard_post(int slot, int64_t at)
 		__atomic_store_n(&rtn_wakeboard[slot], at, __ATOMIC_RELAXED);
 }
 
+uint64_t rtn_wakeboard_cpu_mask(int cpu)
+{
+	return cpu >= 0 && cpu < 64 ? 1ULL << cpu : RTN_WAKEBOARD_ANY_CPU;
+}
+
 void rtn_wakeboard_pin(int slot, int cpu)
 {
 	if (slot >= 0 && slot < RTN_WAKEBOARD_SLOTS)
-		__atomic_store_n(&rtn_wakeboard_cpus[slot],
-				 cpu >= 0 && cpu < 64 ? 1ULL << cpu : RTN_WAKEBOARD_ANY_CPU,
+		__atomic_store_n(&rtn_wakeboard_cpus[slot], rtn_wakeboard_cpu_mask(cpu),
 				 __ATOMIC_RELAXED);
 }
 

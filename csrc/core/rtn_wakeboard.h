@@ -32,6 +32,8 @@
 
 /** A slot for one RT thread to post in, or -1 when all are taken (it posts nothing then). */
 int rtn_wakeboard_claim(void);
+/** CPU @p cpu as a mask: its bit, or every CPU for one outside the mask (-1: not pinned). */
+uint64_t rtn_wakeboard_cpu_mask(int cpu);
 /** The CPU the slot's RT thread is pinned to (-1: none, it may run anywhere; the default). */
 void rtn_wakeboard_pin(int slot, int cpu);
 /** Give the slot back (-1 accepted). */

@@ -97,12 +97,13 @@ void __wrap_rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 #define FIXED_COUNTERS                                                                       \
 	((offsetof(struct rtn_tdma_stats, slot) - offsetof(struct rtn_tdma_stats, cycles)) / \
 	 sizeof(uint64_t))
-#define N_COUNTERS (FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + 12)
+#define N_HISTS	   4 /* slot_lateness, slot0_lateness, sync_error, sync_delay */
+#define N_COUNTERS (FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + N_HISTS * 3)
 
 FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)
 {
-	const struct rtn_hist *h[4] = { &e->st.slot_lateness, &e->st.slot0_lateness,
-					&e->st.sync_error, &e->st.sync_delay };
+	const struct rtn_hist *h[N_HISTS] = { &e->st.slot_lateness, &e->st.slot0_lateness,
+					      &e->st.sync_error, &e->st.sync_delay };
 	uint32_t i, n = FIXED_COUNTERS;
 
 	memcpy(out, &e->st.cycles, FIXED_COUNTERS * sizeof(uint64_t));
@@ -116,7 +117,7 @@ FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)
 		out[n++] = s->late_starts;
 		out[n++] = s->deferred;
 	}
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < N_HISTS; i++) {
 		out[n++] = h[i]->count;
 		out[n++] = h[i]->underflow;
 		out[n++] = h[i]->overflow;

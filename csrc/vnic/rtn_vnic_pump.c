@@ -171,9 +171,10 @@ static void *vnic_pump(void *arg)
 static void pump_keep_off_rt_cpu(struct rtn_vnic *v, pthread_attr_t *attr)
 {
 	int rt_cpu = v->s->o.rt.cpu, cpu;
+	uint64_t cpus = 0;
 	cpu_set_t set;
 
-	v->pump_cpus = RTN_WAKEBOARD_ANY_CPU;
+	/* on failure v->pump_cpus stays every CPU (vnic_create) */
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return;
 	if (rt_cpu >= 0 && CPU_COUNT(&set) >= 2 && CPU_ISSET(rt_cpu, &set)) {
@@ -181,16 +182,10 @@ static void pump_keep_off_rt_cpu(struct rtn_vnic *v, pthread_attr_t *attr)
 		if (pthread_attr_setaffinity_np(attr, sizeof(set), &set))
 			return;
 	}
-	v->pump_cpus = 0;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, &set))
-			continue;
-		if (cpu >= 64) { /* beyond the board's mask: count as everywhere */
-			v->pump_cpus = RTN_WAKEBOARD_ANY_CPU;
-			return;
-		}
-		v->pump_cpus |= 1ULL << cpu;
-	}
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			cpus |= rtn_wakeboard_cpu_mask(cpu);
+	v->pump_cpus = cpus;
 }
 
 /* ---- attach and detach ------------------------------------------------------ */
