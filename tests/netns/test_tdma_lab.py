@@ -507,6 +507,9 @@ def test_forged_syncs_with_the_masters_mac_crash_nothing_and_move_no_clock(lab3)
     # it there: none in any sample, disturbed or not
     err = after[2]["sync_error"].since(before[2]["sync_error"])
     assert err.count > 100 and err.overflow == 0 and err.underflow == 0
+    # nor does one reach the Syncs' delay: a taken forgery's stamp is seconds off
+    delay = after[2]["sync_delay"].since(before[2]["sync_delay"])
+    assert delay.count > 100 and delay.overflow == 0 and delay.underflow == 0
     # a real Sync a stall delayed moves single samples (a CI run's minimum was -113 us); the
     # samples no stall overlapped stay within the 100 us sync tolerance
     calm = r["sync_error"]
