@@ -37,6 +37,7 @@ class RtThreadStats:
     fallback: bool  # SCHED_FIFO was refused and allow_fallback was set
     dma_latency_held: bool  # /dev/cpu_dma_latency held at 0
     memory_locked: bool
+    setup_faults: int  # page faults taken at SCHED_FIFO before the loop: 0 expected
     running: bool
     histogram: Histogram  # lateness of each wake-up
 
@@ -205,6 +206,7 @@ def _to_stats(s) -> RtThreadStats:
         fallback=bool(s.fallback),
         dma_latency_held=bool(s.dma_latency_held),
         memory_locked=bool(s.memory_locked),
+        setup_faults=int(s.setup_faults),
         running=bool(s.running),
         histogram=Histogram.from_c(ffi.addressof(s.hist)),
     )

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +44,7 @@ struct rtn_rt {
 	int tid;
 	int fallback;
 	int memory_locked;
+	uint64_t setup_faults; /* page faults taken at SCHED_FIFO before the body */
 	int setup_err;
 	char setup_msg[256];
 
@@ -199,14 +201,29 @@ static int setup_fail(struct rtn_rt *rt, int err, const char *what)
 	return err;
 }
 
+/* Page faults this thread has taken so far, minor and major. */
+static uint64_t thread_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) != 0) {
+		return 0;
+	}
+	return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
 /*
- * Order matters: pin first so the thread is already on its CPU when it
- * becomes SCHED_FIFO, then lock memory and prefault the stack so the loop
- * starts without page faults.
+ * Order matters: pin first so the thread's memory work happens on its CPU,
+ * then lock memory and prefault the stack so the loop starts without page
+ * faults, and only then become SCHED_FIFO.  mlockall() faults in every page
+ * of the process (tens of milliseconds for a Python process): done at
+ * SCHED_FIFO it would keep every RT thread of lower or equal priority on
+ * that CPU, of this process or another, off it for that long.
  */
 static int apply_settings(struct rtn_rt *rt)
 {
 	const struct rtn_rt_opts *o = &rt->opts;
+	uint64_t faults;
 	char what[64];
 	int err;
 
@@ -226,15 +243,6 @@ static int apply_settings(struct rtn_rt *rt)
 		}
 	}
 
-	err = rt_sched_set_fifo(o->priority);
-	if (err && !o->allow_fallback) {
-		snprintf(what, sizeof(what), "SCHED_FIFO priority %d refused", o->priority);
-		return setup_fail(rt, err, what);
-	}
-	rt->fallback = err != 0;
-	rt->policy = rt_sched_get_policy(&rt->priority) == SCHED_FIFO ? RTN_RT_POLICY_FIFO :
-									RTN_RT_POLICY_OTHER;
-
 	err = memlock_get();
 	if (err && !o->allow_fallback) {
 		return setup_fail(rt, err, "mlockall(MCL_CURRENT|MCL_FUTURE) failed");
@@ -243,16 +251,31 @@ static int apply_settings(struct rtn_rt *rt)
 
 	prefault_stack((size_t)o->prefault_stack_kb * 1024);
 
+	faults = thread_faults();
+	err = rt_sched_set_fifo(o->priority);
+	if (err && !o->allow_fallback) {
+		snprintf(what, sizeof(what), "SCHED_FIFO priority %d refused", o->priority);
+		err = setup_fail(rt, err, what);
+		goto unlock;
+	}
+	rt->fallback = err != 0;
+	rt->policy = rt_sched_get_policy(&rt->priority) == SCHED_FIFO ? RTN_RT_POLICY_FIFO :
+									RTN_RT_POLICY_OTHER;
+
 	/* SCHED_OTHER threads get 50 us of timer slack by default: that is
 	 * most of the latency budget, so ask for the minimum. */
 	if (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) != 0) {
-		err = -errno;
-		if (rt->memory_locked) {
-			memlock_put();
-		}
-		return setup_fail(rt, err, "PR_SET_TIMERSLACK failed");
+		err = setup_fail(rt, -errno, "PR_SET_TIMERSLACK failed");
+		goto unlock;
 	}
+	rt->setup_faults = thread_faults() - faults;
 	return 0;
+
+unlock:
+	if (rt->memory_locked) {
+		memlock_put();
+	}
+	return err;
 }
 
 int64_t rtn_rt_wait_until(struct rtn_rt *rt, int64_t deadline_ns)
@@ -410,6 +433,7 @@ void rtn_rt_read_stats(const struct rtn_rt *rt, struct rtn_rt_stats *out)
 	out->fallback = rt->fallback;
 	out->dma_latency_held = rt->dma_fd >= 0;
 	out->memory_locked = rt->memory_locked;
+	out->setup_faults = rt->setup_faults;
 	out->running = __atomic_load_n(&rt->running, __ATOMIC_ACQUIRE);
 	out->body_rc = __atomic_load_n(&rt->body_rc, __ATOMIC_RELAXED);
 	out->missed = __atomic_load_n(&rt->missed, __ATOMIC_RELAXED);

@@ -60,6 +60,9 @@ struct rtn_rt_stats {
 	int fallback;	      /* FIFO was refused, running SCHED_OTHER */
 	int dma_latency_held; /* /dev/cpu_dma_latency open at 0 */
 	int memory_locked;    /* mlockall() succeeded */
+	/* page faults the thread took once SCHED_FIFO, before its body: none
+	 * expected, as memory is locked and the stack prefaulted before */
+	uint64_t setup_faults;
 	int running;	      /* thread has not returned yet */
 	int body_rc;	      /* return code of the body */
 	struct rtn_hist hist; /* lateness of each wake-up, ns */

@@ -56,6 +56,18 @@ def test_fifo_pinning_and_pm_qos_should_be_applied_and_reported():
     assert vm_locked_kb() == 0
 
 
+def test_memory_is_locked_before_the_thread_becomes_fifo():
+    """mlockall() faults in every page of this (large, Python) process: at SCHED_FIFO that
+    would keep every RT thread of lower or equal priority on the CPU waiting that long.  The
+    thread locks memory and prefaults its stack first, so once FIFO it takes no fault."""
+    ballast = bytearray(64 << 20)  # 64 MB more for mlockall to fault in, were it FIFO
+    with RtThread(period_us=1000, priority=72) as rt:
+        s = rt.stats()
+        assert s.policy == "SCHED_FIFO" and s.memory_locked
+        assert s.setup_faults < 64, s.setup_faults  # mlockall's share would be some 16,000
+    del ballast
+
+
 def test_without_pm_qos_should_not_hold_cpu_dma_latency():
     with RtThread(period_us=1000, hold_dma_latency=False) as rt:
         assert not rt.stats().dma_latency_held
