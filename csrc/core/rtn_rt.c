@@ -245,6 +245,14 @@ static int apply_settings(struct rtn_rt *rt)
 
 	err = memlock_get();
 	if (err && !o->allow_fallback) {
+		/* Without privileges both are refused: name SCHED_FIFO, the one that
+		 * matters (the thread ends here, so a FIFO granted now harms none). */
+		int fifo = rt_sched_set_fifo(o->priority);
+
+		if (fifo) {
+			snprintf(what, sizeof(what), "SCHED_FIFO priority %d refused", o->priority);
+			return setup_fail(rt, fifo, what);
+		}
 		return setup_fail(rt, err, "mlockall(MCL_CURRENT|MCL_FUTURE) failed");
 	}
 	rt->memory_locked = err == 0;
