@@ -144,7 +144,7 @@ class StationConfig:
     vnic: VnicConfig = VnicConfig()
     channels: tuple = ()
     group: str | None = None  # may change things, besides root
-    status_group: str | None = None  # may read status / tdma.show
+    status_group: str | None = None  # may read status / tdma.show / tdma.misses
     ip: str | None = None  # real-time IPv4 address: IPADDR or station.ip
     # (rtnet.ipv4_service; RTcfg stage 1 may replace it)
     rtcfg: rtcfg_setup.RtcfgSetup | None = None  # what rtnetctl up runs (None: no RTcfg)

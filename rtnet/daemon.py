@@ -13,7 +13,7 @@ SIGINT stop the station and remove socket and PID file.
 
 Access control: the socket is mode 0600 (root only).  ``[control]
 status_group`` makes it 0660 with that group, so its members may send the
-read-only requests (status, tdma.show).  Every request that changes
+read-only requests (status, tdma.show, tdma.misses).  Every request that changes
 something or sends traffic (tdma.*, nomac.*, ping, capture, channel.open,
 shutdown) needs peer uid 0 or membership (primary or supplementary, as the
 kernel recorded it at connect) of ``[control] group``.
@@ -40,6 +40,9 @@ sizes shared with the clients: rtnet.control_protocol.
   RTnet).  ``tdma.slot`` with ``cal_results`` waits (``cal_timeout_ms``,
   default 10 s) until calibration is done and replies ``"cal_results":
   [delay_ns]`` (the median delay; the engine keeps it with min/max, not every round).
+- ``tdma.misses`` (read-only): ``from`` (a record number, default 0) -> ``"misses"``:
+  [{at_ns, woke_late_ns, slots, slot0}], ``"next"``: the RT thread's records of missed
+  slot occurrences (rtnet.discipline_service), for putting them next to a stall detector's.
 - ``ping`` (rtnet.echo): dst (MAC, or IPv4 address of the peer's device), count,
   interval_ms, size (payload bytes, 44..1500), timeout_ms.  Echo requests go
   through this station's slot 0 on EtherType 0x88B6, the peer daemon's

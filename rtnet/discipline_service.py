@@ -1,11 +1,12 @@
 """rtnetd's discipline requests, RTnet's tdmacfg and nomaccfg over the control socket:
-``tdma.show``, ``tdma.master``, ``tdma.slave``, ``tdma.slot``, ``tdma.remove_slot``,
-``tdma.detach``, ``nomac.attach`` and ``nomac.detach``.  Each changes the station's
-discipline under the daemon's lock, whole or not at all (rtmac's TdmaConfig validates a
-request before the station sees it)."""
+``tdma.show``, ``tdma.misses``, ``tdma.master``, ``tdma.slave``, ``tdma.slot``,
+``tdma.remove_slot``, ``tdma.detach``, ``nomac.attach`` and ``nomac.detach``.  Each change
+to the station's discipline is made under the daemon's lock, whole or not at all (rtmac's
+TdmaConfig validates a request before the station sees it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -44,7 +45,7 @@ class DisciplineService:
 
     def handlers(self) -> tuple[dict, dict]:
         """(read-only requests, requests that change the station): name -> handler."""
-        return {"tdma.show": self.show}, {
+        return {"tdma.show": self.show, "tdma.misses": self.misses}, {
             "tdma.master": self.master,
             "tdma.slave": self.slave,
             "tdma.slot": self.slot,
@@ -59,6 +60,18 @@ class DisciplineService:
             cfg = self._station().tdma_config
             tdma = self._station().stats()["tdma"] if cfg else None
         return {"config": cfg.to_dict() if cfg else None, "state": tdma["state"] if tdma else None}
+
+    def misses(self, req, conn):
+        """The RT thread's records of missed slot occurrences from record number ``from``
+        on (the newest RTN_MISS_RECS are kept; 0, the default, gives those): each with
+        when (CLOCK_MONOTONIC, ns), how late that wake-up came and how many slots, of
+        them slot 0's, it found missed; ``next`` is the ``from`` of the following call.
+        So a reader can put a miss next to what else it saw then (rtnet.stall)."""
+        first = req.get("from", 0)
+        if isinstance(first, bool) or not isinstance(first, int) or not 0 <= first < 1 << 64:
+            raise RequestError(f"from: {first!r} is not a record number (a whole number >= 0)")
+        records, nxt = self._station().slot_misses(first)
+        return {"misses": [dataclasses.asdict(m) for m in records], "next": nxt}
 
     def _require_free(self):
         disc = self._station().discipline

@@ -54,6 +54,7 @@ from rtmac.tdma_config import Slot
 from . import paths, stationctl
 from .errors import LabError
 from .lab import STATION_IF_B, Lab, Station
+from .vm_witness import VmWitness
 
 RT_SLOT_SIZE = 200
 NRT_SLOT_SIZE = 1500
@@ -147,7 +148,8 @@ def station_ip(index: int) -> str:
 
 class _Subscriber(threading.Thread):
     """Receives the publisher's messages and keeps their end-to-end latency and sequence
-    numbers, and when each arrived (time.monotonic())."""
+    numbers, when each arrived (time.monotonic()), and each one's life (scheduled send,
+    receipt; global time) for putting next to the VM's stalls."""
 
     def __init__(self, channel):
         super().__init__(name="demo-subscriber", daemon=True)
@@ -155,6 +157,7 @@ class _Subscriber(threading.Thread):
         self.latency_ns: list[int] = []
         self.seqs: list[int] = []
         self.arrivals: list[float] = []
+        self.lives: list[tuple[int, int]] = []
         self.stop_event = threading.Event()
 
     def run(self):
@@ -164,6 +167,7 @@ class _Subscriber(threading.Thread):
                 self.latency_ns.append(msg.rx_ns - msg.sched_ns)
                 self.seqs.append(msg.seq)
                 self.arrivals.append(time.monotonic())
+                self.lives.append((msg.sched_ns, msg.rx_ns))
 
 
 def _pct(values_ns, q) -> float:
@@ -195,7 +199,7 @@ def _latency_summary(lat) -> dict | None:
     }
 
 
-def _station_rows(lab, before, after) -> list[dict]:
+def _station_rows(lab, before, after, witness: VmWitness) -> list[dict]:
     return [
         {
             "index": st.index,
@@ -203,19 +207,22 @@ def _station_rows(lab, before, after) -> list[dict]:
             "state": (a.get("tdma") or {}).get("state"),
             "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
             - (b.get("tdma") or {}).get("missed_slots", 0),
+            "missed_in_vm_stalls": witness.station_misses(i),
             "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
             .get("summary_us", {})
             .get("p99"),
             "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
         }
-        for st, b, a in zip(lab.stations, before, after)
+        for i, (st, b, a) in enumerate(zip(lab.stations, before, after))
     ]
 
 
 def _print_stations(rows, out) -> None:
     for s in rows:
+        vm = s["missed_in_vm_stalls"]
         out(
-            f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}  "
+            f"  station {s['index']}: {s['state']:<13} missed slots {s['missed_slots']:3d}"
+            f"{f' ({vm} in VM stalls)' if vm is not None else ''}  "
             f"sync error p99 {s['sync_error_p99_us'] if s['sync_error_p99_us'] is not None else '-'} us  "
             f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us"
         )
@@ -507,6 +514,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    witness = VmWitness([st.netns for st in lab.stations])
     before = [_status(st.netns) for st in lab.stations]
     task.start()
     t0 = time.monotonic()
@@ -539,14 +547,19 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         sub_ch.close()
         ping_out = ping.communicate(timeout=duration + 10)[0]
         lab.forget(ping)
-    after = [_status(st.netns) for st in lab.stations]
+        try:
+            after = [_status(st.netns) for st in lab.stations]
+        finally:
+            witness.close()
     lat = sub.latency_ns
     lost = _missing(sub.seqs)
     summary = {
-        "stations": _station_rows(lab, before, after),
+        "stations": _station_rows(lab, before, after, witness),
         "messages": len(lat),
         "lost": lost,
         "latency_us": _latency_summary(lat),
+        **_late_messages(sub, plan, witness),
+        "vm": witness.summary(),
         "vnic_ping": next((line for line in ping_out.splitlines() if "packet loss" in line), None),
     }
     out("summary:")
@@ -556,10 +569,26 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         out(
             f"  cyclic messages: {len(lat)} received, {lost} lost; end-to-end (scheduled send -> "
             f"subscriber) p50 {L['p50']:.1f} us, p99 {L['p99']:.1f} us, p99.9 {L['p99.9']:.1f} us, "
-            f"max {L['max']:.1f} us (cycle {plan.cycle_us} us)"
+            f"max {L['max']:.1f} us (cycle {plan.cycle_us} us){_late_said(summary)}"
         )
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
+    out(witness.line())
     return summary
+
+
+def _late_messages(sub: _Subscriber, plan, witness: VmWitness) -> dict:
+    """The messages that took longer than a cycle, and of them those in the VM's stalls."""
+    late = [life for life in sub.lives if life[1] - life[0] > plan.cycle_us * 1000]
+    return {"over_a_cycle": len(late), "over_a_cycle_in_vm_stalls": witness.lives(late)}
+
+
+def _late_said(summary: dict) -> str:
+    n, vm = summary["over_a_cycle"], summary["over_a_cycle_in_vm_stalls"]
+    if not n:
+        return "; none took longer than a cycle"
+    return f"; {n} took longer than a cycle" + (
+        f", {vm} of them in VM stalls" if vm is not None else ""
+    )
 
 
 def _stream(status: dict, src: str) -> dict | None:
@@ -594,6 +623,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     sub.start()
     cut_at, mend_at = duration / 3, 2 * duration / 3
     marks: dict[str, float] = {}
+    witness = VmWitness([st.netns for st in lab.stations])
     before = [_status(st.netns) for st in lab.stations]
     stream0 = _stream(before[0], pub_st.mac)
     task.start()
@@ -648,14 +678,17 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
             sub.join()
             pub_ch.close()
             sub_ch.close()
-    after = [_status(st.netns) for st in lab.stations]
+            try:
+                after = [_status(st.netns) for st in lab.stations]
+            finally:
+                witness.close()
     seqs = sub.seqs
     received = len(set(seqs))
     during_cut = sum(1 for t in sub.arrivals if marks["cut"] <= t < marks["mend"])
     wires = _wire_counts(stream0, _stream(after[0], pub_st.mac))
     summary = {
         "redundant": True,
-        "stations": _station_rows(lab, before, after),
+        "stations": _station_rows(lab, before, after, witness),
         "sent": sent,
         "received": received,
         "lost": sent - received,
@@ -667,6 +700,8 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
         },
         "wires": wires,
         "latency_us": _latency_summary(sub.latency_ns),
+        **_late_messages(sub, plan, witness),
+        "vm": witness.summary(),
     }
     summary["ok"] = summary["lost"] == 0 and summary["duplicates_delivered"] == 0 and sent > 0
     out("summary:")
@@ -691,7 +726,9 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
         out(
             f"  end-to-end (scheduled send -> subscriber) p50 {L['p50']:.1f} us, p99 "
             f"{L['p99']:.1f} us, max {L['max']:.1f} us (cycle {plan.cycle_us} us)"
+            f"{_late_said(summary)}"
         )
+    out(witness.line())
     if not summary["ok"]:
         out("  REDUNDANCY FAILED: a message was lost or delivered twice")
     return summary

@@ -20,6 +20,9 @@ from .errors import RtThreadError
 from .hist import Histogram
 
 THREAD_NAME = "rtnet-stall"  # the detector threads' (csrc/core/rtn_stall.c), not "rtnet-rt"
+# A slot miss or a late message within this of a span the hypervisor took a CPU is the VM's:
+# at a 1 ms cycle, the wake-up due before the stall and the one catching up after it.
+STALL_PAD_NS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -157,3 +160,8 @@ class TakenSpans:
     def covers(self, t_ns: int) -> bool:
         i = bisect.bisect_right(self._starts, t_ns) - 1
         return i >= 0 and t_ns <= self._ends[i]
+
+    def overlaps(self, lo_ns: int, hi_ns: int) -> bool:
+        """Whether some span meets [lo_ns, hi_ns] (a message's life, say)."""
+        i = bisect.bisect_right(self._starts, hi_ns) - 1
+        return i >= 0 and lo_ns <= self._ends[i]

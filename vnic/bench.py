@@ -24,7 +24,7 @@ from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
 from rtnet.lab import Lab
-from rtnet.stall import StallDetector
+from rtnet.stall import STALL_PAD_NS, StallDetector
 from rtnet.station import RtSettings
 
 from . import bench_accounting as accounting
@@ -481,7 +481,7 @@ def run(
             stack.callback(setattr, accounting, "WITNESS", None)
             log(
                 "# witness: the stall detector on every CPU; RT slot misses within "
-                f"{accounting.WITNESS_PAD_NS / 1e6:g} ms of a span the hypervisor took a CPU "
+                f"{STALL_PAD_NS / 1e6:g} ms of a span the hypervisor took a CPU "
                 "are the VM's"
             )
         accounting.ACCT = acct

@@ -18,7 +18,7 @@ wrapper).  The idle accounting of /proc/stat is not used: on this VM it
 ticks, and read a tenth of what the stack's threads alone consumed.
 
 With the stall detector as a witness (WITNESS), each window's slot misses
-and slot 0 lateness are split into the VM's (within WITNESS_PAD_NS of a span
+and slot 0 lateness are split into the VM's (within STALL_PAD_NS of a span
 the hypervisor took a CPU) and the lab's, and the detector's own CPU is
 taken off the lab's.
 """
@@ -34,16 +34,13 @@ import numpy as np
 
 from rtnet.cpuacct import LabCpu, run_time_s
 from rtnet.hist import Histogram
+from rtnet.stall import STALL_PAD_NS, StallDetector, TakenSpans
 from rtnet.stall import THREAD_NAME as WITNESS_THREAD
-from rtnet.stall import StallDetector, TakenSpans
 
 STACK_THREADS = ("rtnet-rt", "rtnet-vnic")
 CSW_KINDS = {"voluntary_ctxt_switches": "vol", "nonvoluntary_ctxt_switches": "invol"}
 ACCT: LabCpu | None = None  # the lab's cgroup while vnic.bench.run() measures
 WITNESS: StallDetector | None = None  # run(witness=True): the stall detector while it measures
-# a slot miss within this of a span the hypervisor took the CPU is the VM's (a 1 ms cycle:
-# the wake-up due before the stall and the one catching up after it)
-WITNESS_PAD_NS = 2_000_000
 
 
 def task_cpu_ns() -> dict:
@@ -125,12 +122,12 @@ def witness_marks(stations) -> list:
 
 
 def outside_stalls(stations, marks: list, res: dict, t0_ns: int) -> dict:
-    """Of the slot misses counted in ``res``, those within WITNESS_PAD_NS of a span the
+    """Of the slot misses counted in ``res``, those within STALL_PAD_NS of a span the
     hypervisor took a CPU (the stall detector's cpu_taken records), and the rest,
     "outside", the lab's (a miss whose record was overwritten counts as outside); and the
     RT slot's lateness p99 over the occurrences outside those spans."""
     gaps = WITNESS.gaps()
-    spans = TakenSpans(gaps, WITNESS_PAD_NS)
+    spans = TakenSpans(gaps, STALL_PAD_NS)
     slots = slot0 = 0
     late, in_stalls = [], 0
     for st, (m0, l0) in zip(stations, marks):

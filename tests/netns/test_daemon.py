@@ -447,6 +447,9 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
         b'{"cmd": "capture", "count": -1}\n',
         b'{"cmd": "channel.open", "ethertype": 2048}\n',
         b'{"cmd": "status", "dev": "eth7"}\n',
+        b'{"cmd": "tdma.misses", "from": -1}\n',
+        b'{"cmd": "tdma.misses", "from": 18446744073709551616}\n',
+        b'{"cmd": "tdma.misses", "from": "0"}\n',
     ]
     for payload in cases:
         replies = raw(ns, payload)
@@ -459,6 +462,9 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
     # several requests on one connection are answered in order
     replies = raw(ns, b'{"cmd": "tdma.show"}\nnope\n{"cmd": "status"}\n')
     assert [r["ok"] for r in replies] == [True, False, True]
+    # the RT thread's miss records: a list and where the next read starts
+    got = raw(ns, b'{"cmd": "tdma.misses", "from": 0}\n')[0]
+    assert got["ok"] and isinstance(got["misses"], list) and got["next"] >= len(got["misses"])
     assert status(capsys, ns)["tdma"]["state"] == TdmaState.MASTER
 
 

@@ -36,6 +36,14 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         assert summary["messages"] >= 1000 and summary["lost"] == 0
         assert summary["latency_us"]["p50"] < 1000  # within the cycle it was sent in
         assert summary["vnic_ping"] and " 0% packet loss" in summary["vnic_ping"]
+        # the stall detector watched the run: what the VM explains is a share of what the
+        # stations and the subscriber counted, read from each daemon's miss records
+        assert summary["vm"] is not None and set(summary["vm"]["wake_p99_us"]) == {
+            str(c) for c in range(os.cpu_count())
+        }
+        for s in summary["stations"]:
+            assert 0 <= s["missed_in_vm_stalls"] <= s["missed_slots"], s
+        assert 0 <= summary["over_a_cycle_in_vm_stalls"] <= summary["over_a_cycle"]
         # an unmodified program (sockperf under rtnet-run) across the segment
         prog = summary["unmodified_program"]
         assert prog["returncode"] == 0 and prog["received"] > 10, prog

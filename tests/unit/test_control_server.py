@@ -665,11 +665,12 @@ def daemon_server(sock_dir):
     thread.join(WAIT)
 
 
-def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_server):
+def test_daemon_commands_should_be_the_protocol_with_five_read_only(daemon_server):
     _, server = daemon_server
     assert set(server.commands) == {
         "status",
         "tdma.show",
+        "tdma.misses",
         "tdma.master",
         "tdma.slave",
         "tdma.slot",
@@ -702,6 +703,7 @@ def test_daemon_commands_should_be_the_protocol_with_four_read_only(daemon_serve
     assert {c for c, cmd in server.commands.items() if cmd.read_only} == {
         "status",
         "tdma.show",
+        "tdma.misses",
         "route.list",
         "route.get",
     }

@@ -88,6 +88,7 @@ COMPOSERS = (
     "pingpong",
     "lab",
     "labdemo",
+    "vm_witness",
     "labsegment",
     "wirecap",
     "preflight",

@@ -36,3 +36,13 @@ def test_no_records_cover_nothing_and_a_negative_pad_is_refused():
     assert not TakenSpans([], pad_ns=10**9).covers(0)
     with pytest.raises(ValueError):
         TakenSpans([], pad_ns=-1)
+
+
+def test_a_life_overlaps_a_span_it_meets_and_no_other():
+    spans = TakenSpans([gap(1000, 2000), gap(5000, 6000)], pad_ns=100)  # 900..2100, 4900..6100
+    assert spans.overlaps(0, 900) and spans.overlaps(2100, 3000)  # touching an edge
+    assert spans.overlaps(1500, 1500) and spans.overlaps(0, 10**9)
+    assert spans.overlaps(3000, 5000)  # ends inside the second
+    assert not spans.overlaps(0, 899) and not spans.overlaps(2101, 4899)
+    assert not spans.overlaps(6101, 10**9)
+    assert not TakenSpans([], pad_ns=0).overlaps(0, 10**18)
