@@ -516,6 +516,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
     )
     witness = VmWitness([st.netns for st in lab.stations])
     before = [_status(st.netns) for st in lab.stations]
+    witness.begin()
     task.start()
     t0 = time.monotonic()
     out(
@@ -547,6 +548,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         sub_ch.close()
         ping_out = ping.communicate(timeout=duration + 10)[0]
         lab.forget(ping)
+        witness.end()
         try:
             after = [_status(st.netns) for st in lab.stations]
         finally:
@@ -625,6 +627,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     marks: dict[str, float] = {}
     witness = VmWitness([st.netns for st in lab.stations])
     before = [_status(st.netns) for st in lab.stations]
+    witness.begin()
     stream0 = _stream(before[0], pub_st.mac)
     task.start()
     t0 = time.monotonic()
@@ -678,6 +681,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
             sub.join()
             pub_ch.close()
             sub_ch.close()
+            witness.end()
             try:
                 after = [_status(st.netns) for st in lab.stations]
             finally:

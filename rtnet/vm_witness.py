@@ -13,6 +13,7 @@ this same machine).
 from __future__ import annotations
 
 import os
+import time
 
 from . import stationctl
 from .closeable import Closeable
@@ -40,7 +41,10 @@ def _misses(netns: str, first: int) -> tuple[list[SlotMiss], int]:
 class VmWitness(Closeable):
     """The detector on every CPU from construction to close(), and where each station's
     miss records stood at construction.  ``why_not``: the one line saying why there is no
-    detector (it needs SCHED_FIFO); the demo then runs without it."""
+    detector (it needs SCHED_FIFO); the demo then runs without it.  begin() and end() mark
+    the span whose misses are counted: after the reading the caller's own count starts
+    from and before the one it ends with, so what the VM explains is a share of that
+    count."""
 
     def __init__(self, netnss: list[str]):
         self.netnss = list(netnss)
@@ -54,6 +58,13 @@ class VmWitness(Closeable):
         except RtnetError as exc:
             self.why_not = f"no stall detector: {exc}"
         self._marks = [_misses(ns, 0)[1] for ns in self.netnss]
+        self._from_ns, self._to_ns = time.monotonic_ns(), None
+
+    def begin(self) -> None:
+        self._from_ns = time.monotonic_ns()
+
+    def end(self) -> None:
+        self._to_ns = time.monotonic_ns()
 
     def close(self) -> None:
         """Stop the detector and keep what it saw (idempotent)."""
@@ -71,7 +82,9 @@ class VmWitness(Closeable):
         stalls since construction; None without a detector."""
         if self.spans is None:
             return None
-        return misses_in_spans(_misses(self.netnss[i], self._marks[i])[0], self.spans)
+        hi = self._to_ns if self._to_ns is not None else time.monotonic_ns()
+        records = _misses(self.netnss[i], self._marks[i])[0]
+        return misses_in_spans([m for m in records if self._from_ns <= m.at_ns <= hi], self.spans)
 
     def lives(self, lives) -> int | None:
         """Of ``lives`` ((start_ns, end_ns) each), those meeting the VM's stalls."""
