@@ -26,9 +26,11 @@ from rtmac.frames import FrameKind, decode
 from rtmac.plan import plan, shortest_cycle_us
 from rtmac.tdma_config import wire_time_ns
 
+from .cpuacct import run_time_s
 from .errors import LabError
 from .lab import Lab
 from .mac import format_mac
+from .rtthread import THREAD_NAME as RT_THREAD_NAME
 from .station import RtSettings, Station
 from .wirecap import WireCapture
 
@@ -72,10 +74,13 @@ def run_segment(
     cycle_us: int | None = None,
     progress=None,
     on_capture=None,
+    wake_early: bool = False,
 ) -> dict:
     """Bring up ``n`` stations, run ``cycles`` cycles of probes, report per station.
     ``on_capture(seg, macs, frames)``, if given, sees the plan, the stations' MACs and the
-    captured frames before the report is made of them (a test's own checks)."""
+    captured frames before the report is made of them (a test's own checks).
+    ``wake_early``: the stations' RT threads wake before their slots and spin to them
+    (``[rt] wake_early``)."""
     cycle_us = cycle_us or shortest_cycle_us(n)
     seg = plan(n, cycle_us=cycle_us)
     ncpu = os.cpu_count() or 1
@@ -87,7 +92,7 @@ def run_segment(
                 s = Station(
                     st.ifname,
                     netns=st.netns,
-                    rt=RtSettings(cpu=(i - 1) % ncpu, priority=RT_PRIORITY),
+                    rt=RtSettings(cpu=(i - 1) % ncpu, priority=RT_PRIORITY, wake_early=wake_early),
                     **slave_clock(i),
                 )
                 s.attach_tdma(
@@ -105,7 +110,8 @@ def run_segment(
                 what=f"{n} stations to synchronise",
             )
             say(f"{n} stations synchronised on a {cycle_us} us cycle")
-            before = [s.stats()["tdma"] for s in stations]
+            before = [s.stats() for s in stations]
+            cpu0 = (time.monotonic(), run_time_s("/proc/self/task", RT_THREAD_NAME))
             with WireCapture(lab.wire_netns, ethertypes={0x9021, PROBE_ETHERTYPE}) as cap:
                 for s in stations:
                     s.set_probe(0, ethertype=PROBE_ETHERTYPE, length=PROBE_LEN)
@@ -117,14 +123,18 @@ def run_segment(
                 )
                 for s in stations:
                     s.set_probe(None)
-            after = [s.stats()["tdma"] for s in stations]
+            cpu1 = (time.monotonic(), run_time_s("/proc/self/task", RT_THREAD_NAME))
+            after = [s.stats() for s in stations]
             macs = [s.mac for s in stations]
         finally:
             for s in stations:
                 s.close()
     if on_capture is not None:
         on_capture(seg, macs, cap.frames)
-    return _report(seg, macs, cap.frames, before, after, cycles)
+    report = _report(seg, macs, cap.frames, before, after, cycles)
+    # every station's RT thread, spinning included: what wake_early costs
+    report["rt_cpu_s_per_s"] = (cpu1[1] - cpu0[1]) / (cpu1[0] - cpu0[0])
+    return report
 
 
 @dataclass(frozen=True)
@@ -194,7 +204,8 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
         counts[p.station]["probes"] += 1
         counts[p.station]["in_slot"] += p.in_slot
     out = []
-    for i, (sp, b, a) in enumerate(zip(seg.stations, before, after)):
+    for i, (sp, b_st, a_st) in enumerate(zip(seg.stations, before, after)):
+        b, a = b_st["tdma"], a_st["tdma"]
         err = a["sync_error"].since(b["sync_error"])
         delay = a["sync_delay"].since(b["sync_delay"])
         late = a["slot0_lateness"].since(b["slot0_lateness"])
@@ -214,6 +225,9 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
                 "sync_delay_us": delay.summary_us() if delay.count else None,
                 "calibrated_delay_us": a["calibration"]["delay_ns"] / 1000,
                 "slot_lateness_us": late.summary_us(),
+                "wakeup_us": a_st["wakeup"].since(b_st["wakeup"]).summary_us(),
+                "wake_early_us": a_st["wake_early_ns"] / 1000,
+                "early_wakes": a_st["early_wakes"] - b_st["early_wakes"],
             }
         )
     return {
@@ -230,7 +244,8 @@ def format_report(report: dict) -> list[str]:
     """One line per station, cyclictest style (us)."""
     lines = [
         f"# {report['stations_n']} stations, cycle {report['cycle_us']} us, "
-        f"{report['cycles']} cycles, {report['syncs_captured']} Syncs captured"
+        f"{report['cycles']} cycles, {report['syncs_captured']} Syncs captured; the RT "
+        f"threads' CPU {report['rt_cpu_s_per_s']:.3f} s/s"
     ]
     for s in report["stations"]:
         late, err = s["slot_lateness_us"], s["sync_error_us"]
@@ -248,6 +263,8 @@ def format_report(report: dict) -> list[str]:
             f"S{s['index']:<2} {s['role']:6} slot {s['slot_offset_us']:5} us  "
             f"probes {s['probes']:6} in slot {100 * s['probes_in_slot']:6.2f}%  "
             f"lateness p50 {late['p50']:6.1f} p99 {late['p99']:6.1f} max "
-            f"{late['max'] or 0:7.1f}  missed {s['missed_slots']:4}  {e}"
+            f"{late['max'] or 0:7.1f}  missed {s['missed_slots']:4}  "
+            + (f"wakes {s['wake_early_us']:4.0f} us early  " if s["wake_early_us"] else "")
+            + e
         )
     return lines

@@ -190,6 +190,17 @@ _ROWS = (
         False,
         "run on SCHED_OTHER when SCHED_FIFO is refused",
     ),
+    Option(
+        "rt.wake_early",
+        bool,
+        False,
+        None,
+        None,
+        "",
+        False,
+        "wake a learnt margin before each slot and spin to it: slots on time, "
+        "for CPU spent spinning",
+    ),
     # the wire and the lab's clock model
     Option(
         "link.link_rate_mbps",

@@ -24,6 +24,8 @@ PREFAULT_MAX_KB = lib.RTN_RT_PREFAULT_MAX_KB
 
 _POLICY_NAMES = {lib.RTN_RT_POLICY_FIFO: "SCHED_FIFO", lib.RTN_RT_POLICY_OTHER: "SCHED_OTHER"}
 
+THREAD_NAME = "rtnet-rt"  # every RT thread's name (csrc/core/rtn_rt.c, RT_THREAD_NAME)
+
 
 @dataclass(frozen=True)
 class RtThreadStats:

@@ -59,6 +59,7 @@ class RtSettings:
     priority: int = OPTIONS["rt.priority"].default
     allow_fallback: bool = OPTIONS["rt.allow_fallback"].default
     hold_dma_latency: bool = True
+    wake_early: bool = OPTIONS["rt.wake_early"].default
 
 
 def interface_mac(ifname: str, netns: str | None) -> str:
@@ -196,6 +197,7 @@ class Station(Closeable):
         opts.clock_offset_ns = clock_offset_ns
         opts.drift_ppm = drift_ppm
         opts.link_rate_mbps = link_rate_mbps
+        opts.wake_early = int(bool(rt.wake_early))
         self.redundant_dev = redundant_dev
         self._keep += _fill_second_port(
             opts,
@@ -529,6 +531,8 @@ class Station(Closeable):
             "loops": st.loops,
             "timer_wakeups": st.timer_wakeups,
             "spin_waits": st.spin_waits,
+            "early_wakes": st.early_wakes,
+            "wake_early_ns": st.wake_early_ns,
             "rx_wakeups": st.rx_wakeups,
             "rx_polls": st.rx_polls,
             "miss_late_wake": st.miss_late_wake,

@@ -371,6 +371,12 @@ def format_status(s: dict) -> str:
     out.append(
         f"  wake-up latency: min {_us(w['min'])} avg {_us(w['avg'])} p99 {_us(w['p99'])} "
         f"max {_us(w['max'])} us ({w['count']} wake-ups)"
+        + (
+            f"; wakes {s['wake_early_ns'] / 1000:.0f} us early and spins to each slot "
+            f"({s['early_wakes']} times in time)"
+            if s.get("wake_early_ns")
+            else ""
+        )
     )
     v = s["vnic"]
     out.append(

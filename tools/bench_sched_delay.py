@@ -31,10 +31,11 @@ import threading
 
 from rtnet.argtypes import integer, number
 from rtnet.lab import Lab
+from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
 from vnic import bench
 from vnic.pair import plan, tdma_pair
 
-RT_NAME = "rtnet-rt"
+RT_NAME = RT_THREAD_NAME
 
 
 def switch_ins(timehist: str) -> list[tuple[int, str, float]]:

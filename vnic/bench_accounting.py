@@ -34,10 +34,11 @@ import numpy as np
 
 from rtnet.cpuacct import LabCpu, run_time_s
 from rtnet.hist import Histogram
+from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
 from rtnet.stall import STALL_PAD_NS, StallDetector, TakenSpans
 from rtnet.stall import THREAD_NAME as WITNESS_THREAD
 
-STACK_THREADS = ("rtnet-rt", "rtnet-vnic")
+STACK_THREADS = (RT_THREAD_NAME, "rtnet-vnic")
 CSW_KINDS = {"voluntary_ctxt_switches": "vol", "nonvoluntary_ctxt_switches": "invol"}
 ACCT: LabCpu | None = None  # the lab's cgroup while vnic.bench.run() measures
 WITNESS: StallDetector | None = None  # run(witness=True): the stall detector while it measures

@@ -220,6 +220,12 @@ static int64_t nomac_next_event(void *priv)
 	return next;
 }
 
+/* NoMAC's deadlines are when its paced FIFO lets the next frame go */
+static int nomac_next_sends(const void *priv)
+{
+	return 1;
+}
+
 static void nomac_run(void *priv, int64_t woke_late)
 {
 	struct rtn_nomac *n = priv;
@@ -255,6 +261,7 @@ const struct rtn_disc_ops rtn_disc_nomac_ops = {
 	.attach = nomac_attach,
 	.detach = nomac_attach,
 	.next_event = nomac_next_event,
+	.next_sends = nomac_next_sends,
 	.run = nomac_run,
 	.queue = nomac_queue,
 	.rx_rtmac = nomac_rx_rtmac,

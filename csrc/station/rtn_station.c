@@ -137,6 +137,47 @@ static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
  * plan has one such gap every cycle (the master's Sync, then its RT slot).
  */
 #define SPIN_WAIT_MAX_NS 10000
+/*
+ * With wake_early, the thread sleeps until a margin before each deadline of
+ * its discipline and spins the rest, so a slot goes out on time however late
+ * within that margin the timer woke it (peers do the same: an early offset
+ * before the transmit time).  The margin is learnt as the application's
+ * hand-over lead is (rtn_lead.h): a high quantile of the timer's own
+ * lateness plus a margin, at least RTN_LEAD_MIN_NS; at most this, past which
+ * the wait is a stall no spinning should pay for.
+ */
+#define WAKE_EARLY_START_NS 20000
+#define WAKE_EARLY_MAX_NS   100000
+
+/* How long before @p next_os (a deadline of the discipline) the thread wakes. */
+static int64_t wake_early_ns(const struct rtn_station *s, const struct rtn_disc_ops *ops,
+			     int64_t next_os)
+{
+	if (!s->o.wake_early || next_os == INT64_MAX || !ops->next_sends ||
+	    !ops->next_sends(s->disc_priv))
+		return 0;
+	return s->early.lead_ns;
+}
+
+/*
+ * A timer wake-up at @p now for @p armed, meant to come @p early before a
+ * deadline: learn from its lateness, and spin to the deadline if it is still
+ * ahead (what was received meanwhile waits: its stamps are the XDP
+ * program's).  Returns the time it is now.
+ */
+static int64_t early_woke(struct rtn_station *s, int64_t armed, int64_t early, int64_t now)
+{
+	if (!early)
+		return now;
+	rtn_lead_add(&s->early, now - armed);
+	s->st.wake_early_ns = s->early.lead_ns;
+	if (now >= armed + early)
+		return now;
+	s->st.early_wakes++;
+	while ((now = rtn_now()) < armed + early)
+		rtn_cpu_relax();
+	return now;
+}
 /* a wake-up this close to the discipline's next deadline serves it before the bulk of RX */
 #define RX_DEADLINE_NEAR_NS 100000
 #define RX_BEFORE_DEADLINE  8 /* frames taken before it: a Sync and the RT frames around it */
@@ -144,12 +185,12 @@ static void timer_woke(struct rtn_station *s, int64_t deadline, int64_t now)
 static int station_body(struct rtn_rt *rt, void *arg)
 {
 	struct rtn_station *s = arg;
-	int64_t armed = INT64_MAX;
+	int64_t armed = INT64_MAX, armed_early = 0;
 
 	while (!rtn_rt_should_stop(rt)) {
 		const struct rtn_disc_ops *ops;
 		struct pollfd p[4];
-		int64_t next_local, next_os, wait_os, now, woke_late = 0;
+		int64_t next_local, next_os, wait_os, now, early, woke_late = 0;
 		int np = 0, port_b_idx = -1, watch_rx, due;
 		uint64_t rx_before;
 
@@ -158,7 +199,8 @@ static int station_body(struct rtn_rt *rt, void *arg)
 		next_local = ops->next_event(s->disc_priv);
 		next_os = next_local == INT64_MAX ? INT64_MAX : os_of(s, next_local);
 		rtn_wakeboard_post(s->wake_slot, next_os); /* helpers keep their long calls clear */
-		if (next_os != INT64_MAX && next_os - rtn_now() < SPIN_WAIT_MAX_NS) {
+		early = wake_early_ns(s, ops, next_os);
+		if (next_os != INT64_MAX && next_os - rtn_now() < SPIN_WAIT_MAX_NS + early) {
 			while ((now = rtn_now()) < next_os)
 				rtn_cpu_relax();
 			s->st.loops++;
@@ -171,24 +213,28 @@ static int station_body(struct rtn_rt *rt, void *arg)
 				arm_timer(s, INT64_MAX);
 				armed = INT64_MAX;
 			}
-			rtn_sleep_until(next_os);
+			rtn_sleep_until(next_os - early);
 			now = rtn_now();
 			s->st.loops++;
-			timer_woke(s, next_os, now);
+			timer_woke(s, next_os - early, now);
+			now = early_woke(s, next_os - early, early, now);
 			woke_late = now - next_os;
 			rtn_station_rx_wake_rearm(s);
 			goto work;
 		}
 		watch_rx = rtn_station_rx_wakes(s, next_local);
-		wait_os = next_os;
+		wait_os = next_os - early;
 		if (s->rx_poll_at) {
 			watch_rx = 0;
-			if (s->rx_poll_at < wait_os)
+			if (s->rx_poll_at < wait_os) {
 				wait_os = s->rx_poll_at;
+				early = 0; /* armed for the sockets, not before a deadline */
+			}
 		}
 		if (wait_os != armed) {
 			arm_timer(s, wait_os);
 			armed = wait_os;
+			armed_early = early;
 		}
 		/*
 		 * Receive stamps come from the XDP program, so under TDMA received
@@ -227,7 +273,9 @@ static int station_body(struct rtn_rt *rt, void *arg)
 
 			if (read(s->tfd, &ticks, sizeof(ticks)) > 0 && armed != INT64_MAX) {
 				timer_woke(s, armed, now);
-				woke_late = now - armed;
+				now = early_woke(s, armed, armed_early, now);
+				/* late against the deadline, not the early wake-up */
+				woke_late = now - armed - armed_early;
 				armed = INT64_MIN; /* fired: re-arm on the next round */
 			}
 			rtn_station_rx_wake_rearm(s);
@@ -293,6 +341,8 @@ int rtn_station_open(const struct rtn_station_opts *o, struct rtn_station **out)
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	s->t0 = rtn_now();
 	rtn_hist_init(&s->wake, 0);
+	rtn_lead_init(&s->early, WAKE_EARLY_START_NS, WAKE_EARLY_MAX_NS, 0);
+	s->st.wake_early_ns = o->wake_early ? s->early.lead_ns : 0;
 	rtn_stages_init(&s->stages);
 	rc = rtn_probe_create(s);
 	if (!rc)

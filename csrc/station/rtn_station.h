@@ -52,6 +52,12 @@ struct rtn_station_opts {
 	double drift_ppm;
 	uint32_t link_rate_mbps; /* NoMAC pacing (TDMA has its own in its config) */
 	/*
+	 * Non-zero: the RT thread wakes a learnt margin before each deadline of
+	 * its discipline and spins to it (rtn_station.c, WAKE_EARLY_*): slots go
+	 * out on time for some CPU spent spinning.
+	 */
+	uint32_t wake_early;
+	/*
 	 * A second port for IEEE 802.1CB redundancy (rtn_station_frer.h): its
 	 * device in xsk_b.ifname (NULL: one port), the rest as for xsk; the
 	 * recovery's history length and reset timeout (rtn_frer_rcvy_init()).
@@ -103,9 +109,11 @@ struct rtn_station_stats {
 	int32_t running;
 	uint64_t loops; /* RT thread wake-ups, any cause */
 	uint64_t timer_wakeups;
-	uint64_t spin_waits; /* short waits spun instead of slept */
-	uint64_t rx_wakeups; /* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
-	uint64_t rx_polls;   /* timer wake-ups that looked at the sockets in a flood */
+	uint64_t spin_waits;   /* short waits spun instead of slept */
+	uint64_t early_wakes;  /* wake_early: timer wake-ups that came before their deadline */
+	int64_t wake_early_ns; /* wake_early: the margin in force (0: off) */
+	uint64_t rx_wakeups;   /* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
+	uint64_t rx_polls;     /* timer wake-ups that looked at the sockets in a flood */
 	/*
 	 * Slot occurrences the engine counted as missed, by cause: the timer
 	 * wake-up that should have served them came later than the slot's

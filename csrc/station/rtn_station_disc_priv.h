@@ -27,6 +27,8 @@ struct rtn_disc_ops {
 	void (*detach)(void *priv);
 	/* local time of the next deadline (INT64_MAX: none); NoMAC also sends what is due */
 	int64_t (*next_event)(void *priv);
+	/* whether a frame may leave at that deadline (wake_early serves only those); NULL: no */
+	int (*next_sends)(const void *priv);
 	/* the work of one wake-up, which came @p woke_late after the deadline it waited for */
 	void (*run)(void *priv, int64_t woke_late);
 	/* queue a frame for @p slot at @p prio (where the discipline has slots); < 0 refused */

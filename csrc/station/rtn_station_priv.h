@@ -36,6 +36,7 @@
 #include "rtn_capture.h"
 #include "rtn_chan_inline.h"
 #include "rtn_hist_inline.h"
+#include "rtn_lead.h"
 #include "rtn_stages.h"
 #include "rtn_station.h"
 #include "rtn_station_frer.h"
@@ -125,6 +126,7 @@ struct rtn_station {
 	uint64_t lates; /* slot 0 lateness records written (the RT thread's) */
 	struct rtn_late_rec late[RTN_LATE_RECS];
 	struct rtn_hist wake;	  /* timer wake-up lateness on the RT thread */
+	struct rtn_lead early;	  /* wake_early: how early it wakes (the RT thread's) */
 	struct rtn_stages stages; /* received application messages, stage by stage */
 };
 

@@ -64,6 +64,13 @@ static int64_t tdma_next_event(void *priv)
 	return s->tdma ? rtn_tdma_next_event(s->tdma) : INT64_MAX;
 }
 
+static int tdma_next_sends(const void *priv)
+{
+	const struct rtn_station *s = priv;
+
+	return s->tdma && rtn_tdma_next_sends(s->tdma);
+}
+
 static void tdma_run(void *priv, int64_t woke_late)
 {
 	struct rtn_station *s = priv;
@@ -161,6 +168,7 @@ const struct rtn_disc_ops rtn_disc_tdma_ops = {
 	.attach = tdma_attach,
 	.detach = tdma_detach,
 	.next_event = tdma_next_event,
+	.next_sends = tdma_next_sends,
 	.run = tdma_run,
 	.queue = tdma_queue,
 	.rx_rtmac = tdma_rx_rtmac,

@@ -617,6 +617,20 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 	return begin_time(e, e->cur_no + 1);
 }
 
+int rtn_tdma_next_sends(const struct rtn_tdma *e)
+{
+	if (e->st.state == RTN_TDMA_ST_DOWN || !e->grid_valid)
+		return 0;
+	if (!e->begun) { /* the cycle begins at its first job, or at its start (begin_time) */
+		int64_t first = first_job_offset(e, e->cur_no);
+
+		return first != INT64_MAX &&
+		       (first == 0 ||
+			(e->lazy_begin && !__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)));
+	}
+	return (e->in_slot && e->resume_at) || e->next_job < e->n_jobs;
+}
+
 static void end_listen(struct rtn_tdma *e)
 {
 	/* nobody else is sending Sync: this station owns the grid */

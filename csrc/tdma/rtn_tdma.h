@@ -229,6 +229,12 @@ int rtn_tdma_config_pending(const struct rtn_tdma *e);
 
 /** Local time of the next thing the engine has to do. */
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e);
+/**
+ * 1 if a frame may leave at rtn_tdma_next_event(): a job (Sync, calibration
+ * reply, slot) or the resumption of a slot, rather than the start of a cycle
+ * whose first job comes later.
+ */
+int rtn_tdma_next_sends(const struct rtn_tdma *e);
 /** Start each cycle at its first job instead of its start (no one listens to cycle starts). */
 void rtn_tdma_set_lazy_begin(struct rtn_tdma *e, int on);
 /** Slot occurrences missed so far (cheap; for the owner thread). */
