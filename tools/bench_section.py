@@ -1,11 +1,22 @@
 """A benchmark's own section of BENCHMARKS.md, between its begin and end markers: kept
 when another tool rewrites the rest of the page (tools/bench_suite_report.py), replaced
-when the benchmark writes it again.  Shared by tools/bench_cost.py and
-tools/bench_sockperf.py."""
+when the benchmark writes it again.  Shared by tools/bench_cost.py,
+tools/bench_sockperf.py and tools/bench_vnic.py; and the notes written by hand, kept the
+same way."""
 
 from __future__ import annotations
 
 import os
+
+# What people wrote about the figures (a change measured against another, a cause found):
+# no tool writes it, and a tool that rewrites the page keeps it, as the sections above.
+NOTES_BEGIN = "<!-- notes: begin (written by hand; tools keep it when they rewrite the page) -->"
+NOTES_END = "<!-- notes: end -->"
+
+
+def kept_notes(path: str) -> str:
+    """The page's hand-written notes section ("" if none), with its newline."""
+    return kept(path, NOTES_BEGIN, NOTES_END)
 
 
 def kept(path: str, begin: str, end: str) -> str:

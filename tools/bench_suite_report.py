@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from tools import bench_cost, bench_frer, bench_sockperf, bench_vnic
+from tools import bench_cost, bench_frer, bench_section, bench_sockperf, bench_vnic
 from tools.bench_aggregate import headline_table
 from tools.suite_discussion import discussion
 from tools.suite_figures import figures
@@ -491,4 +491,5 @@ def markdown(results: dict, report_path: str) -> str:
     # and tools/bench_sockperf.py's and tools/bench_vnic.py's, likewise from their own runs
     kept += bench_sockperf.kept_section(report_path)
     kept += bench_vnic.kept_section(report_path)
+    kept += bench_section.kept_notes(report_path)  # and what was written by hand
     return "\n".join(L).rstrip() + "\n" + ("\n" + kept if kept else "")

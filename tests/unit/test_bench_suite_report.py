@@ -210,3 +210,19 @@ def test_several_runs_show_median_and_spread_and_unresolved_verdicts(mods, tmp_p
         "| d: batched VNIC TCP, lab CPU per byte / kernel path's | 2.00 | 1.67 | 2.33 | 3 "
         "| <= 2 x | not resolved on this machine |"
     ) in md
+
+
+def test_a_rewritten_page_keeps_the_notes_written_by_hand_and_the_tools_sections(mods, tmp_path):
+    report, _agg = mods
+    from tools import bench_section, bench_vnic
+
+    page = tmp_path / "B.md"
+    vnic = f"{bench_vnic.SECTION_BEGIN}\nthe VNIC's runs\n{bench_vnic.SECTION_END}"
+    notes = (
+        f"{bench_section.NOTES_BEGIN}\n## Notes\na cause found by hand\n{bench_section.NOTES_END}"
+    )
+    page.write_text(f"# old page\nold figures\n{vnic}\n\n{notes}\n")
+    md = report.markdown(results(), str(page))
+    assert "old figures" not in md  # the rest is rewritten
+    assert vnic in md and notes in md and md.index(vnic) < md.index(notes)
+    assert md.endswith(notes + "\n")
