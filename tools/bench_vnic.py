@@ -251,7 +251,8 @@ def report(runs_by_rate: dict, made: list, where: str, code: str) -> str:
             L += [
                 f"Run {entry['run']}{series}, {rate} Mbit/s modelled "
                 f"({r['config'].get('cpu_method', '?')}{f', XDP {xdp}' if xdp else ''}"
-                f"{f', TCP {cc}' if cc else ''}{cpus_said(r['config'])}):",
+                f"{f', TCP {cc}' if cc else ''}{cpus_said(r['config'])}"
+                f"{', RT threads waking early' if r['config'].get('wake_early') else ''}):",
                 "",
                 "```",
                 r["table"],

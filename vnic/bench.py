@@ -413,6 +413,7 @@ def run(
     witness: bool = False,
     xdp_mode: str = "auto",
     rt_cpu="auto",
+    wake_early: bool = False,
 ) -> dict:
     """``offload``: the batched mode's TAP with TSO ("on"), without ("off", one frame per
     TAP read/write), or "both" (the run without is named ``batched-nooff``); the
@@ -424,7 +425,9 @@ def run(
     preempt the pump now and then, so the switches per packet are a witness run's.
     ``xdp_mode``: the stations' XDP attach mode (auto: SKB mode on a one-queue veth, else
     native where the driver has it).  ``rt_cpu``: the CPU kept for both stations' RT
-    threads, iperf3 started on the others (cpu_isolation).
+    threads, iperf3 started on the others (cpu_isolation).  ``wake_early``: the stations'
+    RT threads wake before their slots and spin to them (``[rt] wake_early``), in every
+    mode and its idle run alike.
     Every argument is checked (check_args) before the lab is built."""
     p = check_args(
         seconds,
@@ -459,6 +462,8 @@ def run(
             f"# CPUs: both stations' RT threads on CPU {rt_cpu}, the pumps and iperf3 on "
             f"{','.join(map(str, app_cpus))}"
         )
+    if wake_early:
+        log("# the RT threads wake before their slots and spin to them ([rt] wake_early)")
     results = {
         "config": {
             **p.to_dict(),
@@ -470,6 +475,7 @@ def run(
             "xdp_mode": xdp_mode,
             "rt_cpu": rt_cpu,
             "app_cpus": list(app_cpus) if app_cpus else None,
+            "wake_early": wake_early,
         },
         "runs": {},
     }
@@ -502,7 +508,7 @@ def run(
                 mtu=mtu,
                 offload=tso,
                 xdp_mode=xdp_mode,
-                rt=RtSettings(priority=80, cpu=rt_cpu),
+                rt=RtSettings(priority=80, cpu=rt_cpu, wake_early=wake_early),
             ) as (stations, _taps):
                 # the mode the stations' sockets ended up in (auto: the driver's best)
                 results["config"]["xdp_mode_used"] = stations[0].xdp_mode

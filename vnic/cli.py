@@ -72,6 +72,12 @@ def build_parser() -> OneLineParser:
         "--rt-cpu", type=rt_cpu_arg, default="auto", metavar="{auto,none,N}", help=RT_CPU_HELP
     )
     b.add_argument(
+        "--wake-early",
+        action="store_true",
+        help="the stations' RT threads wake before their slots and spin to them "
+        "([rt] wake_early), idle runs included",
+    )
+    b.add_argument(
         "--witness",
         action="store_true",
         help="run the stall detector on every CPU and report the RT slot misses outside "
@@ -117,6 +123,7 @@ def main(argv=None) -> int:
             witness=args.witness,
             xdp_mode=args.xdp_mode,
             rt_cpu=args.rt_cpu,
+            wake_early=args.wake_early,
         )
     except (RtnetError, ConfigError) as exc:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
