@@ -5,7 +5,7 @@ is"; a spread larger than the gap to the target is "not resolved on this machine
 
     python3 -m tools.bench_vnic [--runs 3] [--link-rates 100,1000] [--seconds 5]
                                 [--series NAME] [--out-dir results] [--benchmarks]
-                                [--xdp-mode auto|native|skb]
+                                [--xdp-mode auto|native|skb] [--wake-early]
     python3 -m tools.bench_vnic --report results/bench_vnic/NAME/manifest.json [...] [--benchmarks]
 
 Each run writes ``run-k/vnic_<rate>.json`` and ``.log`` under
@@ -325,7 +325,9 @@ def cpus_said(config: dict) -> str:
     return f", RT threads on CPU {config['rt_cpu']}, iperf3 and pumps on {apps}"
 
 
-def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto", rt_cpu="auto") -> dict:
+def one_run(
+    rdir: str, rates, seconds: int, xdp_mode: str = "auto", rt_cpu="auto", wake_early=False
+) -> dict:
     """``vnic bench`` at each of ``rates``, its JSON and log in ``rdir``."""
     from vnic import bench
 
@@ -349,6 +351,7 @@ def one_run(rdir: str, rates, seconds: int, xdp_mode: str = "auto", rt_cpu="auto
                     witness=rate > 100,
                     xdp_mode=xdp_mode,
                     rt_cpu=rt_cpu,
+                    wake_early=wake_early,
                 )
     return out
 
@@ -384,6 +387,11 @@ def parse_args(argv):
     ap.add_argument(
         "--rt-cpu", type=rt_cpu_arg, default="auto", metavar="{auto,none,N}", help=RT_CPU_HELP
     )
+    ap.add_argument(
+        "--wake-early",
+        action="store_true",
+        help="the stations' RT threads wake before their slots (vnic bench --wake-early)",
+    )
     ap.add_argument("--out-dir", default="results")
     ap.add_argument(
         "--report",
@@ -400,9 +408,10 @@ def parse_args(argv):
 
 def series_name(version: str, a) -> str:
     """A series' default directory: the code's sha, and the XDP mode and the RT CPU when
-    not auto."""
+    not auto, and -wake-early when the RT threads wake early."""
     name = version if a.xdp_mode == "auto" else f"{version}-xdp-{a.xdp_mode}"
-    return name if a.rt_cpu == "auto" else f"{name}-rtcpu-{a.rt_cpu}"
+    name = name if a.rt_cpu == "auto" else f"{name}-rtcpu-{a.rt_cpu}"
+    return f"{name}-wake-early" if a.wake_early else name
 
 
 def write_report(text: str, benchmarks: str | None) -> None:
@@ -453,7 +462,7 @@ def main(argv=None) -> int:
                 rdir,
             ):
                 print(f"# run {i + 1} of {a.runs}: {rdir}", flush=True)
-                got = one_run(rdir, a.link_rates, a.seconds, a.xdp_mode, a.rt_cpu)
+                got = one_run(rdir, a.link_rates, a.seconds, a.xdp_mode, a.rt_cpu, a.wake_early)
             if entry["status"] != "ok":
                 print(f"# run {entry['run']} failed: {entry['reason']}", file=sys.stderr)
                 continue

@@ -254,3 +254,16 @@ def test_a_runs_heading_says_where_its_threads_ran():
     assert bench_vnic.cpus_said({"rt_cpu": None, "app_cpus": None}) == ", nothing pinned"
     said = bench_vnic.cpus_said({"rt_cpu": 1, "app_cpus": [0]})
     assert said == ", RT threads on CPU 1, iperf3 and pumps on 0"
+
+
+def test_a_series_is_named_by_what_differs_from_the_defaults():
+    from tools.bench_vnic import parse_args, series_name
+
+    assert series_name("abc1234", parse_args([])) == "abc1234"
+    assert series_name("abc1234", parse_args(["--wake-early"])) == "abc1234-wake-early"
+    assert (
+        series_name(
+            "abc1234", parse_args(["--xdp-mode", "skb", "--rt-cpu", "none", "--wake-early"])
+        )
+        == "abc1234-xdp-skb-rtcpu-none-wake-early"
+    )
