@@ -54,6 +54,7 @@ COUNTERS = (
     "sync_rx",
     "sync_foreign",
     "sync_implausible",
+    "sync_learning",
     "sync_relocks",
     "sync_lost_events",
     "backup_takeovers",

@@ -122,7 +122,10 @@ struct rtn_tdma_stats {
 	uint64_t sync_rx;
 	uint64_t sync_foreign;	   /* Sync from a station we do not follow, or while active */
 	uint64_t sync_implausible; /* Sync outside the plausibility bounds: ignored */
-	uint64_t sync_relocks;	   /* followed a master that restarted on a new grid */
+	/* Sync of a new grid kept to learn its cycle from the next (a slave without a
+	 * configured cycle needs two that agree): not followed, not ignored */
+	uint64_t sync_learning;
+	uint64_t sync_relocks; /* followed a master that restarted on a new grid */
 	uint64_t sync_lost_events;
 	uint64_t backup_takeovers;
 	uint64_t cal_req_tx;

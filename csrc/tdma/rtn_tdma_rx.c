@@ -231,8 +231,10 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 	case VERDICT_IGNORE:
 		return;
 	case VERDICT_ACQUIRE:
-		if (!learn_cycle(e, m, rx))
-			return; /* a slave needs a second Sync to know the cycle */
+		if (!learn_cycle(e, m, rx)) {
+			e->st.sync_learning++; /* a slave needs a second Sync to know the cycle */
+			return;
+		}
 		break;
 	case VERDICT_FOLLOW:
 	case VERDICT_RELOCK:

@@ -268,9 +268,10 @@ def test_10000_cycles_every_frame_inside_its_senders_slot(lab3):
         assert sum(b - a - 1 for a, b in zip(q, q[1:])) <= r["drops"], src
         assert len(q) + r["drops"] >= r["sent"][src], (src, len(q), r["sent"][src])
     # in the undisturbed cycles every sender sent: a station skips its slot only while the
-    # VM stalls its RT thread past the slot
+    # VM stalls its RT thread past the slot (a stall the detector saw, or the thread's own
+    # timer firing later than the guard)
     for src, n in r["present"].items():
-        assert n >= 0.99 * r["cycles"], (src, n, r["cycles"])
+        assert n >= 0.99 * r["calm_for"][src], (src, n, r["calm_for"][src], r["cycles"])
     # an undisturbed sender stamps no later than its slot's end allows (rtn_xsk_send_by)
     assert r["inside_tx"] >= r["probes"] - 5, (r["inside_tx"], r["probes"])
     # and, undisturbed, the frame is at the bridge within 100 us of its window
@@ -287,6 +288,7 @@ def _probe_10000_cycles(lab, stations):
     }
     window = wire_time_ns(1514, 100) + SLAVE.guard_ns  # size 1500 slots, with the guard
     sent_before = {st.mac: st.stats()["probe_sent"] for st in stations}
+    misses_from = {st.mac: st.slot_misses()[1] for st in stations}
     takeovers_before = stations[1].stats()["tdma"]["backup_takeovers"]
     # global time is the master's clock; the capture's and the detector's stamps are
     # CLOCK_MONOTONIC
@@ -303,6 +305,16 @@ def _probe_10000_cycles(lab, stations):
         for st in stations:
             st.set_probe(None)
         sent = {st.mac: st.stats()["probe_sent"] - sent_before[st.mac] for st in stations}
+        # the slots a station's RT thread woke too late for, its timer having fired later
+        # than the guard (the thread was asleep: the machine kept it off its CPU)
+        late_wakes = {
+            st.mac: [
+                m.at_ns
+                for m in st.slot_misses(misses_from[st.mac])[0]
+                if m.woke_late_ns > SLAVE.guard_ns
+            ]
+            for st in stations
+        }
         # the probe a station still had queued goes out in its next occurrence; a frame the
         # capture socket dropped never arrives, and the drop count below accounts for it
         with contextlib.suppress(AssertionError):
@@ -367,16 +379,28 @@ def _probe_10000_cycles(lab, stations):
         for k in range(first, last + 1)
         if cycles.count(stalls.overlaps(grid[k] - g_minus_m, ends[k] - g_minus_m))
     ]
-    present = {src: sum(k in ks for k in calm) for src, ks in cycles_of.items()}
+    # and, per sender, of those the ones its own RT thread did not wake too late in: a wake-up
+    # later than the guard is the machine's, seen by the thread itself (a short stall the
+    # detector, waking every 500 us, may not have met)
+    woke_late = {
+        src: {
+            k for t in late_wakes[src] if (k := bisect.bisect_right(grid, t + g_minus_m) - 1) >= 0
+        }
+        for src in cycles_of
+    }
+    calm_for = {src: [k for k in calm if k not in woke_late[src]] for src in cycles_of}
+    present = {src: sum(k in cycles_of[src] for k in ks) for src, ks in calm_for.items()}
     print(
         f"{describe(records)}; {stalls.covered_ns() / 1e6:.1f} ms with margins; "
-        f"global - monotonic {g_minus_m} ns"
+        f"global - monotonic {g_minus_m} ns; calm cycles in which a sender's RT thread woke "
+        f"too late: { ({src: len(calm) - len(ks) for src, ks in calm_for.items()}) }"
     )
     result = {
         "probes": kept.kept,
         "inside_tx": inside_tx,
         "inside_rx": inside_rx,
         "cycles": len(calm),
+        "calm_for": {src: len(ks) for src, ks in calm_for.items()},
         "present": present,
         "early": early,
         "takeovers": takeovers,

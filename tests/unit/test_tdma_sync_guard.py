@@ -245,3 +245,18 @@ def test_calibration_requests_for_far_cycles_cannot_fill_the_masters_table():
     st = seg.stats(0)
     assert st["cal_implausible"] == before["cal_implausible"] + 300
     assert st["cal_overflow"] == before["cal_overflow"]
+
+
+def test_every_sync_a_learning_slave_receives_is_counted_once():
+    # A slave without a configured cycle learns it from two Syncs that agree: the first
+    # is kept for that (sync_learning), not followed and not ignored.  Each Sync the
+    # master sent that reached the slave is followed, ignored or learnt from: once.
+    seg = Segment(2, latency_ns=5000, wake_jitter_ns=5000)
+    seg.start(0, master())
+    seg.run_for(100_000)
+    seg.start(1, slave())
+    run_cycles(seg, 50)
+    st, sent = seg.stats(1), seg.stats(0)["sync_tx"]
+    assert st["state"] == TdmaState.SYNCED and st["sync_learning"] >= 1
+    counted = st["sync_rx"] + st["sync_implausible"] + st["sync_foreign"] + st["sync_learning"]
+    assert sent - 1 <= counted <= sent, (counted, sent, st)  # one may still be on its way

@@ -331,6 +331,7 @@ def role_tdma(args):
                 "sync_lost_events",
                 "sync_relocks",
                 "sync_implausible",
+                "sync_learning",
                 "missed_slots",
                 "cycles_skipped",
             )
