@@ -30,6 +30,8 @@ def test_defaults_without_discipline():
     cfg = toml("")
     assert (cfg.device, cfg.discipline, cfg.tdma) == ("rteth0", "none", None)
     assert not cfg.vnic.enabled
+    assert not cfg.rt.wake_early  # the RT thread sleeps until each deadline
+    assert toml("[rt]\nwake_early = true").rt.wake_early
 
 
 def test_cycle_below_minimum_names_file_key_and_range():
@@ -50,6 +52,7 @@ def test_cycle_below_minimum_names_file_key_and_range():
         ("[station]\nethertypes = [0x100]", "station.ethertypes"),
         ("[rt]\npriority = 100", "rt.priority"),
         ("[rt]\nallow_fallback = 1", "rt.allow_fallback"),
+        ("[rt]\nwake_early = 'yes'", "rt.wake_early"),
         ("[tdma]\nrole = 'boss'\ncycle_us = 1000", "tdma.role"),
         ("[tdma]\nrole = 'backup'\ncycle_us = 1000", "tdma.backup_offset_us"),
         (
