@@ -177,12 +177,15 @@ def global_minus_monotonic_ns(global_now, tries: int = 20, monotonic=time.monoto
 
 
 @contextlib.contextmanager
-def detector(cpus=None):
+def detector(cpus=None, period_us=None):
     """The stall detector (rtnet.stall, its default period, threshold and priority, as
-    tools/bench_suite.py runs it) on ``cpus`` (every CPU) while the block runs."""
+    tools/bench_suite.py runs it) on ``cpus`` (every CPU) while the block runs.
+    ``period_us``: a shorter period, for a bound that tolerates less than the default
+    period: a stall shorter than the period is seen only if the detector was due in it."""
     from rtnet.stall import StallDetector
 
-    with StallDetector(range(os.cpu_count() or 1) if cpus is None else cpus) as det:
+    kw = {} if period_us is None else {"period_us": period_us}
+    with StallDetector(range(os.cpu_count() or 1) if cpus is None else cpus, **kw) as det:
         yield det
 
 
