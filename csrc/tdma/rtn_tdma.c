@@ -585,20 +585,26 @@ static int64_t first_job_offset(const struct rtn_tdma *e, uint32_t n)
 }
 
 /*
- * When cycle @p n is started.  Normally at its start; with lazy_begin (no
- * one listens to cycle starts) at its first job, which saves the station a
- * wake-up per cycle when that job is not at offset 0 (every slave).  Not
- * while a new configuration waits: it is applied at the start, and its
- * first job may be earlier.
+ * Where in cycle @p n it is started, from its start.  Normally at 0; with
+ * lazy_begin (no one listens to cycle starts) at its first job, which saves
+ * the station a wake-up per cycle when that job is not at offset 0 (every
+ * slave).  Not while a new configuration waits: it is applied at the start,
+ * and its first job may be earlier.
  */
-static int64_t begin_time(const struct rtn_tdma *e, uint32_t n)
+static int64_t begin_offset(const struct rtn_tdma *e, uint32_t n)
 {
-	int64_t t = cycle_start(e, n), first;
+	int64_t first;
 
 	if (!e->lazy_begin || __atomic_load_n(&e->pending, __ATOMIC_ACQUIRE))
-		return t;
+		return 0;
 	first = first_job_offset(e, n);
-	return first == INT64_MAX ? t : t + first;
+	return first == INT64_MAX ? 0 : first;
+}
+
+/* When cycle @p n is started (begin_offset). */
+static int64_t begin_time(const struct rtn_tdma *e, uint32_t n)
+{
+	return cycle_start(e, n) + begin_offset(e, n);
 }
 
 int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
@@ -621,12 +627,10 @@ int rtn_tdma_next_sends(const struct rtn_tdma *e)
 {
 	if (e->st.state == RTN_TDMA_ST_DOWN || !e->grid_valid)
 		return 0;
-	if (!e->begun) { /* the cycle begins at its first job, or at its start (begin_time) */
+	if (!e->begun) { /* the wake-up that begins the cycle sends if a job is due there */
 		int64_t first = first_job_offset(e, e->cur_no);
 
-		return first != INT64_MAX &&
-		       (first == 0 ||
-			(e->lazy_begin && !__atomic_load_n(&e->pending, __ATOMIC_ACQUIRE)));
+		return first != INT64_MAX && begin_offset(e, e->cur_no) == first;
 	}
 	return (e->in_slot && e->resume_at) || e->next_job < e->n_jobs;
 }
