@@ -199,22 +199,54 @@ def _latency_summary(lat) -> dict | None:
     }
 
 
+def _delta(a: dict, b: dict, *keys) -> int:
+    """How far the counter at ``keys`` (a path into a status) moved from ``b`` to ``a``."""
+
+    def at(d):
+        for k in keys:
+            d = d.get(k) or {}
+        return d if isinstance(d, int) else 0
+
+    return at(a) - at(b)
+
+
+def _worst_miss(records, t0_ns: int) -> dict | None:
+    """The wake-up that found the most slot occurrences missed: a long stall of the RT
+    thread shows as one record of many slots, a thread falling behind as many records."""
+    if not records:
+        return None
+    w = max(records, key=lambda m: m.slots)
+    return {
+        "slots": w.slots,
+        "woke_late_us": w.woke_late_ns / 1000,
+        "at_s": (w.at_ns - t0_ns) / 1e9,
+    }
+
+
 def _station_rows(lab, before, after, witness: VmWitness) -> list[dict]:
-    return [
-        {
-            "index": st.index,
-            "netns": st.netns,
-            "state": (a.get("tdma") or {}).get("state"),
-            "missed_slots": (a.get("tdma") or {}).get("missed_slots", 0)
-            - (b.get("tdma") or {}).get("missed_slots", 0),
-            "missed_in_vm_stalls": witness.station_misses(i),
-            "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
-            .get("summary_us", {})
-            .get("p99"),
-            "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
-        }
-        for i, (st, b, a) in enumerate(zip(lab.stations, before, after))
-    ]
+    rows = []
+    for i, (st, b, a) in enumerate(zip(lab.stations, before, after)):
+        records = witness.station_records(i)
+        rows.append(
+            {
+                "index": st.index,
+                "netns": st.netns,
+                "state": (a.get("tdma") or {}).get("state"),
+                "missed_slots": _delta(a, b, "tdma", "missed_slots"),
+                "missed_in_vm_stalls": witness.station_misses(i, records),
+                # why: the wake-up came later than the slot's guard, or something else
+                "missed_late_wake": _delta(a, b, "miss_late_wake"),
+                "missed_other": _delta(a, b, "miss_other"),
+                "miss_records": len(records),
+                "worst_miss": _worst_miss(records, witness.begun_ns),
+                "cycles_skipped": _delta(a, b, "tdma", "cycles_skipped"),
+                "sync_error_p99_us": ((a.get("tdma") or {}).get("sync_error") or {})
+                .get("summary_us", {})
+                .get("p99"),
+                "wakeup_p99_us": (a.get("wakeup") or {}).get("summary_us", {}).get("p99"),
+            }
+        )
+    return rows
 
 
 def _print_stations(rows, out) -> None:
@@ -226,6 +258,13 @@ def _print_stations(rows, out) -> None:
             f"sync error p99 {s['sync_error_p99_us'] if s['sync_error_p99_us'] is not None else '-'} us  "
             f"wake-up p99 {s['wakeup_p99_us'] if s['wakeup_p99_us'] is not None else '-'} us"
         )
+        w = s["worst_miss"]
+        if w and w["slots"] > 1:
+            out(
+                f"             misses found at {s['miss_records']} wake-ups, {s['missed_late_wake']} "
+                f"after a wake-up later than the slot's guard; at most {w['slots']} at one "
+                f"({w['woke_late_us']:.0f} us late, at {w['at_s']:.2f} s)"
+            )
 
 
 # -- bringing the segment up ---------------------------------------------------------------------

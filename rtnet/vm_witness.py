@@ -63,6 +63,11 @@ class VmWitness(Closeable):
     def begin(self) -> None:
         self._from_ns = time.monotonic_ns()
 
+    @property
+    def begun_ns(self) -> int:
+        """When begin() was called (CLOCK_MONOTONIC, ns)."""
+        return self._from_ns
+
     def end(self) -> None:
         self._to_ns = time.monotonic_ns()
 
@@ -77,14 +82,20 @@ class VmWitness(Closeable):
             self._det = None
             self.spans = TakenSpans(self.stalls, STALL_PAD_NS)
 
-    def station_misses(self, i: int) -> int | None:
-        """Slot occurrences station ``i`` (its index in ``netnss``) missed within the VM's
-        stalls since construction; None without a detector."""
-        if self.spans is None:
-            return None
+    def station_records(self, i: int) -> list[SlotMiss]:
+        """Station ``i``'s (its index in ``netnss``) miss records between begin() and
+        end() (the newest RTN_MISS_RECS of them)."""
         hi = self._to_ns if self._to_ns is not None else time.monotonic_ns()
         records = _misses(self.netnss[i], self._marks[i])[0]
-        return misses_in_spans([m for m in records if self._from_ns <= m.at_ns <= hi], self.spans)
+        return [m for m in records if self._from_ns <= m.at_ns <= hi]
+
+    def station_misses(self, i: int, records: list[SlotMiss] | None = None) -> int | None:
+        """Slot occurrences station ``i`` missed within the VM's stalls between begin()
+        and end() (of ``records``, its station_records() when not given); None without
+        a detector."""
+        if self.spans is None:
+            return None
+        return misses_in_spans(self.station_records(i) if records is None else records, self.spans)
 
     def lives(self, lives) -> int | None:
         """Of ``lives`` ((start_ns, end_ns) each), those meeting the VM's stalls."""

@@ -43,6 +43,13 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         }
         for s in summary["stations"]:
             assert 0 <= s["missed_in_vm_stalls"] <= s["missed_slots"], s
+            # the records of the run's misses: one per wake-up that found some
+            assert 0 <= s["missed_late_wake"] and 0 <= s["missed_other"], s
+            if s["miss_records"]:
+                assert 1 <= s["worst_miss"]["slots"] <= s["missed_slots"], s
+                assert s["miss_records"] <= s["missed_slots"], s
+            else:
+                assert s["worst_miss"] is None, s
         assert 0 <= summary["over_a_cycle_in_vm_stalls"] <= summary["over_a_cycle"]
         # an unmodified program (sockperf under rtnet-run) across the segment
         prog = summary["unmodified_program"]
