@@ -361,10 +361,18 @@ void rtn_sim_clear_logs(struct rtn_sim *s)
 		s->st[i].n_log = 0;
 }
 
-int rtn_sim_inject(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len)
+int rtn_sim_inject_aged(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len,
+			int64_t age_ns)
 {
 	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
-	return rtn_tdma_rx(s->st[i].e, frame, len, to_local(&s->st[i], s->now));
+	if (age_ns < 0 || age_ns > s->now)
+		return rtn_set_error(-EINVAL, "sim: age %lld outside 0..now", (long long)age_ns);
+	return rtn_tdma_rx(s->st[i].e, frame, len, to_local(&s->st[i], s->now - age_ns));
+}
+
+int rtn_sim_inject(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len)
+{
+	return rtn_sim_inject_aged(s, i, frame, len, 0);
 }

@@ -74,5 +74,11 @@ uint32_t rtn_sim_rx_log(const struct rtn_sim *s, uint32_t i, struct rtn_sim_rx *
 void rtn_sim_clear_logs(struct rtn_sim *s);
 /** Hand @p frame to station @p i's engine as if received now (bad-input tests). */
 int rtn_sim_inject(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len);
+/**
+ * Hand @p frame to station @p i's engine now, stamped as received @p age_ns
+ * ago: a frame that waited in the receive ring while the thread did other work.
+ */
+int rtn_sim_inject_aged(struct rtn_sim *s, uint32_t i, const uint8_t *frame, uint32_t len,
+			int64_t age_ns);
 
 #endif

@@ -326,8 +326,12 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 	e->st.cycles++;
 	apply_pending(e);
 
-	/* free-run between Syncs, but a slave goes silent after sync_loss_cycles without */
-	if (e->have_sync && (uint32_t)(n - e->last_sync_no) > e->cfg.sync_loss_cycles)
+	/*
+	 * Free-run between Syncs, but a slave goes silent after sync_loss_cycles
+	 * without.  Signed: a cycle walked after a later Sync was read (its slots
+	 * were missed, rtn_tdma_run()) is before that Sync, not 2^32 after it.
+	 */
+	if (e->have_sync && (int32_t)(n - e->last_sync_no) > (int32_t)e->cfg.sync_loss_cycles)
 		raise_event(e, RTN_TDMA_EV_SYNC_TIMEOUT);
 	record_sync_error(e, now);
 	if (e->port.on_cycle)
@@ -504,8 +508,10 @@ static void run_backup_check(struct rtn_tdma *e)
 {
 	uint32_t n = e->cur_no;
 
-	if (e->have_sync && (e->last_sync_no == n || e->heard_no == n)) {
-		/* the primary is alive (a late Sync, not taken for the clock, counts too) */
+	if (e->have_sync &&
+	    ((int32_t)(n - e->last_sync_no) <= 0 || (int32_t)(n - e->heard_no) <= 0)) {
+		/* the primary is alive: its Sync of this cycle or a later one (a late Sync,
+		 * not taken for the clock, counts too) */
 		raise_event(e, RTN_TDMA_EV_PRIMARY_ALIVE);
 		return;
 	}

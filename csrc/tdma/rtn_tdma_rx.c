@@ -190,8 +190,18 @@ static enum sync_verdict judge_sync(struct rtn_tdma *e, const struct rtn_tdma_ms
 	return VERDICT_IGNORE;
 }
 
-/* Take the Sync: RTnet's offset = xmit + delay - rx, cycle start = sched - offset. */
-static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t offset)
+/*
+ * Take the Sync: RTnet's offset = xmit + delay - rx, cycle start = sched -
+ * offset.  On the grid we follow (@p new_grid 0) that only corrects the
+ * clock: the cycle we are in stays.  A Sync read late (it waited in the ring
+ * while the thread ran its overdue slots) must not take us back to its
+ * cycle, which would begin that cycle again (its slots counted missed again,
+ * its start announced to the applications again); one read before overdue
+ * slots must not jump over them, which would leave their misses uncounted:
+ * rtn_tdma_run() walks to the present and counts them.
+ */
+static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t offset,
+		       int new_grid)
 {
 	e->cand.count = 0;
 	e->have_prev_sched = 0; /* learning samples belong to one acquisition */
@@ -203,8 +213,8 @@ static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 	e->have_sync = 1;
 	e->base_no = m->cycle_no;
 	e->base_start = rtn_sat_sub((int64_t)m->sched_xmit_stamp, offset);
-	if (!e->grid_valid || m->cycle_no != e->cur_no) {
-		/* first Sync, a new grid, or we fell behind: go to the master's cycle */
+	if (!e->grid_valid || new_grid) {
+		/* the first Sync, or a new grid: go to the master's cycle */
 		e->cur_no = m->cycle_no;
 		e->begun = 0;
 		e->in_slot = 0;
@@ -218,6 +228,7 @@ static void apply_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 
 static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx)
 {
+	enum sync_verdict verdict;
 	int64_t offset;
 
 	if (e->st.state == RTN_TDMA_ST_MASTER) {
@@ -227,7 +238,8 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 	}
 	offset = rtn_sat_sub(
 		rtn_sat_add((int64_t)(m->xmit_stamp & INT64_MAX), e->st.master_delay_ns), rx);
-	switch (judge_sync(e, m, offset)) {
+	verdict = judge_sync(e, m, offset);
+	switch (verdict) {
 	case VERDICT_IGNORE:
 		return;
 	case VERDICT_ACQUIRE:
@@ -240,7 +252,7 @@ static void rx_sync(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t rx
 	case VERDICT_RELOCK:
 		break;
 	}
-	apply_sync(e, m, offset);
+	apply_sync(e, m, offset, verdict != VERDICT_FOLLOW);
 	if (e->port.truth)
 		rtn_hist_add(&e->st.sync_delay,
 			     e->port.truth(e->port.arg, rx) - (int64_t)(m->xmit_stamp & INT64_MAX));

@@ -100,9 +100,10 @@ class Segment:
             for r in buf[0:n]
         ]
 
-    def inject(self, i: int, frame: bytes) -> int:
-        """Hand a frame to station ``i`` as if received now; returns the engine's verdict."""
-        return lib.rtn_sim_inject(self._s, i, frame, len(frame))
+    def inject(self, i: int, frame: bytes, *, age_ns: int = 0) -> int:
+        """Hand a frame to station ``i`` now, stamped as received ``age_ns`` ago (it
+        waited in the receive ring); returns the engine's verdict."""
+        return lib.rtn_sim_inject_aged(self._s, i, frame, len(frame), age_ns)
 
     def clear_logs(self) -> None:
         lib.rtn_sim_clear_logs(self._s)

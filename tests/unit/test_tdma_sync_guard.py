@@ -260,3 +260,57 @@ def test_every_sync_a_learning_slave_receives_is_counted_once():
     assert st["state"] == TdmaState.SYNCED and st["sync_learning"] >= 1
     counted = st["sync_rx"] + st["sync_implausible"] + st["sync_foreign"] + st["sync_learning"]
     assert sent - 1 <= counted <= sent, (counted, sent, st)  # one may still be on its way
+
+
+def stall_slave(seg, cycles):
+    """Station 1's thread does not run for ``cycles`` cycles (from just after its slot at
+    400 us), and what was sent to it meanwhile waits in its receive ring: returns the
+    slave's stats before the stall and the master's Syncs of those cycles, each with how
+    long ago it arrived."""
+    at_cycle_start(seg, after_ns=600_000)
+    before = seg.stats(1)
+    seg.set_alive(1, False)
+    run_cycles(seg, cycles)
+    seg.set_alive(1, True)
+    return before, [
+        (f, seg.now - (frames.decode(f).sched_xmit_stamp + 5000))
+        for f in (next_sync(seg, cycles_ahead=-k) for k in range(cycles - 1, -1, -1))
+    ]
+
+
+def test_syncs_read_after_the_slots_they_were_late_for_never_take_a_slave_back():
+    """After a stall the thread runs its overdue slots before it reads the rest of its
+    ring (rtn_station.c), so the Syncs of the cycles it just walked are read after it.
+    Each fits the grid: it corrects the clock and nothing else.  Taking the slave back to
+    its cycle began a cycle a second time (its slots counted missed again, its start
+    announced to the applications again: one more message from a cyclic publisher)."""
+    seg = synced_pair()
+    before, syncs = stall_slave(seg, 4)
+    seg.run_for(1000)  # the overdue slots
+    walked = seg.stats(1)
+    assert walked["missed_slots"] - before["missed_slots"] == 4  # cycles +1 .. +4
+    for f, age in syncs:
+        seg.inject(1, f, age_ns=age)
+    read = seg.stats(1)
+    assert read["sync_rx"] == walked["sync_rx"] + 4  # each a clock sample
+    assert read["cycle_no"] == walked["cycle_no"]
+    run_cycles(seg, 10)
+    st = seg.stats(1)
+    assert st["state"] == TdmaState.SYNCED
+    assert st["cycles"] - walked["cycles"] == 10  # each begun once
+    assert st["missed_slots"] == walked["missed_slots"]
+
+
+def test_a_sync_read_before_the_overdue_slots_counts_them_missed():
+    """The thread reads the newest Sync before it runs the slots it stalled through: they
+    were missed, and are counted so, not jumped over."""
+    seg = synced_pair()
+    before, syncs = stall_slave(seg, 3)
+    newest, age = syncs[-1]
+    seg.inject(1, newest, age_ns=age)
+    read = seg.stats(1)
+    assert read["sync_rx"] == before["sync_rx"] + 1
+    run_cycles(seg, 10)
+    st = seg.stats(1)
+    assert st["missed_slots"] - before["missed_slots"] == 3  # cycles +1, +2 and +3
+    assert st["state"] == TdmaState.SYNCED
