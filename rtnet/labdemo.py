@@ -261,9 +261,9 @@ def _print_stations(rows, out) -> None:
         w = s["worst_miss"]
         if w and w["slots"] > 1:
             out(
-                f"             misses found at {s['miss_records']} wake-ups, {s['missed_late_wake']} "
-                f"after a wake-up later than the slot's guard; at most {w['slots']} at one "
-                f"({w['woke_late_us']:.0f} us late, at {w['at_s']:.2f} s)"
+                f"             found at {s['miss_records']} wake-ups ({s['missed_late_wake']} "
+                f"slots after a wake-up later than the slot's guard), at most {w['slots']} at "
+                f"one ({w['woke_late_us']:.0f} us late, {w['at_s']:.2f} s into the run)"
             )
 
 
