@@ -631,14 +631,19 @@ int64_t rtn_tdma_next_event(const struct rtn_tdma *e)
 
 int rtn_tdma_next_sends(const struct rtn_tdma *e)
 {
+	uint32_t n = e->cur_no;
+	int64_t first;
+
 	if (e->st.state == RTN_TDMA_ST_DOWN || !e->grid_valid)
 		return 0;
-	if (!e->begun) { /* the wake-up that begins the cycle sends if a job is due there */
-		int64_t first = first_job_offset(e, e->cur_no);
-
-		return first != INT64_MAX && begin_offset(e, e->cur_no) == first;
+	if (e->begun) { /* as rtn_tdma_next_event(): a resumed slot, a job ... */
+		if ((e->in_slot && e->resume_at) || e->next_job < e->n_jobs)
+			return 1;
+		n++; /* ... or, the cycle over, the next one's beginning */
 	}
-	return (e->in_slot && e->resume_at) || e->next_job < e->n_jobs;
+	/* the wake-up that begins a cycle sends if a job is due there */
+	first = first_job_offset(e, n);
+	return first != INT64_MAX && begin_offset(e, n) == first;
 }
 
 static void end_listen(struct rtn_tdma *e)
