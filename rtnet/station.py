@@ -532,6 +532,7 @@ class Station(Closeable):
             "timer_wakeups": st.timer_wakeups,
             "spin_waits": st.spin_waits,
             "early_wakes": st.early_wakes,
+            "rx_early": st.rx_early,
             "wake_early_ns": st.wake_early_ns,
             "rx_wakeups": st.rx_wakeups,
             "rx_polls": st.rx_polls,
