@@ -228,6 +228,8 @@ def _report(seg, macs, frames, before, after, cycles) -> dict:
                 "wakeup_us": a_st["wakeup"].since(b_st["wakeup"]).summary_us(),
                 "wake_early_us": a_st["wake_early_ns"] / 1000,
                 "early_wakes": a_st["early_wakes"] - b_st["early_wakes"],
+                # frames taken while early, not between a deadline and its send
+                "rx_early": a_st["rx_early"] - b_st["rx_early"],
             }
         )
     return {

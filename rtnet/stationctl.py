@@ -373,7 +373,7 @@ def format_status(s: dict) -> str:
         f"max {_us(w['max'])} us ({w['count']} wake-ups)"
         + (
             f"; wakes {s['wake_early_ns'] / 1000:.0f} us early and spins to each slot "
-            f"({s['early_wakes']} times in time)"
+            f"({s['early_wakes']} times in time, {s.get('rx_early', 0)} frames taken meanwhile)"
             if s.get("wake_early_ns")
             else ""
         )

@@ -29,4 +29,7 @@ def test_slots_leave_closer_to_their_time_than_the_timer_wakes_the_thread():
 
 def test_without_it_no_thread_wakes_early():
     report = run_segment("wn", 3, cycles=500)
-    assert all(s["wake_early_us"] == 0 and s["early_wakes"] == 0 for s in report["stations"])
+    assert all(
+        s["wake_early_us"] == 0 and s["early_wakes"] == 0 and s["rx_early"] == 0
+        for s in report["stations"]
+    )

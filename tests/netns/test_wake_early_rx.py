@@ -1,0 +1,46 @@
+"""[rt] wake_early with frames waiting in the ring: a station that nothing received wakes
+(the VNIC pair: no application channel) finds the cycle's Sync and a peer's window in its
+ring when it wakes for its slot.  Woken early, it takes them in the margin, so none of that
+work lies between the slot's time and its send; without wake_early it takes none early."""
+
+import time
+
+import pytest
+
+from rtnet.lab import Lab
+from rtnet.station import RtSettings
+from vnic.pair import plan, tdma_pair
+
+pytestmark = pytest.mark.netns
+
+FRAMES = 500  # about half a second of the master's Syncs
+
+
+def received_early(lab_name: str, wake_early: bool) -> tuple[int, int]:
+    """(frames the slave took in a wake-early margin, frames it received) while FRAMES
+    arrived."""
+    with (
+        Lab(lab_name, 2) as lab,
+        tdma_pair(lab, plan(1000, 100), rt=RtSettings(priority=80, wake_early=wake_early)) as (
+            stations,
+            _taps,
+        ),
+    ):
+        slave = stations[1]
+        before = slave.stats()
+        deadline = time.monotonic() + 10
+        while slave.stats()["rx_frames"] - before["rx_frames"] < FRAMES:
+            assert time.monotonic() < deadline, "the slave received no Syncs"
+            time.sleep(0.05)
+        after = slave.stats()
+    return after["rx_early"] - before["rx_early"], after["rx_frames"] - before["rx_frames"]
+
+
+def test_woken_early_the_slave_takes_its_ring_in_the_margin():
+    early, received = received_early("wr", True)
+    assert early >= received // 2, (early, received)
+
+
+def test_without_wake_early_nothing_is_taken_early():
+    early, received = received_early("wn", False)
+    assert received >= FRAMES and early == 0
