@@ -42,5 +42,5 @@ def test_woken_early_the_slave_takes_its_ring_in_the_margin():
 
 
 def test_without_wake_early_nothing_is_taken_early():
-    early, received = received_early("wn", False)
+    early, received = received_early("wx", False)
     assert received >= FRAMES and early == 0
