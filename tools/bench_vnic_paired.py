@@ -34,27 +34,24 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
-from rtnet import netns
 from rtnet.argtypes import integer, integer_list
-from rtnet.benchkit import cpu_isolation, on_cpus, start_iperf_server, sysinfo
+from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.errors import ConfigError
 from rtnet.lab import Lab
 from rtnet.stall import STALL_PAD_NS, StallDetector, TakenSpans
 from rtnet.station import RtSettings
 from tools.bench_aggregate import UNRESOLVED, show, spread, verdict
 from tools.bench_runs import code_version, write_json
-from vnic.bench import MAX_MTU, check_args
-from vnic.pair import tdma_pair
+from vnic.bench import MAX_MTU, check_args, run_iperf
+from vnic.pair import plan, tdma_pair
 
 LAB = "vp"
 DST = "198.19.0.2"  # station 2's vnic0
@@ -76,22 +73,6 @@ class Block:
         self.goodput_mbps: float | None = None
 
 
-def _flow(lab, seconds: float, mbps: int, cpus) -> dict:
-    """An iperf3 TCP flow from station 1 to station 2's vnic0."""
-    cmd = on_cpus(
-        netns.command(
-            lab.station(1).netns,
-            ["iperf3", "-c", DST, "-t", f"{seconds:g}", "-b", f"{mbps}M", "-J"],
-        ),
-        cpus,
-    )
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 30)
-    j = json.loads(r.stdout)
-    if "error" in j:
-        raise RuntimeError(f"iperf3: {j['error']}")
-    return j["end"]["sum_received"]
-
-
 def _collect(stations, marks: list, block: Block) -> None:
     """The stations' records since ``marks`` into ``block`` (those inside its span);
     ``marks`` move on.  Read after every block: the stations keep the newest 8,192
@@ -107,7 +88,7 @@ def _collect(stations, marks: list, block: Block) -> None:
 
 def run_rate(rate: int, pairs: int, block_s: float, wake_early: bool, log) -> dict:
     """One run at one modelled link rate: the blocks and their figures."""
-    p = check_args(block_s, 1000, rate, None, LAB, "results/x.json", "results/x.png", "on")
+    p = plan(1000, rate)  # checked in main()
     rt_cpu, app_cpus = cpu_isolation("auto")
     blocks: list[Block] = []
     with (
@@ -123,24 +104,20 @@ def run_rate(rate: int, pairs: int, block_s: float, wake_early: bool, log) -> di
     ):
         for st in stations:
             st.set_probe(0)  # one RT frame per slot 0 occurrence
-        srv = start_iperf_server(lab, lab.station(2), DST, cpus=app_cpus)
-        try:
-            marks = [(st.slot_misses()[1], st.slot0_lateness()[1]) for st in stations]
-            for k in range(pairs):
-                for kind in ("flow", "idle") if k % 2 == 0 else ("idle", "flow"):
-                    t0 = time.monotonic_ns()
-                    got = None
-                    if kind == "flow":
-                        got = _flow(lab, block_s, rate, app_cpus)
-                    else:
-                        time.sleep(block_s)
-                    b = Block(kind, t0 + int(SETTLE_S * 1e9), time.monotonic_ns())
-                    if got is not None:
-                        b.goodput_mbps = got["bits_per_second"] / 1e6
-                    _collect(stations, marks, b)
-                    blocks.append(b)
-        finally:
-            lab.stop(srv, timeout=10)
+        marks = [(st.slot_misses()[1], st.slot0_lateness()[1]) for st in stations]
+        for k in range(pairs):
+            for kind in ("flow", "idle") if k % 2 == 0 else ("idle", "flow"):
+                t0 = time.monotonic_ns()
+                got = None
+                if kind == "flow":  # vnic bench's TCP flow, offering the link's rate
+                    got = run_iperf(lab, "tcp", DST, block_s, rate, cpus=app_cpus)
+                else:
+                    time.sleep(block_s)
+                b = Block(kind, t0 + int(SETTLE_S * 1e9), time.monotonic_ns())
+                if got is not None:
+                    b.goodput_mbps = got["goodput_mbps"]
+                _collect(stations, marks, b)
+                blocks.append(b)
         spans = TakenSpans(det.gaps(), STALL_PAD_NS)
     return figures(blocks, spans, p.cycle_us * 1000, len(stations), rate, log)
 

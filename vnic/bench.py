@@ -57,10 +57,13 @@ SAME_RATE_TOLERANCE = 0.03  # the same-rate kernel path carries the VNIC's goodp
 SAME_RATE_AGREE = 0.20  # ... and its two runs' CPU per byte differ by at most this much
 
 
-def run_iperf(lab, proto: str, dst_ip: str, seconds: int, mbps: float | None = None) -> dict:
+def run_iperf(
+    lab, proto: str, dst_ip: str, seconds: int, mbps: float | None = None, cpus=None
+) -> dict:
     """iperf3 from station 1 to ``dst_ip`` on station 2, offering ``mbps`` (OFFERED_MBPS if
-    None)."""
-    srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True, cpus=APP_CPUS)
+    None), both ends on ``cpus`` (APP_CPUS if None)."""
+    cpus = APP_CPUS if cpus is None else cpus
+    srv = start_iperf_server(lab, lab.station(2), dst_ip, one_off=True, cpus=cpus)
     try:
         rate = f"{mbps if mbps is not None else OFFERED_MBPS:g}M"
         cmd = on_cpus(
@@ -68,7 +71,7 @@ def run_iperf(lab, proto: str, dst_ip: str, seconds: int, mbps: float | None = N
                 lab.station(1).netns,
                 ["iperf3", "-c", dst_ip, "-t", str(seconds), "-b", rate, "-J"],
             ),
-            APP_CPUS,
+            cpus,
         )
         if proto == "udp":
             cmd += ["-u", "-l", "1100"]
