@@ -533,6 +533,7 @@ class Station(Closeable):
             "spin_waits": st.spin_waits,
             "early_wakes": st.early_wakes,
             "rx_early": st.rx_early,
+            "rx_tunnel_after_send": st.rx_tunnel_after_send,
             "wake_early_ns": st.wake_early_ns,
             "rx_wakeups": st.rx_wakeups,
             "rx_polls": st.rx_polls,

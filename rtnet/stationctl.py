@@ -382,7 +382,8 @@ def format_status(s: dict) -> str:
     out.append(
         f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
         f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
-        f"rx {v['rx_dropped']}, queue drops {v['queue_drops']}"
+        f"rx {v['rx_dropped']}, queue drops {v['queue_drops']}; "
+        f"left until after a slot's send {s.get('rx_tunnel_after_send', 0)} times"
     )
     for c in s.get("channels", []):
         out.append(

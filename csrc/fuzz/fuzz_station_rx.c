@@ -12,7 +12,10 @@
  * VNIC on; vnet header; which EtherType the probe receiver counts), then
  * frames: u16 (bits 0-10 length, bit 11 a bad descriptor, bit 15 ends an
  * RX batch), i8 receive stamp offset (0: no stamp from the XDP program),
- * the frame bytes.  Checked: every frame is counted once; what reaches an
+ * the frame bytes.  Bit 7 of the mode byte: the frames are first taken as
+ * before a deadline (rtn_station_receive_for_deadline), which must take
+ * those ahead of the first tunnelled frame, at most eight, and no more.
+ * Checked: every frame is counted once; what reaches an
  * application ring is a whole message of its EtherType, never more than
  * the ring holds; what reaches the TAP is a frame (or, with the vnet
  * header, a packet that segments again).
@@ -60,6 +63,30 @@ FUZZ_UNTRACED static void frer_check(uint32_t frames)
 			  (unsigned long long)f.port[0].rx_tagged, (unsigned long long)fed);
 }
 
+/* Before a deadline: at most RX_BEFORE, and none from the first tunnelled frame on. */
+#define RX_BEFORE 8
+FUZZ_UNTRACED static void before_deadline_check(void)
+{
+	uint64_t held = H.s->st.rx_tunnel_after_send;
+	uint32_t want = 0;
+
+	while (want < stub_xsk.rx_n && want < RX_BEFORE) {
+		const uint8_t *f = stub_xsk.orig[want];
+		uint32_t len = stub_xsk.rx[want].len;
+
+		if (f && len >= 18 && f[12] == 0x90 && f[13] == 0x21 && (f[17] & RTMAC_FLAG_TUNNEL))
+			break;
+		want++;
+	}
+	rtn_station_receive_for_deadline(H.s, RX_BEFORE);
+	if (stub_xsk.rx_pos != want || stub_xsk.peeked)
+		fuzz_fail("before a deadline %u frames taken, %u ahead of a tunnel frame or the limit",
+			  stub_xsk.rx_pos, want);
+	if ((H.s->st.rx_tunnel_after_send != held) != (want < RX_BEFORE && want < stub_xsk.rx_n))
+		fuzz_fail("a tunnel frame left until after the send, counted %llu times",
+			  (unsigned long long)(H.s->st.rx_tunnel_after_send - held));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = fuzz_in_make(data, size);
@@ -83,6 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    ts ? fuzz_clock_ns + ts * 10000LL : 0, w >> 15);
 		frames++;
 	}
+	if (b0 & 0x80)
+		before_deadline_check();
 	rtn_station_receive_all(H.s);
 	if (H.s->st.rx_frames != frames)
 		fuzz_fail("%u frames received, %llu counted", frames,

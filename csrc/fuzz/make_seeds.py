@@ -200,6 +200,7 @@ def rx(frame: bytes | None, ts=0, end=False) -> bytes:
 
 def seeds_station_rx() -> dict[str, bytes]:
     # mode: disc (0 slave, 1 master, 2 NoMAC, 3 none) | 4 VNIC | 8 vnet | probe type << 4
+    #       | 0x40 capture | 0x80 taken as before a deadline first
     tcp_in = [tunnelled(f) for f in flow(4, 200)]
     return {
         "slave_sync": u8(0) + rx(sync(1)) + rx(sync(2, 2_000_000, 1_990_000), ts=1)
@@ -222,6 +223,11 @@ def seeds_station_rx() -> dict[str, bytes]:
         "ipv4_nomac": u8(2) + rx(rt_echo()) + rx(rt_udp()),
         # port 0 is no UDP socket's: the EtherType channels have none (a fuzz run found it)
         "udp_port0": u8(2) + rx(rt_udp(dport=0)) + rx(rt_udp(stamped=False, dport=0)),
+        # before a deadline: the Sync and an RT frame, not the window's frames behind them
+        "deadline": u8(0 | 4 | 0x80) + rx(sync(1)) + rx(app_frame()) + rx(tunnelled(arp()))
+        + rx(sync(2, 2_000_000, 1_990_000)),
+        "deadline_rtag": u8(0 | 4 | 0x80) + rx(rtagged(sync(1), 1)) + rx(None)
+        + b"".join(rx(app_frame(CHAN_TYPES[0], n)) for n in range(10)),
         "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
         + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),
     }

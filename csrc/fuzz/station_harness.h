@@ -225,6 +225,15 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 	x->peeked = 0;
 }
 
+/* The next frame as it is now, not taken; a bad descriptor has no bytes (NULL). */
+const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len)
+{
+	if (x->peeked || x->rx_pos >= x->rx_n || !x->rx[x->rx_pos].data)
+		return NULL;
+	*len = x->rx[x->rx_pos].len;
+	return x->rx[x->rx_pos].data;
+}
+
 /*
  * Every other frame is kept and the rest refused, as by a UMEM that lent all
  * it may, so both ways to the TAP run (keep_all: every frame, as a real

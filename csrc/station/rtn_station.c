@@ -325,12 +325,16 @@ work:
 		 * in the ring, and taking them all first would make this slot
 		 * late.  What the deadline may need comes first in the ring (a
 		 * cycle's Sync, then its RT frames, then the windows' frames), so
-		 * a few frames are taken before the discipline runs, the rest
-		 * after; their stamps are the XDP program's either way.
+		 * a few frames are taken before the discipline runs, up to the
+		 * first tunnelled one, the rest after; their stamps are the XDP
+		 * program's either way.  Taking up to eight tunnel frames first made
+		 * the slot later under a VNIC flow than idle by 3 to 7 us (p99).
 		 */
 		due = next_os != INT64_MAX && now >= next_os - RX_DEADLINE_NEAR_NS;
-		if (!(due && rx_done)) /* woken early, it took them in the margin */
-			rtn_station_receive(s, due ? RX_BEFORE_DEADLINE : UINT32_MAX);
+		if (!due)
+			rtn_station_receive_all(s);
+		else if (!rx_done) /* woken early, it took them in the margin */
+			rtn_station_receive_for_deadline(s, RX_BEFORE_DEADLINE);
 		if (s->vnic)
 			rtn_vnic_take(s->vnic, ops->queue, s->disc_priv);
 		ops->run(s->disc_priv, woke_late);

@@ -112,6 +112,8 @@ struct rtn_station_stats {
 	uint64_t spin_waits;   /* short waits spun instead of slept */
 	uint64_t early_wakes;  /* wake_early: timer wake-ups that came before their deadline */
 	uint64_t rx_early;     /* wake_early: frames taken in the margin before a deadline */
+	/* deadlines at which tunnelled frames in the ring were left until after the send */
+	uint64_t rx_tunnel_after_send;
 	int64_t wake_early_ns; /* wake_early: the margin in force (0: off) */
 	uint64_t rx_wakeups;   /* wake-ups by a received frame (batched VNIC: <= 1 a cycle) */
 	uint64_t rx_polls;     /* timer wake-ups that looked at the sockets in a flood */

@@ -87,10 +87,24 @@ static int receive_two(struct rtn_station *s)
 	}
 }
 
-void rtn_station_receive(struct rtn_station *s, uint32_t max)
+/* Whether the frame first in @p x's ring is a tunnelled one (it stays there). */
+static int tunnel_frame_next(struct rtn_xsk *x)
+{
+	uint32_t len;
+	const uint8_t *d = rtn_xsk_rx_next(x, &len);
+
+	return d && len >= 18 && rtn_get_be16(d + 12) == ETH_RTMAC && (d[17] & RTMAC_FLAG_TUNNEL);
+}
+
+/*
+ * At most @p max frames of the first port's socket; with @p tunnel_waits,
+ * only those before its first tunnelled frame, which are taken one at a
+ * time so that frame stays in the ring.  Two ports: all of both.
+ */
+static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 {
 	struct rtn_xsk_frame fr[RX_BATCH];
-	uint32_t taken = 0;
+	uint32_t taken = 0, batch;
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
@@ -99,23 +113,37 @@ void rtn_station_receive(struct rtn_station *s, uint32_t max)
 	if (s->xsk_b) {
 		queued_for_tap = receive_two(s); /* two ports: all, in the wires' order */
 	} else {
-		while (taken < max &&
-		       (n = rtn_xsk_rx_peek(s->xsk, fr,
-					    max - taken < RX_BATCH ? (int)(max - taken) : RX_BATCH,
-					    &rx_os)) > 0) {
+		for (; taken < max; taken += (uint32_t)n) {
+			if (tunnel_waits && tunnel_frame_next(s->xsk)) {
+				s->st.rx_tunnel_after_send++;
+				break;
+			}
+			batch = tunnel_waits ? 1 : max - taken < RX_BATCH ? max - taken : RX_BATCH;
+			n = rtn_xsk_rx_peek(s->xsk, fr, batch, &rx_os);
+			if (n <= 0)
+				break;
 			for (i = 0; i < n; i++)
 				queued_for_tap |= receive_one(s, &fr[i], rx_os, 0);
 			rtn_xsk_rx_release(s->xsk);
-			taken += (uint32_t)n;
 		}
 	}
 	if (queued_for_tap && s->vnic)
 		rtn_vnic_rx_done(s->vnic);
 }
 
+void rtn_station_receive(struct rtn_station *s, uint32_t max)
+{
+	receive(s, max, 0);
+}
+
+void rtn_station_receive_for_deadline(struct rtn_station *s, uint32_t max)
+{
+	receive(s, max, 1);
+}
+
 void rtn_station_receive_all(struct rtn_station *s)
 {
-	rtn_station_receive(s, UINT32_MAX);
+	receive(s, UINT32_MAX, 0);
 }
 
 /* ---- when received frames wake the thread ------------------------------------ */

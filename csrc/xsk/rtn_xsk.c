@@ -712,6 +712,21 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 	x->peek_kept = 0;
 }
 
+const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len)
+{
+	struct xdp_desc d;
+	uint32_t idx;
+
+	if (!x->open || x->peek_n || xsk_ring_cons__peek(&x->rx, 1, &idx) != 1)
+		return NULL;
+	d = *xsk_ring_cons__rx_desc(&x->rx, idx);
+	xsk_ring_cons__cancel(&x->rx, 1);
+	if (!desc_ok(x, &d))
+		return NULL;
+	*len = d.len;
+	return xsk_umem__get_data(x->area, d.addr);
+}
+
 int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr)
 {
 	uint32_t i = f->index;

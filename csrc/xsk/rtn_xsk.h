@@ -133,6 +133,13 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t max, int64_t *rx_ts);
 void rtn_xsk_rx_release(struct rtn_xsk *x);
 /**
+ * The next received frame's bytes without taking it: it stays first in the
+ * ring for the next peek.  NULL when the ring is empty, a peek is
+ * outstanding, or its descriptor is out of the UMEM (the peek counts that
+ * one); *@p len its length otherwise.  Same thread as the peek.
+ */
+const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len);
+/**
  * Keep the peeked frame @p f past rtn_xsk_rx_release(): it stays out of the
  * fill ring, its bytes where they are, until rtn_xsk_rx_give_back(*@p addr).
  * At most a quarter of the receive frames are kept at once, so the kernel

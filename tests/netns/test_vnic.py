@@ -843,3 +843,45 @@ def test_bench_keeps_the_rt_cpu_for_the_rt_threads_and_starts_iperf3_elsewhere(l
             assert cpu_list(client.stdout) == set(app_cpus), client.stdout
         finally:
             lab.stop(srv)
+
+
+def test_a_peers_window_waits_in_the_ring_until_after_the_slots_send(lab):
+    """Woken for a slot, a station takes what lies ahead of a peer's window in its ring (the
+    Sync, RT frames) before it sends, and leaves the window's tunnel frames until after
+    the send: a VNIC flow adds no work between a slot's time and its frame.  With nothing
+    tunnelled there is nothing to leave; under a UDP flow through the master's window the
+    slave (which no received frame wakes under bulk traffic) leaves it at most of its
+    slots, and still takes and follows every cycle's Sync."""
+    from rtnet.benchkit import start_iperf_server
+
+    with tdma_pair(lab, plan(), mode="batched") as (stations, _taps):
+        slave = stations[1]
+
+        def after_cycles(n):
+            c0 = slave.stats()["tdma"]["cycles"]
+            assert wait_for(lambda: slave.stats()["tdma"]["cycles"] >= c0 + n, 10)
+            return slave.stats()
+
+        s0 = slave.stats()
+        s1 = after_cycles(500)
+        assert s1["rx_tunnel_after_send"] == s0["rx_tunnel_after_send"]
+        srv = start_iperf_server(lab, lab.station(2), "198.19.0.2")
+        flow = lab.spawn(
+            lab.station(1),
+            ["iperf3", "-c", "198.19.0.2", "-u", "-b", "50M", "-l", "1100", "-t", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            rx0 = slave.stats()["vnic"]["tap_tx"]
+            assert wait_for(lambda: slave.stats()["vnic"]["tap_tx"] > rx0 + 2000, 10)
+            s2 = slave.stats()
+            s3 = after_cycles(1000)
+        finally:
+            lab.stop(flow)
+            lab.stop(srv)
+    cycles = s3["tdma"]["cycles"] - s2["tdma"]["cycles"]
+    left = s3["rx_tunnel_after_send"] - s2["rx_tunnel_after_send"]
+    # three in four measured here; none when the window's frames are taken first
+    assert left >= cycles // 4, (left, cycles)
+    assert s3["tdma"]["sync_error"].count - s2["tdma"]["sync_error"].count >= cycles * 9 // 10
