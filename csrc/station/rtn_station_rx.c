@@ -108,8 +108,9 @@ static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
-	if (s->vnic)
-		rtn_vnic_reclaim(s->vnic); /* the frames it lent the pump that the TAP has now */
+	/* the frames it lent the pump that the TAP has now; before a send, after it */
+	if (s->vnic && !tunnel_waits)
+		rtn_vnic_reclaim(s->vnic);
 	if (s->xsk_b) {
 		queued_for_tap = receive_two(s); /* two ports: all, in the wires' order */
 	} else {
