@@ -328,7 +328,8 @@ work:
 		 * a few frames are taken before the discipline runs, up to the
 		 * first tunnelled one, the rest after; their stamps are the XDP
 		 * program's either way.  Taking up to eight tunnel frames first made
-		 * the slot later under a VNIC flow than idle by 3 to 7 us (p99).
+		 * the slot's p99 under a VNIC flow 2 to 7 us later than idle's
+		 * (tools/bench_vnic_paired, BENCHMARKS.md).
 		 */
 		due = next_os != INT64_MAX && now >= next_os - RX_DEADLINE_NEAR_NS;
 		if (!due)

@@ -21,8 +21,9 @@ void rtn_station_receive_all(struct rtn_station *s);
 /* at most @p max frames of the first port's socket (two ports: all of both) */
 void rtn_station_receive(struct rtn_station *s, uint32_t max);
 /*
- * The same before a deadline due now: the frames ahead of the first
- * tunnelled one (a Sync, RT frames); the VNIC's wait until after the send
+ * The same before a deadline due now: only the frames ahead of the first
+ * tunnelled one (a Sync, RT frames), the VNIC's waiting until after the
+ * send (two ports: all of both, as above)
  */
 void rtn_station_receive_for_deadline(struct rtn_station *s, uint32_t max);
 /* rtn_station_rx.c: whether a received frame should wake the thread now */
