@@ -186,6 +186,7 @@ def tdma_pair(
     offload: bool | None = None,
     rt2: RtSettings | None = None,
     xdp_mode: str = "auto",
+    redundant_dev: str | None = None,
 ):
     """Stations 1 (master) and 2 (slave) of ``lab`` under TDMA, each with vnic0 when ``mode``.
 
@@ -194,7 +195,8 @@ def tdma_pair(
     ``offload`` opens the TAPs with TSO/checksum offload (vnic.tap.Tap; default:
     the mode's, OFFLOAD_BY_MODE);
     ``rt2``: station 2's RT thread settings when they differ from ``rt``;
-    ``xdp_mode``: the stations' XDP attach mode (rtnet.config.XDP_MODES).
+    ``xdp_mode``: the stations' XDP attach mode (rtnet.config.XDP_MODES);
+    ``redundant_dev``: each station's second port (802.1CB), in a redundant lab.
     """
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
@@ -202,7 +204,14 @@ def tdma_pair(
         stations, taps = [], []
         for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
             st = stack.enter_context(
-                lab_station(lab, idx, settings, ethertypes=ethertypes, xdp_mode=xdp_mode)
+                lab_station(
+                    lab,
+                    idx,
+                    settings,
+                    ethertypes=ethertypes,
+                    xdp_mode=xdp_mode,
+                    redundant_dev=redundant_dev,
+                )
             )
             st.attach_tdma(cfg)
             stations.append(st)

@@ -14,7 +14,8 @@
  * RX batch), i8 receive stamp offset (0: no stamp from the XDP program),
  * the frame bytes.  Bit 7 of the mode byte: the frames are first taken as
  * before a deadline (rtn_station_receive_for_deadline), which must take
- * those ahead of the first tunnelled frame, at most eight, and no more.
+ * those ahead of the first tunnelled frame (R-TAG or not), at most eight,
+ * and no more.
  * Checked: every frame is counted once; what reaches an
  * application ring is a whole message of its EtherType, never more than
  * the ring holds; what reaches the TAP is a frame (or, with the vnet
@@ -72,9 +73,12 @@ FUZZ_UNTRACED static void before_deadline_check(void)
 
 	while (want < stub_xsk.rx_n && want < RX_BEFORE) {
 		const uint8_t *f = stub_xsk.orig[want];
-		uint32_t len = stub_xsk.rx[want].len;
+		uint32_t len = stub_xsk.rx[want].len, tag = 0;
 
-		if (f && len >= 18 && f[12] == 0x90 && f[13] == 0x21 && (f[17] & RTMAC_FLAG_TUNNEL))
+		if (f && len >= 14 && f[12] == 0xF1 && f[13] == 0xC1)
+			tag = 6; /* an R-TAG ahead of the RTmac EtherType */
+		if (f && len >= 18 + tag && f[12 + tag] == 0x90 && f[13 + tag] == 0x21 &&
+		    (f[17 + tag] & RTMAC_FLAG_TUNNEL))
 			break;
 		want++;
 	}

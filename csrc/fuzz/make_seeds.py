@@ -227,6 +227,8 @@ def seeds_station_rx() -> dict[str, bytes]:
         "deadline": u8(0 | 4 | 0x80) + rx(sync(1)) + rx(app_frame()) + rx(tunnelled(arp()))
         + rx(sync(2, 2_000_000, 1_990_000)),
         "deadline_rtag": u8(0 | 4 | 0x80) + rx(rtagged(sync(1), 1)) + rx(None)
+        + rx(rtagged(tunnelled(arp()), 2)) + rx(app_frame()),
+        "deadline_limit": u8(0 | 4 | 0x80)
         + b"".join(rx(app_frame(CHAN_TYPES[0], n)) for n in range(10)),
         "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
         + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),

@@ -87,35 +87,77 @@ static int receive_two(struct rtn_station *s)
 	}
 }
 
-/* Whether the frame first in @p x's ring is a tunnelled one (it stays there). */
-static int tunnel_frame_next(struct rtn_xsk *x)
+/* Whether @p d (@p len bytes) is a tunnelled frame: RTmac with the tunnel flag, R-TAG or not. */
+static int is_tunnel_frame(const uint8_t *d, uint32_t len)
 {
-	uint32_t len;
-	const uint8_t *d = rtn_xsk_rx_next(x, &len);
+	uint32_t at = 12; /* the EtherType */
 
-	return d && len >= 18 && rtn_get_be16(d + 12) == ETH_RTMAC && (d[17] & RTMAC_FLAG_TUNNEL);
+	if (len >= at + 2 && rtn_get_be16(d + at) == RTN_RTAG_ETHERTYPE)
+		at += RTN_RTAG_LEN; /* an IEEE 802.1CB R-TAG in front of it */
+	return len >= at + 6 && rtn_get_be16(d + at) == ETH_RTMAC &&
+	       (d[at + 5] & RTMAC_FLAG_TUNNEL);
+}
+
+/*
+ * Two ports before a deadline: frame by frame in the wires' order (the XDP
+ * stamps, the first port's on a tie, as receive_two merges them), up to the
+ * first tunnelled frame of either and at most @p max; receive_two takes the
+ * rest after the send, in the same order.  A frame without a stamp counts
+ * as received now.  Returns whether it queued a frame for the TAP.
+ */
+static int receive_two_ahead_of_tunnel(struct rtn_station *s, uint32_t max)
+{
+	struct rtn_xsk *port[2] = { s->xsk, s->xsk_b };
+	struct rtn_xsk_frame f;
+	const uint8_t *d[2];
+	uint32_t len[2], taken;
+	int64_t at[2], now = rtn_now(), rx_os;
+	int p, queued_for_tap = 0;
+
+	for (taken = 0; taken < max; taken++) {
+		for (p = 0; p < 2; p++) {
+			d[p] = rtn_xsk_rx_next(port[p], &len[p], &at[p]);
+			if (d[p] && !at[p])
+				at[p] = now;
+		}
+		if (!d[0] && !d[1])
+			break; /* nothing, or a bad descriptor first: taken after the send */
+		p = !d[0] || (d[1] && at[1] < at[0]);
+		if (is_tunnel_frame(d[p], len[p])) {
+			s->st.rx_tunnel_after_send++;
+			break;
+		}
+		if (rtn_xsk_rx_peek(port[p], &f, 1, &rx_os) != 1)
+			break;
+		queued_for_tap |= receive_one(s, &f, rx_os, (uint32_t)p);
+		rtn_xsk_rx_release(port[p]);
+	}
+	return queued_for_tap;
 }
 
 /*
  * At most @p max frames of the first port's socket; with @p tunnel_waits,
  * only those before its first tunnelled frame, which are taken one at a
- * time so that frame stays in the ring.  Two ports: all of both.
+ * time so that frame stays in the ring.  Two ports: all of both, or with
+ * @p tunnel_waits what lies ahead of either's first tunnelled frame.
  */
 static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 {
 	struct rtn_xsk_frame fr[RX_BATCH];
-	uint32_t taken = 0, batch;
-	int64_t rx_os;
+	uint32_t taken = 0, batch, len;
+	const uint8_t *next;
+	int64_t rx_os, at;
 	int n, i, queued_for_tap = 0;
 
 	/* the frames it lent the pump that the TAP has now; before a send, after it */
 	if (s->vnic && !tunnel_waits)
 		rtn_vnic_reclaim(s->vnic);
 	if (s->xsk_b) {
-		queued_for_tap = receive_two(s); /* two ports: all, in the wires' order */
+		queued_for_tap = tunnel_waits ? receive_two_ahead_of_tunnel(s, max) : receive_two(s);
 	} else {
 		for (; taken < max; taken += (uint32_t)n) {
-			if (tunnel_waits && tunnel_frame_next(s->xsk)) {
+			if (tunnel_waits && (next = rtn_xsk_rx_next(s->xsk, &len, &at)) &&
+			    is_tunnel_frame(next, len)) {
 				s->st.rx_tunnel_after_send++;
 				break;
 			}

@@ -569,24 +569,28 @@ static int rx_meta_ok(const struct rtn_xsk *x, const struct xdp_desc *d)
 	return in_chunk >= sizeof(struct rx_meta);
 }
 
+/* The XDP program's stamp in the metadata in front of @p data, or 0 where the driver kept none. */
+static int64_t meta_stamp(const struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data)
+{
+	const struct rx_meta *m = (const void *)(data - sizeof(*m));
+
+	return rx_meta_ok(x, d) && m->magic == RX_META_MAGIC ? (int64_t)m->rx_ns : 0;
+}
+
 /*
- * The frame's receive stamp: the XDP program's from the metadata in front
- * of @p data where the driver kept it (counted), else @p polled.
+ * The frame's receive stamp: the XDP program's where the driver kept it
+ * (counted), else @p polled.
  */
 static int64_t rx_stamp_of(struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data,
 			   int64_t polled, int *kernel)
 {
-	*kernel = 0;
-	if (rx_meta_ok(x, d)) {
-		const struct rx_meta *m = (const void *)(data - sizeof(*m));
+	int64_t stamp = meta_stamp(x, d, data);
 
-		if (m->magic == RX_META_MAGIC) {
-			*kernel = 1;
-			x->st.rx_kernel_ts++;
-			return (int64_t)m->rx_ns;
-		}
-	}
-	return polled;
+	*kernel = stamp != 0;
+	if (!stamp)
+		return polled;
+	x->st.rx_kernel_ts++;
+	return stamp;
 }
 
 int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us)
@@ -712,9 +716,10 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 	x->peek_kept = 0;
 }
 
-const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len)
+const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 {
 	struct xdp_desc d;
+	uint8_t *data;
 	uint32_t idx;
 
 	if (!x->open || x->peek_n || xsk_ring_cons__peek(&x->rx, 1, &idx) != 1)
@@ -723,8 +728,10 @@ const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len)
 	xsk_ring_cons__cancel(&x->rx, 1);
 	if (!desc_ok(x, &d))
 		return NULL;
+	data = xsk_umem__get_data(x->area, d.addr);
 	*len = d.len;
-	return xsk_umem__get_data(x->area, d.addr);
+	*rx_ts = meta_stamp(x, &d, data);
+	return data;
 }
 
 int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *addr)

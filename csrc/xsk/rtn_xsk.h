@@ -136,9 +136,10 @@ void rtn_xsk_rx_release(struct rtn_xsk *x);
  * The next received frame's bytes without taking it: it stays first in the
  * ring for the next peek.  NULL when the ring is empty, a peek is
  * outstanding, or its descriptor is out of the UMEM (the peek counts that
- * one); *@p len its length otherwise.  Same thread as the peek.
+ * one); otherwise *@p len its length and *@p rx_ts the XDP program's stamp
+ * (0: none; not counted, the peek counts it).  Same thread as the peek.
  */
-const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len);
+const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts);
 /**
  * Keep the peeked frame @p f past rtn_xsk_rx_release(): it stays out of the
  * fill ring, its bytes where they are, until rtn_xsk_rx_give_back(*@p addr).
