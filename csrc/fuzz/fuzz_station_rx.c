@@ -84,7 +84,7 @@ FUZZ_UNTRACED static void before_deadline_check(void)
 	}
 	rtn_station_receive_for_deadline(H.s, RX_BEFORE);
 	if (stub_xsk.rx_pos != want || stub_xsk.peeked)
-		fuzz_fail("before a deadline %u frames taken, %u ahead of a tunnel frame or the limit",
+		fuzz_fail("before a deadline %u frames taken, %u ahead of a tunnel frame",
 			  stub_xsk.rx_pos, want);
 	if ((H.s->st.rx_tunnel_after_send != held) != (want < RX_BEFORE && want < stub_xsk.rx_n))
 		fuzz_fail("a tunnel frame left until after the send, counted %llu times",

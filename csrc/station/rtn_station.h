@@ -109,9 +109,9 @@ struct rtn_station_stats {
 	int32_t running;
 	uint64_t loops; /* RT thread wake-ups, any cause */
 	uint64_t timer_wakeups;
-	uint64_t spin_waits;   /* short waits spun instead of slept */
-	uint64_t early_wakes;  /* wake_early: timer wake-ups that came before their deadline */
-	uint64_t rx_early;     /* wake_early: frames taken in the margin before a deadline */
+	uint64_t spin_waits;  /* short waits spun instead of slept */
+	uint64_t early_wakes; /* wake_early: timer wake-ups that came before their deadline */
+	uint64_t rx_early;    /* wake_early: frames taken in the margin before a deadline */
 	/* deadlines at which tunnelled frames in the ring were left until after the send */
 	uint64_t rx_tunnel_after_send;
 	int64_t wake_early_ns; /* wake_early: the margin in force (0: off) */

@@ -153,7 +153,8 @@ static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 	if (s->vnic && !tunnel_waits)
 		rtn_vnic_reclaim(s->vnic);
 	if (s->xsk_b) {
-		queued_for_tap = tunnel_waits ? receive_two_ahead_of_tunnel(s, max) : receive_two(s);
+		queued_for_tap = tunnel_waits ? receive_two_ahead_of_tunnel(s, max) :
+						receive_two(s);
 	} else {
 		for (; taken < max; taken += (uint32_t)n) {
 			if (tunnel_waits && (next = rtn_xsk_rx_next(s->xsk, &len, &at)) &&
