@@ -1,5 +1,6 @@
 """VNIC through TDMA slots between two lab stations (root, namespaces, AF_XDP)."""
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -93,6 +94,26 @@ def tcp_transfer(lab, payload: bytes) -> str:
     t.join(30)
     srv.close()
     return result.get("digest")
+
+
+@contextlib.contextmanager
+def udp_flow(lab, rate: str, length: int):
+    """An iperf3 UDP flow offering ``rate`` in datagrams of ``length`` bytes from station 1
+    to station 2's vnic0 (for up to 30 s), stopped on leaving."""
+    from rtnet.benchkit import start_iperf_server
+
+    srv = start_iperf_server(lab, lab.station(2), "198.19.0.2")
+    flow = lab.spawn(
+        lab.station(1),
+        ["iperf3", "-c", "198.19.0.2", "-u", "-b", rate, "-l", str(length), "-t", "30"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        lab.stop(flow)
+        lab.stop(srv)
 
 
 def inner_frame(outer: bytes) -> bytes:
@@ -632,22 +653,13 @@ def test_a_slaves_clock_stays_true_while_the_masters_window_is_full(lab):
     the window's frames were copied and sent (at 1000 Mbit/s, some 70 frames), and every
     slave's clock would run that far behind: -21 us median measured so.  Under a UDP flood
     through the master's window, the slave's sync error stays centred."""
-    from rtnet.benchkit import start_iperf_server
-
     with tdma_pair(lab, plan(link_rate_mbps=1000), mode="batched") as (stations, _taps):
         master, slave = stations
         # the Syncs' true one-way delay (lab truth) with the window empty, first
         d0 = slave.stats()["tdma"]["sync_delay"]
         assert wait_for(lambda: slave.stats()["tdma"]["sync_delay"].count > d0.count + 2000, 10)
         idle = slave.stats()["tdma"]["sync_delay"].since(d0)
-        srv = start_iperf_server(lab, lab.station(2), "198.19.0.2")
-        flood = lab.spawn(
-            lab.station(1),
-            ["iperf3", "-c", "198.19.0.2", "-u", "-b", "1000M", "-l", "1400", "-t", "30"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
+        with udp_flow(lab, "1000M", 1400):
             frames0 = master.stats()["tdma"]["frames_tx"]
             # the flood fills the window: measure once the windows carry it
             assert wait_for(lambda: master.stats()["tdma"]["frames_tx"] > frames0 + 20000, 10)
@@ -657,9 +669,6 @@ def test_a_slaves_clock_stays_true_while_the_masters_window_is_full(lab):
                 10,
             )
             t1, s1 = master.stats()["tdma"], slave.stats()["tdma"]
-        finally:
-            lab.stop(flood)
-            lab.stop(srv)
         per_cycle = (t1["frames_tx"] - t0["frames_tx"]) / (t1["cycles"] - t0["cycles"])
         assert per_cycle > 20, per_cycle  # the windows were full, not idle
         err = s1["sync_error"].since(s0["sync_error"])
@@ -845,12 +854,14 @@ def test_bench_keeps_the_rt_cpu_for_the_rt_threads_and_starts_iperf3_elsewhere(l
             lab.stop(srv)
 
 
+IDLE_CYCLES = 500
+
+
 def _left_until_after_the_send(lab, **pair) -> tuple[int, int, int, int]:
     """The slave's deadlines that left tunnel frames in its ring until after the send: over
-    500 cycles with nothing tunnelled, then over 1,000 cycles of a UDP flow through the
-    master's window; with the cycles and the Syncs the slave took in the flow's."""
-    from rtnet.benchkit import start_iperf_server
-
+    IDLE_CYCLES with no flow (Linux's own few packets as vnic0 comes up: neighbour
+    discovery), then over 1,000 cycles of a UDP flow through the master's window; with the
+    cycles and the Syncs the slave took in the flow's."""
     with tdma_pair(lab, plan(), mode="batched", **pair) as (stations, _taps):
         slave = stations[1]
 
@@ -860,22 +871,12 @@ def _left_until_after_the_send(lab, **pair) -> tuple[int, int, int, int]:
             return slave.stats()
 
         s0 = slave.stats()
-        s1 = after_cycles(500)
-        srv = start_iperf_server(lab, lab.station(2), "198.19.0.2")
-        flow = lab.spawn(
-            lab.station(1),
-            ["iperf3", "-c", "198.19.0.2", "-u", "-b", "50M", "-l", "1100", "-t", "30"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
+        s1 = after_cycles(IDLE_CYCLES)
+        with udp_flow(lab, "50M", 1100):
             rx0 = slave.stats()["vnic"]["tap_tx"]
             assert wait_for(lambda: slave.stats()["vnic"]["tap_tx"] > rx0 + 2000, 10)
             s2 = slave.stats()
             s3 = after_cycles(1000)
-        finally:
-            lab.stop(flow)
-            lab.stop(srv)
     return (
         s1["rx_tunnel_after_send"] - s0["rx_tunnel_after_send"],
         s3["rx_tunnel_after_send"] - s2["rx_tunnel_after_send"],
@@ -887,12 +888,12 @@ def _left_until_after_the_send(lab, **pair) -> tuple[int, int, int, int]:
 def test_a_peers_window_waits_in_the_ring_until_after_the_slots_send(lab):
     """Woken for a slot, a station takes what lies ahead of a peer's window in its ring (the
     Sync, RT frames) before it sends, and leaves the window's tunnel frames until after
-    the send: a VNIC flow adds no work between a slot's time and its frame.  With nothing
-    tunnelled there is nothing to leave; under a UDP flow through the master's window the
+    the send: a VNIC flow adds no work between a slot's time and its frame.  Without a flow
+    there is next to nothing to leave; under a UDP flow through the master's window the
     slave (which no received frame wakes under bulk traffic) leaves it at many of its
     slots, and still takes and follows every cycle's Sync."""
     idle, left, cycles, syncs = _left_until_after_the_send(lab)
-    assert idle == 0
+    assert idle <= IDLE_CYCLES // 20, idle  # a deadline in twenty: counted only when frames wait
     # three in four measured here; none when the window's frames are taken first
     assert left >= cycles // 4, (left, cycles)
     assert syncs >= cycles * 9 // 10
@@ -904,6 +905,6 @@ def test_with_two_ports_a_peers_window_waits_until_after_the_send_too():
     send, so the duplicate elimination still meets them in the wires' order."""
     with Lab("gr", 2, redundant=True) as rlab:
         idle, left, cycles, syncs = _left_until_after_the_send(rlab, redundant_dev=STATION_IF_B)
-    assert idle == 0
+    assert idle <= IDLE_CYCLES // 20, idle
     assert left >= cycles // 4, (left, cycles)
     assert syncs >= cycles * 9 // 10
