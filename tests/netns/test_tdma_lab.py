@@ -100,8 +100,12 @@ def test_three_stations_synchronise_and_calibrate(lab3):
         assert 0 < cal["delay_ns"] < 1_000_000  # a veth hop and two wake-ups, not a cycle
         assert x["tdma"]["master_mac"] == m.mac
     # the slave's clock runs 50 us (plus 100 ppm) ahead of the master's, which keeps
-    # CLOCK_MONOTONIC: global = local + offset, so offset ~ monotonic - local
-    true_offset = time.monotonic_ns() - s.local_now()
+    # CLOCK_MONOTONIC: global = local + offset, so offset ~ monotonic - local, read from the
+    # narrowest of monotonic-local-monotonic brackets: this thread is an ordinary one beside
+    # the stations' SCHED_FIFO threads, and one preemption between two plain reads put the
+    # truth 75 to 117 us off (the engine's own sync error, against the lab's truth, was
+    # about 1 us then)
+    true_offset = -global_minus_monotonic_ns(s.local_now)
     assert true_offset < -50_000
     assert abs(s.stats()["tdma"]["clock_offset_ns"] - true_offset) < 50_000
     assert abs(st[1]["tdma"]["cycle_no"] - st[0]["tdma"]["cycle_no"]) <= 1
