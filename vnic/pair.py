@@ -173,6 +173,29 @@ def lab_station(lab, idx: int, rt: RtSettings, **options) -> Station:
     return Station(ls.ifname, netns=ls.netns, mac=ls.mac, rt=rt, **options)
 
 
+def attach_vnics(stack, lab, stations, mode, mtu, qlen, offload, slot_size=None) -> list:
+    """vnic0 on each of ``stations`` (stations 1, 2, ... of ``lab``) in ``mode``, sending in
+    slot 1, entered on ``stack``; none when ``mode`` is None.  Returns the Taps."""
+    taps = []
+    for idx, st in enumerate(stations if mode else (), 1):
+        ls = lab.station(idx)
+        tap = stack.enter_context(
+            Tap(
+                "vnic0",
+                mac=ls.mac,
+                mtu=mtu,
+                netns=ls.netns,
+                address=vnic_address(idx),
+                slot_size=slot_size,
+                txqueuelen=qlen,
+                offload=OFFLOAD_BY_MODE[mode] if offload is None else offload,
+            )
+        )
+        st.attach_vnic(tap.fd, mode, slot=1)
+        taps.append(tap)
+    return taps
+
+
 @contextlib.contextmanager
 def tdma_pair(
     lab,
@@ -201,7 +224,7 @@ def tdma_pair(
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(slot_plan.cycle_us, slot_plan.link_rate_mbps)
     with contextlib.ExitStack() as stack:
-        stations, taps = [], []
+        stations = []
         for idx, cfg, settings in ((1, slot_plan.master, rt), (2, slot_plan.slave, rt2 or rt)):
             st = stack.enter_context(
                 lab_station(
@@ -218,23 +241,7 @@ def tdma_pair(
         for st in stations:
             st.start()
         wait_synced(stations, sync_timeout)
-        if mode:
-            for idx, st in enumerate(stations, 1):
-                ls = lab.station(idx)
-                tap = stack.enter_context(
-                    Tap(
-                        "vnic0",
-                        mac=ls.mac,
-                        mtu=mtu,
-                        netns=ls.netns,
-                        address=vnic_address(idx),
-                        slot_size=NRT_SLOT_SIZE,
-                        txqueuelen=qlen,
-                        offload=OFFLOAD_BY_MODE[mode] if offload is None else offload,
-                    )
-                )
-                st.attach_vnic(tap.fd, mode, slot=1)
-                taps.append(tap)
+        taps = attach_vnics(stack, lab, stations, mode, mtu, qlen, offload, NRT_SLOT_SIZE)
         yield stations, taps
         for tap in taps:
             tap.close()  # before the stations close: the namespaces outlive neither
@@ -260,7 +267,7 @@ def nomac_pair(
     mtu = mtu or NRT_SLOT_SIZE - RTMAC_HLEN
     qlen = txqueuelen_for(1000, link_rate_mbps)
     with contextlib.ExitStack() as stack:
-        stations, taps = [], []
+        stations = []
         for idx, settings in ((1, rt), (2, rt2 or rt)):
             st = stack.enter_context(
                 lab_station(
@@ -275,25 +282,10 @@ def nomac_pair(
             st.attach_nomac()
             st.start()
             stations.append(st)
-        if mode:
-            for idx, st in enumerate(stations, 1):
-                ls = lab.station(idx)
-                tap = stack.enter_context(
-                    Tap(
-                        "vnic0",
-                        mac=ls.mac,
-                        mtu=mtu,
-                        netns=ls.netns,
-                        address=vnic_address(idx),
-                        txqueuelen=qlen,
-                        offload=OFFLOAD_BY_MODE[mode] if offload is None else offload,
-                    )
-                )
-                st.attach_vnic(tap.fd, mode, slot=1)
-                taps.append(tap)
+        taps = attach_vnics(stack, lab, stations, mode, mtu, qlen, offload)
         yield stations, taps
         for tap in taps:
-            tap.close()
+            tap.close()  # before the stations close: the namespaces outlive neither
 
 
 def wait_synced(stations, timeout: float) -> None:
