@@ -143,8 +143,8 @@ static int create_socket(struct rtn_xsk *x, const struct rtn_xsk_opts *o, int ze
 		set_busy_poll(x);
 	return 0;
 }
-/* Undo create_socket() (also a half-done one), leaving the XDP program attached. */
-static void release_socket(struct rtn_xsk *x)
+/* The socket and its UMEM registration, where they exist. */
+static void delete_socket(struct rtn_xsk *x)
 {
 	if (x->xsk)
 		xsk_socket__delete(x->xsk);
@@ -153,12 +153,24 @@ static void release_socket(struct rtn_xsk *x)
 	if (x->umem)
 		xsk_umem__delete(x->umem);
 	x->umem = NULL;
+}
+
+/* The UMEM area and the free list of its TX frames, where they exist. */
+static void free_area(struct rtn_xsk *x)
+{
 	if (x->area)
 		munmap(x->area, x->area_size);
 	x->area = NULL;
 	free(x->tx_free);
 	x->tx_free = NULL;
 	x->n_tx_free = 0;
+}
+
+/* Undo create_socket() (also a half-done one), leaving the XDP program attached. */
+static void release_socket(struct rtn_xsk *x)
+{
+	delete_socket(x);
+	free_area(x);
 }
 
 int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
@@ -235,19 +247,9 @@ static void xsk_release(struct rtn_xsk *x)
 	if (!x->open)
 		return;
 	/* Reverse order of rtn_xsk_open(); each step knows if it happened. */
-	if (x->xsk)
-		xsk_socket__delete(x->xsk);
-	x->xsk = NULL;
-	x->fd = -1;
-	if (x->umem)
-		xsk_umem__delete(x->umem);
-	x->umem = NULL;
+	delete_socket(x);
 	rtn_xsk_prog_release(x);
-	if (x->area)
-		munmap(x->area, x->area_size);
-	x->area = NULL;
-	free(x->tx_free);
-	x->tx_free = NULL;
+	free_area(x);
 	if (x->netns_fd >= 0)
 		close(x->netns_fd);
 	x->netns_fd = -1;
