@@ -168,23 +168,19 @@ static int64_t wake_early_ns(const struct rtn_station *s, const struct rtn_disc_
 /*
  * Woken early for @p deadline: take what was received, a batch at a time
  * while a batch still fits before it, so that what a peer's window left in
- * the ring is not taken between the deadline and its send.  One port only:
- * two ports are taken whole, in the wires' order (receive_two), which no
- * margin bounds.  Returns whether it took the place of the few frames taken
+ * the ring is not taken between the deadline and its send (two ports: both
+ * rings, in the wires' order).  It takes the place of the few frames taken
  * right before the deadline.
  */
-static int receive_while_early(struct rtn_station *s, int64_t deadline)
+static void receive_while_early(struct rtn_station *s, int64_t deadline)
 {
 	uint64_t before = s->st.rx_frames, got;
 
-	if (s->xsk_b)
-		return 0;
 	do {
 		got = s->st.rx_frames;
 		rtn_station_receive(s, RX_BEFORE_DEADLINE);
 	} while (s->st.rx_frames != got && rtn_now() + RX_EARLY_BATCH_NS < deadline);
 	s->st.rx_early += s->st.rx_frames - before;
-	return 1;
 }
 
 /*
@@ -205,7 +201,8 @@ static int64_t early_woke(struct rtn_station *s, int64_t armed, int64_t early, i
 	if (now >= armed + early)
 		return now;
 	s->st.early_wakes++;
-	*rx_done = receive_while_early(s, armed + early);
+	receive_while_early(s, armed + early);
+	*rx_done = 1;
 	while ((now = rtn_now()) < armed + early)
 		rtn_cpu_relax();
 	return now;

@@ -99,13 +99,16 @@ static int is_tunnel_frame(const uint8_t *d, uint32_t len)
 }
 
 /*
- * Two ports before a deadline: frame by frame in the wires' order (the XDP
- * stamps, the first port's on a tie, as receive_two merges them), up to the
- * first tunnelled frame of either and at most @p max; receive_two takes the
- * rest after the send, in the same order.  A frame without a stamp counts
- * as received now.  Returns whether it queued a frame for the TAP.
+ * Two ports, at most @p max frames: frame by frame in the wires' order (the
+ * XDP stamps, the first port's on a tie, as receive_two merges them), so
+ * that what is left stays in both rings for the next take, in the same
+ * order.  With @p tunnel_waits (before a deadline) only up to the first
+ * tunnelled frame of either.  A frame without a stamp counts as received
+ * now; a bad descriptor first in a ring is left to the next whole take
+ * (receive_two), which counts it.  Returns whether it queued a frame for
+ * the TAP.
  */
-static int receive_two_ahead_of_tunnel(struct rtn_station *s, uint32_t max)
+static int receive_two_in_order(struct rtn_station *s, uint32_t max, int tunnel_waits)
 {
 	struct rtn_xsk *port[2] = { s->xsk, s->xsk_b };
 	struct rtn_xsk_frame f;
@@ -121,9 +124,9 @@ static int receive_two_ahead_of_tunnel(struct rtn_station *s, uint32_t max)
 				at[p] = now;
 		}
 		if (!d[0] && !d[1])
-			break; /* nothing, or a bad descriptor first: taken after the send */
+			break; /* nothing, or a bad descriptor first: left to the next take */
 		p = !d[0] || (d[1] && at[1] < at[0]);
-		if (is_tunnel_frame(d[p], len[p])) {
+		if (tunnel_waits && is_tunnel_frame(d[p], len[p])) {
 			s->st.rx_tunnel_after_send++;
 			break;
 		}
@@ -138,8 +141,9 @@ static int receive_two_ahead_of_tunnel(struct rtn_station *s, uint32_t max)
 /*
  * At most @p max frames of the first port's socket; with @p tunnel_waits,
  * only those before its first tunnelled frame, which are taken one at a
- * time so that frame stays in the ring.  Two ports: all of both, or with
- * @p tunnel_waits what lies ahead of either's first tunnelled frame.
+ * time so that frame stays in the ring.  Two ports: all of both, batch by
+ * batch; or at most @p max, with @p tunnel_waits only what lies ahead of
+ * either's first tunnelled frame, frame by frame.
  */
 static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 {
@@ -153,8 +157,9 @@ static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 	if (s->vnic && !tunnel_waits)
 		rtn_vnic_reclaim(s->vnic);
 	if (s->xsk_b) {
-		queued_for_tap = tunnel_waits ? receive_two_ahead_of_tunnel(s, max) :
-						receive_two(s);
+		queued_for_tap = max == UINT32_MAX && !tunnel_waits ?
+					 receive_two(s) :
+					 receive_two_in_order(s, max, tunnel_waits);
 	} else {
 		for (; taken < max; taken += (uint32_t)n) {
 			if (tunnel_waits && (next = rtn_xsk_rx_next(s->xsk, &len, &at)) &&

@@ -1,13 +1,14 @@
 """[rt] wake_early with frames waiting in the ring: a station that nothing received wakes
 (the VNIC pair: no application channel) finds the cycle's Sync and a peer's window in its
 ring when it wakes for its slot.  Woken early, it takes them in the margin, so none of that
-work lies between the slot's time and its send; without wake_early it takes none early."""
+work lies between the slot's time and its send, with one port or two; without wake_early it
+takes none early."""
 
 import time
 
 import pytest
 
-from rtnet.lab import Lab
+from rtnet.lab import STATION_IF_B, Lab
 from rtnet.station import RtSettings
 from vnic.pair import plan, tdma_pair
 
@@ -30,15 +31,18 @@ def _received(slave, at_least: int) -> dict:
     return st
 
 
-def received_early(lab_name: str, wake_early: bool) -> tuple[int, int]:
+def received_early(lab_name: str, wake_early: bool, two_ports: bool = False) -> tuple[int, int]:
     """(frames the slave took in a wake-early margin, frames it received) while FRAMES
-    arrived, after WARM_UP."""
+    arrived, after WARM_UP; with ``two_ports`` over two wires (IEEE 802.1CB), where every
+    frame arrives twice."""
     with (
-        Lab(lab_name, 2) as lab,
-        tdma_pair(lab, plan(1000, 100), rt=RtSettings(priority=80, wake_early=wake_early)) as (
-            stations,
-            _taps,
-        ),
+        Lab(lab_name, 2, redundant=two_ports) as lab,
+        tdma_pair(
+            lab,
+            plan(1000, 100),
+            rt=RtSettings(priority=80, wake_early=wake_early),
+            redundant_dev=STATION_IF_B if two_ports else None,
+        ) as (stations, _taps),
     ):
         slave = stations[1]
         before = _received(slave, WARM_UP)
@@ -48,6 +52,11 @@ def received_early(lab_name: str, wake_early: bool) -> tuple[int, int]:
 
 def test_woken_early_the_slave_takes_its_ring_in_the_margin():
     early, received = received_early("wr", True)
+    assert early >= received // 2, (early, received)
+
+
+def test_with_two_ports_woken_early_the_slave_takes_both_rings_in_the_margin():
+    early, received = received_early("wr2", True, two_ports=True)
     assert early >= received // 2, (early, received)
 
 
