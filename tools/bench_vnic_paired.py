@@ -26,8 +26,12 @@ The rules, fixed before any run:
   resolved on this machine" when the runs' spread is larger than the gap to the target
   (tools.bench_aggregate.verdict).  Every run is kept in the JSON.
 
+``--two-ports`` runs the pair over two wires (IEEE 802.1CB: every frame sent on both,
+the copies eliminated on receipt), as ``rtnetctl lab up --redundant`` does.
+
     python3 -m tools.bench_vnic_paired [--runs 3] [--link-rates 100,1000] [--pairs 6]
-                                       [--block-s 3] [--wake-early] [--output PATH]
+                                       [--block-s 3] [--wake-early] [--two-ports]
+                                       [--output PATH]
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet.argtypes import integer, integer_list
 from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.errors import ConfigError
-from rtnet.lab import Lab
+from rtnet.lab import STATION_IF_B, Lab
 from rtnet.stall import STALL_PAD_NS, StallDetector, TakenSpans
 from rtnet.station import RtSettings
 from tools.bench_aggregate import UNRESOLVED, show, spread, verdict
@@ -86,13 +90,15 @@ def _collect(stations, marks: list, block: Block) -> None:
         block.lateness += [(at, ns) for at, ns in late if block.lo_ns <= at < block.hi_ns]
 
 
-def run_rate(rate: int, pairs: int, block_s: float, wake_early: bool, log) -> dict:
+def run_rate(
+    rate: int, pairs: int, block_s: float, wake_early: bool, log, two_ports: bool = False
+) -> dict:
     """One run at one modelled link rate: the blocks and their figures."""
     p = plan(1000, rate)  # checked in main()
     rt_cpu, app_cpus = cpu_isolation("auto")
     blocks: list[Block] = []
     with (
-        Lab(LAB, 2) as lab,
+        Lab(LAB, 2, redundant=two_ports) as lab,
         StallDetector(range(os.cpu_count() or 1)) as det,
         tdma_pair(
             lab,
@@ -100,6 +106,7 @@ def run_rate(rate: int, pairs: int, block_s: float, wake_early: bool, log) -> di
             mode="batched",
             mtu=MAX_MTU,
             rt=RtSettings(priority=80, cpu=rt_cpu, wake_early=wake_early),
+            redundant_dev=STATION_IF_B if two_ports else None,
         ) as (stations, _taps),
     ):
         for st in stations:
@@ -213,6 +220,7 @@ def main(argv=None) -> int:
     p.add_argument("--pairs", type=integer("pairs", 1, 100), default=6)
     p.add_argument("--block-s", type=integer("block-s", 2, 60), default=3)
     p.add_argument("--wake-early", action="store_true")
+    p.add_argument("--two-ports", action="store_true", help="two wires, IEEE 802.1CB")
     p.add_argument("--output", default=None, help="default results/bench_vnic_paired/<code>.json")
     a = p.parse_args(argv)
     rates = a.link_rates
@@ -223,7 +231,11 @@ def main(argv=None) -> int:
             check_args(a.block_s, 1000, r, None, LAB, "results/x.json", "results/x.png", "on")
     except ConfigError as exc:
         p.error(str(exc))
-    code = code_version() + ("-wake-early" if a.wake_early else "")
+    code = (
+        code_version()
+        + ("-wake-early" if a.wake_early else "")
+        + ("-two-ports" if a.two_ports else "")
+    )
     out = a.output or os.path.join("results", "bench_vnic_paired", f"{code}.json")
     doc = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -235,6 +247,7 @@ def main(argv=None) -> int:
             "settle_s": SETTLE_S,
             "stall_pad_ns": STALL_PAD_NS,
             "wake_early": a.wake_early,
+            "two_ports": a.two_ports,
         },
         "runs": [],
     }
@@ -244,7 +257,12 @@ def main(argv=None) -> int:
         for rate in rates:
             try:
                 run["rates"][str(rate)] = run_rate(
-                    rate, a.pairs, a.block_s, a.wake_early, lambda s: print(s, flush=True)
+                    rate,
+                    a.pairs,
+                    a.block_s,
+                    a.wake_early,
+                    lambda s: print(s, flush=True),
+                    two_ports=a.two_ports,
                 )
             except Exception as exc:  # kept, marked failed: the series goes on
                 run["rates"][str(rate)] = {"failed": f"{type(exc).__name__}: {exc}"}
