@@ -189,10 +189,12 @@ def rtagged(frame: bytes, seq: int) -> bytes:
     return frame[:12] + b"\xf1\xc1\x00\x00" + struct.pack(">H", seq) + frame[12:]
 
 
-def rx(frame: bytes | None, ts=0, end=False) -> bytes:
+def rx(frame: bytes | None, ts=0, end=False, port_b=False) -> bytes:
     w = (len(frame) if frame is not None else 0) & 0x7FF
     if frame is None:
         w |= 0x800
+    if port_b:  # received on the station's second port
+        w |= 0x1000
     if end:
         w |= 0x8000
     return u16(w) + u8(ts) + (frame or b"")
@@ -230,6 +232,17 @@ def seeds_station_rx() -> dict[str, bytes]:
         + rx(rtagged(tunnelled(arp()), 2)) + rx(app_frame()),
         "deadline_limit": u8(0 | 4 | 0x80)
         + b"".join(rx(app_frame(CHAN_TYPES[0], n)) for n in range(10)),
+        # two ports: both copies of tagged frames, stamps deciding the wires' order (a tie:
+        # the first port's), a tunnelled frame on the second wire first in that order
+        "two_ports": u8(0 | 4) + rx(rtagged(sync(1), 1), ts=2) + rx(rtagged(sync(1), 1), ts=1,
+                                                                    port_b=True)
+        + rx(rtagged(app_frame(), 2), ts=3) + rx(rtagged(app_frame(), 2), ts=3, port_b=True)
+        + rx(rtagged(tunnelled(arp()), 3), ts=4) + rx(rtagged(tunnelled(arp()), 3), ts=4,
+                                                      port_b=True),
+        "two_ports_deadline": u8(0 | 4 | 0x80) + rx(rtagged(sync(1), 1), ts=2)
+        + rx(rtagged(tunnelled(arp()), 2), ts=1, port_b=True) + rx(rtagged(app_frame(), 3), ts=3),
+        "two_ports_bad_desc": u8(0 | 4 | 0x80) + rx(None) + rx(rtagged(sync(1), 1))
+        + rx(rtagged(sync(1), 1), port_b=True) + rx(rtagged(app_frame(), 2), port_b=True),
         "odd": u8(0 | 4) + rx(None) + rx(b"\x01\x02") + rx(arp(), end=True) + rx(sync()[:17])
         + rx(tunnelled(tcp4(b"a"))[:18]) + rx(app_frame(0x0800)),
     }

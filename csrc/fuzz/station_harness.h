@@ -76,15 +76,16 @@ struct rtn_xsk {
 	int tx_full; /* sends fail with -EAGAIN, as with a full TX ring */
 	uint64_t tx_frames;
 	uint8_t tx_copy[XSK_FRAME_SIZE];
-};
-
-static struct rtn_xsk stub_xsk;
-
-/* The stub's frames kept past their peek (rtn_xsk_rx_keep), apart from the socket. */
-static struct {
+	/* the frames kept past their peek (rtn_xsk_rx_keep) */
 	uint32_t peek_at;	   /* rx[] index of the outstanding peek's first frame */
 	uint8_t kept[STUB_RX_MAX]; /* frames kept and not yet given back */
-	int keep_all;		   /* every frame kept (the cost harness), not every other */
+};
+
+/* The station's first port, and the second one a target may give it (H.s->xsk_b). */
+static struct rtn_xsk stub_xsk, stub_xsk_b;
+
+static struct {
+	int keep_all; /* every frame kept (the cost harness), not every other */
 } stub_keep;
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out)
@@ -210,7 +211,7 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 		fuzz_fail("rtn_xsk_rx_peek again without rtn_xsk_rx_release");
 	if (rx_ts)
 		*rx_ts = fuzz_clock_ns;
-	stub_keep.peek_at = x->rx_pos;
+	x->peek_at = x->rx_pos;
 	while (n < max && x->rx_pos < x->rx_n) {
 		frames[n++] = x->rx[x->rx_pos]; /* index: its place in rx[] (see rtn_xsk_rx_keep) */
 		if (x->batch_end[x->rx_pos++])
@@ -246,21 +247,21 @@ int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *
 {
 	uint32_t i = f->index; /* the stub's frames carry their place in rx[] */
 
-	if (!x->peeked || i < stub_keep.peek_at || i >= x->rx_pos || !f->data || stub_keep.kept[i])
+	if (!x->peeked || i < x->peek_at || i >= x->rx_pos || !f->data || x->kept[i])
 		fuzz_fail("rtn_xsk_rx_keep of a frame not in the peek");
 	if ((i & 1) && !stub_keep.keep_all)
 		return -ENOBUFS;
-	stub_keep.kept[i] = 1;
+	x->kept[i] = 1;
 	*addr = i;
 	return 0;
 }
 
 void rtn_xsk_rx_give_back(struct rtn_xsk *x, uint64_t addr)
 {
-	if (addr >= STUB_RX_MAX || !stub_keep.kept[addr])
+	if (addr >= STUB_RX_MAX || !x->kept[addr])
 		fuzz_fail("rtn_xsk_rx_give_back of frame %llu, which is not kept",
 			  (unsigned long long)addr);
-	stub_keep.kept[addr] = 0;
+	x->kept[addr] = 0;
 }
 
 /* The XDP program's IPv4 maps (rtn_xsk_ip.c): nothing to steer without a kernel. */
@@ -285,11 +286,13 @@ int rtn_xsk_arp_solicit(struct rtn_xsk *x, uint32_t ip, int on)
 	return 0;
 }
 
-/* Queue a received frame (copied to a buffer of exactly @p len bytes; NULL: a bad descriptor). */
-static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts, int end_batch)
+/*
+ * Queue a frame received on @p x (copied to a buffer of exactly @p len
+ * bytes; NULL: a bad descriptor).
+ */
+static inline void stub_rx_add_to(struct rtn_xsk *x, const uint8_t *data, uint32_t len,
+				  int64_t rx_ts, int end_batch)
 {
-	struct rtn_xsk *x = &stub_xsk;
-
 	if (x->rx_n >= STUB_RX_MAX)
 		return;
 	x->rx[x->rx_n] = (struct rtn_xsk_frame){ .data = data ? fuzz_exact_copy(data, len) : NULL,
@@ -301,16 +304,28 @@ static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts,
 	x->batch_end[x->rx_n++] = (uint8_t)end_batch;
 }
 
-FUZZ_UNTRACED static void stub_rx_clear(void)
+/* Queue a frame received on the first port. */
+static inline void stub_rx_add(const uint8_t *data, uint32_t len, int64_t rx_ts, int end_batch)
+{
+	stub_rx_add_to(&stub_xsk, data, len, rx_ts, end_batch);
+}
+
+FUZZ_UNTRACED static void stub_rx_clear_one(struct rtn_xsk *x)
 {
 	uint32_t i;
 
-	for (i = 0; i < stub_xsk.rx_n; i++) {
-		free(stub_xsk.rx[i].data);
-		free(stub_xsk.orig[i]);
+	for (i = 0; i < x->rx_n; i++) {
+		free(x->rx[i].data);
+		free(x->orig[i]);
 	}
-	stub_xsk.rx_n = stub_xsk.rx_pos = 0;
-	stub_xsk.peeked = 0;
+	x->rx_n = x->rx_pos = 0;
+	x->peeked = 0;
+}
+
+FUZZ_UNTRACED static void stub_rx_clear(void)
+{
+	stub_rx_clear_one(&stub_xsk);
+	stub_rx_clear_one(&stub_xsk_b);
 }
 
 /* ---- the real-time thread: never started ---------------------------------- */
@@ -472,8 +487,9 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s = H.s;
 	fuzz_clock_ns = STATION_T0;
 	stub_rx_clear();
-	stub_xsk.tx_full = m->tx_full;
-	stub_xsk.tx_frames = 0;
+	stub_xsk.tx_full = stub_xsk_b.tx_full = m->tx_full;
+	stub_xsk.tx_frames = stub_xsk_b.tx_frames = 0;
+	s->xsk_b = NULL; /* one port, unless the target gives it the second */
 
 	memset(&s->st, 0, sizeof(s->st));
 	/* the stream table (one port: the sequence generators are never used) */
@@ -505,7 +521,9 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 	s->vnic = m->vnic_live ? s->vnic_ctl : NULL;
 	if (rtn_vnic_reset(s->vnic_ctl, RTN_VNIC_BATCHED, 1, m->vnet))
 		fuzz_fail("cannot reset the VNIC: %s", rtn_last_error());
-	memset(stub_keep.kept, 0, sizeof(stub_keep.kept)); /* rtn_vnic_reset dropped the loans */
+	/* rtn_vnic_reset dropped the loans */
+	memset(stub_xsk.kept, 0, sizeof(stub_xsk.kept));
+	memset(stub_xsk_b.kept, 0, sizeof(stub_xsk_b.kept));
 	drain_socket(H.tap_peer);
 
 	for (i = 0; i < N_CHANS; i++) {
