@@ -14,8 +14,10 @@
  * - rtn_xsk_*: a socket whose receive ring returns the frames the harness
  *   queued (each in a buffer of exactly its length, so a read past a frame
  *   is caught), and whose send checks and copies every frame it is given
- *   but those sent in place from the frames it lends the VNIC;
- *   defined here, so the link takes these in place of rtn_xsk.o's;
+ *   but those sent in place from the frames it lends the VNIC; two of
+ *   them, the second a target may give the station as its second port
+ *   (H.s->xsk_b, NULL after each reset); defined here, so the link takes
+ *   these in place of rtn_xsk.o's;
  * - rtn_rt_*: never started (the harness calls what the RT thread would);
  *   defined here too, in place of rtn_rt.o's;
  * - rtn_now(): a virtual clock the harness moves (the clock port of
