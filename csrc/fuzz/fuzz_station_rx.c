@@ -30,15 +30,19 @@
 
 static const uint16_t probe_types[4] = { 0, 0x88B5, 0x88B7, 0x0800 };
 
-/* Every received frame is in the capture, in order, as long and with the bytes it had. */
-FUZZ_UNTRACED static void capture_check(uint32_t frames)
+/*
+ * Every received frame is in the capture; with one port in order, as long
+ * and with the bytes it had (two ports' frames interleave in the wires'
+ * order, and the copies of the two wires are alike: only counted).
+ */
+FUZZ_UNTRACED static void capture_check(uint32_t frames, int one_port)
 {
 	static struct rtn_cap_rec rec[STUB_RX_MAX];
 	int n = rtn_capture_read(H.cap, rec, STUB_RX_MAX);
 
 	if (n != (int)frames)
 		fuzz_fail("%u frames received, %d captured", frames, n);
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; one_port && i < n; i++) {
 		const struct rtn_xsk_frame *f = &stub_xsk.rx[i];
 
 		if (rec[i].h.dir != RTN_CAP_RX || rec[i].h.orig_len != f->len ||
@@ -215,8 +219,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    stub_xsk_b.rx_pos != stub_xsk_b.rx_n || stub_xsk_b.peeked)
 		fuzz_fail("rtn_station_receive_all left %u and %u frames in the rings",
 			  stub_xsk.rx_n - stub_xsk.rx_pos, stub_xsk_b.rx_n - stub_xsk_b.rx_pos);
-	if (H.s->cap && !on[1]) /* in order: one port's frames (two ports' interleave) */
-		capture_check(frames);
+	if (H.s->cap)
+		capture_check(frames, !on[1]);
 	if (m.vnic_live) {
 		rtn_vnic_write_all(H.s->vnic_ctl);
 		tap_drain_check(m.vnet);
