@@ -72,7 +72,8 @@ class Block:
 
     def __init__(self, kind: str, lo_ns: int, hi_ns: int):
         self.kind, self.lo_ns, self.hi_ns = kind, lo_ns, hi_ns
-        self.lateness: list[tuple[int, int]] = []  # (at, late) ns
+        self.lateness: list[tuple[int, int]] = []  # (at, late) ns, both stations
+        self.lateness_by_station: dict[int, list[tuple[int, int]]] = {}  # index: the same
         self.misses: list = []  # SlotMiss records
         self.goodput_mbps: float | None = None
 
@@ -87,7 +88,9 @@ def _collect(stations, marks: list, block: Block) -> None:
         late, l1 = st.slot0_lateness(l0)
         marks[i] = (m1, l1)
         block.misses += [m for m in misses if block.lo_ns <= m.at_ns < block.hi_ns]
-        block.lateness += [(at, ns) for at, ns in late if block.lo_ns <= at < block.hi_ns]
+        mine = [(at, ns) for at, ns in late if block.lo_ns <= at < block.hi_ns]
+        block.lateness += mine
+        block.lateness_by_station.setdefault(i, []).extend(mine)
 
 
 def run_rate(
@@ -129,12 +132,21 @@ def run_rate(
     return figures(blocks, spans, p.cycle_us * 1000, len(stations), rate, log)
 
 
+def _p99_us(late_ns: list) -> float | None:
+    return float(np.percentile(late_ns, 99, method="inverted_cdf")) / 1000 if late_ns else None
+
+
 def figures(blocks: list[Block], spans: TakenSpans, cycle_ns: int, n_st: int, rate, log):
-    """A run's figures from its blocks (see the module's docstring)."""
+    """A run's figures from its blocks (see the module's docstring); the lateness p99 also
+    by station (the master first), which the verdicts do not use."""
     side = {}
     for kind in ("flow", "idle"):
         bs = [b for b in blocks if b.kind == kind]
         late = [ns for b in bs for at, ns in b.lateness if not spans.covers(at)]
+        by_station: dict[int, list] = {}
+        for b in bs:
+            for i, recs in b.lateness_by_station.items():
+                by_station.setdefault(i, []).extend(ns for at, ns in recs if not spans.covers(at))
         left_out = sum(1 for b in bs for at, _ns in b.lateness if spans.covers(at))
         missed = sum(m.slots for b in bs for m in b.misses if not spans.covers(m.at_ns))
         missed_vm = sum(m.slots for b in bs for m in b.misses if spans.covers(m.at_ns))
@@ -145,9 +157,8 @@ def figures(blocks: list[Block], spans: TakenSpans, cycle_ns: int, n_st: int, ra
             "lateness_samples": len(late),
             "lateness_in_stalls": left_out,
             "lateness_p50_us": float(np.percentile(late, 50)) / 1000 if late else None,
-            "lateness_p99_us": (
-                float(np.percentile(late, 99, method="inverted_cdf")) / 1000 if late else None
-            ),
+            "lateness_p99_us": _p99_us(late),
+            "lateness_p99_us_by_station": [_p99_us(by_station[i]) for i in sorted(by_station)],
             "missed": missed,
             "missed_in_stalls": missed_vm,
             "missed_per_1000_cycles": 1000 * missed / cycles if cycles else None,
@@ -174,9 +185,15 @@ def figures(blocks: list[Block], spans: TakenSpans, cycle_ns: int, n_st: int, ra
         f"({f['lateness_samples']}/{i['lateness_samples']} samples, "
         f"{f['lateness_in_stalls']}/{i['lateness_in_stalls']} left out); missed per 1,000 "
         f"cycles flow {f['missed_per_1000_cycles']:.2f}, idle {i['missed_per_1000_cycles']:.2f} "
-        f"({f['missed_in_stalls']}/{i['missed_in_stalls']} more in VM stalls)"
+        f"({f['missed_in_stalls']}/{i['missed_in_stalls']} more in VM stalls); lateness p99 by "
+        f"station (master/slave) flow {_per_station(f['lateness_p99_us_by_station'])} us, "
+        f"idle {_per_station(i['lateness_p99_us_by_station'])} us"
     )
     return out
+
+
+def _per_station(figs) -> str:
+    return "/".join(show(v, 1) for v in figs) or "-"
 
 
 def report(runs: list[dict], rates: list[int]) -> list[str]:
@@ -193,8 +210,14 @@ def report(runs: list[dict], rates: list[int]) -> list[str]:
         lines.append(f"{rate} Mbit/s modelled, {len(rs)} runs (median [min..max]):")
         lines.append(f"  TCP goodput in the flow blocks: {show(good, 0)} Mbit/s")
         for label, side in (("flow", "flow"), ("idle", "idle")):
+            by_station = [r[side].get("lateness_p99_us_by_station") or [] for r in rs]
+            per_station = [
+                spread([s[k] for s in by_station if len(s) > k])
+                for k in range(max(map(len, by_station)))
+            ]
             lines.append(
-                f"  {label}: RT lateness p99 {show(spread([r[side]['lateness_p99_us'] for r in rs]), 1)} us, "
+                f"  {label}: RT lateness p99 {show(spread([r[side]['lateness_p99_us'] for r in rs]), 1)} us "
+                f"(by station, master/slave: {_per_station(per_station)}), "
                 f"missed {show(spread([r[side]['missed_per_1000_cycles'] for r in rs]), 2)} per 1,000 cycles"
             )
         v = verdict(lat, LATENESS_TARGET_US, "at_most") if lat is not None else UNRESOLVED

@@ -41,6 +41,23 @@ def test_each_side_pools_its_own_blocks_and_the_figure_is_flow_minus_idle():
     assert f["flow"]["goodput_mbps"] == 71.0 and f["idle"]["goodput_mbps"] is None
 
 
+def test_the_lateness_p99_is_also_given_by_station_outside_the_stalls():
+    blocks = [block("flow", 0, [0]), block("idle", 1000, [0])]
+    for b, master_us, slave_us in ((blocks[0], 5, 30), (blocks[1], 4, 6)):
+        recs = [(at, 0) for at, _ in b.lateness]
+        b.lateness_by_station = {
+            0: [(at, master_us * 1000) for at, _ in recs],
+            1: [(at, slave_us * 1000) for at, _ in recs],
+        }
+    blocks[0].lateness_by_station[1][700] = (700 * MS, 900_000)  # in the stall below
+    spans = TakenSpans([Stall(0, 700 * MS, 701 * MS)], 2 * MS)
+    f = figures(blocks, spans, CYCLE_NS, 2, 100, log=lambda s: None)
+    assert f["flow"]["lateness_p99_us_by_station"] == [5.0, 30.0]
+    assert f["idle"]["lateness_p99_us_by_station"] == [4.0, 6.0]
+    lines = report([{"rates": {"100": f}}], [100])
+    assert any("master/slave: 5.0/30.0" in line for line in lines), lines
+
+
 def test_what_falls_in_a_stall_of_the_vm_is_left_out_and_counted_apart():
     # the hypervisor took a CPU for 1 ms at 500 ms: +-2 ms around it is the VM's
     stall = Stall(0, 500 * MS, 501 * MS)
