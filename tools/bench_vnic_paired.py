@@ -72,8 +72,7 @@ class Block:
 
     def __init__(self, kind: str, lo_ns: int, hi_ns: int):
         self.kind, self.lo_ns, self.hi_ns = kind, lo_ns, hi_ns
-        self.lateness: list[tuple[int, int]] = []  # (at, late) ns, both stations
-        self.lateness_by_station: dict[int, list[tuple[int, int]]] = {}  # index: the same
+        self.lateness: dict[int, list[tuple[int, int]]] = {}  # station index: (at, late) ns
         self.misses: list = []  # SlotMiss records
         self.goodput_mbps: float | None = None
 
@@ -88,9 +87,9 @@ def _collect(stations, marks: list, block: Block) -> None:
         late, l1 = st.slot0_lateness(l0)
         marks[i] = (m1, l1)
         block.misses += [m for m in misses if block.lo_ns <= m.at_ns < block.hi_ns]
-        mine = [(at, ns) for at, ns in late if block.lo_ns <= at < block.hi_ns]
-        block.lateness += mine
-        block.lateness_by_station.setdefault(i, []).extend(mine)
+        block.lateness.setdefault(i, []).extend(
+            (at, ns) for at, ns in late if block.lo_ns <= at < block.hi_ns
+        )
 
 
 def run_rate(
@@ -142,12 +141,13 @@ def figures(blocks: list[Block], spans: TakenSpans, cycle_ns: int, n_st: int, ra
     side = {}
     for kind in ("flow", "idle"):
         bs = [b for b in blocks if b.kind == kind]
-        late = [ns for b in bs for at, ns in b.lateness if not spans.covers(at)]
         by_station: dict[int, list] = {}
+        left_out = 0
         for b in bs:
-            for i, recs in b.lateness_by_station.items():
+            for i, recs in b.lateness.items():
                 by_station.setdefault(i, []).extend(ns for at, ns in recs if not spans.covers(at))
-        left_out = sum(1 for b in bs for at, _ns in b.lateness if spans.covers(at))
+                left_out += sum(1 for at, _ns in recs if spans.covers(at))
+        late = [ns for i in sorted(by_station) for ns in by_station[i]]
         missed = sum(m.slots for b in bs for m in b.misses if not spans.covers(m.at_ns))
         missed_vm = sum(m.slots for b in bs for m in b.misses if spans.covers(m.at_ns))
         cycles = sum(b.hi_ns - b.lo_ns for b in bs) / cycle_ns * n_st

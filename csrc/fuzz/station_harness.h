@@ -234,7 +234,8 @@ const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 	if (x->peeked || x->rx_pos >= x->rx_n || !x->rx[x->rx_pos].data)
 		return NULL;
 	*len = x->rx[x->rx_pos].len;
-	*rx_ts = x->rx[x->rx_pos].rx_ts;
+	if (rx_ts)
+		*rx_ts = x->rx[x->rx_pos].rx_ts;
 	return x->rx[x->rx_pos].data;
 }
 

@@ -18,12 +18,12 @@ struct rtn_station;
 
 /* rtn_station_rx.c: take what the sockets hold, both ports merged by arrival */
 void rtn_station_receive_all(struct rtn_station *s);
-/* at most @p max frames of the first port's socket (two ports: all of both) */
+/* at most @p max frames (two ports: of both, in the wires' order) */
 void rtn_station_receive(struct rtn_station *s, uint32_t max);
 /*
  * The same before a deadline due now: only the frames ahead of the first
- * tunnelled one (a Sync, RT frames), the VNIC's waiting until after the
- * send (two ports: all of both, as above)
+ * tunnelled one (a Sync, RT frames; two ports: of either), the VNIC's
+ * waiting until after the send
  */
 void rtn_station_receive_for_deadline(struct rtn_station *s, uint32_t max);
 /* rtn_station_rx.c: whether a received frame should wake the thread now */

@@ -150,7 +150,7 @@ static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 	struct rtn_xsk_frame fr[RX_BATCH];
 	uint32_t taken = 0, batch, len;
 	const uint8_t *next;
-	int64_t rx_os, at;
+	int64_t rx_os;
 	int n, i, queued_for_tap = 0;
 
 	/* the frames it lent the pump that the TAP has now; before a send, after it */
@@ -162,7 +162,7 @@ static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
 					 receive_two_in_order(s, max, tunnel_waits);
 	} else {
 		for (; taken < max; taken += (uint32_t)n) {
-			if (tunnel_waits && (next = rtn_xsk_rx_next(s->xsk, &len, &at)) &&
+			if (tunnel_waits && (next = rtn_xsk_rx_next(s->xsk, &len, NULL)) &&
 			    is_tunnel_frame(next, len)) {
 				s->st.rx_tunnel_after_send++;
 				break;

@@ -732,7 +732,8 @@ const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 		return NULL;
 	data = xsk_umem__get_data(x->area, d.addr);
 	*len = d.len;
-	*rx_ts = meta_stamp(x, &d, data);
+	if (rx_ts)
+		*rx_ts = meta_stamp(x, &d, data);
 	return data;
 }
 

@@ -136,8 +136,9 @@ void rtn_xsk_rx_release(struct rtn_xsk *x);
  * The next received frame's bytes without taking it: it stays first in the
  * ring for the next peek.  NULL when the ring is empty, a peek is
  * outstanding, or its descriptor is out of the UMEM (the peek counts that
- * one); otherwise *@p len its length and *@p rx_ts the XDP program's stamp
- * (0: none; not counted, the peek counts it).  Same thread as the peek.
+ * one); otherwise *@p len its length and, unless @p rx_ts is NULL, *@p rx_ts
+ * the XDP program's stamp (0: none; not counted, the peek counts it).  Same
+ * thread as the peek.
  */
 const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts);
 /**

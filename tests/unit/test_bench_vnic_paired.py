@@ -14,7 +14,9 @@ def block(kind, lo_ms, lateness_us, misses=(), goodput=None):
     """A 1 s block from ``lo_ms`` with one lateness sample a millisecond (``lateness_us``
     repeated) and ``misses`` as (at_ms, slots)."""
     b = Block(kind, lo_ms * MS, (lo_ms + 1000) * MS)
-    b.lateness = [((lo_ms + k) * MS, lateness_us[k % len(lateness_us)] * 1000) for k in range(1000)]
+    b.lateness = {
+        0: [((lo_ms + k) * MS, lateness_us[k % len(lateness_us)] * 1000) for k in range(1000)]
+    }
     b.misses = [SlotMiss((lo_ms + at) * MS, 0, slots, 0) for at, slots in misses]
     b.goodput_mbps = goodput
     return b
@@ -44,12 +46,12 @@ def test_each_side_pools_its_own_blocks_and_the_figure_is_flow_minus_idle():
 def test_the_lateness_p99_is_also_given_by_station_outside_the_stalls():
     blocks = [block("flow", 0, [0]), block("idle", 1000, [0])]
     for b, master_us, slave_us in ((blocks[0], 5, 30), (blocks[1], 4, 6)):
-        recs = [(at, 0) for at, _ in b.lateness]
-        b.lateness_by_station = {
-            0: [(at, master_us * 1000) for at, _ in recs],
-            1: [(at, slave_us * 1000) for at, _ in recs],
+        ats = [at for at, _ in b.lateness[0]]
+        b.lateness = {
+            0: [(at, master_us * 1000) for at in ats],
+            1: [(at, slave_us * 1000) for at in ats],
         }
-    blocks[0].lateness_by_station[1][700] = (700 * MS, 900_000)  # in the stall below
+    blocks[0].lateness[1][700] = (700 * MS, 900_000)  # in the stall below
     spans = TakenSpans([Stall(0, 700 * MS, 701 * MS)], 2 * MS)
     f = figures(blocks, spans, CYCLE_NS, 2, 100, log=lambda s: None)
     assert f["flow"]["lateness_p99_us_by_station"] == [5.0, 30.0]
@@ -67,7 +69,7 @@ def test_what_falls_in_a_stall_of_the_vm_is_left_out_and_counted_apart():
         block("flow", 0, [10], misses=[(500, 3), (800, 1)]),
         block("idle", 1000, [10]),
     ]
-    blocks[0].lateness[500] = (500 * MS, 900_000)  # 900 us late, inside the stall
+    blocks[0].lateness[0][500] = (500 * MS, 900_000)  # 900 us late, inside the stall
     f = figures(blocks, spans, CYCLE_NS, 1, 100, log=lambda s: None)
     assert f["flow"]["lateness_in_stalls"] == 6  # 498..503 ms
     assert f["flow"]["lateness_samples"] == 994
