@@ -18,12 +18,12 @@
 #include "rtn_core.h"
 #include "rtn_xdp_detach.h"
 
-static int query(int ifindex, unsigned int mode_flag, unsigned int *prog_id)
-{
-	return bpf_xdp_query_id(ifindex, mode_flag, prog_id);
-}
-
-int rtn_xdp_attached(const char *ifname)
+/*
+ * The XDP programs on @p ifname, in driver and in SKB mode, counted; with
+ * @p detach each one found is detached as well.  Counting fails on a query
+ * that fails; detaching passes over it, to remove what it can.
+ */
+static int walk_attached(const char *ifname, int detach)
 {
 	static const unsigned int modes[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
 	int ifindex = if_nametoindex(ifname);
@@ -35,34 +35,27 @@ int rtn_xdp_attached(const char *ifname)
 		return rtn_set_error(-ENODEV, "%s: no such interface", ifname);
 	for (i = 0; i < 2; i++) {
 		id = 0;
-		err = query(ifindex, modes[i], &id);
-		if (err)
+		err = bpf_xdp_query_id(ifindex, modes[i], &id);
+		if (err && !detach)
 			return rtn_set_error(err, "%s: query XDP program: %s", ifname,
 					     strerror(-err));
-		n += id != 0;
-	}
-	return n;
-}
-
-int rtn_xdp_detach(const char *ifname)
-{
-	static const unsigned int modes[] = { XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE };
-	int ifindex = if_nametoindex(ifname);
-	unsigned int i, id;
-	int n = 0, err;
-
-	rtn_clear_error();
-	if (!ifindex)
-		return rtn_set_error(-ENODEV, "%s: no such interface", ifname);
-	for (i = 0; i < 2; i++) {
-		id = 0;
-		if (query(ifindex, modes[i], &id) || !id)
+		if (err || !id)
 			continue;
-		err = bpf_xdp_detach(ifindex, modes[i], NULL);
+		err = detach ? bpf_xdp_detach(ifindex, modes[i], NULL) : 0;
 		if (err)
 			return rtn_set_error(err, "%s: detach XDP program %u: %s", ifname, id,
 					     strerror(-err));
 		n++;
 	}
 	return n;
+}
+
+int rtn_xdp_attached(const char *ifname)
+{
+	return walk_attached(ifname, 0);
+}
+
+int rtn_xdp_detach(const char *ifname)
+{
+	return walk_attached(ifname, 1);
 }
