@@ -638,25 +638,29 @@ class Run:
         self.wait_ready(srv)
         return srv
 
+    def client_argv(self, mode: str, size: int, seconds: float) -> list:
+        """sockperf's client in ``mode`` (ping-pong, throughput) towards station 2's server,
+        ``size``-byte datagrams for ``seconds``."""
+        return [
+            "sockperf",
+            mode,
+            "-i",
+            self.s2.ip,
+            "-p",
+            str(PORT),
+            "-m",
+            str(size),
+            "-t",
+            f"{seconds:g}",
+        ]
+
     def sockperf_pingpong(self, rt: bool, flood_dev) -> dict:
         a = self.a
 
         def go():
             cli = self.start(
                 self.s1,
-                [
-                    "sockperf",
-                    "ping-pong",
-                    "-i",
-                    self.s2.ip,
-                    "-p",
-                    str(PORT),
-                    "-m",
-                    str(PP_SIZE),
-                    "-t",
-                    f"{a.seconds:g}",
-                    "--full-rtt",
-                ],
+                [*self.client_argv("ping-pong", PP_SIZE, a.seconds), "--full-rtt"],
                 rt=rt,
             )
             return parse_pingpong(self.run_to_end(cli, a.seconds + 60, "sockperf ping-pong"))
@@ -683,19 +687,7 @@ class Run:
             def go():
                 cli = self.start(
                     self.s1,
-                    [
-                        "sockperf",
-                        "throughput",
-                        "-i",
-                        self.s2.ip,
-                        "-p",
-                        str(PORT),
-                        "-m",
-                        str(size),
-                        "-t",
-                        f"{a.seconds:g}",
-                        f"--mps={mps}",
-                    ],
+                    [*self.client_argv("throughput", size, a.seconds), f"--mps={mps}"],
                     rt=rt,
                 )
                 try:
@@ -857,18 +849,7 @@ class Run:
         try:
             cli = self.start(
                 self.s1,
-                [
-                    "sockperf",
-                    "ping-pong",
-                    "-i",
-                    self.s2.ip,
-                    "-p",
-                    str(PORT),
-                    "-m",
-                    str(PP_SIZE),
-                    "-t",
-                    "1",
-                ],
+                self.client_argv("ping-pong", PP_SIZE, 1),
                 rt=False,
             )
             self.run_to_end(cli, 60, "sockperf ping-pong (warm-up)")
