@@ -145,7 +145,8 @@ static int receive_two_in_order(struct rtn_station *s, uint32_t max, int tunnel_
  * batch; or at most @p max, with @p tunnel_waits only what lies ahead of
  * either's first tunnelled frame, frame by frame.
  */
-static void receive(struct rtn_station *s, uint32_t max, int tunnel_waits)
+static inline __attribute__((always_inline)) void receive(struct rtn_station *s, uint32_t max,
+							  int tunnel_waits)
 {
 	struct rtn_xsk_frame fr[RX_BATCH];
 	uint32_t taken = 0, batch, len;

@@ -571,12 +571,19 @@ static int rx_meta_ok(const struct rtn_xsk *x, const struct xdp_desc *d)
 	return in_chunk >= sizeof(struct rx_meta);
 }
 
-/* The XDP program's stamp in the metadata in front of @p data, or 0 where the driver kept none. */
-static int64_t meta_stamp(const struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data)
+/*
+ * Whether the XDP program's stamp is in the metadata in front of @p data
+ * (the driver may keep none); if so, it is in *stamp.
+ */
+static int meta_stamp(const struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data,
+		      int64_t *stamp)
 {
 	const struct rx_meta *m = (const void *)(data - sizeof(*m));
 
-	return rx_meta_ok(x, d) && m->magic == RX_META_MAGIC ? (int64_t)m->rx_ns : 0;
+	if (!rx_meta_ok(x, d) || m->magic != RX_META_MAGIC)
+		return 0;
+	*stamp = (int64_t)m->rx_ns;
+	return 1;
 }
 
 /*
@@ -586,10 +593,10 @@ static int64_t meta_stamp(const struct rtn_xsk *x, const struct xdp_desc *d, con
 static int64_t rx_stamp_of(struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data,
 			   int64_t polled, int *kernel)
 {
-	int64_t stamp = meta_stamp(x, d, data);
+	int64_t stamp;
 
-	*kernel = stamp != 0;
-	if (!stamp)
+	*kernel = meta_stamp(x, d, data, &stamp);
+	if (!*kernel)
 		return polled;
 	x->st.rx_kernel_ts++;
 	return stamp;
@@ -732,8 +739,8 @@ const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 		return NULL;
 	data = xsk_umem__get_data(x->area, d.addr);
 	*len = d.len;
-	if (rx_ts)
-		*rx_ts = meta_stamp(x, &d, data);
+	if (rx_ts && !meta_stamp(x, &d, data, rx_ts))
+		*rx_ts = 0;
 	return data;
 }
 
