@@ -143,7 +143,10 @@ static int receive_two_in_order(struct rtn_station *s, uint32_t max, int tunnel_
  * only those before its first tunnelled frame, which are taken one at a
  * time so that frame stays in the ring.  Two ports: all of both, batch by
  * batch; or at most @p max, with @p tunnel_waits only what lies ahead of
- * either's first tunnelled frame, frame by frame.
+ * either's first tunnelled frame, frame by frame.  Inlined into each of its
+ * three callers, whose @p tunnel_waits (and, for the whole take, @p max)
+ * are constants: the branches that do not apply fold away (rx_dispatch 14
+ * instructions a frame fewer, callgrind).
  */
 static inline __attribute__((always_inline)) void receive(struct rtn_station *s, uint32_t max,
 							  int tunnel_waits)
