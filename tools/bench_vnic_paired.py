@@ -145,8 +145,12 @@ def figures(blocks: list[Block], spans: TakenSpans, cycle_ns: int, n_st: int, ra
         left_out = 0
         for b in bs:
             for i, recs in b.lateness.items():
-                by_station.setdefault(i, []).extend(ns for at, ns in recs if not spans.covers(at))
-                left_out += sum(1 for at, _ns in recs if spans.covers(at))
+                kept = by_station.setdefault(i, [])
+                for at, ns in recs:  # each sample is the VM's (left out) or kept
+                    if spans.covers(at):
+                        left_out += 1
+                    else:
+                        kept.append(ns)
         late = [ns for i in sorted(by_station) for ns in by_station[i]]
         missed = sum(m.slots for b in bs for m in b.misses if not spans.covers(m.at_ns))
         missed_vm = sum(m.slots for b in bs for m in b.misses if spans.covers(m.at_ns))

@@ -446,7 +446,7 @@ static void vnic_setup(void)
 	if (rtn_vnic_reset(H.s->vnic_ctl, RTN_VNIC_BATCHED, 1, 0))
 		die("cannot reset the VNIC");
 	H.s->vnic = H.s->vnic_ctl;
-	stub_keep.keep_all = 1;
+	stub_keep_all = 1;
 	memcpy(tcp_frame, peer_mac, 6);
 	memcpy(tcp_frame + 6, H.s->o.mac, 6);
 	rtn_put_be16(tcp_frame + 12, 0x0800);

@@ -86,9 +86,8 @@ struct rtn_xsk {
 /* The station's first port, and the second one a target may give it (H.s->xsk_b). */
 static struct rtn_xsk stub_xsk, stub_xsk_b;
 
-static struct {
-	int keep_all; /* every frame kept (the cost harness), not every other */
-} stub_keep;
+/* every frame kept (the cost harness), not every other */
+static int stub_keep_all;
 
 int rtn_xsk_open(const struct rtn_xsk_opts *opts, struct rtn_xsk **out)
 {
@@ -252,7 +251,7 @@ int rtn_xsk_rx_keep(struct rtn_xsk *x, const struct rtn_xsk_frame *f, uint64_t *
 
 	if (!x->peeked || i < x->peek_at || i >= x->rx_pos || !f->data || x->kept[i])
 		fuzz_fail("rtn_xsk_rx_keep of a frame not in the peek");
-	if ((i & 1) && !stub_keep.keep_all)
+	if ((i & 1) && !stub_keep_all)
 		return -ENOBUFS;
 	x->kept[i] = 1;
 	*addr = i;
