@@ -55,6 +55,34 @@ def wait_reply(q: queue.Queue, deadline: float, match):
             return r
 
 
+def ping_rounds(
+    count: int, interval_ms: int, timeout_ms: int, q: queue.Queue, send, on_reply, emit
+):
+    """``count`` requests, ``interval_ms`` apart, each answered on ``q`` within
+    ``timeout_ms`` or counted lost; the summary every ping returns.  ``send(seq)`` sends
+    request ``seq`` (from 1) and returns what its reply matches (as wait_reply's
+    ``match``); ``on_reply(reply)`` gives that reply's round trip in us, ``reply[1]`` is
+    who answered; ``emit`` gets one event per request.  One loop for every ping."""
+    rtts = []
+    for seq in range(1, count + 1):
+        t0 = time.monotonic()
+        got = wait_reply(q, t0 + timeout_ms / 1000, send(seq))
+        if got is None:
+            emit({"event": "timeout", "seq": seq})
+        else:
+            rtt_us = on_reply(got)
+            rtts.append(rtt_us)
+            emit({"event": "reply", "seq": seq, "from": got[1], "rtt_us": rtt_us})
+        if seq < count:
+            time.sleep(max(0.0, t0 + interval_ms / 1000 - time.monotonic()))
+    return {
+        "sent": count,
+        "received": len(rtts),
+        "rtts_us": rtts,
+        "worst_us": max(rtts) if rtts else None,
+    }
+
+
 class EchoService:
     """A channel on PING_ETHERTYPE: answers echo requests, hands replies to waiting pings."""
 
@@ -130,31 +158,22 @@ class EchoService:
             q = self._waiters[ident] = queue.Queue()
         payload = bytearray(max(ECHO.size, size - APP_HDR))
         ECHO.pack_into(payload, 0, ECHO_REQUEST, target, 0, ident)
-        rtts = []
+
+        def send(_seq):
+            sent = self._send(self.chan.send, dst_mac, bytes(payload))
+            return lambda r: r[0] == sent
+
+        def on_reply(r):
+            nonlocal dst_mac
+            if dst_mac == BROADCAST:  # asked by address: the next requests go to who answered
+                dst_mac = r[1]
+            return r[2] / 1000
+
         try:
-            for seq in range(1, count + 1):
-                t0 = time.monotonic()
-                sent = self._send(self.chan.send, dst_mac, bytes(payload))
-                got = wait_reply(q, t0 + timeout_ms / 1000, lambda r: r[0] == sent)
-                if got is None:
-                    emit({"event": "timeout", "seq": seq})
-                else:
-                    rtt_us = got[2] / 1000
-                    rtts.append(rtt_us)
-                    if dst_mac == BROADCAST:
-                        dst_mac = got[1]
-                    emit({"event": "reply", "seq": seq, "from": got[1], "rtt_us": rtt_us})
-                if seq < count:
-                    time.sleep(max(0.0, t0 + interval_ms / 1000 - time.monotonic()))
+            return ping_rounds(count, interval_ms, timeout_ms, q, send, on_reply, emit)
         finally:
             with self._lock:
                 del self._waiters[ident]
-        return {
-            "sent": count,
-            "received": len(rtts),
-            "rtts_us": rtts,
-            "worst_us": max(rtts) if rtts else None,
-        }
 
     def close(self) -> None:
         self._stop = True

@@ -35,7 +35,7 @@ import time
 
 from .app import Channel
 from .control_server import RequestError, int_arg
-from .echo import wait_reply
+from .echo import ping_rounds
 from .errors import ChannelError, ChannelFull, ConfigError, RtnetError
 from .ipv4 import (
     ETH_P_ARP,
@@ -302,47 +302,30 @@ class Ipv4Service:
                 ident = random.randint(1, 0xFFFF)
             q = self._waiters[ident] = queue.Queue()
         data = bytes(i & 0xFF for i in range(size))
-        rtts = []
+        sent_ns = 0
+
+        def send(seq):
+            nonlocal sent_ns
+            n = seq & 0xFFFF
+            frame = echo_frame(
+                parse_mac(mac), parse_mac(station.mac), self.address, dst, ident, n, data, ip_id=n
+            )
+            with self._send_lock:
+                sent_ns = self._chan.global_now()
+                try:
+                    self._chan.send_raw(frame)
+                except ChannelFull:
+                    raise RequestError("ICMP channel full") from None
+                except ChannelError as exc:
+                    raise RequestError(f"ICMP channel: {os.strerror(exc.errno)}") from None
+            return lambda r: r[0] == n and r[3] == size
+
         station.steer_echo_replies(ident, True)
         try:
-            for seq in range(1, count + 1):
-                t0 = time.monotonic()
-                frame = echo_frame(
-                    parse_mac(mac),
-                    parse_mac(station.mac),
-                    self.address,
-                    dst,
-                    ident,
-                    seq & 0xFFFF,
-                    data,
-                    ip_id=seq & 0xFFFF,
-                )
-                with self._send_lock:
-                    sent_ns = self._chan.global_now()
-                    try:
-                        self._chan.send_raw(frame)
-                    except ChannelFull:
-                        raise RequestError("ICMP channel full") from None
-                    except ChannelError as exc:
-                        raise RequestError(f"ICMP channel: {os.strerror(exc.errno)}") from None
-                got = wait_reply(
-                    q, t0 + timeout_ms / 1000, lambda r, n=seq & 0xFFFF: r[0] == n and r[3] == size
-                )
-                if got is None:
-                    emit({"event": "timeout", "seq": seq})
-                else:
-                    rtt_us = (got[2] - sent_ns) / 1000
-                    rtts.append(rtt_us)
-                    emit({"event": "reply", "seq": seq, "from": got[1], "rtt_us": rtt_us})
-                if seq < count:
-                    time.sleep(max(0.0, t0 + interval_ms / 1000 - time.monotonic()))
+            return ping_rounds(
+                count, interval_ms, timeout_ms, q, send, lambda r: (r[2] - sent_ns) / 1000, emit
+            )
         finally:
             station.steer_echo_replies(ident, False)
             with self._wlock:
                 del self._waiters[ident]
-        return {
-            "sent": count,
-            "received": len(rtts),
-            "rtts_us": rtts,
-            "worst_us": max(rtts) if rtts else None,
-        }
