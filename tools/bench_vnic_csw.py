@@ -176,6 +176,7 @@ def main(argv=None) -> int:
         runs.append(one_run(a.rates, a.block_s, lambda s: print(s, flush=True)))
     lines = report(runs)
     print("\n".join(lines))
+    os.makedirs(os.path.dirname(a.output) or ".", exist_ok=True)
     write_json(
         a.output,
         {
