@@ -48,6 +48,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include "rtn_core.h"
+#include "rtn_vnic_moderation.h"
 #include "rtn_vnic_state_priv.h"
 #include "rtn_wakeboard.h"
 #include "rtn_xsk.h"
@@ -62,9 +63,9 @@ static void wake_rt(struct rtn_vnic *v)
 }
 
 /*
- * Batched: whether the pump runs on its period.  A period in which it moved
- * VNIC_HEAVY frames or more makes the next one periodic, one with fewer makes
- * it event-driven again.
+ * Batched: whether the pump runs on its period, once a period is over: its
+ * frames moved, averaged over about four periods (rtn_vnic_moderation.h),
+ * VNIC_HEAVY or more make the pump periodic, fewer event-driven.
  */
 static void pump_judge(struct rtn_vnic *v, uint32_t moved)
 {
@@ -73,7 +74,10 @@ static void pump_judge(struct rtn_vnic *v, uint32_t moved)
 	v->period_moved += moved;
 	if (now - v->period_at < VNIC_PUMP_PERIOD_NS)
 		return;
-	__atomic_store_n(&v->pump_heavy, v->period_moved >= VNIC_HEAVY, __ATOMIC_SEQ_CST);
+	v->moved_avg = rtn_vnic_mod_update(v->moved_avg, v->period_moved,
+					   (now - v->period_at) / VNIC_PUMP_PERIOD_NS);
+	__atomic_store_n(&v->pump_heavy, rtn_vnic_mod_periodic(v->moved_avg, VNIC_HEAVY),
+			 __ATOMIC_SEQ_CST);
 	v->period_at = now;
 	v->period_moved = 0;
 }
@@ -323,7 +327,7 @@ int rtn_vnic_reset(struct rtn_vnic *v, int mode, uint32_t slot, int vnet)
 	v->vnet = vnet;
 	v->pump_asleep = v->pump_wants_room = v->rt_wants_kick = v->pump_heavy = 0;
 	v->period_at = 0;
-	v->period_moved = 0;
+	v->period_moved = v->moved_avg = 0;
 	memset(&v->gso, 0, sizeof(v->gso));
 	while (read(v->tap_fd, v->gso_buf, RTN_GSO_BUF) >= 0)
 		;

@@ -146,6 +146,7 @@ struct rtn_vnic {
 	int pump_asleep, pump_wants_room;
 	/* batched: the pump runs on its period (a flow), not on events */
 	int pump_heavy;
+	uint32_t moved_avg;    /* frames moved per period, averaged (rtn_vnic_moderation.h) */
 	int64_t period_at;     /* the pump's current period started then (CLOCK_MONOTONIC) */
 	uint32_t period_moved; /* frames it moved both ways in it */
 	/* the RT thread wants a kick when frames are ready (NoMAC with room) */
