@@ -7,12 +7,15 @@
 
 uint32_t rtn_vnic_mod_update(uint32_t avg, uint32_t moved, int64_t periods)
 {
-	int64_t a = avg, m = moved < RTN_VNIC_MOD_MOVED_MAX ? moved : RTN_VNIC_MOD_MOVED_MAX;
+	uint64_t a = avg, m = moved < RTN_VNIC_MOD_MOVED_MAX ? moved : RTN_VNIC_MOD_MOVED_MAX;
 	int64_t i;
 
-	a += (m * RTN_VNIC_MOD_ONE - a) / 4;
-	for (i = 1; i < periods && i <= RTN_VNIC_MOD_DECAY_MAX && a; i++)
-		a = a * 3 / 4; /* an empty period: a quarter of the way to 0 */
+	if (periods > RTN_VNIC_MOD_DECAY_MAX)
+		return 0; /* slept that long: whatever flowed has stopped */
+	/* rounded down, so that empty periods bring it to 0, not to a few sixteenths */
+	a = (3 * a + m * RTN_VNIC_MOD_ONE) / 4;
+	for (i = 1; i < periods && a; i++)
+		a = 3 * a / 4; /* an empty period */
 	return (uint32_t)a;
 }
 

@@ -23,12 +23,13 @@
 
 #define RTN_VNIC_MOD_ONE       16   /* the average is kept in sixteenths of a frame */
 #define RTN_VNIC_MOD_MOVED_MAX 4096 /* frames of one period counted, at most */
-#define RTN_VNIC_MOD_DECAY_MAX 16   /* empty periods decayed, at most (the average is 0 by then) */
+#define RTN_VNIC_MOD_DECAY_MAX 16   /* more periods than this in one step: the average is 0 */
 
 /**
  * The average after @p periods (1 or more) ended: the first of them moved
  * @p moved frames, the rest none (the pump slept through them).  Each period
- * moves the average a quarter of the way to its count.
+ * moves the average a quarter of the way to its count; after more than
+ * RTN_VNIC_MOD_DECAY_MAX periods in one step it is 0.
  */
 uint32_t rtn_vnic_mod_update(uint32_t avg, uint32_t moved, int64_t periods);
 /** Whether the pump runs on its period: the average is @p heavy frames or more. */

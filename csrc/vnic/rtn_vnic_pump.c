@@ -20,10 +20,11 @@
  * - batched: adaptive, as NICs moderate their interrupts.  While traffic is
  *   light the pump watches the TAP and the RT thread wakes it for every
  *   receive round, so a packet goes at once.  Once it moves VNIC_HEAVY
- *   frames or more in a period of VNIC_PUMP_PERIOD_NS it runs on that
- *   period instead: it does not watch the TAP, and a round writes all that
- *   was received and reads all the TAP has; the RT thread wakes it early
- *   only when VNIC_RX_KICK frames wait for the TAP, or when the ring to the
+ *   frames or more a period of VNIC_PUMP_PERIOD_NS, averaged over about
+ *   four (rtn_vnic_moderation.h), it runs on that period instead: it does
+ *   not watch the TAP, and a round writes all that was received and reads
+ *   all the TAP has; the RT thread wakes it early only when VNIC_RX_KICK
+ *   frames wait for the TAP, or when the ring to the
  *   wire fell below VNIC_TX_LOW from above (Linux had more than a period's
  *   windows carry).  One pump wake-up then carries a period's frames both
  *   ways, at the cost of up to one period of delay under a flow.  The RT

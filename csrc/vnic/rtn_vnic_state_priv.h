@@ -78,7 +78,8 @@
  * before.
  */
 #define VNIC_QUEUE_MAX_NS 20000000
-#define VNIC_HEAVY	  8
+/* frames a period, averaged over about four (rtn_vnic_moderation.h), that make a flow */
+#define VNIC_HEAVY 8
 /* ... the RT thread wakes it early for this many received frames ... */
 #define VNIC_RX_KICK (VNIC_RING / 4)
 /* ... or when the ring to the wire fell to this from above */
