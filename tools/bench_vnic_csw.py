@@ -24,14 +24,13 @@ every run kept in the JSON.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import sys
 
 import numpy as np
 
-from rtnet.argtypes import integer, integer_list
+from rtnet.argtypes import OneLineParser, integer, integer_list
 from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.lab import Lab
 from rtnet.station import RtSettings
@@ -150,7 +149,7 @@ def report(runs: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="bench_vnic_csw", description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=integer("runs", 1, 20), default=3)
     ap.add_argument(
         "--rates",
@@ -165,8 +164,8 @@ def main(argv=None) -> int:
         help="where every run goes (default results/bench_vnic_csw/<code>.json)",
     )
     a = ap.parse_args(argv)
-    if len(a.rates) < 2:
-        ap.error("--rates: two or more rates are needed for a line")
+    if len(a.rates) < 2 or len(set(a.rates)) != len(a.rates):
+        ap.error("--rates: two or more rates, each once")
     if os.geteuid() != 0:
         print("bench_vnic_csw: needs root (namespaces, AF_XDP, TAP)", file=sys.stderr)
         return 1

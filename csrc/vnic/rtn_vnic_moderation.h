@@ -12,9 +12,10 @@
  * (30 to 60 Mbit/s at 100 Mbit/s modelled) crossed it both ways every few
  * periods, and every event-driven period woke the pump for each receive round
  * and the RT thread for received frames: 0.185 switches a packet at 30
- * Mbit/s, 0.104 at 60 (tools/bench_vnic_csw.py, three runs each).  The
- * average over about four periods keeps such a flow periodic, and light
- * traffic, a few frames a period, event-driven, so it still goes at once.
+ * Mbit/s, 0.104 at 60; judged from this average, 0.141 and 0.063
+ * (tools/bench_vnic_csw.py, three runs each, BENCHMARKS.md).  The average
+ * over about four periods keeps such a flow periodic, and light traffic, a
+ * few frames a period, event-driven, so it still goes at once.
  */
 #ifndef RTN_VNIC_MODERATION_H
 #define RTN_VNIC_MODERATION_H

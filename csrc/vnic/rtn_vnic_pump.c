@@ -24,12 +24,12 @@
  *   four (rtn_vnic_moderation.h), it runs on that period instead: it does
  *   not watch the TAP, and a round writes all that was received and reads
  *   all the TAP has; the RT thread wakes it early only when VNIC_RX_KICK
- *   frames wait for the TAP, or when the ring to the
- *   wire fell below VNIC_TX_LOW from above (Linux had more than a period's
- *   windows carry).  One pump wake-up then carries a period's frames both
- *   ways, at the cost of up to one period of delay under a flow.  The RT
- *   thread is woken by the pump only under NoMAC (no slot picks the frames
- *   up), at most once per pump round.
+ *   frames wait for the TAP, or when the ring to the wire fell below
+ *   VNIC_TX_LOW from above (Linux had more than a period's windows carry).
+ *   One pump wake-up then carries a period's frames both ways, at the cost
+ *   of up to one period of delay under a flow.  The RT thread is woken by
+ *   the pump only under NoMAC (no slot picks the frames up), at most once
+ *   per pump round.
  * - per-packet, the seed's baseline: the pump reads one packet, wakes the
  *   RT thread for it and waits until it was taken before it reads the next
  *   (the TAP has no offloads in this mode, so one read is one frame): one RT
