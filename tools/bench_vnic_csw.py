@@ -28,8 +28,6 @@ import datetime
 import os
 import sys
 
-import numpy as np
-
 from rtnet.argtypes import OneLineParser, integer, integer_list
 from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.lab import Lab
@@ -37,7 +35,7 @@ from rtnet.station import RtSettings
 from tools.bench_aggregate import show, spread
 from tools.bench_runs import code_version, write_json
 from vnic.bench import MAX_MTU, run_iperf
-from vnic.bench_accounting import idle, measure
+from vnic.bench_accounting import csw_above_idle, idle, measure
 from vnic.pair import plan, tdma_pair
 
 LAB = "vc"
@@ -45,15 +43,19 @@ DST = "198.19.0.2"  # station 2's vnic0
 LINK_MBPS = 100  # the issue's switches target is set at 100 Mbit/s modelled
 RATES = (60, 10, 100, 30)  # offered TCP Mbit/s, in this order in every run
 IDLE_AGREE = 0.10  # the two idle blocks' switch rates, at most this far apart
-PARTS = (("rtnet-vnic", "vol"), ("rtnet-vnic", "invol"), ("rtnet-rt", "vol"), ("rtnet-rt", "invol"))
 
 
-def csw(block: dict, part=None) -> float:
-    """A block's stack switches, all or one (thread, kind)."""
-    if part is None:
-        return float(block["stack_csw"])
-    name, kind = part
-    return float(block["csw_by_thread"][name][kind])
+def pooled_idle(blocks: list[dict]) -> dict:
+    """A run's idle blocks as one idle window (their lengths and switches summed)."""
+    idles = [b for b in blocks if b["kind"] == "idle"]
+    return {
+        "wall_s": sum(b["wall_s"] for b in idles),
+        "stack_csw": sum(b["stack_csw"] for b in idles),
+        "csw_by_thread": {
+            name: {k: sum(b["csw_by_thread"][name][k] for b in idles) for k in kinds}
+            for name, kinds in idles[0]["csw_by_thread"].items()
+        },
+    }
 
 
 def one_run(rates, block_s: int, log) -> dict:
@@ -100,20 +102,21 @@ def idle_disagree(blocks: list[dict]) -> bool:
 
 
 def per_rate(run: dict) -> dict:
-    """A run's flow blocks by offered rate: packets per second, and switches per second
-    above the run's idle rate, in all and by (thread, kind), and per packet."""
-    idles = [b for b in run["blocks"] if b["kind"] == "idle"]
+    """A run's flow blocks by offered rate: packets per second, and switches above the
+    run's idle blocks (csw_above_idle), per second and per packet, in all and by thread
+    and kind ("rtnet-vnic/vol", ...)."""
+    base = pooled_idle(run["blocks"])
     out = {}
     for b in run["blocks"]:
         if b["kind"] == "idle":
             continue
-        pkts = b["vnic_packets"] / b["wall_s"]
-        row = {"goodput_mbps": b.get("goodput_mbps"), "packets_per_s": pkts}
-        for part in (None, *PARTS):
-            key = "all" if part is None else "/".join(part)
-            idle_rate = np.mean([csw(i, part) / i["wall_s"] for i in idles])
-            above = csw(b, part) / b["wall_s"] - idle_rate
-            row[key] = {"per_s": float(above), "per_packet": float(above / pkts) if pkts else None}
+        extra = csw_above_idle(b, base)
+        counts = {"all": extra.pop("all")}
+        counts.update({f"{n}/{k}": c for n, kinds in extra.items() for k, c in kinds.items()})
+        pkts = b["vnic_packets"]
+        row = {"goodput_mbps": b.get("goodput_mbps"), "packets_per_s": pkts / b["wall_s"]}
+        for key, c in counts.items():
+            row[key] = {"per_s": c / b["wall_s"], "per_packet": c / pkts if pkts else None}
         row["pump_wakeups_per_s"] = b["pump_wakeups"] / b["wall_s"]
         out[b["kind"]] = row
     return out

@@ -126,19 +126,14 @@ def idle_baseline(name: str, seconds: float, stations, log, before: dict | None 
 def derive(r: dict, base: dict, cap: float) -> None:
     """A loaded run's figures relative to its mode's idle TDMA baseline."""
     scale = r["wall_s"] / base["wall_s"]
-    extra = r["stack_csw"] - base["stack_csw"] * scale
+    extra = accounting.csw_above_idle(r, base)
+    pkts = r["vnic_packets"]
     r["fixed_csw_per_s"] = base["stack_csw"] / base["wall_s"]
-    r["csw_per_packet"] = extra / r["vnic_packets"] if r["vnic_packets"] else None
+    r["csw_per_packet"] = extra.pop("all") / pkts if pkts else None
     # the same split by thread, voluntary (it slept) and involuntary (it was preempted)
     r["csw_per_packet_by_thread"] = (
-        {
-            name: {
-                kind: (n - base["csw_by_thread"][name][kind] * scale) / r["vnic_packets"]
-                for kind, n in kinds.items()
-            }
-            for name, kinds in r["csw_by_thread"].items()
-        }
-        if r["vnic_packets"]
+        {name: {kind: n / pkts for kind, n in kinds.items()} for name, kinds in extra.items()}
+        if pkts
         else None
     )
     r["pump_wakeups_per_packet"] = (

@@ -112,6 +112,16 @@ def stack_threads() -> dict:
     return {"cpu_s": cpu, "csw": csw, "threads": n, "by_name": by_name}
 
 
+def csw_above_idle(r: dict, base: dict) -> dict:
+    """The stack threads' context switches of window ``r`` above the idle window ``base``
+    scaled to ``r``'s length, as counts: in all ("all") and by thread name and kind."""
+    scale = r["wall_s"] / base["wall_s"]
+    out = {"all": r["stack_csw"] - base["stack_csw"] * scale}
+    for name, kinds in r["csw_by_thread"].items():
+        out[name] = {k: n - base["csw_by_thread"][name][k] * scale for k, n in kinds.items()}
+    return out
+
+
 def witness_cpu_s() -> float:
     """CPU seconds of the stall detector's threads in this process (not the lab's work)."""
     return run_time_s("/proc/self/task", WITNESS_THREAD)
