@@ -322,6 +322,10 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
         ("bench_vnic", "parse_args", ["--rt-cpu", "-1"], "--rt-cpu: CPU -1 is not one"),
         ("bench_vnic", "parse_args", ["--rt-cpu", "1.5"], "'1.5' is not auto, none or a CPU"),
         ("bench_app", "main", ["--offset-us", "1000"], "invalid offset: 1000 (allowed: 0..999)"),
+        ("bench_vnic_csw", "main", ["--rates", "10,10"], "--rates: two or more rates, each once"),
+        ("bench_vnic_csw", "main", ["--rates", "30"], "--rates: two or more rates, each once"),
+        ("bench_vnic_csw", "main", ["--rates", "10,101"], "invalid rate: 101 (allowed: 1..100)"),
+        ("bench_vnic_csw", "main", ["--block-s", "nan"], "invalid block seconds: nan"),
     ],
 )
 def test_tools_should_refuse_bad_numbers_at_parse_time(monkeypatch, capsys, tool, parse, argv, why):
