@@ -23,3 +23,8 @@ int rtn_vnic_mod_periodic(uint32_t avg, uint32_t heavy)
 {
 	return avg >= (uint64_t)heavy * RTN_VNIC_MOD_ONE;
 }
+
+int64_t rtn_vnic_mod_round_ns(uint32_t avg, uint32_t busy, int64_t period_ns)
+{
+	return avg >= (uint64_t)busy * RTN_VNIC_MOD_ONE ? period_ns / 2 : period_ns;
+}

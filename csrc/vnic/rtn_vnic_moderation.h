@@ -16,6 +16,11 @@
  * (tools/bench_vnic_csw.py, three runs each, BENCHMARKS.md).  The average
  * over about four periods keeps such a flow periodic, and light traffic, a
  * few frames a period, event-driven, so it still goes at once.
+ *
+ * The same average sets how long a periodic round is (rtn_vnic_mod_round_ns):
+ * a flow that moves many frames a period is woken twice a period, since a
+ * round's delay, not the pump's wake-ups, then holds TCP back (the numbers
+ * are over VNIC_BUSY in rtn_vnic_state_priv.h).
  */
 #ifndef RTN_VNIC_MODERATION_H
 #define RTN_VNIC_MODERATION_H
@@ -35,5 +40,10 @@
 uint32_t rtn_vnic_mod_update(uint32_t avg, uint32_t moved, int64_t periods);
 /** Whether the pump runs on its period: the average is @p heavy frames or more. */
 int rtn_vnic_mod_periodic(uint32_t avg, uint32_t heavy);
+/**
+ * How long a periodic round is: @p period_ns, or half of it while the
+ * average is @p busy frames a period or more.
+ */
+int64_t rtn_vnic_mod_round_ns(uint32_t avg, uint32_t busy, int64_t period_ns);
 
 #endif

@@ -21,7 +21,8 @@
  *   light the pump watches the TAP and the RT thread wakes it for every
  *   receive round, so a packet goes at once.  Once it moves VNIC_HEAVY
  *   frames or more a period of VNIC_PUMP_PERIOD_NS, averaged over about
- *   four (rtn_vnic_moderation.h), it runs on that period instead: it does
+ *   four (rtn_vnic_moderation.h), it runs on that period instead (on half
+ *   of it for a flow of VNIC_BUSY frames a period or more): it does
  *   not watch the TAP, and a round writes all that was received and reads
  *   all the TAP has; the RT thread wakes it early only when VNIC_RX_KICK
  *   frames wait for the TAP, or when the ring to the wire fell below
@@ -102,6 +103,19 @@ static void pump_round(struct rtn_vnic *v)
 }
 
 /*
+ * Periodic: how long until the next round, on the grid of the current
+ * period: its end, or its middle too for a busy flow (rtn_vnic_mod_round_ns).
+ * Not positive once the period is over: pump_judge() starts the next.
+ */
+static int64_t until_next_round(const struct rtn_vnic *v, int64_t now)
+{
+	int64_t round = rtn_vnic_mod_round_ns(v->moved_avg, VNIC_BUSY, VNIC_PUMP_PERIOD_NS);
+	int64_t end = v->period_at + VNIC_PUMP_PERIOD_NS, next = v->period_at + round;
+
+	return (next > now ? next : end) - now;
+}
+
+/*
  * Sleep until there is work.  Event-driven (per-packet, or batched with
  * light traffic): the TAP while the ring to the wire is empty, a kick from
  * the RT thread.  Batched under a flow: the end of the period, or an early
@@ -118,8 +132,7 @@ static void pump_wait(struct rtn_vnic *v)
 	uint32_t taken = __atomic_load_n(&v->to_wire->tail, __ATOMIC_ACQUIRE);
 	uint32_t depth = wire_depth(v->to_wire);
 	int watch_tap = tap_usable(v) && !periodic && depth == 0;
-	int64_t wait_ns = periodic ? v->period_at + VNIC_PUMP_PERIOD_NS - rtn_now() :
-				     VNIC_PUMP_IDLE_NS;
+	int64_t wait_ns = periodic ? until_next_round(v, rtn_now()) : VNIC_PUMP_IDLE_NS;
 	struct timespec ts = { .tv_sec = wait_ns > 0 ? wait_ns / 1000000000 : 0,
 			       .tv_nsec = wait_ns > 0 ? wait_ns % 1000000000 : 0 };
 	struct pollfd p[2] = { { .fd = v->pump_efd, .events = POLLIN },

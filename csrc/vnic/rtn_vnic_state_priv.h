@@ -80,6 +80,22 @@
 #define VNIC_QUEUE_MAX_NS 20000000
 /* frames a period, averaged over about four (rtn_vnic_moderation.h), that make a flow */
 #define VNIC_HEAVY 8
+/*
+ * ... and that make it a busy flow, woken twice a period (every 2 ms).  At
+ * high rates a round's delay, not the pump's wake-ups, holds TCP back: one
+ * BBR flow through a 1 ms cycle, 5 s flows on one pair of stations, the
+ * RT threads on CPU 1, in turn with builds on a fixed period: at 1000
+ * Mbit/s modelled 4 ms carried 667 to 708 Mbit/s (nine flows), 2 ms 803
+ * to 826 (twelve), 1 ms 820 to 823 (three); at 500 Mbit/s 4 ms 372 to
+ * 400, 2 ms 403 to 405.  At 4 ms the rounds were not the period's anyway:
+ * the RT thread kicked the pump early, across CPUs, 572 times a second at
+ * 1000 Mbit/s (VNIC_TX_LOW, VNIC_RX_KICK), against 420 at 2 ms.  At 100
+ * Mbit/s a flow moves some 25 frames a period, both ways at most some 66,
+ * so it keeps the whole period, and its wake-ups per packet; 500 Mbit/s
+ * moved some 140, 1000 Mbit/s some 250.  With this threshold: 1000 Mbit/s
+ * 759 to 819 (nine flows), 500 Mbit/s 401 to 403.
+ */
+#define VNIC_BUSY 96
 /* ... the RT thread wakes it early for this many received frames ... */
 #define VNIC_RX_KICK (VNIC_RING / 4)
 /* ... or when the ring to the wire fell to this from above */

@@ -48,3 +48,30 @@ def test_a_period_of_a_huge_count_is_bounded():
     avg = lib.rtn_vnic_mod_update(0, 0xFFFFFFFF, 1)
     assert avg == lib.RTN_VNIC_MOD_MOVED_MAX * lib.RTN_VNIC_MOD_ONE // 4
     assert lib.rtn_vnic_mod_update(avg, 0xFFFFFFFF, 1) > avg  # no overflow into a small number
+
+
+BUSY = 96  # VNIC_BUSY: frames a period that make a busy flow
+PERIOD_NS = 4_000_000  # VNIC_PUMP_PERIOD_NS
+
+
+def test_a_busy_flow_is_woken_twice_a_period_and_a_slower_one_once():
+    # 1000 Mbit/s modelled: some 250 frames a period; 100 Mbit/s: some 25, both ways at most 66
+    _, fast = periodic_after([250] * 8)
+    _, slow = periodic_after([25] * 8)
+    _, both_ways = periodic_after([66] * 8)
+    assert lib.rtn_vnic_mod_round_ns(fast, BUSY, PERIOD_NS) == PERIOD_NS // 2
+    assert lib.rtn_vnic_mod_round_ns(slow, BUSY, PERIOD_NS) == PERIOD_NS
+    assert lib.rtn_vnic_mod_round_ns(both_ways, BUSY, PERIOD_NS) == PERIOD_NS
+    # the flow's end: back to the whole period as the average falls
+    _, ending = periodic_after([0, 0, 0], fast)
+    assert lib.rtn_vnic_mod_round_ns(ending, BUSY, PERIOD_NS) == PERIOD_NS
+
+
+def test_the_round_at_the_threshold_and_at_the_largest_average():
+    at = BUSY * lib.RTN_VNIC_MOD_ONE
+    assert lib.rtn_vnic_mod_round_ns(at, BUSY, PERIOD_NS) == PERIOD_NS // 2
+    assert lib.rtn_vnic_mod_round_ns(at - 1, BUSY, PERIOD_NS) == PERIOD_NS
+    top = lib.rtn_vnic_mod_update(0xFFFFFFFF, 0xFFFFFFFF, 1)
+    assert lib.rtn_vnic_mod_round_ns(top, BUSY, PERIOD_NS) == PERIOD_NS // 2
+    # a threshold whose sixteenths pass 32 bits does not wrap into a small one
+    assert lib.rtn_vnic_mod_round_ns(0xFFFFFFFF, 0xFFFFFFFF, PERIOD_NS) == PERIOD_NS
