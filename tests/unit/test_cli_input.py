@@ -326,6 +326,8 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
         ("bench_vnic_csw", "main", ["--rates", "30"], "--rates: two or more rates, each once"),
         ("bench_vnic_csw", "main", ["--rates", "10,101"], "invalid rate: 101 (allowed: 1..100)"),
         ("bench_vnic_csw", "main", ["--block-s", "nan"], "invalid block seconds: nan"),
+        ("bench_vm_costs", "main", ["--runs", "0"], "invalid --runs: 0"),
+        ("bench_vm_costs", "main", ["--runs", "3x"], "invalid --runs: 3x"),
     ],
 )
 def test_tools_should_refuse_bad_numbers_at_parse_time(monkeypatch, capsys, tool, parse, argv, why):
