@@ -2,10 +2,10 @@
 flag on runs that disagree, and the C program built and run for every figure."""
 
 import os
-import shutil
 import tempfile
 
 import pytest
+from conftest import require_tool
 
 from tools.bench_vm_costs import FIGURES, CostError, build, parse, report, run_once, summarize
 
@@ -53,8 +53,8 @@ def test_summarize_takes_the_median_and_flags_runs_that_disagree():
     assert "held at 0" in text.splitlines()[0]
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None and not os.environ.get("CI"), reason="no gcc")
 def test_the_program_builds_and_prints_every_figure():
+    require_tool("gcc")
     with tempfile.TemporaryDirectory() as tmp:
         got = run_once(build(tmp), quick=True)
     want = set(FIGURES)
