@@ -12,6 +12,7 @@ import platform
 import re
 import signal
 import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -299,3 +300,21 @@ def sysinfo() -> dict:
         "realtime": rt,
         "ncpus": os.cpu_count(),
     }
+
+
+def why_unwritable(path: str) -> str | None:
+    """Why ``path`` could not be written at the end of a run, or None.
+
+    Tried for real (directory created, a scratch file made and removed there):
+    permission bits say nothing for root, who still cannot write into /proc.
+    """
+    if os.path.isdir(path):
+        return "is a directory"
+    parent = os.path.dirname(path) or "."
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"cannot write into {parent}: {exc.strerror}"
+    return None

@@ -38,6 +38,7 @@ import sys
 import tempfile
 
 from rtnet.argtypes import OneLineParser, integer
+from rtnet.benchkit import why_unwritable
 from rtnet.pmqos import cpu_latency
 from tools.bench_aggregate import show, spread
 
@@ -148,6 +149,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pm-qos", action="store_true", help="leave cpu_dma_latency alone")
     ap.add_argument("--json", metavar="PATH", help="write the runs and the summary here")
     a = ap.parse_args(argv)
+    if a.json and (why := why_unwritable(a.json)):
+        ap.error(f"--json {a.json}: {why}")  # before any measuring, not after it
     try:
         with tempfile.TemporaryDirectory() as tmp:
             exe = build(tmp)
@@ -172,8 +175,12 @@ def main(argv=None) -> int:
                 for k, v in summary.items()
             },
         }
-        with open(a.json, "w") as f:
-            json.dump(doc, f, indent=1)
+        try:
+            with open(a.json, "w") as f:
+                json.dump(doc, f, indent=1)
+        except OSError as e:
+            print(f"bench_vm_costs: --json {a.json}: {e.strerror}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -119,7 +119,7 @@ static void timer_wakeup_cost(long period_ns, const char *name)
 /* ---- two threads: hand-offs and kicks ---- */
 
 static _Atomic int turn;
-static int handoffs, peer_cpu, efd, kicks_on;
+static int handoffs, peer_cpu, efd;
 static double peer_cpu_us;
 
 static void futex_wait(_Atomic int *a, int v)
@@ -171,7 +171,8 @@ static double handoff_cost(int cpu_a, int cpu_b)
 /*
  * The RT thread's way of waking the pump: a 1 ms timer loop on one CPU that
  * writes an eventfd every fourth wake-up, a thread asleep in ppoll() on it on
- * the other.  Run once without the writes, so the difference is the kick's.
+ * the other.  The waker's cost is the CPU of the write() that wakes it (the
+ * wake-up's work is done inside it); the woken thread's, its CPU per wake-up.
  */
 static void *kicker(void *arg)
 {
@@ -182,32 +183,30 @@ static void *kicker(void *arg)
 
 	pin(peer_cpu);
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	c0 = thread_cpu_us();
+	peer_cpu_us = 0;
 	for (int i = 0; i < n; i++) {
 		add_ns(&t, 1000000);
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
-		if (kicks_on && i % 4 == 3 && write(efd, &one, sizeof(one)) < 0)
+		if (i % 4 != 3)
+			continue;
+		c0 = thread_cpu_us();
+		if (write(efd, &one, sizeof(one)) < 0)
 			break;
+		peer_cpu_us += thread_cpu_us() - c0;
 	}
-	peer_cpu_us = thread_cpu_us() - c0;
 	return NULL;
 }
 
 static void kick_cost(int cpu_a, int cpu_b)
 {
 	int n = quick ? 400 : 2000, kicks = n / 4;
-	double alone, with, woken, c0;
+	double woken, c0;
 	pthread_t t;
 	uint64_t v;
 
 	efd = eventfd(0, EFD_NONBLOCK);
 	peer_cpu = cpu_b;
 	pin(cpu_a);
-	kicks_on = 0;
-	pthread_create(&t, NULL, kicker, &n);
-	pthread_join(t, NULL);
-	alone = peer_cpu_us;
-	kicks_on = 1;
 	pthread_create(&t, NULL, kicker, &n);
 	c0 = thread_cpu_us();
 	for (int i = 0; i < kicks; i++) {
@@ -221,8 +220,7 @@ static void kick_cost(int cpu_a, int cpu_b)
 	}
 	woken = (thread_cpu_us() - c0) / kicks;
 	pthread_join(t, NULL);
-	with = peer_cpu_us;
-	printf("kick_waker %.2f\n", (with - alone) / kicks);
+	printf("kick_waker %.2f\n", peer_cpu_us / kicks);
 	printf("kick_woken %.2f\n", woken);
 	close(efd);
 }

@@ -15,11 +15,10 @@ import contextlib
 import json
 import os
 import subprocess
-import tempfile
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
-from rtnet.benchkit import cpu_isolation, on_cpus, start_iperf_server
+from rtnet.benchkit import cpu_isolation, on_cpus, start_iperf_server, why_unwritable
 from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
 from rtnet.errors import ConfigError, LabError
@@ -309,24 +308,6 @@ def kernel_mtu_path(
     results["runs"][SAME_RATE_KEY] = same
 
 
-def _writable(path: str) -> str | None:
-    """Why ``path`` could not be written at the end of a run, or None.
-
-    Tried for real (directory created, a scratch file made and removed there):
-    permission bits say nothing for root, who still cannot write into /proc.
-    """
-    if os.path.isdir(path):
-        return "is a directory"
-    parent = os.path.dirname(path) or "."
-    try:
-        os.makedirs(parent, exist_ok=True)
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        return f"cannot write into {parent}: {exc.strerror}"
-    return None
-
-
 def check_args(
     seconds: int,
     cycle_us: int,
@@ -370,7 +351,7 @@ def check_args(
     except LabError as exc:
         bad("--lab", exc.strerror)
     for opt, path in (("--json", out_json), ("--png", out_png)):
-        why = _writable(path)
+        why = why_unwritable(path)
         if why:
             bad(opt, f"{path}: {why}")
     try:

@@ -328,6 +328,8 @@ def test_vnic_bench_with_good_arguments_should_get_as_far_as_the_lab():
         ("bench_vnic_csw", "main", ["--block-s", "nan"], "invalid block seconds: nan"),
         ("bench_vm_costs", "main", ["--runs", "0"], "invalid --runs: 0"),
         ("bench_vm_costs", "main", ["--runs", "3x"], "invalid --runs: 3x"),
+        ("bench_vm_costs", "main", ["--json", "/proc/x.json"], "cannot write into /proc"),
+        ("bench_vm_costs", "main", ["--json", "/"], "--json /: is a directory"),
     ],
 )
 def test_tools_should_refuse_bad_numbers_at_parse_time(monkeypatch, capsys, tool, parse, argv, why):
