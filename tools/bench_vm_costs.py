@@ -30,7 +30,6 @@ runs differ by more than DISAGREE times is flagged, as the VM's noise then decid
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from rtnet.argtypes import OneLineParser, integer
 from rtnet.benchkit import why_unwritable
 from rtnet.pmqos import cpu_latency
 from tools.bench_aggregate import show, spread
+from tools.bench_runs import write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "vm_costs.c")
@@ -175,8 +175,7 @@ def main(argv=None) -> int:
             },
         }
         try:
-            with open(a.json, "w") as f:
-                json.dump(doc, f, indent=1)
+            write_json(a.json, doc)
         except OSError as e:
             print(f"bench_vm_costs: --json {a.json}: {e.strerror}", file=sys.stderr)
             return 2
