@@ -28,7 +28,7 @@
  *   empty, and the frame taken is the one it offered.
  */
 #include "rtn_core.h"
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "rtn_tdma_sim.h"
 #include "rtn_tdma_sim_priv.h"
 #include "tdma_snapshot.h"

@@ -9,7 +9,7 @@
  * under AddressSanitizer), so a harness creates them once, saves each, and
  * restores it before every input: everything but the pool's frame bytes,
  * which are always written (enqueue) before they are read.  The snapshot
- * relies on the engine's internals (struct rtn_tdma in rtn_tdma_priv.h,
+ * relies on the engine's internals (struct rtn_tdma in rtn_tdma_state_priv.h,
  * the free list's order), which is why it lives with the harnesses.
  */
 #ifndef RTN_FUZZ_TDMA_SNAPSHOT_H
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "fuzz_input.h"
 
 /* A copy of @p e, which must hold no queued frames (every buffer free, as after rtn_tdma_start). */

@@ -23,7 +23,7 @@
 #include "rtn_core.h"
 #include "rtn_tdma.h"
 #include "rtn_tdma_fsm.h"
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "rtn_tdma_proto_inline.h"
 #include "rtn_wire_inline.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma.h"
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "rtn_wire_inline.h"
 
 void rtn_tdma_cfg_init(struct rtn_tdma_cfg *c, int32_t role)

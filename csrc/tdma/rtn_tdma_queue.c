@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 #include "rtn_tdma.h"
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "rtn_tdma_proto_inline.h"
 
 /* Rebuild the id -> slot and id -> queue maps from e->cfg. */

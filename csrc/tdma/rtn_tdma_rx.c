@@ -28,7 +28,7 @@
 #include <string.h>
 #include "rtn_core.h"
 #include "rtn_tdma_fsm.h"
-#include "rtn_tdma_priv.h"
+#include "rtn_tdma_state_priv.h"
 #include "rtn_tdma_proto_inline.h"
 
 #define SYNC_STAMP_MAX	   (INT64_MAX / 4) /* ~36 years of ns; later is forged */

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /**
- * @file rtn_tdma_priv.h
- * @brief The TDMA engine's state, shared by its parts: rtn_tdma.c (the
- *        cycle, the slots and sending), rtn_tdma_rx.c (receiving: Sync
- *        acceptance and calibration) and rtn_tdma_cfg.c (the configuration's
- *        defaults and checks).  Not part of the API.
+ * @file rtn_tdma_state_priv.h
+ * @brief The TDMA engine's state, the object its parts share: rtn_tdma.c
+ *        (the cycle, the slots and sending), rtn_tdma_rx.c (receiving: Sync
+ *        acceptance and calibration), rtn_tdma_queue.c (the frame pool and
+ *        the slots' queues) and rtn_tdma_cfg.c (the configuration's defaults
+ *        and checks).  Not part of the API.
  */
-#ifndef RTN_TDMA_PRIV_H
-#define RTN_TDMA_PRIV_H
+#ifndef RTN_TDMA_STATE_PRIV_H
+#define RTN_TDMA_STATE_PRIV_H
 
 #include <stdint.h>
 #include "rtn_hist_inline.h"
