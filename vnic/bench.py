@@ -135,9 +135,7 @@ def derive(r: dict, base: dict, cap: float) -> None:
         if pkts
         else None
     )
-    r["pump_wakeups_per_packet"] = (
-        r["pump_wakeups"] / r["vnic_packets"] if r["vnic_packets"] else None
-    )
+    r["pump_wakeups_per_packet"] = r["pump_wakeups"] / pkts if pkts else None
     r["idle_wake_p99_us"] = base["wake_p99_us"]
     r["idle_rt_lateness_p99_us"] = base["rt_lateness_p99_us"]
     r["idle_missed_slots"] = base["missed_slots"] * scale

@@ -19,12 +19,18 @@ uint32_t rtn_vnic_mod_update(uint32_t avg, uint32_t moved, int64_t periods)
 	return (uint32_t)a;
 }
 
+/* the average reaches @p frames a period (in 64 bits: frames in sixteenths may pass 32) */
+static int reaches(uint32_t avg, uint32_t frames)
+{
+	return avg >= (uint64_t)frames * RTN_VNIC_MOD_ONE;
+}
+
 int rtn_vnic_mod_periodic(uint32_t avg, uint32_t heavy)
 {
-	return avg >= (uint64_t)heavy * RTN_VNIC_MOD_ONE;
+	return reaches(avg, heavy);
 }
 
 int64_t rtn_vnic_mod_round_ns(uint32_t avg, uint32_t busy, int64_t period_ns)
 {
-	return avg >= (uint64_t)busy * RTN_VNIC_MOD_ONE ? period_ns / 2 : period_ns;
+	return reaches(avg, busy) ? period_ns / 2 : period_ns;
 }
