@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import defaultdict
 
 from . import configfile, control_client, ipv4, nicqueues, paths, procs
 from . import netns as _netns
@@ -315,6 +316,26 @@ def _sync_error_line(t: dict) -> str:
     return line
 
 
+def _vnic_lines(v: dict, after_send: int) -> list[str]:
+    """The VNIC's counters as `ip -s link` gives a device's: what it moved and dropped,
+    what was malformed and where it came from, and what its pump did."""
+    c = defaultdict(int, v)  # a daemon of an older version lacks the newer counters
+    if c["mode"] == "off" and not any(x for k, x in v.items() if k != "mode"):
+        return ["  vnic off"]
+    return [
+        f"  vnic {c['mode']}: from tap {c['tap_rx']} ({c['tap_rx_bytes']} B), to tap "
+        f"{c['tap_tx']} ({c['tap_tx_bytes']} B), dropped tx {c['tx_dropped']} "
+        f"rx {c['rx_dropped']}, queue drops {c['queue_drops']}; "
+        f"left until after a slot's send {after_send} times",
+        f"  vnic errors: malformed from the wire {c['rx_bad']}, bad vnet headers from Linux "
+        f"{c['tx_bad']}, TAP read/write errors {c['tap_errors']}; ring to the wire full "
+        f"{c['ring_full']} times",
+        f"  vnic pump: {c['pump_wakeups']} wake-ups ({c['pump_kicks']} by the RT thread), "
+        f"{c['tap_reads']} TAP reads, {c['tap_writes']} TAP writes, {c['pump_yields']} "
+        f"writes held for an RT wake-up",
+    ]
+
+
 def format_status(s: dict) -> str:
     d = s.get("daemon", {})
     out = [
@@ -378,13 +399,7 @@ def format_status(s: dict) -> str:
             else ""
         )
     )
-    v = s["vnic"]
-    out.append(
-        f"  vnic {v['mode']}: from tap {v['tap_rx']} ({v['tap_rx_bytes']} B), to tap "
-        f"{v['tap_tx']} ({v['tap_tx_bytes']} B), dropped tx {v['tx_dropped']} "
-        f"rx {v['rx_dropped']}, queue drops {v['queue_drops']}; "
-        f"left until after a slot's send {s.get('rx_tunnel_after_send', 0)} times"
-    )
+    out.extend(_vnic_lines(s["vnic"], s.get("rx_tunnel_after_send", 0)))
     for c in s.get("channels", []):
         out.append(
             f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
