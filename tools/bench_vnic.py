@@ -118,6 +118,15 @@ def headlines(run: dict) -> list[dict]:
         "at_most" if rate <= 100 else None,
         "x",
     )
+    probe = b.get("rt_probe_cpu_s_per_gb")
+    if probe is not None and b.get("cpu_s_per_gb") is not None:
+        # beside the total, the same without the benchmark's own RT frames (vnic/bench.py's
+        # RT probe, which the kernel path has not): context for the target, not a verdict
+        add(
+            f"batched TCP lab CPU per byte without the RT probe's frames / {base_name}",
+            _ratio(b["cpu_s_per_gb"] - probe, kbase.get("cpu_s_per_gb")),
+            unit="x",
+        )
     add(
         f"batched TCP lab CPU per byte above idle / {base_name}",
         _ratio(b.get("marginal_cpu_s_per_gb"), kbase.get("cpu_s_per_gb")),

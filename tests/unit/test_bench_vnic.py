@@ -152,6 +152,49 @@ def test_the_cpu_above_idle_is_split_into_rt_threads_pumps_and_the_rest():
     assert abs(part["rtnet-rt"] - (0.66 - 0.36) / 0.1) < 1e-9
     assert abs(part["rtnet-vnic"] - (0.20 - 0.002) / 0.1) < 1e-9
     assert abs(sum(part.values()) - r["marginal_cpu_s_per_gb"]) < 1e-9
+    assert "rt_probe_cpu_s_per_gb" not in r  # no idle without the probe was measured
+
+
+def test_the_rt_probes_share_of_the_total_comes_from_an_idle_run_without_it():
+    """The batched mode's idle is measured once more with the stations' RT probe off: the
+    difference, per second and scaled to the loaded run, is the probe frames' CPU, shown as
+    the total without them beside the total the target judges."""
+    from vnic.bench import derive
+
+    def window(wall, lab_cpu):
+        return {
+            "wall_s": wall,
+            "lab_total_cpu_s": lab_cpu,
+            "stack_csw": 0,
+            "csw_by_thread": {n: {"vol": 0, "invol": 0} for n in ("rtnet-rt", "rtnet-vnic")},
+            "wake_p99_us": 1.0,
+            "rt_lateness_p99_us": 1.0,
+            "missed_slots": 0,
+            "rt_slot_missed": 0,
+        }
+
+    base = window(5.0, 0.25)  # 0.05 CPU s/s with the probe
+    base["without_probe"] = window(5.0, 0.20)  # 0.04 without it
+    r = window(10.0, 1.30)
+    r.update(vnic_packets=1000, pump_wakeups=10, goodput_mbps=70.0, bytes=0.1e9)
+    derive(r, base, 74.3)
+    assert abs(r["rt_probe_cpu_s_per_gb"] - 0.01 * 10.0 / 0.1) < 1e-9
+    # an idle without the probe that cost more (noise) is no negative share
+    base["without_probe"] = window(5.0, 0.30)
+    derive(r, base, 74.3)
+    assert r["rt_probe_cpu_s_per_gb"] == 0.0
+    # the headline: the total without the probe's frames, against the same baseline
+    res = run_result(100, cpu=22.0)
+    res["runs"]["batched/tcp"]["rt_probe_cpu_s_per_gb"] = 4.0
+    h = by_label(bench_vnic.headlines(res))
+    row = h[
+        "100 Mbit/s: batched TCP lab CPU per byte without the RT probe's frames / "
+        "MTU-frame kernel path's"
+    ]
+    assert row["value"] == (22.0 - 4.0) / 6.0 and row["target"] is None
+    assert h["100 Mbit/s: batched TCP lab CPU per byte / MTU-frame kernel path's"]["value"] == (
+        22.0 / 6.0
+    )
 
 
 def test_several_series_are_pooled_and_a_headline_missing_from_a_run_is_left_out(tmp_path):
