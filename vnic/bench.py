@@ -52,6 +52,7 @@ OFFLOAD = ("on", "off", "both")
 
 OFFERED_MBPS = 100  # what iperf3 offers; run() sets it to the modelled link rate
 APP_CPUS: tuple[int, ...] | None = None  # where iperf3 runs; run() sets it (cpu_isolation)
+PROBE_SLOT = 0  # the RT probe: one frame per occurrence of this slot, the slot timing measured
 SAME_RATE_TOLERANCE = 0.03  # the same-rate kernel path carries the VNIC's goodput within this
 SAME_RATE_AGREE = 0.20  # ... and its two runs' CPU per byte differ by at most this much
 
@@ -132,7 +133,7 @@ def idle_without_probe(seconds: float, stations) -> dict:
         return measure(idle(seconds), stations)
     finally:
         for st in stations:
-            st.set_probe(0)
+            st.set_probe(PROBE_SLOT)
 
 
 def derive(r: dict, base: dict, cap: float) -> None:
@@ -510,7 +511,7 @@ def run(
                 # the mode the stations' sockets ended up in (auto: the driver's best)
                 results["config"]["xdp_mode_used"] = stations[0].xdp_mode
                 for st in stations:
-                    st.set_probe(0)  # one RT frame per slot 0 occurrence: the slot timing measured
+                    st.set_probe(PROBE_SLOT)
                 log(f"{name:16s} idle {seconds} s ...")
                 base = measure(idle(seconds), stations)
                 results["runs"][f"{name}/idle"] = base
