@@ -41,7 +41,9 @@ def code_version() -> str:
 
 
 def write_json(path: str, obj) -> None:
-    """``obj`` as JSON at ``path``, whole or not at all: a temporary name, then a rename."""
+    """``obj`` as JSON at ``path``, whole or not at all: a temporary name, then a rename.
+    Its directory is made if it is missing (an --out-dir not made yet)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "w") as f:

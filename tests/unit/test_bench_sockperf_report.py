@@ -1,10 +1,11 @@
-"""tools/bench_sockperf.py without a lab: sockperf's summaries parsed, a run's targets and
-flags derived, the report over runs (a flagged run left out) and its BENCHMARKS.md
-section replaced between its markers."""
+"""tools/bench_sockperf.py without a lab (tools/sockperf_output.py and
+tools/sockperf_report.py): sockperf's summaries parsed, a run's targets and flags derived,
+the report over runs (a flagged run left out) and its BENCHMARKS.md section replaced
+between its markers."""
 
 import pytest
 
-from tools import bench_sockperf
+from tools import sockperf_output, sockperf_report
 
 PINGPONG = """sockperf: [Total Run] RunTime=1.000 sec; Warm up time=400 msec; SentMessages=42516; ReceivedMessages=42515
 sockperf: ========= Printing statistics for Server No: 0
@@ -27,12 +28,8 @@ sockperf: Summary: Message Rate is 105578 [msg/sec]
 SERVER = "sockperf: Test end (interrupted by user)\nsockperf: Total 119956 messages received and handled\n"
 
 
-@pytest.fixture
-def sp():
-    return bench_sockperf
-
-
-def test_sockperf_summaries_are_parsed(sp):
+def test_sockperf_summaries_are_parsed():
+    sp = sockperf_output
     pp = sp.parse_pingpong(PINGPONG)
     assert (pp["sent"], pp["received"], pp["samples"], pp["dropped"]) == (26145, 26145, 26145, 0)
     assert (pp["p50"], pp["p99"], pp["p99.9"], pp["max"], pp["min"]) == (
@@ -63,12 +60,11 @@ def run(k, kernel, end, nomac, native, tdma_flood, posix=None):
         },
         "extra": {"kernel_idle_end": {"p50": end}, "posix_rt": {"p50": posix or native}},
     }
-    sp_mod = bench_sockperf
-    sp_mod.derive(res)
+    sockperf_report.derive(res)
     return res
 
 
-def test_a_run_derives_its_targets_and_is_flagged_when_its_baselines_disagree(sp):
+def test_a_run_derives_its_targets_and_is_flagged_when_its_baselines_disagree():
     r = run(1, 30.0, 32.0, 66.0, 65.0, 1900.0)
     assert r["flags"] == []
     assert r["derived"]["interposer_p50_us"] == 1.0
@@ -78,7 +74,8 @@ def test_a_run_derives_its_targets_and_is_flagged_when_its_baselines_disagree(sp
     assert len(bad["flags"]) == 1 and "idle baselines disagree" in bad["flags"][0]
 
 
-def test_the_report_leaves_a_flagged_run_out_and_judges_each_target(sp, tmp_path):
+def test_the_report_leaves_a_flagged_run_out_and_judges_each_target(tmp_path):
+    sp = sockperf_report
     runs = [
         run(1, 30.0, 32.0, 66.0, 65.0, 1900.0),
         run(2, 18.7, 28.7, 80.0, 70.0, 9000.0),
