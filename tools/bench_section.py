@@ -1,8 +1,8 @@
 """A benchmark's own section of BENCHMARKS.md, between its begin and end markers: kept
 when another tool rewrites the rest of the page (tools/bench_suite_report.py), replaced
-when the benchmark writes it again.  Shared by tools/bench_cost.py,
-tools/bench_sockperf.py and tools/bench_vnic.py; and the notes written by hand, kept the
-same way."""
+when the benchmark writes it again.  Shared by tools/cost_report.py (bench_cost),
+tools/sockperf_report.py (bench_sockperf) and tools/bench_vnic.py; and the notes written
+by hand, kept the same way."""
 
 from __future__ import annotations
 

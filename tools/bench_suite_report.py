@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from tools import bench_cost, bench_frer, bench_section, bench_vnic, sockperf_report
+from tools import bench_frer, bench_section, bench_vnic, cost_report, sockperf_report
 from tools.bench_aggregate import headline_table
 from tools.suite_discussion import discussion
 from tools.suite_figures import figures
@@ -487,7 +487,7 @@ def markdown(results: dict, report_path: str) -> str:
         L += vnic_lines(results, fig)
     L += discussion_lines(results)
     # tools/bench_cost.py's section comes from its own run: kept as the page had it
-    kept = bench_cost.kept_section(report_path)
+    kept = cost_report.kept_section(report_path)
     # and tools/bench_sockperf.py's and tools/bench_vnic.py's, likewise from their own runs
     kept += sockperf_report.kept_section(report_path)
     kept += bench_vnic.kept_section(report_path)

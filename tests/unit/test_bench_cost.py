@@ -17,7 +17,7 @@ import sys
 import pytest
 from conftest import require_tool
 
-from tools import bench_cost
+from tools import cost_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -181,7 +181,9 @@ def test_benchmarks_section_is_replaced_not_repeated(harness, tmp_path):
 def test_the_suite_report_keeps_the_cost_section(tmp_path):
     """bench_suite.py regenerates BENCHMARKS.md; the cost section is bench_cost's and stays."""
     md = tmp_path / "BENCHMARKS.md"
-    section = bench_cost.SECTION_BEGIN + "\n## Cost per frame\n\nfigures\n" + bench_cost.SECTION_END
+    section = (
+        cost_report.SECTION_BEGIN + "\n## Cost per frame\n\nfigures\n" + cost_report.SECTION_END
+    )
     md.write_text("# Benchmarks\n\nold suite text\n\n" + section + "\n")
-    assert bench_cost.kept_section(str(md)) == section + "\n"
-    assert bench_cost.kept_section(str(tmp_path / "missing.md")) == ""
+    assert cost_report.kept_section(str(md)) == section + "\n"
+    assert cost_report.kept_section(str(tmp_path / "missing.md")) == ""
