@@ -1,7 +1,6 @@
 """Repeated benchmark runs on disk: the code they measured, the manifest that lists them,
-and JSON written whole.  Shared by tools/bench_suite.py and tools/bench_sockperf.py (its
-report, tools/sockperf_report.py, too)
-(docs/benchmark-protocol.md, "Runs and what a figure is"):
+and JSON written whole.  Shared by tools/bench_suite.py, tools/bench_sockperf.py and its
+report, tools/sockperf_report.py (docs/benchmark-protocol.md, "Runs and what a figure is"):
 
 - ``code_version()``: the short git sha, with -dirty when tracked files have changes;
 - ``write_json(path, obj)``: a file a reader finds whole or not at all;
