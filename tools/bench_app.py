@@ -33,6 +33,7 @@ from rtmac.tdma_config import Slot, TdmaConfig
 from rtnet.app import Channel, latencies_ns, publish_cyclic, subscribe
 from rtnet.argtypes import integer, number
 from rtnet.lab import Lab
+from rtnet.sigterm import unwind_on_sigterm
 from rtnet.station import RtSettings, Station
 
 ET = 0x88B5
@@ -96,6 +97,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if args.quick:
         args.seconds, args.chunks = 2.0, 2
     per_chunk = max(1, int(args.seconds * 1e6 / CYCLE_US / args.chunks))

@@ -48,6 +48,7 @@ import sys
 import tempfile
 
 from rtnet.argtypes import OneLineParser, integer
+from rtnet.sigterm import unwind_on_sigterm
 from tools.cost_report import (
     compare,
     markdown_section,
@@ -449,6 +450,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--no-build", action="store_true", help="use the harnesses as built")
     args = p.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
 
     try:
         stages = [s.strip() for s in args.stages.split(",") if s.strip()]

@@ -33,6 +33,7 @@ from rtnet import labdemo, netns, paths, stationctl
 from rtnet.argtypes import integer
 from rtnet.benchkit import start_iperf_server
 from rtnet.lab import Lab
+from rtnet.sigterm import unwind_on_sigterm
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -153,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stations", type=integer("stations", 2, 7), default=3)
     ap.add_argument("--json", default=os.path.join(REPO, "results", "bench_lab_vnic.json"))
     a = ap.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("bench_lab_vnic: needs root (namespaces, AF_XDP)", file=sys.stderr)
         return 2

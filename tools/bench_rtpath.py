@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import numpy as np
 from rtnet.argtypes import integer
 from rtnet.lab import Lab
 from rtnet.pingpong import UDP_HEADERS
+from rtnet.sigterm import unwind_on_sigterm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -177,8 +177,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     a.timeout_budget = 0.001  # seconds of wall time allowed per round trip on top of 60 s
 
-    # SIGTERM tears down like Ctrl-C does.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    unwind_on_sigterm()  # a stopped run takes its lab down
     lab = Lab(LAB_NAME, 2)
     if lab.exists():
         lab.down()  # leftovers of an interrupted run

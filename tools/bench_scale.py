@@ -23,6 +23,7 @@ from rtnet.argtypes import integer
 from rtnet.benchkit import run_cyclictest, sysinfo
 from rtnet.lab import MAX_STATIONS
 from rtnet.labsegment import RT_PRIORITY, format_report, run_segment
+from rtnet.sigterm import unwind_on_sigterm
 
 
 def cyclictest(threads: int, seconds: int) -> dict:
@@ -45,6 +46,7 @@ def main(argv=None) -> int:
     p.add_argument("--baseline-s", type=integer("baseline seconds", 1, 600), default=10)
     p.add_argument("--output", default="results/bench_scale.json")
     a = p.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
 
     print(f"# cyclictest baseline before: {a.stations} threads, {a.baseline_s} s")
     base_before = cyclictest(a.stations, a.baseline_s)

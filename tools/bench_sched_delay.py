@@ -32,6 +32,7 @@ import threading
 from rtnet.argtypes import integer, number
 from rtnet.lab import Lab
 from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
+from rtnet.sigterm import unwind_on_sigterm
 from vnic import bench
 from vnic.pair import plan, tdma_pair
 
@@ -68,6 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("--over-us", type=number("--over-us", 1, 10000), default=15.0)
     ap.add_argument("--lab", default="sd")
     a = ap.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("bench_sched_delay: needs root (netns, AF_XDP, perf)", file=sys.stderr)
         return 2

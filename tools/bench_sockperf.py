@@ -61,11 +61,11 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
+from rtnet.sigterm import unwind_on_sigterm
 from tools.bench_runs import code_version, open_manifest, recorded_run, write_json
 from tools.sockperf_output import BenchError
 from tools.sockperf_report import derive, load_runs, print_report
@@ -181,16 +181,7 @@ def main(argv=None) -> int:
     )
     conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
     runs, made = [], []
-    # SIGTERM tears down as Ctrl-C does
-    # (only in this process: a child forked to enter a namespace keeps its default)
-    me = os.getpid()
-
-    def on_term(*_):
-        if os.getpid() != me:
-            os._exit(143)
-        raise KeyboardInterrupt()
-
-    signal.signal(signal.SIGTERM, on_term)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     try:
         exe = build_native(conf_dir)
         for i in range(a.runs):

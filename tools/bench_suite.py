@@ -58,6 +58,7 @@ import signal
 import subprocess
 import sys
 
+from rtnet.sigterm import unwind_on_sigterm
 from tools import bench_suite_report as report
 from tools.bench_aggregate import merge
 from tools.bench_runs import code_version, open_manifest, recorded_run, write_json
@@ -208,17 +209,21 @@ def main(argv=None) -> int:
                 vnic_png=os.path.join(os.path.dirname(paths[0]), "bench_suite_vnic.png"),
             )
         return write_outputs(args, doc, args.from_json)
-    if args.one_run:
-        args.out_dir = args.one_run
-        results = measure(args, [a for a in argv])
-        write_json(os.path.join(args.one_run, "bench_suite.json"), results)
-        log(
-            f"# saved {os.path.join(args.one_run, 'bench_suite.json')} "
-            f"({results['envelope']['seconds']:.0f} s)"
-        )
-        return 0
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    return run_suite(args, argv)
+    unwind_on_sigterm()  # a stopped run takes its labs down
+    try:
+        if args.one_run:
+            args.out_dir = args.one_run
+            results = measure(args, [a for a in argv])
+            write_json(os.path.join(args.one_run, "bench_suite.json"), results)
+            log(
+                f"# saved {os.path.join(args.one_run, 'bench_suite.json')} "
+                f"({results['envelope']['seconds']:.0f} s)"
+            )
+            return 0
+        return run_suite(args, argv)
+    except KeyboardInterrupt:
+        print("bench_suite.py: interrupted", file=sys.stderr)
+        return 130
 
 
 def write_outputs(args, results: dict, path: str, vnic_png: str | None = None) -> int:

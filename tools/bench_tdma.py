@@ -35,6 +35,7 @@ from rtmac.tdma_config import LIMITS, Slot, TdmaConfig, wire_time_ns
 from rtnet.argtypes import integer, integer_list
 from rtnet.benchkit import run_cyclictest, start_stress, stop_stress, sysinfo
 from rtnet.lab import Lab
+from rtnet.sigterm import unwind_on_sigterm
 from rtnet.station import RtSettings, Station
 
 PRIORITY = 80
@@ -274,6 +275,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     started = datetime.datetime.now().astimezone()
     print(
         f"# bench_tdma: 3 stations, cycle {args.cycle_us} us, {args.cycles} cycles per load, "

@@ -37,6 +37,7 @@ import tempfile
 from rtnet.argtypes import OneLineParser, integer
 from rtnet.benchkit import RT_CPU_HELP, rt_cpu_arg
 from rtnet.config import XDP_MODES
+from rtnet.sigterm import unwind_on_sigterm
 from tools import bench_section
 from tools.bench_aggregate import headline_table
 from tools.bench_runs import code_version, open_manifest, recorded_run
@@ -443,6 +444,7 @@ def kept_section(path: str) -> str:
 def main(argv=None) -> int:
     try:
         a = parse_args(sys.argv[1:] if argv is None else argv)
+        unwind_on_sigterm()  # a stopped run takes its lab down
     except SystemExit as exc:
         return int(exc.code or 0)
     try:

@@ -31,6 +31,7 @@ import sys
 from rtnet.argtypes import OneLineParser, integer, integer_list
 from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.lab import Lab
+from rtnet.sigterm import unwind_on_sigterm
 from rtnet.station import RtSettings
 from tools.bench_aggregate import show, spread
 from tools.bench_runs import code_version, write_json
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
         help="where every run goes (default results/bench_vnic_csw/<code>.json)",
     )
     a = ap.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if len(a.rates) < 2 or len(set(a.rates)) != len(a.rates):
         ap.error("--rates: two or more rates, each once")
     if os.geteuid() != 0:

@@ -50,6 +50,7 @@ from rtnet.argtypes import integer, integer_list
 from rtnet.benchkit import cpu_isolation, sysinfo
 from rtnet.errors import ConfigError
 from rtnet.lab import STATION_IF_B, Lab
+from rtnet.sigterm import unwind_on_sigterm
 from rtnet.stall import STALL_PAD_NS, StallDetector, TakenSpans
 from rtnet.station import RtSettings
 from tools.bench_aggregate import UNRESOLVED, show, spread, verdict
@@ -250,6 +251,7 @@ def main(argv=None) -> int:
     p.add_argument("--two-ports", action="store_true", help="two wires, IEEE 802.1CB")
     p.add_argument("--output", default=None, help="default results/bench_vnic_paired/<code>.json")
     a = p.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     rates = a.link_rates
     if not rates:
         p.error("--link-rates: none given")

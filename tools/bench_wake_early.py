@@ -31,6 +31,7 @@ import sys
 from rtnet.argtypes import integer
 from rtnet.benchkit import sysinfo
 from rtnet.labsegment import run_segment
+from rtnet.sigterm import unwind_on_sigterm
 from tools.bench_aggregate import show, spread
 from tools.bench_runs import code_version, write_json
 from tools.bench_scale import cyclictest
@@ -83,6 +84,7 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=integer("runs", 1, MAX_RUNS), default=3)
     p.add_argument("--output", default=None, help="default results/bench_wake_early/<code>.json")
     a = p.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     code = code_version()
     out = a.output or os.path.join("results", "bench_wake_early", f"{code}.json")
     runs = []

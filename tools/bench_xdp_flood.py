@@ -27,6 +27,7 @@ from rtnet.argtypes import integer, number
 from rtnet.errors import XskError
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
+from rtnet.sigterm import unwind_on_sigterm
 from rtnet.xsk import RawSocket
 
 ET = 0x88B5
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--lab", default="fl", help="lab name (built and removed unless it is up)")
     args = ap.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if args.priority and (args.tx_cpu is None or args.tx_cpu == args.rx_cpu):
         ap.error("--priority needs --tx-cpu and --rx-cpu on two different CPUs (or --priority 0)")
     if os.geteuid() != 0:

@@ -50,6 +50,7 @@ from rtmac import frames
 from rtnet import labdemo, netns, paths, stationctl
 from rtnet.argtypes import integer, number
 from rtnet.lab import Lab
+from rtnet.sigterm import unwind_on_sigterm
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -540,6 +541,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--json", default=os.path.join(REPO, "results", "soak.json"))
     a = p.parse_args(argv)
+    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("soak: needs root (network namespaces, AF_XDP)", file=sys.stderr)
         return 2

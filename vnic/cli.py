@@ -15,6 +15,7 @@ from rtnet.benchkit import RT_CPU_HELP, rt_cpu_arg
 from rtnet.config import XDP_MODES
 from rtnet.errors import ConfigError, RtnetError
 from rtnet.messages import bounded, one_line
+from rtnet.sigterm import unwind_on_sigterm
 
 from .bench import MAX_MTU, MAX_SECONDS, MIN_MTU, OFFLOAD
 
@@ -114,6 +115,7 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
+    unwind_on_sigterm()  # a stopped run takes its lab down
     try:
         bench.run(
             *bench_args[:7],
@@ -129,6 +131,9 @@ def main(argv=None) -> int:
         msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"vnic: {bounded(one_line(msg))}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"vnic: bench interrupted; lab {args.lab} taken down", file=sys.stderr)
+        return 130
     return 0
 
 
