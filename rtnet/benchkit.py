@@ -264,6 +264,25 @@ def on_cpus(argv: list[str], cpus) -> list[str]:
     return ["taskset", "-c", ",".join(str(int(c)) for c in cpus)] + list(argv)
 
 
+def iperf_udp_flood(dst: str, mbps: float, length: int, seconds: int) -> list[str]:
+    """iperf3's UDP client: ``length``-byte datagrams to ``dst`` (IPERF_PORT) at ``mbps``
+    Mbit/s for ``seconds``."""
+    return [
+        "iperf3",
+        "-c",
+        dst,
+        "-p",
+        str(IPERF_PORT),
+        "-u",
+        "-b",
+        f"{mbps:g}M",
+        "-l",
+        str(length),
+        "-t",
+        str(int(seconds)),
+    ]
+
+
 def start_iperf_server(
     lab,
     station,

@@ -58,7 +58,14 @@ from tools.cost_report import (
     print_xdp,
     update_benchmarks,
 )
-from tools.cost_stages import AGREE_PCT, GOAL_RATIO, NETNS_STAGES, ROUND_DIVISOR, STAGES
+from tools.cost_stages import (
+    AGREE_PCT,
+    GOAL_RATIO,
+    INTERPOSER_CALLS,
+    NETNS_STAGES,
+    ROUND_DIVISOR,
+    STAGES,
+)
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -329,10 +336,7 @@ def interposer(stages: dict) -> dict | None:
     API) as issue 23 asks, and against app_sendto/app_recvfrom (the same UDP socket
     through the application library), which leaves the interposer's share alone."""
     out = {}
-    for side, pre, native, udp in (
-        ("send", "preload_send", "app_send", "app_sendto"),
-        ("recv", "preload_recv", "app_recv", "app_recvfrom"),
-    ):
+    for side, pre, native, udp in INTERPOSER_CALLS:
         if pre not in stages:
             continue
         ir = stages[pre]["per_unit"]["ir"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools import bench_section
-from tools.cost_stages import AGREE_PCT, GOAL_RATIO, ROUND_DIVISOR
+from tools.cost_stages import AGREE_PCT, GOAL_RATIO, INTERPOSER_CALLS, ROUND_DIVISOR
 
 
 def print_interposer(ip: dict | None):
@@ -13,10 +13,7 @@ def print_interposer(ip: dict | None):
         "\ninterposer's own cost: preload_send - app_send, preload_recv - app_recv "
         "(instructions per datagram):"
     )
-    for side, pre, native, udp in (
-        ("send", "preload_send", "app_send", "app_sendto"),
-        ("recv", "preload_recv", "app_recv", "app_recvfrom"),
-    ):
+    for side, pre, native, udp in INTERPOSER_CALLS:
         d = ip.get(side)
         if not d:
             continue
@@ -271,10 +268,7 @@ def markdown_section(res: dict) -> str:
             "| | instructions per datagram |",
             "|---|---:|",
         ]
-        for side, pre, native, udp in (
-            ("send", "preload_send", "app_send", "app_sendto"),
-            ("recv", "preload_recv", "app_recv", "app_recvfrom"),
-        ):
+        for side, pre, native, udp in INTERPOSER_CALLS:
             d = ip.get(side)
             if not d:
                 continue

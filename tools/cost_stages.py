@@ -4,6 +4,14 @@
 AGREE_PCT = 1.0  # with --repeat 2 or more, each stage's count must agree within this
 GOAL_RATIO = 3.0  # DESIGN.md: the RT path's instructions per frame x the minimal AF_XDP loop's
 
+# The interposer's calls, each set against the native calls it wraps: (side, the call
+# through rtnet-run, the EtherType API's call, the application library's UDP call on the
+# same socket)
+INTERPOSER_CALLS = (
+    ("send", "preload_send", "app_send", "app_sendto"),
+    ("recv", "preload_recv", "app_recv", "app_recvfrom"),
+)
+
 # name: (binary, needs the veth namespace, what is counted, unit, counted once per)
 STAGES = {
     "app_send": (

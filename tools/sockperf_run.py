@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 
+from rtnet.benchkit import IPERF_PORT, iperf_udp_flood, listening
 from tools.sockperf_output import (
     BenchError,
     parse_pingpong,
@@ -41,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 LAB_NAME = "spk"
-PORT, NATIVE_PORT, POSIX_PORT, IPERF_PORT = 11111, 11112, 11113, 5201
+PORT, NATIVE_PORT, POSIX_PORT = 11111, 11112, 11113  # sockperf's; iperf3 on IPERF_PORT
 RT_CPU, STATION_PRIO = -1, 90  # RT threads not pinned by default (see the docstring)
 WITNESS_CPU = 0
 CYCLE_US = 1000
@@ -605,23 +606,14 @@ class Run:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        time.sleep(0.5)
+        self.wait_for(
+            lambda: listening(srv.pid, IPERF_PORT) or srv.poll() is not None, 10, "iperf3 -s"
+        )
+        if srv.poll() is not None:
+            raise BenchError(f"iperf3 -s on {dst} ended at once (exit {srv.poll()})")
         cli = self.start(
             self.s1,
-            [
-                "iperf3",
-                "-c",
-                dst,
-                "-p",
-                str(IPERF_PORT),
-                "-u",
-                "-b",
-                f"{FLOOD_MBPS}M",
-                "-l",
-                str(FLOOD_LEN),
-                "-t",
-                "3600",
-            ],
+            iperf_udp_flood(dst, FLOOD_MBPS, FLOOD_LEN, 3600),
             rt=False,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

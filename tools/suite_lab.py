@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 
-from rtnet.benchkit import start_iperf_server, start_stress, stop_stress
+from rtnet.benchkit import iperf_udp_flood, start_iperf_server, start_stress, stop_stress
 from tools.suite_config import FLOOD_LEN, FLOOD_MBPS, LOAD_CPUS
 from vnic.pair import vnic_address
 
@@ -37,18 +37,7 @@ class Load:
             if name in ("net", "both"):
                 dst = vnic_address(2).split("/")[0]
                 self.procs.append(start_iperf_server(lab, lab.station(2), dst))
-                cmd = [
-                    "iperf3",
-                    "-c",
-                    dst,
-                    "-u",
-                    "-b",
-                    f"{FLOOD_MBPS}M",
-                    "-l",
-                    str(FLOOD_LEN),
-                    "-t",
-                    str(int(seconds) + 5),
-                ]
+                cmd = iperf_udp_flood(dst, FLOOD_MBPS, FLOOD_LEN, int(seconds) + 5)
                 self.procs.append(
                     lab.spawn(
                         lab.station(1), cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
