@@ -67,6 +67,7 @@ FOUNDATION = (
     "stall",
     "userfiles",
     "benchkit",
+    "sigterm",
     "rtcfg",
     "rtcfg.frames",
     "rtcfg.server",
