@@ -168,7 +168,11 @@ def start_stress(
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    time.sleep(2.0)  # let the workers spin up before measuring
+    try:
+        time.sleep(2.0)  # let the workers spin up before measuring
+    except BaseException:  # stopped meanwhile (Ctrl-C, SIGTERM): the caller has no handle yet
+        stop_stress(proc)
+        raise
     if proc.poll() is not None:
         raise RuntimeError(f"{' '.join(cmd)} exited early with {proc.returncode}")
     return proc, cmd

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from . import __version__
+from . import __version__, sigterm
 from .argtypes import OneLineParser, integer, interface_name, netns_name, number, power_of_two
 from .errors import ConfigError, RtnetError
 from .messages import bounded, one_line
@@ -524,13 +524,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def cmd_bench(args) -> int:
         import os
-        import subprocess
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        return subprocess.call(
-            [sys.executable, "-m", "tools.bench_suite"] + (["--quick"] if args.quick else []),
-            cwd=root,
-        )
+        argv = [sys.executable, "-m", "tools.bench_suite"] + (["--quick"] if args.quick else [])
+        # Ctrl-C and SIGTERM: the suite takes its labs down, and this waits for it
+        return sigterm.run_child(argv, cwd=root)
 
     sp = sub.add_parser("bench", help="the seeds' measurements: python3 -m tools.bench_suite")
     sp.add_argument(
@@ -543,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    as_program = argv is None  # not a call from within another program (a test, a tool)
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     try:
@@ -552,6 +551,8 @@ def main(argv=None) -> int:
     args.name_given = "--name" in argv
     if not hasattr(args, "json"):
         args.json = False
+    if as_program:
+        sigterm.unwind_on_sigterm()  # stopped with SIGTERM, a command ends as on Ctrl-C
     try:
         return args.func(args)
     except (RtnetError, ConfigError) as exc:

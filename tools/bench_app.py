@@ -97,7 +97,6 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if args.quick:
         args.seconds, args.chunks = 2.0, 2
     per_chunk = max(1, int(args.seconds * 1e6 / CYCLE_US / args.chunks))
@@ -184,4 +183,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -454,7 +454,6 @@ def main(argv=None) -> int:
     )
     p.add_argument("--no-build", action="store_true", help="use the harnesses as built")
     args = p.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
 
     try:
         stages = [s.strip() for s in args.stages.split(",") if s.strip()]
@@ -591,4 +590,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

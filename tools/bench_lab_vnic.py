@@ -154,7 +154,6 @@ def main(argv=None) -> int:
     ap.add_argument("--stations", type=integer("stations", 2, 7), default=3)
     ap.add_argument("--json", default=os.path.join(REPO, "results", "bench_lab_vnic.json"))
     a = ap.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("bench_lab_vnic: needs root (namespaces, AF_XDP)", file=sys.stderr)
         return 2
@@ -194,4 +193,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -177,7 +177,6 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     a.timeout_budget = 0.001  # seconds of wall time allowed per round trip on top of 60 s
 
-    unwind_on_sigterm()  # a stopped run takes its lab down
     lab = Lab(LAB_NAME, 2)
     if lab.exists():
         lab.down()  # leftovers of an interrupted run
@@ -221,4 +220,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -46,7 +46,6 @@ def main(argv=None) -> int:
     p.add_argument("--baseline-s", type=integer("baseline seconds", 1, 600), default=10)
     p.add_argument("--output", default="results/bench_scale.json")
     a = p.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
 
     print(f"# cyclictest baseline before: {a.stations} threads, {a.baseline_s} s")
     base_before = cyclictest(a.stations, a.baseline_s)
@@ -91,4 +90,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

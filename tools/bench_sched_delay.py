@@ -69,7 +69,6 @@ def main(argv=None) -> int:
     ap.add_argument("--over-us", type=number("--over-us", 1, 10000), default=15.0)
     ap.add_argument("--lab", default="sd")
     a = ap.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("bench_sched_delay: needs root (netns, AF_XDP, perf)", file=sys.stderr)
         return 2
@@ -121,4 +120,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -181,7 +181,6 @@ def main(argv=None) -> int:
     )
     conf_dir = tempfile.mkdtemp(prefix="rtn-spk-conf-")
     runs, made = [], []
-    unwind_on_sigterm()  # a stopped run takes its lab down
     try:
         exe = build_native(conf_dir)
         for i in range(a.runs):
@@ -224,4 +223,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -93,9 +93,10 @@ def run_once(args, argv, run_dir: str) -> tuple[str, str]:
                     last = line.strip()
             rc = proc.wait()
         except BaseException:
-            # Ctrl-C or a signal: the run stops and takes its labs down (SIGINT)
+            # Ctrl-C or a signal: the run stops and takes its labs down (SIGTERM, which
+            # a child started from a shell's background job hears; SIGINT it may ignore)
             with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGINT)
+                proc.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=120)
             raise
@@ -209,7 +210,6 @@ def main(argv=None) -> int:
                 vnic_png=os.path.join(os.path.dirname(paths[0]), "bench_suite_vnic.png"),
             )
         return write_outputs(args, doc, args.from_json)
-    unwind_on_sigterm()  # a stopped run takes its labs down
     try:
         if args.one_run:
             args.out_dir = args.one_run
@@ -250,4 +250,5 @@ def write_outputs(args, results: dict, path: str, vnic_png: str | None = None) -
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

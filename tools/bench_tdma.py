@@ -275,7 +275,6 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     started = datetime.datetime.now().astimezone()
     print(
         f"# bench_tdma: 3 stations, cycle {args.cycle_us} us, {args.cycles} cycles per load, "
@@ -349,4 +348,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -444,7 +444,6 @@ def kept_section(path: str) -> str:
 def main(argv=None) -> int:
     try:
         a = parse_args(sys.argv[1:] if argv is None else argv)
-        unwind_on_sigterm()  # a stopped run takes its lab down
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
@@ -493,4 +492,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -168,7 +168,6 @@ def main(argv=None) -> int:
         help="where every run goes (default results/bench_vnic_csw/<code>.json)",
     )
     a = ap.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if len(a.rates) < 2 or len(set(a.rates)) != len(a.rates):
         ap.error("--rates: two or more rates, each once")
     if os.geteuid() != 0:
@@ -197,4 +196,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

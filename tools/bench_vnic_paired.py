@@ -251,7 +251,6 @@ def main(argv=None) -> int:
     p.add_argument("--two-ports", action="store_true", help="two wires, IEEE 802.1CB")
     p.add_argument("--output", default=None, help="default results/bench_vnic_paired/<code>.json")
     a = p.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     rates = a.link_rates
     if not rates:
         p.error("--link-rates: none given")
@@ -310,4 +309,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -84,7 +84,6 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=integer("runs", 1, MAX_RUNS), default=3)
     p.add_argument("--output", default=None, help="default results/bench_wake_early/<code>.json")
     a = p.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     code = code_version()
     out = a.output or os.path.join("results", "bench_wake_early", f"{code}.json")
     runs = []
@@ -131,4 +130,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

@@ -168,7 +168,6 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--lab", default="fl", help="lab name (built and removed unless it is up)")
     args = ap.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if args.priority and (args.tx_cpu is None or args.tx_cpu == args.rx_cpu):
         ap.error("--priority needs --tx-cpu and --rx-cpu on two different CPUs (or --priority 0)")
     if os.geteuid() != 0:
@@ -199,4 +198,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

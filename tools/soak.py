@@ -541,7 +541,6 @@ def main(argv=None) -> int:
     )
     p.add_argument("--json", default=os.path.join(REPO, "results", "soak.json"))
     a = p.parse_args(argv)
-    unwind_on_sigterm()  # a stopped run takes its lab down
     if os.geteuid() != 0:
         print("soak: needs root (network namespaces, AF_XDP)", file=sys.stderr)
         return 2
@@ -559,4 +558,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    unwind_on_sigterm()  # stopped with SIGTERM, a run takes its lab down as on Ctrl-C
     sys.exit(main())

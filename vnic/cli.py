@@ -88,6 +88,7 @@ def build_parser() -> OneLineParser:
 
 
 def main(argv=None) -> int:
+    as_program = argv is None  # not a call from within another program (a test, a tool)
     ap = build_parser()
     try:
         args = ap.parse_args(argv)
@@ -115,7 +116,8 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"vnic: {bounded(one_line(str(exc)))}", file=sys.stderr)
         return 2
-    unwind_on_sigterm()  # a stopped run takes its lab down
+    if as_program:
+        unwind_on_sigterm()  # stopped with SIGTERM, the bench takes its lab down as on Ctrl-C
     try:
         bench.run(
             *bench_args[:7],

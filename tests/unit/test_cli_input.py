@@ -16,7 +16,6 @@ import errno
 import importlib
 import io
 import os
-import subprocess
 import tempfile
 
 import pytest
@@ -27,7 +26,7 @@ import rtmac.cli
 import rtnet.cli
 import vnic.cli
 from rtmac import control
-from rtnet import argtypes, demo, lab, labdemo, messages, names, stationctl
+from rtnet import argtypes, demo, lab, labdemo, messages, names, sigterm, stationctl
 from rtnet.errors import LabError
 
 
@@ -41,7 +40,7 @@ def nothing_happens():
 
     Daemons: stationctl and rtmac.control raise their "no daemon" errors.  The lab:
     Lab.up/down/status raise LabError, so no namespace is built or removed (another
-    lab on this machine stays as it is).  Benchmarks: subprocess.call records and
+    lab on this machine stays as it is).  Benchmarks: sigterm.run_child records and
     returns 0.  The working directory is a scratch directory (capture -w, vnic --json).
     """
 
@@ -64,7 +63,7 @@ def nothing_happens():
         mp.setattr(lab, "all_labs", list)
         mp.setattr(labdemo, "run", no_lab)
         mp.setattr(demo, "run_frame_demo", no_lab)
-        mp.setattr(subprocess, "call", lambda *a, **k: calls.append(a) or 0)
+        mp.setattr(sigterm, "run_child", lambda *a, **k: calls.append(a) or 0)
         mp.chdir(scratch)
         yield calls
 
