@@ -563,6 +563,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         f"ping over vnic0 from station 2; {duration:g} s"
     )
     out("   time   msgs  lat p50  lat p99  lat max (us)  missed slots  vnic frames")
+    ran_out = False
     try:
         while (elapsed := time.monotonic() - t0) < duration:
             time.sleep(min(0.5, max(0.05, duration - elapsed)))
@@ -579,12 +580,15 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
                 f"{_vnic_frames(now) - _vnic_frames(before):8d}"
             )
             out(row)
+        ran_out = True
     finally:
         task.stop()
         sub.stop_event.set()
         sub.join()
         pub_ch.close()
         sub_ch.close()
+        if not ran_out and ping.poll() is None:
+            ping.terminate()  # stopped early (Ctrl-C, SIGTERM): not the rest of its -w
         ping_out = ping.communicate(timeout=duration + 10)[0]
         lab.forget(ping)
         witness.end()

@@ -78,3 +78,34 @@ def test_demo_refuses_bad_arguments_without_leaving_anything():
     assert r.returncode == 1
     assert r.stderr.strip() == "rtnetctl: --stations 17: the demo runs 2..16 stations"
     assert not [n for n in pr_netns.listnetns() if n.startswith("rtn-le-")]
+
+
+def test_lab_up_stopped_with_sigterm_takes_its_lab_down_as_ctrl_c_does():
+    """Stopped early, it stops its demo's processes too: the vnic0 ping it started for the
+    whole --duration (600 s) had kept it waiting for the rest of its time."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rtnet.cli", "lab", "up", "--name", "lt", "--duration", "600"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in proc.stdout:  # the live view's heading: the segment is up and running
+            if line.split()[:2] == ["time", "msgs"]:
+                break
+        else:
+            pytest.fail(f"lab up ended before its demo ran: {proc.stderr.read()[-500:]}")
+        assert any(n.startswith("rtn-lt-") for n in pr_netns.listnetns())
+        proc.terminate()
+        rc = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        left = [n for n in pr_netns.listnetns() if n.startswith("rtn-lt-")]
+        if left:  # what a failing run left, taken down before the assertions say so
+            rtnetctl("lab", "down", "--name", "lt")
+    err = proc.stderr.read()
+    assert rc == 130, err[-500:]
+    assert "rtnetctl: interrupted" in err
+    assert left == []
