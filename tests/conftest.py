@@ -200,3 +200,35 @@ def tdma_ipv4_pair(name: str, cycle_us: int = 1000):
             yield lab
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def terminate_when(argv, ready, prefix: str, take_down, *, timeout: float = 120.0):
+    """Run ``argv``; once a line it prints makes ``ready(line)`` true, send it SIGTERM and
+    wait up to ``timeout`` s.  Returns (exit status, stderr, the namespaces named
+    ``prefix``... it left).  What it left is taken down (``take_down()``) before this
+    returns, so a failing command leaves nothing; the caller asserts."""
+    import subprocess
+
+    from pyroute2 import netns as pr_netns
+
+    def ours():
+        return [n for n in pr_netns.listnetns() if n.startswith(prefix)]
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if ready(line):
+                break
+        else:
+            pytest.fail(f"{argv[2]} ended before it was ready: {proc.stderr.read()[-500:]}")
+        assert ours(), f"no {prefix}* namespace while it runs"
+        proc.terminate()
+        rc = proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        left = ours()
+        if left:
+            take_down()
+    return rc, proc.stderr.read(), left

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import terminate_when
 from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
 
@@ -83,29 +84,13 @@ def test_demo_refuses_bad_arguments_without_leaving_anything():
 def test_lab_up_stopped_with_sigterm_takes_its_lab_down_as_ctrl_c_does():
     """Stopped early, it stops its demo's processes too: the vnic0 ping it started for the
     whole --duration (600 s) had kept it waiting for the rest of its time."""
-    proc = subprocess.Popen(
+    rc, err, left = terminate_when(
         [sys.executable, "-m", "rtnet.cli", "lab", "up", "--name", "lt", "--duration", "600"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        # the live view's heading: the segment is up and running
+        lambda line: line.split()[:2] == ["time", "msgs"],
+        "rtn-lt-",
+        lambda: rtnetctl("lab", "down", "--name", "lt"),
     )
-    try:
-        for line in proc.stdout:  # the live view's heading: the segment is up and running
-            if line.split()[:2] == ["time", "msgs"]:
-                break
-        else:
-            pytest.fail(f"lab up ended before its demo ran: {proc.stderr.read()[-500:]}")
-        assert any(n.startswith("rtn-lt-") for n in pr_netns.listnetns())
-        proc.terminate()
-        rc = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        left = [n for n in pr_netns.listnetns() if n.startswith("rtn-lt-")]
-        if left:  # what a failing run left, taken down before the assertions say so
-            rtnetctl("lab", "down", "--name", "lt")
-    err = proc.stderr.read()
     assert rc == 130, err[-500:]
     assert "rtnetctl: interrupted" in err
     assert left == []
