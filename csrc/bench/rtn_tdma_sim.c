@@ -45,6 +45,7 @@ static int sim_send(void *arg, uint8_t *frame, uint32_t len, int32_t stamp_off, 
 	local = to_local(t, at);
 	if (local > deadline)
 		return -ETIME; /* as rtn_xsk_send_by(): nothing sent */
+	t->sends++;
 	if (!t->alive)
 		return 0; /* a dead station's frames never reach the wire */
 	if (s->n_fl >= MAX_FLIGHT || len > RTN_TDMA_FRAME_MAX)
@@ -237,13 +238,19 @@ uint64_t rtn_sim_wakeups(const struct rtn_sim *s, uint32_t i)
 	return i < s->n ? s->st[i].wakeups : 0;
 }
 
+void rtn_sim_kick_cost(struct rtn_sim *s, uint32_t i, int64_t kick_ns)
+{
+	if (i < s->n)
+		s->st[i].kick_ns = kick_ns > 0 ? kick_ns : 0;
+}
+
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
-		    const uint8_t *frame, uint32_t len)
+		    const uint8_t *frame, uint32_t len, int32_t stamp_off)
 {
 	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
-	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, -1);
+	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, stamp_off < 0 ? -1 : stamp_off);
 }
 
 static void deliver(struct rtn_sim *s, const struct flight *f)
@@ -294,6 +301,8 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_end)
 				if (t->wake_true < s->now)
 					t->wake_true = s->now;
 			}
+			if (t->wake_true < t->busy_until)
+				t->wake_true = t->busy_until; /* still in its last kick */
 			if (t->wake_true < next) {
 				next = t->wake_true;
 				who = i;
@@ -321,12 +330,15 @@ void rtn_sim_run_until(struct rtn_sim *s, int64_t t_end)
 		} else {
 			struct sim_station *t = &s->st[who];
 			int64_t local = to_local(t, s->now);
+			uint64_t sends = t->sends;
 
 			/* clock conversions round: never run before the engine's deadline */
 			if (local < t->ev_local)
 				local = t->ev_local;
 			rtn_tdma_run(t->e, local);
 			t->wakeups++;
+			if (t->sends != sends && t->kick_ns)
+				t->busy_until = s->now + t->kick_ns;
 		}
 	}
 }

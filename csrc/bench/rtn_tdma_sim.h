@@ -53,9 +53,15 @@ void rtn_sim_stall_frames(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_
  * hand-over deadline has then passed is refused, as the real port does.
  */
 void rtn_sim_stall_handover(struct rtn_sim *s, uint32_t i, uint32_t frames, int64_t stall_ns);
-/** Queue a frame on station @p i. */
+/**
+ * Every run of station @p i's engine that sends ends with a kick that keeps
+ * its thread @p kick_ns: its next run starts no earlier (a copy-mode
+ * socket's send() carries the frames through the lab's wire inline).
+ */
+void rtn_sim_kick_cost(struct rtn_sim *s, uint32_t i, int64_t kick_ns);
+/** Queue a frame on station @p i; @p stamp_off >= 0: its transmit stamp goes there. */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
-		    const uint8_t *frame, uint32_t len);
+		    const uint8_t *frame, uint32_t len, int32_t stamp_off);
 /**
  * Give station @p i @p count more copies of @p frame to send last, from
  * outside its queues (the engine's port tail, as a VNIC's ring); a slot takes

@@ -43,6 +43,10 @@ struct sim_station {
 	 * after the engine decided to send them */
 	uint32_t handover_frames;
 	int64_t handover_ns;
+	/* a run that sent ends with a kick that keeps the thread kick_ns (a
+	 * copy-mode socket's send() carrying the frames through the wire) */
+	int64_t kick_ns, busy_until;
+	uint64_t sends; /* frames handed over, for telling a run that sent */
 	/* the lowest-priority source (the port's tail, as a VNIC's ring): tail_n
 	 * copies of tail_frame; tail_bad counts a peek while the slot's queue
 	 * held frames, or a frame taken that was not the one peeked */

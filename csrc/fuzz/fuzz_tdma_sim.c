@@ -341,7 +341,8 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 		memset(f, 0xff, 6);
 		memcpy(f + 6, e->mac, 6);
 		rtn_put_be16(f + 12, DATA_TYPE);
-		rc = rtn_sim_enqueue(sim, i, slot_id, prio, f, len > sizeof(f) ? sizeof(f) : len);
+		rc = rtn_sim_enqueue(sim, i, slot_id, prio, f, len > sizeof(f) ? sizeof(f) : len,
+				     -1);
 		queued_data = 1;
 		if (rc && rc != -EMSGSIZE && rc != -ENOENT && rc != -ENOBUFS)
 			fuzz_fail("rtn_tdma_enqueue returned %d", rc);

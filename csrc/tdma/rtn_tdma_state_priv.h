@@ -97,8 +97,9 @@ struct rtn_tdma {
 	int64_t slot_start, slot_end, resume_at;
 	uint32_t sent_in_occ;
 	int64_t wire_free_at;
-	uint64_t slot0_sent; /* slot 0 occurrences that sent ... */
-	int64_t slot0_late;  /* ... and the latest one's lateness */
+	uint32_t sent_in_run; /* frames handed over in this rtn_tdma_run(): one kick */
+	uint64_t slot0_sent;  /* slot 0 occurrences that sent ... */
+	int64_t slot0_late;   /* ... and the latest one's lateness */
 
 	/* synchronisation */
 	int64_t listen_until;

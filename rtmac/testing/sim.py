@@ -59,9 +59,15 @@ class Segment:
         """How many times station ``i``'s engine ran: its thread's wake-ups."""
         return lib.rtn_sim_wakeups(self._s, i)
 
-    def enqueue(self, i: int, slot: int, frame: bytes, prio: int = 15) -> int:
-        """Queue a frame; returns 0 or the negative errno the engine gave (and counted)."""
-        return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame))
+    def kick_cost(self, i: int, kick_ns: int) -> None:
+        """Every run of station ``i`` that sends ends in a kick that keeps its thread
+        ``kick_ns``: a copy-mode socket's send() carrying the frames through a veth lab."""
+        lib.rtn_sim_kick_cost(self._s, i, kick_ns)
+
+    def enqueue(self, i: int, slot: int, frame: bytes, prio: int = 15, stamp_at: int = -1) -> int:
+        """Queue a frame (its transmit stamp, 8 bytes big-endian, at ``stamp_at`` if that is
+        0 or more); returns 0 or the negative errno the engine gave (and counted)."""
+        return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame), stamp_at)
 
     def tail(self, i: int, frame: bytes, count: int) -> None:
         """Give station ``i`` ``count`` copies of ``frame`` to send last, from outside its
