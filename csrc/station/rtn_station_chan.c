@@ -46,12 +46,23 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 		     (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
 		     n++) {
 			uint32_t len = rtn_msg_len(m);
+			int rc = -EINVAL;
 
 			/* the slot is ours until released: the stamp goes into the frame itself */
 			if (len <= c->max_size)
 				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
-			if (len > c->max_size || !rtn_chan_tx_ok(s, c, m->frame, len) ||
-			    take(s, c, m, len, arg) < 0)
+			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len))
+				rc = take(s, c, m, len, arg);
+			/*
+			 * The discipline's queue is full: the message stays in the
+			 * ring, whose fill makes a blocking sender wait and a
+			 * non-blocking one see EAGAIN, as a kernel socket's full send
+			 * buffer does.  Taken and dropped, it was lost after the
+			 * program had been told it was sent.
+			 */
+			if (rc == -ENOBUFS)
+				break;
+			if (rc < 0)
 				c->tx_drops++;
 			else
 				c->tx_msgs++;
