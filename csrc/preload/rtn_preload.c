@@ -272,6 +272,12 @@ struct rsock *rp_rs_new(int domain, int type)
 
 void rp_rs_free(struct rsock *rs)
 {
+	while (rs->backlog) {
+		struct rp_dgram *d = rs->backlog;
+
+		rs->backlog = d->next;
+		free(d);
+	}
 	if (rs->ch)
 		rtn_app_close(rs->ch);
 	pthread_mutex_destroy(&rs->tx_lock);
@@ -296,6 +302,29 @@ void rp_table_set_locked(int fd, struct rsock *rs, int cloexec)
 	__atomic_store_n(&rp_fds[fd].rs, rs, __ATOMIC_RELEASE);
 	if (old)
 		unref_locked(old);
+}
+
+struct rsock *rp_hold_rt(int fd)
+{
+	struct rsock *rs;
+
+	if (!rp_lookup(fd))
+		return NULL; /* a kernel descriptor: no lock on its way */
+	pthread_mutex_lock(&rp_table_lock);
+	rs = rp_fds[fd].rs;
+	if (rs && rs->state == RP_RT)
+		rs->refs++;
+	else
+		rs = NULL;
+	pthread_mutex_unlock(&rp_table_lock);
+	return rs;
+}
+
+void rp_put(struct rsock *rs)
+{
+	pthread_mutex_lock(&rp_table_lock);
+	unref_locked(rs);
+	pthread_mutex_unlock(&rp_table_lock);
 }
 
 /* The rules left it to the kernel: forget it everywhere. */

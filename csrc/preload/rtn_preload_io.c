@@ -171,6 +171,97 @@ static size_t scatter(const struct msghdr *mh, const uint8_t *data, size_t len)
 	return done;
 }
 
+/* ---- what the kernel socket held when it went real-time ------------------------ */
+
+#define BACKLOG_MAX 4096 /* datagrams kept at most: more than a default receive buffer holds */
+
+int rp_backlog_save(int fd, struct rsock *rs)
+{
+	static __thread uint8_t buf[65536];
+	int n = 0;
+
+	if (!rs->backlog_end)
+		rs->backlog_end = &rs->backlog;
+	while (n < BACKLOG_MAX) {
+		struct sockaddr_in from;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr mh = { .msg_name = &from,
+				     .msg_namelen = sizeof(from),
+				     .msg_iov = &iov,
+				     .msg_iovlen = 1 };
+		ssize_t len = rp_real.libc_recvmsg(fd, &mh, MSG_DONTWAIT);
+		struct rp_dgram *d;
+
+		if (len < 0 || mh.msg_namelen != sizeof(from))
+			break; /* EAGAIN: all taken */
+		d = malloc(sizeof(*d) + (size_t)len);
+		if (!d)
+			break;
+		d->next = NULL;
+		d->from = from;
+		d->len = (uint32_t)len;
+		memcpy(d->data, buf, (size_t)len);
+		*rs->backlog_end = d;
+		rs->backlog_end = &d->next;
+		n++;
+	}
+	return n;
+}
+
+/* The first kept datagram into @p mh, as take_one() gives a ring's (rx_lock held). */
+static ssize_t take_backlog(struct rsock *rs, struct msghdr *mh, int flags)
+{
+	struct rp_dgram *d;
+	size_t n;
+
+	while ((d = rs->backlog)) {
+		/* a connected socket takes its peer's datagrams only, as the kernel's */
+		if (!rs->connected || (ntohl(d->from.sin_addr.s_addr) == rs->raddr &&
+				       ntohs(d->from.sin_port) == rs->rport))
+			break;
+		rs->backlog = d->next;
+		free(d);
+	}
+	if (!d) {
+		rs->backlog_end = &rs->backlog;
+		return -EAGAIN;
+	}
+	n = scatter(mh, d->data, d->len);
+	mh->msg_flags = n < d->len ? MSG_TRUNC : 0;
+	if (mh->msg_name && mh->msg_namelen) {
+		memcpy(mh->msg_name, &d->from,
+		       mh->msg_namelen < sizeof(d->from) ? mh->msg_namelen : sizeof(d->from));
+		mh->msg_namelen = sizeof(d->from);
+	} else {
+		mh->msg_namelen = 0;
+	}
+	mh->msg_controllen = 0; /* the kernel's receive stamp was not kept */
+	if (flags & MSG_TRUNC)
+		n = d->len;
+	if (!(flags & MSG_PEEK)) {
+		rs->backlog = d->next;
+		if (!rs->backlog)
+			rs->backlog_end = &rs->backlog;
+		free(d);
+	}
+	return (ssize_t)n;
+}
+
+int rp_rx_ready(struct rsock *rs)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+
+	return __atomic_load_n(&rs->backlog, __ATOMIC_RELAXED) != NULL ||
+	       rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
+}
+
+int rp_rx_arm(struct rsock *rs)
+{
+	if (__atomic_load_n(&rs->backlog, __ATOMIC_RELAXED))
+		return 1;
+	return rtn_app_rx_arm(rs->ch);
+}
+
 /* Take (or peek at) one message into @p mh; -EAGAIN when the ring is empty. */
 static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 {
@@ -181,6 +272,10 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 	ssize_t rc = -EAGAIN;
 
 	pthread_mutex_lock(&rs->rx_lock);
+	if (rs->backlog && (rc = take_backlog(rs, mh, flags)) != -EAGAIN) {
+		pthread_mutex_unlock(&rs->rx_lock);
+		return rc;
+	}
 	while ((m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth),
 				       rs->ch->depth))) {
 		size_t n;
@@ -269,7 +364,7 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 		if (rs->dead)
 			return -ENETDOWN;
 		/* empty: arm the notify fd (and see a message that came meanwhile) */
-		n = rtn_app_rx_arm(rs->ch);
+		n = rp_rx_arm(rs);
 		if (n < 0) {
 			rs->dead = 1;
 			return -ENETDOWN;
@@ -312,8 +407,10 @@ int rp_fionread(struct rsock *rs)
 
 	pthread_mutex_lock(&rs->rx_lock);
 	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
-	if (m && view(rs, m, copy, &v) == 0)
-		n = (int)v.len; /* as Linux's UDP: the next datagram's size */
+	if (rs->backlog)
+		n = (int)rs->backlog->len; /* as Linux's UDP: the next datagram's size */
+	else if (m && view(rs, m, copy, &v) == 0)
+		n = (int)v.len;
 	pthread_mutex_unlock(&rs->rx_lock);
 	return n;
 }
@@ -490,17 +587,25 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 
 /* ---- the calls ---------------------------------------------------------------------- */
 
-/* A pending socket sending to @p to is judged first; the socket it then is. */
+/*
+ * A pending socket sending to @p to is judged first; the real-time socket
+ * it then is, held for the call (rp_hold_rt), or NULL.
+ */
 static struct rsock *judged(int fd, const struct sockaddr *to, socklen_t tolen, int *err)
 {
 	struct rsock *rs = rp_lookup(fd);
 
 	*err = 0;
-	if (rs && rs->state == RP_PENDING) {
+	if (rs && rs->state == RP_PENDING)
 		*err = rp_judge_send(fd, rs, to, tolen);
-		rs = rp_lookup_rt(fd);
-	}
-	return rs && rs->state == RP_RT ? rs : NULL;
+	return *err ? NULL : rp_hold_rt(fd);
+}
+
+/* A held socket's call is over: its result, errno set from it. */
+static long put_done(struct rsock *rs, long rc)
+{
+	rp_put(rs);
+	return rp_done(rc);
 }
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
@@ -513,7 +618,7 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
 		return rp_done(err);
 	if (!rs)
 		return rp_real.libc_sendmsg(fd, mh, flags);
-	return rp_done(rp_sendmsg(fd, rs, mh, flags));
+	return put_done(rs, rp_sendmsg(fd, rs, mh, flags));
 }
 
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
@@ -531,41 +636,39 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const stru
 		return rp_done(err);
 	if (!rs)
 		return rp_real.libc_sendto(fd, buf, len, flags, to, tolen);
-	return rp_done(rp_sendmsg(fd, rs, &mh, flags));
+	return put_done(rs, rp_sendmsg(fd, rs, &mh, flags));
 }
 
 EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
 		return rp_real.libc_send(fd, buf, len, flags);
-	return rp_done(rp_sendmsg(fd, rs, &mh, flags));
+	return put_done(rs, rp_sendmsg(fd, rs, &mh, flags));
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
 		return rp_real.libc_write(fd, buf, len);
-	return rp_done(rp_sendmsg(fd, rs, &mh, 0));
+	return put_done(rs, rp_sendmsg(fd, rs, &mh, 0));
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
 
 	if (!rs)
 		return rp_real.libc_writev(fd, iov, n);
-	if (n < 0)
-		return rp_done(-EINVAL);
-	return rp_done(rp_sendmsg(fd, rs, &mh, 0));
+	return put_done(rs, n < 0 ? -EINVAL : rp_sendmsg(fd, rs, &mh, 0));
 }
 
 EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
@@ -583,30 +686,30 @@ EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 	if (n > 1024) /* UIO_MAXIOV, as the kernel caps it */
 		n = 1024;
 	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
-		return (int)rp_done(-EFAULT);
+		return (int)put_done(rs, -EFAULT);
 	for (i = 0; i < n; i++) {
 		ssize_t rc = rp_sendmsg(fd, rs, &v[i].msg_hdr, flags);
 
 		if (rc < 0)
-			return i ? (int)i : (int)rp_done(rc);
+			return (int)put_done(rs, i ? (long)i : rc);
 		v[i].msg_len = (unsigned int)rc;
 	}
-	return (int)n;
+	return (int)put_done(rs, (long)n);
 }
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *mh, int flags)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 
 	if (!rs)
 		return rp_real.libc_recvmsg(fd, mh, flags);
-	return rp_done(rp_recvmsg(fd, rs, mh, flags));
+	return put_done(rs, rp_recvmsg(fd, rs, mh, flags));
 }
 
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
 			socklen_t *fromlen)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t rc;
@@ -615,14 +718,14 @@ EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 		return rp_real.libc_recvfrom(fd, buf, len, flags, from, fromlen);
 	if (from) {
 		if (!fromlen || rp_bad_ptr(fromlen, sizeof(*fromlen)))
-			return rp_done(-EFAULT);
+			return put_done(rs, -EFAULT);
 		mh.msg_name = from;
 		mh.msg_namelen = *fromlen;
 	}
 	rc = rp_recvmsg(fd, rs, &mh, flags);
 	if (rc >= 0 && from)
 		*fromlen = mh.msg_namelen;
-	return rp_done(rc);
+	return put_done(rs, rc);
 }
 
 EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -632,30 +735,28 @@ EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	if (!rs)
 		return rp_real.libc_read(fd, buf, len);
-	return rp_done(rp_recvmsg(fd, rs, &mh, 0));
+	return put_done(rs, rp_recvmsg(fd, rs, &mh, 0));
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n < 0 ? 0 : n };
 
 	if (!rs)
 		return rp_real.libc_readv(fd, iov, n);
-	if (n < 0)
-		return rp_done(-EINVAL);
-	return rp_done(rp_recvmsg(fd, rs, &mh, 0));
+	return put_done(rs, n < 0 ? -EINVAL : rp_recvmsg(fd, rs, &mh, 0));
 }
 
 EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 	unsigned int i;
 
 	if (!rs)
@@ -663,17 +764,17 @@ EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct
 	if (n > 1024)
 		n = 1024;
 	if (n && (!v || rp_bad_ptr(v, n * sizeof(*v))))
-		return (int)rp_done(-EFAULT);
+		return (int)put_done(rs, -EFAULT);
 	for (i = 0; i < n; i++) {
 		/* after the first, MSG_WAITFORONE takes only what is there */
 		int f = i && (flags & MSG_WAITFORONE) ? flags | MSG_DONTWAIT : flags;
 		ssize_t rc = rp_recvmsg(fd, rs, &v[i].msg_hdr, f & ~MSG_WAITFORONE);
 
 		if (rc < 0)
-			return i ? (int)i : (int)rp_done(rc);
+			return (int)put_done(rs, i ? (long)i : rc);
 		v[i].msg_len = (unsigned int)rc;
 	}
-	return (int)n;
+	return (int)put_done(rs, (long)n);
 }
 
 /* _FORTIFY_SOURCE's checked variants, which programs built with it call instead */

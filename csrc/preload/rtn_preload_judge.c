@@ -129,16 +129,21 @@ static void adopt_kernel_options(int fd, struct rsock *rs)
 
 /*
  * Put the channel's notify eventfd under every number standing for @p rs
- * (the kernel socket closes), and move epoll registrations along.
+ * (the kernel socket closes), and move epoll registrations along.  What
+ * the kernel socket had received is kept for the program first
+ * (rp_backlog_save), and the notify fd says so.
  */
 static int take_over(struct rsock *rs)
 {
-	int fd, nfd = rtn_app_fd(rs->ch), moved[64], n = 0, i;
+	int fd, nfd = rtn_app_fd(rs->ch), moved[64], n = 0, i, kept = -1;
+	uint64_t one = 1;
 
 	pthread_mutex_lock(&rp_table_lock);
 	for (fd = 0; fd < RP_MAX_FD; fd++) {
 		if (rp_fds[fd].rs != rs)
 			continue;
+		if (kept < 0) /* every number stands for the one kernel socket */
+			kept = rp_backlog_save(fd, rs);
 		/* always close-on-exec: a channel cannot survive exec (F_GETFD shows the program's) */
 		if (rp_real.libc_dup3(nfd, fd, O_CLOEXEC) < 0) {
 			int e = errno;
@@ -151,6 +156,8 @@ static int take_over(struct rsock *rs)
 	}
 	rs->state = RP_RT;
 	pthread_mutex_unlock(&rp_table_lock);
+	if (kept > 0 && rp_real.libc_write(nfd, &one, sizeof(one)) < 0)
+		rp_warn("notify descriptor: %s", strerror(errno));
 	for (i = 0; i < n; i++)
 		rp_epoll_fd_replaced(moved[i]);
 	return 0;

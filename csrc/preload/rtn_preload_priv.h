@@ -36,9 +36,17 @@ enum rp_state {
 	RP_RT,		/* on the real-time path */
 };
 
+/* A datagram the kernel socket held when the socket went real-time (rp_backlog_save). */
+struct rp_dgram {
+	struct rp_dgram *next;
+	struct sockaddr_in from;
+	uint32_t len;
+	uint8_t data[];
+};
+
 struct rsock {
 	enum rp_state state;
-	int refs;	    /* descriptors standing for it (dup) */
+	int refs;	    /* descriptors standing for it (dup), and calls in progress */
 	int domain, type;   /* AF_INET/AF_PACKET, SOCK_DGRAM/SOCK_RAW */
 	uint16_t ethertype; /* a packet socket's, host order */
 	struct rtn_app_chan *ch;
@@ -56,6 +64,7 @@ struct rsock {
 	int prio, slot;		    /* slot priority 0..31 and TDMA slot */
 	int pool;		    /* RTNET_RTIOC_EXTPOOL's count */
 	uint32_t sends;		    /* for the daemon's liveness check every so often */
+	struct rp_dgram *backlog, **backlog_end; /* received before it went real-time */
 };
 
 struct rp_fd {
@@ -160,6 +169,13 @@ struct rsock *rp_rs_new(int domain, int type);
 void rp_rs_free(struct rsock *rs);
 /** @p fd now stands for @p rs (NULL: for nothing of ours); the table lock is held. */
 void rp_table_set_locked(int fd, struct rsock *rs, int cloexec);
+/**
+ * The real-time socket @p fd stands for, held for one call (NULL: none):
+ * a close() in another thread meanwhile leaves it, and its channel, to the
+ * call until rp_put(), as the kernel keeps a file for a call in progress.
+ */
+struct rsock *rp_hold_rt(int fd);
+void rp_put(struct rsock *rs);
 /** The rules left @p rs to the kernel: every descriptor forgets it. */
 void rp_forget(struct rsock *rs);
 /** A packet socket's address: its EtherType, the device, @p mac. */
@@ -181,6 +197,16 @@ int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t
 ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags);
 ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags);
 int rp_fionread(struct rsock *rs);
+/**
+ * Keep what kernel socket @p fd has queued for @p rs, about to go
+ * real-time (its descriptor then stands for the channel): its receive
+ * calls give those datagrams first.  Returns how many were kept.
+ */
+int rp_backlog_save(int fd, struct rsock *rs);
+/** Whether a receive would find something: arms the notify fd when not (rtn_app_rx_arm). */
+int rp_rx_arm(struct rsock *rs);
+/** Whether a receive would find something now. */
+int rp_rx_ready(struct rsock *rs);
 
 /* rtn_preload_epoll.c: epoll registrations of our sockets */
 /** @p fd (a socket, or an epoll set) is closing: forget its registrations. */

@@ -27,14 +27,6 @@
 #define EXPORT	  __attribute__((visibility("default")))
 #define STACK_FDS 64
 
-static int ring_has_msg(struct rsock *rs)
-{
-	struct rtn_chan_shm *shm = rs->ch->shm;
-
-	return rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth) !=
-	       NULL;
-}
-
 /* ---- poll ----------------------------------------------------------------------- */
 
 /*
@@ -73,7 +65,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			if (!rs)
 				continue;
 			if (ev & (POLLIN | POLLRDNORM)) {
-				int r = rs->dead ? -1 : rtn_app_rx_arm(rs->ch);
+				int r = rs->dead ? -1 : rp_rx_arm(rs);
 
 				if (r > 0)
 					pre[i] |= ev & (POLLIN | POLLRDNORM);
@@ -122,7 +114,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 
 			if (rs) {
 				fds[i].revents = pre[i];
-				if ((k[i].revents & POLLIN) && ring_has_msg(rs))
+				if ((k[i].revents & POLLIN) && rp_rx_ready(rs))
 					fds[i].revents |= fds[i].events & (POLLIN | POLLRDNORM);
 			} else {
 				fds[i].revents = k[i].revents;

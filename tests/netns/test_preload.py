@@ -23,7 +23,7 @@ import time
 import pytest
 from conftest import daemon_lab, require_tool, station_toml
 
-from rtnet import cli, rtroute, run
+from rtnet import cli, netns, rtroute, run
 from rtnet.stationctl import request
 
 pytestmark = pytest.mark.netns
@@ -550,6 +550,87 @@ def test_multicast_joins_from_outside_get_the_kernels_errors_and_go_with_the_con
     with c:
         for i in range(32):
             assert ask({"cmd": "ipv4.join", "group": f"224.2.0.{i + 1}"})["ok"], i
+
+
+def test_close_while_another_thread_waits_in_recv_should_leave_that_call_whole(lab):
+    """close() in one thread while another waits in recv() on the same socket: the kernel
+    keeps the socket for the call in progress, which then ends as it would have (here its
+    SO_RCVTIMEO runs out: EAGAIN).  The library freed the socket and its channel under
+    the waiting call, which crashed when its poll() returned."""
+    s1 = lab.station(1)
+    prog = textwrap.dedent(f"""
+        import socket, struct, threading, time
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("{s1.ip}", 6410))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 1, 0))
+        tid, out = [], []
+        def reader():
+            tid.append(threading.get_native_id())
+            try:
+                s.recv(100); out.append("data")
+            except OSError as e:
+                out.append(e.errno)
+        t = threading.Thread(target=reader); t.start()
+        def waiting():  # the reader is in the poll() of its recv: the kernel says so
+            try:
+                with open(f"/proc/self/task/{{tid[0]}}/syscall") as f:
+                    return f.read().split()[0] in ("7", "271")
+            except (IndexError, OSError):
+                return False
+        while not waiting():
+            time.sleep(0.001)
+        s.close()
+        t.join(10)
+        print("reader", out, flush=True)
+    """)
+    res = subprocess.run(
+        rtnet_run(s1.netns, [sys.executable, "-c", prog]),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, (res.returncode, res.stdout, res.stderr)
+    assert f"reader [{errno_mod.EAGAIN}]" in res.stdout, res.stdout + res.stderr
+
+
+def test_datagrams_the_kernel_socket_held_should_survive_its_move_to_the_rt_path(lab):
+    """A wildcard-bound socket is the kernel's until it first sends into the segment.
+    What the kernel socket had received by then is the program's: it reads them first,
+    as it would have from the kernel socket (nc -u -l loses its first line otherwise)."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent("""
+        import socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("0.0.0.0", 6420))
+        print("ready", flush=True)
+        first, peer = s.recvfrom(100)   # through the kernel
+        sys.stdin.readline()            # the peer has sent all five
+        s.sendto(b"ack", peer)          # its first send: real-time from here on
+        got = [first]
+        s.settimeout(2)
+        try:
+            while len(got) < 5:
+                got.append(s.recv(100))
+        except socket.timeout:
+            pass
+        print("got", b" ".join(got).decode(), flush=True)
+    """)
+    srv, _ = start_server(
+        rtnet_run(s2.netns, [sys.executable, "-c", prog]), b"ready", stdin=subprocess.PIPE
+    )
+    try:
+        with netns.entered(s1.netns):
+            peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with peer:
+            peer.bind((s1.ip, 0))
+            peer.settimeout(10)
+            for k in range(5):
+                peer.sendto(b"m%d" % k, (s2.ip, 6420))
+            out, _ = srv.communicate(b"go\n", timeout=30)
+            assert peer.recv(10) == b"ack"
+    finally:
+        stop(srv)
+    assert "got m0 m1 m2 m3 m4" in out.decode(), out.decode()
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
