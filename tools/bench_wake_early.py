@@ -11,9 +11,8 @@ priority runs before and after, and a run whose two baselines disagree (p99 more
 apart) is flagged.  Every run is kept in the JSON; the figures are medians [min..max]
 over the runs, per mode:
 
-- slot lateness p50 and p99 of the slaves (the master's RT slot follows its own Sync,
-  whose send carries the frame through the lab's wire to every station inline: it is
-  late by that, awake or not, and is shown apart);
+- slot lateness p50 and p99 of the slaves, and the master's apart (its RT slot follows
+  its own Sync and runs with the Sync's wake-up, in the same kick);
 - missed slots of all stations, per 1,000 cycles;
 - the RT threads' CPU in seconds per second, spinning included.
 
