@@ -3,6 +3,7 @@ VNICs and a cyclic publisher, and `rtnetctl lab down` removes all of it."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -11,8 +12,9 @@ from conftest import terminate_when
 from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
 
-from rtnet import paths
-from rtnet.labdemo import NRT_SLOT_SIZE
+from rtnet import netns, paths
+from rtnet.app import UdpSocket
+from rtnet.labdemo import NRT_SLOT_SIZE, station_ip
 from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
@@ -57,6 +59,15 @@ def test_lab_up_runs_the_demo_and_lab_down_removes_everything():
         assert prog["returncode"] == 0 and prog["received"] > 10, prog
         st = json.loads(rtnetctl("-j", "-n", "rtn-ld-s3", "status").stdout)
         assert st["tdma"]["state"] == TdmaState.SYNCED and st["vnic"]["tap_tx"] > 0
+        # a plain Linux socket reaches a real-time one across the segment: the stations'
+        # Linux fills in its checksums, which a veth leaves to the receiver
+        with netns.entered("rtn-ld-s1"):
+            linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        with linux, UdpSocket(netns="rtn-ld-s3") as rt:
+            rt.bind(7400)
+            linux.sendto(b"from linux", (station_ip(3), 7400))
+            d = rt.recvfrom(timeout=5)
+            assert d is not None and d.data == b"from linux", d
         # rtnetd sizes vnic0 for its NRT slot: slot size - 4 (the RTmac header)
         with IPRoute(netns="rtn-ld-s3") as ipr:
             link = ipr.link("get", index=ipr.link_lookup(ifname="vnic0")[0])[0]
