@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import shutil
 import socket
 import sys
 
@@ -163,8 +164,18 @@ def parse_args(argv):
     if not (args.include_dir or args.library) and not args.command:
         ap.error("no program given (rtnet-run [options] -- PROGRAM ARGS)")
     if args.rules and not os.path.isfile(args.rules):
-        ap.error(f"rules file {args.rules}: no such file")
+        why = "a directory" if os.path.isdir(args.rules) else "no such file"
+        ap.error(f"rules file {args.rules}: {why}")
     return args
+
+
+def _device_missing(dev: str, ns: str | None) -> bool:
+    with netns.entered(ns):
+        try:
+            socket.if_nametoindex(dev)
+        except OSError:
+            return True
+    return False
 
 
 def main(argv=None) -> int:
@@ -188,8 +199,13 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.command and shutil.which(args.command[0]) is None:
+        print(f"rtnet-run: {args.command[0]}: no such program", file=sys.stderr)
+        return 127
     if not facts:
         where = f" in {args.netns}" if args.netns else ""
+        if _device_missing(args.dev, args.netns):
+            where += f" (there is no device {args.dev})"
         if args.fallback == "fail":
             print(
                 f"rtnet-run: no station daemon for {args.dev}{where}: its sockets will "

@@ -166,8 +166,16 @@ static void default_rules(void)
 		inet_ntop(AF_INET, &in, a, sizeof(a));
 		used += snprintf(text + used, sizeof(text) - used, "rt udp %s *\n", a);
 	}
-	if (subnet && *subnet && used < sizeof(text))
+	if (subnet && *subnet && used < sizeof(text)) {
+		unsigned int b[4], prefix;
+
 		used += snprintf(text + used, sizeof(text) - used, "rt udp * %s\n", subnet);
+		if (sscanf(subnet, "%u.%u.%u.%u/%u", &b[0], &b[1], &b[2], &b[3], &prefix) == 5 &&
+		    prefix >= 1 && prefix <= 30 && b[0] < 256 && b[1] < 256 && b[2] < 256 &&
+		    b[3] < 256)
+			rp_conf.rt_bcast = (b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]) |
+					   (0xffffffffu >> prefix);
+	}
 	while (ets && *ets && used < sizeof(text)) {
 		size_t len = strcspn(ets, ",");
 
@@ -265,6 +273,7 @@ struct rsock *rp_rs_new(int domain, int type)
 	rs->prio = -1;
 	rs->slot = -1;
 	rs->rcvbuf = rs->sndbuf = 212992; /* Linux's default rmem/wmem, as getsockopt shows */
+	rs->kept[RP_SO_RCVLOWAT] = 1;
 	pthread_mutex_init(&rs->tx_lock, NULL);
 	pthread_mutex_init(&rs->rx_lock, NULL);
 	return rs;

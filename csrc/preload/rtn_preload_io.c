@@ -74,6 +74,7 @@ struct rx_view {
 	const uint8_t *data;
 	uint32_t len; /* the datagram's or frame's full length */
 	struct sockaddr_in from;
+	uint32_t to; /* the IPv4 destination, network order (IP_PKTINFO) */
 	struct sockaddr_ll ll;
 };
 
@@ -99,6 +100,7 @@ static int view(const struct rsock *rs, const struct rtn_msg *m, uint8_t *copy, 
 		v->from.sin_family = AF_INET;
 		v->from.sin_addr.s_addr = f.src_ip;
 		v->from.sin_port = f.src_port;
+		memcpy(&v->to, copy + 30, sizeof(v->to)); /* Ethernet, then IPv4 without options */
 	}
 	return 0;
 }
@@ -129,7 +131,8 @@ static void put_cmsg(struct msghdr *mh, size_t *used, int level, int type, const
 	*used += CMSG_SPACE(len);
 }
 
-static void stamp_cmsgs(const struct rsock *rs, const struct rtn_msg *m, struct msghdr *mh)
+static void stamp_cmsgs(const struct rsock *rs, const struct rtn_msg *m, const struct rx_view *v,
+			struct msghdr *mh)
 {
 	size_t used = 0;
 	struct timespec ts;
@@ -152,6 +155,14 @@ static void stamp_cmsgs(const struct rsock *rs, const struct rtn_msg *m, struct 
 		struct scm_timestamping three = { .ts = { ts } };
 
 		put_cmsg(mh, &used, SOL_SOCKET, SO_TIMESTAMPING, &three, sizeof(three));
+	}
+	if (rs->domain == AF_INET && rs->kept[RP_IP_PKTINFO]) {
+		uint32_t local = __atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED);
+		struct in_pktinfo pi = { .ipi_ifindex = rp_conf.ifindex,
+					 .ipi_spec_dst.s_addr = htonl(local),
+					 .ipi_addr.s_addr = v->to };
+
+		put_cmsg(mh, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	}
 	mh->msg_controllen = used;
 }
@@ -247,17 +258,23 @@ static ssize_t take_backlog(struct rsock *rs, struct msghdr *mh, int flags)
 	return (ssize_t)n;
 }
 
+/* shutdown(SHUT_RD): a read ends at once, with 0 when nothing is left */
+static int shut_rd(const struct rsock *rs)
+{
+	return __atomic_load_n(&rs->shut, __ATOMIC_RELAXED) & (SHUT_RD + 1);
+}
+
 int rp_rx_ready(struct rsock *rs)
 {
 	struct rtn_chan_shm *shm = rs->ch->shm;
 
-	return __atomic_load_n(&rs->backlog, __ATOMIC_RELAXED) != NULL ||
+	return __atomic_load_n(&rs->backlog, __ATOMIC_RELAXED) != NULL || shut_rd(rs) ||
 	       rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
 }
 
 int rp_rx_arm(struct rsock *rs)
 {
-	if (__atomic_load_n(&rs->backlog, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&rs->backlog, __ATOMIC_RELAXED) || shut_rd(rs))
 		return 1;
 	return rtn_app_rx_arm(rs->ch);
 }
@@ -304,7 +321,7 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 		} else {
 			mh->msg_namelen = 0;
 		}
-		stamp_cmsgs(rs, m, mh);
+		stamp_cmsgs(rs, m, &v, mh);
 		if (!(flags & MSG_PEEK)) {
 			rtn_ring_cons_release(&shm->rx);
 			rs->ch->rx_received++;
@@ -361,6 +378,12 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 		rc = take_one(rs, mh, flags);
 		if (rc != -EAGAIN)
 			return rc;
+		if (shut_rd(rs)) { /* as the kernel's: the end, with nothing */
+			mh->msg_namelen = 0;
+			mh->msg_controllen = 0;
+			mh->msg_flags = 0;
+			return 0;
+		}
 		if (rs->dead)
 			return -ENETDOWN;
 		/* empty: arm the notify fd (and see a message that came meanwhile) */
@@ -461,6 +484,10 @@ static ssize_t send_udp(struct rsock *rs, const struct msghdr *mh, const void *d
 		return -EINVAL;
 	if (len > RP_FRAME_MAX)
 		return -EMSGSIZE;
+	/* a broadcast only from a socket that asked for it, as Linux's */
+	if ((ip == INADDR_BROADCAST || (rp_conf.rt_bcast && ip == rp_conf.rt_bcast)) &&
+	    !rs->kept[RP_SO_BROADCAST])
+		return -EACCES;
 	pthread_mutex_lock(&rs->tx_lock);
 	rc = rtn_app_sendto(rs->ch, ip, port, data, (uint32_t)len, RTN_APP_SCHED_NOW, NULL);
 	pthread_mutex_unlock(&rs->tx_lock);

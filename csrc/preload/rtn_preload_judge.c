@@ -125,6 +125,7 @@ static void adopt_kernel_options(int fd, struct rsock *rs)
 	ADOPT(SOL_SOCKET, SO_TIMESTAMP, ts_us);
 	ADOPT(SOL_SOCKET, SO_TIMESTAMPING, ts_flags);
 #undef ADOPT
+	rp_opts_adopt(fd, rs);
 }
 
 /*

@@ -36,6 +36,25 @@ enum rp_state {
 	RP_RT,		/* on the real-time path */
 };
 
+/*
+ * Options a real-time socket keeps as the program set them (or the kernel
+ * socket had them: rp_opts_adopt) and reports back, whose effect on the
+ * real-time path is as described at rp_kept (rtn_preload_sock.c).
+ */
+enum rp_kept_opt {
+	RP_SO_REUSEADDR,
+	RP_SO_REUSEPORT,
+	RP_SO_BROADCAST,
+	RP_SO_DONTROUTE,
+	RP_SO_RCVLOWAT,
+	RP_SO_NO_CHECK,
+	RP_IP_MULTICAST_LOOP,
+	RP_IP_PKTINFO,
+	RP_IP_RECVERR,
+	RP_IP_MTU_DISCOVER,
+	RP_KEPT_N
+};
+
 /* A datagram the kernel socket held when the socket went real-time (rp_backlog_save). */
 struct rp_dgram {
 	struct rp_dgram *next;
@@ -60,6 +79,8 @@ struct rsock {
 	int64_t rtnet_timeout_ns;	  /* RTNET_RTIOC_TIMEOUT: 0 block, < 0 never wait */
 	int rtnet_timeout_set;
 	int rcvbuf, sndbuf, so_priority, ip_tos;
+	int kept[RP_KEPT_N];	    /* enum rp_kept_opt */
+	int shut;		    /* shutdown(): SHUT_RD + 1 bits; a read then ends at once */
 	int ts_ns, ts_us, ts_flags; /* SO_TIMESTAMPNS, SO_TIMESTAMP, SO_TIMESTAMPING */
 	int prio, slot;		    /* slot priority 0..31 and TDMA slot */
 	int pool;		    /* RTNET_RTIOC_EXTPOOL's count */
@@ -116,7 +137,8 @@ struct rp_conf {
 	char dev[32];
 	char netns[256];
 	int have_netns;
-	uint32_t rt_addr; /* host order, 0: unknown */
+	uint32_t rt_addr;  /* host order, 0: unknown */
+	uint32_t rt_bcast; /* the real-time subnet's broadcast address, host order, 0: unknown */
 	int ifindex;
 	int fail_without_daemon; /* RTNET_FALLBACK=fail: no daemon fails the call (ENETDOWN) */
 	int verbose;
@@ -178,6 +200,8 @@ struct rsock *rp_hold_rt(int fd);
 void rp_put(struct rsock *rs);
 /** The rules left @p rs to the kernel: every descriptor forgets it. */
 void rp_forget(struct rsock *rs);
+/** Take over the kept options' values from kernel socket @p fd (before it goes real-time). */
+void rp_opts_adopt(int fd, struct rsock *rs);
 /** A packet socket's address: its EtherType, the device, @p mac. */
 void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_t *mac);
 

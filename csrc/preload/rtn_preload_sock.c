@@ -27,6 +27,7 @@
 #include "rtn_chan.h"
 #include "rtn_chan_inline.h"
 #include "rtn_core.h"
+#include "rtn_ipv4.h"
 #include "rtn_preload_priv.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -527,6 +528,52 @@ static int get_timeval_ns(const void *val, socklen_t len, int64_t *ns)
 	return 0;
 }
 
+/*
+ * The kept options (enum rp_kept_opt): set, each is reported back as the
+ * kernel's would be.  On the real-time path SO_BROADCAST is what allows a
+ * send to a broadcast address (EACCES without, as Linux); IP_PKTINFO gives
+ * each datagram's in_pktinfo; the rest change nothing there (one port has
+ * one socket, nothing is routed, the frames are never fragmented, no error
+ * is ever queued).
+ */
+static const struct {
+	int level, opt;
+} rp_kept[RP_KEPT_N] = {
+	[RP_SO_REUSEADDR] = { SOL_SOCKET, SO_REUSEADDR },
+	[RP_SO_REUSEPORT] = { SOL_SOCKET, SO_REUSEPORT },
+	[RP_SO_BROADCAST] = { SOL_SOCKET, SO_BROADCAST },
+	[RP_SO_DONTROUTE] = { SOL_SOCKET, SO_DONTROUTE },
+	[RP_SO_RCVLOWAT] = { SOL_SOCKET, SO_RCVLOWAT },
+	[RP_SO_NO_CHECK] = { SOL_SOCKET, SO_NO_CHECK },
+	[RP_IP_MULTICAST_LOOP] = { IPPROTO_IP, IP_MULTICAST_LOOP },
+	[RP_IP_PKTINFO] = { IPPROTO_IP, IP_PKTINFO },
+	[RP_IP_RECVERR] = { IPPROTO_IP, IP_RECVERR },
+	[RP_IP_MTU_DISCOVER] = { IPPROTO_IP, IP_MTU_DISCOVER },
+};
+
+static int kept_index(int level, int opt)
+{
+	int i;
+
+	for (i = 0; i < RP_KEPT_N; i++)
+		if (rp_kept[i].level == level && rp_kept[i].opt == opt)
+			return i;
+	return -1;
+}
+
+void rp_opts_adopt(int fd, struct rsock *rs)
+{
+	int i;
+
+	for (i = 0; i < RP_KEPT_N; i++) {
+		socklen_t len = sizeof(int);
+		int v;
+
+		if (!rp_real.libc_getsockopt(fd, rp_kept[i].level, rp_kept[i].opt, &v, &len))
+			rs->kept[i] = v;
+	}
+}
+
 EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
 	struct rsock *rs = rp_lookup_rt(fd);
@@ -568,13 +615,13 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 		case SO_TIMESTAMPING:
 			rs->ts_flags = v;
 			return 0;
-		case SO_REUSEADDR:
-		case SO_REUSEPORT:
-		case SO_BROADCAST:
-		case SO_DONTROUTE:
 		case SO_RCVLOWAT:
-		case SO_NO_CHECK:
-			return 0; /* accepted: nothing on the real-time path depends on them */
+			rs->kept[RP_SO_RCVLOWAT] = v < 1 ? 1 : v; /* as Linux stores it */
+			return 0;
+		}
+		if (kept_index(level, opt) >= 0) {
+			rs->kept[kept_index(level, opt)] = v ? 1 : 0;
+			return 0;
 		}
 		return rp_fail(-ENOPROTOOPT);
 	}
@@ -585,10 +632,17 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 			return 0;
 		case IP_TTL:
 		case IP_MULTICAST_TTL:
+			/* accepted, and nothing routes on a segment: its frames carry RTN_IP_TTL */
+			return v < -1 || v > 255 ? rp_fail(-EINVAL) : 0;
+		case IP_MTU_DISCOVER:
+			if (v < IP_PMTUDISC_DONT || v > IP_PMTUDISC_OMIT)
+				return rp_fail(-EINVAL);
+			rs->kept[RP_IP_MTU_DISCOVER] = v;
+			return 0;
 		case IP_MULTICAST_LOOP:
 		case IP_PKTINFO:
 		case IP_RECVERR:
-		case IP_MTU_DISCOVER:
+			rs->kept[kept_index(level, opt)] = v ? 1 : 0;
 			return 0;
 		case IP_ADD_MEMBERSHIP:
 		case IP_DROP_MEMBERSHIP: {
@@ -646,10 +700,18 @@ EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 		case SO_SNDTIMEO:
 			return put_timeval(val, len, rs->sndtimeo_ns);
 		}
-		return rp_fail(-ENOPROTOOPT);
 	}
-	if (level == IPPROTO_IP && opt == IP_TOS && rs->domain == AF_INET)
-		return put_int(val, len, rs->ip_tos);
+	if (level == IPPROTO_IP && rs->domain == AF_INET) {
+		switch (opt) {
+		case IP_TOS:
+			return put_int(val, len, rs->ip_tos);
+		case IP_TTL:
+		case IP_MULTICAST_TTL:
+			return put_int(val, len, RTN_IP_TTL); /* what its frames carry */
+		}
+	}
+	if (kept_index(level, opt) >= 0)
+		return put_int(val, len, rs->kept[kept_index(level, opt)]);
 	return rp_fail(-ENOPROTOOPT);
 }
 
@@ -677,9 +739,13 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 		rp_packet_name(rs, &ll, rs->ch->shm->station_mac);
 		return put_name(addr, len, &ll, sizeof(ll));
 	} else {
+		/* connected from the wildcard: the address it sends from, as the kernel's */
+		uint32_t local = rs->laddr || !rs->connected ?
+					 rs->laddr :
+					 __atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED);
 		struct sockaddr_in sa = { .sin_family = AF_INET,
 					  .sin_port = htons(rs->lport),
-					  .sin_addr.s_addr = htonl(rs->laddr) };
+					  .sin_addr.s_addr = htonl(local) };
 
 		return put_name(addr, len, &sa, sizeof(sa));
 	}
@@ -703,9 +769,20 @@ EXPORT int shutdown(int fd, int how)
 {
 	struct rsock *rs = rp_lookup_rt(fd);
 
+	uint64_t one = 1;
+
 	if (!rs)
 		return rp_real.libc_shutdown(fd, how);
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		return rp_fail(-EINVAL);
-	return rp_fail(-ENOTCONN); /* as for a datagram socket in Linux */
+	/*
+	 * As Linux's UDP: the socket is marked and its waiting readers woken
+	 * (a read then ends with 0), connected or not, but an unconnected
+	 * socket is told ENOTCONN.  Sending is not affected, as there.
+	 */
+	__atomic_or_fetch(&rs->shut, how + 1, __ATOMIC_SEQ_CST);
+	if ((how + 1) & (SHUT_RD + 1) &&
+	    rp_real.libc_write(rtn_app_fd(rs->ch), &one, sizeof(one)) < 0)
+		rp_warn("notify descriptor: %s", strerror(errno));
+	return rs->connected ? 0 : rp_fail(-ENOTCONN);
 }

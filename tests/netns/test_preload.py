@@ -7,6 +7,7 @@ and a daemon killed under a running program."""
 import base64
 import contextlib
 import errno as errno_mod
+import json
 import os
 import re
 import select
@@ -24,6 +25,7 @@ import pytest
 from conftest import daemon_lab, require_tool, station_toml
 
 from rtnet import cli, netns, rtroute, run
+from rtnet.app import UdpSocket
 from rtnet.stationctl import request
 
 pytestmark = pytest.mark.netns
@@ -631,6 +633,78 @@ def test_datagrams_the_kernel_socket_held_should_survive_its_move_to_the_rt_path
     finally:
         stop(srv)
     assert "got m0 m1 m2 m3 m4" in out.decode(), out.decode()
+
+
+def test_socket_calls_should_answer_as_the_kernels_do(lab):
+    """Calls a program makes of a real-time socket answered as Linux answers them: the
+    options it set read back, the address a connected socket sends from, shutdown() waking
+    a blocked reader, EACCES for a broadcast without SO_BROADCAST, IP_PKTINFO's ancillary
+    data; IP_TTL reads back the 64 its frames carry (nothing routes on a segment)."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent(f"""
+        import errno, json, socket, struct, threading, time
+        out = {{}}
+        def blocked(tid):  # the thread is in the poll() of a call: the kernel says so
+            try:
+                with open(f"/proc/self/task/{{tid}}/syscall") as f:
+                    return f.read().split()[0] in ("7", "271")
+            except (IndexError, OSError):
+                return False
+        a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        a.bind(("{s1.ip}", 6440))          # real-time from here
+        for name, level, opt, value in (
+            ("reuseaddr", socket.SOL_SOCKET, socket.SO_REUSEADDR, 1),
+            ("rcvlowat", socket.SOL_SOCKET, socket.SO_RCVLOWAT, None),
+            ("broadcast", socket.SOL_SOCKET, socket.SO_BROADCAST, None),
+            ("mtu_discover", socket.IPPROTO_IP, 10, 2),  # IP_MTU_DISCOVER: IP_PMTUDISC_DO
+            ("ttl", socket.IPPROTO_IP, socket.IP_TTL, 7),
+        ):
+            if value is not None:
+                a.setsockopt(level, opt, value)
+            out[name] = a.getsockopt(level, opt)
+        for dst in ("255.255.255.255", "{s1.ip.rsplit(".", 1)[0]}.255"):
+            try:
+                a.sendto(b"x", (dst, 6440)); out["bcast " + dst] = "sent"
+            except OSError as e:
+                out["bcast " + dst] = errno.errorcode[e.errno]
+        a.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO
+        print("ready", flush=True)
+        data, anc, _flags, peer = a.recvmsg(100, 256)
+        out["pktinfo"] = [
+            socket.inet_ntoa(c[2][8:12]) for c in anc
+            if c[0] == socket.IPPROTO_IP and c[1] == 8
+        ]
+        c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        c.connect(("{s2.ip}", 6441))      # unbound, into the segment: real-time
+        out["connected_name"] = list(c.getsockname())
+        got, tid = [], []
+        def reader():
+            tid.append(threading.get_native_id())
+            got.append(c.recv(100))
+        t = threading.Thread(target=reader); t.start()
+        while not tid or not blocked(tid[0]):
+            time.sleep(0.001)
+        out["shutdown"] = c.shutdown(socket.SHUT_RD)
+        t.join(10)
+        out["after_shutdown"] = [g.decode() for g in got]
+        print(json.dumps(out), flush=True)
+    """)
+    srv, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    try:
+        with UdpSocket(netns=s2.netns) as peer:
+            peer.bind(6442)
+            peer.sendto(b"to s1", (s1.ip, 6440))
+        out, _ = srv.communicate(timeout=30)
+    finally:
+        stop(srv)
+    got = json.loads(out.decode().strip().splitlines()[-1])
+    assert got["reuseaddr"] == 1 and got["rcvlowat"] == 1 and got["broadcast"] == 0, got
+    assert got["mtu_discover"] == 2 and got["ttl"] == 64, got
+    assert got["bcast 255.255.255.255"] == "EACCES", got
+    assert got[f"bcast {s1.ip.rsplit('.', 1)[0]}.255"] == "EACCES", got
+    assert got["pktinfo"] == [s1.ip], got
+    assert got["connected_name"][0] == s1.ip and got["connected_name"][1] > 0, got
+    assert got["shutdown"] is None and got["after_shutdown"] == [""], got
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
