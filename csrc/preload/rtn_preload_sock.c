@@ -131,6 +131,20 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	r = rtn_rules_match_udp(&rp_conf.rules, ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port), 0, 0,
 				0);
 	if (r && r->action == RTN_RULE_RT) {
+		int kbound = 0;
+
+		/*
+		 * The kernel's socket binds first, so that a port one of Linux's
+		 * own sockets holds is refused as Linux would (EADDRINUSE), and
+		 * a privileged one too; it closes when the socket goes real-time.
+		 * An address Linux does not have is not Linux's to judge.
+		 */
+		if (sa.sin_port) {
+			if (rp_real.libc_bind(fd, addr, len) == 0)
+				kbound = 1;
+			else if (errno != EADDRNOTAVAIL)
+				return -1;
+		}
 		rs->laddr = ntohl(sa.sin_addr.s_addr);
 		rc = rp_go_rt(fd, rs, ntohs(sa.sin_port), r);
 		if (rc == 0) {
@@ -140,7 +154,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		if (rc < 0)
 			return rp_fail(rc);
 		rp_forget(rs); /* no daemon: the kernel's */
-		return rp_real.libc_bind(fd, addr, len);
+		return kbound ? 0 : rp_real.libc_bind(fd, addr, len);
 	}
 	rc = rp_real.libc_bind(fd, addr, len);
 	if (rc < 0)

@@ -639,7 +639,8 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     """Calls a program makes of a real-time socket answered as Linux answers them: the
     options it set read back, the address a connected socket sends from, shutdown() waking
     a blocked reader, EACCES for a broadcast without SO_BROADCAST, IP_PKTINFO's ancillary
-    data; IP_TTL reads back the 64 its frames carry (nothing routes on a segment)."""
+    data, EADDRINUSE for a port Linux's own socket holds; IP_TTL reads back the 64 its
+    frames carry (nothing routes on a segment)."""
     s1, s2 = lab.station(1), lab.station(2)
     prog = textwrap.dedent(f"""
         import errno, json, socket, struct, threading, time
@@ -667,6 +668,13 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
                 a.sendto(b"x", (dst, 6440)); out["bcast " + dst] = "sent"
             except OSError as e:
                 out["bcast " + dst] = errno.errorcode[e.errno]
+        k = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        k.bind(("0.0.0.0", 6450))          # Linux's until it sends
+        b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            b.bind(("{s1.ip}", 6450)); out["bind_taken"] = "bound"
+        except OSError as e:
+            out["bind_taken"] = errno.errorcode[e.errno]
         a.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO
         print("ready", flush=True)
         data, anc, _flags, peer = a.recvmsg(100, 256)
@@ -703,6 +711,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     assert got["bcast 255.255.255.255"] == "EACCES", got
     assert got[f"bcast {s1.ip.rsplit('.', 1)[0]}.255"] == "EACCES", got
     assert got["pktinfo"] == [s1.ip], got
+    assert got["bind_taken"] == "EADDRINUSE", got  # a port Linux's socket holds
     assert got["connected_name"][0] == s1.ip and got["connected_name"][1] > 0, got
     assert got["shutdown"] is None and got["after_shutdown"] == [""], got
 
