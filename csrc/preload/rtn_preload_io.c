@@ -188,14 +188,14 @@ static size_t scatter(const struct msghdr *mh, const uint8_t *data, size_t len)
 
 int rp_backlog_save(int fd, struct rsock *rs)
 {
-	static __thread uint8_t buf[65536];
+	uint8_t *buf = malloc(65536); /* a datagram's largest; once a socket, so not kept */
 	int n = 0;
 
 	if (!rs->backlog_end)
 		rs->backlog_end = &rs->backlog;
-	while (n < BACKLOG_MAX) {
+	while (buf && n < BACKLOG_MAX) {
 		struct sockaddr_in from;
-		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct iovec iov = { .iov_base = buf, .iov_len = 65536 };
 		struct msghdr mh = { .msg_name = &from,
 				     .msg_namelen = sizeof(from),
 				     .msg_iov = &iov,
@@ -216,6 +216,7 @@ int rp_backlog_save(int fd, struct rsock *rs)
 		rs->backlog_end = &d->next;
 		n++;
 	}
+	free(buf);
 	return n;
 }
 
@@ -239,7 +240,7 @@ static ssize_t take_backlog(struct rsock *rs, struct msghdr *mh, int flags)
 	}
 	n = scatter(mh, d->data, d->len);
 	mh->msg_flags = n < d->len ? MSG_TRUNC : 0;
-	if (mh->msg_name && mh->msg_namelen) {
+	if (mh->msg_name) { /* the full length told, what fits copied: the kernel's way */
 		memcpy(mh->msg_name, &d->from,
 		       mh->msg_namelen < sizeof(d->from) ? mh->msg_namelen : sizeof(d->from));
 		mh->msg_namelen = sizeof(d->from);
@@ -311,7 +312,7 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 		}
 		n = scatter(mh, v.data, v.len);
 		mh->msg_flags = n < v.len ? MSG_TRUNC : 0;
-		if (mh->msg_name && mh->msg_namelen) {
+		if (mh->msg_name) { /* the full length told, what fits copied */
 			const void *src = rs->domain == AF_INET ? (const void *)&v.from :
 								  (const void *)&v.ll;
 			socklen_t sl = rs->domain == AF_INET ? sizeof(v.from) : sizeof(v.ll);

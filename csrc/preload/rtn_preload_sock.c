@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -630,7 +631,8 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 			rs->ts_flags = v;
 			return 0;
 		case SO_RCVLOWAT:
-			rs->kept[RP_SO_RCVLOWAT] = v < 1 ? 1 : v; /* as Linux stores it */
+			/* as Linux stores it: 0 is 1, a negative value no limit */
+			rs->kept[RP_SO_RCVLOWAT] = v < 0 ? INT_MAX : (v > 0 ? v : 1);
 			return 0;
 		}
 		if (kept_index(level, opt) >= 0) {
@@ -724,7 +726,7 @@ EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 			return put_int(val, len, RTN_IP_TTL); /* what its frames carry */
 		}
 	}
-	if (kept_index(level, opt) >= 0)
+	if (kept_index(level, opt) >= 0 && (level == SOL_SOCKET || rs->domain == AF_INET))
 		return put_int(val, len, rs->kept[kept_index(level, opt)]);
 	return rp_fail(-ENOPROTOOPT);
 }

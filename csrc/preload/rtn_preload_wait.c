@@ -29,6 +29,17 @@
 
 /* ---- poll ----------------------------------------------------------------------- */
 
+static void put_held(struct rsock **held, nfds_t n)
+{
+	nfds_t i;
+
+	for (i = 0; i < n; i++)
+		if (held[i]) {
+			rp_put(held[i]);
+			held[i] = NULL;
+		}
+}
+
 /*
  * The one poll: @p timeout_ns < 0 waits for ever.  @p sigmask (ppoll's)
  * may be NULL.  Returns the count of ready entries or -errno.
@@ -38,6 +49,8 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 	struct pollfd kstack[2 * STACK_FDS], *k = kstack;
 	short pre_stack[STACK_FDS], *pre = pre_stack;
 	int owner_stack[STACK_FDS], *owner = owner_stack;
+	/* each round holds its real-time sockets against a close() in another thread */
+	struct rsock *held_stack[STACK_FDS] = { 0 }, **held = held_stack;
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
 	nfds_t i, extra;
 	int rc = 0;
@@ -46,7 +59,8 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 		k = malloc(2 * n * sizeof(*k));
 		pre = malloc(n * sizeof(*pre));
 		owner = malloc(n * sizeof(*owner));
-		if (!k || !pre || !owner) {
+		held = calloc(n, sizeof(*held));
+		if (!k || !pre || !owner || !held) {
 			rc = -ENOMEM;
 			goto out;
 		}
@@ -57,7 +71,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 
 		extra = 0;
 		for (i = 0; i < n; i++) {
-			struct rsock *rs = rp_lookup_rt(fds[i].fd);
+			struct rsock *rs = held[i] = rp_hold_rt(fds[i].fd);
 			short ev = fds[i].events;
 
 			k[i] = fds[i];
@@ -101,7 +115,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			goto out;
 		}
 		for (i = 0; i < extra; i++) {
-			struct rsock *rs = rp_lookup_rt(fds[owner[i]].fd);
+			struct rsock *rs = held[owner[i]];
 
 			if (k[n + i].revents && rs) {
 				rs->dead = 1;
@@ -110,7 +124,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			}
 		}
 		for (i = 0; i < n; i++) {
-			struct rsock *rs = rp_lookup_rt(fds[i].fd);
+			struct rsock *rs = held[i];
 
 			if (rs) {
 				fds[i].revents = pre[i];
@@ -121,6 +135,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			}
 			count += fds[i].revents != 0;
 		}
+		put_held(held, n);
 		/* woken for a message another reader took, or a stale count: wait on */
 		if (count || rc == 0 || any_ready ||
 		    (timeout_ns >= 0 && (!deadline || rtn_now() >= deadline))) {
@@ -129,6 +144,10 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 		}
 	}
 out:
+	if (held)
+		put_held(held, n);
+	if (held != held_stack)
+		free(held);
 	if (k != kstack)
 		free(k);
 	if (pre != pre_stack)

@@ -208,6 +208,19 @@ static int client(const char *ip, const char *peer_ip, int port, const char *sel
 	      "kernel_udp_works", "loopback exchange");
 
 	check(echo(rt, "hello", buf, sizeof(buf)) == 0, "rt_echo", "got '%s'", buf);
+	{
+		/* no room for the name: the kernel still tells its full length */
+		struct pollfd pf = { .fd = rt, .events = POLLIN };
+		struct sockaddr_in from;
+		socklen_t fl = 0;
+
+		sendto(rt, "name", 4, 0, (struct sockaddr *)&peer, sizeof(peer));
+		n = poll(&pf, 1, 3000) == 1 ?
+			    (int)recvfrom(rt, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl) :
+			    -1;
+		check(n == 4 && fl == sizeof(from), "recvfrom_zero_namelen_told_full", "n %d fl %u",
+		      n, (unsigned)fl);
+	}
 
 	/* poll with both: the echo on the real-time socket, a datagram on the kernel one */
 	{
