@@ -252,6 +252,26 @@ __attribute__((constructor)) static void rp_init(void)
 	pthread_atfork(NULL, NULL, atfork_child);
 }
 
+/*
+ * A program that ends without closing its sockets (exit, or returning from
+ * main) has its queued datagrams sent as the kernel would: each real-time
+ * socket's TX ring is drained first (rp_drain_tx).  _exit() and a signal
+ * skip this, as they skip every destructor.
+ */
+__attribute__((destructor)) static void rp_fini(void)
+{
+	int fd;
+
+	for (fd = 0; fd < RP_MAX_FD; fd++) {
+		struct rsock *rs = rp_hold_rt(fd);
+
+		if (rs) {
+			rp_drain_tx(rs);
+			rp_put(rs);
+		}
+	}
+}
+
 /* ---- the table ------------------------------------------------------------------ */
 
 int rp_bad_addr(uintptr_t a, size_t len)
@@ -276,6 +296,7 @@ struct rsock *rp_rs_new(int domain, int type)
 	rs->kept[RP_SO_RCVLOWAT] = 1;
 	pthread_mutex_init(&rs->tx_lock, NULL);
 	pthread_mutex_init(&rs->rx_lock, NULL);
+	pthread_mutex_init(&rs->judge_lock, NULL);
 	return rs;
 }
 
@@ -291,6 +312,7 @@ void rp_rs_free(struct rsock *rs)
 		rtn_app_close(rs->ch);
 	pthread_mutex_destroy(&rs->tx_lock);
 	pthread_mutex_destroy(&rs->rx_lock);
+	pthread_mutex_destroy(&rs->judge_lock);
 	free(rs);
 }
 
@@ -313,7 +335,7 @@ void rp_table_set_locked(int fd, struct rsock *rs, int cloexec)
 		unref_locked(old);
 }
 
-struct rsock *rp_hold_rt(int fd)
+static struct rsock *hold(int fd, int rt_only)
 {
 	struct rsock *rs;
 
@@ -321,12 +343,22 @@ struct rsock *rp_hold_rt(int fd)
 		return NULL; /* a kernel descriptor: no lock on its way */
 	pthread_mutex_lock(&rp_table_lock);
 	rs = rp_fds[fd].rs;
-	if (rs && rs->state == RP_RT)
+	if (rs && (!rt_only || rs->state == RP_RT))
 		rs->refs++;
 	else
 		rs = NULL;
 	pthread_mutex_unlock(&rp_table_lock);
 	return rs;
+}
+
+struct rsock *rp_hold_rt(int fd)
+{
+	return hold(fd, 1);
+}
+
+struct rsock *rp_hold(int fd)
+{
+	return hold(fd, 0);
 }
 
 void rp_put(struct rsock *rs)

@@ -196,19 +196,29 @@ int rp_backlog_save(int fd, struct rsock *rs)
 	while (buf && n < BACKLOG_MAX) {
 		struct sockaddr_in from;
 		struct iovec iov = { .iov_base = buf, .iov_len = 65536 };
+		uint8_t control[CMSG_SPACE(sizeof(struct in_pktinfo))];
 		struct msghdr mh = { .msg_name = &from,
 				     .msg_namelen = sizeof(from),
 				     .msg_iov = &iov,
-				     .msg_iovlen = 1 };
+				     .msg_iovlen = 1,
+				     .msg_control = control,
+				     .msg_controllen = sizeof(control) };
 		ssize_t len = rp_real.libc_recvmsg(fd, &mh, MSG_DONTWAIT);
+		struct cmsghdr *c;
 		struct rp_dgram *d;
 
 		if (len < 0 || mh.msg_namelen != sizeof(from))
 			break; /* EAGAIN: all taken */
-		d = malloc(sizeof(*d) + (size_t)len);
+		d = calloc(1, sizeof(*d) + (size_t)len);
 		if (!d)
 			break;
-		d->next = NULL;
+		/* the kernel gave IP_PKTINFO if the program had asked for it */
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+			    c->cmsg_len >= CMSG_LEN(sizeof(d->pktinfo))) {
+				memcpy(&d->pktinfo, CMSG_DATA(c), sizeof(d->pktinfo));
+				d->has_pktinfo = 1;
+			}
 		d->from = from;
 		d->len = (uint32_t)len;
 		memcpy(d->data, buf, (size_t)len);
@@ -223,21 +233,12 @@ int rp_backlog_save(int fd, struct rsock *rs)
 /* The first kept datagram into @p mh, as take_one() gives a ring's (rx_lock held). */
 static ssize_t take_backlog(struct rsock *rs, struct msghdr *mh, int flags)
 {
-	struct rp_dgram *d;
-	size_t n;
+	/* all of it, as the kernel's queue: a later connect() does not sift what it holds */
+	struct rp_dgram *d = rs->backlog;
+	size_t n, used = 0;
 
-	while ((d = rs->backlog)) {
-		/* a connected socket takes its peer's datagrams only, as the kernel's */
-		if (!rs->connected || (ntohl(d->from.sin_addr.s_addr) == rs->raddr &&
-				       ntohs(d->from.sin_port) == rs->rport))
-			break;
-		rs->backlog = d->next;
-		free(d);
-	}
-	if (!d) {
-		rs->backlog_end = &rs->backlog;
+	if (!d)
 		return -EAGAIN;
-	}
 	n = scatter(mh, d->data, d->len);
 	mh->msg_flags = n < d->len ? MSG_TRUNC : 0;
 	if (mh->msg_name) { /* the full length told, what fits copied: the kernel's way */
@@ -247,7 +248,11 @@ static ssize_t take_backlog(struct rsock *rs, struct msghdr *mh, int flags)
 	} else {
 		mh->msg_namelen = 0;
 	}
-	mh->msg_controllen = 0; /* the kernel's receive stamp was not kept */
+	/* the kernel's receive stamp was not kept; IP_PKTINFO was, if it was asked for */
+	if (d->has_pktinfo && rs->kept[RP_IP_PKTINFO] && mh->msg_control && mh->msg_controllen &&
+	    !rp_bad_ptr(mh->msg_control, mh->msg_controllen))
+		put_cmsg(mh, &used, IPPROTO_IP, IP_PKTINFO, &d->pktinfo, sizeof(d->pktinfo));
+	mh->msg_controllen = used;
 	if (flags & MSG_TRUNC)
 		n = d->len;
 	if (!(flags & MSG_PEEK)) {
@@ -624,8 +629,13 @@ static struct rsock *judged(int fd, const struct sockaddr *to, socklen_t tolen, 
 	struct rsock *rs = rp_lookup(fd);
 
 	*err = 0;
-	if (rs && rs->state == RP_PENDING)
-		*err = rp_judge_send(fd, rs, to, tolen);
+	if (rs && rs->state == RP_PENDING) {
+		rs = rp_hold(fd); /* a close meanwhile leaves it to this judging */
+		if (rs) {
+			*err = rp_judge_send(fd, rs, to, tolen);
+			rp_put(rs);
+		}
+	}
 	return *err ? NULL : rp_hold_rt(fd);
 }
 

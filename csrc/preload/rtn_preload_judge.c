@@ -199,7 +199,7 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r)
 }
 
 /* A pending socket about to talk to @p dst: judged now, so it sends where the rules say. */
-int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
+static int judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
 {
 	const struct rtn_rule *r;
 	int rc;
@@ -215,6 +215,21 @@ int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
 		rp_forget(rs);
 		return 0;
 	}
+	return rc;
+}
+
+int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
+{
+	int rc = 0;
+
+	/*
+	 * Two threads sending first on one socket: each would open a channel
+	 * of its own on its own port, and all but the last stay open, unread.
+	 */
+	pthread_mutex_lock(&rs->judge_lock);
+	if (rs->state == RP_PENDING && rp_lookup(fd) == rs)
+		rc = judge_remote(fd, rs, dst);
+	pthread_mutex_unlock(&rs->judge_lock);
 	return rc;
 }
 

@@ -59,6 +59,8 @@ enum rp_kept_opt {
 struct rp_dgram {
 	struct rp_dgram *next;
 	struct sockaddr_in from;
+	struct in_pktinfo pktinfo; /* the kernel's, when the program had asked for it */
+	int has_pktinfo;
 	uint32_t len;
 	uint8_t data[];
 };
@@ -70,6 +72,7 @@ struct rsock {
 	uint16_t ethertype; /* a packet socket's, host order */
 	struct rtn_app_chan *ch;
 	pthread_mutex_t tx_lock, rx_lock; /* the rings have one producer and one consumer */
+	pthread_mutex_t judge_lock;	  /* one thread at a time judges a pending socket */
 	uint32_t laddr, raddr;		  /* host order */
 	uint16_t lport, rport;
 	int bound, connected;
@@ -197,6 +200,8 @@ void rp_table_set_locked(int fd, struct rsock *rs, int cloexec);
  * call until rp_put(), as the kernel keeps a file for a call in progress.
  */
 struct rsock *rp_hold_rt(int fd);
+/** The same for a socket of ours in any state (a pending one being judged). */
+struct rsock *rp_hold(int fd);
 void rp_put(struct rsock *rs);
 /** The rules left @p rs to the kernel: every descriptor forgets it. */
 void rp_forget(struct rsock *rs);
@@ -212,7 +217,11 @@ int rp_no_daemon(int rc);
 void rp_no_daemon_warning(void);
 /** Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one); 1: no daemon. */
 int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r);
-/** Pending UDP socket @p fd about to talk to @p dst is judged; 0 once decided. */
+/**
+ * Pending UDP socket @p fd about to talk to @p dst is judged; 0 once decided.
+ * Takes @p rs's judge_lock: a socket another thread judged meanwhile is left
+ * as that judged it.
+ */
 int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst);
 /** The same for a send to @p to (anything but AF_INET: left pending). */
 int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
@@ -227,6 +236,11 @@ int rp_fionread(struct rsock *rs);
  * calls give those datagrams first.  Returns how many were kept.
  */
 int rp_backlog_save(int fd, struct rsock *rs);
+/**
+ * Wait while the station takes what @p rs still has in its TX ring, as the
+ * kernel sends a closed socket's queued datagrams (close, exit).
+ */
+void rp_drain_tx(struct rsock *rs);
 /** Whether a receive would find something: arms the notify fd when not (rtn_app_rx_arm). */
 int rp_rx_arm(struct rsock *rs);
 /** Whether a receive would find something now. */

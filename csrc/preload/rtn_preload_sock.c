@@ -30,6 +30,7 @@
 #include "rtn_core.h"
 #include "rtn_ipv4.h"
 #include "rtn_preload_priv.h"
+#include "rtn_time_inline.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -220,20 +221,34 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 /*
  * Closing a socket's last descriptor closes its channel, and with it what
  * is still in the TX ring: let the station take that first, as the kernel
- * sends a closed UDP socket's queued datagrams (bounded: a station that
- * does not run in CLOSE_DRAIN_NS is not waited for).
+ * sends a closed UDP socket's queued datagrams.  Under TDMA a full ring
+ * leaves over many cycles (a few frames a slot), so the wait is for the
+ * station to stop taking: it ends when the ring is empty, when nothing
+ * left it for CLOSE_STALL_NS (or four cycles, if longer), or after
+ * CLOSE_DRAIN_MAX_NS in all.
  */
-#define CLOSE_DRAIN_NS 50000000LL
+#define CLOSE_STALL_NS	   50000000LL
+#define CLOSE_DRAIN_MAX_NS 5000000000LL
 
-static void drain_tx(struct rsock *rs)
+void rp_drain_tx(struct rsock *rs)
 {
 	struct rtn_chan_shm *shm = rs->ch->shm;
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = 100000 };
-	int i;
+	int64_t cycle = __atomic_load_n(&shm->cycle_ns, __ATOMIC_RELAXED);
+	int64_t stall = cycle > 0 && 4 * cycle > CLOSE_STALL_NS ? 4 * cycle : CLOSE_STALL_NS;
+	int64_t start = rtn_now(), moved = start;
+	uint32_t left = rtn_ring_count(&shm->tx), now_left;
 
-	for (i = 0; i < CLOSE_DRAIN_NS / ts.tv_nsec && rtn_ring_count(&shm->tx); i++)
-		if (!rp_alive(rs) || nanosleep(&ts, NULL) < 0)
+	while (left && rp_alive(rs) && nanosleep(&ts, NULL) == 0) {
+		int64_t now = rtn_now();
+
+		now_left = rtn_ring_count(&shm->tx);
+		if (now_left < left)
+			moved = now;
+		left = now_left;
+		if (now - moved > stall || now - start > CLOSE_DRAIN_MAX_NS)
 			break;
+	}
 }
 
 EXPORT int close(int fd)
@@ -244,7 +259,7 @@ EXPORT int close(int fd)
 	if (!rs)
 		return rp_real.libc_close(fd);
 	if (rs->state == RP_RT && __atomic_load_n(&rs->refs, __ATOMIC_RELAXED) == 1)
-		drain_tx(rs);
+		rp_drain_tx(rs);
 	pthread_mutex_lock(&rp_table_lock);
 	if (rp_fds[fd].rs == rs)
 		rp_table_set_locked(fd, NULL, 0);

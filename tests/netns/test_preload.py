@@ -608,6 +608,7 @@ def test_datagrams_the_kernel_socket_held_should_survive_its_move_to_the_rt_path
         first, peer = s.recvfrom(100)   # through the kernel
         sys.stdin.readline()            # the peer has sent all five
         s.sendto(b"ack", peer)          # its first send: real-time from here on
+        s.connect((peer[0], 9))         # as the kernel's: what is queued is still read
         got = [first]
         s.settimeout(2)
         try:
@@ -633,6 +634,52 @@ def test_datagrams_the_kernel_socket_held_should_survive_its_move_to_the_rt_path
     finally:
         stop(srv)
     assert "got m0 m1 m2 m3 m4" in out.decode(), out.decode()
+
+
+def test_threads_sending_first_on_one_socket_should_share_one_channel(lab, posix_mix):
+    """Four threads make the first send on a fresh socket at once: it goes real-time once,
+    on one port, and every echo comes back to it.  Each thread had judged it for itself,
+    opened a channel on a port of its own and left all but the last open and unread."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent(f"""
+        import socket, threading
+        ok = echoes = 0
+        for rnd in range(8):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(3)
+            go = threading.Barrier(4)
+            errors = []
+            def first_send(k):
+                go.wait()
+                try:
+                    s.sendto(b"r%d-%d" % (rnd, k), ("{s2.ip}", 6460))
+                except OSError as e:
+                    errors.append(e.errno)
+            ts = [threading.Thread(target=first_send, args=(k,)) for k in range(4)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            ok += 4 - len(errors)
+            try:
+                for _ in range(4):
+                    s.recv(100); echoes += 1
+            except socket.timeout:
+                pass
+            s.close()
+        print("sent", ok, "echoes", echoes, flush=True)
+    """)
+    srv, _ = start_server(
+        rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6460"]), b"server ready"
+    )
+    try:
+        res = subprocess.run(
+            rtnet_run(s1.netns, [sys.executable, "-c", prog]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        stop(srv)
+    assert "sent 32 echoes 32" in res.stdout, res.stdout + res.stderr
 
 
 def test_socket_calls_should_answer_as_the_kernels_do(lab):
