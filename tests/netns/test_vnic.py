@@ -518,21 +518,34 @@ def test_a_tap_brought_down_and_up_again_carries_traffic_again(lab, mode):
 PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
 
 # A tracer for one thread (a process cannot trace its own threads): ptrace stops just that
-# thread, as a page fault or a stall of its CPU would, until the tracer detaches.
+# thread, as a page fault or a stall of its CPU would, until the tracer detaches.  With
+# --asleep, only where it waits for its next deadline (poll, ppoll or clock_nanosleep, as
+# /proc/TID/syscall names the call it was stopped in): stopped while it runs, it is let go
+# and stopped again, so that the hold is a wake-up held back, not a run.
 STOPPER = """
-import ctypes, os, sys
+import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
-tids = [int(t) for t in sys.argv[1:]]
+asleep = "--asleep" in sys.argv
+tids = [int(t) for t in sys.argv[1:] if t != "--asleep"]
 for tid in tids:
-    if libc.ptrace(%d, tid, 0, 0) or libc.ptrace(%d, tid, 0, 0):
-        sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
-    os.waitpid(tid, os.__dict__.get("WALL", 0x40000000))
+    for attempt in range(1000):
+        if libc.ptrace(%d, tid, 0, 0) or libc.ptrace(%d, tid, 0, 0):
+            sys.exit("ptrace: " + os.strerror(ctypes.get_errno()))
+        os.waitpid(tid, os.__dict__.get("WALL", 0x40000000))
+        with open(f"/proc/{tid}/syscall") as f:
+            call = f.read().split()[0]
+        if not asleep or call in ("7", "271", "230"):
+            break
+        libc.ptrace(%d, tid, 0, 0)
+        time.sleep(0.0002)  # let it run on to its next wait
+    else:
+        sys.exit("never stopped asleep")
 print("stopped", flush=True)
 sys.stdin.readline()
 for tid in tids:
     libc.ptrace(%d, tid, 0, 0)
 print("resumed", flush=True)
-""" % (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH)
+""" % (PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH, PTRACE_DETACH)
 
 
 def threads_named(name: str) -> list[int]:
@@ -710,7 +723,7 @@ def test_a_held_rt_thread_leaves_a_record_of_the_slots_it_missed(lab):
         _lates, first_late = master.slot0_lateness()
         s0 = master.stats()
         stopper = subprocess.Popen(
-            [sys.executable, "-c", STOPPER, str(s0["rt"]["tid"])],
+            [sys.executable, "-c", STOPPER, "--asleep", str(s0["rt"]["tid"])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
