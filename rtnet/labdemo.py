@@ -40,13 +40,9 @@ subscriber's station discarded per wire.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import errno
-import fcntl
 import os
-import socket
-import struct
 import subprocess
 import threading
 import time
@@ -55,7 +51,7 @@ import numpy as np
 
 from rtmac.tdma_config import Slot
 
-from . import netns, paths, stationctl
+from . import paths, stationctl, txchecksum
 from .errors import LabError
 from .lab import STATION_IF, STATION_IF_B, Lab, Station
 from .vm_witness import VmWitness
@@ -274,24 +270,13 @@ def _print_stations(rows, out) -> None:
 # -- bringing the segment up ---------------------------------------------------------------------
 
 
-SIOCETHTOOL = 0x8946
-ETHTOOL_STXCSUM = 0x17  # linux/ethtool.h: transmit checksum offload, set
-
-
 def kernel_fills_checksums(lab: Lab) -> None:
-    """Have Linux fill in its own UDP and TCP checksums on the stations' ports.  A veth
-    leaves them to "the NIC" (CHECKSUM_PARTIAL), which a real NIC fills in on its way out
-    and a veth never does: the peer's real-time path read a partial sum and refused every
-    datagram a plain Linux socket sent to a real-time one (``udp_csum``), so the two did
-    not talk across the demo segment.  Turned off here, Linux sums them itself."""
-    devs = [STATION_IF] + ([STATION_IF_B] if lab.redundant else [])
-    value = ctypes.create_string_buffer(struct.pack("II", ETHTOOL_STXCSUM, 0), 8)
+    """Every station port's Linux fills in its own checksums (rtnet.txchecksum), so a plain
+    Linux UDP socket and a real-time one talk across the demo segment."""
     for st in lab.stations:
-        for dev in devs:
-            ifreq = struct.pack("16sP", dev.encode(), ctypes.addressof(value))
+        for dev in [STATION_IF] + ([STATION_IF_B] if lab.redundant else []):
             try:
-                with netns.entered(st.netns), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                    fcntl.ioctl(s.fileno(), SIOCETHTOOL, ifreq)
+                txchecksum.kernel_fills_checksums(dev, st.netns)
             except OSError as exc:
                 raise LabError(
                     exc.errno or errno.EIO,

@@ -33,6 +33,7 @@ FOUNDATION = (
     "netns",
     "names",
     "nicqueues",
+    "txchecksum",
     "linkwatch",
     "messages",
     "argtypes",
