@@ -43,12 +43,30 @@
 #define LEARN_GAP	   16		   /* cycles between the two Syncs that teach the cycle */
 
 /*
+ * The most two Syncs' stamps may disagree by before drift: SYNC_TOL_MAX_NS,
+ * or half the slot guard where the guard is larger.  A guard that large says
+ * this segment's stamps jitter by more (software stamps on an emulated or
+ * loaded NIC: a TCG guest's Syncs leave their stamp 0.3 to 4 ms before they
+ * reach the wire); half of it is what a Sync may step the clock by, the
+ * other half is left for the stations' wake-ups.  Held to 200 us there, half
+ * such a master's Syncs were thrown away as implausible, five in a row often
+ * enough to lose sync several times a minute.
+ */
+static int64_t stamp_tol_max(const struct rtn_tdma *e)
+{
+	int64_t half_guard = e->cfg.guard_ns / 2;
+
+	return half_guard > SYNC_TOL_MAX_NS ? half_guard : SYNC_TOL_MAX_NS;
+}
+
+/*
  * How far a Sync may move the clock or stray from the grid, @p gap cycles
- * after the last one we took: 5% of the cycle (20..200 us: the jitter of a
- * software timestamp, well under the slot guard) plus the drift two 100 ppm
- * clocks can build up in that time (counted for at most 100 cycles, so a
- * forged gap cannot buy a larger step).  A real step larger than this is
- * taken through the relock rule, three Syncs later.
+ * after the last one we took: 5% of the cycle (at least 20 us, at most 200
+ * us: the jitter of a software timestamp, well under the slot guard), or
+ * half the guard where that is more than 200 us (stamp_tol_max()), plus the
+ * drift two 100 ppm clocks can build up in that time (counted for at most
+ * 100 cycles, so a forged gap cannot buy a larger step).  A real step larger
+ * than this is taken through the relock rule, three Syncs later.
  */
 static int64_t sync_tol(const struct rtn_tdma *e, int64_t gap)
 {
@@ -58,6 +76,8 @@ static int64_t sync_tol(const struct rtn_tdma *e, int64_t gap)
 		tol = SYNC_TOL_MIN_NS;
 	if (tol > SYNC_TOL_MAX_NS)
 		tol = SYNC_TOL_MAX_NS;
+	if (stamp_tol_max(e) > SYNC_TOL_MAX_NS)
+		tol = stamp_tol_max(e);
 	if (gap > SYNC_DRIFT_CYCLES)
 		gap = SYNC_DRIFT_CYCLES;
 	if (gap < 0)
@@ -136,7 +156,7 @@ static int learn_cycle(struct rtn_tdma *e, const struct rtn_tdma_msg *m, int64_t
 
 		/* the master's schedule must have advanced as our own clock did */
 		if (c >= RTN_TDMA_MIN_CYCLE_NS && c <= RTN_TDMA_MAX_CYCLE_NS &&
-		    rtn_dist(span, rx - e->prev_rx) <= (uint64_t)SYNC_TOL_MAX_NS) {
+		    rtn_dist(span, rx - e->prev_rx) <= (uint64_t)stamp_tol_max(e)) {
 			e->cycle_ns = c;
 			known = 1;
 		}

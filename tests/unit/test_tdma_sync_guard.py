@@ -314,3 +314,62 @@ def test_a_sync_read_before_the_overdue_slots_counts_them_missed():
     st = seg.stats(1)
     assert st["missed_slots"] - before["missed_slots"] == 3  # cycles +1, +2 and +3
     assert st["state"] == TdmaState.SYNCED
+
+
+# A segment whose stamps jitter by milliseconds: the emulated NICs of the guest tier
+# (tests/vm/test_guest_tdma.py), a 40 ms cycle and a 10 ms guard.  There a master's Sync
+# left its transmit stamp 0.3 to 4 ms before it reached the wire.
+SLOW_CYCLE_NS = 40_000_000
+
+
+def slow_pair(guard_ns):
+    seg = Segment(2, latency_ns=50_000)
+    seg.start(0, TdmaConfig(role="master", cycle_us=40_000, slots={0: Slot(0, 0)}))
+    seg.run_for(100_000)
+    seg.start(
+        1,
+        TdmaConfig(role="slave", slots={0: Slot(0, 10_000)}, cal_rounds=10, guard_ns=guard_ns),
+    )
+    seg.run_for(40 * SLOW_CYCLE_NS)
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
+    return seg
+
+
+def syncs_leaving_late(seg, cycles, rng, most_ns):
+    """Run ``cycles`` of the master's cycles, each Sync reaching the wire a random 0 to
+    ``most_ns`` after its stamp.  The slave's stats before and after."""
+    before = seg.stats(1)
+    n0, sched0 = master_grid(seg)
+    n = n0 + (seg.now - sched0) // SLOW_CYCLE_NS + 1
+    for k in range(n, n + cycles):
+        seg.run_for(sched0 + (k - n0) * SLOW_CYCLE_NS - 1_000_000 - seg.now)
+        seg.stall_frames(0, 1, rng.randrange(most_ns))  # the Sync at k's start
+    seg.run_for(SLOW_CYCLE_NS)
+    return before, seg.stats(1)
+
+
+def test_a_guard_of_milliseconds_lets_a_slave_follow_syncs_that_jitter_by_milliseconds():
+    seg = slow_pair(guard_ns=10_000_000)
+    before, after = syncs_leaving_late(seg, 200, random.Random(3), 3_000_000)
+    assert after["state"] == TdmaState.SYNCED
+    assert after["sync_lost_events"] == before["sync_lost_events"]
+    assert after["sync_implausible"] == before["sync_implausible"]
+    assert after["sync_rx"] - before["sync_rx"] >= 200
+
+
+def test_a_guard_of_microseconds_still_holds_a_sync_to_200_us():
+    # the same Syncs where the operator declared a 50 us guard: stamps that far apart
+    # are implausible there; the clock is stepped by more than the bound only where the
+    # slave lost sync and took its master back
+    seg = slow_pair(guard_ns=50_000)
+    rng = random.Random(3)
+    first = prev = seg.stats(1)
+    # and 200 ppm of the cycles since the last Sync taken: sync is lost after five
+    bound = 200_000 + 6 * 200 * SLOW_CYCLE_NS // 1_000_000
+    for _ in range(40):
+        _, st = syncs_leaving_late(seg, 1, rng, 3_000_000)
+        step = abs(st["clock_offset_ns"] - prev["clock_offset_ns"])
+        lost = prev["state"] == TdmaState.SYNC_LOST
+        assert step <= bound or lost or st["sync_lost_events"] > prev["sync_lost_events"], step
+        prev = st
+    assert prev["sync_implausible"] > first["sync_implausible"]

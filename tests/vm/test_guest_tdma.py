@@ -165,12 +165,10 @@ def test_the_syncs_of_200_cycles_arrive_followed_or_counted_as_implausible(run):
     assert w["cycle_no"] >= 200, w
     # Every Sync the master put on the wire in the slave's window of cycles, as the host
     # bridge captured them, is accounted for at the slave: followed, counted as
-    # implausible (under TCG a Sync's stamps jitter by milliseconds, beyond the 200 us
-    # tolerance), or, after the slave lost sync, kept to learn the cycle again from the
-    # next (sync_learning: under that jitter two in a row often disagree).  A cycle
-    # without a Sync on the wire is one the master missed under emulation; the slave
-    # cannot see those.  The window's edges are two counter reads on the slave: a Sync in
-    # flight at either may fall on the other side of it.
+    # implausible, or, after the slave lost sync, kept to learn the cycle again from the
+    # next (sync_learning).  A cycle without a Sync on the wire is one the master missed
+    # under emulation; the slave cannot see those.  The window's edges are two counter
+    # reads on the slave: a Sync in flight at either may fall on the other side of it.
     on_wire = master_syncs(run, w["cycle_from"], w["cycle_to"])
     accounted = w["sync_rx"] + w["sync_implausible"] + w["sync_learning"]
     print(
@@ -179,7 +177,11 @@ def test_the_syncs_of_200_cycles_arrive_followed_or_counted_as_implausible(run):
     )
     assert on_wire >= 0.9 * w["cycle_no"], (on_wire, w)
     assert abs(accounted - on_wire) <= 2, (accounted, on_wire, w)
-    assert w["sync_rx"] > 0, w
+    # Under TCG a Sync's stamps jitter by milliseconds (it reaches the wire 0.3 to 4 ms
+    # after its transmit stamp); the 10 ms guard of this segment lets the slave follow
+    # them (csrc/tdma/rtn_tdma_rx.c, stamp_tol_max).  Held to 200 us, it had followed
+    # 40 to 60% of them and lost sync every few seconds.
+    assert w["sync_rx"] >= 0.8 * on_wire, (on_wire, w)
 
 
 def master_syncs(run, first: int, last: int) -> int:
