@@ -97,6 +97,38 @@ EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/*
+ * Linux lets UDP sockets share a port when each of them set SO_REUSEADDR,
+ * or each SO_REUSEPORT: iperf3's server binds its port again for the next
+ * stream once the first is connected.  The station's port has one
+ * real-time socket, so a second socket that Linux would let share it stays
+ * the kernel's, bound as Linux binds it.  Only a holder in this process
+ * can be asked what it set; one in another process still means EADDRINUSE.
+ */
+static int may_share_rt_port(int fd, uint16_t port)
+{
+	int addr = 0, reuseport = 0, i, ok = 0;
+	socklen_t len = sizeof(int);
+
+	if (rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, &len))
+		addr = 0;
+	len = sizeof(int);
+	if (rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuseport, &len))
+		reuseport = 0;
+	if (!addr && !reuseport)
+		return 0;
+	pthread_mutex_lock(&rp_table_lock);
+	for (i = 0; i < RP_MAX_FD && !ok; i++) {
+		const struct rsock *h = rp_fds[i].rs;
+
+		if (h && h->state == RP_RT && h->domain == AF_INET && h->lport == port)
+			ok = (addr && h->kept[RP_SO_REUSEADDR]) ||
+			     (reuseport && h->kept[RP_SO_REUSEPORT]);
+	}
+	pthread_mutex_unlock(&rp_table_lock);
+	return ok;
+}
+
 EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct rsock *rs = rp_lookup(fd);
@@ -151,6 +183,10 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		rc = rp_go_rt(fd, rs, ntohs(sa.sin_port), r);
 		if (rc == 0) {
 			rs->bound = 1;
+			return 0;
+		}
+		if (rc == -EADDRINUSE && kbound && may_share_rt_port(fd, ntohs(sa.sin_port))) {
+			rp_forget(rs); /* the kernel's: it hears nothing from the segment */
 			return 0;
 		}
 		if (rc < 0)

@@ -1,8 +1,8 @@
 """Unmodified programs on the real-time path through rtnet-run (root, namespaces, AF_XDP):
 a POSIX program mixing real-time and kernel sockets in poll, select and epoll (with dup,
 fork, exec, threads, signals, the kernel's errors and a packet socket on a real-time
-EtherType), sockperf ping-pong, socat as a second client, a capture Wireshark decodes,
-and a daemon killed under a running program."""
+EtherType), sockperf ping-pong, iperf3's UDP test, socat as a second client, a capture
+Wireshark decodes, and a daemon killed under a running program."""
 
 import base64
 import contextlib
@@ -691,7 +691,8 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     """Calls a program makes of a real-time socket answered as Linux answers them: the
     options it set read back, the address a connected socket sends from, shutdown() waking
     a blocked reader, EACCES for a broadcast without SO_BROADCAST, IP_PKTINFO's ancillary
-    data, EADDRINUSE for a port Linux's own socket holds; IP_TTL reads back the 64 its
+    data, EADDRINUSE for a port Linux's own socket holds and for a second bind to a
+    real-time socket's port unless both set SO_REUSEADDR; IP_TTL reads back the 64 its
     frames carry (nothing routes on a segment)."""
     s1, s2 = lab.station(1), lab.station(2)
     prog = textwrap.dedent(f"""
@@ -720,6 +721,13 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
                 a.sendto(b"x", (dst, 6440)); out["bcast " + dst] = "sent"
             except OSError as e:
                 out["bcast " + dst] = errno.errorcode[e.errno]
+        for name, reuse in (("bind_shared", 1), ("bind_unshared", 0)):
+            r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            r.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, reuse)
+            try:
+                r.bind(("{s1.ip}", 6440)); out[name] = "bound"  # a's port, a set it too
+            except OSError as e:
+                out[name] = errno.errorcode[e.errno]
         k = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         k.bind(("0.0.0.0", 6450))          # Linux's until it sends
         b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -729,7 +737,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
             out["bind_taken"] = errno.errorcode[e.errno]
         a.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO
         print("ready", flush=True)
-        data, anc, _flags, peer = a.recvmsg(100, 256)
+        data, anc, _flags, peer = a.recvmsg(100, 256)  # the shared port's kernel socket took none
         out["pktinfo"] = [
             socket.inet_ntoa(c[2][8:12]) for c in anc
             if c[0] == socket.IPPROTO_IP and c[1] == 8
@@ -764,8 +772,47 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     assert got[f"bcast {s1.ip.rsplit('.', 1)[0]}.255"] == "EACCES", got
     assert got["pktinfo"] == [s1.ip], got
     assert got["bind_taken"] == "EADDRINUSE", got  # a port Linux's socket holds
+    # Linux's rule for a port shared: both set SO_REUSEADDR (the second stays the kernel's)
+    assert got["bind_shared"] == "bound" and got["bind_unshared"] == "EADDRINUSE", got
     assert got["connected_name"][0] == s1.ip and got["connected_name"][1] > 0, got
     assert got["shutdown"] is None and got["after_shutdown"] == [""], got
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["to-server", "from-server"])
+def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse):
+    """iperf3's server binds its UDP port a second time once the first stream connected
+    (for the next one); with both sockets set SO_REUSEADDR Linux allows it, and so does
+    the library: the stream stays real-time, the new listener is the kernel's."""
+    exe = require_tool("iperf3")
+    s1, s2 = lab.station(1), lab.station(2)
+    receiver = s1 if reverse else s2
+    before = udp_stats(receiver.netns)["rx_udp"]
+    srv, _ = start_server(
+        rtnet_run(s2.netns, ["stdbuf", "-oL", exe, "-s", "-1", "-B", s2.ip, "-p", "5301"]),
+        b"-----",  # the banner's first line, printed once the server listens
+    )
+    try:
+        res = subprocess.run(
+            rtnet_run(
+                s1.netns,
+                [exe, "-c", s2.ip, "-p", "5301", "-u", "-b", "10M", "-l", "1000", "-t", "2"]
+                + ["--json"]
+                + (["-R"] if reverse else []),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        stop(srv)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    report = json.loads(res.stdout)
+    assert "error" not in report, report["error"]
+    end = report["end"]["sum"]
+    arrived = end["packets"] - end["lost_packets"]
+    assert arrived >= 2000, end  # 10 Mbit/s of 1000-byte datagrams for 2 s: 2,500
+    # every datagram iperf3 counted came up the receiver's station, on the real-time path
+    assert udp_stats(receiver.netns)["rx_udp"] - before >= arrived, end
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
