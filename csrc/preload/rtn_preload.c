@@ -368,6 +368,20 @@ void rp_put(struct rsock *rs)
 	pthread_mutex_unlock(&rp_table_lock);
 }
 
+/*
+ * A control call on a held socket is over: the socket put back, @p rc
+ * returned and errno as the call left it (the last put of a socket another
+ * thread closed meanwhile closes its channel, which may set errno).
+ */
+int rp_put_keep(struct rsock *rs, int rc)
+{
+	int e = errno;
+
+	rp_put(rs);
+	errno = e;
+	return rc;
+}
+
 /* The rules left it to the kernel: forget it everywhere. */
 void rp_forget(struct rsock *rs)
 {

@@ -129,15 +129,12 @@ static int may_share_rt_port(int fd, uint16_t port)
 	return ok;
 }
 
-EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, socklen_t len)
 {
-	struct rsock *rs = rp_lookup(fd);
 	struct sockaddr_in sa;
 	const struct rtn_rule *r;
 	int rc;
 
-	if (!rs)
-		return rp_real.libc_bind(fd, addr, len);
 	if (rp_bad_ptr(addr, len))
 		return rp_fail(-EFAULT);
 	if (rs->domain == AF_PACKET) {
@@ -213,13 +210,21 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct rsock *rs = rp_lookup(fd);
+	struct rsock *rs = rp_hold(fd);
+
+	if (!rs)
+		return rp_real.libc_bind(fd, addr, len);
+	return rp_put_keep(rs, bind_held(fd, rs, addr, len));
+}
+
+static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, socklen_t len)
+{
 	struct sockaddr_in sa;
 	int rc;
 
-	if (!rs || rs->domain != AF_INET)
+	if (rs->domain != AF_INET)
 		return rp_real.libc_connect(fd, addr, len);
 	if (rp_bad_ptr(addr, len))
 		return rp_fail(-EFAULT);
@@ -250,6 +255,15 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	rs->rport = ntohs(sa.sin_port);
 	rs->connected = 1;
 	return 0;
+}
+
+EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct rsock *rs = rp_hold(fd);
+
+	if (!rs)
+		return rp_real.libc_connect(fd, addr, len);
+	return rp_put_keep(rs, connect_held(fd, rs, addr, len));
 }
 
 /* ---- close, dup, fcntl --------------------------------------------------------------- */
@@ -359,19 +373,10 @@ EXPORT int dup2(int oldfd, int newfd)
 	return dup_follow(oldfd, fd, 0);
 }
 
-EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
-EXPORT int fcntl(int fd, int cmd, ...)
+static int fcntl_held(int fd, struct rsock *rs, int cmd, long arg)
 {
-	struct rsock *rs = rp_lookup(fd);
-	va_list ap;
-	long arg;
 	int rc;
 
-	va_start(ap, cmd);
-	arg = va_arg(ap, long); /* every command's argument fits a long (or is a pointer) */
-	va_end(ap);
-	if (!rs)
-		return rp_real.libc_fcntl(fd, cmd, arg);
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
@@ -406,6 +411,22 @@ EXPORT int fcntl(int fd, int cmd, ...)
 		return rp_real.libc_fcntl(fd, cmd, arg);
 	}
 }
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	struct rsock *rs = rp_hold(fd);
+	va_list ap;
+	long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, long); /* every command's argument fits a long (or is a pointer) */
+	va_end(ap);
+	if (!rs)
+		return rp_real.libc_fcntl(fd, cmd, arg);
+	return rp_put_keep(rs, fcntl_held(fd, rs, cmd, arg));
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 /* ---- ioctl --------------------------------------------------------------------------- */
 
@@ -477,17 +498,8 @@ static int rtnet_ioctl(struct rsock *rs, unsigned long req, void *argp)
 	return rp_fail(-ENOTTY);
 }
 
-EXPORT int ioctl(int fd, unsigned long req, ...)
+static int ioctl_held(int fd, struct rsock *rs, unsigned long req, void *argp)
 {
-	struct rsock *rs = rp_lookup(fd);
-	va_list ap;
-	void *argp;
-
-	va_start(ap, req);
-	argp = va_arg(ap, void *);
-	va_end(ap);
-	if (!rs)
-		return rp_real.libc_ioctl(fd, req, argp);
 	if (_IOC_TYPE(req) == RTIOC_TYPE_NETWORK && _IOC_SIZE(req) &&
 	    (req == RTNET_RTIOC_TIMEOUT || req == RTNET_RTIOC_XMITPARAMS ||
 	     req == RTNET_RTIOC_EXTPOOL || req == RTNET_RTIOC_SHRPOOL))
@@ -527,6 +539,20 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 		return rc;
 	}
 	return rp_fail(-ENOTTY);
+}
+
+EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	struct rsock *rs = rp_hold(fd);
+	va_list ap;
+	void *argp;
+
+	va_start(ap, req);
+	argp = va_arg(ap, void *);
+	va_end(ap);
+	if (!rs)
+		return rp_real.libc_ioctl(fd, req, argp);
+	return rp_put_keep(rs, ioctl_held(fd, rs, req, argp));
 }
 
 /* ---- socket options and names ----------------------------------------------------------- */
@@ -640,13 +666,10 @@ void rp_opts_adopt(int fd, struct rsock *rs)
 	}
 }
 
-EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
+static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val, socklen_t len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
 	int v = 0;
 
-	if (!rs)
-		return rp_real.libc_setsockopt(fd, level, opt, val, len);
 	if (level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO))
 		return get_timeval_ns(val, len,
 				      opt == SO_RCVTIMEO ? &rs->rcvtimeo_ns : &rs->sndtimeo_ns);
@@ -731,12 +754,17 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 	return rp_fail(-ENOPROTOOPT);
 }
 
-EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
+	struct rsock *rs = rp_hold_rt(fd);
 
 	if (!rs)
-		return rp_real.libc_getsockopt(fd, level, opt, val, len);
+		return rp_real.libc_setsockopt(fd, level, opt, val, len);
+	return rp_put_keep(rs, setsockopt_held(rs, level, opt, val, len));
+}
+
+static int getsockopt_held(struct rsock *rs, int level, int opt, void *val, socklen_t *len)
+{
 	if (level == SOL_SOCKET) {
 		switch (opt) {
 		case SO_TYPE:
@@ -782,6 +810,15 @@ EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	return rp_fail(-ENOPROTOOPT);
 }
 
+EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	struct rsock *rs = rp_hold_rt(fd);
+
+	if (!rs)
+		return rp_real.libc_getsockopt(fd, level, opt, val, len);
+	return rp_put_keep(rs, getsockopt_held(rs, level, opt, val, len));
+}
+
 static int put_name(struct sockaddr *addr, socklen_t *len, const void *sa, socklen_t salen)
 {
 	socklen_t have;
@@ -794,12 +831,8 @@ static int put_name(struct sockaddr *addr, socklen_t *len, const void *sa, sockl
 	return 0;
 }
 
-EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+static int getsockname_held(struct rsock *rs, struct sockaddr *addr, socklen_t *len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
-
-	if (!rs)
-		return rp_real.libc_getsockname(fd, addr, len);
 	if (rs->domain == AF_PACKET) {
 		struct sockaddr_ll ll;
 
@@ -818,13 +851,19 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 	}
 }
 
-EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct rsock *rs = rp_hold_rt(fd);
 
 	if (!rs)
-		return rp_real.libc_getpeername(fd, addr, len);
+		return rp_real.libc_getsockname(fd, addr, len);
+	return rp_put_keep(rs, getsockname_held(rs, addr, len));
+}
+
+static int getpeername_held(struct rsock *rs, struct sockaddr *addr, socklen_t *len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+
 	if (!rs->connected)
 		return rp_fail(-ENOTCONN);
 	sa.sin_port = htons(rs->rport);
@@ -832,14 +871,19 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 	return put_name(addr, len, &sa, sizeof(sa));
 }
 
-EXPORT int shutdown(int fd, int how)
+EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	struct rsock *rs = rp_lookup_rt(fd);
-
-	uint64_t one = 1;
+	struct rsock *rs = rp_hold_rt(fd);
 
 	if (!rs)
-		return rp_real.libc_shutdown(fd, how);
+		return rp_real.libc_getpeername(fd, addr, len);
+	return rp_put_keep(rs, getpeername_held(rs, addr, len));
+}
+
+static int shutdown_held(struct rsock *rs, int how)
+{
+	uint64_t one = 1;
+
 	if (how < SHUT_RD || how > SHUT_RDWR)
 		return rp_fail(-EINVAL);
 	/*
@@ -852,4 +896,13 @@ EXPORT int shutdown(int fd, int how)
 	    rp_real.libc_write(rtn_app_fd(rs->ch), &one, sizeof(one)) < 0)
 		rp_warn("notify descriptor: %s", strerror(errno));
 	return rs->connected ? 0 : rp_fail(-ENOTCONN);
+}
+
+EXPORT int shutdown(int fd, int how)
+{
+	struct rsock *rs = rp_hold_rt(fd);
+
+	if (!rs)
+		return rp_real.libc_shutdown(fd, how);
+	return rp_put_keep(rs, shutdown_held(rs, how));
 }
