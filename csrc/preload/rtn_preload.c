@@ -316,11 +316,20 @@ void rp_rs_free(struct rsock *rs)
 	free(rs);
 }
 
-/* Drop one descriptor's hold on @p rs (table lock held); freed with its channel at 0. */
+/*
+ * Drop one hold on @p rs (table lock held); freed with its channel at 0.
+ * Closing the channel may set errno: the call that let go of the socket
+ * keeps its own (a close() in another thread can make any call's put the
+ * last).
+ */
 static void unref_locked(struct rsock *rs)
 {
-	if (--rs->refs == 0)
+	if (--rs->refs == 0) {
+		int e = errno;
+
 		rp_rs_free(rs);
+		errno = e;
+	}
 }
 
 void rp_table_set_locked(int fd, struct rsock *rs, int cloexec)
@@ -368,17 +377,10 @@ void rp_put(struct rsock *rs)
 	pthread_mutex_unlock(&rp_table_lock);
 }
 
-/*
- * A control call on a held socket is over: the socket put back, @p rc
- * returned and errno as the call left it (the last put of a socket another
- * thread closed meanwhile closes its channel, which may set errno).
- */
-int rp_put_keep(struct rsock *rs, int rc)
+/* A call on a held socket is over: the socket put back, the call's @p rc returned. */
+int rp_put_ret(struct rsock *rs, int rc)
 {
-	int e = errno;
-
 	rp_put(rs);
-	errno = e;
 	return rc;
 }
 

@@ -200,10 +200,10 @@ void rp_table_set_locked(int fd, struct rsock *rs, int cloexec);
  * call until rp_put(), as the kernel keeps a file for a call in progress.
  */
 struct rsock *rp_hold_rt(int fd);
-/** The same for a socket of ours in any state (a pending one being judged). */
+/** The same for a socket of ours in any state (a pending one: bind, connect, judging). */
 struct rsock *rp_hold(int fd);
 void rp_put(struct rsock *rs);
-int rp_put_keep(struct rsock *rs, int rc);
+int rp_put_ret(struct rsock *rs, int rc);
 /** The rules left @p rs to the kernel: every descriptor forgets it. */
 void rp_forget(struct rsock *rs);
 /** Take over the kept options' values from kernel socket @p fd (before it goes real-time). */

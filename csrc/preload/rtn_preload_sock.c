@@ -216,7 +216,7 @@ EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (!rs)
 		return rp_real.libc_bind(fd, addr, len);
-	return rp_put_keep(rs, bind_held(fd, rs, addr, len));
+	return rp_put_ret(rs, bind_held(fd, rs, addr, len));
 }
 
 static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, socklen_t len)
@@ -263,7 +263,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (!rs)
 		return rp_real.libc_connect(fd, addr, len);
-	return rp_put_keep(rs, connect_held(fd, rs, addr, len));
+	return rp_put_ret(rs, connect_held(fd, rs, addr, len));
 }
 
 /* ---- close, dup, fcntl --------------------------------------------------------------- */
@@ -423,7 +423,7 @@ EXPORT int fcntl(int fd, int cmd, ...)
 	va_end(ap);
 	if (!rs)
 		return rp_real.libc_fcntl(fd, cmd, arg);
-	return rp_put_keep(rs, fcntl_held(fd, rs, cmd, arg));
+	return rp_put_ret(rs, fcntl_held(fd, rs, cmd, arg));
 }
 
 EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
@@ -552,7 +552,7 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (!rs)
 		return rp_real.libc_ioctl(fd, req, argp);
-	return rp_put_keep(rs, ioctl_held(fd, rs, req, argp));
+	return rp_put_ret(rs, ioctl_held(fd, rs, req, argp));
 }
 
 /* ---- socket options and names ----------------------------------------------------------- */
@@ -760,7 +760,7 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 
 	if (!rs)
 		return rp_real.libc_setsockopt(fd, level, opt, val, len);
-	return rp_put_keep(rs, setsockopt_held(rs, level, opt, val, len));
+	return rp_put_ret(rs, setsockopt_held(rs, level, opt, val, len));
 }
 
 static int getsockopt_held(struct rsock *rs, int level, int opt, void *val, socklen_t *len)
@@ -816,7 +816,7 @@ EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 
 	if (!rs)
 		return rp_real.libc_getsockopt(fd, level, opt, val, len);
-	return rp_put_keep(rs, getsockopt_held(rs, level, opt, val, len));
+	return rp_put_ret(rs, getsockopt_held(rs, level, opt, val, len));
 }
 
 static int put_name(struct sockaddr *addr, socklen_t *len, const void *sa, socklen_t salen)
@@ -857,7 +857,7 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 
 	if (!rs)
 		return rp_real.libc_getsockname(fd, addr, len);
-	return rp_put_keep(rs, getsockname_held(rs, addr, len));
+	return rp_put_ret(rs, getsockname_held(rs, addr, len));
 }
 
 static int getpeername_held(struct rsock *rs, struct sockaddr *addr, socklen_t *len)
@@ -877,7 +877,7 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 	if (!rs)
 		return rp_real.libc_getpeername(fd, addr, len);
-	return rp_put_keep(rs, getpeername_held(rs, addr, len));
+	return rp_put_ret(rs, getpeername_held(rs, addr, len));
 }
 
 static int shutdown_held(struct rsock *rs, int how)
@@ -904,5 +904,5 @@ EXPORT int shutdown(int fd, int how)
 
 	if (!rs)
 		return rp_real.libc_shutdown(fd, how);
-	return rp_put_keep(rs, shutdown_held(rs, how));
+	return rp_put_ret(rs, shutdown_held(rs, how));
 }

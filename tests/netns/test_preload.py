@@ -113,23 +113,25 @@ def stop(p):
             p.wait()
 
 
+def beside_server(server_argv, ready_word: bytes, client_argv, timeout=60, **kw):
+    """Start a server, run a client to its end beside it (``kw``: subprocess.run's, such as
+    input), stop the server; the client's CompletedProcess (text)."""
+    srv, _ = start_server(server_argv, ready_word)
+    try:
+        return subprocess.run(client_argv, capture_output=True, text=True, timeout=timeout, **kw)
+    finally:
+        stop(srv)
+
+
 def sockperf(server, client, port: int, mode: str, *args: str) -> str:
     """sockperf's server on station ``server`` and its client in ``mode`` on ``client``, both
     under rtnet-run; the client's output (its exit status checked)."""
     exe = require_tool("sockperf")
-    srv, _ = start_server(
+    res = beside_server(
         rtnet_run(server.netns, ["stdbuf", "-oL", exe, "server", "-i", server.ip, "-p", str(port)]),
         b"listen on",
+        rtnet_run(client.netns, [exe, mode, "-i", server.ip, "-p", str(port), *args]),
     )
-    try:
-        res = subprocess.run(
-            rtnet_run(client.netns, [exe, mode, "-i", server.ip, "-p", str(port), *args]),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        stop(srv)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     return out
@@ -271,20 +273,14 @@ def test_a_blocking_sender_should_wait_for_a_full_ring_not_fail(lab):
 def test_socat_should_be_a_second_unmodified_client(lab, posix_mix):
     socat = require_tool("socat")
     s1, s2 = lab.station(1), lab.station(2)
-    srv, _ = start_server(
-        rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6300"]), b"server ready"
+    # an unbound socket sending into the segment: the default rules take it real-time
+    res = beside_server(
+        rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6300"]),
+        b"server ready",
+        rtnet_run(s1.netns, [socat, "-t", "2", "-", f"UDP4:{s2.ip}:6300"]),
+        timeout=30,
+        input="over the rt path\n",
     )
-    try:
-        # an unbound socket sending into the segment: the default rules take it real-time
-        res = subprocess.run(
-            rtnet_run(s1.netns, [socat, "-t", "2", "-", f"UDP4:{s2.ip}:6300"]),
-            input="over the rt path\n",
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    finally:
-        stop(srv)
     assert res.stdout == "over the rt path\n", res.stdout + res.stderr
 
 
@@ -672,18 +668,12 @@ def test_threads_sending_first_on_one_socket_should_share_one_channel(lab, posix
             s.close()
         print("sent", ok, "echoes", echoes, flush=True)
     """)
-    srv, _ = start_server(
-        rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6460"]), b"server ready"
+    res = beside_server(
+        rtnet_run(s2.netns, [posix_mix, "server", s2.ip, "6460"]),
+        b"server ready",
+        rtnet_run(s1.netns, [sys.executable, "-c", prog]),
+        timeout=120,
     )
-    try:
-        res = subprocess.run(
-            rtnet_run(s1.netns, [sys.executable, "-c", prog]),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        stop(srv)
     assert "sent 32 echoes 32" in res.stdout, res.stdout + res.stderr
 
 
@@ -787,24 +777,16 @@ def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse):
     s1, s2 = lab.station(1), lab.station(2)
     receiver = s1 if reverse else s2
     before = udp_stats(receiver.netns)["rx_udp"]
-    srv, _ = start_server(
+    res = beside_server(
         rtnet_run(s2.netns, ["stdbuf", "-oL", exe, "-s", "-1", "-B", s2.ip, "-p", "5301"]),
         b"-----",  # the banner's first line, printed once the server listens
+        rtnet_run(
+            s1.netns,
+            [exe, "-c", s2.ip, "-p", "5301", "-u", "-b", "10M", "-l", "1000", "-t", "2"]
+            + ["--json"]
+            + (["-R"] if reverse else []),
+        ),
     )
-    try:
-        res = subprocess.run(
-            rtnet_run(
-                s1.netns,
-                [exe, "-c", s2.ip, "-p", "5301", "-u", "-b", "10M", "-l", "1000", "-t", "2"]
-                + ["--json"]
-                + (["-R"] if reverse else []),
-            ),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        stop(srv)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     report = json.loads(res.stdout)
     assert "error" not in report, report["error"]
