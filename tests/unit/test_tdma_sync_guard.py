@@ -373,3 +373,35 @@ def test_a_guard_of_microseconds_still_holds_a_sync_to_200_us():
         assert step <= bound or lost or st["sync_lost_events"] > prev["sync_lost_events"], step
         prev = st
     assert prev["sync_implausible"] > first["sync_implausible"]
+
+
+def test_forged_syncs_move_a_slave_with_a_millisecond_guard_by_at_most_half_of_it():
+    # the larger allowance is still a bound: a forger copying the master's Syncs can step
+    # the clock by at most half the guard (plus drift), and no further
+    seg = slow_pair(guard_ns=10_000_000)
+    half_guard = 5_000_000
+    bound = half_guard + 200 * SLOW_CYCLE_NS // 1_000_000  # and one cycle's drift
+    n0, sched0 = master_grid(seg)
+    for shift in (half_guard * 3, -half_guard * 3, half_guard // 2, -half_guard // 2):
+        seg.run_for(SLOW_CYCLE_NS - (seg.now - sched0) % SLOW_CYCLE_NS + 500)
+        before = seg.stats(1)
+        n = n0 + (seg.now - sched0) // SLOW_CYCLE_NS
+        sched = sched0 + (n - n0) * SLOW_CYCLE_NS + shift
+        seg.inject(
+            1,
+            frames.encode_sync(
+                src=MASTER_MAC,
+                cycle_no=n & 0xFFFFFFFF,
+                xmit_stamp=sched,
+                sched_xmit_stamp=sched,
+            ),
+        )
+        after = seg.stats(1)
+        step = abs(after["clock_offset_ns"] - before["clock_offset_ns"])
+        if abs(shift) > half_guard:
+            assert after["sync_implausible"] == before["sync_implausible"] + 1
+            assert step == 0
+        assert step <= bound, (shift, step)
+    seg.run_for(10 * SLOW_CYCLE_NS)  # the master's own Syncs take the clock back
+    assert seg.stats(1)["state"] == TdmaState.SYNCED
+    assert abs(seg.stats(1)["clock_offset_ns"]) < SLOW_CYCLE_NS // 20
