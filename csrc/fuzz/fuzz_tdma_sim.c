@@ -5,9 +5,10 @@
  *        three stations (primary master, backup master, slave) running
  *        their own traffic while the input injects frames and events.
  *
- * Input: a header choosing the configuration (cycle, guard, calibration
- * rounds, listen cycles, clock error, lazy cycle begin, whether the backup
- * runs, transmit windows, the slave's second slot), then records of (kind,
+ * Input: a header choosing the configuration (cycle, guard: microseconds,
+ * or milliseconds on a 40 ms cycle; calibration rounds, listen cycles, clock
+ * error, lazy cycle begin, whether the backup runs, transmit windows, the
+ * slave's second slot), then records of (kind,
  * station, time step in us, arguments).  A record injects a raw frame, or a
  * Sync / calibration request / reply whose fields are offsets from what the
  * station expects (so that the fuzzer reaches "one cycle ahead" and "2^63 ns
@@ -222,14 +223,20 @@ static void make_configs(struct fuzz_in *in, struct setup *su)
 	static const double drifts[4] = { 0, 100, -50, 3 };
 	uint8_t b0 = fuzz_u8(in), flags = fuzz_u8(in), cal = fuzz_u8(in), b3 = fuzz_u8(in);
 	uint8_t clk = fuzz_u8(in), size_sel = fuzz_u8(in);
-	int64_t cycle = 100000LL * (1 + b0 % 10);
+	/*
+	 * b3's top bit: an emulated segment's 40 ms cycle and a guard of
+	 * milliseconds, which also widens what a Sync may move the clock by
+	 * (rtn_tdma_rx.c, stamp_tol_max)
+	 */
+	int64_t cycle = b3 & 0x80 ? 40000000LL : 100000LL * (1 + b0 % 10);
+	int64_t guard = b3 & 0x80 ? 500000LL * (1 + b3 % 6) : 5000LL * (1 + b3 % 10);
 	uint32_t i, size = 60 + size_sel % 200;
 
 	for (i = 0; i < N_STATIONS; i++) {
 		struct rtn_tdma_cfg *c = &su->cfg[i];
 
 		rtn_tdma_cfg_init(c, i == 2 ? RTN_TDMA_ROLE_SLAVE : RTN_TDMA_ROLE_MASTER);
-		c->guard_ns = 5000LL * (1 + b3 % 10);
+		c->guard_ns = guard;
 		c->listen_cycles = (cal >> 4) & 3;
 		c->cal_rounds = i == 0 ? 0 : i == 1 ? (cal & 3) : ((cal >> 2) & 3);
 		layout(c, i, cycle, size, flags, cal);
