@@ -88,8 +88,11 @@ class ChannelService:
         return self._hand_over(cid, memfd, kickfd, conn)
 
     def _open_udp_channel(self, req, conn):
-        """A UDP socket: a channel bound to ``udp_port`` (``stamped``: RTNX in its datagrams)."""
+        """A UDP socket: a channel bound to ``udp_port`` (``stamped``: RTNX in its datagrams;
+        ``share``: RTN_UDP_SHARE_* bits, its port shared with the same program's sockets,
+        the client's pid)."""
         port = int_arg(req, "udp_port", 0, 1, 0xFFFF)
+        share = int_arg(req, "share", 0, 0, lib.RTN_UDP_SHARE_ADDR | lib.RTN_UDP_SHARE_PORT)
         stamped = req.get("stamped", False)
         if not isinstance(stamped, bool):
             raise RequestError(f"stamped: {stamped!r} is not true or false")
@@ -103,6 +106,8 @@ class ChannelService:
                 depth=depth,
                 udp_port=port,
                 stamped=stamped,
+                udp_share=share,
+                udp_owner=conn.peer.pid,
             )
             self.chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)

@@ -286,6 +286,8 @@ class Station(Closeable):
         redundant: bool = False,
         udp_port: int = 0,
         stamped: bool = False,
+        udp_share: int = 0,
+        udp_owner: int = 0,
     ) -> tuple[int, int, int]:
         """Open an application channel: returns (id, memfd, kickfd); the caller owns the fds.
 
@@ -294,7 +296,9 @@ class Station(Closeable):
         ``redundant=True``: on a station with two ports, every frame of the channel's
         EtherType goes out on both, with an IEEE 802.1CB R-TAG.
         ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),
-        ``stamped`` with the RTNX header in its datagrams (rtn_app.h)."""
+        ``stamped`` with the RTNX header in its datagrams (rtn_app.h), sharing its port
+        with program ``udp_owner``'s other sockets as ``udp_share`` says
+        (RTN_UDP_SHARE_ADDR, RTN_UDP_SHARE_PORT: Linux's SO_REUSEADDR and SO_REUSEPORT)."""
         o = ffi.new("struct rtn_chan_opts *")
         lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
@@ -302,6 +306,7 @@ class Station(Closeable):
         o.redundant = bool(redundant)
         o.udp_port = udp_port
         o.udp_flags = lib.RTN_UDP_F_STAMPED if stamped else 0
+        o.udp_share, o.udp_owner = udp_share, udp_owner
         memfd, kickfd = ffi.new("int *"), ffi.new("int *")
         cid = check(
             lib.rtn_station_chan_open(self._live(), o, memfd, kickfd), RtnetError, self.ifname

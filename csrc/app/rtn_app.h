@@ -139,6 +139,23 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 		   uint32_t len, int64_t sched_ns, uint32_t *seq_out);
 
 /**
+ * A UDP socket connected to @p ip:@p port (connect(2)), or no longer (@p ip
+ * 0): where its port is shared (rtn_app_udp_share()), the station gives it
+ * that peer's datagrams before the port's other sockets, and no other
+ * peer's, as Linux does.  What it sends is unchanged.  -EINVAL on a channel
+ * that is not a UDP socket, or for port 0 with an address.
+ */
+int rtn_app_udp_connect(struct rtn_app_chan *ch, uint32_t ip, uint16_t port);
+
+/**
+ * What a UDP socket lets later sockets on its port share, as its
+ * SO_REUSEADDR and SO_REUSEPORT say: RTN_UDP_SHARE_* (rtn_chan_opts
+ * udp_share was the first word).  Sockets of the same program only.
+ * -EINVAL on a channel that is not a UDP socket or for other bits.
+ */
+int rtn_app_udp_share(struct rtn_app_chan *ch, uint32_t share);
+
+/**
  * rtn_app_recv() on a UDP socket, with the datagram's sender in *@p from
  * (may be NULL).  The stamps in *@p info: rx_ns, rx_rt_ns and take_ns
  * always, the sender's (sched, hand-over, pick-up, tx) from a stamped one.

@@ -181,9 +181,10 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 	if (o->udp_port) /* a UDP socket (the daemon knows its EtherType) */
 		snprintf(req, sizeof(req),
 			 "{\"cmd\": \"channel.open\", \"udp_port\": %u, \"stamped\": %s, "
-			 "\"slot\": %u, \"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
-			 o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false", o->slot,
-			 o->prio, o->max_size, o->depth);
+			 "\"share\": %u, \"slot\": %u, \"prio\": %u, \"max_size\": %u, "
+			 "\"depth\": %u}\n",
+			 o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false",
+			 o->udp_share, o->slot, o->prio, o->max_size, o->depth);
 	else
 		snprintf(req, sizeof(req),
 			 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, "

@@ -82,3 +82,25 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 	ch->next_seq++;
 	return 0;
 }
+
+int rtn_app_udp_connect(struct rtn_app_chan *ch, uint32_t ip, uint16_t port)
+{
+	rtn_clear_error();
+	if (!ch->udp_port)
+		return rtn_set_error(-EINVAL, "connect: the channel is not a UDP socket");
+	if (ip && !port)
+		return rtn_set_error(-EINVAL, "connect: port 0");
+	__atomic_store_n(&ch->shm->udp.peer, ip ? (uint64_t)ip << 16 | port : 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int rtn_app_udp_share(struct rtn_app_chan *ch, uint32_t share)
+{
+	rtn_clear_error();
+	if (!ch->udp_port)
+		return rtn_set_error(-EINVAL, "share: the channel is not a UDP socket");
+	if (share & ~(uint32_t)(RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT))
+		return rtn_set_error(-EINVAL, "share: unknown bits 0x%x", share);
+	__atomic_store_n(&ch->shm->udp.share, share, __ATOMIC_RELAXED);
+	return 0;
+}

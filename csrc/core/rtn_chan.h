@@ -28,9 +28,10 @@
 
 #define RTN_CHAN_MAGIC 0x52544e43u /* "RTNC" */
 #define RTN_CHAN_VERSION \
-	4			       /* 2: struct rtn_msg carries the stage stamps;
+	5			       /* 2: struct rtn_msg carries the stage stamps;
 					 * 3: struct rtn_chan_udp after the rings;
-					 * 4: rx_notify and the notify eventfd */
+					 * 4: rx_notify and the notify eventfd;
+					 * 5: struct rtn_chan_udp's peer */
 #define RTN_CHAN_MSG_MAX   1536	       /* whole Ethernet frame, no FCS */
 #define RTN_CHAN_MAX_DEPTH 4096	       /* messages per ring, a power of two */
 #define RTN_APP_MAGIC	   0x52544e41u /* "RTNA" on the wire */
@@ -55,9 +56,19 @@ struct rtn_chan_opts {
 	/* IPv4/UDP (rtn_ipv4.h): a UDP socket is a channel bound to a port */
 	uint16_t udp_port;  /* 0: an EtherType channel; else the EtherType is IPv4 */
 	uint16_t udp_flags; /* RTN_UDP_F_* */
+	/*
+	 * A port several UDP sockets share, as Linux lets them: every socket
+	 * on it set RTN_UDP_SHARE_ADDR (SO_REUSEADDR) or every one
+	 * RTN_UDP_SHARE_PORT (SO_REUSEPORT), and all belong to one program,
+	 * @p udp_owner (the daemon gives its client's pid; 0 shares with none).
+	 */
+	uint16_t udp_share;
+	uint32_t udp_owner;
 };
 
-#define RTN_UDP_F_STAMPED 1 /* datagrams carry the RTNX header (both ends opt in) */
+#define RTN_UDP_F_STAMPED  1 /* datagrams carry the RTNX header (both ends opt in) */
+#define RTN_UDP_SHARE_ADDR 1
+#define RTN_UDP_SHARE_PORT 2
 
 /**
  * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
@@ -96,9 +107,20 @@ struct rtn_ring {
 
 /** What a UDP channel's sender needs, written by the station. */
 struct rtn_chan_udp {
-	uint32_t ip;		      /* the station's real-time IPv4 address, host order; 0 none */
-	uint16_t port;		      /* the bound port, 0 for an EtherType channel */
-	uint16_t flags;		      /* RTN_UDP_F_* */
+	uint32_t ip;	/* the station's real-time IPv4 address, host order; 0 none */
+	uint16_t port;	/* the bound port, 0 for an EtherType channel */
+	uint16_t flags; /* RTN_UDP_F_* */
+	/*
+	 * Written by the application, as its socket's options change: the
+	 * peer its connect() names, (IPv4 address << 16) | port in host order,
+	 * 0 while unconnected, and RTN_UDP_SHARE_* (SO_REUSEADDR, SO_REUSEPORT;
+	 * rtn_chan_opts udp_share at first).  The station reads them to let a
+	 * socket share the port and to choose among the sockets sharing it (a
+	 * connected one takes its peer's datagrams, as Linux's); whatever they
+	 * say, it shares and chooses only among that program's own sockets.
+	 */
+	uint64_t peer;
+	uint32_t share;
 	struct rtn_neigh_table neigh; /* rtn_neigh.h */
 };
 

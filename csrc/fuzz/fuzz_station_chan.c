@@ -39,7 +39,8 @@ struct poke {
 	const uint8_t *bytes;
 };
 
-static const uint16_t chan_type_of[N_CHANS] = { 0x88B5, 0x88B6, 0x88B5, RTN_ETH_P_IPV4 };
+static const uint16_t chan_type_of[N_CHANS] = { 0x88B5, 0x88B6, 0x88B5, RTN_ETH_P_IPV4,
+						RTN_ETH_P_IPV4 };
 
 static void read_poke(struct fuzz_in *in, struct poke *p)
 {

@@ -261,7 +261,9 @@ def seeds_station_chan() -> dict[str, bytes]:
     def tap(pkt): return u8(7) + u16(len(pkt)) + pkt
     drain = u8(2)
     a0, a1 = app_frame(CHAN_TYPES[0], 1, dst=SLAVE), app_frame(CHAN_TYPES[1], 2, dst=SLAVE)
-    tx0_len = 384       # sizeof(struct rtn_chan_shm): where TX message 0 and its len start
+    tx0_len = 1216      # sizeof(struct rtn_chan_shm): where TX message 0 and its len start
+    peer = 0x8000 | 392  # a header poke at rtn_chan_shm.udp.peer
+    rt_peer = int.from_bytes(bytes(map(int, PEER_IP.split("."))), "big") << 16 | 6000
     return {
         "tdma_slots": u8(0) + send(0, a0) + send(1, a1) + send(2, a0) + run(100) + run(400)
         + run(400) + run(1000) + cycle(3),
@@ -275,6 +277,11 @@ def seeds_station_chan() -> dict[str, bytes]:
         "poke_len": u8(1) + send(0, a0) + poke(0, tx0_len, u32(1600)) + drain,
         "race_len": u8(1) + send(0, a0) + race(0, tx0_len, u32(1536)) + send(0, a0) + drain,
         "poke_tail": u8(0) + send(0, a0) + poke(0, 0x8000 | 192, u32(0)) + run(200),
+        # channels 3 and 4 share UDP port 5000: unconnected, then 3 connected to the
+        # datagrams' source, then 4 connected elsewhere; a broadcast to both
+        "shared_port": u8(1) + chan_rx(3, rt_udp()) + poke(3, peer, u64(rt_peer))
+        + chan_rx(4, rt_udp()) + poke(4, peer, u64(rt_peer + 1)) + chan_rx(3, rt_udp())
+        + chan_rx(3, rt_udp(bcast=True)) + poke(3, peer, u64(0)) + chan_rx(4, rt_udp()),
     }
 
 
@@ -423,12 +430,14 @@ def seeds_frer() -> dict[str, bytes]:
 STATION_IP, PEER_IP = "10.0.0.2", "10.0.0.1"   # station_harness.h's STATION_IP
 
 
-def rt_udp(payload=b"hello", dport=5000, stamped=True) -> bytes:
-    """A datagram for the harness's UDP socket (port 5000, stamped: the RTNX header first)."""
+def rt_udp(payload=b"hello", dport=5000, stamped=True, bcast=False) -> bytes:
+    """A datagram for the harness's UDP sockets (port 5000, stamped: the RTNX header first;
+    bcast: to 255.255.255.255)."""
     if stamped:
         payload = struct.pack("!IIqqHHqq", APP_MAGIC_X, 7, 5_000_000, 5_000_300, APP_XHDR_LEN,
                               0, 5_000_050, 5_000_250) + payload
-    return bytes(Ether(dst=STATION, src=MASTER) / IP(src=PEER_IP, dst=STATION_IP) /
+    dst = ("255.255.255.255", BCAST) if bcast else (STATION_IP, STATION)
+    return bytes(Ether(dst=dst[1], src=MASTER) / IP(src=PEER_IP, dst=dst[0]) /
                  UDP(sport=6000, dport=dport) / Raw(payload))
 
 

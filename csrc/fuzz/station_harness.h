@@ -64,7 +64,7 @@ int64_t fuzz_clock_ns;
 	}
 #define XSK_FRAME_SIZE RTN_XSK_FRAME_SIZE /* the station's UMEM frames */
 #define STUB_RX_MAX    512
-#define N_CHANS	       4
+#define N_CHANS	       5
 #define STATION_IP     0x0a000002u /* 10.0.0.2: IPv4 to it reaches the UDP socket */
 
 /* ---- the AF_XDP socket --------------------------------------------------- */
@@ -355,7 +355,11 @@ void rtn_rt_read_stats(const struct rtn_rt *rt, struct rtn_rt_stats *out)
 
 enum { DISC_TDMA_SLAVE, DISC_TDMA_MASTER, DISC_NOMAC, DISC_NONE };
 
-/* Two channels share an EtherType: a frame of it goes to both; the last is a UDP socket. */
+/*
+ * Two channels share an EtherType: a frame of it goes to both; the last two
+ * are UDP sockets sharing a port (one program's, as Linux's SO_REUSEPORT),
+ * whose peers the input may write into their memory (rtn_chan_udp.peer).
+ */
 static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	{ .ethertype = 0x88B5, .slot = 0, .prio = 0, .max_size = 1514, .depth = 4 },
 	{ .ethertype = 0x88B6, .slot = 2, .prio = 5, .max_size = 200, .depth = 2 },
@@ -366,7 +370,18 @@ static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	  .max_size = 1514,
 	  .depth = 2,
 	  .udp_port = 5000,
-	  .udp_flags = RTN_UDP_F_STAMPED },
+	  .udp_flags = RTN_UDP_F_STAMPED,
+	  .udp_share = RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT,
+	  .udp_owner = 7 },
+	{ .ethertype = RTN_ETH_P_IPV4,
+	  .slot = 1,
+	  .prio = 4,
+	  .max_size = 1514,
+	  .depth = 2,
+	  .udp_port = 5000,
+	  .udp_flags = RTN_UDP_F_STAMPED,
+	  .udp_share = RTN_UDP_SHARE_PORT,
+	  .udp_owner = 7 },
 };
 
 struct harness {

@@ -34,15 +34,30 @@
 
 /* ---- judging and opening --------------------------------------------------------- */
 
+/* Linux's port sharing, as the socket's options say: the station lets this program's sockets share */
+static uint32_t port_share(const struct rsock *rs)
+{
+	return (rs->kept[RP_SO_REUSEADDR] ? RTN_UDP_SHARE_ADDR : 0) |
+	       (rs->kept[RP_SO_REUSEPORT] ? RTN_UDP_SHARE_PORT : 0);
+}
+
+/* A real-time UDP socket's SO_REUSEADDR or SO_REUSEPORT changed: the station hears of it. */
+void rp_share_port(struct rsock *rs)
+{
+	if (rs->state == RP_RT && rs->domain == AF_INET)
+		rtn_app_udp_share(rs->ch, port_share(rs));
+}
+
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
 {
 	struct rtn_chan_opts o;
 	int rc;
 
 	rtn_chan_opts_init(&o);
-	if (rs->domain == AF_INET)
+	if (rs->domain == AF_INET) {
 		o.udp_port = udp_port;
-	else
+		o.udp_share = port_share(rs);
+	} else
 		o.ethertype = rs->ethertype;
 	if (slot >= 0)
 		o.slot = slot;

@@ -97,38 +97,6 @@ EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-/*
- * Linux lets UDP sockets share a port when each of them set SO_REUSEADDR,
- * or each SO_REUSEPORT: iperf3's server binds its port again for the next
- * stream once the first is connected.  The station's port has one
- * real-time socket, so a second socket that Linux would let share it stays
- * the kernel's, bound as Linux binds it.  Only a holder in this process
- * can be asked what it set; one in another process still means EADDRINUSE.
- */
-static int may_share_rt_port(int fd, uint16_t port)
-{
-	int addr = 0, reuseport = 0, i, ok = 0;
-	socklen_t len = sizeof(int);
-
-	if (rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, &len))
-		addr = 0;
-	len = sizeof(int);
-	if (rp_real.libc_getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuseport, &len))
-		reuseport = 0;
-	if (!addr && !reuseport)
-		return 0;
-	pthread_mutex_lock(&rp_table_lock);
-	for (i = 0; i < RP_MAX_FD && !ok; i++) {
-		const struct rsock *h = rp_fds[i].rs;
-
-		if (h && h->state == RP_RT && h->domain == AF_INET && h->lport == port)
-			ok = (addr && h->kept[RP_SO_REUSEADDR]) ||
-			     (reuseport && h->kept[RP_SO_REUSEPORT]);
-	}
-	pthread_mutex_unlock(&rp_table_lock);
-	return ok;
-}
-
 static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, socklen_t len)
 {
 	struct sockaddr_in sa;
@@ -182,10 +150,6 @@ static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, sock
 			rs->bound = 1;
 			return 0;
 		}
-		if (rc == -EADDRINUSE && kbound && may_share_rt_port(fd, ntohs(sa.sin_port))) {
-			rp_forget(rs); /* the kernel's: it hears nothing from the segment */
-			return 0;
-		}
 		if (rc < 0)
 			return rp_fail(rc);
 		rp_forget(rs); /* no daemon: the kernel's */
@@ -236,6 +200,7 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 			return rp_real.libc_connect(fd, addr, len);
 		rs->connected = 0;
 		rs->raddr = rs->rport = 0;
+		rtn_app_udp_connect(rs->ch, 0, 0);
 		return 0;
 	}
 	if (len < sizeof(sa))
@@ -254,6 +219,9 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 	rs->raddr = ntohl(sa.sin_addr.s_addr);
 	rs->rport = ntohs(sa.sin_port);
 	rs->connected = 1;
+	/* where the port is shared, the station gives this socket its peer's datagrams */
+	if (rs->state == RP_RT)
+		rtn_app_udp_connect(rs->ch, rs->raddr, rs->rport);
 	return 0;
 }
 
@@ -711,6 +679,8 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 		}
 		if (kept_index(level, opt) >= 0) {
 			rs->kept[kept_index(level, opt)] = v ? 1 : 0;
+			if (opt == SO_REUSEADDR || opt == SO_REUSEPORT)
+				rp_share_port(rs);
 			return 0;
 		}
 		return rp_fail(-ENOPROTOOPT);

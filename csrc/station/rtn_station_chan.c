@@ -127,15 +127,15 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 	if (rtn_probe_rx_take(s, type, frame, len, rx_local + off))
 		return;
 	if (type == RTN_ETH_P_IPV4) {
-		uint32_t keep = 0;
+		struct chan *to[RTN_STATION_MAX_CHANS];
+		uint32_t keep = 0, n;
 		int staged = 0;
-		struct chan *c = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged);
 
-		if (c) {
-			rtn_chan_deliver(s, c, frame, keep, &st);
-			if (staged)
-				rtn_stages_add(&s->stages, st.seq, st.t);
-		}
+		n = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged, to);
+		for (i = 0; i < n; i++)
+			rtn_chan_deliver(s, to[i], frame, keep, &st);
+		if (n && staged)
+			rtn_stages_add(&s->stages, st.seq, st.t);
 		return;
 	}
 	hdr = rtn_app_hdr_parse(frame, len, &st);
@@ -246,12 +246,14 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, 
 	if (o->prio > 31)
 		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
 	/* IPv4 is a UDP socket's (or the daemon's ping channel's), whole frames of it nobody's */
-	if (o->udp_port ? o->ethertype != RTN_ETH_P_IPV4 || (o->udp_flags & ~RTN_UDP_F_STAMPED) :
-			  o->ethertype == RTN_ETH_P_IPV4 && (!o->no_cycles || o->udp_flags))
+	if (o->udp_port ? o->ethertype != RTN_ETH_P_IPV4 || (o->udp_flags & ~RTN_UDP_F_STAMPED) ||
+				  (o->udp_share & ~(RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT)) :
+			  o->ethertype == RTN_ETH_P_IPV4 &&
+				  (!o->no_cycles || o->udp_flags || o->udp_share))
 		return rtn_set_error(-EINVAL,
 				     "an IPv4 channel is a UDP socket (EtherType 0x0800 "
-				     "with a port, flags %u)",
-				     RTN_UDP_F_STAMPED);
+				     "with a port, flags %u, sharing %u)",
+				     RTN_UDP_F_STAMPED, RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT);
 	pthread_mutex_lock(&s->ctl_lock);
 	for (i = 0; i < RTN_STATION_MAX_CHANS && s->chans[i].shm; i++)
 		;
@@ -307,8 +309,10 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, 
 				     .redundant = !!o->redundant,
 				     .udp_port = o->udp_port,
 				     .udp_flags = o->udp_flags,
+				     .udp_owner = o->udp_owner,
+				     .opened = ++s->chans_opened,
 				     .notify_fd = nfd };
-	rc = rtn_ip_chan_open(s, &s->chans[i]);
+	rc = rtn_ip_chan_open(s, &s->chans[i], o->udp_share);
 	if (rc < 0) {
 		munmap(shm, size);
 		close(fd);

@@ -192,8 +192,34 @@ void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out)
 	memcpy(out, &s->ip->st, sizeof(*out)); /* counters of the RT thread: a snapshot */
 }
 
+/* Channel @p o, open, another UDP socket than @p c on @p c's port. */
+static int port_holder(const struct rtn_station *s, const struct chan *o, const struct chan *c)
+{
+	(void)s;
+	return o->shm && o != c && o->udp_port == c->udp_port;
+}
+
+/* What a UDP socket's application says it set now: SO_REUSEADDR, SO_REUSEPORT. */
+static uint32_t udp_share(const struct chan *c)
+{
+	return __atomic_load_n(&c->shm->udp.share, __ATOMIC_RELAXED);
+}
+
+/*
+ * Linux's rule for a second socket on a UDP port: both set SO_REUSEADDR, or
+ * both SO_REUSEPORT (the first may have set it after its bind).  Here they
+ * are also one program's (another's socket could take its datagrams
+ * otherwise) and stamped alike, since a broadcast reaches each of them as
+ * one datagram.
+ */
+static int may_share(const struct chan *a, const struct chan *b)
+{
+	return (udp_share(a) & udp_share(b)) && a->udp_owner && a->udp_owner == b->udp_owner &&
+	       a->udp_flags == b->udp_flags;
+}
+
 /* Under ctl_lock, from rtn_station_chan_open(): the page gets the address and the table. */
-int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
+int rtn_ip_chan_open(struct rtn_station *s, struct chan *c, uint32_t share)
 {
 	int i, rc;
 
@@ -202,8 +228,9 @@ int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
 	if (!__atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE))
 		return rtn_set_error(-EADDRNOTAVAIL, "UDP port %u: the station has no IPv4 address",
 				     c->udp_port);
+	c->shm->udp.share = share;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		if (s->chans[i].shm && &s->chans[i] != c && s->chans[i].udp_port == c->udp_port)
+		if (port_holder(s, &s->chans[i], c) && !may_share(&s->chans[i], c))
 			return rtn_set_error(-EADDRINUSE, "UDP port %u is bound already",
 					     c->udp_port);
 	rc = rtn_xsk_udp_port(s->xsk, c->udp_port, 1);
@@ -218,8 +245,14 @@ int rtn_ip_chan_open(struct rtn_station *s, struct chan *c)
 
 void rtn_ip_chan_close(struct rtn_station *s, struct chan *c)
 {
-	if (c->udp_port)
-		rtn_xsk_udp_port(s->xsk, c->udp_port, 0);
+	int i;
+
+	if (!c->udp_port)
+		return;
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
+		if (port_holder(s, &s->chans[i], c))
+			return; /* another socket on the port: the XDP program still steers it */
+	rtn_xsk_udp_port(s->xsk, c->udp_port, 0);
 }
 
 /* ---- what a channel's frame may be, and its stamps (RT thread) --------------------- */
@@ -272,17 +305,55 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 
 /* ---- receiving (RT thread) ------------------------------------------------------- */
 
-static struct chan *udp_chan(struct rtn_station *s, uint16_t port)
+/*
+ * The sockets datagram @p p goes to, into @p to; how many.  As Linux's UDP
+ * chooses: a socket connected to the datagram's source before any other,
+ * else the newest unconnected one (where that one set SO_REUSEPORT: one of
+ * those that did, by a hash of the source); a broadcast or multicast
+ * datagram (@p group) to each of them.  A socket connected elsewhere takes
+ * none.  The peers are the applications' word (rtn_chan_udp.peer): any
+ * value only moves datagrams among one program's sockets.
+ */
+static uint32_t udp_chans(struct rtn_station *s, const struct rtn_ip_pkt *p, int group,
+			  struct chan **to)
 {
-	uint32_t i;
+	uint64_t from = (uint64_t)p->src << 16 | p->sport;
+	struct chan *open[RTN_STATION_MAX_CHANS], *newest = NULL;
+	uint32_t i, n = 0, nopen = 0, nport = 0;
 
 	/* an EtherType channel's udp_port is 0: no socket is bound to it */
-	if (!port)
-		return NULL;
-	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		if (s->live[i] && s->live[i]->udp_port == port)
-			return s->live[i];
-	return NULL;
+	if (!p->dport)
+		return 0;
+	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
+		struct chan *c = s->live[i];
+		uint64_t peer;
+
+		if (!c || c->udp_port != p->dport)
+			continue;
+		peer = __atomic_load_n(&c->shm->udp.peer, __ATOMIC_RELAXED);
+		if (peer && peer != from)
+			continue;
+		if (group) {
+			to[n++] = c;
+		} else if (peer) {
+			to[0] = c;
+			return 1;
+		} else {
+			open[nopen++] = c;
+			if (!newest || c->opened > newest->opened)
+				newest = c;
+		}
+	}
+	if (group || !newest)
+		return n;
+	if (udp_share(newest) & RTN_UDP_SHARE_PORT) {
+		for (i = 0; i < nopen; i++)
+			if (udp_share(open[i]) & RTN_UDP_SHARE_PORT)
+				open[nport++] = open[i];
+		newest = open[(uint32_t)((from * 0x9e3779b97f4a7c15ull) >> 32) % nport];
+	}
+	to[0] = newest;
+	return 1;
 }
 
 static struct chan *ping_chan(struct rtn_station *s)
@@ -315,25 +386,27 @@ static void answer_echo(struct rtn_station *s, const uint8_t *frame, const struc
 		s->ip->st.echo_reply_drops++;
 }
 
-struct chan *rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
-		       int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len,
-		       int *staged)
+uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
+		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
+		   struct chan **to)
 {
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
-	uint32_t own = __atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE);
+	uint32_t own = __atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE), n = 0;
 	struct rtn_ip_pkt p;
-	struct chan *c = NULL;
 	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
 
 	if (v > 0 && (!own || !ip_unicast(p.src) ||
 		      (p.dst != own && !(v == RTN_IP_UDP &&
 					 (p.dst == RTN_IP_BROADCAST || group_joined(s, p.dst))))))
 		v = -RTN_IPBAD_NOT_OURS;
-	if (v == RTN_IP_UDP && !(c = udp_chan(s, p.dport)))
+	if (v == RTN_IP_UDP && !(n = udp_chans(s, &p, p.dst != own, to)))
 		v = -RTN_IPBAD_NO_PORT;
-	if (v == RTN_IP_ECHO_REPLY && !(c = ping_chan(s)))
+	if (v == RTN_IP_ECHO_REPLY && (to[0] = ping_chan(s)))
+		n = 1;
+	else if (v == RTN_IP_ECHO_REPLY)
 		v = -RTN_IPBAD_NO_PORT;
-	if (v == RTN_IP_UDP && (c->udp_flags & RTN_UDP_F_STAMPED)) {
+	/* the sockets of one port are stamped alike (may_share()) */
+	if (v == RTN_IP_UDP && (to[0]->udp_flags & RTN_UDP_F_STAMPED)) {
 		/* the RTNX header's offsets are the EtherType frame's, shifted by IP and UDP */
 		hdr = rtn_app_hdr_parse(frame + RTN_UDP_APP_SHIFT,
 					(uint32_t)p.data_off + p.data_len - RTN_UDP_APP_SHIFT, st);
@@ -345,11 +418,11 @@ struct chan *rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len
 	}
 	if (v < 0) {
 		s->ip->st.bad[-v]++;
-		return NULL;
+		return 0;
 	}
 	if (v == RTN_IP_ECHO_REQUEST) {
 		answer_echo(s, frame, &p);
-		return NULL;
+		return 0;
 	}
 	st->t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
 	st->t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
@@ -360,5 +433,5 @@ struct chan *rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len
 	else
 		s->ip->st.rx_echo_reply++;
 	*staged = hdr > 0;
-	return c;
+	return n;
 }

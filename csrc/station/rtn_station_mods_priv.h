@@ -51,18 +51,20 @@ void rtn_ip_destroy(struct rtn_station *s);
 /* for the harnesses (csrc/fuzz/): the counters and the echo identification at zero */
 void rtn_ip_reset(struct rtn_station *s);
 /*
- * A received IPv4 frame (RT thread): the channel it goes to, or NULL when it
- * was answered or dropped (counted).  *@p st its stamps, *@p deliver_len
- * how much of it the channel keeps, *@p staged whether its stages count.
+ * A received IPv4 frame (RT thread): the channels it goes to, in @p to (room
+ * for RTN_STATION_MAX_CHANS; several for a broadcast to a shared port), how
+ * many; 0 when it was answered or dropped (counted).  *@p st its stamps,
+ * *@p deliver_len how much of it the channels keep, *@p staged whether its
+ * stages count.
  */
-struct chan *rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
-		       int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len,
-		       int *staged);
+uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
+		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
+		   struct chan **to);
 int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
 /* at open and close of a UDP channel: the XDP port map and the channel's page */
-int rtn_ip_chan_open(struct rtn_station *s, struct chan *c);
+int rtn_ip_chan_open(struct rtn_station *s, struct chan *c, uint32_t share);
 void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);
 
 /* rtn_station_frer.c */

@@ -113,6 +113,7 @@ struct rtn_station {
 
 	struct chan chans[RTN_STATION_MAX_CHANS];
 	struct chan *live[RTN_STATION_MAX_CHANS]; /* as seen by the RT thread */
+	uint64_t chans_opened;			  /* under ctl_lock: chan.opened's count */
 
 	struct rtn_vnic *vnic;	   /* the RT thread's view: NULL while none is live */
 	struct rtn_vnic *vnic_ctl; /* the control thread's: attached or not */

@@ -446,6 +446,8 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
         b'{"cmd": "ping", "dst": 5}\n',
         b'{"cmd": "capture", "count": -1}\n',
         b'{"cmd": "channel.open", "ethertype": 2048}\n',
+        b'{"cmd": "channel.open", "udp_port": 5000, "share": 4}\n',
+        b'{"cmd": "channel.open", "udp_port": 5000, "share": true}\n',
         b'{"cmd": "status", "dev": "eth7"}\n',
         b'{"cmd": "tdma.misses", "from": -1}\n',
         b'{"cmd": "tdma.misses", "from": 18446744073709551616}\n',

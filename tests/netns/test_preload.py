@@ -727,7 +727,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
             out["bind_taken"] = errno.errorcode[e.errno]
         a.setsockopt(socket.IPPROTO_IP, 8, 1)  # IP_PKTINFO
         print("ready", flush=True)
-        data, anc, _flags, peer = a.recvmsg(100, 256)  # the shared port's kernel socket took none
+        data, anc, _flags, peer = a.recvmsg(100, 256)  # the port's only socket now (r closed)
         out["pktinfo"] = [
             socket.inet_ntoa(c[2][8:12]) for c in anc
             if c[0] == socket.IPPROTO_IP and c[1] == 8
@@ -762,17 +762,19 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     assert got[f"bcast {s1.ip.rsplit('.', 1)[0]}.255"] == "EACCES", got
     assert got["pktinfo"] == [s1.ip], got
     assert got["bind_taken"] == "EADDRINUSE", got  # a port Linux's socket holds
-    # Linux's rule for a port shared: both set SO_REUSEADDR (the second stays the kernel's)
+    # Linux's rule for a port shared: both set SO_REUSEADDR
     assert got["bind_shared"] == "bound" and got["bind_unshared"] == "EADDRINUSE", got
     assert got["connected_name"][0] == s1.ip and got["connected_name"][1] > 0, got
     assert got["shutdown"] is None and got["after_shutdown"] == [""], got
 
 
-@pytest.mark.parametrize("reverse", [False, True], ids=["to-server", "from-server"])
-def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse):
-    """iperf3's server binds its UDP port a second time once the first stream connected
-    (for the next one); with both sockets set SO_REUSEADDR Linux allows it, and so does
-    the library: the stream stays real-time, the new listener is the kernel's."""
+@pytest.mark.parametrize(
+    "reverse,streams", [(False, 1), (True, 1), (False, 2)], ids=["to-server", "from-server", "-P2"]
+)
+def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse, streams):
+    """iperf3's server binds its UDP port again for each next stream once the one before
+    connected; both sockets set SO_REUSEADDR, so Linux lets them share the port, and so does
+    the station: each stream's datagrams reach the socket connected to its client."""
     exe = require_tool("iperf3")
     s1, s2 = lab.station(1), lab.station(2)
     receiver = s1 if reverse else s2
@@ -783,18 +785,98 @@ def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse):
         rtnet_run(
             s1.netns,
             [exe, "-c", s2.ip, "-p", "5301", "-u", "-b", "10M", "-l", "1000", "-t", "2"]
-            + ["--json"]
+            + ["-P", str(streams), "--json"]
             + (["-R"] if reverse else []),
         ),
     )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     report = json.loads(res.stdout)
     assert "error" not in report, report["error"]
+    # 10 Mbit/s of 1000-byte datagrams for 2 s per stream: 2,500 each
+    for s in report["end"]["streams"]:
+        assert s["udp"]["packets"] - s["udp"]["lost_packets"] >= 2000, s
+    assert len(report["end"]["streams"]) == streams, report["end"]
     end = report["end"]["sum"]
     arrived = end["packets"] - end["lost_packets"]
-    assert arrived >= 2000, end  # 10 Mbit/s of 1000-byte datagrams for 2 s: 2,500
     # every datagram iperf3 counted came up the receiver's station, on the real-time path
     assert udp_stats(receiver.netns)["rx_udp"] - before >= arrived, end
+
+
+def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
+    """Real-time sockets of one program share a port as Linux's do: with SO_REUSEADDR the
+    socket connected to a datagram's source takes it, the newest unconnected socket the
+    rest, and a broadcast reaches each socket not connected elsewhere; with SO_REUSEPORT
+    the unconnected sockets split the sources between them.  Another program's socket is
+    refused the port (EADDRINUSE) whatever it set."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent(f"""
+        import json, select, socket
+        def sock(opt, port):
+            x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            x.setsockopt(socket.SOL_SOCKET, opt, 1)
+            x.bind(("{s1.ip}", port))
+            x.settimeout(10)
+            return x
+        a = sock(socket.SO_REUSEADDR, 6460)
+        a.connect(("{s2.ip}", 6461))
+        b = sock(socket.SO_REUSEADDR, 6460)   # newer, unconnected
+        p = [sock(socket.SO_REUSEPORT, 6463), sock(socket.SO_REUSEPORT, 6463)]
+        print("ready", flush=True)
+        def take(x, n):
+            got = []
+            for _ in range(n):
+                try:
+                    got.append(x.recv(100).decode())
+                except socket.timeout:
+                    break
+            return sorted(got)
+        out = {{"a": take(a, 2), "b": take(b, 3), "p": [0, 0]}}
+        while sum(out["p"]) < 16 and (ready := select.select(p, [], [], 10)[0]):
+            for x in ready:
+                x.recv(100)
+                out["p"][p.index(x)] += 1
+        for name, x in (("a", a), ("b", b)):   # nothing more came for either
+            x.setblocking(False)
+            try:
+                out[name].append("extra " + x.recv(100).decode())
+            except BlockingIOError:
+                pass
+        print(json.dumps(out), flush=True)
+    """)
+    other = textwrap.dedent(f"""
+        import errno, socket
+        x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            x.bind(("{s1.ip}", 6460)); print("bound")
+        except OSError as e:
+            print(errno.errorcode[e.errno])
+    """)
+    srv, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    try:
+        res = subprocess.run(
+            rtnet_run(s1.netns, [sys.executable, "-c", other]),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert res.stdout.strip() == "EADDRINUSE", res.stdout + res.stderr
+        for sport, words in ((6461, ("for-a", "both")), (6462, ("for-b", "only-b"))):
+            with UdpSocket(netns=s2.netns) as u:
+                u.bind(sport)
+                u.sendto(words[0].encode(), (s1.ip, 6460))
+                u.sendto(words[1].encode(), ("255.255.255.255", 6460))
+        for sport in range(6470, 6486):
+            with UdpSocket(netns=s2.netns) as u:
+                u.bind(sport)
+                u.sendto(b"spread", (s1.ip, 6463))
+        out, _ = srv.communicate(timeout=60)
+    finally:
+        stop(srv)
+    got = json.loads(out.decode().strip().splitlines()[-1])
+    assert got["a"] == ["both", "for-a"], got
+    assert got["b"] == ["both", "for-b", "only-b"], got
+    assert sum(got["p"]) == 16 and min(got["p"]) > 0, got
 
 
 def test_a_killed_daemon_should_fail_calls_and_wake_poll(lab, tmp_path):
