@@ -180,14 +180,48 @@ static int take_over(struct rsock *rs)
 }
 
 /*
+ * Whether Linux would bind @p fd to @p sa, asked of a socket of its own with
+ * the same SO_REUSEADDR and SO_REUSEPORT: a port one of Linux's own sockets
+ * holds is refused as Linux refuses it (EADDRINUSE), and a privileged one
+ * too.  An address Linux does not have is not Linux's to judge.  The
+ * program's socket stays as it was, unbound, whatever the answer.
+ */
+static int linux_would_bind(int fd, const struct sockaddr_in *sa)
+{
+	static const int opts[] = { SO_REUSEADDR, SO_REUSEPORT };
+	int probe = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0, v;
+	socklen_t len;
+	size_t i;
+
+	if (probe < 0)
+		return -errno;
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		len = sizeof(v);
+		if (!rp_real.libc_getsockopt(fd, SOL_SOCKET, opts[i], &v, &len) && v)
+			rp_real.libc_setsockopt(probe, SOL_SOCKET, opts[i], &v, sizeof(v));
+	}
+	if (rp_real.libc_bind(probe, (const struct sockaddr *)sa, sizeof(*sa)) < 0 &&
+	    errno != EADDRNOTAVAIL)
+		rc = -errno;
+	rp_real.libc_close(probe);
+	return rc;
+}
+
+/*
  * A pending UDP socket goes real-time on local port @p port (0: one the
  * kernel would give).  -errno when the channel cannot be had; with no
  * daemon and RTNET_FALLBACK=kernel, 1: the caller goes on with the kernel.
+ * With @p kbind (a bind()'s address), Linux judges the address first
+ * (linux_would_bind).  Refused, the socket is as it was: the program may
+ * bind it elsewhere.
  */
-int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r)
+int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
+	     const struct sockaddr_in *kbind)
 {
 	int rc, tries = port ? 1 : EPHEMERAL_TRIES, slot, prio;
 
+	if (kbind && (rc = linux_would_bind(fd, kbind)) < 0)
+		return rc;
 	adopt_kernel_options(fd, rs);
 	slot = r->slot >= 0 ? r->slot : rs->slot;
 	prio = r->prio >= 0 ? r->prio : own_prio(rs);
@@ -225,7 +259,7 @@ static int judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst)
 		rp_forget(rs);
 		return 0;
 	}
-	rc = rp_go_rt(fd, rs, rs->lport, r);
+	rc = rp_go_rt(fd, rs, rs->lport, r, NULL);
 	if (rc == 1) {
 		rp_forget(rs);
 		return 0;

@@ -219,7 +219,8 @@ void rp_share_port(struct rsock *rs);
 int rp_no_daemon(int rc);
 void rp_no_daemon_warning(void);
 /** Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one); 1: no daemon. */
-int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r);
+int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
+	     const struct sockaddr_in *kbind);
 /**
  * Pending UDP socket @p fd about to talk to @p dst is judged; 0 once decided.
  * Takes @p rs's judge_lock: a socket another thread judged meanwhile is left

@@ -130,22 +130,9 @@ static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, sock
 	r = rtn_rules_match_udp(&rp_conf.rules, ntohl(sa.sin_addr.s_addr), ntohs(sa.sin_port), 0, 0,
 				0);
 	if (r && r->action == RTN_RULE_RT) {
-		int kbound = 0;
-
-		/*
-		 * The kernel's socket binds first, so that a port one of Linux's
-		 * own sockets holds is refused as Linux would (EADDRINUSE), and
-		 * a privileged one too; it closes when the socket goes real-time.
-		 * An address Linux does not have is not Linux's to judge.
-		 */
-		if (sa.sin_port) {
-			if (rp_real.libc_bind(fd, addr, len) == 0)
-				kbound = 1;
-			else if (errno != EADDRNOTAVAIL)
-				return -1;
-		}
 		rs->laddr = ntohl(sa.sin_addr.s_addr);
-		rc = rp_go_rt(fd, rs, ntohs(sa.sin_port), r);
+		/* a fixed port is Linux's to judge too (rp_go_rt), the socket left unbound */
+		rc = rp_go_rt(fd, rs, ntohs(sa.sin_port), r, sa.sin_port ? &sa : NULL);
 		if (rc == 0) {
 			rs->bound = 1;
 			return 0;
@@ -153,7 +140,7 @@ static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, sock
 		if (rc < 0)
 			return rp_fail(rc);
 		rp_forget(rs); /* no daemon: the kernel's */
-		return kbound ? 0 : rp_real.libc_bind(fd, addr, len);
+		return rp_real.libc_bind(fd, addr, len);
 	}
 	rc = rp_real.libc_bind(fd, addr, len);
 	if (rc < 0)

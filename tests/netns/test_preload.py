@@ -718,6 +718,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
                 r.bind(("{s1.ip}", 6440)); out[name] = "bound"  # a's port, a set it too
             except OSError as e:
                 out[name] = errno.errorcode[e.errno]
+                r.bind(("0.0.0.0", 6445)); out["bound_elsewhere"] = r.getsockname()[1]
         k = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         k.bind(("0.0.0.0", 6450))          # Linux's until it sends
         b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -764,6 +765,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     assert got["bind_taken"] == "EADDRINUSE", got  # a port Linux's socket holds
     # Linux's rule for a port shared: both set SO_REUSEADDR
     assert got["bind_shared"] == "bound" and got["bind_unshared"] == "EADDRINUSE", got
+    assert got["bound_elsewhere"] == 6445, got  # a refused bind left the socket unbound
     assert got["connected_name"][0] == s1.ip and got["connected_name"][1] > 0, got
     assert got["shutdown"] is None and got["after_shutdown"] == [""], got
 
