@@ -89,8 +89,8 @@ class ChannelService:
 
     def _open_udp_channel(self, req, conn):
         """A UDP socket: a channel bound to ``udp_port`` (``stamped``: RTNX in its datagrams;
-        ``share``: RTN_UDP_SHARE_* bits, its port shared with the same program's sockets,
-        the client's pid)."""
+        ``share``: RTN_UDP_SHARE_* bits, its port shared with the sockets of the client's
+        user)."""
         port = int_arg(req, "udp_port", 0, 1, 0xFFFF)
         share = int_arg(req, "share", 0, 0, lib.RTN_UDP_SHARE_ADDR | lib.RTN_UDP_SHARE_PORT)
         stamped = req.get("stamped", False)
@@ -107,7 +107,9 @@ class ChannelService:
                 udp_port=port,
                 stamped=stamped,
                 udp_share=share,
-                udp_owner=conn.peer.pid,
+                # Linux asks SO_REUSEPORT's sockets to be one user's (SO_REUSEADDR's
+                # nothing); here both are, so no other user's socket takes a datagram
+                udp_owner=conn.peer.uid + 1,
             )
             self.chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)

@@ -74,8 +74,8 @@ sizes shared with the clients: rtnet.control_protocol.
   one of the connection's channels earlier.  With ``udp_port`` (and
   ``stamped``) instead of an EtherType: a real-time UDP socket bound to that
   port (rtnet.app.UdpSocket; the station needs its IPv4 address); ``share``
-  (1 SO_REUSEADDR, 2 SO_REUSEPORT) lets the client's other sockets that set
-  the same share the port, as Linux does.
+  (1 SO_REUSEADDR, 2 SO_REUSEPORT) lets other sockets of the client's user
+  that set the same share the port, as Linux does.
 - ``route.list``, ``route.get``, ``route.add``, ``route.del``, ``route.set``,
   ``route.solicit``:
   the neighbour table, as sent by rtroute (rtnet.ipv4_service); ``ping`` to an

@@ -297,7 +297,7 @@ class Station(Closeable):
         EtherType goes out on both, with an IEEE 802.1CB R-TAG.
         ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),
         ``stamped`` with the RTNX header in its datagrams (rtn_app.h), sharing its port
-        with program ``udp_owner``'s other sockets as ``udp_share`` says
+        with owner ``udp_owner``'s other sockets (not 0) as ``udp_share`` says
         (RTN_UDP_SHARE_ADDR, RTN_UDP_SHARE_PORT: Linux's SO_REUSEADDR and SO_REUSEPORT)."""
         o = ffi.new("struct rtn_chan_opts *")
         lib.rtn_chan_opts_init(o)

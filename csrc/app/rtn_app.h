@@ -150,7 +150,7 @@ int rtn_app_udp_connect(struct rtn_app_chan *ch, uint32_t ip, uint16_t port);
 /**
  * What a UDP socket lets later sockets on its port share, as its
  * SO_REUSEADDR and SO_REUSEPORT say: RTN_UDP_SHARE_* (rtn_chan_opts
- * udp_share was the first word).  Sockets of the same program only.
+ * udp_share was the first word).  Sockets of the same user only.
  * -EINVAL on a channel that is not a UDP socket or for other bits.
  */
 int rtn_app_udp_share(struct rtn_app_chan *ch, uint32_t share);

@@ -59,8 +59,9 @@ struct rtn_chan_opts {
 	/*
 	 * A port several UDP sockets share, as Linux lets them: every socket
 	 * on it set RTN_UDP_SHARE_ADDR (SO_REUSEADDR) or every one
-	 * RTN_UDP_SHARE_PORT (SO_REUSEPORT), and all belong to one program,
-	 * @p udp_owner (the daemon gives its client's pid; 0 shares with none).
+	 * RTN_UDP_SHARE_PORT (SO_REUSEPORT), and all have one owner, @p
+	 * udp_owner (the daemon gives its client's uid + 1: Linux's rule for
+	 * SO_REUSEPORT; 0 shares with none).
 	 */
 	uint16_t udp_share;
 	uint32_t udp_owner;
@@ -117,7 +118,7 @@ struct rtn_chan_udp {
 	 * rtn_chan_opts udp_share at first).  The station reads them to let a
 	 * socket share the port and to choose among the sockets sharing it (a
 	 * connected one takes its peer's datagrams, as Linux's); whatever they
-	 * say, it shares and chooses only among that program's own sockets.
+	 * say, it shares and chooses only among its owner's sockets.
 	 */
 	uint64_t peer;
 	uint32_t share;

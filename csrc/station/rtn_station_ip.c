@@ -208,9 +208,9 @@ static uint32_t udp_share(const struct chan *c)
 /*
  * Linux's rule for a second socket on a UDP port: both set SO_REUSEADDR, or
  * both SO_REUSEPORT (the first may have set it after its bind).  Here they
- * are also one program's (another's socket could take its datagrams
- * otherwise) and stamped alike, since a broadcast reaches each of them as
- * one datagram.
+ * also have one owner, a user (another's socket could take its datagrams
+ * otherwise), and are stamped alike, since a broadcast reaches each of them
+ * as one datagram.
  */
 static int may_share(const struct chan *a, const struct chan *b)
 {
@@ -312,7 +312,7 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
  * those that did, by a hash of the source); a broadcast or multicast
  * datagram (@p group) to each of them.  A socket connected elsewhere takes
  * none.  The peers are the applications' word (rtn_chan_udp.peer): any
- * value only moves datagrams among one program's sockets.
+ * value only moves datagrams among one owner's sockets.
  */
 static uint32_t udp_chans(struct rtn_station *s, const struct rtn_ip_pkt *p, int group,
 			  struct chan **to)

@@ -314,6 +314,7 @@ def test_a_malformed_rules_file_should_stop_the_program_before_it_starts(lab, tm
 SUBSCRIBER = """
 import errno, socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as open62541's PubSub sockets
 s.bind(("0.0.0.0", 4840))
 def join(group, opt=socket.IP_ADD_MEMBERSHIP):
     try:
@@ -343,7 +344,8 @@ print("sent", flush=True)
 
 
 def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
-    """OPC UA PubSub's default group and port: two subscribers join, a publisher sends."""
+    """OPC UA PubSub's default group and port: three subscribers join, two of them programs
+    on one station sharing the port (SO_REUSEADDR), a publisher sends."""
     s1, s2, s3 = lab.station(1), lab.station(2), lab.station(3)
     sub_rules = tmp_path / "sub.rules"
     sub_rules.write_text("rt udp *:4840 *   # PubSub subscribers bind the wildcard\n")
@@ -367,7 +369,7 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
             ],
             b"unicast",
         )
-        for st in (s2, s3)
+        for st in (s2, s2, s3)
     ]
     try:
         for _, ready in subs:
@@ -808,8 +810,8 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
     """Real-time sockets of one program share a port as Linux's do: with SO_REUSEADDR the
     socket connected to a datagram's source takes it, the newest unconnected socket the
     rest, and a broadcast reaches each socket not connected elsewhere; with SO_REUSEPORT
-    the unconnected sockets split the sources between them.  Another program's socket is
-    refused the port (EADDRINUSE) whatever it set."""
+    the unconnected sockets split the sources between them.  A socket that did not set
+    SO_REUSEADDR is refused the port (EADDRINUSE), in another program too."""
     s1, s2 = lab.station(1), lab.station(2)
     prog = textwrap.dedent(f"""
         import json, select, socket
@@ -848,7 +850,6 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
     other = textwrap.dedent(f"""
         import errno, socket
         x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        x.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             x.bind(("{s1.ip}", 6460)); print("bound")
         except OSError as e:
