@@ -250,6 +250,7 @@ static int put_msg(struct rtn_app_chan *ch, const uint8_t dst[6], const void *pa
 	m->sched_ns = sched_ns;
 	m->handover_ns = handover;
 	m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
+	m->flags = 0;
 	rtn_app_tx_commit(ch);
 	return 0;
 }

@@ -139,21 +139,24 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 		   uint32_t len, int64_t sched_ns, uint32_t *seq_out);
 
 /**
- * A UDP socket connected to @p ip:@p port (connect(2)), or no longer (@p ip
- * 0): where its port is shared (rtn_app_udp_share()), the station gives it
- * that peer's datagrams before the port's other sockets, and no other
- * peer's, as Linux does.  What it sends is unchanged.  -EINVAL on a channel
- * that is not a UDP socket, or for port 0 with an address.
+ * What the station gives a UDP socket, as Linux's UDP gives it (the
+ * station's rtn_chan_udp; each -EINVAL on a channel that is not a UDP
+ * socket):
+ * - rtn_app_udp_connect(): connected to @p ip:@p port (connect(2)), or no
+ *   longer (@p ip 0): that peer's datagrams before the port's other
+ *   sockets', and no other peer's.  What it sends is unchanged.  -EINVAL
+ *   for port 0 with an address.
+ * - rtn_app_udp_bound(): bound to @p ip (bind(2); 0 the wildcard): only
+ *   datagrams to that address (bound to the station's, no broadcast).
+ * - rtn_app_udp_sockopts(): RTN_UDP_SHARE_ADDR and RTN_UDP_SHARE_PORT
+ *   (SO_REUSEADDR, SO_REUSEPORT: later sockets of the same user may share
+ *   the port; rtn_chan_opts udp_share was the first word) and
+ *   RTN_UDP_NO_MC_LOOP (IP_MULTICAST_LOOP cleared: its datagrams to a group
+ *   do not come back to this station's sockets).  -EINVAL for other bits.
  */
 int rtn_app_udp_connect(struct rtn_app_chan *ch, uint32_t ip, uint16_t port);
-
-/**
- * What a UDP socket lets later sockets on its port share, as its
- * SO_REUSEADDR and SO_REUSEPORT say: RTN_UDP_SHARE_* (rtn_chan_opts
- * udp_share was the first word).  Sockets of the same user only.
- * -EINVAL on a channel that is not a UDP socket or for other bits.
- */
-int rtn_app_udp_share(struct rtn_app_chan *ch, uint32_t share);
+int rtn_app_udp_bound(struct rtn_app_chan *ch, uint32_t ip);
+int rtn_app_udp_sockopts(struct rtn_app_chan *ch, uint32_t bits);
 
 /**
  * rtn_app_recv() on a UDP socket, with the datagram's sender in *@p from

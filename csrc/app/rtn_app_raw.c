@@ -46,6 +46,7 @@ int rtn_app_send_raw(struct rtn_app_chan *ch, const void *frame, uint32_t len)
 	m->seq = 0;
 	m->sched_ns = m->handover_ns = rtn_app_global_now(ch);
 	m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
+	m->flags = 0;
 	rtn_app_tx_commit(ch);
 	return 0;
 }

@@ -76,6 +76,10 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 	m->sched_ns = sched_ns;
 	m->handover_ns = handover;
 	m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
+	/* the option as it stands now goes with the datagram: the station loops it back later */
+	m->flags = __atomic_load_n(&shm->udp.sockopts, __ATOMIC_RELAXED) & RTN_UDP_NO_MC_LOOP ?
+			   RTN_MSG_NO_MC_LOOP :
+			   0;
 	rtn_app_tx_commit(ch);
 	if (seq_out)
 		*seq_out = seq;
@@ -94,13 +98,22 @@ int rtn_app_udp_connect(struct rtn_app_chan *ch, uint32_t ip, uint16_t port)
 	return 0;
 }
 
-int rtn_app_udp_share(struct rtn_app_chan *ch, uint32_t share)
+int rtn_app_udp_bound(struct rtn_app_chan *ch, uint32_t ip)
 {
 	rtn_clear_error();
 	if (!ch->udp_port)
-		return rtn_set_error(-EINVAL, "share: the channel is not a UDP socket");
-	if (share & ~(uint32_t)(RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT))
-		return rtn_set_error(-EINVAL, "share: unknown bits 0x%x", share);
-	__atomic_store_n(&ch->shm->udp.share, share, __ATOMIC_RELAXED);
+		return rtn_set_error(-EINVAL, "bind: the channel is not a UDP socket");
+	__atomic_store_n(&ch->shm->udp.bound, ip, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int rtn_app_udp_sockopts(struct rtn_app_chan *ch, uint32_t bits)
+{
+	rtn_clear_error();
+	if (!ch->udp_port)
+		return rtn_set_error(-EINVAL, "socket options: the channel is not a UDP socket");
+	if (bits & ~(uint32_t)RTN_UDP_SOCKOPTS)
+		return rtn_set_error(-EINVAL, "socket options: unknown bits 0x%x", bits);
+	__atomic_store_n(&ch->shm->udp.sockopts, bits, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -31,7 +31,8 @@
 	5			       /* 2: struct rtn_msg carries the stage stamps;
 					 * 3: struct rtn_chan_udp after the rings;
 					 * 4: rx_notify and the notify eventfd;
-					 * 5: struct rtn_chan_udp's peer */
+					 * 5: struct rtn_chan_udp's peer, bound and
+					 *    sockopts, struct rtn_msg's flags */
 #define RTN_CHAN_MSG_MAX   1536	       /* whole Ethernet frame, no FCS */
 #define RTN_CHAN_MAX_DEPTH 4096	       /* messages per ring, a power of two */
 #define RTN_APP_MAGIC	   0x52544e41u /* "RTNA" on the wire */
@@ -67,9 +68,14 @@ struct rtn_chan_opts {
 	uint32_t udp_owner;
 };
 
-#define RTN_UDP_F_STAMPED  1 /* datagrams carry the RTNX header (both ends opt in) */
-#define RTN_UDP_SHARE_ADDR 1
-#define RTN_UDP_SHARE_PORT 2
+#define RTN_UDP_F_STAMPED 1 /* datagrams carry the RTNX header (both ends opt in) */
+/* a UDP socket's options as the station sees them (rtn_chan_udp.sockopts) */
+#define RTN_UDP_SHARE_ADDR 1 /* SO_REUSEADDR */
+#define RTN_UDP_SHARE_PORT 2 /* SO_REUSEPORT */
+#define RTN_UDP_NO_MC_LOOP 4 /* IP_MULTICAST_LOOP cleared */
+#define RTN_UDP_SOCKOPTS   7 /* all of them */
+/* a UDP datagram's sender had IP_MULTICAST_LOOP cleared as it sent it (rtn_msg.flags) */
+#define RTN_MSG_NO_MC_LOOP 1
 
 /**
  * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles
@@ -89,6 +95,8 @@ struct rtn_app_hdr {
 struct rtn_msg {
 	uint32_t len; /* frame length */
 	uint32_t seq;
+	uint32_t flags; /* RTN_MSG_*: a TX message's, as its sender sent it */
+	uint32_t reserved;
 	int64_t sched_ns;
 	int64_t tx_ns;
 	int64_t rx_ns;	     /* the receiver's XDP stamp (its RT thread's when there is none) */
@@ -112,16 +120,19 @@ struct rtn_chan_udp {
 	uint16_t port;	/* the bound port, 0 for an EtherType channel */
 	uint16_t flags; /* RTN_UDP_F_* */
 	/*
-	 * Written by the application, as its socket's options change: the
-	 * peer its connect() names, (IPv4 address << 16) | port in host order,
-	 * 0 while unconnected, and RTN_UDP_SHARE_* (SO_REUSEADDR, SO_REUSEPORT;
-	 * rtn_chan_opts udp_share at first).  The station reads them to let a
-	 * socket share the port and to choose among the sockets sharing it (a
-	 * connected one takes its peer's datagrams, as Linux's); whatever they
-	 * say, it shares and chooses only among its owner's sockets.
+	 * Written by the application as its socket changes: the peer its
+	 * connect() names, (IPv4 address << 16) | port in host order, 0 while
+	 * unconnected; the address its bind() named, host order, 0 the
+	 * wildcard; RTN_UDP_SHARE_* and RTN_UDP_NO_MC_LOOP (rtn_chan_opts
+	 * udp_share at first; the library copies the latter into each datagram
+	 * it sends, rtn_msg.flags).  The station reads them to let a socket
+	 * share the port and to choose among the sockets on it as Linux's UDP
+	 * chooses; whatever they say, it shares and chooses only among its
+	 * owner's sockets.
 	 */
 	uint64_t peer;
-	uint32_t share;
+	uint32_t bound;
+	uint32_t sockopts;
 	struct rtn_neigh_table neigh; /* rtn_neigh.h */
 };
 

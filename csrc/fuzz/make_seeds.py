@@ -277,6 +277,11 @@ def seeds_station_chan() -> dict[str, bytes]:
         "poke_len": u8(1) + send(0, a0) + poke(0, tx0_len, u32(1600)) + drain,
         "race_len": u8(1) + send(0, a0) + race(0, tx0_len, u32(1536)) + send(0, a0) + drain,
         "poke_tail": u8(0) + send(0, a0) + poke(0, 0x8000 | 192, u32(0)) + run(200),
+        # the socket's own broadcast and group datagrams loop back to channels 3 and 4
+        # (the group's until IP_MULTICAST_LOOP is cleared: rtn_chan_shm.udp.sockopts)
+        "loop_back": u8(1) + send(3, own_udp("255.255.255.255")) + drain
+        + send(4, own_udp("224.0.0.22")) + poke(4, 0x8000 | 404, u32(4))
+        + send(4, own_udp("224.0.0.22")) + drain,
         # channels 3 and 4 share UDP port 5000: unconnected, then 3 connected to the
         # datagrams' source, then 4 connected elsewhere; a broadcast to both
         "shared_port": u8(1) + chan_rx(3, rt_udp()) + poke(3, peer, u64(rt_peer))
@@ -439,6 +444,14 @@ def rt_udp(payload=b"hello", dport=5000, stamped=True, bcast=False) -> bytes:
     dst = ("255.255.255.255", BCAST) if bcast else (STATION_IP, STATION)
     return bytes(Ether(dst=dst[1], src=MASTER) / IP(src=PEER_IP, dst=dst[0]) /
                  UDP(sport=6000, dport=dport) / Raw(payload))
+
+
+def own_udp(dst="255.255.255.255", payload=b"own") -> bytes:
+    """A datagram the harness's UDP sockets (port 5000, stamped) may send: from the station."""
+    payload = struct.pack("!IIqqHHqq", APP_MAGIC_X, 9, 0, 0, APP_XHDR_LEN, 0, 0, 0) + payload
+    mac = BCAST if dst == "255.255.255.255" else "01:00:5e:00:00:16"
+    return bytes(Ether(dst=mac, src=STATION) / IP(src=STATION_IP, dst=dst) /
+                 UDP(sport=5000, dport=5000) / Raw(payload))
 
 
 def rt_echo(kind=8, data=b"x" * 56) -> bytes:

@@ -34,18 +34,19 @@
 
 /* ---- judging and opening --------------------------------------------------------- */
 
-/* Linux's port sharing, as the socket's options say: the station lets this program's sockets share */
-static uint32_t port_share(const struct rsock *rs)
+/* The options of a UDP socket the station acts on (the port shared among one user's sockets) */
+static uint32_t udp_sockopts(const struct rsock *rs)
 {
 	return (rs->kept[RP_SO_REUSEADDR] ? RTN_UDP_SHARE_ADDR : 0) |
-	       (rs->kept[RP_SO_REUSEPORT] ? RTN_UDP_SHARE_PORT : 0);
+	       (rs->kept[RP_SO_REUSEPORT] ? RTN_UDP_SHARE_PORT : 0) |
+	       (rs->kept[RP_IP_MULTICAST_LOOP] ? 0 : RTN_UDP_NO_MC_LOOP);
 }
 
-/* A real-time UDP socket's SO_REUSEADDR or SO_REUSEPORT changed: the station hears of it. */
-void rp_share_port(struct rsock *rs)
+/* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed. */
+void rp_sockopts_changed(struct rsock *rs)
 {
 	if (rs->state == RP_RT && rs->domain == AF_INET)
-		rtn_app_udp_share(rs->ch, port_share(rs));
+		rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
 }
 
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
@@ -56,9 +57,10 @@ int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
 	rtn_chan_opts_init(&o);
 	if (rs->domain == AF_INET) {
 		o.udp_port = udp_port;
-		o.udp_share = port_share(rs);
-	} else
+		o.udp_share = udp_sockopts(rs) & (RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT);
+	} else {
 		o.ethertype = rs->ethertype;
+	}
 	if (slot >= 0)
 		o.slot = slot;
 	if (prio >= 0)
@@ -242,6 +244,9 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	}
 	if (rc < 0)
 		return rc;
+	/* what the station delivers by: the address bound (0 the wildcard), the options */
+	rtn_app_udp_bound(rs->ch, rs->laddr);
+	rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
 	if (rp_conf.verbose)
 		rp_warn("UDP port %u on the real-time path of %s", rs->lport, rp_conf.dev);
 	return take_over(rs);

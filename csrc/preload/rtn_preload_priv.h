@@ -213,8 +213,8 @@ void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_
 
 /* rtn_preload_judge.c: which path a socket takes, and its channel */
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio);
-/* a real-time UDP socket's SO_REUSEADDR or SO_REUSEPORT changed: tell the station */
-void rp_share_port(struct rsock *rs);
+/* a real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed */
+void rp_sockopts_changed(struct rsock *rs);
 /** Whether rtn_app_open()'s @p rc means that no daemon answered. */
 int rp_no_daemon(int rc);
 void rp_no_daemon_warning(void);

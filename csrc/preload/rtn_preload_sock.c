@@ -188,6 +188,7 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 		rs->connected = 0;
 		rs->raddr = rs->rport = 0;
 		rtn_app_udp_connect(rs->ch, 0, 0);
+		rtn_app_udp_bound(rs->ch, rs->laddr); /* the wildcard again, unless bound */
 		return 0;
 	}
 	if (len < sizeof(sa))
@@ -206,9 +207,17 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 	rs->raddr = ntohl(sa.sin_addr.s_addr);
 	rs->rport = ntohs(sa.sin_port);
 	rs->connected = 1;
-	/* where the port is shared, the station gives this socket its peer's datagrams */
-	if (rs->state == RP_RT)
+	/*
+	 * The station gives a connected socket its peer's datagrams only, to
+	 * the address it sends from: Linux binds a socket connected from the
+	 * wildcard to that address (no broadcast reaches it any more).
+	 */
+	if (rs->state == RP_RT) {
 		rtn_app_udp_connect(rs->ch, rs->raddr, rs->rport);
+		rtn_app_udp_bound(rs->ch, rs->laddr ? rs->laddr :
+						      __atomic_load_n(&rs->ch->shm->udp.ip,
+								      __ATOMIC_RELAXED));
+	}
 	return 0;
 }
 
@@ -667,7 +676,7 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 		if (kept_index(level, opt) >= 0) {
 			rs->kept[kept_index(level, opt)] = v ? 1 : 0;
 			if (opt == SO_REUSEADDR || opt == SO_REUSEPORT)
-				rp_share_port(rs);
+				rp_sockopts_changed(rs);
 			return 0;
 		}
 		return rp_fail(-ENOPROTOOPT);
@@ -690,6 +699,8 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 		case IP_PKTINFO:
 		case IP_RECVERR:
 			rs->kept[kept_index(level, opt)] = v ? 1 : 0;
+			if (opt == IP_MULTICAST_LOOP)
+				rp_sockopts_changed(rs);
 			return 0;
 		case IP_ADD_MEMBERSHIP:
 		case IP_DROP_MEMBERSHIP: {

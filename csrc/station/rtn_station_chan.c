@@ -22,6 +22,41 @@
 #include "rtn_probe_priv.h"
 #include "rtn_station_priv.h"
 
+static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame,
+			     uint32_t len, const struct rtn_app_stamps *st);
+
+/*
+ * A UDP socket's datagram to everyone on the segment, or to a group, reaches
+ * this station's own sockets too, as Linux loops it back: a broadcast
+ * always, a group's unless its sender had cleared IP_MULTICAST_LOOP as it
+ * sent it (and where the station joined the group).  From a copy, taken as the frame went: the
+ * application may rewrite its ring slot at any time.
+ */
+static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t len)
+{
+	const uint8_t *frame = m->frame;
+	uint8_t copy[RTN_CHAN_MSG_MAX];
+	struct chan *to[RTN_STATION_MAX_CHANS];
+	struct rtn_app_stamps st;
+	uint32_t dst, keep = 0, n, i;
+	int64_t now;
+	int staged = 0;
+
+	if (len < RTN_UDP_HLEN || len > sizeof(copy))
+		return;
+	/* a unicast datagram costs this look only; the copy's parse decides the rest */
+	dst = rtn_get_be32(frame + RTN_IP_OFF + 16);
+	if (dst != RTN_IP_BROADCAST &&
+	    ((dst >> 28) != 0xe ||
+	     (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_NO_MC_LOOP)))
+		return;
+	memcpy(copy, frame, len);
+	now = rtn_station_local_now(s);
+	n = rtn_ip_rx(s, copy, len, now, now, &st, &keep, &staged, to, 1);
+	for (i = 0; i < n; i++)
+		rtn_chan_deliver(s, to[i], copy, keep, &st);
+}
+
 /*
  * Hand every message waiting in the applications' TX rings to @p take,
  * stamped as picked up at @p pickup_global.  A message longer than its
@@ -62,10 +97,13 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 			 */
 			if (rc == -ENOBUFS)
 				break;
-			if (rc < 0)
+			if (rc < 0) {
 				c->tx_drops++;
-			else
+			} else {
 				c->tx_msgs++;
+				if (c->udp_port)
+					loop_back(s, m, len);
+			}
 			rtn_ring_cons_release(&c->shm->tx);
 		}
 	}
@@ -131,7 +169,7 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 		uint32_t keep = 0, n;
 		int staged = 0;
 
-		n = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged, to);
+		n = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged, to, 0);
 		for (i = 0; i < n; i++)
 			rtn_chan_deliver(s, to[i], frame, keep, &st);
 		if (n && staged)

@@ -23,8 +23,8 @@ struct chan {
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
 	uint32_t redundant;	      /* its EtherType goes out on both ports */
 	uint16_t udp_port, udp_flags; /* a UDP socket's (rtn_station_ip.c); 0: not one */
-	uint32_t udp_owner;   /* whose sockets may share the port (rtn_chan.h) */
-	uint64_t opened;      /* the station's count of opens: the newer socket wins */
+	uint32_t udp_owner;	      /* whose sockets may share the port (rtn_chan.h) */
+	uint64_t opened;	      /* the station's count of opens: the newer socket wins */
 	int notify_fd;	      /* eventfd written when a delivery finds shm->rx_notify armed */
 	uint64_t rx_notifies; /* writes to it */
 };

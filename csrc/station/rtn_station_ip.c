@@ -193,16 +193,16 @@ void rtn_station_ip_stats(const struct rtn_station *s, struct rtn_ip_stats *out)
 }
 
 /* Channel @p o, open, another UDP socket than @p c on @p c's port. */
-static int port_holder(const struct rtn_station *s, const struct chan *o, const struct chan *c)
+static int port_holder(const struct chan *o, const struct chan *c)
 {
-	(void)s;
 	return o->shm && o != c && o->udp_port == c->udp_port;
 }
 
 /* What a UDP socket's application says it set now: SO_REUSEADDR, SO_REUSEPORT. */
 static uint32_t udp_share(const struct chan *c)
 {
-	return __atomic_load_n(&c->shm->udp.share, __ATOMIC_RELAXED);
+	return __atomic_load_n(&c->shm->udp.sockopts, __ATOMIC_RELAXED) &
+	       (RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT);
 }
 
 /*
@@ -228,9 +228,9 @@ int rtn_ip_chan_open(struct rtn_station *s, struct chan *c, uint32_t share)
 	if (!__atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE))
 		return rtn_set_error(-EADDRNOTAVAIL, "UDP port %u: the station has no IPv4 address",
 				     c->udp_port);
-	c->shm->udp.share = share;
+	c->shm->udp.sockopts = share;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		if (port_holder(s, &s->chans[i], c) && !may_share(&s->chans[i], c))
+		if (port_holder(&s->chans[i], c) && !may_share(&s->chans[i], c))
 			return rtn_set_error(-EADDRINUSE, "UDP port %u is bound already",
 					     c->udp_port);
 	rc = rtn_xsk_udp_port(s->xsk, c->udp_port, 1);
@@ -250,7 +250,7 @@ void rtn_ip_chan_close(struct rtn_station *s, struct chan *c)
 	if (!c->udp_port)
 		return;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++)
-		if (port_holder(s, &s->chans[i], c))
+		if (port_holder(&s->chans[i], c))
 			return; /* another socket on the port: the XDP program still steers it */
 	rtn_xsk_udp_port(s->xsk, c->udp_port, 0);
 }
@@ -311,8 +311,10 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
  * else the newest unconnected one (where that one set SO_REUSEPORT: one of
  * those that did, by a hash of the source); a broadcast or multicast
  * datagram (@p group) to each of them.  A socket connected elsewhere takes
- * none.  The peers are the applications' word (rtn_chan_udp.peer): any
- * value only moves datagrams among one owner's sockets.
+ * none, nor one bound to another address than the datagram's (a socket
+ * bound to the station's address takes no broadcast).  The peers and
+ * addresses are the applications' word (rtn_chan_udp): any value only
+ * moves datagrams among one owner's sockets.
  */
 static uint32_t udp_chans(struct rtn_station *s, const struct rtn_ip_pkt *p, int group,
 			  struct chan **to)
@@ -326,12 +328,14 @@ static uint32_t udp_chans(struct rtn_station *s, const struct rtn_ip_pkt *p, int
 		return 0;
 	for (i = 0; i < RTN_STATION_MAX_CHANS; i++) {
 		struct chan *c = s->live[i];
+		uint32_t bound;
 		uint64_t peer;
 
 		if (!c || c->udp_port != p->dport)
 			continue;
 		peer = __atomic_load_n(&c->shm->udp.peer, __ATOMIC_RELAXED);
-		if (peer && peer != from)
+		bound = __atomic_load_n(&c->shm->udp.bound, __ATOMIC_RELAXED);
+		if ((peer && peer != from) || (bound && bound != p->dst))
 			continue;
 		if (group) {
 			to[n++] = c;
@@ -388,7 +392,7 @@ static void answer_echo(struct rtn_station *s, const uint8_t *frame, const struc
 
 uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
 		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
-		   struct chan **to)
+		   struct chan **to, int looped)
 {
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
 	uint32_t own = __atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE), n = 0;
@@ -401,10 +405,12 @@ uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, in
 		v = -RTN_IPBAD_NOT_OURS;
 	if (v == RTN_IP_UDP && !(n = udp_chans(s, &p, p.dst != own, to)))
 		v = -RTN_IPBAD_NO_PORT;
-	if (v == RTN_IP_ECHO_REPLY && (to[0] = ping_chan(s)))
-		n = 1;
-	else if (v == RTN_IP_ECHO_REPLY)
-		v = -RTN_IPBAD_NO_PORT;
+	if (v == RTN_IP_ECHO_REPLY) {
+		to[0] = ping_chan(s);
+		n = to[0] != NULL;
+		if (!n)
+			v = -RTN_IPBAD_NO_PORT;
+	}
 	/* the sockets of one port are stamped alike (may_share()) */
 	if (v == RTN_IP_UDP && (to[0]->udp_flags & RTN_UDP_F_STAMPED)) {
 		/* the RTNX header's offsets are the EtherType frame's, shifted by IP and UDP */
@@ -416,6 +422,14 @@ uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, in
 		memset(st, 0, sizeof(*st));
 		st->seq = v == RTN_IP_ECHO_REPLY ? p.dport : 0; /* the echo's sequence number */
 	}
+	/*
+	 * Looped back: a UDP datagram only (its sender may have rewritten it
+	 * since the station checked it); a group not joined here, or no socket
+	 * for it, is nobody's loss.
+	 */
+	if (looped &&
+	    (v == -RTN_IPBAD_NOT_OURS || v == -RTN_IPBAD_NO_PORT || (v > 0 && v != RTN_IP_UDP)))
+		return 0;
 	if (v < 0) {
 		s->ip->st.bad[-v]++;
 		return 0;

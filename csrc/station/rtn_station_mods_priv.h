@@ -55,11 +55,12 @@ void rtn_ip_reset(struct rtn_station *s);
  * for RTN_STATION_MAX_CHANS; several for a broadcast to a shared port), how
  * many; 0 when it was answered or dropped (counted).  *@p st its stamps,
  * *@p deliver_len how much of it the channels keep, *@p staged whether its
- * stages count.
+ * stages count.  @p looped: one of this station's own datagrams, looped
+ * back (a copy); one that finds no socket here is not counted.
  */
 uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
 		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
-		   struct chan **to);
+		   struct chan **to, int looped);
 int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);

@@ -159,8 +159,12 @@ def test_a_posix_program_should_mix_rt_and_kernel_sockets(lab, posix_mix):
     finally:
         stop(srv)
     lines = res.stdout.splitlines()
+    # the failed checks first and alone: pytest cuts a long message short
+    assert not [ln for ln in lines if ln.startswith("FAIL")], (
+        [ln for ln in lines if ln.startswith("FAIL")],
+        res.stderr[-1000:],
+    )
     assert res.returncode == 0 and "0 failures" in lines, res.stdout + res.stderr
-    assert not [ln for ln in lines if ln.startswith("FAIL")]
     # every check ran: the program prints one line each
     assert len([ln for ln in lines if ln.startswith("ok ")]) >= 35, res.stdout
     # its datagrams went through the station, not Linux
@@ -312,10 +316,10 @@ def test_a_malformed_rules_file_should_stop_the_program_before_it_starts(lab, tm
 
 
 SUBSCRIBER = """
-import errno, socket, struct, sys
+import errno, json, socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as open62541's PubSub sockets
-s.bind(("0.0.0.0", 4840))
+s.bind((sys.argv[1], 4840))  # the wildcard, or the group as open62541 binds on Linux
 def join(group, opt=socket.IP_ADD_MEMBERSHIP):
     try:
         s.setsockopt(socket.IPPROTO_IP, opt, struct.pack("4s4s", socket.inet_aton(group),
@@ -325,33 +329,44 @@ def join(group, opt=socket.IP_ADD_MEMBERSHIP):
         return errno.errorcode.get(e.errno, str(e.errno))
 print("unicast", join("198.18.0.9"), "twice", join("224.0.0.22"), join("224.0.0.22"),
       "leave-other", join("224.0.0.23", socket.IP_DROP_MEMBERSHIP), flush=True)
-s.settimeout(5)
+s.settimeout(10)
 got = []
-while len(got) < 20:
+while True:
     try:
-        got.append(s.recv(100))
+        d = s.recv(100)
     except socket.timeout:
         break
-print("got", len(got), got == [b"pubsub %02d" % i for i in range(20)], flush=True)
+    if d == b"end":
+        break
+    got.append(d.decode())
+print("got", json.dumps(got), flush=True)
 """
 PUBLISHER = """
 import socket
 p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(20):
     p.sendto(b"pubsub %02d" % i, ("224.0.0.22", 4840))
+p.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 0)  # not to this station's sockets
+for i in range(5):
+    p.sendto(b"noloop %d" % i, ("224.0.0.22", 4840))
+p.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+p.sendto(b"end", ("224.0.0.22", 4840))
 print("sent", flush=True)
 """
 
 
 def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
-    """OPC UA PubSub's default group and port: three subscribers join, two of them programs
-    on one station sharing the port (SO_REUSEADDR), a publisher sends."""
+    """OPC UA PubSub's default group and port: four subscribers join, two of them programs
+    on one station sharing the port (SO_REUSEADDR; one bound to the group's address, as
+    open62541 binds), one on the publisher's station, which gets the publisher's datagrams
+    looped back while the publisher keeps IP_MULTICAST_LOOP, as Linux loops them."""
     s1, s2, s3 = lab.station(1), lab.station(2), lab.station(3)
     sub_rules = tmp_path / "sub.rules"
-    sub_rules.write_text("rt udp *:4840 *   # PubSub subscribers bind the wildcard\n")
+    sub_rules.write_text("rt udp *:4840 *   # PubSub subscribers: the wildcard or the group\n")
     pub_rules = tmp_path / "pub.rules"
     pub_rules.write_text("rt udp * 224.0.0.22:4840\n")
     before = {st.index: udp_stats(st.netns)["rx_udp"] for st in (s2, s3)}
+    where = [(s2, "0.0.0.0"), (s2, "224.0.0.22"), (s3, "0.0.0.0"), (s1, "0.0.0.0")]
     subs = [
         start_server(
             [
@@ -366,10 +381,11 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
                 sys.executable,
                 "-c",
                 SUBSCRIBER,
+                bind,
             ],
             b"unicast",
         )
-        for st in (s2, s2, s3)
+        for st, bind in where
     ]
     try:
         for _, ready in subs:
@@ -407,8 +423,15 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
     finally:
         for p, _ in subs:
             stop(p)
-    for out in outs:
-        assert "got 20 True" in out, out
+    sent = [f"pubsub {i:02d}" for i in range(20)]
+    for (st, _), out in zip(where, outs):
+        line = [ln for ln in out.splitlines() if ln.startswith("got ")]
+        assert line, out
+        got = json.loads(line[0][4:])
+        if st is s1:  # looped back, and not while the publisher cleared IP_MULTICAST_LOOP
+            assert got == sent, (out, udp_stats(s1.netns))
+        else:
+            assert got == sent + [f"noloop {i}" for i in range(5)], out
     for st in (s2, s3):  # through each station's real-time path
         assert udp_stats(st.netns)["rx_udp"] - before[st.index] >= 20
 
@@ -806,26 +829,41 @@ def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse, streams):
     assert udp_stats(receiver.netns)["rx_udp"] - before >= arrived, end
 
 
-def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
+def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab, tmp_path):
     """Real-time sockets of one program share a port as Linux's do: with SO_REUSEADDR the
     socket connected to a datagram's source takes it, the newest unconnected socket the
-    rest, and a broadcast reaches each socket not connected elsewhere; with SO_REUSEPORT
-    the unconnected sockets split the sources between them.  A socket that did not set
-    SO_REUSEADDR is refused the port (EADDRINUSE), in another program too."""
+    rest, and broadcasts (the program's own too, looped back) reach the sockets bound to
+    the wildcard and not connected; with SO_REUSEPORT the unconnected sockets split the
+    sources between them.  A socket bound to the station's address takes no broadcast.
+    A socket that did not set SO_REUSEADDR is refused the port (EADDRINUSE), in another
+    program too."""
     s1, s2 = lab.station(1), lab.station(2)
+    rules = tmp_path / "share.rules"
+    rules.write_text(
+        f"rt udp *:6460 *\nrt udp *:6463 *\nrt udp {s1.ip} *\nrt udp * 255.255.255.255:6460\n"
+    )
+
+    def run_here(code):
+        run = [sys.executable, "-m", "rtnet.run", "-n", s1.netns, "--rules", str(rules), "--"]
+        return run + [sys.executable, "-c", code]
+
     prog = textwrap.dedent(f"""
         import json, select, socket
-        def sock(opt, port):
+        def sock(opt, port, addr="0.0.0.0"):
             x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             x.setsockopt(socket.SOL_SOCKET, opt, 1)
-            x.bind(("{s1.ip}", port))
+            x.bind((addr, port))
             x.settimeout(10)
             return x
         a = sock(socket.SO_REUSEADDR, 6460)
-        a.connect(("{s2.ip}", 6461))
+        a.connect(("{s2.ip}", 6461))          # bound to the address it sends from, as Linux
         b = sock(socket.SO_REUSEADDR, 6460)   # newer, unconnected
+        c = sock(socket.SO_REUSEADDR, 6464, "{s1.ip}")
         p = [sock(socket.SO_REUSEPORT, 6463), sock(socket.SO_REUSEPORT, 6463)]
         print("ready", flush=True)
+        d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        d.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        d.sendto(b"looped", ("255.255.255.255", 6460))
         def take(x, n):
             got = []
             for _ in range(n):
@@ -834,12 +872,12 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
                 except socket.timeout:
                     break
             return sorted(got)
-        out = {{"a": take(a, 2), "b": take(b, 3), "p": [0, 0]}}
+        out = {{"a": take(a, 1), "b": take(b, 4), "c": take(c, 1), "p": [0, 0]}}
         while sum(out["p"]) < 16 and (ready := select.select(p, [], [], 10)[0]):
             for x in ready:
                 x.recv(100)
                 out["p"][p.index(x)] += 1
-        for name, x in (("a", a), ("b", b)):   # nothing more came for either
+        for name, x in (("a", a), ("b", b), ("c", c)):   # nothing more came for any
             x.setblocking(False)
             try:
                 out[name].append("extra " + x.recv(100).decode())
@@ -847,28 +885,27 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
                 pass
         print(json.dumps(out), flush=True)
     """)
-    other = textwrap.dedent(f"""
+    other = textwrap.dedent("""
         import errno, socket
         x = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
-            x.bind(("{s1.ip}", 6460)); print("bound")
+            x.bind(("0.0.0.0", 6460)); print("bound")
         except OSError as e:
             print(errno.errorcode[e.errno])
     """)
-    srv, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    srv, _ = start_server(run_here(prog), b"ready")
     try:
-        res = subprocess.run(
-            rtnet_run(s1.netns, [sys.executable, "-c", other]),
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        res = subprocess.run(run_here(other), capture_output=True, text=True, timeout=30)
         assert res.stdout.strip() == "EADDRINUSE", res.stdout + res.stderr
-        for sport, words in ((6461, ("for-a", "both")), (6462, ("for-b", "only-b"))):
+        for sport, dport, words in (
+            (6461, 6460, ("for-a", "bcast-1")),
+            (6462, 6460, ("for-b", "bcast-2")),
+            (6465, 6464, ("for-c", "bcast-c")),
+        ):
             with UdpSocket(netns=s2.netns) as u:
                 u.bind(sport)
-                u.sendto(words[0].encode(), (s1.ip, 6460))
-                u.sendto(words[1].encode(), ("255.255.255.255", 6460))
+                u.sendto(words[1].encode(), ("255.255.255.255", dport))
+                u.sendto(words[0].encode(), (s1.ip, dport))
         for sport in range(6470, 6486):
             with UdpSocket(netns=s2.netns) as u:
                 u.bind(sport)
@@ -877,8 +914,9 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab):
     finally:
         stop(srv)
     got = json.loads(out.decode().strip().splitlines()[-1])
-    assert got["a"] == ["both", "for-a"], got
-    assert got["b"] == ["both", "for-b", "only-b"], got
+    assert got["a"] == ["for-a"], got
+    assert got["b"] == ["bcast-1", "bcast-2", "for-b", "looped"], got
+    assert got["c"] == ["for-c"], got
     assert sum(got["p"]) == 16 and min(got["p"]) > 0, got
 
 
