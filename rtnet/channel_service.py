@@ -109,7 +109,7 @@ class ChannelService:
                 udp_share=share,
                 # Linux asks SO_REUSEPORT's sockets to be one user's (SO_REUSEADDR's
                 # nothing); here both are, so no other user's socket takes a datagram
-                udp_owner=conn.peer.uid + 1,
+                udp_owner=(conn.peer.uid + 1) & 0xFFFFFFFF,  # (uid_t)-1, no user: 0
             )
             self.chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)

@@ -29,8 +29,8 @@ static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_
  * A UDP socket's datagram to everyone on the segment, or to a group, reaches
  * this station's own sockets too, as Linux loops it back: a broadcast
  * always, a group's unless its sender had cleared IP_MULTICAST_LOOP as it
- * sent it (and where the station joined the group).  From a copy, taken as the frame went: the
- * application may rewrite its ring slot at any time.
+ * sent it (and where the station joined the group).  From a copy, taken as
+ * the frame went: the application may rewrite its ring slot at any time.
  */
 static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t len)
 {

@@ -1,6 +1,6 @@
 """Real-time UDP sockets sharing a port, at the station (root, namespaces, AF_XDP): who
-may join a port another socket holds, and what a socket that leaves takes with it.  What
-the sharing sockets receive is tested through unmodified programs (test_preload.py)."""
+may join a port another socket holds, and that the port is free again once they all left.
+What the sharing sockets receive is tested through unmodified programs (test_preload.py)."""
 
 import errno
 import os
