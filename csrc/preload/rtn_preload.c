@@ -292,6 +292,7 @@ struct rsock *rp_rs_new(int domain, int type)
 	rs->type = type;
 	rs->prio = -1;
 	rs->slot = -1;
+	rs->hold_fd = -1;
 	rs->rcvbuf = rs->sndbuf = 212992; /* Linux's default rmem/wmem, as getsockopt shows */
 	rs->kept[RP_SO_RCVLOWAT] = 1;
 	pthread_mutex_init(&rs->tx_lock, NULL);
@@ -310,6 +311,8 @@ void rp_rs_free(struct rsock *rs)
 	}
 	if (rs->ch)
 		rtn_app_close(rs->ch);
+	if (rs->hold_fd >= 0)
+		rp_real.libc_close(rs->hold_fd);
 	pthread_mutex_destroy(&rs->tx_lock);
 	pthread_mutex_destroy(&rs->rx_lock);
 	pthread_mutex_destroy(&rs->judge_lock);

@@ -45,8 +45,16 @@ static uint32_t udp_sockopts(const struct rsock *rs)
 /* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed. */
 void rp_sockopts_changed(struct rsock *rs)
 {
-	if (rs->state == RP_RT && rs->domain == AF_INET)
-		rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
+	int addr = rs->kept[RP_SO_REUSEADDR], port = rs->kept[RP_SO_REUSEPORT];
+
+	if (rs->state != RP_RT || rs->domain != AF_INET)
+		return;
+	rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
+	/* the port Linux holds for it is shared as the socket says (hold_port) */
+	if (rs->hold_fd >= 0) {
+		rp_real.libc_setsockopt(rs->hold_fd, SOL_SOCKET, SO_REUSEADDR, &addr, sizeof(addr));
+		rp_real.libc_setsockopt(rs->hold_fd, SOL_SOCKET, SO_REUSEPORT, &port, sizeof(port));
+	}
 }
 
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
@@ -146,10 +154,44 @@ static void adopt_kernel_options(int fd, struct rsock *rs)
 }
 
 /*
+ * A socket of Linux's own, bound to a real-time UDP socket's address and
+ * port with its SO_REUSEADDR and SO_REUSEPORT, kept while the socket lives:
+ * Linux then refuses the port to a later socket of its own as it would
+ * while the program's kernel socket held it (EADDRINUSE, unless both set
+ * SO_REUSEADDR or both SO_REUSEPORT).  It hears nothing from the segment
+ * (the station takes the port's frames); what Linux's own path sends it
+ * waits in a receive buffer kept at its smallest.  Best effort: a port
+ * Linux gave another socket meanwhile is not held.
+ */
+static void hold_port(struct rsock *rs)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(rs->lport),
+				  .sin_addr.s_addr = htonl(rs->laddr) };
+	int fd, zero = 0, one = 1;
+
+	if (rs->domain != AF_INET)
+		return;
+	fd = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (rs->kept[RP_SO_REUSEADDR])
+		rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (rs->kept[RP_SO_REUSEPORT])
+		rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero));
+	if (rp_real.libc_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rp_real.libc_close(fd); /* taken meanwhile, or an address Linux does not have */
+		return;
+	}
+	rs->hold_fd = fd;
+}
+
+/*
  * Put the channel's notify eventfd under every number standing for @p rs
- * (the kernel socket closes), and move epoll registrations along.  What
- * the kernel socket had received is kept for the program first
- * (rp_backlog_save), and the notify fd says so.
+ * (the kernel socket closes; another holds its port: hold_port), and move
+ * epoll registrations along.  What the kernel socket had received is kept
+ * for the program first (rp_backlog_save), and the notify fd says so.
  */
 static int take_over(struct rsock *rs)
 {
@@ -174,6 +216,7 @@ static int take_over(struct rsock *rs)
 	}
 	rs->state = RP_RT;
 	pthread_mutex_unlock(&rp_table_lock);
+	hold_port(rs);
 	if (kept > 0 && rp_real.libc_write(nfd, &one, sizeof(one)) < 0)
 		rp_warn("notify descriptor: %s", strerror(errno));
 	for (i = 0; i < n; i++)

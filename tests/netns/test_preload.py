@@ -836,7 +836,8 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab, t
     the wildcard and not connected; with SO_REUSEPORT the unconnected sockets split the
     sources between them.  A socket bound to the station's address takes no broadcast.
     A socket that did not set SO_REUSEADDR is refused the port (EADDRINUSE), in another
-    program too."""
+    program too, and so is a socket of a program that is not under rtnet-run, as Linux
+    refuses it a port one of its own sockets holds."""
     s1, s2 = lab.station(1), lab.station(2)
     rules = tmp_path / "share.rules"
     rules.write_text(
@@ -897,6 +898,15 @@ def test_sockets_sharing_a_port_should_get_the_datagrams_linux_gives_them(lab, t
     try:
         res = subprocess.run(run_here(other), capture_output=True, text=True, timeout=30)
         assert res.stdout.strip() == "EADDRINUSE", res.stdout + res.stderr
+        for addr, port in (("0.0.0.0", 6460), (s1.ip, 6464), ("0.0.0.0", 6463)):
+            plain = other.replace('("0.0.0.0", 6460)', repr((addr, port)))
+            res = subprocess.run(
+                ["ip", "netns", "exec", s1.netns, sys.executable, "-c", plain],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert res.stdout.strip() == "EADDRINUSE", (addr, port, res.stdout + res.stderr)
         for sport, dport, words in (
             (6461, 6460, ("for-a", "bcast-1")),
             (6462, 6460, ("for-b", "bcast-2")),
