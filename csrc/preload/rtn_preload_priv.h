@@ -88,7 +88,8 @@ struct rsock {
 	int prio, slot;		    /* slot priority 0..31 and TDMA slot */
 	int pool;		    /* RTNET_RTIOC_EXTPOOL's count */
 	uint32_t sends;		    /* for the daemon's liveness check every so often */
-	int hold_fd;		    /* the kernel socket, kept bound: Linux's port is held */
+	int hold_fd;		    /* a socket of Linux's own holding the port (hold_port) */
+	uint32_t mc_if;		    /* IP_MULTICAST_IF's address, network order */
 	struct rp_dgram *backlog, **backlog_end; /* received before it went real-time */
 };
 

@@ -630,6 +630,34 @@ void rp_opts_adopt(int fd, struct rsock *rs)
 	}
 }
 
+/*
+ * IP_MULTICAST_IF, read as Linux reads it (struct ip_mreqn, ip_mreq or
+ * in_addr, by length): a real-time socket sends to a group through its
+ * station alone, so the station's device or address may be named (or none,
+ * the default); any other is EADDRNOTAVAIL, as Linux answers an address it
+ * has no device for.
+ */
+static int multicast_if(struct rsock *rs, const void *val, socklen_t len)
+{
+	struct ip_mreqn m = { 0 };
+	uint32_t own = htonl(__atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED));
+
+	if (len >= sizeof(struct ip_mreqn))
+		memcpy(&m, val, sizeof(m));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(&m, val, sizeof(struct ip_mreq)); /* imr_interface lands on imr_address */
+	else if (len >= sizeof(struct in_addr))
+		memcpy(&m.imr_address, val, sizeof(struct in_addr));
+	else
+		return rp_fail(-EINVAL);
+	if (m.imr_ifindex ?
+		    m.imr_ifindex != rp_conf.ifindex || !rp_conf.ifindex :
+		    m.imr_address.s_addr != htonl(INADDR_ANY) && m.imr_address.s_addr != own)
+		return rp_fail(-EADDRNOTAVAIL);
+	rs->mc_if = m.imr_address.s_addr; /* what getsockopt() gives back, as Linux's */
+	return 0;
+}
+
 static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val, socklen_t len)
 {
 	int v = 0;
@@ -702,6 +730,8 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 			if (opt == IP_MULTICAST_LOOP)
 				rp_sockopts_changed(rs);
 			return 0;
+		case IP_MULTICAST_IF:
+			return multicast_if(rs, val, len);
 		case IP_ADD_MEMBERSHIP:
 		case IP_DROP_MEMBERSHIP: {
 			struct in_addr group; /* first in struct ip_mreq and ip_mreqn alike */
@@ -771,6 +801,14 @@ static int getsockopt_held(struct rsock *rs, int level, int opt, void *val, sock
 		case IP_TTL:
 		case IP_MULTICAST_TTL:
 			return put_int(val, len, RTN_IP_TTL); /* what its frames carry */
+		case IP_MULTICAST_IF:
+			if (rp_bad_ptr(len, sizeof(*len)) || *len < sizeof(struct in_addr))
+				return rp_fail(-EINVAL);
+			*len = sizeof(struct in_addr);
+			if (rp_bad_ptr(val, *len))
+				return rp_fail(-EFAULT);
+			memcpy(val, &rs->mc_if, sizeof(rs->mc_if));
+			return 0;
 		}
 	}
 	if (kept_index(level, opt) >= 0 && (level == SOL_SOCKET || rs->domain == AF_INET))

@@ -731,6 +731,19 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
             if value is not None:
                 a.setsockopt(level, opt, value)
             out[name] = a.getsockopt(level, opt)
+        ifindex = socket.if_nametoindex("rteth0")
+        for name, value in (
+            ("mcast_if", socket.inet_aton("{s1.ip}")),             # struct in_addr
+            ("mcast_if_index", struct.pack("4s4si", bytes(4), bytes(4), ifindex)),  # ip_mreqn
+            ("mcast_if_other", socket.inet_aton("198.18.0.99")),   # no device of the station
+            ("mcast_if_short", bytes(2)),
+        ):
+            try:
+                a.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, value)
+                out[name] = socket.inet_ntoa(a.getsockopt(socket.IPPROTO_IP,
+                                                          socket.IP_MULTICAST_IF, 4))
+            except OSError as e:
+                out[name] = errno.errorcode[e.errno]
         for dst in ("255.255.255.255", "{s1.ip.rsplit(".", 1)[0]}.255"):
             try:
                 a.sendto(b"x", (dst, 6440)); out["bcast " + dst] = "sent"
@@ -784,6 +797,9 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     got = json.loads(out.decode().strip().splitlines()[-1])
     assert got["reuseaddr"] == 1 and got["rcvlowat"] == 1 and got["broadcast"] == 0, got
     assert got["mtu_discover"] == 2 and got["ttl"] == 64, got
+    # IP_MULTICAST_IF names the station's address or device, read back as Linux's
+    assert got["mcast_if"] == s1.ip and got["mcast_if_index"] == "0.0.0.0", got
+    assert got["mcast_if_other"] == "EADDRNOTAVAIL" and got["mcast_if_short"] == "EINVAL", got
     assert got["bcast 255.255.255.255"] == "EACCES", got
     assert got[f"bcast {s1.ip.rsplit('.', 1)[0]}.255"] == "EACCES", got
     assert got["pktinfo"] == [s1.ip], got
