@@ -812,7 +812,9 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
 
 
 @pytest.mark.parametrize(
-    "reverse,streams", [(False, 1), (True, 1), (False, 2)], ids=["to-server", "from-server", "-P2"]
+    "reverse,streams",
+    [(False, 1), (True, 1), (False, 2), (True, 2)],
+    ids=["to-server", "from-server", "-P2", "-P2-R"],
 )
 def test_iperf3_should_serve_udp_over_the_rt_path(lab, reverse, streams):
     """iperf3's server binds its UDP port again for each next stream once the one before
