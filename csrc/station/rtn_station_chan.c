@@ -44,11 +44,15 @@ static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t l
 
 	if (len < RTN_UDP_HLEN || len > sizeof(copy))
 		return;
-	/* a unicast datagram costs this look only; the copy's parse decides the rest */
+	/*
+	 * A unicast datagram, or one to a group nobody here joined (a publisher
+	 * alone on its station), costs this look only; the copy's parse, on the
+	 * RT thread before the slot's frames go, decides the rest.
+	 */
 	dst = rtn_get_be32(frame + RTN_IP_OFF + 16);
 	if (dst != RTN_IP_BROADCAST &&
-	    ((dst >> 28) != 0xe ||
-	     (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_NO_MC_LOOP)))
+	    ((__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_NO_MC_LOOP) ||
+	     !rtn_ip_group_joined(s, dst)))
 		return;
 	memcpy(copy, frame, len);
 	now = rtn_station_local_now(s);

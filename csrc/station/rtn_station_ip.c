@@ -126,7 +126,7 @@ int rtn_station_ipv4_group(struct rtn_station *s, uint32_t group, int on)
 }
 
 /* RT thread: whether a UDP socket of the station joined @p group. */
-static int group_joined(const struct rtn_station *s, uint32_t group)
+int rtn_ip_group_joined(const struct rtn_station *s, uint32_t group)
 {
 	int i;
 
@@ -400,8 +400,8 @@ uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, in
 	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
 
 	if (v > 0 && (!own || !ip_unicast(p.src) ||
-		      (p.dst != own && !(v == RTN_IP_UDP &&
-					 (p.dst == RTN_IP_BROADCAST || group_joined(s, p.dst))))))
+		      (p.dst != own && !(v == RTN_IP_UDP && (p.dst == RTN_IP_BROADCAST ||
+							     rtn_ip_group_joined(s, p.dst))))))
 		v = -RTN_IPBAD_NOT_OURS;
 	if (v == RTN_IP_UDP && !(n = udp_chans(s, &p, p.dst != own, to)))
 		v = -RTN_IPBAD_NO_PORT;

@@ -61,6 +61,8 @@ void rtn_ip_reset(struct rtn_station *s);
 uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
 		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
 		   struct chan **to, int looped);
+/* whether the station joined multicast group @p group (host order; RT thread) */
+int rtn_ip_group_joined(const struct rtn_station *s, uint32_t group);
 int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
