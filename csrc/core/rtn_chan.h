@@ -114,7 +114,7 @@ struct rtn_ring {
 	uint64_t drops;				    /* producer found the ring full */
 };
 
-/** What a UDP channel's sender needs, written by the station. */
+/** What a UDP channel's sender needs, written by the station; then what its application says. */
 struct rtn_chan_udp {
 	uint32_t ip;	/* the station's real-time IPv4 address, host order; 0 none */
 	uint16_t port;	/* the bound port, 0 for an EtherType channel */
