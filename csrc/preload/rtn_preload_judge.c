@@ -42,19 +42,23 @@ static uint32_t udp_sockopts(const struct rsock *rs)
 	       (rs->kept[RP_IP_MULTICAST_LOOP] ? 0 : RTN_UDP_NO_MC_LOOP);
 }
 
-/* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed. */
-void rp_sockopts_changed(struct rsock *rs)
+/* Socket @p fd of Linux's own shares its port as @p rs says: SO_REUSEADDR, SO_REUSEPORT. */
+static void share_as(int fd, const struct rsock *rs)
 {
 	int addr = rs->kept[RP_SO_REUSEADDR], port = rs->kept[RP_SO_REUSEPORT];
 
+	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, sizeof(addr));
+	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &port, sizeof(port));
+}
+
+/* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed. */
+void rp_sockopts_changed(struct rsock *rs)
+{
 	if (rs->state != RP_RT || rs->domain != AF_INET)
 		return;
 	rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
-	/* the port Linux holds for it is shared as the socket says (hold_port) */
-	if (rs->hold_fd >= 0) {
-		rp_real.libc_setsockopt(rs->hold_fd, SOL_SOCKET, SO_REUSEADDR, &addr, sizeof(addr));
-		rp_real.libc_setsockopt(rs->hold_fd, SOL_SOCKET, SO_REUSEPORT, &port, sizeof(port));
-	}
+	if (rs->hold_fd >= 0) /* the port Linux holds for it (hold_port) */
+		share_as(rs->hold_fd, rs);
 }
 
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
@@ -168,17 +172,14 @@ static void hold_port(struct rsock *rs)
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(rs->lport),
 				  .sin_addr.s_addr = htonl(rs->laddr) };
-	int fd, zero = 0, one = 1;
+	int fd, zero = 0;
 
 	if (rs->domain != AF_INET)
 		return;
 	fd = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	if (rs->kept[RP_SO_REUSEADDR])
-		rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (rs->kept[RP_SO_REUSEPORT])
-		rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	share_as(fd, rs);
 	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero));
 	if (rp_real.libc_bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rp_real.libc_close(fd); /* taken meanwhile, or an address Linux does not have */
@@ -225,26 +226,20 @@ static int take_over(struct rsock *rs)
 }
 
 /*
- * Whether Linux would bind @p fd to @p sa, asked of a socket of its own with
- * the same SO_REUSEADDR and SO_REUSEPORT: a port one of Linux's own sockets
- * holds is refused as Linux refuses it (EADDRINUSE), and a privileged one
- * too.  An address Linux does not have is not Linux's to judge.  The
- * program's socket stays as it was, unbound, whatever the answer.
+ * Whether Linux would bind @p rs to @p sa, asked of a socket of its own
+ * sharing as @p rs says (its options adopted from its kernel socket): a port
+ * one of Linux's own sockets holds is refused as Linux refuses it
+ * (EADDRINUSE), and a privileged one too.  An address Linux does not have
+ * is not Linux's to judge.  The program's socket stays as it was, unbound,
+ * whatever the answer.
  */
-static int linux_would_bind(int fd, const struct sockaddr_in *sa)
+static int linux_would_bind(const struct rsock *rs, const struct sockaddr_in *sa)
 {
-	static const int opts[] = { SO_REUSEADDR, SO_REUSEPORT };
-	int probe = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0, v;
-	socklen_t len;
-	size_t i;
+	int probe = rp_real.libc_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = 0;
 
 	if (probe < 0)
 		return -errno;
-	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-		len = sizeof(v);
-		if (!rp_real.libc_getsockopt(fd, SOL_SOCKET, opts[i], &v, &len) && v)
-			rp_real.libc_setsockopt(probe, SOL_SOCKET, opts[i], &v, sizeof(v));
-	}
+	share_as(probe, rs);
 	if (rp_real.libc_bind(probe, (const struct sockaddr *)sa, sizeof(*sa)) < 0 &&
 	    errno != EADDRNOTAVAIL)
 		rc = -errno;
@@ -265,9 +260,9 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 {
 	int rc, tries = port ? 1 : EPHEMERAL_TRIES, slot, prio;
 
-	if (kbind && (rc = linux_would_bind(fd, kbind)) < 0)
-		return rc;
 	adopt_kernel_options(fd, rs);
+	if (kbind && (rc = linux_would_bind(rs, kbind)) < 0)
+		return rc;
 	slot = r->slot >= 0 ? r->slot : rs->slot;
 	prio = r->prio >= 0 ? r->prio : own_prio(rs);
 	do {

@@ -97,6 +97,18 @@ EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
+/*
+ * The address a real-time UDP socket is bound to, host order, as Linux's:
+ * its bind()'s, or, connected from the wildcard, the address it sends from
+ * (no broadcast reaches it then); 0 the wildcard.
+ */
+static uint32_t local_addr(const struct rsock *rs)
+{
+	return rs->laddr || !rs->connected ?
+		       rs->laddr :
+		       __atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED);
+}
+
 static int bind_held(int fd, struct rsock *rs, const struct sockaddr *addr, socklen_t len)
 {
 	struct sockaddr_in sa;
@@ -188,7 +200,7 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 		rs->connected = 0;
 		rs->raddr = rs->rport = 0;
 		rtn_app_udp_connect(rs->ch, 0, 0);
-		rtn_app_udp_bound(rs->ch, rs->laddr); /* the wildcard again, unless bound */
+		rtn_app_udp_bound(rs->ch, local_addr(rs)); /* the wildcard again, unless bound */
 		return 0;
 	}
 	if (len < sizeof(sa))
@@ -207,16 +219,10 @@ static int connect_held(int fd, struct rsock *rs, const struct sockaddr *addr, s
 	rs->raddr = ntohl(sa.sin_addr.s_addr);
 	rs->rport = ntohs(sa.sin_port);
 	rs->connected = 1;
-	/*
-	 * The station gives a connected socket its peer's datagrams only, to
-	 * the address it sends from: Linux binds a socket connected from the
-	 * wildcard to that address (no broadcast reaches it any more).
-	 */
+	/* the station gives a connected socket its peer's datagrams only, to local_addr() */
 	if (rs->state == RP_RT) {
 		rtn_app_udp_connect(rs->ch, rs->raddr, rs->rport);
-		rtn_app_udp_bound(rs->ch, rs->laddr ? rs->laddr :
-						      __atomic_load_n(&rs->ch->shm->udp.ip,
-								      __ATOMIC_RELAXED));
+		rtn_app_udp_bound(rs->ch, local_addr(rs));
 	}
 	return 0;
 }
@@ -845,13 +851,9 @@ static int getsockname_held(struct rsock *rs, struct sockaddr *addr, socklen_t *
 		rp_packet_name(rs, &ll, rs->ch->shm->station_mac);
 		return put_name(addr, len, &ll, sizeof(ll));
 	} else {
-		/* connected from the wildcard: the address it sends from, as the kernel's */
-		uint32_t local = rs->laddr || !rs->connected ?
-					 rs->laddr :
-					 __atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED);
 		struct sockaddr_in sa = { .sin_family = AF_INET,
 					  .sin_port = htons(rs->lport),
-					  .sin_addr.s_addr = htonl(local) };
+					  .sin_addr.s_addr = htonl(local_addr(rs)) };
 
 		return put_name(addr, len, &sa, sizeof(sa));
 	}
