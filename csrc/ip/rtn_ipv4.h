@@ -6,9 +6,12 @@
  *        of what leaves (RFC 791, 768, 792; checksums per RFC 1071).
  *
  * What the real-time path takes: IPv4 without options (IHL 5) and without
- * fragmentation (neither MF nor an offset: a datagram larger than a slot is
- * refused at send, RTnet does not fragment real-time traffic either), UDP
- * and ICMP echo request/reply.  Anything else that reaches the parser is
+ * fragmentation (neither MF nor an offset), UDP and ICMP echo request/reply.
+ * RTnet fragments a real-time socket's datagram to its slot's MTU and
+ * reassembles what arrives; this path does neither: a datagram larger than
+ * one frame is refused at send (EMSGSIZE), and a fragment that reaches the
+ * parser is counted and dropped (the XDP program leaves a fragment past the
+ * first with Linux).  Anything else that reaches the parser is
  * counted by reason and dropped; the XDP program leaves the rest of IPv4
  * with Linux in the first place.  Addresses and ports are host order here.
  *

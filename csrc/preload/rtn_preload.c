@@ -69,6 +69,12 @@ void rp_warn(const char *fmt, ...)
 		n = (int)rp_real.libc_write(2, line, n);
 }
 
+int rp_station_ifindex(void)
+{
+	/* the number rtnet-run was told, else the name's in the program's namespace */
+	return rp_conf.ifindex > 0 ? rp_conf.ifindex : (int)if_nametoindex(rp_conf.dev);
+}
+
 /* Say that a libc function is missing and stop, before main: nothing works without it. */
 static void no_real(const char *name)
 {

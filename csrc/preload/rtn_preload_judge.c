@@ -42,16 +42,22 @@ static uint32_t udp_sockopts(const struct rsock *rs)
 	       (rs->kept[RP_IP_MULTICAST_LOOP] ? 0 : RTN_UDP_NO_MC_LOOP);
 }
 
-/* Socket @p fd of Linux's own shares its port as @p rs says: SO_REUSEADDR, SO_REUSEPORT. */
+/*
+ * Socket @p fd of Linux's own shares its port as @p rs says: SO_REUSEADDR,
+ * SO_REUSEPORT, and the device it is bound to (Linux lets sockets bound to
+ * different devices share a port whatever their other options say).
+ */
 static void share_as(int fd, const struct rsock *rs)
 {
 	int addr = rs->kept[RP_SO_REUSEADDR], port = rs->kept[RP_SO_REUSEPORT];
 
 	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &addr, sizeof(addr));
 	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &port, sizeof(port));
+	rp_real.libc_setsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &rs->bound_if,
+				sizeof(rs->bound_if));
 }
 
-/* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed. */
+/* A real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT, IP_MULTICAST_LOOP or device changed. */
 void rp_sockopts_changed(struct rsock *rs)
 {
 	if (rs->state != RP_RT || rs->domain != AF_INET)
@@ -153,6 +159,7 @@ static void adopt_kernel_options(int fd, struct rsock *rs)
 	ADOPT(SOL_SOCKET, SO_TIMESTAMPNS, ts_ns);
 	ADOPT(SOL_SOCKET, SO_TIMESTAMP, ts_us);
 	ADOPT(SOL_SOCKET, SO_TIMESTAMPING, ts_flags);
+	ADOPT(SOL_SOCKET, SO_BINDTOIFINDEX, bound_if);
 #undef ADOPT
 	rp_opts_adopt(fd, rs);
 }
@@ -249,8 +256,10 @@ static int linux_would_bind(const struct rsock *rs, const struct sockaddr_in *sa
 
 /*
  * A pending UDP socket goes real-time on local port @p port (0: one the
- * kernel would give).  -errno when the channel cannot be had; with no
- * daemon and RTNET_FALLBACK=kernel, 1: the caller goes on with the kernel.
+ * kernel would give).  -errno when the channel cannot be had; 1: the caller
+ * goes on with the kernel, when no daemon answered and RTNET_FALLBACK=kernel,
+ * or when the program bound the socket to a device other than the station's
+ * (SO_BINDTODEVICE: it asked for that device's traffic alone).
  * With @p kbind (a bind()'s address), Linux judges the address first
  * (linux_would_bind).  Refused, the socket is as it was: the program may
  * bind it elsewhere.
@@ -261,6 +270,12 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	int rc, tries = port ? 1 : EPHEMERAL_TRIES, slot, prio;
 
 	adopt_kernel_options(fd, rs);
+	if (rs->bound_if && rs->bound_if != rp_station_ifindex()) {
+		/* the program asked for another device's traffic: the station has none of it */
+		if (rp_conf.verbose)
+			rp_warn("a UDP socket bound to device %d stays the kernel's", rs->bound_if);
+		return 1;
+	}
 	if (kbind && (rc = linux_would_bind(rs, kbind)) < 0)
 		return rc;
 	slot = r->slot >= 0 ? r->slot : rs->slot;

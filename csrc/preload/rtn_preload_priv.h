@@ -90,6 +90,7 @@ struct rsock {
 	uint32_t sends;		    /* for the daemon's liveness check every so often */
 	int hold_fd;		    /* a socket of Linux's own holding the port (hold_port) */
 	uint32_t mc_if;		    /* IP_MULTICAST_IF's address, network order */
+	int bound_if;		    /* SO_BINDTODEVICE's device: 0 none, else the station's */
 	struct rp_dgram *backlog, **backlog_end; /* received before it went real-time */
 };
 
@@ -187,6 +188,8 @@ static inline long rp_done(long rc)
 
 /* rtn_preload.c: settings, rules and the descriptor table */
 void rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** The station's device's interface index (0: it has none here). */
+int rp_station_ifindex(void);
 int rp_bad_addr(uintptr_t a, size_t len);
 /* by address, never read: a pointer the compiler thinks unwritten is no warning then */
 #define rp_bad_ptr(p, len) rp_bad_addr((uintptr_t)(p), (len))
@@ -215,12 +218,15 @@ void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_
 
 /* rtn_preload_judge.c: which path a socket takes, and its channel */
 int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio);
-/* a real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT or IP_MULTICAST_LOOP changed */
+/* a real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT, IP_MULTICAST_LOOP or device changed */
 void rp_sockopts_changed(struct rsock *rs);
 /** Whether rtn_app_open()'s @p rc means that no daemon answered. */
 int rp_no_daemon(int rc);
 void rp_no_daemon_warning(void);
-/** Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one); 1: no daemon. */
+/**
+ * Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one);
+ * 1: it stays the kernel's (no daemon, or bound to another device).
+ */
 int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	     const struct sockaddr_in *kbind);
 /**

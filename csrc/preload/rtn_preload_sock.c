@@ -594,9 +594,10 @@ static int get_timeval_ns(const void *val, socklen_t len, int64_t *ns)
  * The kept options (enum rp_kept_opt): set, each is reported back as the
  * kernel's would be.  On the real-time path SO_BROADCAST is what allows a
  * send to a broadcast address (EACCES without, as Linux); IP_PKTINFO gives
- * each datagram's in_pktinfo; the rest change nothing there (one port has
- * one socket, nothing is routed, the frames are never fragmented, no error
- * is ever queued).
+ * each datagram's in_pktinfo; SO_REUSEADDR, SO_REUSEPORT and
+ * IP_MULTICAST_LOOP go to the station (rp_sockopts_changed); the rest change
+ * nothing there (nothing is routed, the frames are never fragmented, no
+ * error is ever queued).
  */
 static const struct {
 	int level, opt;
@@ -664,6 +665,66 @@ static int multicast_if(struct rsock *rs, const void *val, socklen_t len)
 	return 0;
 }
 
+/*
+ * SO_BINDTODEVICE (a name, cut at IFNAMSIZ - 1 as Linux cuts it) and
+ * SO_BINDTOIFINDEX (a number), "" or 0 unbinding.  A real-time socket's
+ * traffic is its station's: the station's device may be named; a device
+ * that does not exist is ENODEV, as Linux answers; another device EINVAL,
+ * where Linux would leave the socket deaf to the station (a socket bound to
+ * one before it went real-time stays Linux's instead: rp_go_rt).  The port
+ * Linux holds for the socket follows (share_as).
+ */
+static int bind_to_device(struct rsock *rs, int opt, const void *val, socklen_t len)
+{
+	char name[IFNAMSIZ] = "";
+	int ifx = 0;
+
+	if (opt == SO_BINDTOIFINDEX) {
+		if (len < sizeof(int))
+			return rp_fail(-EINVAL);
+		memcpy(&ifx, val, sizeof(int));
+		if (ifx < 0)
+			return rp_fail(-EINVAL);
+		if (ifx && !if_indextoname((unsigned)ifx, name))
+			return rp_fail(-ENODEV);
+	} else {
+		memcpy(name, val, len < IFNAMSIZ - 1 ? len : IFNAMSIZ - 1);
+		if (name[0] && !(ifx = (int)if_nametoindex(name)))
+			return rp_fail(-ENODEV);
+	}
+	if (ifx && ifx != rp_station_ifindex()) {
+		if (rp_conf.verbose)
+			rp_warn("SO_BINDTODEVICE %s: a real-time socket is %s's", name,
+				rp_conf.dev);
+		return rp_fail(-EINVAL);
+	}
+	rs->bound_if = ifx;
+	rp_sockopts_changed(rs);
+	return 0;
+}
+
+/* SO_BINDTODEVICE read back as Linux gives it: the name with its NUL, or nothing. */
+static int bound_device(const struct rsock *rs, void *val, socklen_t *len)
+{
+	char name[IFNAMSIZ] = "";
+	socklen_t n = 0;
+
+	if (rp_bad_ptr(len, sizeof(*len)))
+		return rp_fail(-EFAULT);
+	if (rs->bound_if) {
+		if (!if_indextoname((unsigned)rs->bound_if, name))
+			return rp_fail(-ENODEV); /* the device went away meanwhile */
+		n = (socklen_t)strlen(name) + 1;
+		if (n > *len)
+			return rp_fail(-EINVAL);
+		if (rp_bad_ptr(val, n))
+			return rp_fail(-EFAULT);
+		memcpy(val, name, n);
+	}
+	*len = n;
+	return 0;
+}
+
 static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val, socklen_t len)
 {
 	int v = 0;
@@ -673,6 +734,8 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 				      opt == SO_RCVTIMEO ? &rs->rcvtimeo_ns : &rs->sndtimeo_ns);
 	if (len && (!val || rp_bad_ptr(val, len)))
 		return rp_fail(-EFAULT);
+	if (level == SOL_SOCKET && (opt == SO_BINDTODEVICE || opt == SO_BINDTOIFINDEX))
+		return bind_to_device(rs, opt, val, len);
 	if ((level == SOL_SOCKET || level == IPPROTO_IP) && len >= sizeof(int))
 		memcpy(&v, val, sizeof(int));
 	else if (level == IPPROTO_IP && len >= 1) /* IP options take a byte too */
@@ -798,6 +861,10 @@ static int getsockopt_held(struct rsock *rs, int level, int opt, void *val, sock
 			return put_timeval(val, len, rs->rcvtimeo_ns);
 		case SO_SNDTIMEO:
 			return put_timeval(val, len, rs->sndtimeo_ns);
+		case SO_BINDTODEVICE:
+			return bound_device(rs, val, len);
+		case SO_BINDTOIFINDEX:
+			return put_int(val, len, rs->bound_if);
 		}
 	}
 	if (level == IPPROTO_IP && rs->domain == AF_INET) {

@@ -811,6 +811,73 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
     assert got["shutdown"] is None and got["after_shutdown"] == [""], got
 
 
+def test_a_socket_bound_to_a_device_should_be_answered_as_linux_answers(lab):
+    """SO_BINDTODEVICE and SO_BINDTOIFINDEX: a socket bound to a device other than the
+    station's before it would go real-time stays Linux's (it asked for that device's
+    traffic alone); one bound to the station's device goes real-time, reads its device
+    back by name and number, and gets the segment's datagrams.  On a real-time socket a
+    device that does not exist is ENODEV as Linux answers, another device EINVAL, and ""
+    unbinds.  Before, a real-time socket answered ENOPROTOOPT to all of it, and a socket
+    bound to another device was taken from Linux all the same."""
+    s1, s2 = lab.station(1), lab.station(2)
+    prog = textwrap.dedent(f"""
+        import errno, json, socket
+        SO_BINDTOIFINDEX = 62
+        out = {{}}
+        ifindex = socket.if_nametoindex("rteth0")
+        def device(s):
+            return s.getsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, 16).decode()
+        lo = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        lo.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"lo")
+        lo.bind(("{s1.ip}", 6470))         # the station's address, but lo's traffic alone
+        out["lo"] = device(lo)
+        a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"rteth0")
+        a.bind(("{s1.ip}", 6471))          # real-time from here
+        out["name"] = device(a)
+        out["index"] = a.getsockopt(socket.SOL_SOCKET, SO_BINDTOIFINDEX) == ifindex
+        for name, value in (("nosuch", b"nosuchdev0"), ("other", b"lo")):
+            try:
+                a.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, value)
+                out[name] = device(a)
+            except OSError as e:
+                out[name] = errno.errorcode[e.errno]
+        out["kept"] = device(a)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"")
+        out["unbound"] = device(a)
+        a.setsockopt(socket.SOL_SOCKET, SO_BINDTOIFINDEX, ifindex)
+        out["by_index"] = device(a)
+        print("ready", flush=True)
+        out["got"] = a.recv(100).decode()
+        print(json.dumps(out), flush=True)
+    """)
+    before = udp_stats(s1.netns)["rx_udp"]
+    srv, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
+    try:
+        # the kernel's socket table: which sockets Linux itself still holds, on which device
+        ss = subprocess.run(
+            ["ip", "netns", "exec", s1.netns, "ss", "-Huan"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+        with UdpSocket(netns=s2.netns) as peer:
+            peer.bind(6472)
+            peer.sendto(b"to rteth0", (s1.ip, 6471))
+        out, _ = srv.communicate(timeout=30)
+    finally:
+        stop(srv)
+    got = json.loads(out.decode().strip().splitlines()[-1])
+    assert f"{s1.ip}%lo:6470" in ss, ss  # the socket bound to lo is Linux's own
+    assert got["lo"] == "lo\x00", got
+    assert got["name"] == "rteth0\x00" and got["index"] is True, got
+    assert got["nosuch"] == "ENODEV" and got["other"] == "EINVAL", got
+    assert got["kept"] == "rteth0\x00" and got["unbound"] == "", got
+    assert got["by_index"] == "rteth0\x00" and got["got"] == "to rteth0", got
+    assert udp_stats(s1.netns)["rx_udp"] > before  # it came by the real-time path
+
+
 @pytest.mark.parametrize(
     "reverse,streams",
     [(False, 1), (True, 1), (False, 2), (True, 2)],
