@@ -113,6 +113,19 @@ def stop(p):
             p.wait()
 
 
+def send_and_collect(srv, netns, port, payload: bytes, dst) -> dict:
+    """Send ``payload`` to ``dst`` from port ``port`` of namespace ``netns``, then stop the
+    ready server ``srv``, whose last line is the JSON of what it saw, and return that."""
+    try:
+        with UdpSocket(netns=netns) as peer:
+            peer.bind(port)
+            peer.sendto(payload, dst)
+        out, _ = srv.communicate(timeout=30)
+    finally:
+        stop(srv)
+    return json.loads(out.decode().strip().splitlines()[-1])
+
+
 def beside_server(server_argv, ready_word: bytes, client_argv, timeout=60, **kw):
     """Start a server, run a client to its end beside it (``kw``: subprocess.run's, such as
     input), stop the server; the client's CompletedProcess (text)."""
@@ -787,14 +800,7 @@ def test_socket_calls_should_answer_as_the_kernels_do(lab):
         print(json.dumps(out), flush=True)
     """)
     srv, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", prog]), b"ready")
-    try:
-        with UdpSocket(netns=s2.netns) as peer:
-            peer.bind(6442)
-            peer.sendto(b"to s1", (s1.ip, 6440))
-        out, _ = srv.communicate(timeout=30)
-    finally:
-        stop(srv)
-    got = json.loads(out.decode().strip().splitlines()[-1])
+    got = send_and_collect(srv, s2.netns, 6442, b"to s1", (s1.ip, 6440))
     assert got["reuseaddr"] == 1 and got["rcvlowat"] == 1 and got["broadcast"] == 0, got
     assert got["mtu_discover"] == 2 and got["ttl"] == 64, got
     # IP_MULTICAST_IF names the station's address or device, read back as Linux's
@@ -862,13 +868,10 @@ def test_a_socket_bound_to_a_device_should_be_answered_as_linux_answers(lab):
             timeout=10,
             check=True,
         ).stdout
-        with UdpSocket(netns=s2.netns) as peer:
-            peer.bind(6472)
-            peer.sendto(b"to rteth0", (s1.ip, 6471))
-        out, _ = srv.communicate(timeout=30)
-    finally:
+    except BaseException:
         stop(srv)
-    got = json.loads(out.decode().strip().splitlines()[-1])
+        raise
+    got = send_and_collect(srv, s2.netns, 6472, b"to rteth0", (s1.ip, 6471))
     assert f"{s1.ip}%lo:6470" in ss, ss  # the socket bound to lo is Linux's own
     assert got["lo"] == "lo\x00", got
     assert got["name"] == "rteth0\x00" and got["index"] is True, got
