@@ -193,7 +193,7 @@ struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc)
 	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth);
 	if (!m) {
 		/* the RT thread has not run the slot yet: refuse rather than block */
-		ch->tx_full++;
+		__atomic_store_n(&ch->tx_full, ch->tx_full + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&shm->tx.drops, shm->tx.drops + 1, __ATOMIC_RELAXED);
 		*rc = -ENOBUFS;
 	}

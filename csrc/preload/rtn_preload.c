@@ -122,6 +122,7 @@ static void find_real(void)
 			no_real(name);
 		memcpy((char *)&rp_real + fields[i].off, &p, sizeof(p));
 	}
+	*(void **)&rp_real.libc_epoll_pwait2 = dlsym(RTLD_NEXT, "epoll_pwait2");
 }
 
 /* Read a whole small file (the rules) into a new buffer; NULL with errno. */

@@ -537,14 +537,34 @@ static ssize_t send_packet(struct rsock *rs, const struct msghdr *mh, const void
 }
 
 /*
- * A blocking socket whose TX ring is full waits, as a kernel socket waits
- * for its send buffer: under TDMA for the next cycle start (the ring drains
- * at the channel's slot; a futex, woken by the station), under NoMAC (which
- * publishes no cycles) in sleeps of TX_WAIT_NS while the kicked station
- * drains it.  -EAGAIN once SO_SNDTIMEO is over, -EINTR for a signal.
+ * How long a full TX ring takes to have room again: under TDMA a cycle (it
+ * drains at the channel's slot), under NoMAC (which publishes no cycles)
+ * TX_WAIT_NS while the kicked station drains it.
  */
 #define TX_WAIT_NS 100000LL
 
+int64_t rp_tx_drain_ns(const struct rsock *rs)
+{
+	int64_t cycle = __atomic_load_n(&rs->ch->shm->cycle_ns, __ATOMIC_RELAXED);
+
+	return cycle > 0 && cycle <= RTN_NS_PER_SEC ? cycle : TX_WAIT_NS;
+}
+
+int rp_tx_room(struct rsock *rs)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+
+	/* a socket whose station went away is writable: its send then fails, as Linux's */
+	return rs->dead || !__atomic_load_n(&shm->alive, __ATOMIC_ACQUIRE) ||
+	       rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), rs->ch->depth) != NULL;
+}
+
+/*
+ * A blocking socket whose TX ring is full waits, as a kernel socket waits
+ * for its send buffer: under TDMA for the next cycle start (a futex, woken
+ * by the station), under NoMAC in sleeps (rp_tx_drain_ns).  -EAGAIN once
+ * SO_SNDTIMEO is over, -EINTR for a signal.
+ */
 static int tx_wait(struct rsock *rs, int64_t deadline)
 {
 	int64_t cycle = __atomic_load_n(&rs->ch->shm->cycle_ns, __ATOMIC_RELAXED), wait;

@@ -135,6 +135,9 @@ struct rp_real {
 	int (*libc_epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*libc_epoll_wait)(int, struct epoll_event *, int, int);
 	int (*libc_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	/* NULL where the C library has none (before glibc 2.35) */
+	int (*libc_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+				 const sigset_t *);
 	int (*libc_shutdown)(int, int);
 };
 
@@ -257,6 +260,10 @@ void rp_drain_tx(struct rsock *rs);
 int rp_rx_arm(struct rsock *rs);
 /** Whether a receive would find something now. */
 int rp_rx_ready(struct rsock *rs);
+/** Whether a send would find room in the TX ring (or fail at once: the station is gone). */
+int rp_tx_room(struct rsock *rs);
+/** How long a full TX ring takes to have room again: a TDMA cycle, or NoMAC's short wait. */
+int64_t rp_tx_drain_ns(const struct rsock *rs);
 
 /* rtn_preload_epoll.c: epoll registrations of our sockets */
 /** @p fd (a socket, or an epoll set) is closing: forget its registrations. */

@@ -10,9 +10,11 @@
  * the program's other files; nothing spins.  Beside each one the call also
  * watches the channel's control connection, whose hang-up means the daemon
  * is gone: the socket then reports POLLERR and POLLHUP and its calls fail
- * with ENETDOWN.  Readiness to write is always given:
- * a full TX ring answers the send with ENOBUFS, as a full device queue
- * does for a kernel UDP socket.
+ * with ENETDOWN.  Readiness to write is room in the TX ring, as a kernel
+ * socket's is room in its send buffer: while a socket waits for it, the
+ * call looks again each time the ring may have drained (rp_tx_drain_ns: a
+ * TDMA cycle), so a sender that polls before each send sleeps instead of
+ * spinning on EAGAIN.
  */
 #include <errno.h>
 #include <signal.h>
@@ -28,6 +30,12 @@
 #define STACK_FDS 64
 
 /* ---- poll ----------------------------------------------------------------------- */
+
+/* The sooner of two waits, 0 standing for none. */
+static int64_t soonest(int64_t a, int64_t b)
+{
+	return !a || (b && b < a) ? b : a;
+}
 
 static void put_held(struct rsock **held, nfds_t n)
 {
@@ -66,7 +74,8 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 		}
 	}
 	for (;;) {
-		int any_ready = 0, count = 0;
+		int any_ready = 0, count = 0, expired;
+		int64_t room_wait = 0; /* > 0: a socket waits for room to send; look again then */
 		struct timespec ts, *tsp = NULL;
 
 		extra = 0;
@@ -86,7 +95,10 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 				else if (r < 0)
 					rs->dead = 1;
 			}
-			pre[i] |= ev & (POLLOUT | POLLWRNORM);
+			if ((ev & (POLLOUT | POLLWRNORM)) && rp_tx_room(rs))
+				pre[i] |= ev & (POLLOUT | POLLWRNORM);
+			else if (ev & (POLLOUT | POLLWRNORM))
+				room_wait = soonest(room_wait, rp_tx_drain_ns(rs));
 			if (rs->dead)
 				pre[i] |= POLLERR | POLLHUP;
 			any_ready |= pre[i] != 0;
@@ -101,11 +113,13 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 		if (any_ready) {
 			ts = (struct timespec){ 0, 0 };
 			tsp = &ts;
-		} else if (timeout_ns >= 0) {
+		} else if (timeout_ns >= 0 || room_wait) {
 			int64_t left = deadline ? deadline - rtn_now() : 0;
 
 			if (left < 0)
 				left = 0;
+			if (room_wait && (timeout_ns < 0 || left > room_wait))
+				left = room_wait;
 			ts = (struct timespec){ left / 1000000000LL, left % 1000000000LL };
 			tsp = &ts;
 		}
@@ -136,9 +150,12 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			count += fds[i].revents != 0;
 		}
 		put_held(held, n);
-		/* woken for a message another reader took, or a stale count: wait on */
-		if (count || rc == 0 || any_ready ||
-		    (timeout_ns >= 0 && (!deadline || rtn_now() >= deadline))) {
+		/*
+		 * Woken for a message another reader took, or a stale count, or
+		 * to look at a TX ring again: wait on.
+		 */
+		expired = timeout_ns >= 0 && (!deadline || rtn_now() >= deadline);
+		if (count || any_ready || expired || (rc == 0 && !room_wait)) {
 			rc = count;
 			goto out;
 		}

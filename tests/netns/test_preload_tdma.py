@@ -88,3 +88,84 @@ def test_a_blocking_sender_faster_than_its_slot_should_wait_not_lose(lab):
         stop(rx)
     assert tx.returncode == 0 and "sent" in tx.stdout, tx.stdout + tx.stderr
     assert f"received {n}" in out.decode(), out.decode()
+
+
+@pytest.mark.parametrize("wait", ["select", "poll", "epoll", "epoll-et", "epoll-oneshot"])
+def test_a_nonblocking_sender_faster_than_its_slot_should_sleep_until_there_is_room(lab, wait):
+    """A non-blocking socket that waits to be writable before each send, as event loops
+    do, far faster than its slot: more than the ring and the slot's queue hold.  Writable
+    means room in the TX ring, as for a kernel socket room in its send buffer, so every
+    send finds room (EAGAIN only where edge-triggered epoll sends until it), no wait ends
+    empty-handed, and every datagram arrives.  Writability had been always given: the
+    program spun on EAGAIN, some 100,000 times a second, while its slot drained."""
+    s1, s2 = lab.station(1), lab.station(2)
+    n, port = 600, 6431 + ["select", "poll", "epoll", "epoll-et", "epoll-oneshot"].index(wait)
+    receiver = textwrap.dedent(f"""
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("{s1.ip}", {port}))
+        print("ready", flush=True)
+        s.settimeout(3)
+        got = 0
+        try:
+            while got < {n}:
+                s.recv(200); got += 1
+        except socket.timeout:
+            pass
+        print("received", got, flush=True)
+    """)
+    sender = textwrap.dedent(f"""
+        import select, socket
+        wait = "{wait}"
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.connect(("{s1.ip}", {port}))   # real-time from here
+        s.setblocking(False)
+        flags = select.EPOLLOUT | (select.EPOLLET if wait == "epoll-et" else 0)
+        flags |= select.EPOLLONESHOT if wait == "epoll-oneshot" else 0
+        ep = select.epoll()
+        ep.register(s.fileno(), flags)
+        p = select.poll()
+        p.register(s.fileno(), select.POLLOUT)
+        sent = eagain = empty = 0
+        while sent < {n} and empty < 3:
+            if wait == "select":
+                ready = select.select([], [s], [], 2.0)[1]
+            elif wait == "poll":
+                ready = p.poll(2000)
+            else:
+                ready = ep.poll(2.0)
+            if not ready:
+                empty += 1
+                continue
+            while sent < {n}:
+                try:
+                    s.send(sent.to_bytes(4, "big") * 25); sent += 1
+                except BlockingIOError:
+                    eagain += 1; break
+                if wait != "epoll-et":
+                    break
+            if wait == "epoll-oneshot":
+                ep.modify(s.fileno(), flags)
+        print("sent", sent, "eagain", eagain, "empty", empty, flush=True)
+    """)
+    rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
+    try:
+        tx = subprocess.run(
+            rtnet_run(s2.netns, [sys.executable, "-c", sender]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        out, _ = rx.communicate(timeout=30)
+    finally:
+        stop(rx)
+    m = re.search(r"sent (\d+) eagain (\d+) empty (\d+)", tx.stdout)
+    assert m, tx.stdout + tx.stderr
+    sent, eagain, empty = map(int, m.groups())
+    assert sent == n and empty == 0, tx.stdout
+    if wait == "epoll-et":
+        # it sends until EAGAIN, then waits for room to come back: the ring filled
+        assert eagain >= 1, tx.stdout
+    else:
+        assert eagain == 0, tx.stdout
+    assert f"received {n}" in out.decode(), out.decode()
