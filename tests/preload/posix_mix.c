@@ -281,6 +281,18 @@ static int client(const char *ip, const char *peer_ip, int port, const char *sel
 		check(seen == 3, "epoll_mixes_rt_and_kernel", "saw %d", seen);
 		/* nothing left: the real-time socket is quiet in epoll again */
 		check(epoll_wait(ep, got, 4, 100) == 0, "epoll_quiet_when_drained", "spurious event");
+		/* epoll_pwait2 as well; writable is the library's word: room in the TX ring */
+		{
+			struct timespec ts = { 0, 100000000 };
+
+			ev.events = EPOLLIN | EPOLLOUT;
+			ev.data.u32 = 1;
+			epoll_ctl(ep, EPOLL_CTL_MOD, rt, &ev);
+			n = epoll_pwait2(ep, got, 4, &ts, NULL);
+			check(n == 1 && got[0].data.u32 == 1 && got[0].events == EPOLLOUT,
+			      "epoll_pwait2_writable", "n %d events 0x%x", n,
+			      n > 0 ? got[0].events : 0);
+		}
 	}
 	/* timeouts, non-blocking, signals */
 	{
