@@ -39,7 +39,8 @@ struct epreg {
 	struct epoll_event ev; /* as the program asked */
 	int out_given;	       /* EPOLLET: EPOLLOUT given since the ring last had no room ... */
 	uint64_t full_mark;    /* ... and since a send found it full (the channel's tx_full then) */
-	int disarmed;	       /* EPOLLONESHOT: an event was given; until EPOLL_CTL_MOD */
+	int disarmed;	       /* EPOLLONESHOT: an event was given; until EPOLL_CTL_MOD ... */
+	int quiet_due;	       /* ... by the library: the kernel's registration to be quieted */
 	struct epreg *next;
 };
 
@@ -98,10 +99,16 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			return rp_fail(-EFAULT);
 		k = kernel_events(fd, ev);
 	}
-	rc = rp_real.libc_epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? ev : &k);
-	if (rc < 0)
-		return rc;
+	/* under the lock: a wait quieting a one-shot registration it fired comes before or after */
 	pthread_mutex_lock(&ep_lock);
+	rc = rp_real.libc_epoll_ctl(epfd, op, fd, op == EPOLL_CTL_DEL ? ev : &k);
+	if (rc < 0) {
+		int err = errno;
+
+		pthread_mutex_unlock(&ep_lock);
+		errno = err;
+		return rc;
+	}
 	for (pp = &regs; *pp && !((*pp)->epfd == epfd && (*pp)->fd == fd); pp = &(*pp)->next)
 		;
 	if (op == EPOLL_CTL_DEL) {
@@ -109,7 +116,7 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			drop_locked(pp);
 	} else if (op == EPOLL_CTL_MOD && *pp) {
 		(*pp)->ev = *ev; /* re-armed, and readiness looked at afresh, as Linux's MOD */
-		(*pp)->out_given = (*pp)->disarmed = 0;
+		(*pp)->out_given = (*pp)->disarmed = (*pp)->quiet_due = 0;
 	} else if (op == EPOLL_CTL_ADD && !*pp && (e = calloc(1, sizeof(*e)))) {
 		e->epfd = epfd;
 		e->fd = fd;
@@ -126,14 +133,14 @@ EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 void rp_epoll_fd_replaced(int fd)
 {
+	struct epoll_event k;
 	struct epreg *e;
 
 	pthread_mutex_lock(&ep_lock);
 	for (e = regs; e; e = e->next) {
 		if (e->fd != fd)
 			continue;
-		struct epoll_event k = kernel_events(fd, &e->ev);
-
+		k = kernel_events(fd, &e->ev);
 		if (e->disarmed) /* a one-shot registration already fired stays quiet */
 			k.events = EPOLLONESHOT;
 		/* the kernel socket's registration went with its file */
@@ -218,14 +225,30 @@ static int writable_locked(int epfd, struct epoll_event *evs, int max, int64_t *
 		evs[n++].data = e->ev.data;
 		e->out_given = 1;
 		e->full_mark = full;
-		if (e->ev.events & EPOLLONESHOT) { /* the whole registration, as the kernel's */
-			struct epoll_event quiet = { .events = EPOLLONESHOT, .data = e->ev.data };
-
-			e->disarmed = 1;
-			rp_real.libc_epoll_ctl(epfd, EPOLL_CTL_MOD, e->fd, &quiet);
-		}
+		/* the whole registration, as the kernel's, once this round's events are in */
+		if (e->ev.events & EPOLLONESHOT)
+			e->disarmed = e->quiet_due = 1;
 	}
 	return n;
+}
+
+/*
+ * The one-shot registrations given EPOLLOUT this round go quiet in the
+ * kernel too, now that an event the kernel had for them (EPOLLIN) went out
+ * in the same entry.  The lock is held.
+ */
+static void quiet_fired_locked(int epfd)
+{
+	struct epreg *e;
+
+	for (e = regs; e; e = e->next) {
+		struct epoll_event quiet = { .events = EPOLLONESHOT, .data = e->ev.data };
+
+		if (e->epfd != epfd || !e->quiet_due)
+			continue;
+		e->quiet_due = 0;
+		rp_real.libc_epoll_ctl(epfd, EPOLL_CTL_MOD, e->fd, &quiet);
+	}
 }
 
 /*
@@ -300,9 +323,10 @@ static int wait_mixed(int epfd, struct epoll_event *evs, int max, int64_t timeou
 			if (n < 0)
 				n = 0; /* interrupted, say: what was given stands */
 		}
-		if (n && __atomic_load_n(&n_regs, __ATOMIC_RELAXED)) {
+		if (given || (n && __atomic_load_n(&n_regs, __ATOMIC_RELAXED))) {
 			pthread_mutex_lock(&ep_lock);
 			n = merge_locked(epfd, evs, given, n) - given;
+			quiet_fired_locked(epfd);
 			pthread_mutex_unlock(&ep_lock);
 		}
 		if (given + n || !room_wait || timeout_ns == 0 ||

@@ -293,6 +293,25 @@ static int client(const char *ip, const char *peer_ip, int port, const char *sel
 			      "epoll_pwait2_writable", "n %d events 0x%x", n,
 			      n > 0 ? got[0].events : 0);
 		}
+		/*
+		 * One-shot with an echo waiting: readable and writable in one
+		 * event, as Linux gives both, and then nothing until re-armed.
+		 */
+		{
+			struct pollfd pf = { .fd = rt, .events = POLLIN };
+
+			sendto(rt, "once", 4, 0, (struct sockaddr *)&peer, sizeof(peer));
+			poll(&pf, 1, 3000); /* the echo is there; left unread */
+			ev.events = EPOLLIN | EPOLLOUT | EPOLLONESHOT;
+			epoll_ctl(ep, EPOLL_CTL_MOD, rt, &ev);
+			n = epoll_wait(ep, got, 4, 1000);
+			check(n == 1 && got[0].events == (EPOLLIN | EPOLLOUT), "epoll_oneshot_both",
+			      "n %d events 0x%x", n, n > 0 ? got[0].events : 0);
+			n = epoll_wait(ep, got, 4, 100);
+			check(n == 0, "epoll_oneshot_fired", "n %d after the one shot", n);
+			check(recv(rt, buf, sizeof(buf), MSG_DONTWAIT) == 4, "epoll_oneshot_echo",
+			      "the echo was not kept");
+		}
 	}
 	/* timeouts, non-blocking, signals */
 	{
