@@ -21,6 +21,39 @@ def lab():
     yield from tdma_ipv4_pair("pt", CYCLE_US)
 
 
+def beside_a_counting_receiver(lab, port, n, sender):
+    """Run program ``sender`` under rtnet-run on station 2 while one on station 1 counts the
+    datagrams that reach its port ``port`` (up to ``n``, until 3 s pass without one); the
+    sender's CompletedProcess (text) and the receiver's output."""
+    s1, s2 = lab.station(1), lab.station(2)
+    receiver = textwrap.dedent(f"""
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("{s1.ip}", {port}))
+        print("ready", flush=True)
+        s.settimeout(3)
+        got = 0
+        try:
+            while got < {n}:
+                s.recv(200); got += 1
+        except socket.timeout:
+            pass
+        print("received", got, flush=True)
+    """)
+    rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
+    try:
+        tx = subprocess.run(
+            rtnet_run(s2.netns, [sys.executable, "-c", sender]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        out, _ = rx.communicate(timeout=30)
+    finally:
+        stop(rx)
+    return tx, out.decode()
+
+
 def test_sockperf_ping_pong_should_cross_the_tdma_gate(lab):
     s1, s2 = lab.station(1), lab.station(2)
     before = udp_stats(s1.netns)["rx_udp"]
@@ -52,42 +85,18 @@ def test_a_blocking_sender_faster_than_its_slot_should_wait_not_lose(lab):
     carries.  Every one arrives: the sender waits for the slot, as a kernel socket waits
     for its send buffer.  The station had moved the whole ring into the slot queue and
     dropped what did not fit, after the program had been told it was sent."""
-    s1, s2 = lab.station(1), lab.station(2)
-    n = 2000
-    receiver = textwrap.dedent(f"""
-        import socket
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("{s1.ip}", 6430))
-        print("ready", flush=True)
-        s.settimeout(3)
-        got = 0
-        try:
-            while got < {n}:
-                s.recv(200); got += 1
-        except socket.timeout:
-            pass
-        print("received", got, flush=True)
-    """)
+    s1 = lab.station(1)
+    n, port = 2000, 6430
     sender = textwrap.dedent(f"""
         import socket
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         for k in range({n}):
-            s.sendto(k.to_bytes(4, "big") * 25, ("{s1.ip}", 6430))
+            s.sendto(k.to_bytes(4, "big") * 25, ("{s1.ip}", {port}))
         print("sent", flush=True)
     """)
-    rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
-    try:
-        tx = subprocess.run(
-            rtnet_run(s2.netns, [sys.executable, "-c", sender]),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        out, _ = rx.communicate(timeout=30)
-    finally:
-        stop(rx)
+    tx, out = beside_a_counting_receiver(lab, port, n, sender)
     assert tx.returncode == 0 and "sent" in tx.stdout, tx.stdout + tx.stderr
-    assert f"received {n}" in out.decode(), out.decode()
+    assert f"received {n}" in out, out
 
 
 @pytest.mark.parametrize("wait", ["select", "poll", "epoll", "epoll-et", "epoll-oneshot"])
@@ -98,22 +107,8 @@ def test_a_nonblocking_sender_faster_than_its_slot_should_sleep_until_there_is_r
     send finds room (EAGAIN only where edge-triggered epoll sends until it), no wait ends
     empty-handed, and every datagram arrives.  Writability had been always given: the
     program spun on EAGAIN, some 100,000 times a second, while its slot drained."""
-    s1, s2 = lab.station(1), lab.station(2)
+    s1 = lab.station(1)
     n, port = 600, 6431 + ["select", "poll", "epoll", "epoll-et", "epoll-oneshot"].index(wait)
-    receiver = textwrap.dedent(f"""
-        import socket
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("{s1.ip}", {port}))
-        print("ready", flush=True)
-        s.settimeout(3)
-        got = 0
-        try:
-            while got < {n}:
-                s.recv(200); got += 1
-        except socket.timeout:
-            pass
-        print("received", got, flush=True)
-    """)
     sender = textwrap.dedent(f"""
         import select, socket
         wait = "{wait}"
@@ -148,17 +143,7 @@ def test_a_nonblocking_sender_faster_than_its_slot_should_sleep_until_there_is_r
                 ep.modify(s.fileno(), flags)
         print("sent", sent, "eagain", eagain, "empty", empty, flush=True)
     """)
-    rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
-    try:
-        tx = subprocess.run(
-            rtnet_run(s2.netns, [sys.executable, "-c", sender]),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        out, _ = rx.communicate(timeout=30)
-    finally:
-        stop(rx)
+    tx, out = beside_a_counting_receiver(lab, port, n, sender)
     m = re.search(r"sent (\d+) eagain (\d+) empty (\d+)", tx.stdout)
     assert m, tx.stdout + tx.stderr
     sent, eagain, empty = map(int, m.groups())
@@ -168,4 +153,4 @@ def test_a_nonblocking_sender_faster_than_its_slot_should_sleep_until_there_is_r
         assert eagain >= 1, tx.stdout
     else:
         assert eagain == 0, tx.stdout
-    assert f"received {n}" in out.decode(), out.decode()
+    assert f"received {n}" in out, out
