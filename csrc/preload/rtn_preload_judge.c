@@ -255,11 +255,35 @@ static int linux_would_bind(const struct rsock *rs, const struct sockaddr_in *sa
 }
 
 /*
+ * The groups @p rs joined while pending, joined at the station too: all of
+ * them, or none and the socket stays the kernel's (its channel closed), so
+ * that it never goes real-time deaf to a group it is in.  -1 then.
+ */
+static int join_groups(struct rsock *rs)
+{
+	int i, rc;
+
+	for (i = 0; i < rs->n_groups; i++) {
+		rc = rtn_app_ipv4_group(rs->ch, rs->groups[i], 1);
+		if (rc < 0) {
+			rp_warn("a UDP socket stays the kernel's: its group could not be joined "
+				"at the station (%s)",
+				rtn_last_error());
+			rtn_app_close(rs->ch); /* the station leaves the channel's groups with it */
+			rs->ch = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * A pending UDP socket goes real-time on local port @p port (0: one the
  * kernel would give).  -errno when the channel cannot be had; 1: the caller
  * goes on with the kernel, when no daemon answered and RTNET_FALLBACK=kernel,
- * or when the program bound the socket to a device other than the station's
- * (SO_BINDTODEVICE: it asked for that device's traffic alone).
+ * when the program bound the socket to a device other than the station's
+ * (SO_BINDTODEVICE: it asked for that device's traffic alone) or joined a
+ * group on one, or when a group it joined could not be joined at the station.
  * With @p kbind (a bind()'s address), Linux judges the address first
  * (linux_would_bind).  Refused, the socket is as it was: the program may
  * bind it elsewhere.
@@ -274,6 +298,11 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 		/* the program asked for another device's traffic: the station has none of it */
 		if (rp_conf.verbose)
 			rp_warn("a UDP socket bound to device %d stays the kernel's", rs->bound_if);
+		return 1;
+	}
+	if (rs->groups_elsewhere) {
+		if (rp_conf.verbose)
+			rp_warn("a UDP socket in a group on another device stays the kernel's");
 		return 1;
 	}
 	if (kbind && (rc = linux_would_bind(rs, kbind)) < 0)
@@ -300,6 +329,8 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	/* what the station delivers by: the address bound (0 the wildcard), the options */
 	rtn_app_udp_bound(rs->ch, rs->laddr);
 	rtn_app_udp_sockopts(rs->ch, udp_sockopts(rs));
+	if (join_groups(rs) < 0)
+		return 1;
 	if (rp_conf.verbose)
 		rp_warn("UDP port %u on the real-time path of %s", rs->lport, rp_conf.dev);
 	return take_over(rs);

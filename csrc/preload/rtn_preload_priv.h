@@ -65,6 +65,13 @@ struct rp_dgram {
 	uint8_t data[];
 };
 
+/*
+ * Groups a pending socket joined through the kernel, carried to the station
+ * when it goes real-time (rp_go_rt); Linux's own limit per socket is
+ * net.ipv4.igmp_max_memberships, 20 unless raised.
+ */
+#define RP_MAX_GROUPS 20
+
 struct rsock {
 	enum rp_state state;
 	int refs;	    /* descriptors standing for it (dup), and calls in progress */
@@ -82,15 +89,18 @@ struct rsock {
 	int64_t rtnet_timeout_ns;	  /* RTNET_RTIOC_TIMEOUT: 0 block, < 0 never wait */
 	int rtnet_timeout_set;
 	int rcvbuf, sndbuf, so_priority, ip_tos;
-	int kept[RP_KEPT_N];	    /* enum rp_kept_opt */
-	int shut;		    /* shutdown(): SHUT_RD + 1 bits; a read then ends at once */
-	int ts_ns, ts_us, ts_flags; /* SO_TIMESTAMPNS, SO_TIMESTAMP, SO_TIMESTAMPING */
-	int prio, slot;		    /* slot priority 0..31 and TDMA slot */
-	int pool;		    /* RTNET_RTIOC_EXTPOOL's count */
-	uint32_t sends;		    /* for the daemon's liveness check every so often */
-	int hold_fd;		    /* a socket of Linux's own holding the port (hold_port) */
-	uint32_t mc_if;		    /* IP_MULTICAST_IF's address, network order */
-	int bound_if;		    /* SO_BINDTODEVICE's device: 0 none, else the station's */
+	int kept[RP_KEPT_N];		/* enum rp_kept_opt */
+	int shut;			/* shutdown(): SHUT_RD + 1 bits; a read then ends at once */
+	int ts_ns, ts_us, ts_flags;	/* SO_TIMESTAMPNS, SO_TIMESTAMP, SO_TIMESTAMPING */
+	int prio, slot;			/* slot priority 0..31 and TDMA slot */
+	int pool;			/* RTNET_RTIOC_EXTPOOL's count */
+	uint32_t sends;			/* for the daemon's liveness check every so often */
+	int hold_fd;			/* a socket of Linux's own holding the port (hold_port) */
+	uint32_t mc_if;			/* IP_MULTICAST_IF's address, network order */
+	int bound_if;			/* SO_BINDTODEVICE's device: 0 none, else the station's */
+	uint32_t groups[RP_MAX_GROUPS]; /* joined while pending, host order ... */
+	int n_groups;
+	int groups_elsewhere; /* ... and joined on another device, or more than kept: stays Linux's */
 	struct rp_dgram *backlog, **backlog_end; /* received before it went real-time */
 };
 

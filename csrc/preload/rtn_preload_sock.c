@@ -821,13 +821,64 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 	return rp_fail(-ENOPROTOOPT);
 }
 
+/*
+ * A group a pending socket joined or left through the kernel (@p m, which
+ * the kernel took: an ip_mreq or ip_mreqn), noted so that it goes along to
+ * the station when the socket goes real-time.  A group joined on a device
+ * other than the station's (by address or index; none named is the
+ * station's) keeps the socket Linux's: the program asked for that device's
+ * traffic.
+ */
+static void note_group(struct rsock *rs, int join, const void *m, socklen_t len)
+{
+	struct ip_mreqn r = { 0 };
+	uint32_t group;
+	int i;
+
+	memcpy(&r, m, len < sizeof(r) ? len : sizeof(r)); /* an ip_mreq fills the first two */
+	if (len < sizeof(r))
+		r.imr_ifindex = 0;
+	group = ntohl(r.imr_multiaddr.s_addr);
+	for (i = 0; i < rs->n_groups && rs->groups[i] != group; i++)
+		;
+	if (!join) {
+		if (i < rs->n_groups)
+			rs->groups[i] = rs->groups[--rs->n_groups];
+		return;
+	}
+	if (r.imr_ifindex ? r.imr_ifindex != rp_station_ifindex() :
+			    r.imr_address.s_addr != htonl(INADDR_ANY) && rp_conf.rt_addr &&
+				    ntohl(r.imr_address.s_addr) != rp_conf.rt_addr)
+		rs->groups_elsewhere = 1;
+	else if (i == rs->n_groups && rs->n_groups < RP_MAX_GROUPS)
+		rs->groups[rs->n_groups++] = group;
+	else if (i == rs->n_groups)
+		rs->groups_elsewhere = 1; /* more than Linux keeps by default: not all could go */
+}
+
 EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-	struct rsock *rs = rp_hold_rt(fd);
+	struct rsock *rs = rp_hold(fd);
+	int rc;
 
 	if (!rs)
 		return rp_real.libc_setsockopt(fd, level, opt, val, len);
-	return rp_put_ret(rs, setsockopt_held(rs, level, opt, val, len));
+	if (rs->state == RP_RT)
+		return rp_put_ret(rs, setsockopt_held(rs, level, opt, val, len));
+	if (rs->domain != AF_INET || level != IPPROTO_IP ||
+	    (opt != IP_ADD_MEMBERSHIP && opt != IP_DROP_MEMBERSHIP))
+		return rp_put_ret(rs, rp_real.libc_setsockopt(fd, level, opt, val, len));
+	/* judged meanwhile by another thread: then the station's */
+	pthread_mutex_lock(&rs->judge_lock);
+	if (rs->state == RP_RT) {
+		rc = setsockopt_held(rs, level, opt, val, len);
+	} else {
+		rc = rp_real.libc_setsockopt(fd, level, opt, val, len);
+		if (rc == 0)
+			note_group(rs, opt == IP_ADD_MEMBERSHIP, val, len);
+	}
+	pthread_mutex_unlock(&rs->judge_lock);
+	return rp_put_ret(rs, rc);
 }
 
 static int getsockopt_held(struct rsock *rs, int level, int opt, void *val, socklen_t *len)

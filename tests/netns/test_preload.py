@@ -449,6 +449,71 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
         assert udp_stats(st.netns)["rx_udp"] - before[st.index] >= 20
 
 
+def test_a_socket_that_joined_a_group_before_it_went_real_time_should_stay_in_it(lab, tmp_path):
+    """PTP's and SSDP's way: bind the wildcard, join the group through the kernel, then send
+    to it; the first send takes the socket real-time (a rule), and the groups it joined go
+    along to the station, the one it left again does not.  A socket in a group on another
+    device (lo) stays the kernel's: it asked for that device's traffic.  Before, the
+    kernel socket's membership closed with it, and the real-time socket heard nothing."""
+    s2, s3 = lab.station(2), lab.station(3)
+    rules = tmp_path / "group.rules"
+    rules.write_text("rt udp * 239.1.2.0/24\n")
+    prog = textwrap.dedent(f"""
+        import json, os, socket, struct
+        def kind(s):  # a real-time socket's descriptor is its channel's eventfd
+            return "rt" if "eventfd" in os.readlink(f"/proc/self/fd/{{s.fileno()}}") else "kernel"
+        def member(group, iface):
+            return struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton(iface))
+        def sock(port, *groups):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("", port))
+            for g, iface in groups:
+                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, member(g, iface))
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("{s2.ip}"))
+            return s
+        s = sock(5410, ("239.1.2.10", "{s2.ip}"), ("239.1.2.11", "{s2.ip}"))
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, member("239.1.2.11", "{s2.ip}"))
+        s.sendto(b"hello", ("239.1.2.10", 5410))  # the first send: real-time from here
+        lo = sock(5411, ("239.1.2.12", "127.0.0.1"))
+        lo.sendto(b"hello", ("239.1.2.12", 5411))  # judged too: it stays the kernel's
+        print("ready", flush=True)
+        s.settimeout(10)
+        got = []
+        try:
+            while len(got) < 6:
+                got.append(s.recv(100).decode())
+        except socket.timeout:
+            pass
+        print("got", json.dumps([kind(s), kind(lo)] + got), flush=True)
+    """)
+    before = udp_stats(s2.netns)["rx_udp"]
+    argv = [sys.executable, "-m", "rtnet.run", "-n", s2.netns, "--rules", str(rules)]
+    srv, _ = start_server(argv + ["--", sys.executable, "-c", prog], b"ready")
+    sender = [sys.executable, "-m", "rtnet.run", "-n", s3.netns, "--rules", str(rules), "--"]
+    publisher = textwrap.dedent("""
+        import socket
+        p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        p.sendto(b"left", ("239.1.2.11", 5410))  # first: it must not come
+        for k in range(5):
+            p.sendto(b"m%d" % k, ("239.1.2.10", 5410))
+        print("sent", flush=True)
+    """)
+    try:
+        pub = subprocess.run(
+            sender + [sys.executable, "-c", publisher], capture_output=True, text=True, timeout=30
+        )
+        assert pub.stdout == "sent\n", pub.stdout + pub.stderr
+        out, _ = srv.communicate(timeout=30)
+    finally:
+        stop(srv)
+    out = out.decode()
+    got = json.loads([ln for ln in out.splitlines() if ln.startswith("got ")][0][4:])
+    # its own first datagram too, looped back as Linux loops a member's (IP_MULTICAST_LOOP)
+    assert got == ["rt", "kernel", "hello"] + [f"m{k}" for k in range(5)], out
+    assert udp_stats(s2.netns)["rx_udp"] - before >= 5  # by the real-time path
+
+
 HOSTILE_SUBSCRIBER = """
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
