@@ -104,7 +104,13 @@ def test_quick_suite_writes_complete_results(tmp_path):
         assert 0 <= gig[size]["throughput_pct"] <= 100 and gig[size]["link_mbps"] == 1000
         assert ceiling[size]["received"] > 0 and ceiling[size]["rx_fps"] > 0
         assert 0 <= vn[size]["throughput_pct_of_search_hi"] <= 100 and vn[size]["trials"]
-        assert vn[size]["rtt_us"]["count"] > 0
+        # the ping ran at every size; answered below the MTU.  At the MTU the slave's reply
+        # fills its one-frame window exactly and goes only in a cycle whose wake-up was
+        # not late (test_vnic.py's MTU note): on a disturbed VM none may go within ping's
+        # 1 s, and the suite records that as no reply of those sent.
+        assert vn[size]["rtt_us"]["sent"] > 0
+        if size != SIZES[-1]:
+            assert vn[size]["rtt_us"]["count"] > 0
     red, cut = res["rfc2544"]["rt_path_redundant"], res["frer_wire_cut"]
     assert res["rfc2544"]["rt_path_redundant_1000"].keys() == red.keys()
     for size in SIZES:  # the same search with two ports (IEEE 802.1CB)
