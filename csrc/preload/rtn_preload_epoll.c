@@ -210,11 +210,8 @@ static int writable_locked(int epfd, struct epoll_event *evs, int max, int64_t *
 		    !(rs = rp_lookup_rt(e->fd)))
 			continue;
 		if (!rp_tx_room(rs)) {
-			int64_t w = rp_tx_drain_ns(rs);
-
 			e->out_given = 0;
-			if (!*room_wait || w < *room_wait)
-				*room_wait = w;
+			*room_wait = rp_soonest(*room_wait, rp_tx_drain_ns(rs));
 			continue;
 		}
 		/* an edge: room again since a send found none (EAGAIN), or since a wait did */

@@ -255,6 +255,19 @@ static int linux_would_bind(const struct rsock *rs, const struct sockaddr_in *sa
 }
 
 /*
+ * Why @p rs asked for another device's traffic, of which the station has
+ * none (SO_BINDTODEVICE, a group joined there); NULL: it did not.
+ */
+static const char *elsewhere(const struct rsock *rs)
+{
+	if (rs->bound_if && rs->bound_if != rp_station_ifindex())
+		return "bound to another device";
+	if (rs->groups_elsewhere)
+		return "in a group on another device";
+	return NULL;
+}
+
+/*
  * The groups @p rs joined while pending, joined at the station too: all of
  * them, or none and the socket stays the kernel's (its channel closed), so
  * that it never goes real-time deaf to a group it is in.  -1 then.
@@ -292,17 +305,12 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	     const struct sockaddr_in *kbind)
 {
 	int rc, tries = port ? 1 : EPHEMERAL_TRIES, slot, prio;
+	const char *why;
 
 	adopt_kernel_options(fd, rs);
-	if (rs->bound_if && rs->bound_if != rp_station_ifindex()) {
-		/* the program asked for another device's traffic: the station has none of it */
+	if ((why = elsewhere(rs))) {
 		if (rp_conf.verbose)
-			rp_warn("a UDP socket bound to device %d stays the kernel's", rs->bound_if);
-		return 1;
-	}
-	if (rs->groups_elsewhere) {
-		if (rp_conf.verbose)
-			rp_warn("a UDP socket in a group on another device stays the kernel's");
+			rp_warn("a UDP socket %s stays the kernel's", why);
 		return 1;
 	}
 	if (kbind && (rc = linux_would_bind(rs, kbind)) < 0)

@@ -184,6 +184,12 @@ static inline struct rsock *rp_lookup_rt(int fd)
 	return rs && rs->state == RP_RT ? rs : NULL;
 }
 
+/* The sooner of two waits, 0 standing for none (poll's and epoll's looks at a TX ring). */
+static inline int64_t rp_soonest(int64_t a, int64_t b)
+{
+	return !a || (b && b < a) ? b : a;
+}
+
 /* The calls' way to fail: @p rc is -errno; errno set, -1 returned. */
 static inline long rp_fail(long rc)
 {
@@ -238,7 +244,8 @@ int rp_no_daemon(int rc);
 void rp_no_daemon_warning(void);
 /**
  * Pending UDP socket @p fd goes real-time on @p port (0: an ephemeral one);
- * 1: it stays the kernel's (no daemon, or bound to another device).
+ * 1: it stays the kernel's (no daemon, another device's traffic asked for,
+ * a group it joined not joined at the station).
  */
 int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 	     const struct sockaddr_in *kbind);

@@ -644,22 +644,45 @@ void rp_opts_adopt(int fd, struct rsock *rs)
  * the default); any other is EADDRNOTAVAIL, as Linux answers an address it
  * has no device for.
  */
+/*
+ * An interface as IP_MULTICAST_IF and the group memberships name it, read
+ * as Linux reads it, by length: a struct ip_mreqn, an ip_mreq (its
+ * interface lands on imr_address) or, for IP_MULTICAST_IF alone
+ * (@p in_addr_too), an in_addr.  -EINVAL when shorter.
+ */
+static int read_mreqn(const void *val, socklen_t len, int in_addr_too, struct ip_mreqn *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (len >= sizeof(struct ip_mreqn))
+		memcpy(m, val, sizeof(*m));
+	else if (len >= sizeof(struct ip_mreq))
+		memcpy(m, val, sizeof(struct ip_mreq));
+	else if (in_addr_too && len >= sizeof(struct in_addr))
+		memcpy(&m->imr_address, val, sizeof(struct in_addr));
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Whether @p m names the station's device: by its index, by its address
+ * @p own (network order; 0 unknown: any), or not at all (the default).
+ */
+static int names_station(const struct ip_mreqn *m, uint32_t own)
+{
+	if (m->imr_ifindex)
+		return m->imr_ifindex == rp_station_ifindex();
+	return m->imr_address.s_addr == htonl(INADDR_ANY) || !own || m->imr_address.s_addr == own;
+}
+
 static int multicast_if(struct rsock *rs, const void *val, socklen_t len)
 {
-	struct ip_mreqn m = { 0 };
 	uint32_t own = htonl(__atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED));
+	struct ip_mreqn m;
 
-	if (len >= sizeof(struct ip_mreqn))
-		memcpy(&m, val, sizeof(m));
-	else if (len >= sizeof(struct ip_mreq))
-		memcpy(&m, val, sizeof(struct ip_mreq)); /* imr_interface lands on imr_address */
-	else if (len >= sizeof(struct in_addr))
-		memcpy(&m.imr_address, val, sizeof(struct in_addr));
-	else
+	if (read_mreqn(val, len, 1, &m) < 0)
 		return rp_fail(-EINVAL);
-	if (m.imr_ifindex ?
-		    m.imr_ifindex != rp_conf.ifindex || !rp_conf.ifindex :
-		    m.imr_address.s_addr != htonl(INADDR_ANY) && m.imr_address.s_addr != own)
+	if (!names_station(&m, own))
 		return rp_fail(-EADDRNOTAVAIL);
 	rs->mc_if = m.imr_address.s_addr; /* what getsockopt() gives back, as Linux's */
 	return 0;
@@ -831,13 +854,12 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
  */
 static void note_group(struct rsock *rs, int join, const void *m, socklen_t len)
 {
-	struct ip_mreqn r = { 0 };
+	struct ip_mreqn r;
 	uint32_t group;
 	int i;
 
-	memcpy(&r, m, len < sizeof(r) ? len : sizeof(r)); /* an ip_mreq fills the first two */
-	if (len < sizeof(r))
-		r.imr_ifindex = 0;
+	if (read_mreqn(m, len, 0, &r) < 0)
+		return; /* the kernel took it: not so */
 	group = ntohl(r.imr_multiaddr.s_addr);
 	for (i = 0; i < rs->n_groups && rs->groups[i] != group; i++)
 		;
@@ -846,9 +868,7 @@ static void note_group(struct rsock *rs, int join, const void *m, socklen_t len)
 			rs->groups[i] = rs->groups[--rs->n_groups];
 		return;
 	}
-	if (r.imr_ifindex ? r.imr_ifindex != rp_station_ifindex() :
-			    r.imr_address.s_addr != htonl(INADDR_ANY) && rp_conf.rt_addr &&
-				    ntohl(r.imr_address.s_addr) != rp_conf.rt_addr)
+	if (!names_station(&r, htonl(rp_conf.rt_addr)))
 		rs->groups_elsewhere = 1;
 	else if (i == rs->n_groups && rs->n_groups < RP_MAX_GROUPS)
 		rs->groups[rs->n_groups++] = group;

@@ -31,12 +31,6 @@
 
 /* ---- poll ----------------------------------------------------------------------- */
 
-/* The sooner of two waits, 0 standing for none. */
-static int64_t soonest(int64_t a, int64_t b)
-{
-	return !a || (b && b < a) ? b : a;
-}
-
 static void put_held(struct rsock **held, nfds_t n)
 {
 	nfds_t i;
@@ -98,7 +92,7 @@ static int poll_mixed(struct pollfd *fds, nfds_t n, int64_t timeout_ns, const si
 			if ((ev & (POLLOUT | POLLWRNORM)) && rp_tx_room(rs))
 				pre[i] |= ev & (POLLOUT | POLLWRNORM);
 			else if (ev & (POLLOUT | POLLWRNORM))
-				room_wait = soonest(room_wait, rp_tx_drain_ns(rs));
+				room_wait = rp_soonest(room_wait, rp_tx_drain_ns(rs));
 			if (rs->dead)
 				pre[i] |= POLLERR | POLLHUP;
 			any_ready |= pre[i] != 0;
