@@ -913,6 +913,18 @@ def test_a_socket_bound_to_a_device_should_be_answered_as_linux_answers(lab):
                 out[name] = device(a)
             except OSError as e:
                 out[name] = errno.errorcode[e.errno]
+        # malformed values: the real-time socket answers as the kernel's own (lo) does
+        for name, opt, value in (
+            ("short_index", SO_BINDTOIFINDEX, b"\\x01"),
+            ("negative_index", SO_BINDTOIFINDEX, -1),
+            ("long_name", socket.SO_BINDTODEVICE, b"rteth0" + b"x" * 20),  # cut at 15
+        ):
+            for label, sock in (("rt", a), ("kernel", lo)):
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, opt, value)
+                    out[name + "_" + label] = "set"
+                except OSError as e:
+                    out[name + "_" + label] = errno.errorcode[e.errno]
         out["kept"] = device(a)
         a.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"")
         out["unbound"] = device(a)
@@ -941,6 +953,12 @@ def test_a_socket_bound_to_a_device_should_be_answered_as_linux_answers(lab):
     assert got["lo"] == "lo\x00", got
     assert got["name"] == "rteth0\x00" and got["index"] is True, got
     assert got["nosuch"] == "ENODEV" and got["other"] == "EINVAL", got
+    for name, errno_name in (
+        ("short_index", "EINVAL"),
+        ("negative_index", "EINVAL"),
+        ("long_name", "ENODEV"),
+    ):
+        assert got[name + "_rt"] == got[name + "_kernel"] == errno_name, got
     assert got["kept"] == "rteth0\x00" and got["unbound"] == "", got
     assert got["by_index"] == "rteth0\x00" and got["got"] == "to rteth0", got
     assert udp_stats(s1.netns)["rx_udp"] > before  # it came by the real-time path
