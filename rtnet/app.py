@@ -86,13 +86,14 @@ def _check_sent(rc: int, what: str) -> None:
     check(rc, ChannelError, what)
 
 
-def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
+def _validate_open(ethertype, slot, prio, max_size, depth, lifetime_us) -> None:
     for name, v in (
         ("ethertype", ethertype),
         ("slot", slot),
         ("prio", prio),
         ("max_size", max_size),
         ("depth", depth),
+        ("lifetime_us", lifetime_us),
     ):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ConfigError(f"{name} must be an integer, not {v!r}")
@@ -108,6 +109,9 @@ def _validate_open(ethertype, slot, prio, max_size, depth) -> None:
         raise ConfigError(f"max_size {max_size}: must be {OVERHEAD}..{MSG_MAX} bytes")
     if depth <= 0 or depth & (depth - 1) or depth > MAX_DEPTH:
         raise ConfigError(f"depth {depth}: a power of two up to {MAX_DEPTH}")
+    life_lo, life_hi = OPTIONS["channel.lifetime_us"].limits
+    if not life_lo <= lifetime_us <= life_hi:
+        raise ConfigError(f"lifetime_us {lifetime_us}: must be {life_lo}..{life_hi} (0: never)")
 
 
 class Channel(Closeable):
@@ -138,12 +142,16 @@ class Channel(Closeable):
         prio: int = OPTIONS["channel.prio"].default,
         max_size: int = OPTIONS["channel.max_size"].default,
         depth: int = OPTIONS["channel.depth"].default,
+        lifetime_us: int | None = None,
         redundant: bool | None = None,
     ) -> "Channel":
         """Ask the station daemon on ``dev`` for a channel (kept while this object is open).
+        ``lifetime_us``: a message not on the wire by its scheduled time plus this is
+        dropped and counted, as cyclic data that is stale by then should be (0: never;
+        None: the daemon's ``[[channel]]`` setting).
         ``redundant``: on a station with two ports, send on both (None: the daemon's
         ``[[channel]]`` setting)."""
-        _validate_open(ethertype, slot, prio, max_size, depth)
+        _validate_open(ethertype, slot, prio, max_size, depth, lifetime_us or 0)
         request = {
             "cmd": "channel.open",
             "ethertype": ethertype,
@@ -152,6 +160,8 @@ class Channel(Closeable):
             "max_size": max_size,
             "depth": depth,
         }
+        if lifetime_us is not None:
+            request["lifetime_us"] = lifetime_us
         if redundant is not None:
             request["redundant"] = OPTIONS["channel.redundant"].check(redundant)
         return cls._open_request(dev, request, netns)
@@ -371,6 +381,8 @@ class UdpSocket(Closeable):
     port, sending in TDMA ``slot``.  ``stamped=True`` (both ends) carries the RTNX header
     at the start of each datagram, so recvfrom() has the sender's stamps too; without it
     the datagram is the data alone and any UDP peer can talk to the socket.
+    ``lifetime_us`` (a stamped socket's datagrams, which carry their scheduled time): one
+    not on the wire by then plus this is dropped and counted (0: never).
 
     >>> with UdpSocket("rteth0", slot=0) as s:                     # doctest: +SKIP
     ...     s.bind(5000)
@@ -388,10 +400,17 @@ class UdpSocket(Closeable):
         prio: int = OPTIONS["channel.prio"].default,
         max_size: int = OPTIONS["channel.max_size"].default,
         depth: int = OPTIONS["channel.depth"].default,
+        lifetime_us: int = OPTIONS["channel.lifetime_us"].default,
     ):
-        _validate_open(lib.RTN_ETH_P_IPV4, slot, prio, max_size, depth)
+        _validate_open(lib.RTN_ETH_P_IPV4, slot, prio, max_size, depth, lifetime_us)
         self.dev, self.netns, self.stamped = dev, netns, bool(stamped)
-        self._opts = {"slot": slot, "prio": prio, "max_size": max_size, "depth": depth}
+        self._opts = {
+            "slot": slot,
+            "prio": prio,
+            "max_size": max_size,
+            "depth": depth,
+            "lifetime_us": lifetime_us,
+        }
         self._chan: Channel | None = None
         self._closed = False
         self.port: int | None = None

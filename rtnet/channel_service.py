@@ -22,18 +22,19 @@ from .options import OPTIONS
 log = logging.getLogger("rtnetd")
 
 
-def channel_args(req: dict, base) -> tuple:
-    """A channel.open request's slot, prio, max_size and depth: the ``[[channel]]``
-    ``base``'s or the table's defaults, in the table's ranges (a request may give a frame
-    up to the C core's largest, RTN_CHAN_MSG_MAX, beyond what a file gives a channel)."""
-    out = []
-    for k in ("slot", "prio", "max_size", "depth"):
+CHANNEL_ARGS = ("slot", "prio", "max_size", "depth", "lifetime_us")
+
+
+def channel_args(req: dict, base) -> dict:
+    """A channel.open request's CHANNEL_ARGS: the ``[[channel]]`` ``base``'s or the
+    table's defaults, in the table's ranges (a request may give a frame up to the C core's
+    largest, RTN_CHAN_MSG_MAX, beyond what a file gives a channel)."""
+    out = {}
+    for k in CHANNEL_ARGS:
         opt = OPTIONS[f"channel.{k}"]
         hi = lib.RTN_CHAN_MSG_MAX if k == "max_size" else opt.hi
-        out.append(
-            int_arg(req, k, getattr(base, k, opt.default) if base else opt.default, opt.lo, hi)
-        )
-    return tuple(out)
+        out[k] = int_arg(req, k, getattr(base, k, opt.default) if base else opt.default, opt.lo, hi)
+    return out
 
 
 class ChannelService:
@@ -76,14 +77,12 @@ class ChannelService:
                 "(add a [[channel]] or station.ethertypes entry)"
             )
         base = next((c for c in self.cfg.channels if c.ethertype == et), None)
-        slot, prio, max_size, depth = channel_args(req, base)
+        args = channel_args(req, base)
         redundant = req.get("redundant", base.redundant if base else False)
         if not isinstance(redundant, bool):
             raise RequestError(f"redundant: {redundant!r} is not true or false")
         with self._lock:
-            cid, memfd, kickfd = self._station().open_channel(
-                et, slot=slot, prio=prio, max_size=max_size, depth=depth, redundant=redundant
-            )
+            cid, memfd, kickfd = self._station().open_channel(et, redundant=redundant, **args)
             self.chan_ids.add(cid)
         return self._hand_over(cid, memfd, kickfd, conn)
 
@@ -96,14 +95,11 @@ class ChannelService:
         stamped = req.get("stamped", False)
         if not isinstance(stamped, bool):
             raise RequestError(f"stamped: {stamped!r} is not true or false")
-        slot, prio, max_size, depth = channel_args(req, None)
+        args = channel_args(req, None)
         with self._lock:
             cid, memfd, kickfd = self._station().open_channel(
                 lib.RTN_ETH_P_IPV4,
-                slot=slot,
-                prio=prio,
-                max_size=max_size,
-                depth=depth,
+                **args,
                 udp_port=port,
                 stamped=stamped,
                 udp_share=share,

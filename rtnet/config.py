@@ -24,7 +24,7 @@ rtnet.toml (see examples/rtnet.toml for a commented one)::
                window; without it RTnet's slot: one frame plus the guard)
     [nomac]    (instead of [tdma])
     [vnic]     enabled, mode (batched|per-packet), address (CIDR), slot, name
-    [[channel]] ethertype, slot, prio, max_size, redundant
+    [[channel]] ethertype, slot, prio, max_size, lifetime_us, redundant
     [control]  group, status_group
     [rtcfg]    enabled, slaves (a master's, by IP), offset_us, stage2_src, stage2_dst,
                stage2_cmds, timeout_s, period_ms, heartbeat_ms, threshold
@@ -118,6 +118,7 @@ class ChannelConfig:
     slot: int = options.OPTIONS["channel.slot"].default
     prio: int = options.OPTIONS["channel.prio"].default
     max_size: int = options.OPTIONS["channel.max_size"].default
+    lifetime_us: int = options.OPTIONS["channel.lifetime_us"].default
     redundant: bool = options.OPTIONS["channel.redundant"].default
 
 

@@ -504,6 +504,17 @@ _ROWS = (
         "largest frame, Ethernet header included",
     ),
     Option(
+        "channel.lifetime_us",
+        int,
+        _CH.lifetime_ns // _US,
+        0,
+        lib.RTN_CHAN_LIFETIME_MAX_NS // _US,
+        "us",
+        False,
+        "a message not on the wire by its scheduled time plus this is dropped and "
+        "counted (0: never)",
+    ),
+    Option(
         "channel.redundant",
         bool,
         False,

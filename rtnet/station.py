@@ -282,6 +282,7 @@ class Station(Closeable):
         prio: int = OPTIONS["channel.prio"].default,
         max_size: int = OPTIONS["channel.max_size"].default,
         depth: int = OPTIONS["channel.depth"].default,
+        lifetime_us: int = OPTIONS["channel.lifetime_us"].default,
         cycles: bool = True,
         redundant: bool = False,
         udp_port: int = 0,
@@ -293,6 +294,8 @@ class Station(Closeable):
 
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
         start each cycle at its first job (one wake-up a cycle less for a slave).
+        ``lifetime_us``: a message with an application header not on the wire by its
+        scheduled time plus this is dropped and counted (0: never).
         ``redundant=True``: on a station with two ports, every frame of the channel's
         EtherType goes out on both, with an IEEE 802.1CB R-TAG.
         ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),
@@ -302,6 +305,7 @@ class Station(Closeable):
         o = ffi.new("struct rtn_chan_opts *")
         lib.rtn_chan_opts_init(o)
         o.ethertype, o.slot, o.prio, o.max_size, o.depth = ethertype, slot, prio, max_size, depth
+        o.lifetime_ns = lifetime_us * 1000
         o.no_cycles = not cycles
         o.redundant = bool(redundant)
         o.udp_port = udp_port
@@ -386,6 +390,7 @@ class Station(Closeable):
                 "slot",
                 "tx_msgs",
                 "tx_drops",
+                "tx_expired",
                 "rx_msgs",
                 "rx_drops",
                 "ring_errors",

@@ -378,7 +378,8 @@ def format_status(s: dict) -> str:
         offsets = {str(x["id"]): x for x in cfg.get("slots", [])}
         out.append(
             f"  {'slot':>4} {'offset_us':>9} {'phasing':>7} {'size':>5} {'occur':>8} "
-            f"{'frames':>8} {'bytes':>10} {'missed':>7} {'late':>7} {'queued':>6}"
+            f"{'frames':>8} {'bytes':>10} {'missed':>7} {'late':>7} {'queued':>6} "
+            f"{'expired':>7}"
         )
         for sid, c in sorted(t["slots"].items(), key=lambda kv: int(kv[0])):
             sc = offsets.get(sid, {})
@@ -386,7 +387,7 @@ def format_status(s: dict) -> str:
             out.append(
                 f"  {sid:>4} {sc.get('offset_us', '?'):>9} {ph:>7} {sc.get('size', '?'):>5} "
                 f"{c['occurrences']:>8} {c['frames']:>8} {c['bytes']:>10} {c['missed']:>7} "
-                f"{c['late_starts']:>7} {c['queue_depth']:>6}"
+                f"{c['late_starts']:>7} {c['queue_depth']:>6} {c.get('expired', 0):>7}"
             )
     w = s["wakeup"]["summary_us"]
     out.append(
@@ -403,7 +404,8 @@ def format_status(s: dict) -> str:
     for c in s.get("channels", []):
         out.append(
             f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
-            f"tx {c['tx_msgs']} (drops {c['tx_drops']}) rx {c['rx_msgs']} "
+            f"tx {c['tx_msgs']} (drops {c['tx_drops']}, expired {c.get('tx_expired', 0)}) "
+            f"rx {c['rx_msgs']} "
             f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})"
         )
     out.extend(format_rtcfg(s.get("rtcfg")))

@@ -87,6 +87,7 @@ SLOT_COUNTERS = (
     "missed",
     "late_starts",
     "deferred",
+    "expired",
 )
 
 

@@ -152,7 +152,7 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *base = getenv("RTNET_RUN_DIR");
 	char ns[256], req[320], line[REPLY_MAX], err[256];
-	int fd, rc, fds[4], nfds = 0, i;
+	int fd, rc, fds[4], nfds = 0, i, n;
 	const char *p;
 
 	rtn_clear_error();
@@ -162,6 +162,12 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 	if (o->no_cycles)
 		return rtn_set_error(-EINVAL,
 				     "%s: no_cycles is for the station daemon's own channels", dev);
+	/* the protocol carries whole microseconds */
+	if (o->lifetime_ns < 0 || o->lifetime_ns > RTN_CHAN_LIFETIME_MAX_NS ||
+	    o->lifetime_ns % 1000)
+		return rtn_set_error(-EINVAL,
+				     "%s: lifetime %lld ns: whole microseconds up to %lld ns", dev,
+				     (long long)o->lifetime_ns, RTN_CHAN_LIFETIME_MAX_NS);
 	if (netns)
 		snprintf(ns, sizeof(ns), "%s", netns);
 	else
@@ -179,17 +185,22 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
 				     strerror(-rc));
 	}
 	if (o->udp_port) /* a UDP socket (the daemon knows its EtherType) */
-		snprintf(req, sizeof(req),
-			 "{\"cmd\": \"channel.open\", \"udp_port\": %u, \"stamped\": %s, "
-			 "\"share\": %u, \"slot\": %u, \"prio\": %u, \"max_size\": %u, "
-			 "\"depth\": %u}\n",
-			 o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false",
-			 o->udp_share, o->slot, o->prio, o->max_size, o->depth);
+		n = snprintf(req, sizeof(req),
+			     "{\"cmd\": \"channel.open\", \"udp_port\": %u, \"stamped\": %s, "
+			     "\"share\": %u, \"slot\": %u, \"prio\": %u, \"max_size\": %u, "
+			     "\"depth\": %u",
+			     o->udp_port, o->udp_flags & RTN_UDP_F_STAMPED ? "true" : "false",
+			     o->udp_share, o->slot, o->prio, o->max_size, o->depth);
 	else
-		snprintf(req, sizeof(req),
-			 "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, "
-			 "\"prio\": %u, \"max_size\": %u, \"depth\": %u}\n",
-			 o->ethertype, o->slot, o->prio, o->max_size, o->depth);
+		n = snprintf(req, sizeof(req),
+			     "{\"cmd\": \"channel.open\", \"ethertype\": %u, \"slot\": %u, "
+			     "\"prio\": %u, \"max_size\": %u, \"depth\": %u",
+			     o->ethertype, o->slot, o->prio, o->max_size, o->depth);
+	/* 0 asks for nothing: the daemon's [[channel]] setting, as Channel.open's None */
+	if (o->lifetime_ns)
+		n += snprintf(req + n, sizeof(req) - n, ", \"lifetime_us\": %lld",
+			      (long long)(o->lifetime_ns / 1000));
+	snprintf(req + n, sizeof(req) - n, "}\n");
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req)) {
 		rc = -errno;
 		close(fd);

@@ -245,12 +245,14 @@ void rtn_sim_kick_cost(struct rtn_sim *s, uint32_t i, int64_t kick_ns)
 }
 
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
-		    const uint8_t *frame, uint32_t len, int32_t stamp_off)
+		    const uint8_t *frame, uint32_t len, int32_t stamp_off, int64_t expires_true)
 {
 	rtn_clear_error();
 	if (i >= s->n)
 		return rtn_set_error(-EINVAL, "sim: no station %u", i);
-	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, stamp_off < 0 ? -1 : stamp_off);
+	return rtn_tdma_enqueue(s->st[i].e, slot, prio, frame, len, stamp_off < 0 ? -1 : stamp_off,
+				expires_true > 0 ? to_local(&s->st[i], expires_true) :
+						   RTN_TDMA_NEVER);
 }
 
 static void deliver(struct rtn_sim *s, const struct flight *f)

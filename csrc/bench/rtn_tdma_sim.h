@@ -59,9 +59,13 @@ void rtn_sim_stall_handover(struct rtn_sim *s, uint32_t i, uint32_t frames, int6
  * socket's send() carries the frames through the lab's wire inline).
  */
 void rtn_sim_kick_cost(struct rtn_sim *s, uint32_t i, int64_t kick_ns);
-/** Queue a frame on station @p i; @p stamp_off >= 0: its transmit stamp goes there. */
+/**
+ * Queue a frame on station @p i; @p stamp_off >= 0: its transmit stamp goes
+ * there; @p expires_true > 0: the true time after which it must not start
+ * on the wire (the engine gets it on the station's clock).
+ */
 int rtn_sim_enqueue(struct rtn_sim *s, uint32_t i, uint32_t slot, uint32_t prio,
-		    const uint8_t *frame, uint32_t len, int32_t stamp_off);
+		    const uint8_t *frame, uint32_t len, int32_t stamp_off, int64_t expires_true);
 /**
  * Give station @p i @p count more copies of @p frame to send last, from
  * outside its queues (the engine's port tail, as a VNIC's ring); a slot takes

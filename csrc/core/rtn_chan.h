@@ -38,6 +38,10 @@
 #define RTN_APP_MAGIC	   0x52544e41u /* "RTNA" on the wire */
 #define RTN_APP_HDR_LEN	   24
 #define RTN_APP_TX_OFF	   30 /* frame offset of rtn_app_hdr.tx_ns: 14 + 16 */
+#define RTN_APP_SCHED_OFF  22 /* frame offset of rtn_app_hdr.sched_ns: 14 + 8 */
+
+/* the longest lifetime a channel's messages may be given (rtn_chan_opts.lifetime_ns): 10 s */
+#define RTN_CHAN_LIFETIME_MAX_NS 10000000000LL
 
 /**
  * What a channel is opened with: by an application through the station
@@ -66,6 +70,15 @@ struct rtn_chan_opts {
 	 */
 	uint16_t udp_share;
 	uint32_t udp_owner;
+	/*
+	 * How long a message with an application header stays worth sending:
+	 * one not on the wire by its scheduled time plus this is dropped and
+	 * counted, where it waits (DDS's LIFESPAN, the ETF qdisc's deadline
+	 * mode), so a backlog of stale cyclic data never delays fresh data.
+	 * 0: never (rtn_app_open(): the daemon's [[channel]] setting); at most
+	 * RTN_CHAN_LIFETIME_MAX_NS.
+	 */
+	int64_t lifetime_ns;
 };
 
 #define RTN_UDP_F_STAMPED 1 /* datagrams carry the RTNX header (both ends opt in) */

@@ -99,7 +99,7 @@ void __wrap_rtn_tdma_run(struct rtn_tdma *e, int64_t now)
 	((offsetof(struct rtn_tdma_stats, slot) - offsetof(struct rtn_tdma_stats, cycles)) / \
 	 sizeof(uint64_t))
 #define N_HISTS	   4 /* slot_lateness, slot0_lateness, sync_error, sync_delay */
-#define N_COUNTERS (FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 6 + N_HISTS * 3)
+#define N_COUNTERS (FIXED_COUNTERS + RTN_TDMA_MAX_SLOTS * 7 + N_HISTS * 3)
 
 FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)
 {
@@ -117,6 +117,7 @@ FUZZ_UNTRACED static void counters(const struct rtn_tdma *e, uint64_t *out)
 		out[n++] = s->missed;
 		out[n++] = s->late_starts;
 		out[n++] = s->deferred;
+		out[n++] = s->expired;
 	}
 	for (i = 0; i < N_HISTS; i++) {
 		out[n++] = h[i]->count;
@@ -342,6 +343,8 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 	case REC_DATA: {
 		uint32_t slot_id = fuzz_u8(in) % 4, prio = fuzz_u8(in);
 		uint32_t len = fuzz_u16(in) % (RTN_TDMA_FRAME_MAX + 100);
+		/* some frames expire: anywhere from now to 65 ms on, or already past */
+		int64_t expires = fuzz_u8(in) & 1 ? sim->now + 1000LL * (fuzz_u16(in) - 100) : 0;
 		int rc;
 
 		memset(f, 0, sizeof(f));
@@ -349,7 +352,7 @@ static void record(struct fuzz_in *in, uint8_t kind, uint32_t i, const struct se
 		memcpy(f + 6, e->mac, 6);
 		rtn_put_be16(f + 12, DATA_TYPE);
 		rc = rtn_sim_enqueue(sim, i, slot_id, prio, f, len > sizeof(f) ? sizeof(f) : len,
-				     -1);
+				     -1, expires);
 		queued_data = 1;
 		if (rc && rc != -EMSGSIZE && rc != -ENOENT && rc != -ENOBUFS)
 			fuzz_fail("rtn_tdma_enqueue returned %d", rc);

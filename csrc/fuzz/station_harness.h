@@ -362,7 +362,12 @@ enum { DISC_TDMA_SLAVE, DISC_TDMA_MASTER, DISC_NOMAC, DISC_NONE };
  */
 static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	{ .ethertype = 0x88B5, .slot = 0, .prio = 0, .max_size = 1514, .depth = 4 },
-	{ .ethertype = 0x88B6, .slot = 2, .prio = 5, .max_size = 200, .depth = 2 },
+	{ .ethertype = 0x88B6,
+	  .slot = 2,
+	  .prio = 5,
+	  .max_size = 200,
+	  .depth = 2,
+	  .lifetime_ns = 2000000 }, /* the input's scheduled times expire some */
 	{ .ethertype = 0x88B5, .slot = 1, .prio = 31, .max_size = RTN_CHAN_MSG_MAX, .depth = 1 },
 	{ .ethertype = RTN_ETH_P_IPV4,
 	  .slot = 0,
@@ -372,7 +377,8 @@ static const struct rtn_chan_opts chan_opts[N_CHANS] = {
 	  .udp_port = 5000,
 	  .udp_flags = RTN_UDP_F_STAMPED,
 	  .udp_share = RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT,
-	  .udp_owner = 7 },
+	  .udp_owner = 7,
+	  .lifetime_ns = 500000 },
 	{ .ethertype = RTN_ETH_P_IPV4,
 	  .slot = 1,
 	  .prio = 4,
@@ -547,7 +553,8 @@ FUZZ_UNTRACED static void station_reset(const struct station_mode *m)
 		struct chan *c = &s->chans[i];
 
 		memcpy(c->shm, H.shm_saved[i], H.shm_size[i]);
-		c->tx_msgs = c->tx_drops = c->rx_msgs = c->rx_drops = c->ring_errors = 0;
+		c->tx_msgs = c->tx_drops = c->tx_expired = c->rx_msgs = c->rx_drops =
+			c->ring_errors = 0;
 		s->live[i] = c;
 		c->shm->kick_wanted = s->ops->kick_senders;
 	}

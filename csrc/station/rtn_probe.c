@@ -93,7 +93,7 @@ void rtn_probe_refill(struct rtn_station *s, struct rtn_tdma *e, uint32_t slot_i
 	if (p->slot != (int)slot_id || rtn_tdma_queue_depth(e, slot_id))
 		return;
 	build_probe(s, f, now + rtn_tdma_clock_offset(e), broadcast);
-	if (rtn_tdma_enqueue(e, slot_id, 0, f, p->len, RTN_APP_TX_OFF) == 0)
+	if (rtn_tdma_enqueue(e, slot_id, 0, f, p->len, RTN_APP_TX_OFF, RTN_TDMA_NEVER) == 0)
 		p->sent++;
 }
 

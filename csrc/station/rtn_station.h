@@ -73,6 +73,10 @@ struct rtn_chan_stats {
 	uint16_t slot;
 	uint64_t tx_msgs;
 	uint64_t tx_drops; /* refused by the discipline (too big, queue full) */
+	/* past their lifetime (rtn_chan_opts.lifetime_ns) when the RT thread came
+	 * to them; those that expire later in a TDMA slot's queue count in the
+	 * slot's `expired` (rtn_tdma_slot_stats), which knows no channels */
+	uint64_t tx_expired;
 	uint64_t rx_msgs;
 	uint64_t rx_drops;    /* the application did not read in time */
 	uint64_t ring_errors; /* the application wrote impossible ring indexes */

@@ -90,8 +90,11 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 			/* the slot is ours until released: the stamp goes into the frame itself */
 			if (len <= c->max_size)
 				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
+			/* past its lifetime it is dropped here, before any discipline sees it */
 			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len))
-				rc = take(s, c, m, len, arg);
+				rc = pickup_global > rtn_chan_expiry(c, m->frame, len) ?
+					     -ETIME :
+					     take(s, c, m, len, arg);
 			/*
 			 * The discipline's queue is full: the message stays in the
 			 * ring, whose fill makes a blocking sender wait and a
@@ -101,7 +104,9 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 			 */
 			if (rc == -ENOBUFS)
 				break;
-			if (rc < 0) {
+			if (rc == -ETIME) {
+				c->tx_expired++;
+			} else if (rc < 0) {
 				c->tx_drops++;
 			} else {
 				c->tx_msgs++;
@@ -287,6 +292,9 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, 
 				     o->ethertype);
 	if (o->prio > 31)
 		return rtn_set_error(-EINVAL, "priority %u outside 0..31", o->prio);
+	if (o->lifetime_ns < 0 || o->lifetime_ns > RTN_CHAN_LIFETIME_MAX_NS)
+		return rtn_set_error(-EINVAL, "channel lifetime %lld ns outside 0..%lld",
+				     (long long)o->lifetime_ns, RTN_CHAN_LIFETIME_MAX_NS);
 	/* IPv4 is a UDP socket's (or the daemon's ping channel's), whole frames of it nobody's */
 	if (o->udp_port ? o->ethertype != RTN_ETH_P_IPV4 || (o->udp_flags & ~RTN_UDP_F_STAMPED) ||
 				  (o->udp_share & ~(RTN_UDP_SHARE_ADDR | RTN_UDP_SHARE_PORT)) :
@@ -348,6 +356,7 @@ int rtn_station_chan_open(struct rtn_station *s, const struct rtn_chan_opts *o, 
 				     .slot = o->slot,
 				     .prio = o->prio,
 				     .max_size = o->max_size,
+				     .lifetime_ns = o->lifetime_ns,
 				     .redundant = !!o->redundant,
 				     .udp_port = o->udp_port,
 				     .udp_flags = o->udp_flags,
@@ -424,6 +433,7 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 					.slot = c->slot,
 					.tx_msgs = c->tx_msgs,
 					.tx_drops = c->tx_drops,
+					.tx_expired = c->tx_expired,
 					.rx_msgs = c->rx_msgs,
 					.rx_drops = c->rx_drops,
 					.ring_errors = c->ring_errors,

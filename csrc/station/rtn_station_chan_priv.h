@@ -21,7 +21,9 @@ struct chan {
 	uint16_t ethertype, slot;
 	uint32_t prio, max_size;
 	uint64_t tx_msgs, tx_drops, rx_msgs, rx_drops;
-	uint32_t redundant;	      /* its EtherType goes out on both ports */
+	int64_t lifetime_ns; /* rtn_chan_opts.lifetime_ns: 0, messages never expire */
+	uint64_t tx_expired; /* messages past their lifetime when the RT thread came to them */
+	uint32_t redundant;  /* its EtherType goes out on both ports */
 	uint16_t udp_port, udp_flags; /* a UDP socket's (rtn_station_ip.c); 0: not one */
 	uint32_t udp_owner;	      /* whose sockets may share the port (rtn_chan.h) */
 	uint64_t opened;	      /* the station's count of opens: the newer socket wins */

@@ -25,9 +25,14 @@ static int take_tdma(struct rtn_station *s, const struct chan *c, const struct r
 	/* a full queue leaves the message in the channel's ring (rtn_chans_drain) */
 	if (rtn_tdma_queue_depth(engine, c->slot) >= RTN_TDMA_QUEUE_MAX)
 		return -ENOBUFS;
+	int64_t expires = rtn_chan_expiry(c, m->frame, len);
+
 	/* only an application header has room for the TX stamp: a raw frame goes as it is */
 	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
-				rtn_chan_tx_off(c, m->frame, len));
+				rtn_chan_tx_off(c, m->frame, len),
+				expires == INT64_MAX ?
+					RTN_TDMA_NEVER :
+					rtn_sat_sub(expires, rtn_tdma_clock_offset(engine)));
 }
 
 /* for the harnesses (csrc/fuzz/), which drive the channel drain themselves */
@@ -136,7 +141,7 @@ static int tdma_queue(void *priv, uint32_t slot, uint32_t prio, const uint8_t *f
 
 	if (!s->tdma)
 		return -ENOENT;
-	return rtn_tdma_enqueue(s->tdma, slot, prio, frame, len, -1);
+	return rtn_tdma_enqueue(s->tdma, slot, prio, frame, len, -1, RTN_TDMA_NEVER);
 }
 
 static int tdma_rx_rtmac(void *priv, const uint8_t *frame, uint32_t len, int64_t rx)

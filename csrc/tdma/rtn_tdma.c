@@ -382,6 +382,17 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 }
 
 /* One slot occurrence, possibly resumed after pacing.  Returns 1 when done. */
+/*
+ * A queued frame that can no longer start on the wire before it expires:
+ * dropped, as the ETF qdisc's deadline mode drops a packet whose time has
+ * passed, so a backlog of stale process data never delays the fresh.
+ */
+static void drop_expired(struct rtn_tdma *e, struct queue *q, struct rtn_tdma_slot_stats *ss)
+{
+	q_pop(e, q);
+	ss->expired++;
+}
+
 static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 {
 	const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[e->slot_idx[id]];
@@ -429,7 +440,8 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 	}
 	for (;;) {
 		uint16_t b = q_peek(q);
-		int64_t tx, wt = 0, t = 0; /* wt: unpaced, no wire time */
+		int64_t tx, wt = 0, t = 0, deadline; /* wt: unpaced, no wire time */
+		int64_t expires = RTN_TDMA_NEVER;
 		uint8_t *frame;
 		uint32_t len;
 		int32_t stamp_off = -1;
@@ -439,6 +451,7 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 			frame = e->pool[b].data;
 			len = e->pool[b].len;
 			stamp_off = e->pool[b].stamp_off;
+			expires = e->pool[b].expires;
 		} else if (!e->port.tail_peek ||
 			   !(frame = e->port.tail_peek(e->port.arg, e, (uint32_t)id, &len))) {
 			return 1;
@@ -446,11 +459,19 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		if (!e->cfg.link_rate_mbps) {
 			if (e->sent_in_occ >= UNPACED_BURST)
 				return 1;
+			if (now > expires) {
+				drop_expired(e, q, ss);
+				continue;
+			}
 		} else {
 			wt = rtn_wire_ns(len, e->cfg.link_rate_mbps);
 			t = now > e->wire_free_at ? now : e->wire_free_at;
 			if (t < e->slot_start)
 				t = e->slot_start; /* a chained window, run early */
+			if (t > expires) {
+				drop_expired(e, q, ss);
+				continue;
+			}
 			if (t + wt > e->slot_end) {
 				if (b != NIL) /* the tail's frames wait in their own ring */
 					ss->deferred++;
@@ -473,9 +494,15 @@ static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 		 * the next cycle.  Too late, it stays queued for the next
 		 * occurrence; if it was the first, the occurrence is missed.
 		 */
+		/* an expiry before the slot's end is the deadline the send checks at handover */
+		deadline = e->slot_end - wt < expires ? e->slot_end - wt : expires;
 		rc = xmit_from(e, frame, len, stamp_off,
 			       e->st.clock_offset + (now < e->slot_start ? e->slot_start - now : 0),
-			       e->slot_start, t, e->slot_end - wt, &tx);
+			       e->slot_start, t, deadline, &tx);
+		if (rc == -ETIME && deadline == expires) {
+			drop_expired(e, q, ss);
+			continue;
+		}
 		if (rc == -ETIME) {
 			if (e->sent_in_occ) {
 				ss->deferred += b != NIL;

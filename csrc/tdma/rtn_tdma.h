@@ -43,6 +43,9 @@
 #define RTN_TDMA_MIN_CYCLE_NS 100000LL	   /* 100 us */
 #define RTN_TDMA_MAX_CYCLE_NS 1000000000LL /* 1 s */
 #define RTN_TDMA_MAX_PERIOD   1024	   /* largest slot period (-p x/y: y) */
+
+/* rtn_tdma_enqueue()'s expiry of a frame that waits as long as it takes (INT64_MAX) */
+#define RTN_TDMA_NEVER 9223372036854775807LL
 /*
  * The limits of the other settings: rtn_tdma_cfg_check() enforces them and
  * rtnet/options.py reads them through cffi, so each has one definition.
@@ -100,6 +103,7 @@ struct rtn_tdma_slot_stats {
 	uint64_t missed;      /* occurrences skipped: woke too late to fit a frame */
 	uint64_t late_starts; /* occurrences started later than guard_ns */
 	uint64_t deferred;    /* frames that did not fit and waited for the next occurrence */
+	uint64_t expired;     /* frames dropped: not on the wire before they expired */
 };
 
 struct rtn_tdma_stats {
@@ -267,11 +271,15 @@ int rtn_tdma_rx(struct rtn_tdma *e, const uint8_t *frame, uint32_t len, int64_t 
  * primary's queue.  Copies the frame.  RT thread only.
  * @param stamp_off  if >= 0, the frame offset where the global transmit time
  *                   (big-endian ns) is written at the last moment
+ * @param expires    local time after which the frame must not start on the
+ *                   wire: it is dropped from the queue then and counted in
+ *                   the slot's `expired` (RTN_TDMA_NEVER: it waits as long
+ *                   as it takes)
  * @return 0, -EMSGSIZE (larger than the slot allows), -ENOENT (no such
  *         slot), -ENOBUFS (queue or pool full); each one is counted.
  */
 int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const uint8_t *frame,
-		     uint32_t len, int32_t stamp_off);
+		     uint32_t len, int32_t stamp_off, int64_t expires);
 
 /** Frames waiting in the queue that slot @p slot_id sends from (0 if none). */
 uint32_t rtn_tdma_queue_depth(const struct rtn_tdma *e, uint32_t slot_id);

@@ -54,7 +54,7 @@ void rtn_tdma_pool_init(struct rtn_tdma *e)
 }
 
 int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const uint8_t *frame,
-		     uint32_t len, int32_t stamp_off)
+		     uint32_t len, int32_t stamp_off, int64_t expires)
 {
 	struct queue *q;
 	const struct rtn_tdma_slot_cfg *s;
@@ -86,6 +86,7 @@ int rtn_tdma_enqueue(struct rtn_tdma *e, uint32_t slot_id, uint32_t prio, const 
 	e->free_head = e->pool[b].next;
 	memcpy(e->pool[b].data, frame, len);
 	e->pool[b].len = len;
+	e->pool[b].expires = expires;
 	e->pool[b].next = NIL;
 	e->pool[b].stamp_off = stamp_off >= 0 && stamp_off + 8 <= (int32_t)len ? stamp_off : -1;
 	if (q->tail[prio] == NIL)

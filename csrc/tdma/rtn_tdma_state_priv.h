@@ -28,6 +28,7 @@ struct job {
 };
 
 struct buf {
+	int64_t expires; /* local time: not on the wire by then, it is dropped */
 	uint16_t len;
 	uint16_t next;
 	int16_t stamp_off;

@@ -64,10 +64,13 @@ class Segment:
         ``kick_ns``: a copy-mode socket's send() carrying the frames through a veth lab."""
         lib.rtn_sim_kick_cost(self._s, i, kick_ns)
 
-    def enqueue(self, i: int, slot: int, frame: bytes, prio: int = 15, stamp_at: int = -1) -> int:
+    def enqueue(
+        self, i: int, slot: int, frame: bytes, prio: int = 15, stamp_at: int = -1, expires: int = 0
+    ) -> int:
         """Queue a frame (its transmit stamp, 8 bytes big-endian, at ``stamp_at`` if that is
-        0 or more); returns 0 or the negative errno the engine gave (and counted)."""
-        return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame), stamp_at)
+        0 or more; not on the wire after true time ``expires`` if that is set); returns 0 or
+        the negative errno the engine gave (and counted)."""
+        return lib.rtn_sim_enqueue(self._s, i, slot, prio, frame, len(frame), stamp_at, expires)
 
     def tail(self, i: int, frame: bytes, count: int) -> None:
         """Give station ``i`` ``count`` copies of ``frame`` to send last, from outside its

@@ -182,6 +182,53 @@ def test_reader_that_stops_loses_only_its_own_messages(tdma):
         master.close_channel(cid)
 
 
+def test_a_channel_with_a_lifetime_drops_what_it_cannot_send_in_time(tdma):
+    """400 messages all scheduled at one moment and worth sending for 5 ms, more than the
+    master's slot carries in five cycles: those it reaches in time go, the rest are dropped
+    and counted (at pick-up or in the slot's queue), and none leaves after it expired.
+    Messages scheduled long ago expire at pick-up and never reach the wire."""
+    lab, master, slave = tdma
+    n, lifetime_ns = 400, 5_000_000
+    cid, memfd, kickfd = master.open_channel(ET_OTHER, depth=512, lifetime_us=lifetime_ns // 1000)
+
+    def expired():
+        in_slot = master.stats()["tdma"]["slots"][0]["expired"]
+        return master.channel_stats(cid)["tx_expired"] + in_slot
+
+    before = expired()
+    with Channel.attach(memfd, kickfd) as tx, chan(slave, ET_OTHER, depth=512) as rx:
+        dst = lab.station(2).mac
+        t0 = tx.global_now()
+        for i in range(n):
+            tx.send(dst, i.to_bytes(2, "big"), sched_ns=t0)
+        # each one taken by the slot's queue or expired before, then sent or expired there
+        wait_for(
+            lambda: (
+                (lambda c: c["tx_msgs"] + c["tx_expired"])(master.channel_stats(cid)) == n
+                and master.stats()["tdma"]["slots"][0]["queue_depth"] == 0
+            ),
+            5,
+            "every message to be sent or expired",
+        )
+        got = []
+        while (m := rx.recv(timeout=0.5)) is not None:
+            got.append(m)
+        gone = expired() - before
+        assert 0 < len(got) < n and len(got) + gone == n, (len(got), gone)
+        assert all(m.sched_ns == t0 and m.tx_ns - t0 <= lifetime_ns for m in got)
+        # long past: dropped before the slot sees them
+        at_pickup = master.channel_stats(cid)["tx_expired"]
+        for _ in range(10):
+            tx.send(dst, b"old", sched_ns=tx.global_now() - 1_000_000_000)
+        wait_for(
+            lambda: master.channel_stats(cid)["tx_expired"] == at_pickup + 10,
+            5,
+            "the stale messages to be counted",
+        )
+        assert rx.recv(timeout=0.3) is None
+    master.close_channel(cid)
+
+
 def test_cyclic_publisher_anchored_to_the_cycle(pair):
     lab, cm, cs = pair
     n, offset_ns = 200, 300_000

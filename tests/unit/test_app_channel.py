@@ -383,6 +383,26 @@ def test_c_open_speaks_the_same_protocol(run_dir, mem):
         d.stop()
 
 
+def test_c_open_asks_for_a_lifetime_in_whole_microseconds(run_dir, mem):
+    d = FakeDaemon(
+        str(run_dir / "rteth0.ctl"), {"ok": True, "channel": 5, "shm_size": 0}, mem, split=True
+    )
+    try:
+        rc, ch = c_open(b"nsx", lifetime_ns=2_000_000)
+        assert rc == 0, ffi.string(lib.rtn_last_error())
+        assert d.requests[0]["lifetime_us"] == 2000
+        lib.rtn_app_close(ch)
+        assert d.closed.wait(2)
+    finally:
+        d.stop()
+    # the protocol cannot carry these: refused before the daemon is asked
+    for bad in (-1, 1500, lib.RTN_CHAN_LIFETIME_MAX_NS + 1000):
+        rc, _ = c_open(b"nsx", lifetime_ns=bad)
+        assert rc == -errno.EINVAL, bad
+        assert "lifetime" in ffi.string(lib.rtn_last_error()).decode()
+    assert len(d.requests) == 1
+
+
 def test_c_open_refuses_no_cycles_before_asking_the_daemon(run_dir):
     """no_cycles is an option of the daemon's own channels: the protocol cannot carry it."""
     rc, _ = c_open(b"nsx", no_cycles=1)

@@ -527,3 +527,46 @@ def test_a_master_listens_its_listen_cycles_before_its_first_sync(listen_cycles)
     assert st["state"] == TdmaState.MASTER
     # the Syncs of the cycles after the wait, one each (the last may be in flight)
     assert 19 <= st["sync_tx"] <= 21
+
+
+@pytest.mark.parametrize("lifetime_cycles", [None, 1])
+def test_a_backlog_of_stale_frames_expires_instead_of_delaying_every_fresh_one(
+    lifetime_cycles,
+):
+    """A slot that carries one full frame a cycle, fed one a cycle, never drains a backlog
+    that some missed occurrences left: without a lifetime every later frame waits behind
+    it.  With one, the stale frames are dropped and counted, none goes on the wire after
+    it expired, and fresh frames go in the cycle they were queued in."""
+    cycle = CYCLE_US * 1000
+    seg = Segment(2, latency_ns=LATENCY_NS, wake_jitter_ns=0)
+    seg.start(0, master())
+    seg.start(1, slave(cal_rounds=0))
+    backlog, fresh = 20, 50
+    seg.run_for(2 * backlog * cycle)  # the backlog's times lie after the start
+
+    def expiry(made):
+        return made + lifetime_cycles * cycle if lifetime_cycles else 0
+
+    made = {}
+    # the frames of 20 cycles whose slot occurrences were missed
+    for seq in range(backlog):
+        made[seq] = seg.now - (backlog - seq) * cycle
+        assert seg.enqueue(1, 0, data_frame(1, seq, size=1514), expires=expiry(made[seq])) == 0
+    for seq in range(backlog, backlog + fresh):
+        made[seq] = seg.now
+        assert seg.enqueue(1, 0, data_frame(1, seq, size=1514), expires=expiry(made[seq])) == 0
+        seg.run_for(cycle)
+    seg.run_for(backlog * cycle)  # time for all of it, were it still worth sending
+    sent = {parse_data(r.head)[1]: r.tx_true for r in seg.received(0) if parse_data(r.head)}
+    slot = seg.stats(1)["slots"][0]
+    assert slot["frames"] == len(sent) and slot["queue_depth"] == 0
+    assert len(sent) + slot["expired"] == backlog + fresh  # each one sent or counted
+    delays = [sent[s] - made[s] for s in range(backlog, backlog + fresh) if s in sent]
+    if lifetime_cycles is None:
+        assert slot["expired"] == 0
+        # the backlog never drains: every fresh frame waits behind it
+        assert min(delays) >= (backlog - 1) * cycle
+    else:
+        assert all(sent[s] <= expiry(made[s]) for s in sent)  # never on the wire stale
+        assert slot["expired"] >= backlog - 1
+        assert len(delays) == fresh and max(delays) < cycle
