@@ -117,7 +117,7 @@ def _validate_open(ethertype, slot, prio, max_size, depth, lifetime_us) -> None:
 class Channel(Closeable):
     """One application channel; use Channel.open() or Channel.attach()."""
 
-    def __init__(self, ch, ctl: socket.socket | None = None):
+    def __init__(self, ch, ctl: socket.socket | None = None, chan_id: int | None = None):
         self._ch = ch
         self._ctl = ctl
         self._buf = ffi.new("uint8_t[]", MSG_MAX)
@@ -129,7 +129,9 @@ class Channel(Closeable):
         st = self.stats()
         self.ethertype = st["ethertype"]
         self.station_mac = st["station_mac"]
-        self.id = st["channel"]
+        # the station's number for it (its status lists it so): the C library's open
+        # keeps the daemon's word, a channel opened here gets it from the reply
+        self.id = st["channel"] if chan_id is None else chan_id
 
     @classmethod
     def open(
@@ -170,7 +172,7 @@ class Channel(Closeable):
     def _open_request(cls, dev: str, request: dict, netns: str | None) -> "Channel":
         """Send a channel.open ``request`` to the daemon on ``dev``; the channel it gives."""
         try:
-            sock, _reply, fds = control_client.call_keep(dev, request, netns=netns, max_fds=4)
+            sock, reply, fds = control_client.call_keep(dev, request, netns=netns, max_fds=4)
         except control_client.ControlClientError as exc:
             if exc.refused:
                 raise ChannelError(exc.errno, f"{dev}: channel refused: {exc.strerror}") from None
@@ -194,7 +196,9 @@ class Channel(Closeable):
             sock.close()
             raise
         lib.rtn_app_set_notifyfd(out[0], fds[2])  # the channel owns it from here
-        return cls(out[0], sock)
+        cid = reply.get("channel") if isinstance(reply, dict) else None
+        ok = isinstance(cid, int) and not isinstance(cid, bool) and cid >= 0
+        return cls(out[0], sock, cid if ok else -1)
 
     @classmethod
     def attach(cls, memfd: int, kickfd: int) -> "Channel":

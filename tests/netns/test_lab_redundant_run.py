@@ -57,7 +57,10 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         ]
         # one message a cycle for the run (a stalled VM may cost the odd cycle)
         assert s["sent"] >= DURATION_S * 1e6 / CYCLE_US * 0.8, s["sent"]
-        assert s["received"] == s["sent"] and s["lost"] == 0, said
+        # each one arrived, or its station counted it as not sent within its cycle (the
+        # publisher's channel gives its messages a cycle's lifetime; the VM's late wake-ups
+        # expire some): none went missing on the wires
+        assert s["received"] + s["expired"] == s["sent"] and s["lost"] == 0, said
         assert s["duplicates_delivered"] == 0
         down = s["wire_a_down"]
         assert 0 < down["from_s"] < down["to_s"] < DURATION_S + 1
@@ -72,10 +75,12 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         assert a["passed"] + b["passed"] == s["received"]
         assert a["copies"] == a["passed"] + a["duplicates_discarded"]
         assert b["copies"] == b["passed"] + b["duplicates_discarded"]
-        # wire B brought (almost) every message; wire A none of those sent while it was down
-        assert b["copies"] >= s["sent"] - 5, (b, s["sent"])
-        assert a["copies"] <= s["sent"] - down["received_meanwhile"] + 20, (a, down)
-        assert a["copies"] >= s["sent"] * 0.2, a  # and the rest before and after
+        # wire B brought (almost) every message that went out; wire A none of those sent
+        # while it was down
+        on_wire = s["sent"] - s["expired"]
+        assert b["copies"] >= on_wire - 5, (b, on_wire)
+        assert a["copies"] <= on_wire - down["received_meanwhile"] + 20, (a, down)
+        assert a["copies"] >= on_wire * 0.2, a  # and the rest before and after
         assert (
             a["duplicates_discarded"] + b["duplicates_discarded"]
             == a["copies"] + b["copies"] - s["received"]
