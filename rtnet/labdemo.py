@@ -162,6 +162,7 @@ class _Subscriber(threading.Thread):
         self.seqs: list[int] = []
         self.arrivals: list[float] = []
         self.lives: list[tuple[int, int]] = []
+        self.stamps: list[tuple[int, ...]] = []  # each one's stage stamps, in STAGES' order
         self.stop_event = threading.Event()
 
     def run(self):
@@ -172,6 +173,23 @@ class _Subscriber(threading.Thread):
                 self.seqs.append(msg.seq)
                 self.arrivals.append(time.monotonic())
                 self.lives.append((msg.sched_ns, msg.rx_ns))
+                self.stamps.append(
+                    (msg.sched_ns, msg.handover_ns, msg.pickup_ns, msg.tx_ns, msg.rx_ns)
+                )
+
+
+# Where a message's end-to-end time goes: from one stage stamp to the next (rtn_app_hdr.h),
+# each stamp on its station's view of the segment's clock
+STAGES = ("sched_to_handover", "handover_to_pickup", "pickup_to_tx", "tx_to_rx")
+
+
+def _stages_p50(stamps) -> dict | None:
+    """The median of each of STAGES over the messages, in us: a queue shows in the stage
+    it is in, a clock that disagrees in tx_to_rx (the only one across two stations)."""
+    if not stamps:
+        return None
+    t = np.asarray(stamps, dtype=np.int64)
+    return {k: float(np.median(t[:, i + 1] - t[:, i])) / 1000.0 for i, k in enumerate(STAGES)}
 
 
 def _pct(values_ns, q) -> float:
@@ -655,6 +673,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
         "expired": expired,
         "lost": sent - expired - received,
         "latency_us": _latency_summary(lat),
+        "stages_p50_us": _stages_p50(sub.stamps),
         **_late_messages(sub, plan, witness),
         "vm": witness.summary(),
         "vnic_ping": next((line for line in ping_out.splitlines() if "packet loss" in line), None),
@@ -669,6 +688,11 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
             f"end-to-end (scheduled send -> subscriber) p50 {L['p50']:.1f} us, p99 "
             f"{L['p99']:.1f} us, p99.9 {L['p99.9']:.1f} us, max {L['max']:.1f} us "
             f"(cycle {plan.cycle_us} us){_late_said(summary)}"
+        )
+        st = summary["stages_p50_us"]
+        out(
+            "  where it went (p50, us): "
+            + ", ".join(f"{k.replace('_to_', ' -> ')} {v:.1f}" for k, v in st.items())
         )
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
     out(witness.line())
@@ -798,6 +822,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
         },
         "wires": wires,
         "latency_us": _latency_summary(sub.latency_ns),
+        "stages_p50_us": _stages_p50(sub.stamps),
         **_late_messages(sub, plan, witness),
         "vm": witness.summary(),
     }
