@@ -13,10 +13,10 @@ window.  A cyclic real-time publisher on the last station sends one message
 per cycle, 50 us before its RT slot, to a subscriber on station 1; the view
 shows the true end-to-end latency (scheduled send time to receipt by the
 subscriber), missed slots and VNIC traffic while it runs, then a summary.
-Each message is worth sending for one cycle (the channel's lifetime): the
-slot carries one a cycle when its thread wakes late, so a message it missed
-would otherwise wait there for good, and every later one behind it.  Those
-its station dropped are counted as expired, apart from those lost.
+Each message is worth sending for one cycle (the channel's lifetime): one
+whose slot was missed is stale once the next is due, and sent late it would
+hold every later one behind it until the slot caught up.  Those its station
+dropped are counted as expired, apart from those lost.
 The lab stays up for exploring (rtnetctl -n rtn-lab-s1 status, rtmac ...);
 `rtnetctl lab down` stops the daemons and removes everything.
 
