@@ -382,7 +382,7 @@ class Station(Closeable):
     def channel_stats(self, cid: int) -> dict:
         st = ffi.new("struct rtn_chan_stats *")
         check(lib.rtn_station_chan_stats(self._live(), cid, st), RtnetError, self.ifname)
-        return {
+        return {"lifetime_us": st.lifetime_ns // 1000} | {
             k: getattr(st, k)
             for k in (
                 "id",

@@ -404,7 +404,8 @@ def format_status(s: dict) -> str:
     for c in s.get("channels", []):
         out.append(
             f"  channel {c['id']}: ethertype {c['ethertype']:#06x} slot {c['slot']} "
-            f"tx {c['tx_msgs']} (drops {c['tx_drops']}, expired {c.get('tx_expired', 0)}) "
+            + (f"lifetime {c['lifetime_us']} us " if c.get("lifetime_us") else "")
+            + f"tx {c['tx_msgs']} (drops {c['tx_drops']}, expired {c.get('tx_expired', 0)}) "
             f"rx {c['rx_msgs']} "
             f"(drops {c['rx_drops']}, bad headers {c.get('rx_bad_hdr', 0)})"
         )

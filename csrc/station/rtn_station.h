@@ -77,6 +77,7 @@ struct rtn_chan_stats {
 	 * to them; those that expire later in a TDMA slot's queue count in the
 	 * slot's `expired` (rtn_tdma_slot_stats), which knows no channels */
 	uint64_t tx_expired;
+	int64_t lifetime_ns; /* what the channel was opened with (0: none) */
 	uint64_t rx_msgs;
 	uint64_t rx_drops;    /* the application did not read in time */
 	uint64_t ring_errors; /* the application wrote impossible ring indexes */

@@ -434,6 +434,7 @@ int rtn_station_chan_stats(const struct rtn_station *s, int id, struct rtn_chan_
 					.tx_msgs = c->tx_msgs,
 					.tx_drops = c->tx_drops,
 					.tx_expired = c->tx_expired,
+					.lifetime_ns = c->lifetime_ns,
 					.rx_msgs = c->rx_msgs,
 					.rx_drops = c->rx_drops,
 					.ring_errors = c->ring_errors,

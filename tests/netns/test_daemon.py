@@ -434,6 +434,7 @@ def test_control_socket_checks_the_peer(capsys, stations, conf):
 def test_bad_requests_get_one_line_errors(capsys, stations, conf):
     ns = stations[0].netns
     assert ctl(capsys, "up", "-n", ns, "-c", conf("m.toml", MASTER))[0] == 0
+    daemons_own = [(c["id"], c["ethertype"]) for c in status(capsys, ns)["channels"]]
     cases = [
         b"garbage\n",
         b"\xff\xfe\n",
@@ -448,6 +449,12 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
         b'{"cmd": "channel.open", "ethertype": 2048}\n',
         b'{"cmd": "channel.open", "udp_port": 5000, "share": 4}\n',
         b'{"cmd": "channel.open", "udp_port": 5000, "share": true}\n',
+        # a lifetime: whole microseconds, 0 (never) up to 10 s
+        b'{"cmd": "channel.open", "ethertype": 34997, "lifetime_us": -1}\n',
+        b'{"cmd": "channel.open", "ethertype": 34997, "lifetime_us": 10000001}\n',
+        b'{"cmd": "channel.open", "ethertype": 34997, "lifetime_us": 1.5}\n',
+        b'{"cmd": "channel.open", "ethertype": 34997, "lifetime_us": "1ms"}\n',
+        b'{"cmd": "channel.open", "udp_port": 5000, "lifetime_us": true}\n',
         b'{"cmd": "status", "dev": "eth7"}\n',
         b'{"cmd": "tdma.misses", "from": -1}\n',
         b'{"cmd": "tdma.misses", "from": 18446744073709551616}\n',
@@ -467,7 +474,10 @@ def test_bad_requests_get_one_line_errors(capsys, stations, conf):
     # the RT thread's miss records: a list and where the next read starts
     got = raw(ns, b'{"cmd": "tdma.misses", "from": 0}\n')[0]
     assert got["ok"] and isinstance(got["misses"], list) and got["next"] >= len(got["misses"])
-    assert status(capsys, ns)["tdma"]["state"] == TdmaState.MASTER
+    st = status(capsys, ns)
+    assert st["tdma"]["state"] == TdmaState.MASTER
+    # none of the refused opens left a channel behind
+    assert [(c["id"], c["ethertype"]) for c in st["channels"]] == daemons_own
 
 
 def test_second_daemon_refused_and_sigkill_recovery(capsys, stations, conf):
@@ -526,7 +536,7 @@ def test_down_after_sigkill_cleans_leftovers(capsys, stations, conf):
 
 def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
     ns = stations[0].netns
-    path = conf("c.toml", MASTER + "\n[[channel]]\nethertype = 0x88B5\n")
+    path = conf("c.toml", MASTER + "\n[[channel]]\nethertype = 0x88B5\nlifetime_us = 3000\n")
     assert ctl(capsys, "up", "-n", ns, "-c", path)[0] == 0
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(paths.control_socket("rteth0", ns))
@@ -544,6 +554,8 @@ def test_channel_open_hands_over_fds_and_reclaims(capsys, stations, conf):
         # the daemon's own: the echo service, rtping's IPv4 and rtroute solicit's ARP
         # channels; then the client's
         assert [c["ethertype"] for c in chans] == [0x88B6, 0x0800, 0x0806, 0x88B5]
+        # a request that gives no lifetime gets its [[channel]]'s
+        assert [c["lifetime_us"] for c in chans] == [0, 0, 0, 3000]
     # the daemon notices EOF on its own thread
     wait_for(
         lambda: len(status(capsys, ns)["channels"]) == 3,

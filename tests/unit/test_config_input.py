@@ -564,3 +564,11 @@ def test_random_rtnet_conf_and_tdma_conf_should_load_or_be_refused_cleanly(conf,
     loads_or_refuses_cleanly(
         rtnetconf.parse_tdma_conf, tdma, "tdma.conf", ip=ip, mac="02:52:54:00:00:03"
     )
+
+
+def test_a_channel_lifetime_outside_its_range_should_be_refused():
+    ok = toml(MASTER_TOML + "[[channel]]\nethertype = 0x88B5\nlifetime_us = 1000\n")
+    assert ok.channels[0].lifetime_us == 1000
+    for bad in ("-1", "10000001", "1.5", '"1ms"', "true"):
+        msg = refused(toml, MASTER_TOML + f"[[channel]]\nethertype = 0x88B5\nlifetime_us = {bad}\n")
+        assert msg.startswith("rtnet.toml: channel[0].lifetime_us: ") and "\n" not in msg, msg
