@@ -90,11 +90,14 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 			/* the slot is ours until released: the stamp goes into the frame itself */
 			if (len <= c->max_size)
 				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
-			/* past its lifetime it is dropped here, before any discipline sees it */
-			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len))
-				rc = pickup_global > rtn_chan_expiry(c, m->frame, len) ?
-					     -ETIME :
-					     take(s, c, m, len, arg);
+			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len)) {
+				/* past its lifetime: dropped here, before any discipline sees it */
+				if (c->lifetime_ns &&
+				    pickup_global > rtn_chan_expiry(c, m->frame, len))
+					rc = -ETIME;
+				else
+					rc = take(s, c, m, len, arg);
+			}
 			/*
 			 * The discipline's queue is full: the message stays in the
 			 * ring, whose fill makes a blocking sender wait and a
