@@ -6,7 +6,10 @@
  *        task woke up, as cyclictest does.
  *
  * Usage: rt_publisher [-d dev] [-n netns] [-e ethertype] [-o offset_us]
- *                     [-c cycles] [-p priority] [-a cpu] [-s payload] DST-MAC
+ *                     [-c cycles] [-p priority] [-a cpu] [-s payload]
+ *                     [-l lifetime_us] DST-MAC
+ * -l: a message not on the wire within lifetime_us of its scheduled time is
+ * dropped and counted by the station (a cycle's worth suits cyclic data).
  * Needs a running station daemon on dev (its control socket).
  */
 #include <errno.h>
@@ -34,7 +37,8 @@ static int parse_mac(const char *s, uint8_t mac[6])
 static void usage(const char *me)
 {
 	fprintf(stderr, "usage: %s [-d dev] [-n netns] [-e ethertype] [-o offset_us] "
-		"[-c cycles] [-p priority] [-a cpu] [-s payload_bytes] DST-MAC\n", me);
+		"[-c cycles] [-p priority] [-a cpu] [-s payload_bytes] [-l lifetime_us] "
+		"DST-MAC\n", me);
 	exit(2);
 }
 
@@ -47,6 +51,7 @@ int main(int argc, char **argv)
 	struct rtn_cyclic_pub pub;
 	struct rtn_app_chan *ch;
 	struct rtn_cyclic *task;
+	long long lifetime_us;
 	int opt, rc;
 
 	rtn_chan_opts_init(&co);
@@ -55,7 +60,7 @@ int main(int argc, char **argv)
 	o.cycles = 1000;
 	o.rt.priority = 80;
 	memset(&pub, 0, sizeof(pub));
-	while ((opt = getopt(argc, argv, "d:n:e:o:c:p:a:s:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:e:o:c:p:a:s:l:h")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'n': netns = optarg; break;
@@ -65,6 +70,12 @@ int main(int argc, char **argv)
 		case 'p': o.rt.priority = atoi(optarg); break;
 		case 'a': o.rt.cpu = atoi(optarg); break;
 		case 's': pub.payload_len = strtoul(optarg, NULL, 10); break;
+		case 'l':
+			lifetime_us = strtoll(optarg, NULL, 10);
+			if (lifetime_us < 0 || lifetime_us > RTN_CHAN_LIFETIME_MAX_NS / 1000)
+				usage(argv[0]);
+			co.lifetime_ns = lifetime_us * 1000;
+			break;
 		default: usage(argv[0]);
 		}
 	}
