@@ -385,8 +385,8 @@ class UdpSocket(Closeable):
     port, sending in TDMA ``slot``.  ``stamped=True`` (both ends) carries the RTNX header
     at the start of each datagram, so recvfrom() has the sender's stamps too; without it
     the datagram is the data alone and any UDP peer can talk to the socket.
-    ``lifetime_us`` (a stamped socket's datagrams, which carry their scheduled time): one
-    not on the wire by then plus this is dropped and counted (0: never).
+    ``lifetime_us``: a datagram not on the wire by its scheduled time (when it was sent)
+    plus this is dropped and counted (0: never).
 
     >>> with UdpSocket("rteth0", slot=0) as s:                     # doctest: +SKIP
     ...     s.bind(5000)

@@ -10,13 +10,16 @@ into its subnet) and its packet sockets of an EtherType the station carries
 then go through the station's channels; every other socket stays the
 kernel's.  A rules file (first match wins) chooses otherwise:
 
-    # rt|os  udp     LOCAL           REMOTE          [prio N] [slot N]
+    # rt|os  udp     LOCAL           REMOTE          [prio N] [slot N] [lifetime US]
     rt       udp     *:36000         *                                   # RTnet's rtt-responder
+    rt       udp     *               224.0.0.22:4840 lifetime 1000       # cyclic: 1 ms, then stale
     os       udp     *:53            *
     rt       packet  0x88b5                          prio 2
 
 LOCAL and REMOTE are '*', ADDRESS[/PREFIX][:PORT] or *:PORT; the user's rules
-come before the defaults.  A malformed rule stops the program before it
+come before the defaults.  lifetime: a datagram not on the wire that many
+microseconds after the program sent it is dropped and counted by the station
+(rtnetctl status: the channel's expired).  A malformed rule stops the program before it
 starts, with one line naming the line.  RTNET_RULES="rule; rule" gives rules
 in the environment (before the file's).
 

@@ -294,8 +294,8 @@ class Station(Closeable):
 
         ``cycles=False``: nobody waits on it for cycle starts, so it lets the engine
         start each cycle at its first job (one wake-up a cycle less for a slave).
-        ``lifetime_us``: a message with an application header not on the wire by its
-        scheduled time plus this is dropped and counted (0: never).
+        ``lifetime_us``: a message not on the wire by its scheduled time (its hand-over
+        for one sent "now") plus this is dropped and counted (0: never).
         ``redundant=True``: on a station with two ports, every frame of the channel's
         EtherType goes out on both, with an IEEE 802.1CB R-TAG.
         ``udp_port``: a UDP socket bound to that port (``ethertype`` is then IPv4's),

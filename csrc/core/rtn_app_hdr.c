@@ -70,7 +70,6 @@ void rtn_app_hdr_stamp_pickup(uint8_t *frame, uint32_t len, int64_t pickup_ns)
 
 /* the header's offsets are written out as numbers for cffi: hold them to their sums */
 _Static_assert(RTN_APP_HLEN_OFF == 14 + 24, "header length after the 24-byte base");
-_Static_assert(RTN_APP_SCHED_OFF + 8 == RTN_APP_TX_OFF, "the scheduled time before the TX stamp");
 _Static_assert(RTN_APP_HANDOVER_OFF == 14 + 28, "hand-over stamp");
 _Static_assert(RTN_APP_PICKUP_OFF == 14 + 36, "pick-up stamp");
 _Static_assert(RTN_APP_XOVERHEAD == 14 + RTN_APP_XHDR_LEN, "extended overhead");

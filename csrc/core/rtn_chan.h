@@ -38,7 +38,6 @@
 #define RTN_APP_MAGIC	   0x52544e41u /* "RTNA" on the wire */
 #define RTN_APP_HDR_LEN	   24
 #define RTN_APP_TX_OFF	   30 /* frame offset of rtn_app_hdr.tx_ns: 14 + 16 */
-#define RTN_APP_SCHED_OFF  22 /* frame offset of rtn_app_hdr.sched_ns: 14 + 8 */
 
 /* the longest lifetime a channel's messages may be given (rtn_chan_opts.lifetime_ns): 10 s */
 #define RTN_CHAN_LIFETIME_MAX_NS 10000000000LL
@@ -71,10 +70,11 @@ struct rtn_chan_opts {
 	uint16_t udp_share;
 	uint32_t udp_owner;
 	/*
-	 * How long a message with an application header stays worth sending:
-	 * one not on the wire by its scheduled time plus this is dropped and
-	 * counted, where it waits (DDS's LIFESPAN, the ETF qdisc's deadline
-	 * mode), so a backlog of stale cyclic data never delays fresh data.
+	 * How long a message stays worth sending: one not on the wire by its
+	 * scheduled time (rtn_msg.sched_ns: the hand-over for one sent "now")
+	 * plus this is dropped and counted, where it waits (DDS's LIFESPAN,
+	 * the ETF qdisc's deadline mode), so a backlog of stale cyclic data
+	 * never delays fresh data.
 	 * 0: never (rtn_app_open(): the daemon's [[channel]] setting); at most
 	 * RTN_CHAN_LIFETIME_MAX_NS.
 	 */

@@ -12,6 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "rtn_chan.h"
 #include "rtn_rules.h"
 #include "fuzz_input.h"
 
@@ -55,6 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		      "address outside its mask");
 		check(r->ethertype == -1 || (r->ethertype >= 0x0600 && r->ethertype <= 0xffff),
 		      "EtherType");
+		check(r->lifetime_ns == 0 || (r->lifetime_ns >= 1000 &&
+					      r->lifetime_ns <= RTN_CHAN_LIFETIME_MAX_NS &&
+					      r->lifetime_ns % 1000 == 0),
+		      "lifetime");
 		check(r->line >= 1, "line");
 	}
 	if (size >= 12) {

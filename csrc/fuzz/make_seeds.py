@@ -354,8 +354,10 @@ def seeds_tdma_sim() -> dict[str, bytes]:
     def inj_sync(who, dcycle, dxmit, dsched, src=0, step=100):
         return rec(1, who, step, u8(src) + u32(dcycle) + u64(dxmit) + u64(dsched))
 
-    def data(who, slot, prio, length, step=100):
-        return rec(4, who, step, u8(slot) + u8(prio) + u16(length))
+    def data(who, slot, prio, length, step=100, expires_us=None):
+        # expires_us: the frame expires that long after now (None: never)
+        life = u8(0) if expires_us is None else u8(1) + u16(expires_us + 100)
+        return rec(4, who, step, u8(slot) + u8(prio) + u16(length) + life)
 
     return {
         "quiet_backup": header() + wait(5000, 8),
@@ -364,6 +366,10 @@ def seeds_tdma_sim() -> dict[str, bytes]:
         "lazy": header(flags=0x01 | 0x0E) + wait(2000, 20),
         "traffic": header() + wait(15000) + data(2, 0, 3, 200) + data(2, 0, 0, 60)
         + data(1, 0, 31, 1500) + data(0, 1, 5, 100) + wait(2000, 5),
+        # a backlog behind a slot, some of it expiring before its turn
+        "expiring": header() + wait(15000)
+        + b"".join(data(2, 0, 3, 1500, expires_us=k * 300) for k in range(12))
+        + wait(2000, 8),
         "failover": header() + wait(15000) + rec(5, 0, 5000) + wait(3000, 3) + rec(5, 0, 5000)
         + wait(3000, 3),
         "stray_sync": header() + wait(15000) + inj_sync(2, 1, 0, 0, src=2)
@@ -479,6 +485,7 @@ def seeds_preload_rules() -> dict[str, bytes]:
     return {
         "defaults": b"rt udp 198.18.0.1 *\nrt udp * 198.18.0.0/24\nrt packet 0x88b5\n",
         "ports_prio": b"# rtt-responder\nrt udp *:36000 * prio 3 slot 2\nos udp *:53 *\n",
+        "lifetime": b"rt udp * 224.0.0.22:4840 lifetime 1000 prio 2\nrt packet 0x88b5 lifetime 0\n",
         "env_style": b"rt udp 198.18.0.2:6000 198.18.0.3:* ; os packet *",
         "bad_port": b"rt udp 198.18.0.1:99999 *\n",
         "bad_word": b"rt udp * *\nrtt udp * *\n",

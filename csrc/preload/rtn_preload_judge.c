@@ -67,7 +67,7 @@ void rp_sockopts_changed(struct rsock *rs)
 		share_as(rs->hold_fd, rs);
 }
 
-int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
+int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio, int64_t lifetime_ns)
 {
 	struct rtn_chan_opts o;
 	int rc;
@@ -83,6 +83,7 @@ int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio)
 		o.slot = slot;
 	if (prio >= 0)
 		o.prio = prio;
+	o.lifetime_ns = lifetime_ns; /* the rule's; 0 none */
 	/* a ring at least as deep as the RTnet pool the socket asked for */
 	while (o.depth < (uint32_t)(RTNET_SOCKET_POOL + rs->pool) && o.depth < RTN_CHAN_MAX_DEPTH)
 		o.depth *= 2;
@@ -322,7 +323,7 @@ int rp_go_rt(int fd, struct rsock *rs, uint16_t port, const struct rtn_rule *r,
 
 		if (p < 0)
 			return p;
-		rc = rp_open_channel(rs, (uint16_t)p, slot, prio);
+		rc = rp_open_channel(rs, (uint16_t)p, slot, prio, r->lifetime_ns);
 		if (rc == 0)
 			rs->lport = (uint16_t)p;
 	} while (rc == -EADDRINUSE && --tries > 0);

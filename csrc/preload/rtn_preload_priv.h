@@ -236,7 +236,7 @@ void rp_opts_adopt(int fd, struct rsock *rs);
 void rp_packet_name(const struct rsock *rs, struct sockaddr_ll *ll, const uint8_t *mac);
 
 /* rtn_preload_judge.c: which path a socket takes, and its channel */
-int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio);
+int rp_open_channel(struct rsock *rs, uint16_t udp_port, int slot, int prio, int64_t lifetime_ns);
 /* a real-time UDP socket's SO_REUSEADDR, SO_REUSEPORT, IP_MULTICAST_LOOP or device changed */
 void rp_sockopts_changed(struct rsock *rs);
 /** Whether rtn_app_open()'s @p rc means that no daemon answered. */

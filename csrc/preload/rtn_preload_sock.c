@@ -53,7 +53,7 @@ EXPORT int socket(int domain, int type, int protocol)
 			return rp_fail(-ENOMEM);
 		rs->ethertype = et;
 		rs->nonblock = !!(type & SOCK_NONBLOCK);
-		rc = rp_open_channel(rs, 0, r->slot, r->prio);
+		rc = rp_open_channel(rs, 0, r->slot, r->prio, r->lifetime_ns);
 		if (rp_no_daemon(rc)) {
 			rp_rs_free(rs);
 			if (rp_conf.fail_without_daemon)

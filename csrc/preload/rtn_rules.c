@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "rtn_chan.h"
 #include "rtn_rules.h"
 
 #define WORDS_MAX 8
@@ -28,6 +29,35 @@ static int fail(struct line_ctx *c, const char *fmt, const char *word)
 	snprintf(what, sizeof(what), fmt, word);
 	snprintf(c->err, c->errcap, "%s line %d: %s", c->origin, c->line, what);
 	return -1;
+}
+
+/* What may follow a rule's addresses: a name and a number in its range. */
+enum option_kind { OPT_PRIO, OPT_SLOT, OPT_LIFETIME };
+
+struct option {
+	const char *name;
+	enum option_kind kind;
+	long lo, hi;
+	const char *says; /* the error for a number outside it */
+};
+
+static const struct option options[] = {
+	{ "prio", OPT_PRIO, 0, 31, "prio '%s' is not 0..31" },
+	{ "slot", OPT_SLOT, 0, 63, "slot '%s' is not 0..63" },
+	{ "lifetime", OPT_LIFETIME, 1, RTN_CHAN_LIFETIME_MAX_NS / 1000,
+	  "lifetime '%s' is not 1..10000000 us" },
+};
+
+_Static_assert(RTN_CHAN_LIFETIME_MAX_NS == 10000000000LL, "the lifetime error's range");
+
+static const struct option *option_named(const char *w)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+		if (!strcmp(w, options[i].name))
+			return &options[i];
+	return NULL;
 }
 
 /* A decimal or 0x number within lo..hi; the whole word must be the number. */
@@ -173,20 +203,26 @@ static int parse_line(struct line_ctx *c, char *s, struct rtn_rule *r, int *got)
 		return fail(c, "'%s': the protocol is udp or packet", w[1]);
 	}
 	for (; i < n; i += 2) {
-		int is_prio = !strcmp(w[i], "prio");
+		const struct option *o = option_named(w[i]);
 
-		if (!is_prio && strcmp(w[i], "slot") != 0)
-			return fail(c, "'%s': only prio N and slot N may follow", w[i]);
+		if (!o)
+			return fail(c, "'%s': only prio N, slot N and lifetime US may follow",
+				    w[i]);
 		if (i + 1 >= n)
 			return fail(c, "'%s' without its number", w[i]);
-		if (number(w[i + 1], 0, is_prio ? 31 : 63, &v))
-			return fail(c,
-				    is_prio ? "prio '%s' is not 0..31" : "slot '%s' is not 0..63",
-				    w[i + 1]);
-		if (is_prio)
+		if (number(w[i + 1], o->lo, o->hi, &v))
+			return fail(c, o->says, w[i + 1]);
+		switch (o->kind) {
+		case OPT_PRIO:
 			r->prio = (int32_t)v;
-		else
+			break;
+		case OPT_SLOT:
 			r->slot = (int32_t)v;
+			break;
+		case OPT_LIFETIME:
+			r->lifetime_ns = (int64_t)v * 1000;
+			break;
+		}
 	}
 	*got = 1;
 	return 0;

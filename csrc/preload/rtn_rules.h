@@ -7,12 +7,15 @@
  * One rule a line (several on one line separated by ';'), '#' starts a
  * comment that runs to the line's end:
  *
- *     rt|os  udp     LOCAL REMOTE  [prio N] [slot N]
- *     rt|os  packet  ETHERTYPE     [prio N] [slot N]
+ *     rt|os  udp     LOCAL REMOTE  [prio N] [slot N] [lifetime US]
+ *     rt|os  packet  ETHERTYPE     [prio N] [slot N] [lifetime US]
  *
  * LOCAL and REMOTE are '*' or ADDRESS[/PREFIX][:PORT] or *:PORT (a port
  * of '*' or none is any port); ETHERTYPE is a number (0x88b5) or '*'.
- * prio is the slot priority (0 highest .. 31), slot the TDMA slot (0..63).
+ * prio is the slot priority (0 highest .. 31), slot the TDMA slot (0..63),
+ * lifetime how long a datagram or frame stays worth sending, in us (1 ..
+ * 10 s): one not on the wire that long after the program sent it is
+ * dropped and counted (rtn_chan_opts.lifetime_ns).
  * A socket is judged when it is bound (REMOTE unknown: a rule naming a
  * remote address or port does not match then), connected or first sends
  * (UDP), or created (packet).  No rule matching means the kernel's.
@@ -38,10 +41,11 @@ struct rtn_rule {
 	uint32_t r_addr;
 	uint32_t r_mask;
 	int32_t r_port;
-	int32_t ethertype; /* -1: any */
-	int32_t prio;	   /* -1: the socket's own */
-	int32_t slot;	   /* -1: the socket's own */
-	int32_t line;	   /* where it was written, for messages */
+	int32_t ethertype;   /* -1: any */
+	int32_t prio;	     /* -1: the socket's own */
+	int32_t slot;	     /* -1: the socket's own */
+	int32_t line;	     /* where it was written, for messages */
+	int64_t lifetime_ns; /* 0: none */
 };
 
 struct rtn_rules {

@@ -67,6 +67,22 @@ static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t l
  * channel allows, or refused by @p take, is dropped and counted against
  * that channel only.
  */
+/*
+ * Every message the application library puts in a TX ring carries its
+ * scheduled time (the hand-over for one sent "now"), in the ring slot, not
+ * only in a frame with an application header: a plain UDP datagram has a
+ * lifetime too.  The application's word: a value that makes no time (0,
+ * negative) means none, any other only expires its own messages.
+ */
+int64_t rtn_chan_expiry(const struct chan *c, const struct rtn_msg *m)
+{
+	int64_t sched = __atomic_load_n(&m->sched_ns, __ATOMIC_RELAXED);
+
+	if (!c->lifetime_ns || sched <= 0)
+		return INT64_MAX;
+	return rtn_sat_add(sched, c->lifetime_ns);
+}
+
 void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, int64_t pickup_global)
 {
 	uint32_t i, n;
@@ -92,8 +108,7 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
 			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len)) {
 				/* past its lifetime: dropped here, before any discipline sees it */
-				if (c->lifetime_ns &&
-				    pickup_global > rtn_chan_expiry(c, m->frame, len))
+				if (c->lifetime_ns && pickup_global > rtn_chan_expiry(c, m))
 					rc = -ETIME;
 				else
 					rc = take(s, c, m, len, arg);

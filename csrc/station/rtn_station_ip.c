@@ -303,22 +303,6 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 	}
 }
 
-/*
- * The scheduled time sits just before the TX stamp in both header forms and
- * in a stamped datagram.  It is the application's word: a value that makes
- * no time (0, negative) means none, any other only expires its own messages.
- */
-int64_t rtn_chan_expiry(const struct chan *c, const uint8_t *frame, uint32_t len)
-{
-	int32_t off;
-	int64_t sched;
-
-	if (!c->lifetime_ns || (off = rtn_chan_tx_off(c, frame, len)) < 0)
-		return INT64_MAX;
-	sched = (int64_t)rtn_get_be64(frame + off - (RTN_APP_TX_OFF - RTN_APP_SCHED_OFF));
-	return sched > 0 ? rtn_sat_add(sched, c->lifetime_ns) : INT64_MAX;
-}
-
 /* ---- receiving (RT thread) ------------------------------------------------------- */
 
 /*

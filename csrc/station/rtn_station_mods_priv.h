@@ -38,6 +38,9 @@ typedef int (*rtn_chan_take_fn)(struct rtn_station *s, const struct chan *c,
 				const struct rtn_msg *m, uint32_t len, void *arg);
 void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg,
 		     int64_t pickup_global);
+/* when message @p m expires (global time): its scheduled time plus the channel's lifetime;
+ * INT64_MAX for a channel without one or a message without a scheduled time */
+int64_t rtn_chan_expiry(const struct chan *c, const struct rtn_msg *m);
 void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, uint32_t len,
 		  int64_t rx_local, int64_t rt_local);
 void rtn_chans_on_cycle(void *arg, uint32_t cycle_no, int64_t start_local);
@@ -66,9 +69,6 @@ int rtn_ip_group_joined(const struct rtn_station *s, uint32_t group);
 int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
-/* when the message expires (global time): its scheduled time plus the channel's lifetime;
- * INT64_MAX for a channel without one or a message without a scheduled time */
-int64_t rtn_chan_expiry(const struct chan *c, const uint8_t *frame, uint32_t len);
 /* at open and close of a UDP channel: the XDP port map and the channel's page */
 int rtn_ip_chan_open(struct rtn_station *s, struct chan *c, uint32_t share);
 void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);

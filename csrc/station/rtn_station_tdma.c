@@ -26,7 +26,7 @@ static int take_tdma(struct rtn_station *s, const struct chan *c, const struct r
 	if (rtn_tdma_queue_depth(engine, c->slot) >= RTN_TDMA_QUEUE_MAX)
 		return -ENOBUFS;
 	/* most channels have no lifetime: no call for them */
-	int64_t expires = c->lifetime_ns ? rtn_chan_expiry(c, m->frame, len) : INT64_MAX;
+	int64_t expires = c->lifetime_ns ? rtn_chan_expiry(c, m) : INT64_MAX;
 
 	/* only an application header has room for the TX stamp: a raw frame goes as it is */
 	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,

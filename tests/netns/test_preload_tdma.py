@@ -11,6 +11,8 @@ import pytest
 from conftest import tdma_ipv4_pair
 from test_preload import rtnet_run, sent_by_throughput, sockperf, start_server, stop, udp_stats
 
+from rtnet.stationctl import request
+
 pytestmark = pytest.mark.netns
 
 CYCLE_US = 1000
@@ -154,3 +156,55 @@ def test_a_nonblocking_sender_faster_than_its_slot_should_sleep_until_there_is_r
     else:
         assert eagain == 0, tx.stdout
     assert f"received {n}" in out, out
+
+
+def test_a_rule_with_a_lifetime_should_drop_what_the_slot_cannot_send_in_time(lab, tmp_path):
+    """An unmodified program whose rule gives its datagrams 5 ms: 2,000 sent as fast as it
+    can, far more than its slot carries in 5 ms.  The station drops the stale ones instead
+    of making the sender wait for them: each datagram arrives or is counted expired on the
+    sender's channel or in its slot, and the channel shows the rule's lifetime."""
+    s1, s2 = lab.station(1), lab.station(2)
+    n, port = 2000, 6440
+    rules = tmp_path / "cyclic.rules"
+    rules.write_text(f"rt udp * {s1.ip}:{port} lifetime 5000\n")
+    receiver = textwrap.dedent(f"""
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("{s1.ip}", {port}))
+        print("ready", flush=True)
+        s.settimeout(3)
+        got = 0
+        try:
+            while True:
+                s.recv(200); got += 1
+        except socket.timeout:
+            pass
+        print("received", got, flush=True)
+    """)
+    sender = textwrap.dedent(f"""
+        import socket, sys
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for k in range({n}):
+            s.sendto(k.to_bytes(4, "big") * 25, ("{s1.ip}", {port}))
+        print("sent", flush=True)
+        sys.stdin.read()  # the channel stays open until the test has read its counters
+    """)
+    run_with_rules = [sys.executable, "-m", "rtnet.run", "-n", s2.netns, "--rules", str(rules)]
+    rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
+    tx = None
+    try:
+        tx, _ = start_server(
+            [*run_with_rules, "--", sys.executable, "-c", sender], b"sent", stdin=subprocess.PIPE
+        )
+        out, _ = rx.communicate(timeout=30)
+        received = int(re.search(rb"received (\d+)", out).group(1))
+        st = request("rteth0", {"cmd": "status"}, netns=s2.netns)["status"]
+        (chan,) = [c for c in st["channels"] if c["lifetime_us"]]
+        expired = chan["tx_expired"] + st["tdma"]["slots"][str(chan["slot"])]["expired"]
+        assert chan["lifetime_us"] == 5000, chan
+        assert 0 < received < n and received + expired == n, (received, expired, chan)
+    finally:
+        stop(rx)
+        if tx is not None:
+            tx.stdin.close()
+            stop(tx)

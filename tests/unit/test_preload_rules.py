@@ -39,6 +39,10 @@ def preloaded(lib, env_extra, argv=("true",)):
         ("rt tcp * *", 1, "tcp"),
         ("rt udp *", 1, "REMOTE"),
         ("# fine ; still a comment\n\nos packet * ; rt udp * * sloth 2", 3, "sloth"),
+        ("rt udp * * lifetime 0", 1, "lifetime '0'"),
+        ("rt udp * * prio 1\nrt packet 0x88b5 lifetime 10000001", 2, "10000001"),
+        ("rt udp * * lifetime -5", 1, "'-5'"),
+        ("rt udp * * lifetime", 1, "'lifetime' without its number"),
     ],
 )
 def test_a_malformed_rule_is_one_line_naming_its_line_and_the_program_never_runs(
