@@ -23,15 +23,13 @@ def lab():
     yield from tdma_ipv4_pair("pt", CYCLE_US)
 
 
-def beside_a_counting_receiver(lab, port, n, sender):
-    """Run program ``sender`` under rtnet-run on station 2 while one on station 1 counts the
-    datagrams that reach its port ``port`` (up to ``n``, until 3 s pass without one); the
-    sender's CompletedProcess (text) and the receiver's output."""
-    s1, s2 = lab.station(1), lab.station(2)
-    receiver = textwrap.dedent(f"""
+def counting_receiver(ip, port, n) -> str:
+    """A program that binds ``ip``:``port``, says "ready", counts the datagrams that reach it
+    (up to ``n``, until 3 s pass without one) and says "received N"."""
+    return textwrap.dedent(f"""
         import socket
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("{s1.ip}", {port}))
+        s.bind(("{ip}", {port}))
         print("ready", flush=True)
         s.settimeout(3)
         got = 0
@@ -42,6 +40,14 @@ def beside_a_counting_receiver(lab, port, n, sender):
             pass
         print("received", got, flush=True)
     """)
+
+
+def beside_a_counting_receiver(lab, port, n, sender):
+    """Run program ``sender`` under rtnet-run on station 2 while one on station 1 counts the
+    datagrams that reach its port ``port`` (counting_receiver); the sender's
+    CompletedProcess (text) and the receiver's output."""
+    s1, s2 = lab.station(1), lab.station(2)
+    receiver = counting_receiver(s1.ip, port, n)
     rx, _ = start_server(rtnet_run(s1.netns, [sys.executable, "-c", receiver]), b"ready")
     try:
         tx = subprocess.run(
@@ -167,20 +173,7 @@ def test_a_rule_with_a_lifetime_should_drop_what_the_slot_cannot_send_in_time(la
     n, port = 2000, 6440
     rules = tmp_path / "cyclic.rules"
     rules.write_text(f"rt udp * {s1.ip}:{port} lifetime 5000\n")
-    receiver = textwrap.dedent(f"""
-        import socket
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("{s1.ip}", {port}))
-        print("ready", flush=True)
-        s.settimeout(3)
-        got = 0
-        try:
-            while True:
-                s.recv(200); got += 1
-        except socket.timeout:
-            pass
-        print("received", got, flush=True)
-    """)
+    receiver = counting_receiver(s1.ip, port, n)
     sender = textwrap.dedent(f"""
         import socket, sys
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
