@@ -153,7 +153,9 @@ class Channel(Closeable):
         None: the daemon's ``[[channel]]`` setting).
         ``redundant``: on a station with two ports, send on both (None: the daemon's
         ``[[channel]]`` setting)."""
-        _validate_open(ethertype, slot, prio, max_size, depth, lifetime_us or 0)
+        _validate_open(
+            ethertype, slot, prio, max_size, depth, 0 if lifetime_us is None else lifetime_us
+        )
         request = {
             "cmd": "channel.open",
             "ethertype": ethertype,

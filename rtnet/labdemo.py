@@ -654,16 +654,18 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
             out(row)
         ran_out = True
     finally:
-        sent, expired = _stop_pubsub(task, sub, pub_ch, sub_ch, pub_st, before[-1])
-        if not ran_out and ping.poll() is None:
-            ping.terminate()  # stopped early (Ctrl-C, SIGTERM): not the rest of its -w
-        ping_out = ping.communicate(timeout=duration + 10)[0]
-        lab.forget(ping)
-        witness.end()
         try:
-            after = [_status(st.netns) for st in lab.stations]
+            sent, expired = _stop_pubsub(task, sub, pub_ch, sub_ch, pub_st, before[-1])
         finally:
-            witness.close()
+            if not ran_out and ping.poll() is None:
+                ping.terminate()  # stopped early (Ctrl-C, SIGTERM): not the rest of its -w
+            ping_out = ping.communicate(timeout=duration + 10)[0]
+            lab.forget(ping)
+            witness.end()
+            try:
+                after = [_status(st.netns) for st in lab.stations]
+            finally:
+                witness.close()
     lat = sub.latency_ns
     received = len(set(sub.seqs))
     summary = {

@@ -62,12 +62,6 @@ static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t l
 }
 
 /*
- * Hand every message waiting in the applications' TX rings to @p take,
- * stamped as picked up at @p pickup_global.  A message longer than its
- * channel allows, or refused by @p take, is dropped and counted against
- * that channel only.
- */
-/*
  * Every message the application library puts in a TX ring carries its
  * scheduled time (the hand-over for one sent "now"), in the ring slot, not
  * only in a frame with an application header: a plain UDP datagram has a
@@ -83,6 +77,12 @@ int64_t rtn_chan_expiry(const struct chan *c, const struct rtn_msg *m)
 	return rtn_sat_add(sched, c->lifetime_ns);
 }
 
+/*
+ * Hand every message waiting in the applications' TX rings to @p take,
+ * stamped as picked up at @p pickup_global.  A message longer than its
+ * channel allows, or refused by @p take, or past its lifetime, is dropped
+ * and counted against that channel only.
+ */
 void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, int64_t pickup_global)
 {
 	uint32_t i, n;

@@ -22,12 +22,12 @@ static int64_t port_truth(void *arg, int64_t local)
 static int take_tdma(struct rtn_station *s, const struct chan *c, const struct rtn_msg *m,
 		     uint32_t len, void *engine)
 {
-	/* a full queue leaves the message in the channel's ring (rtn_chans_drain) */
-	if (rtn_tdma_queue_depth(engine, c->slot) >= RTN_TDMA_QUEUE_MAX)
-		return -ENOBUFS;
 	/* most channels have no lifetime: no call for them */
 	int64_t expires = c->lifetime_ns ? rtn_chan_expiry(c, m) : INT64_MAX;
 
+	/* a full queue leaves the message in the channel's ring (rtn_chans_drain) */
+	if (rtn_tdma_queue_depth(engine, c->slot) >= RTN_TDMA_QUEUE_MAX)
+		return -ENOBUFS;
 	/* only an application header has room for the TX stamp: a raw frame goes as it is */
 	return rtn_tdma_enqueue(engine, c->slot, c->prio, m->frame, len,
 				rtn_chan_tx_off(c, m->frame, len),

@@ -381,7 +381,6 @@ static void begin_cycle(struct rtn_tdma *e, uint32_t n, int64_t now)
 		e->req_outstanding = 0;
 }
 
-/* One slot occurrence, possibly resumed after pacing.  Returns 1 when done. */
 /*
  * A queued frame that can no longer start on the wire before it expires:
  * dropped, as the ETF qdisc's deadline mode drops a packet whose time has
@@ -393,6 +392,7 @@ static void drop_expired(struct rtn_tdma *e, struct queue *q, struct rtn_tdma_sl
 	ss->expired++;
 }
 
+/* One slot occurrence, possibly resumed after pacing.  Returns 1 when done. */
 static int run_slot(struct rtn_tdma *e, int id, int64_t now)
 {
 	const struct rtn_tdma_slot_cfg *s = &e->cfg.slots[e->slot_idx[id]];

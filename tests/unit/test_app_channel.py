@@ -228,6 +228,10 @@ def test_bad_arguments_fail_before_c():
         {"ethertype": ET, "depth": 3},
         {"ethertype": ET, "prio": 32},
         {"ethertype": ET, "max_size": 20},
+        {"ethertype": ET, "lifetime_us": -1},
+        {"ethertype": ET, "lifetime_us": 10_000_001},
+        {"ethertype": ET, "lifetime_us": 0.5},
+        {"ethertype": ET, "lifetime_us": True},
     ):
         with pytest.raises(ConfigError):
             Channel.open("rteth0", **kw)
@@ -320,6 +324,7 @@ def test_open_over_control_socket(run_dir, mem):
                 "depth": 16,
             }
         ]
+        assert ch.id == 3  # the daemon's number, as its status lists the channel
         ch.send(DST, b"hi")
         assert mem.shm.tx.head == 1
         assert not d.closed.is_set()
