@@ -748,6 +748,38 @@ static int bound_device(const struct rsock *rs, void *val, socklen_t *len)
 	return 0;
 }
 
+/*
+ * IP_ADD_MEMBERSHIP and IP_DROP_MEMBERSHIP on a real-time socket: the group
+ * is joined at the station, whose device is the only one it can serve.  An
+ * interface that does not exist is ENODEV, as Linux answers; another device
+ * EADDRNOTAVAIL, where Linux would join there and the socket would hear
+ * that device's traffic, which the station cannot give it (and a group it
+ * never joined there, as Linux's leave says).  A socket in a group on
+ * another device before it went real-time stays Linux's (note_group).
+ */
+static int membership(struct rsock *rs, int join, const void *val, socklen_t len)
+{
+	uint32_t own = htonl(__atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED));
+	char name[IFNAMSIZ];
+	struct ip_mreqn m;
+	int rc;
+
+	if (read_mreqn(val, len, 0, &m) < 0)
+		return rp_fail(-EINVAL);
+	if (!names_station(&m, own)) {
+		if (m.imr_ifindex && (m.imr_ifindex < 0 || !if_indextoname(m.imr_ifindex, name)))
+			return rp_fail(-ENODEV);
+		if (rp_conf.verbose)
+			rp_warn("a group on another device than %s: not a real-time socket's",
+				rp_conf.dev);
+		return rp_fail(-EADDRNOTAVAIL);
+	}
+	rc = rtn_app_ipv4_group(rs->ch, ntohl(m.imr_multiaddr.s_addr), join);
+	if (rc < 0 && rp_conf.verbose)
+		rp_warn("%s", rtn_last_error());
+	return rc < 0 ? rp_fail(rc == -ENOTCONN ? -ENETDOWN : rc) : 0;
+}
+
 static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val, socklen_t len)
 {
 	int v = 0;
@@ -825,19 +857,8 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 		case IP_MULTICAST_IF:
 			return multicast_if(rs, val, len);
 		case IP_ADD_MEMBERSHIP:
-		case IP_DROP_MEMBERSHIP: {
-			struct in_addr group; /* first in struct ip_mreq and ip_mreqn alike */
-			int rc;
-
-			if (len < sizeof(struct ip_mreq))
-				return rp_fail(-EINVAL);
-			memcpy(&group, val, sizeof(group));
-			rc = rtn_app_ipv4_group(rs->ch, ntohl(group.s_addr),
-						opt == IP_ADD_MEMBERSHIP);
-			if (rc < 0 && rp_conf.verbose)
-				rp_warn("%s", rtn_last_error());
-			return rc < 0 ? rp_fail(rc == -ENOTCONN ? -ENETDOWN : rc) : 0;
-		}
+		case IP_DROP_MEMBERSHIP:
+			return membership(rs, opt == IP_ADD_MEMBERSHIP, val, len);
 		}
 		return rp_fail(-ENOPROTOOPT);
 	}

@@ -333,15 +333,20 @@ import errno, json, socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as open62541's PubSub sockets
 s.bind((sys.argv[1], 4840))  # the wildcard, or the group as open62541 binds on Linux
-def join(group, opt=socket.IP_ADD_MEMBERSHIP):
+def join(group, opt=socket.IP_ADD_MEMBERSHIP, ifindex=None):
+    mreq = struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton("0.0.0.0"))
+    if ifindex is not None:  # a struct ip_mreqn naming the interface by its index
+        mreq += struct.pack("i", ifindex)
     try:
-        s.setsockopt(socket.IPPROTO_IP, opt, struct.pack("4s4s", socket.inet_aton(group),
-                                                          socket.inet_aton("0.0.0.0")))
+        s.setsockopt(socket.IPPROTO_IP, opt, mreq)
         return "ok"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
 print("unicast", join("198.18.0.9"), "twice", join("224.0.0.22"), join("224.0.0.22"),
-      "leave-other", join("224.0.0.23", socket.IP_DROP_MEMBERSHIP), flush=True)
+      "leave-other", join("224.0.0.23", socket.IP_DROP_MEMBERSHIP),
+      "on-lo", join("224.0.0.24", ifindex=socket.if_nametoindex("lo")),
+      "on-none", join("224.0.0.24", ifindex=99999),
+      "on-rteth0", join("224.0.0.24", ifindex=socket.if_nametoindex("rteth0")), flush=True)
 s.settimeout(10)
 got = []
 while True:
@@ -403,7 +408,9 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
     try:
         for _, ready in subs:
             # a unicast address is no group; a socket joins a group once; leaving one not
-            # joined is the kernel's EADDRNOTAVAIL
+            # joined is the kernel's EADDRNOTAVAIL; a group on another device is not the
+            # station's to give (EADDRNOTAVAIL), on a device that does not exist Linux's
+            # ENODEV; on the station's device, by its index, it is joined
             assert ready.split() == [
                 b"unicast",
                 b"EADDRNOTAVAIL",
@@ -412,6 +419,12 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
                 b"EADDRINUSE",
                 b"leave-other",
                 b"EADDRNOTAVAIL",
+                b"on-lo",
+                b"EADDRNOTAVAIL",
+                b"on-none",
+                b"ENODEV",
+                b"on-rteth0",
+                b"ok",
             ], ready
         pub = subprocess.run(
             [
