@@ -665,6 +665,50 @@ static int read_mreqn(const void *val, socklen_t len, int in_addr_too, struct ip
 }
 
 /*
+ * MCAST_JOIN_GROUP and MCAST_LEAVE_GROUP's struct group_req as the ip_mreqn
+ * it means for IPv4: the group, the interface by index.  -EINVAL when short
+ * or not an IPv4 group, as Linux answers.
+ */
+static int read_group_req(const void *val, socklen_t len, struct ip_mreqn *m)
+{
+	struct group_req g;
+	struct sockaddr_in sin;
+
+	if (len < sizeof(g))
+		return -EINVAL;
+	memcpy(&g, val, sizeof(g));
+	if (g.gr_group.ss_family != AF_INET)
+		return -EINVAL;
+	memcpy(&sin, &g.gr_group, sizeof(sin));
+	memset(m, 0, sizeof(*m));
+	m->imr_multiaddr = sin.sin_addr;
+	m->imr_ifindex = (int)g.gr_interface;
+	return 0;
+}
+
+/* IP_ADD_MEMBERSHIP's and MCAST_JOIN_GROUP's join (1), their leave's 0, else -1. */
+static int membership_join(int opt)
+{
+	switch (opt) {
+	case IP_ADD_MEMBERSHIP:
+	case MCAST_JOIN_GROUP:
+		return 1;
+	case IP_DROP_MEMBERSHIP:
+	case MCAST_LEAVE_GROUP:
+		return 0;
+	}
+	return -1;
+}
+
+/* A membership option's value as an ip_mreqn, read as Linux reads each of them. */
+static int read_membership(int opt, const void *val, socklen_t len, struct ip_mreqn *m)
+{
+	if (opt == MCAST_JOIN_GROUP || opt == MCAST_LEAVE_GROUP)
+		return read_group_req(val, len, m);
+	return read_mreqn(val, len, 0, m);
+}
+
+/*
  * Whether @p m names the station's device: by its index, by its address
  * @p own (network order; 0 unknown: any), or not at all (the default).
  */
@@ -749,7 +793,8 @@ static int bound_device(const struct rsock *rs, void *val, socklen_t *len)
 }
 
 /*
- * IP_ADD_MEMBERSHIP and IP_DROP_MEMBERSHIP on a real-time socket: the group
+ * IP_ADD_MEMBERSHIP and IP_DROP_MEMBERSHIP, or MCAST_JOIN_GROUP and
+ * MCAST_LEAVE_GROUP with an IPv4 group, on a real-time socket: the group
  * is joined at the station, whose device is the only one it can serve.  An
  * interface that does not exist is ENODEV, as Linux answers; another device
  * EADDRNOTAVAIL, where Linux would join there and the socket would hear
@@ -757,14 +802,14 @@ static int bound_device(const struct rsock *rs, void *val, socklen_t *len)
  * never joined there, as Linux's leave says).  A socket in a group on
  * another device before it went real-time stays Linux's (note_group).
  */
-static int membership(struct rsock *rs, int join, const void *val, socklen_t len)
+static int membership(struct rsock *rs, int opt, const void *val, socklen_t len)
 {
 	uint32_t own = htonl(__atomic_load_n(&rs->ch->shm->udp.ip, __ATOMIC_RELAXED));
 	char name[IFNAMSIZ];
 	struct ip_mreqn m;
 	int rc;
 
-	if (read_mreqn(val, len, 0, &m) < 0)
+	if (read_membership(opt, val, len, &m) < 0)
 		return rp_fail(-EINVAL);
 	if (!names_station(&m, own)) {
 		if (m.imr_ifindex && (m.imr_ifindex < 0 || !if_indextoname(m.imr_ifindex, name)))
@@ -774,7 +819,7 @@ static int membership(struct rsock *rs, int join, const void *val, socklen_t len
 				rp_conf.dev);
 		return rp_fail(-EADDRNOTAVAIL);
 	}
-	rc = rtn_app_ipv4_group(rs->ch, ntohl(m.imr_multiaddr.s_addr), join);
+	rc = rtn_app_ipv4_group(rs->ch, ntohl(m.imr_multiaddr.s_addr), membership_join(opt));
 	if (rc < 0 && rp_conf.verbose)
 		rp_warn("%s", rtn_last_error());
 	return rc < 0 ? rp_fail(rc == -ENOTCONN ? -ENETDOWN : rc) : 0;
@@ -858,7 +903,9 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 			return multicast_if(rs, val, len);
 		case IP_ADD_MEMBERSHIP:
 		case IP_DROP_MEMBERSHIP:
-			return membership(rs, opt == IP_ADD_MEMBERSHIP, val, len);
+		case MCAST_JOIN_GROUP:
+		case MCAST_LEAVE_GROUP:
+			return membership(rs, opt, val, len);
 		}
 		return rp_fail(-ENOPROTOOPT);
 	}
@@ -866,20 +913,22 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 }
 
 /*
- * A group a pending socket joined or left through the kernel (@p m, which
- * the kernel took: an ip_mreq or ip_mreqn), noted so that it goes along to
+ * A group a pending socket joined or left through the kernel (@p m of
+ * option @p opt, which the kernel took: an ip_mreq, an ip_mreqn or a
+ * group_req), noted so that it goes along to
  * the station when the socket goes real-time.  A group joined on a device
  * other than the station's (by address or index; none named is the
  * station's) keeps the socket Linux's: the program asked for that device's
  * traffic.
  */
-static void note_group(struct rsock *rs, int join, const void *m, socklen_t len)
+static void note_group(struct rsock *rs, int opt, const void *m, socklen_t len)
 {
+	int join = membership_join(opt);
 	struct ip_mreqn r;
 	uint32_t group;
 	int i;
 
-	if (read_mreqn(m, len, 0, &r) < 0)
+	if (read_membership(opt, m, len, &r) < 0)
 		return; /* the kernel took it: not so */
 	group = ntohl(r.imr_multiaddr.s_addr);
 	for (i = 0; i < rs->n_groups && rs->groups[i] != group; i++)
@@ -906,8 +955,7 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 		return rp_real.libc_setsockopt(fd, level, opt, val, len);
 	if (rs->state == RP_RT)
 		return rp_put_ret(rs, setsockopt_held(rs, level, opt, val, len));
-	if (rs->domain != AF_INET || level != IPPROTO_IP ||
-	    (opt != IP_ADD_MEMBERSHIP && opt != IP_DROP_MEMBERSHIP))
+	if (rs->domain != AF_INET || level != IPPROTO_IP || membership_join(opt) < 0)
 		return rp_put_ret(rs, rp_real.libc_setsockopt(fd, level, opt, val, len));
 	/* judged meanwhile by another thread: then the station's */
 	pthread_mutex_lock(&rs->judge_lock);
@@ -916,7 +964,7 @@ EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len
 	} else {
 		rc = rp_real.libc_setsockopt(fd, level, opt, val, len);
 		if (rc == 0)
-			note_group(rs, opt == IP_ADD_MEMBERSHIP, val, len);
+			note_group(rs, opt, val, len);
 	}
 	pthread_mutex_unlock(&rs->judge_lock);
 	return rp_put_ret(rs, rc);

@@ -342,11 +342,20 @@ def join(group, opt=socket.IP_ADD_MEMBERSHIP, ifindex=None):
         return "ok"
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
+def greq(opt, family):  # MCAST_JOIN_GROUP (42), MCAST_LEAVE_GROUP (45): group_req, any index
+    sa = struct.pack("=H2x4s", family, socket.inet_aton("224.0.0.25")).ljust(128, bytes(1))
+    try:
+        s.setsockopt(socket.IPPROTO_IP, opt, struct.pack("I4x", 0) + sa)
+        return "ok"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
 print("unicast", join("198.18.0.9"), "twice", join("224.0.0.22"), join("224.0.0.22"),
       "leave-other", join("224.0.0.23", socket.IP_DROP_MEMBERSHIP),
       "on-lo", join("224.0.0.24", ifindex=socket.if_nametoindex("lo")),
       "on-none", join("224.0.0.24", ifindex=99999),
-      "on-rteth0", join("224.0.0.24", ifindex=socket.if_nametoindex("rteth0")), flush=True)
+      "on-rteth0", join("224.0.0.24", ifindex=socket.if_nametoindex("rteth0")),
+      "group_req", greq(42, socket.AF_INET), greq(42, socket.AF_INET), greq(45, socket.AF_INET),
+      greq(42, socket.AF_INET6), flush=True)
 s.settimeout(10)
 got = []
 while True:
@@ -425,6 +434,12 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
                 b"ENODEV",
                 b"on-rteth0",
                 b"ok",
+                # the protocol-independent way: joined, joined already, left; not IPv4
+                b"group_req",
+                b"ok",
+                b"EADDRINUSE",
+                b"ok",
+                b"EINVAL",
             ], ready
         pub = subprocess.run(
             [
@@ -462,12 +477,17 @@ def test_multicast_should_reach_the_stations_that_joined(lab, tmp_path):
         assert udp_stats(st.netns)["rx_udp"] - before[st.index] >= 20
 
 
-def test_a_socket_that_joined_a_group_before_it_went_real_time_should_stay_in_it(lab, tmp_path):
+@pytest.mark.parametrize("api", ["ip_mreq", "group_req"])
+def test_a_socket_that_joined_a_group_before_it_went_real_time_should_stay_in_it(
+    lab, tmp_path, api
+):
     """PTP's and SSDP's way: bind the wildcard, join the group through the kernel, then send
     to it; the first send takes the socket real-time (a rule), and the groups it joined go
     along to the station, the one it left again does not.  A socket in a group on another
     device (lo) stays the kernel's: it asked for that device's traffic.  Before, the
-    kernel socket's membership closed with it, and the real-time socket heard nothing."""
+    kernel socket's membership closed with it, and the real-time socket heard nothing.
+    Both ways of joining: IP_ADD_MEMBERSHIP (an interface by address) and the
+    protocol-independent MCAST_JOIN_GROUP (a group_req, the interface by index)."""
     s2, s3 = lab.station(2), lab.station(3)
     rules = tmp_path / "group.rules"
     rules.write_text("rt udp * 239.1.2.0/24\n")
@@ -475,20 +495,27 @@ def test_a_socket_that_joined_a_group_before_it_went_real_time_should_stay_in_it
         import json, os, socket, struct
         def kind(s):  # a real-time socket's descriptor is its channel's eventfd
             return "rt" if "eventfd" in os.readlink(f"/proc/self/fd/{{s.fileno()}}") else "kernel"
-        def member(group, iface):
-            return struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton(iface))
+        if "{api}" == "ip_mreq":
+            JOIN, LEAVE = socket.IP_ADD_MEMBERSHIP, socket.IP_DROP_MEMBERSHIP
+            def member(group, iface, dev):
+                return struct.pack("4s4s", socket.inet_aton(group), socket.inet_aton(iface))
+        else:
+            JOIN, LEAVE = 42, 45  # MCAST_JOIN_GROUP, MCAST_LEAVE_GROUP
+            def member(group, iface, dev):  # struct group_req: index, sockaddr_storage
+                sin = struct.pack("=H2x4s", socket.AF_INET, socket.inet_aton(group))
+                return struct.pack("I4x", socket.if_nametoindex(dev)) + sin.ljust(128, bytes(1))
         def sock(port, *groups):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("", port))
-            for g, iface in groups:
-                s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, member(g, iface))
+            for g in groups:
+                s.setsockopt(socket.IPPROTO_IP, JOIN, member(*g))
             s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("{s2.ip}"))
             return s
-        s = sock(5410, ("239.1.2.10", "{s2.ip}"), ("239.1.2.11", "{s2.ip}"))
-        s.setsockopt(socket.IPPROTO_IP, socket.IP_DROP_MEMBERSHIP, member("239.1.2.11", "{s2.ip}"))
+        s = sock(5410, ("239.1.2.10", "{s2.ip}", "rteth0"), ("239.1.2.11", "{s2.ip}", "rteth0"))
+        s.setsockopt(socket.IPPROTO_IP, LEAVE, member("239.1.2.11", "{s2.ip}", "rteth0"))
         s.sendto(b"hello", ("239.1.2.10", 5410))  # the first send: real-time from here
-        lo = sock(5411, ("239.1.2.12", "127.0.0.1"))
+        lo = sock(5411, ("239.1.2.12", "127.0.0.1", "lo"))
         lo.sendto(b"hello", ("239.1.2.12", 5411))  # judged too: it stays the kernel's
         print("ready", flush=True)
         s.settimeout(10)
