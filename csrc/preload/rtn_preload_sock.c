@@ -915,11 +915,10 @@ static int setsockopt_held(struct rsock *rs, int level, int opt, const void *val
 /*
  * A group a pending socket joined or left through the kernel (@p m of
  * option @p opt, which the kernel took: an ip_mreq, an ip_mreqn or a
- * group_req), noted so that it goes along to
- * the station when the socket goes real-time.  A group joined on a device
- * other than the station's (by address or index; none named is the
- * station's) keeps the socket Linux's: the program asked for that device's
- * traffic.
+ * group_req), noted so that it goes along to the station when the socket
+ * goes real-time.  A group joined on a device other than the station's (by
+ * address or index; none named is the station's) keeps the socket Linux's:
+ * the program asked for that device's traffic.
  */
 static void note_group(struct rsock *rs, int opt, const void *m, socklen_t len)
 {
