@@ -3,7 +3,7 @@
 
     python3 -m tools.soak --minutes 30 [--fault-interval 30] [--json results/soak.json]
 
-The segment is `rtnetctl lab up`'s (rtnet/labdemo.py): station 1 the primary
+The segment is `rtnetctl lab up`'s (rtnet/labdemo/): station 1 the primary
 master, station 2 the backup master, station 3 a slave, 1 ms cycle, each with
 its rtnetd and vnic0.  Running all the time:
 
