@@ -3,7 +3,6 @@
 subscriber (pubsub), each station's summary (stations) and an unmodified program across it
 (program)."""
 
-from .pubsub import STAGES
 from .runs import run
 from .segment import (
     APP_ETHERTYPE,
@@ -20,7 +19,6 @@ __all__ = [
     "MAX_DEMO_STATIONS",
     "NRT_SLOT_SIZE",
     "RT_SLOT_SIZE",
-    "STAGES",
     "run",
     "segment_plan",
     "station_ip",

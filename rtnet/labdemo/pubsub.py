@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from rtnet.lab import Lab
+from rtnet.stages import SAMPLE_STAMPS, stage_breakdown_us
 from rtnet.vm_witness import VmWitness
 
 from .segment import APP_ETHERTYPE
@@ -28,7 +29,7 @@ class Subscriber(threading.Thread):
         self.seqs: list[int] = []
         self.arrivals: list[float] = []
         self.lives: list[tuple[int, int]] = []
-        self.stamps: list[tuple[int, ...]] = []  # each one's stage stamps, in STAGES' order
+        self.stamps: list[tuple[int, ...]] = []  # each one's stamps, as stages.SAMPLE_STAMPS
         self.stop_event = threading.Event()
 
     def run(self):
@@ -41,21 +42,17 @@ class Subscriber(threading.Thread):
                 self.lives.append((msg.sched_ns, msg.rx_ns))
                 self.stamps.append(
                     (msg.sched_ns, msg.handover_ns, msg.pickup_ns, msg.tx_ns, msg.rx_ns)
+                    + (msg.rx_rt_ns, msg.take_ns)
                 )
 
 
-# Where a message's end-to-end time goes: from one stage stamp to the next (rtn_app_hdr.h),
-# each stamp on its station's view of the segment's clock
-STAGES = ("sched_to_handover", "handover_to_pickup", "pickup_to_tx", "tx_to_rx")
-
-
 def stages_p50(stamps) -> dict | None:
-    """The median of each of STAGES over the messages, in us: a queue shows in the stage
-    it is in, a clock that disagrees in tx_to_rx (the only one across two stations)."""
+    """The median of each of the message's stages (rtnet.stages.STAGES) in us: a queue shows
+    in the stage it is in, a clock that disagrees in "wire" (the one across two stations)."""
     if not stamps:
         return None
-    t = np.asarray(stamps, dtype=np.int64)
-    return {k: float(np.median(t[:, i + 1] - t[:, i])) / 1000.0 for i, k in enumerate(STAGES)}
+    samples = np.array(stamps, dtype=[(k, "<i8") for k in SAMPLE_STAMPS])
+    return {k: v["p50"] for k, v in stage_breakdown_us(samples).items()}
 
 
 def pct(values_ns, q) -> float:

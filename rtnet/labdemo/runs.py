@@ -223,10 +223,7 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
             f"(cycle {plan.cycle_us} us){late_said(summary)}"
         )
         st = summary["stages_p50_us"]
-        out(
-            "  where it went (p50, us): "
-            + ", ".join(f"{k.replace('_to_', ' -> ')} {v:.1f}" for k, v in st.items())
-        )
+        out("  where it went (p50, us): " + ", ".join(f"{k} {v:.1f}" for k, v in st.items()))
     out(f"  vnic0 ping: {summary['vnic_ping'] or 'no reply'}")
     out(witness.line())
     return summary

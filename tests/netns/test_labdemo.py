@@ -14,7 +14,8 @@ from pyroute2 import netns as pr_netns
 
 from rtnet import netns, paths
 from rtnet.app import UdpSocket
-from rtnet.labdemo import NRT_SLOT_SIZE, STAGES, station_ip
+from rtnet.labdemo import NRT_SLOT_SIZE, station_ip
+from rtnet.stages import STAGES
 from rtnet.tdma_stats import TdmaState
 
 pytestmark = pytest.mark.netns
