@@ -136,6 +136,23 @@ def _run(lab: Lab, plan, duration: float, out, redundant: bool) -> dict:
     return summary
 
 
+def _end_run(lab: Lab, witness: VmWitness, pubsub: tuple, before: list, then=None):
+    """The end of a run, whatever stopped it: the publisher stopped and its last messages
+    accounted (stop_pubsub), ``then`` (the run's own clean-up), the stall detector's window
+    closed and every station's status read.  Returns sent, expired and those statuses."""
+    try:
+        sent, expired = stop_pubsub(*pubsub, before[-1])
+    finally:
+        if then:
+            then()
+        witness.end()
+        try:
+            after = [station_status(st.netns) for st in lab.stations]
+        finally:
+            witness.close()
+    return sent, expired, after
+
+
 def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
     pub_st, sub_st, pub_ch, sub_ch, sub, task = open_pubsub(lab, plan)
     sub.start()
@@ -185,18 +202,18 @@ def _run_plain(lab: Lab, plan, duration: float, out) -> dict:
             out(row)
         ran_out = True
     finally:
-        try:
-            sent, expired = stop_pubsub(task, sub, pub_ch, sub_ch, pub_st, before[-1])
-        finally:
+        reaped: list[str] = []  # what ping printed
+
+        def reap_ping():
             if not ran_out and ping.poll() is None:
                 ping.terminate()  # stopped early (Ctrl-C, SIGTERM): not the rest of its -w
-            ping_out = ping.communicate(timeout=duration + 10)[0]
+            reaped.append(ping.communicate(timeout=duration + 10)[0])
             lab.forget(ping)
-            witness.end()
-            try:
-                after = [station_status(st.netns) for st in lab.stations]
-            finally:
-                witness.close()
+
+        sent, expired, after = _end_run(
+            lab, witness, (task, sub, pub_ch, sub_ch, pub_st), before, then=reap_ping
+        )
+        ping_out = reaped[0]
     lat = sub.latency_ns
     received = len(set(sub.seqs))
     summary = {
@@ -306,14 +323,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
         if "cut" in marks and "mend" not in marks:
             lab.set_wire("a", up=True)
             marks["mend"] = time.monotonic()
-        try:
-            sent, expired = stop_pubsub(task, sub, pub_ch, sub_ch, pub_st, before[-1])
-        finally:
-            witness.end()
-            try:
-                after = [station_status(st.netns) for st in lab.stations]
-            finally:
-                witness.close()
+        sent, expired, after = _end_run(lab, witness, (task, sub, pub_ch, sub_ch, pub_st), before)
     seqs = sub.seqs
     received = len(set(seqs))
     during_cut = sum(1 for t in sub.arrivals if marks["cut"] <= t < marks["mend"])
