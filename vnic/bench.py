@@ -262,6 +262,20 @@ def pooled_kernel_runs(results: dict, prefix: str) -> dict:
     }
 
 
+def kernel_offloads(lab, state: str) -> None:
+    """TSO, GSO and GRO ``state`` ("on", "off") on both stations' rteth0: "off" makes the
+    kernel path put MTU-sized frames on the wire, as a TDMA segment does."""
+    for idx in (1, 2):
+        subprocess.run(
+            netns.command(
+                lab.station(idx).netns,
+                ["ethtool", "-K", "rteth0", "tso", state, "gso", state, "gro", state],
+            ),
+            capture_output=True,
+            check=False,
+        )
+
+
 def kernel_mtu_path(
     lab, seconds: int, results: dict, log, mbps: float | None = None, when: str = ""
 ) -> None:
@@ -281,24 +295,13 @@ def kernel_mtu_path(
     are; a pair more than SAME_RATE_AGREE apart is flagged (baseline-disagree).
     """
 
-    def offloads(state: str) -> None:
-        for idx in (1, 2):
-            subprocess.run(
-                netns.command(
-                    lab.station(idx).netns,
-                    ["ethtool", "-K", "rteth0", "tso", state, "gso", state, "gro", state],
-                ),
-                capture_output=True,
-                check=False,
-            )
-
     rate = "" if mbps is None else f" at {mbps:g} Mbit/s offered (the VNIC's goodput, {when})"
     log(f"kernel   tcp (MTU frames){rate}: iperf3 {seconds} s over veth+bridge, offloads off ...")
-    offloads("off")
+    kernel_offloads(lab, "off")
     try:
         r = measure(lambda: run_iperf(lab, "tcp", "198.18.0.2", seconds, mbps))
     finally:
-        offloads("on")
+        kernel_offloads(lab, "on")
     log(
         f"kernel   tcp (MTU frames){rate}: {r['goodput_mbps']:.1f} Mbit/s, "
         f"{r['cpu_s_per_gb']:.2f} CPU s/GB"
