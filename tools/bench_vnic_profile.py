@@ -46,6 +46,7 @@ from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
 from rtnet.sigterm import unwind_on_sigterm
 from rtnet.station import RtSettings
 from tools.bench_aggregate import show, spread
+from tools.bench_runs import ROOT, code_version, write_json
 from vnic import bench
 from vnic.pair import plan, tdma_pair
 
@@ -75,6 +76,10 @@ OTHER_KERNEL = "other kernel"
 # an idle CPU's own samples (its polling idle loop) are no one's work: only these count
 IDLE_CPU_PATHS = ("network softirq", "timer interrupts")
 PHASES = ("kernel-mtu", "vnic-idle", "vnic")
+RESULTS = os.path.join(ROOT, "results", "bench_vnic_profile")
+ALL = ("all", "total")
+IDLE_AGREE = 0.20  # the idle profiles before and after a flow may differ by this much
+OTHERS_MAX = 0.05  # other tasks' share of the machine's CPU in a phase before it is flagged
 
 
 def samples(script: str):
@@ -212,46 +217,74 @@ def flow(lab, dst_ip: str, seconds: float, warmup: float, mbps=None) -> dict:
 
 
 def one_run(lab, slot_plan, rt_cpu, seconds: float, freq: int, tmp: str, log) -> dict:
+    """One run: the pair idle, its flow, the pair idle again, then the kernel path at the
+    flow's goodput.  The two idle profiles are averaged; a run whose two differ by more
+    than IDLE_AGREE, or in one of whose phases other tasks took more than OTHERS_MAX of the
+    machine's CPU, is flagged (flags)."""
     warmup = 1.5
     data = os.path.join(tmp, "perf.data")
-    counts, others = {}, {}
+
+    def profiled(phase: str, during=None) -> None:
+        f = during() if during else None
+        profile(data, freq, seconds)
+        if f:
+            f["thread"].join()
+            mbps[phase] = f["result"]["goodput_mbps"]
+        counts[phase], others[phase] = tally(read_profile(data))
+
+    counts, others, mbps = {}, {}, {}
     with tdma_pair(lab, slot_plan, mode="batched", mtu=bench.MAX_MTU, offload=True,
                    rt=RtSettings(priority=80, cpu=rt_cpu)) as (stations, _):  # fmt: skip
         for st in stations:
             st.set_probe(bench.PROBE_SLOT)
-        profile(data, freq, seconds)
-        counts["vnic-idle"], others["vnic-idle"] = tally(read_profile(data))
-
-        f = flow(lab, "198.19.0.2", seconds, warmup)
-        profile(data, freq, seconds)
-        f["thread"].join()
-        counts["vnic"], others["vnic"] = tally(read_profile(data))
-    vnic_mbps = f["result"]["goodput_mbps"]
+        profiled("vnic-idle-before")
+        profiled("vnic", lambda: flow(lab, "198.19.0.2", seconds, warmup))
+        profiled("vnic-idle-after")
     bench.kernel_offloads(lab, "off")
     try:
-        k = flow(lab, "198.18.0.2", seconds, warmup, round(vnic_mbps, 1))
-        profile(data, freq, seconds)
-        k["thread"].join()
+        rate = round(mbps["vnic"], 1)
+        profiled("kernel-mtu", lambda: flow(lab, "198.18.0.2", seconds, warmup, rate))
     finally:
         bench.kernel_offloads(lab, "on")
-    counts["kernel-mtu"], others["kernel-mtu"] = tally(read_profile(data))
-    kernel_mbps = k["result"]["goodput_mbps"]
-    gb = vnic_mbps * 1e6 / 8 * seconds / 1e9
+    gb = {ph: mbps[ph] * 1e6 / 8 * seconds / 1e9 for ph in mbps}
+    idle = [per_gb(counts[f"vnic-idle-{w}"], freq, gb["vnic"]) for w in ("before", "after")]
     run = {
-        "vnic_mbps": vnic_mbps,
-        "kernel_mbps": kernel_mbps,
+        "vnic_mbps": mbps["vnic"],
+        "kernel_mbps": mbps["kernel-mtu"],
         "others_samples": others,
-        "kernel-mtu": per_gb(counts["kernel-mtu"], freq, kernel_mbps * 1e6 / 8 * seconds / 1e9),
-        "vnic-idle": per_gb(counts["vnic-idle"], freq, gb),
-        "vnic": per_gb(counts["vnic"], freq, gb),
-    }
+        "machine_samples": freq * seconds * (os.cpu_count() or 1),
+        "idle_each": [i.get(ALL, 0.0) for i in idle],
+        "kernel-mtu": per_gb(counts["kernel-mtu"], freq, gb["kernel-mtu"]),
+        "vnic-idle": {k: (idle[0].get(k, 0.0) + idle[1].get(k, 0.0)) / 2
+                      for k in set(idle[0]) | set(idle[1])},
+        "vnic": per_gb(counts["vnic"], freq, gb["vnic"]),
+    }  # fmt: skip
+    run["flags"] = flags(run)
     log(
-        f"VNIC {vnic_mbps:.1f} Mbit/s: {run['vnic'][('all', 'total')]:.2f} CPU s/GB "
-        f"({run['vnic-idle'][('all', 'total')]:.2f} of it idle's); kernel path "
-        f"{kernel_mbps:.1f} Mbit/s: {run['kernel-mtu'][('all', 'total')]:.2f} CPU s/GB; "
-        f"other tasks' samples {others['vnic-idle']}/{others['vnic']}/{others['kernel-mtu']}"
+        f"VNIC {run['vnic_mbps']:.1f} Mbit/s: {run['vnic'][ALL]:.2f} CPU s/GB (idle's "
+        f"{' and '.join(f'{v:.2f}' for v in run['idle_each'])}); kernel path "
+        f"{run['kernel_mbps']:.1f} Mbit/s: {run['kernel-mtu'][ALL]:.2f} CPU s/GB"
+        + "".join(f"\n  FLAG {f}" for f in run["flags"])
     )
     return run
+
+
+def flags(run: dict) -> list[str]:
+    """What makes a run's figures suspect: idle profiles that disagree, other tasks busy."""
+    out = []
+    before, after = run["idle_each"]
+    if abs(before - after) > IDLE_AGREE * max(before, after):
+        out.append(
+            f"idle profiles before and after the flow differ by more than {IDLE_AGREE:.0%} "
+            f"({before:.2f} vs {after:.2f} CPU s/GB): the above-idle figures are suspect"
+        )
+    for phase, n in run["others_samples"].items():
+        if n > OTHERS_MAX * run["machine_samples"]:
+            out.append(
+                f"{phase}: other tasks took {n / run['machine_samples']:.1%} of the machine's "
+                "CPU: something else ran"
+            )
+    return out
 
 
 def main(argv=None) -> int:
@@ -263,6 +296,11 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=integer("--runs", 1, 20), default=3)
     ap.add_argument("--freq", type=integer("--freq", 100, 5000), default=999, help="samples/s")
     ap.add_argument("--lab", default="vp")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="where every run is kept (default results/bench_vnic_profile/<code>.json)",
+    )
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("bench_vnic_profile: needs root (netns, AF_XDP, perf)", file=sys.stderr)
@@ -280,7 +318,18 @@ def main(argv=None) -> int:
         f"modelled, {a.seconds:g} s profiled a phase, cpu-clock at {a.freq} Hz):\n"
     )
     print(table(runs))
+    out = a.out or os.path.join(RESULTS, f"{code_version()}.json")
+    write_json(out, {"config": vars(a), "runs": [as_json(r) for r in runs], "table": table(runs)})
+    print(f"\nevery run kept in {out}")
     return 0
+
+
+def as_json(run: dict) -> dict:
+    """A run with its (thread, path) keys as "thread / path" strings."""
+    return {
+        k: {" / ".join(key): v for key, v in val.items()} if k in PHASES else val
+        for k, val in run.items()
+    }
 
 
 if __name__ == "__main__":

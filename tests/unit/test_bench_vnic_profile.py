@@ -1,6 +1,6 @@
 """tools/bench_vnic_profile.py: reading perf script's samples and sorting them by path."""
 
-from tools.bench_vnic_profile import per_gb, samples, table, tally
+from tools.bench_vnic_profile import flags, per_gb, samples, table, tally
 
 # perf script -F comm,tid,ip,sym,dso: a header line a sample, its stack leaf first, a blank line
 SCRIPT = """\
@@ -88,3 +88,12 @@ def test_the_table_gives_cpu_per_gb_and_the_vnic_above_its_idle_run():
     other = {**run, "vnic": {**vnic, ("all", "total"): 8.0}}
     rows = {r.split("  ")[0]: r for r in table([run, other, other]).splitlines()[1:]}
     assert rows["all the lab"].endswith("8.00 [6.00..8.00]  7.00 [5.00..7.00]")
+
+
+def test_a_run_is_flagged_when_its_idle_profiles_disagree_or_other_tasks_were_busy():
+    quiet = {"idle_each": [4.0, 4.5], "others_samples": {"vnic": 20}, "machine_samples": 10000}
+    assert flags(quiet) == []
+    idle_moved = {**quiet, "idle_each": [4.0, 5.5]}
+    assert ["idle profiles" in f for f in flags(idle_moved)] == [True]
+    busy = {**quiet, "others_samples": {"vnic": 20, "kernel-mtu": 900}}
+    assert [f.split(":")[0] for f in flags(busy)] == ["kernel-mtu"]
