@@ -3,9 +3,10 @@
 
 The lab of ``vnic bench`` (two stations, 1 ms TDMA cycle, batched VNIC, TSO on the TAP,
 the RT threads on their own CPU) is profiled with ``perf record -a -g -e cpu-clock`` in
-three phases a run, the same length each, ``--runs`` times in turn:
+four phases a run, the same length each, ``--runs`` times in turn:
 
-- the TDMA pair idle (no flow): the fixed cost of its RT wake-ups;
+- the TDMA pair idle (no flow), before the flow and after it (averaged; a run whose two
+  disagree is flagged): the fixed cost of its RT wake-ups;
 - one iperf3 TCP flow through vnic0, at the link rate modelled;
 - the MTU-frame kernel path (veth + bridge, TSO, GSO and GRO off on rteth0, no stations),
   offered the VNIC flow's goodput: vnic bench's primary baseline.
@@ -58,18 +59,24 @@ THREADS = (
     ("ksoftirqd", lambda comm: comm.startswith("ksoftirqd")),
     ("idle CPU", lambda comm: comm == "swapper"),
 )
-# (path, any of these kernel functions on the stack): the first that matches names it
+XSK_SEND = ("xsk_sendmsg", "__xsk_generic_xmit")
+TCP_SEND = ("tcp_sendmsg", "tcp_sendmsg_locked")
+# (path, groups of kernel functions): the first path with a function of each of its groups
+# on the stack names the sample
 PATHS = (
-    ("AF_XDP send: skb, veth, bridge, peer's XDP", ("xsk_sendmsg", "__xsk_generic_xmit")),
-    ("TAP read", ("tun_chr_read_iter", "tun_do_read")),
-    ("TAP write: Linux's receive inside it", ("tun_chr_write_iter", "tun_get_user")),
-    ("TCP send: the socket write, down the stack", ("tcp_sendmsg", "tcp_sendmsg_locked")),
-    ("TCP receive: the socket read", ("tcp_recvmsg", "tcp_recvmsg_locked")),
-    ("network softirq", ("net_rx_action", "net_tx_action")),
-    ("timer interrupts", ("hrtimer_interrupt", "__sysvec_apic_timer_interrupt")),
-    ("waiting, switching", ("__schedule", "schedule", "finish_task_switch.isra.0",
-                            "finish_task_switch", "do_nanosleep", "do_sys_poll", "do_select",
-                            "ep_poll")),
+    ("AF_XDP send: the receiving station's XDP, the copy into its UMEM",
+     (XSK_SEND, ("do_xdp_generic", "bpf_prog_run_generic_xdp", "veth_xdp_rcv_skb"))),
+    ("AF_XDP send: skb, veth, bridge", (XSK_SEND,)),
+    ("TAP read", (("tun_chr_read_iter", "tun_do_read"),)),
+    ("TAP write: Linux's receive inside it", (("tun_chr_write_iter", "tun_get_user"),)),
+    ("TCP send: the receiver's TCP inside it", (TCP_SEND, ("tcp_v4_rcv",))),
+    ("TCP send: the socket write, down to the wire", (TCP_SEND,)),
+    ("TCP receive: the socket read", (("tcp_recvmsg", "tcp_recvmsg_locked"),)),
+    ("network softirq", (("net_rx_action", "net_tx_action"),)),
+    ("timer interrupts", (("hrtimer_interrupt", "__sysvec_apic_timer_interrupt"),)),
+    ("waiting, switching", (("__schedule", "schedule", "finish_task_switch.isra.0",
+                             "finish_task_switch", "do_nanosleep", "do_sys_poll", "do_select",
+                             "ep_poll"),)),
 )  # fmt: skip
 USER = "user space"
 OTHER_KERNEL = "other kernel"
@@ -116,8 +123,8 @@ def thread_of(comm: str) -> str | None:
 
 def path_of(stack) -> str:
     syms = {s for s, _ in stack}
-    for name, funcs in PATHS:
-        if syms.intersection(funcs):
+    for name, groups in PATHS:
+        if all(syms.intersection(g) for g in groups):
             return name
     if stack and "kernel" not in stack[0][1]:
         return USER
