@@ -10,7 +10,8 @@
  * settings and rules read before main, and the descriptor table of the
  * sockets it stands for.  Above it: rtn_preload_judge.c decides and opens
  * (a socket's rules, its channel, its take-over), rtn_preload_sock.c has
- * the calls that create, configure and close sockets, rtn_preload_io.c
+ * the calls that create, configure and close sockets, rtn_preload_sockopt.c
+ * their options, rtn_preload_io.c
  * the data path, rtn_preload_wait.c poll and select, rtn_preload_epoll.c
  * epoll.  A UDP socket is the kernel's until the rules judge it (at bind,
  * connect or its first send); if they pick the real-time path the library
@@ -287,6 +288,24 @@ int rp_bad_addr(uintptr_t a, size_t len)
 		return 0;
 	/* what can be told without touching it: NULL's page, past user space, a wrap */
 	return a < 4096 || a > 0x7fffffffffffULL || a + len < a || a + len > 0x800000000000ULL;
+}
+
+/*
+ * The room a program's value-result length says it has for @p want bytes
+ * at @p buf (at most @p want); -errno for a bad length or pointer.
+ */
+int rp_user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_t *have)
+{
+	if (!len || rp_bad_ptr(len, sizeof(*len)))
+		return -EFAULT;
+	memcpy(have, len, sizeof(*have));
+	if ((int)*have < 0)
+		return -EINVAL;
+	if (*have > want)
+		*have = want;
+	if (*have && (!buf || rp_bad_ptr(buf, *have)))
+		return -EFAULT;
+	return 0;
 }
 
 struct rsock *rp_rs_new(int domain, int type)

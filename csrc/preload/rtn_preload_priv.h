@@ -39,7 +39,7 @@ enum rp_state {
 /*
  * Options a real-time socket keeps as the program set them (or the kernel
  * socket had them: rp_opts_adopt) and reports back, whose effect on the
- * real-time path is as described at rp_kept (rtn_preload_sock.c).
+ * real-time path is as described at rp_kept (rtn_preload_sockopt.c).
  */
 enum rp_kept_opt {
 	RP_SO_REUSEADDR,
@@ -210,6 +210,11 @@ void rp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** The station's device's interface index (0: it has none here). */
 int rp_station_ifindex(void);
 int rp_bad_addr(uintptr_t a, size_t len);
+/**
+ * The room a program's value-result length @p len says it has for @p want
+ * bytes at @p buf (at most @p want) in *have; -errno for a bad length or pointer.
+ */
+int rp_user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_t *have);
 /* by address, never read: a pointer the compiler thinks unwritten is no warning then */
 #define rp_bad_ptr(p, len) rp_bad_addr((uintptr_t)(p), (len))
 int rp_alive(struct rsock *rs);
