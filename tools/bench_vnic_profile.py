@@ -35,13 +35,14 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 
 from rtnet.argtypes import integer, number
-from rtnet.benchkit import cpu_isolation
+from rtnet.benchkit import cpu_isolation, why_unwritable
 from rtnet.lab import Lab
 from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
 from rtnet.sigterm import unwind_on_sigterm
@@ -312,23 +313,41 @@ def main(argv=None) -> int:
     if os.geteuid() != 0:
         print("bench_vnic_profile: needs root (netns, AF_XDP, perf)", file=sys.stderr)
         return 2
+    if not shutil.which("perf"):
+        print("bench_vnic_profile: needs perf (Debian's linux-perf)", file=sys.stderr)
+        return 2
+    out = a.out or os.path.join(RESULTS, f"{code_version()}.json")
+    why = why_unwritable(out)
+    if why:
+        print(f"bench_vnic_profile: --out {out}: {why}", file=sys.stderr)
+        return 2
     bench.OFFERED_MBPS = a.link_rate
     rt_cpu, bench.APP_CPUS = cpu_isolation("auto")
     slot_plan = plan(1000, a.link_rate, windows=True)  # vnic bench's, 1 ms cycle
-    runs = []
+    runs, failed = [], None
     with tempfile.TemporaryDirectory() as tmp, Lab(a.lab, 2) as lab:
         for i in range(a.runs):
             print(f"run {i + 1} of {a.runs}:", end=" ", flush=True)
-            runs.append(one_run(lab, slot_plan, rt_cpu, a.seconds, a.freq, tmp, print))
-    print(
-        f"\nCPU s per GB of the flow, median [min..max] of {a.runs} runs ({a.link_rate} Mbit/s "
-        f"modelled, {a.seconds:g} s profiled a phase, cpu-clock at {a.freq} Hz):\n"
-    )
-    print(table(runs))
-    out = a.out or os.path.join(RESULTS, f"{code_version()}.json")
-    write_json(out, {"config": vars(a), "runs": [as_json(r) for r in runs], "table": table(runs)})
-    print(f"\nevery run kept in {out}")
-    return 0
+            try:
+                runs.append(one_run(lab, slot_plan, rt_cpu, a.seconds, a.freq, tmp, print))
+            except (RuntimeError, KeyError, subprocess.CalledProcessError) as exc:
+                # perf or iperf3 failed, or a flow reported no goodput: the runs so far stand
+                failed = f"run {i + 1}: {exc}"
+                print(f"\nbench_vnic_profile: {failed}", file=sys.stderr)
+                break
+    if runs:
+        print(
+            f"\nCPU s per GB of the flow, median [min..max] of {len(runs)} runs ({a.link_rate} "
+            f"Mbit/s modelled, {a.seconds:g} s profiled a phase, cpu-clock at {a.freq} Hz):\n"
+        )
+        print(table(runs))
+        write_json(
+            out,
+            {"config": vars(a), "failed": failed, "runs": [as_json(r) for r in runs],
+             "table": table(runs)},
+        )  # fmt: skip
+        print(f"\nevery run kept in {out}")
+    return 2 if failed else 0
 
 
 def as_json(run: dict) -> dict:
