@@ -171,13 +171,12 @@ def table(runs: list[dict]) -> str:
             vals = [r[phase].get(key, 0.0) for r in runs]
         return show(spread(vals), 2)
 
+    def name(key):
+        return "all the lab" if key == ALL else " / ".join(key)
+
     head = ("thread / path", "kernel path", "VNIC idle", "VNIC flow", "VNIC above idle")
-    rows = [head] + [
-        (f"{t} / {p}" if t != "all" else "all the lab", *(fig(ph, k) for ph in
-         ("kernel-mtu", "vnic-idle", "vnic", "above")))
-        for k in keys
-        for t, p in [k]
-    ]  # fmt: skip
+    columns = ("kernel-mtu", "vnic-idle", "vnic", "above")
+    rows = [head] + [(name(k), *(fig(ph, k) for ph in columns)) for k in keys]
     width = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join(
         "  ".join(c.ljust(width[i]) if i == 0 else c.rjust(width[i]) for i, c in enumerate(r))
