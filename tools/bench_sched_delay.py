@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 
-from rtnet.argtypes import integer, number
+from rtnet.argtypes import number
 from rtnet.lab import Lab
 from rtnet.rtthread import THREAD_NAME as RT_THREAD_NAME
 from rtnet.sigterm import unwind_on_sigterm
@@ -62,9 +62,7 @@ def switch_ins(timehist: str) -> list[tuple[int, str, float]]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--link-rate", type=integer("--link-rate", 10, 10000), default=1000, help="Mbit/s modelled"
-    )
+    ap.add_argument("--link-rate", type=bench.LINK_RATE_ARG, default=1000, help="Mbit/s modelled")
     ap.add_argument("--seconds", type=number("--seconds", 1, 30), default=3.0, help="traced")
     ap.add_argument("--over-us", type=number("--over-us", 1, 10000), default=15.0)
     ap.add_argument("--lab", default="sd")

@@ -296,9 +296,7 @@ def flags(run: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--link-rate", type=integer("--link-rate", 10, 10000), default=100, help="Mbit/s modelled"
-    )
+    ap.add_argument("--link-rate", type=bench.LINK_RATE_ARG, default=100, help="Mbit/s modelled")
     ap.add_argument("--seconds", type=number("--seconds", 1, 30), default=5.0, help="profiled")
     ap.add_argument("--runs", type=integer("--runs", 1, 20), default=3)
     ap.add_argument("--freq", type=integer("--freq", 100, 5000), default=999, help="samples/s")

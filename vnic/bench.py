@@ -18,6 +18,7 @@ import subprocess
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
+from rtnet.argtypes import integer
 from rtnet.benchkit import cpu_isolation, on_cpus, start_iperf_server, why_unwritable
 from rtnet.config import XDP_MODES
 from rtnet.cpuacct import LabCpu
@@ -45,6 +46,8 @@ IDLE_AGREE = 0.20  # idle baselines before and after may differ by this much
 WITNESS_SUSPECT_X, WITNESS_SUSPECT_MIN = 3, 20
 TCP_IP_HLEN = 52  # IPv4 + TCP with the timestamp option Linux sends
 MAX_SECONDS = 600
+# the modelled link rate a command line may ask for (check_args holds calls to the same)
+LINK_RATE_ARG = integer("link rate", 1, MAX_LINK_RATE_MBPS)
 MIN_MTU = 68  # the smallest IPv4 link MTU (RFC 791)
 MAX_MTU = NRT_SLOT_SIZE - RTMAC_HLEN  # the largest the NRT slot carries
 OFFLOAD = ("on", "off", "both")

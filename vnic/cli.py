@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from rtmac.tdma_config import LIMITS, MAX_LINK_RATE_MBPS
+from rtmac.tdma_config import LIMITS
 from rtnet.argtypes import OneLineParser, integer
 from rtnet.benchkit import RT_CPU_HELP, rt_cpu_arg
 from rtnet.config import XDP_MODES
@@ -17,7 +17,7 @@ from rtnet.errors import ConfigError, RtnetError
 from rtnet.messages import bounded, one_line
 from rtnet.sigterm import unwind_on_sigterm
 
-from .bench import MAX_MTU, MAX_SECONDS, MIN_MTU, OFFLOAD
+from .bench import LINK_RATE_ARG, MAX_MTU, MAX_SECONDS, MIN_MTU, OFFLOAD
 
 
 def build_parser() -> OneLineParser:
@@ -30,7 +30,7 @@ def build_parser() -> OneLineParser:
     b.add_argument("--cycle-us", type=integer("cycle", *LIMITS["cycle_us"]), default=1000)
     b.add_argument(
         "--link-rate",
-        type=integer("link rate", 1, MAX_LINK_RATE_MBPS),
+        type=LINK_RATE_ARG,
         default=100,
         help="TDMA link model, Mbit/s",
     )
