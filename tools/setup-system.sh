@@ -4,7 +4,7 @@
 # for the fuzz targets, clang-format for the C style check, rt-tests, iperf3,
 # stress-ng, tshark, nftables for the redundant lab's wire faults, valgrind for the cost
 # benchmark's instruction counts, sockperf and socat as unmodified programs under
-# rtnet-run), bpffs, and the Python package itself (editable, so the C core is built in
+# rtnet-run, perf for the tools that trace the scheduler or profile the VNIC), bpffs, and the Python package itself (editable, so the C core is built in
 # place).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 APT_PACKAGES=(
   libxdp-dev libbpf-dev libelf-dev zlib1g-dev clang llvm libclang-rt-14-dev clang-format gcc make
   pkg-config iproute2 iputils-ping ethtool rt-tests iperf3 stress-ng tshark procps nftables
-  valgrind sockperf socat zstd
+  valgrind sockperf socat zstd linux-perf
 )
 
 if [ "$(id -u)" -ne 0 ]; then

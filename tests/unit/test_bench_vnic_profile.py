@@ -111,3 +111,24 @@ def test_a_run_is_flagged_when_its_idle_profiles_disagree_or_other_tasks_were_bu
     assert ["idle profiles" in f for f in flags(idle_moved)] == [True]
     busy = {**quiet, "others_samples": {"vnic": 20, "kernel-mtu": 900}}
     assert [f.split(":")[0] for f in flags(busy)] == ["kernel-mtu"]
+
+
+def test_no_perf_or_an_unwritable_output_is_refused_in_one_line_before_any_lab(monkeypatch, capsys):
+    import os
+    import shutil
+
+    import tools.bench_vnic_profile as tool
+
+    built = []
+    monkeypatch.setattr(tool, "Lab", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # both refusals come before root's work
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert tool.main([]) == 2
+    assert capsys.readouterr().err.strip() == "bench_vnic_profile: needs perf (Debian's linux-perf)"
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/" + name)
+    assert tool.main(["--out", "/proc/no-such-dir/x.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "bench_vnic_profile: --out /proc/no-such-dir/x.json:"
+    )
+    assert built == []
