@@ -4,8 +4,8 @@
 # for the fuzz targets, clang-format for the C style check, rt-tests, iperf3,
 # stress-ng, tshark, nftables for the redundant lab's wire faults, valgrind for the cost
 # benchmark's instruction counts, sockperf and socat as unmodified programs under
-# rtnet-run, perf for the tools that trace the scheduler or profile the VNIC), bpffs, and the Python package itself (editable, so the C core is built in
-# place).
+# rtnet-run, perf for the tools that trace the scheduler or profile the VNIC), bpffs,
+# and the Python package itself (editable, so the C core is built in place).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
