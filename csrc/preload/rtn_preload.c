@@ -11,9 +11,8 @@
  * sockets it stands for.  Above it: rtn_preload_judge.c decides and opens
  * (a socket's rules, its channel, its take-over), rtn_preload_sock.c has
  * the calls that create, configure and close sockets, rtn_preload_sockopt.c
- * their options, rtn_preload_io.c
- * the data path, rtn_preload_wait.c poll and select, rtn_preload_epoll.c
- * epoll.  A UDP socket is the kernel's until the rules judge it (at bind,
+ * their options, rtn_preload_io.c the data path, rtn_preload_wait.c poll
+ * and select, rtn_preload_epoll.c epoll.  A UDP socket is the kernel's until the rules judge it (at bind,
  * connect or its first send); if they pick the real-time path the library
  * opens a channel for its port and puts the channel's notify eventfd in
  * place of the kernel socket under the same number.  A socket the rules
@@ -290,10 +289,7 @@ int rp_bad_addr(uintptr_t a, size_t len)
 	return a < 4096 || a > 0x7fffffffffffULL || a + len < a || a + len > 0x800000000000ULL;
 }
 
-/*
- * The room a program's value-result length says it has for @p want bytes
- * at @p buf (at most @p want); -errno for a bad length or pointer.
- */
+/* rtn_preload_priv.h says what it gives */
 int rp_user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_t *have)
 {
 	if (!len || rp_bad_ptr(len, sizeof(*len)))
