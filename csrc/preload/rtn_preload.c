@@ -12,10 +12,11 @@
  * (a socket's rules, its channel, its take-over), rtn_preload_sock.c has
  * the calls that create, configure and close sockets, rtn_preload_sockopt.c
  * their options, rtn_preload_io.c the data path, rtn_preload_wait.c poll
- * and select, rtn_preload_epoll.c epoll.  A UDP socket is the kernel's until the rules judge it (at bind,
- * connect or its first send); if they pick the real-time path the library
- * opens a channel for its port and puts the channel's notify eventfd in
- * place of the kernel socket under the same number.  A socket the rules
+ * and select, rtn_preload_epoll.c epoll.  A UDP socket is the kernel's
+ * until the rules judge it (at bind, connect or its first send); if they
+ * pick the real-time path the library opens a channel for its port and puts
+ * the channel's notify eventfd in place of the kernel socket under the same
+ * number.  A socket the rules
  * leave to the kernel is forgotten, so it costs nothing from then on.
  */
 #include <arpa/inet.h>
