@@ -30,6 +30,20 @@ def segment_plan(n: int):
     return plan(n, cycle_us=shortest_cycle_us(n, **kw), **kw)
 
 
+def station_cpu(index: int, ncpu: int) -> int:
+    """The CPU of demo station ``index``'s RT thread: station 1 alone on CPU 0 where there
+    are two CPUs or more, the others in turn on the rest.
+
+    Station 1 (the subscriber, sockperf's client) and the last station (the publisher,
+    sockperf's server) send each other the demo's traffic, and an RT thread with an
+    application channel open wakes for every frame it receives.  On one CPU, at one
+    SCHED_FIFO priority, the receiver's wake-up would wait behind the sender's run and
+    the sender's next slot behind the receiver's delivery."""
+    if ncpu < 2:
+        return 0
+    return 0 if index == 1 else 1 + (index - 2) % (ncpu - 1)
+
+
 def station_toml(index: int, n: int, *, windows: bool = True, redundant: bool = False) -> str:
     """rtnet.toml of demo station ``index`` (1-based) in a segment of ``n`` stations.
 
@@ -70,7 +84,7 @@ device = "rteth0"
 ip = "{station_ip(index)}"
 ethertypes = [0x{APP_ETHERTYPE:04X}]
 {link}[rt]
-cpu = {(index - 1) % max(1, os.cpu_count() or 1)}
+cpu = {station_cpu(index, os.cpu_count() or 1)}
 priority = 80
 allow_fallback = true
 [tdma]
