@@ -131,6 +131,14 @@ def open_pubsub(lab: Lab, plan):
     return pub_st, sub_st, pub_ch, sub_ch, sub, task
 
 
+def cycles_between(t0_s: float, t1_s: float, cycle_us: int) -> list[tuple[int, int]]:
+    """The whole cycles from ``t0_s`` to ``t1_s`` (time.monotonic() seconds, the clock the
+    stall detector keeps) as (start_ns, end_ns) spans, for VmWitness.lives()."""
+    cycle = cycle_us * 1000
+    start, end = int(t0_s * 1e9), int(t1_s * 1e9)
+    return [(t, t + cycle) for t in range(start, end - cycle + 1, cycle)]
+
+
 def late_messages(sub: Subscriber, plan, witness: VmWitness) -> dict:
     """The messages that took longer than a cycle, and of them those the VM's stalls
     explain: a stall in the cycle after the message's scheduled time, when it was to go

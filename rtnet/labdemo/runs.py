@@ -54,6 +54,7 @@ from rtnet.vm_witness import VmWitness
 
 from .program import run_unmodified_program
 from .pubsub import (
+    cycles_between,
     late_messages,
     late_said,
     latency_summary,
@@ -327,6 +328,7 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
     seqs = sub.seqs
     received = len(set(seqs))
     during_cut = sum(1 for t in sub.arrivals if marks["cut"] <= t < marks["mend"])
+    cut_cycles = cycles_between(marks["cut"], marks["mend"], plan.cycle_us)
     wires = _wire_counts(stream0, _stream(after[0], pub_st.mac))
     summary = {
         "redundant": True,
@@ -340,6 +342,10 @@ def _run_redundant(lab: Lab, plan, duration: float, out) -> dict:
             "from_s": round(marks["cut"] - t0, 3),
             "to_s": round(marks["mend"] - t0, 3),
             "received_meanwhile": during_cut,
+            "cycles": len(cut_cycles),
+            # the cycles the VM's stalls met: their messages may have expired at the
+            # publisher's station, whatever the wires did (None: no detector)
+            "cycles_in_vm_stalls": witness.lives(cut_cycles),
         },
         "wires": wires,
         "latency_us": latency_summary(sub.latency_ns),

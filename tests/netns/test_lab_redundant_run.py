@@ -64,10 +64,12 @@ def test_a_redundant_segment_loses_nothing_across_wire_a_down_and_up():
         assert s["duplicates_delivered"] == 0
         down = s["wire_a_down"]
         assert 0 < down["from_s"] < down["to_s"] < DURATION_S + 1
-        # while wire A was down the stream kept arriving, over wire B
-        assert (
-            down["received_meanwhile"] >= (down["to_s"] - down["from_s"]) * 1e6 / CYCLE_US * 0.8
-        ), down
+        # while wire A was down the stream kept arriving, over wire B: a message a cycle,
+        # leaving out the cycles a VM stall met (the publisher's station may have missed its
+        # slot in them and counted their messages expired, whatever the wires did)
+        assert down["cycles"] >= (down["to_s"] - down["from_s"]) * 1e6 / CYCLE_US - 2, down
+        undisturbed = down["cycles"] - (down["cycles_in_vm_stalls"] or 0)
+        assert down["received_meanwhile"] >= undisturbed * 0.8, (down, s.get("vm"))
         a, b = s["wires"]
         assert (a["wire"], b["wire"]) == ("a", "b")
         # every message passed once, from the wire whose copy came first; the other copy

@@ -39,3 +39,14 @@ def test_the_publishers_station_never_shares_the_subscribers_cpu_where_there_are
     for i in range(1, n + 1):
         cfg = parse_toml(station_toml(i, n), f"s{i}.toml")
         assert cfg.rt.cpu == station_cpu(i, os.cpu_count() or 1)
+
+
+def test_the_cycles_of_a_span_are_whole_cycles_in_the_stall_detectors_clock():
+    from rtnet.labdemo.pubsub import cycles_between
+
+    spans = cycles_between(2.0, 2.0035, 1000)  # 3.5 cycles of 1 ms: the three whole ones
+    assert spans == [
+        (2_000_000_000 + k * 1_000_000, 2_001_000_000 + k * 1_000_000) for k in (0, 1, 2)
+    ]
+    assert cycles_between(2.0, 2.0005, 1000) == []
+    assert cycles_between(3.0, 2.0, 1000) == []  # a span the wrong way round has none
