@@ -19,8 +19,8 @@ kernel's.  A rules file (first match wins) chooses otherwise:
 LOCAL and REMOTE are '*', ADDRESS[/PREFIX][:PORT] or *:PORT; the user's rules
 come before the defaults.  lifetime: a datagram not on the wire that many
 microseconds after the program sent it is dropped and counted by the station
-(rtnetctl status: the channel's expired).  A malformed rule stops the program before it
-starts, with one line naming the line.  RTNET_RULES="rule; rule" gives rules
+(rtnetctl status: the channel's expired).  A malformed rule stops the program
+before it starts, with one line naming the line.  RTNET_RULES="rule; rule" gives rules
 in the environment (before the file's).
 
 What a preloaded library cannot see: statically linked programs, raw

@@ -27,7 +27,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 
 from rtnet.argtypes import number
 from rtnet.lab import Lab
@@ -78,12 +77,7 @@ def main(argv=None) -> int:
         with tdma_pair(lab, slot_plan, mode="batched", mtu=bench.MAX_MTU, offload=True) as (st, _):
             for s in st:
                 s.set_probe(0)
-            flow: dict = {}
-            t = threading.Thread(
-                target=lambda: flow.update(bench.run_iperf(lab, "tcp", "198.19.0.2", flow_s))
-            )
-            t.start()
-            threading.Event().wait(1.5)  # past slow start: the flow at its rate
+            t, flow = bench.iperf_in_background(lab, "198.19.0.2", flow_s, warmup=1.5)
             rec = subprocess.run(
                 ["perf", "sched", "record", "-o", data, "--", "sleep", str(a.seconds)],
                 capture_output=True,

@@ -39,7 +39,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 from rtnet.argtypes import integer, number
 from rtnet.benchkit import cpu_isolation, why_unwritable
@@ -86,7 +85,7 @@ IDLE_CPU_PATHS = ("network softirq", "timer interrupts")
 PHASES = ("kernel-mtu", "vnic-idle", "vnic")
 RESULTS = os.path.join(ROOT, "results", "bench_vnic_profile")
 ALL = ("all", "total")
-IDLE_AGREE = 0.20  # the idle profiles before and after a flow may differ by this much
+IDLE_AGREE = bench.IDLE_AGREE  # vnic bench's: idle runs before and after may differ this much
 OTHERS_MAX = 0.05  # other tasks' share of the machine's CPU in a phase before it is flagged
 
 
@@ -212,14 +211,7 @@ def read_profile(data: str) -> str:
 
 def flow(lab, dst_ip: str, seconds: float, warmup: float, mbps=None) -> dict:
     """An iperf3 TCP flow that starts ``warmup`` before the profiled window and outlasts it."""
-    got: dict = {}
-    t = threading.Thread(
-        target=lambda: got.update(
-            bench.run_iperf(lab, "tcp", dst_ip, int(seconds + 2 * warmup + 0.999), mbps)
-        )
-    )
-    t.start()
-    threading.Event().wait(warmup)  # past slow start: the flow at its rate
+    t, got = bench.iperf_in_background(lab, dst_ip, int(seconds + 2 * warmup + 0.999), warmup, mbps)
     return {"thread": t, "result": got}
 
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 
 from rtmac.tdma_config import MAX_LINK_RATE_MBPS
 from rtnet import netns
@@ -100,6 +101,18 @@ def run_iperf(
         }
     finally:
         lab.stop(srv, timeout=10, terminate=False)  # iperf3 -s -1 ends after one test
+
+
+def iperf_in_background(lab, dst_ip: str, seconds: int, warmup: float, mbps=None):
+    """A TCP run_iperf() of ``seconds`` in a thread, returned once ``warmup`` has passed
+    (past slow start: the flow at its rate), for a tool that watches the flow meanwhile.
+    Returns (thread, result): ``result`` holds run_iperf()'s dict once the thread ends
+    (empty if it failed)."""
+    result: dict = {}
+    t = threading.Thread(target=lambda: result.update(run_iperf(lab, "tcp", dst_ip, seconds, mbps)))
+    t.start()
+    threading.Event().wait(warmup)
+    return t, result
 
 
 def idle_baseline(name: str, seconds: float, stations, log, before: dict | None = None) -> dict:

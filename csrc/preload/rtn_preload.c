@@ -16,8 +16,8 @@
  * until the rules judge it (at bind, connect or its first send); if they
  * pick the real-time path the library opens a channel for its port and puts
  * the channel's notify eventfd in place of the kernel socket under the same
- * number.  A socket the rules
- * leave to the kernel is forgotten, so it costs nothing from then on.
+ * number.  A socket the rules leave to the kernel is forgotten, so it costs
+ * nothing from then on.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
