@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from . import control_client, stages
 from ._lowlevel import check, ffi, lib
-from .app_limits import MAX_DEPTH, MAX_PAYLOAD, MSG_MAX, OVERHEAD
+from .app_limits import MAX_DEPTH, MAX_PAYLOAD, MSG_MAX, OVERHEAD, UDP_MAX_DGRAM
 from .closeable import Closeable
 from .cyclic import CyclicTask, latencies_ns, publish_cyclic, subscribe  # noqa: F401 (re-exported)
 from .errors import ChannelError, ChannelFull, ConfigError
@@ -422,6 +422,8 @@ class UdpSocket(Closeable):
         self.port: int | None = None
         self._seq = ffi.new("uint32_t *")
         self._from = ffi.new("struct rtn_app_udp_info *")
+        # a datagram put together from its fragments is longer than a channel message
+        self._rbuf = ffi.new("uint8_t[]", UDP_MAX_DGRAM)
 
     def bind(self, port: int) -> None:
         """Bind to ``port`` (1..65535): the station takes UDP to it from Linux from now on."""
@@ -445,8 +447,10 @@ class UdpSocket(Closeable):
 
     def sendto(self, data: bytes, addr: tuple[str, int], sched_ns: int | None = None) -> int:
         """Queue ``data`` for ``addr`` = (IPv4, port) in the socket's slot; returns its
-        sequence number.  OSError EHOSTUNREACH without a neighbour entry (rtroute add),
-        EMSGSIZE for more than one frame holds (no fragmentation)."""
+        sequence number.  A datagram larger than one frame of the socket leaves in
+        fragments, as RTnet's stack sends it.  OSError EHOSTUNREACH without a neighbour
+        entry (rtroute add), EMSGSIZE beyond IPv4's limit or more fragments than the
+        socket's ring holds."""
         ch = self._live()
         try:
             ip, port = addr
@@ -458,7 +462,7 @@ class UdpSocket(Closeable):
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 0xFFFF:
             raise ConfigError(f"UDP port {port!r}: must be 1..65535")
         data = bytes(data)
-        if len(data) > MSG_MAX:
+        if len(data) > UDP_MAX_DGRAM:
             raise ChannelError(errno.EMSGSIZE, f"datagram of {len(data)} bytes: too large")
         sched = lib.RTN_APP_SCHED_NOW if sched_ns is None else int(sched_ns)
         _check_sent(
@@ -470,14 +474,14 @@ class UdpSocket(Closeable):
         """The next datagram, waiting up to ``timeout`` seconds (None: forever, 0: poll)."""
         ch = self._live()
         rc = lib.rtn_app_recvfrom(
-            ch._live(), ch._buf, MSG_MAX, ch._info, self._from, _timeout_ns(timeout)
+            ch._live(), self._rbuf, UDP_MAX_DGRAM, ch._info, self._from, _timeout_ns(timeout)
         )
         if rc == -errno.EAGAIN:
             return None
         check(rc, ChannelError, "recvfrom")
         i, f = ch._info, self._from
         return Datagram(
-            bytes(ffi.buffer(ch._buf, rc)),
+            bytes(ffi.buffer(self._rbuf, rc)),
             (_ip_text(f.src_ip), f.src_port),
             i.seq,
             i.sched_ns,

@@ -98,7 +98,8 @@ def format_status(st: dict | None) -> list[str]:
         f"  ipv4 {st.get('address') or '(no address)'}: udp rx {st.get('rx_udp', 0)}, "
         f"echo requests {st.get('rx_echo_request', 0)} (replies {st.get('tx_echo_reply', 0)}, "
         f"dropped {st.get('echo_reply_drops', 0)}), echo replies {st.get('rx_echo_reply', 0)}, "
-        f"tx refused {st.get('tx_refused', 0)}"
+        f"tx refused {st.get('tx_refused', 0)}, fragments {st.get('rx_fragments', 0)} "
+        f"(datagrams made whole {st.get('rx_reassembled', 0)})"
     ]
     if bad:
         out.append("    refused: " + ", ".join(f"{k} {v}" for k, v in bad.items()))

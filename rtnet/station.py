@@ -371,6 +371,8 @@ class Station(Closeable):
                 "tx_echo_reply",
                 "echo_reply_drops",
                 "tx_refused",
+                "rx_fragments",
+                "rx_reassembled",
             )
         }
         out["bad"] = {name: st.bad[n] for n, name in BAD_REASONS.items()}

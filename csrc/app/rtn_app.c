@@ -183,6 +183,11 @@ void rtn_app_close(struct rtn_app_chan *ch)
 
 struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc)
 {
+	return rtn_app_tx_slots(ch, 1, rc);
+}
+
+struct rtn_msg *rtn_app_tx_slots(struct rtn_app_chan *ch, uint32_t n, int *rc)
+{
 	struct rtn_chan_shm *shm = ch->shm;
 	struct rtn_msg *m;
 
@@ -190,7 +195,9 @@ struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc)
 		*rc = rtn_set_error(-ENOTCONN, "the station closed the channel");
 		return NULL;
 	}
-	m = rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth);
+	m = n && rtn_ring_prod_nth(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth, n - 1) ?
+		    rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth) :
+		    NULL;
 	if (!m) {
 		/* the RT thread has not run the slot yet: refuse rather than block */
 		__atomic_store_n(&ch->tx_full, ch->tx_full + 1, __ATOMIC_RELAXED);
@@ -202,10 +209,15 @@ struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc)
 
 void rtn_app_tx_commit(struct rtn_app_chan *ch)
 {
+	rtn_app_tx_commit_n(ch, 1);
+}
+
+void rtn_app_tx_commit_n(struct rtn_app_chan *ch, uint32_t n)
+{
 	struct rtn_chan_shm *shm = ch->shm;
 
-	rtn_ring_prod_commit(&shm->tx);
-	ch->tx_sent++;
+	rtn_ring_prod_commit_n(&shm->tx, n);
+	ch->tx_sent += n;
 	if (__atomic_load_n(&shm->kick_wanted, __ATOMIC_ACQUIRE) && ch->kickfd >= 0) {
 		uint64_t one = 1;
 
@@ -302,28 +314,36 @@ int rtn_app_reply(struct rtn_app_chan *ch, const struct rtn_app_msg_info *to, co
 /* ---- receive --------------------------------------------------------------------- */
 
 /*
- * Take the oldest message: the stamps are the station's (it parsed the
- * frame), the payload's start is the frame's own header, parsed again
- * because the memory is shared (a lying one: the payload is the whole
- * frame after the Ethernet header, and it is counted).
+ * Take the oldest message, or the chain of them a datagram put together
+ * from fragments came in (@p pieces of them, @p len bytes in all: the
+ * headers are in the first, rtn_chan.h): the stamps are the station's (it
+ * parsed the frame), the payload's start is the frame's own header, parsed
+ * again because the memory is shared (a lying one: the payload is the
+ * whole frame after the Ethernet header, and it is counted).
  */
-static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t cap,
-		struct rtn_app_msg_info *info, struct rtn_app_udp_info *udp)
+static int take(struct rtn_app_chan *ch, struct rtn_msg *m, uint32_t pieces, uint32_t len,
+		void *buf, uint32_t cap, struct rtn_app_msg_info *info,
+		struct rtn_app_udp_info *udp)
 {
+	struct rtn_chan_shm *shm = ch->shm;
 	struct rtn_app_stamps hdr;
-	uint32_t plen, n, len = rtn_msg_len(m);
+	uint32_t plen, n;
 	int64_t t[RTN_STAMP_N] = { m->sched_ns, m->handover_ns, m->pickup_ns,	       m->tx_ns,
 				   m->rx_ns,	m->rx_rt_ns,	rtn_app_global_now(ch) };
 
-	if (len > RTN_CHAN_MSG_MAX)
+	if (pieces == 1 && len > RTN_CHAN_MSG_MAX)
 		len = RTN_CHAN_MSG_MAX; /* a broken length: never read past the slot */
+	/* the headers lie in the first piece; the parsers read no further than they reach */
 	if ((ch->udp_port ? rtn_app_udp_payload(ch, m->frame, len, &hdr, udp) :
 			    rtn_app_hdr_parse(m->frame, len, &hdr)) < 0)
 		ch->rx_bad_hdr++;
 	plen = len > hdr.hdr_len ? len - hdr.hdr_len : 0;
 	n = plen < cap ? plen : cap;
-	if (n)
+	if (n && pieces == 1)
 		memcpy(buf, m->frame + hdr.hdr_len, n);
+	else if (n)
+		rtn_ring_chain_copy(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth,
+				    hdr.hdr_len, buf, n);
 	if (info) {
 		memcpy(info->dst, m->frame, 6);
 		memcpy(info->src, m->frame + 6, 6);
@@ -339,9 +359,35 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, void *buf, uint32_t 
 		info->take_ns = t[RTN_STAMP_TAKE];
 	}
 	rtn_stages_add(&ch->stages, m->seq, t);
-	rtn_ring_cons_release(&ch->shm->rx);
+	rtn_ring_cons_release_n(&shm->rx, pieces);
 	ch->rx_received++;
 	return n;
+}
+
+/*
+ * The oldest datagram in the RX ring: its first message, how many it
+ * takes and its length; NULL when there is none.  A broken chain's first
+ * message is dropped and counted, and the next looked at, a ring's worth
+ * at most a call.
+ */
+static struct rtn_msg *oldest(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
+{
+	struct rtn_chan_shm *shm = ch->shm;
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, ch->depth);
+	uint32_t i;
+	int k = 0;
+
+	for (i = 0; i < ch->depth; i++) {
+		k = rtn_ring_cons_chain(&shm->rx, msgs, ch->depth, len);
+		if (k >= 0)
+			break;
+		ch->rx_bad_hdr++;
+		rtn_ring_cons_release(&shm->rx);
+	}
+	if (k <= 0)
+		return NULL;
+	*pieces = (uint32_t)k;
+	return rtn_ring_cons_peek(&shm->rx, msgs, ch->depth);
 }
 
 static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,
@@ -349,13 +395,14 @@ static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn
 {
 	struct rtn_chan_shm *shm = ch->shm;
 	int64_t deadline = timeout_ns > 0 ? rtn_now() + timeout_ns : 0;
+	uint32_t pieces, len;
 	struct rtn_msg *m;
 	int rc = -EAGAIN;
 
 	rtn_clear_error();
-	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
-	if (m)
-		return take(ch, m, buf, cap, info, udp); /* hot path: no system call */
+	m = oldest(ch, &pieces, &len);
+	if (m) /* hot path: no system call */
+		return take(ch, m, pieces, len, buf, cap, info, udp);
 	if (!alive(ch))
 		return rtn_set_error(-ENOTCONN, "the station closed the channel");
 	if (timeout_ns == 0)
@@ -365,9 +412,9 @@ static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn
 		uint32_t head = __atomic_load_n(&shm->rx.head, __ATOMIC_SEQ_CST);
 		int64_t slice = WAIT_SLICE_NS;
 
-		m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, ch->depth), ch->depth);
+		m = oldest(ch, &pieces, &len);
 		if (m) {
-			rc = take(ch, m, buf, cap, info, udp);
+			rc = take(ch, m, pieces, len, buf, cap, info, udp);
 			break;
 		}
 		if (!alive(ch)) {

@@ -43,6 +43,8 @@ struct rtn_app_chan {
  * once the station went away, -ENOBUFS (counted) when the ring is full.
  */
 struct rtn_msg *rtn_app_tx_slot(struct rtn_app_chan *ch, int *rc);
+/** The same for @p n slots in a row (a datagram's fragments): the first of them. */
+struct rtn_msg *rtn_app_tx_slots(struct rtn_app_chan *ch, uint32_t n, int *rc);
 
 /**
  * Where a received UDP datagram's payload starts in @p frame (@p len bytes
@@ -55,6 +57,8 @@ int rtn_app_udp_payload(const struct rtn_app_chan *ch, const uint8_t *frame, uin
 
 /** Commit the slot rtn_app_tx_slot() gave, and kick a NoMAC station that wants it. */
 void rtn_app_tx_commit(struct rtn_app_chan *ch);
+/** Commit the @p n slots rtn_app_tx_slots() gave, all at once. */
+void rtn_app_tx_commit_n(struct rtn_app_chan *ch, uint32_t n);
 
 struct sockaddr;
 /**

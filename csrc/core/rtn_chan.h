@@ -89,6 +89,16 @@ struct rtn_chan_opts {
 #define RTN_UDP_SOCKOPTS   7 /* all of them */
 /* a UDP datagram's sender had IP_MULTICAST_LOOP cleared as it sent it (rtn_msg.flags) */
 #define RTN_MSG_NO_MC_LOOP 1
+/*
+ * A received message the next one continues (rtn_msg.flags): a datagram the
+ * station put together from its fragments is longer than one message, so it
+ * is delivered as a chain, its frame cut into RTN_CHAN_MSG_MAX-byte pieces,
+ * every piece but the last flagged, the whole chain published at once
+ * (rtn_ring_cons_chain() reads it).
+ */
+#define RTN_MSG_MORE 2
+#define RTN_CHAN_CHAIN_MAX \
+	65549 /* a chain's bytes, at most: one IPv4 datagram's frame (14 + 65535) */
 
 /**
  * Defaults: slot 0, priority 15, 1514-byte frames, 256 messages, cycles

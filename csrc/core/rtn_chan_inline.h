@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "rtn_chan.h"
 
 static inline uint64_t rtn_chan_shm_size(uint32_t depth)
@@ -56,6 +57,27 @@ static inline void rtn_ring_prod_commit(struct rtn_ring *r)
 }
 
 /**
+ * The slot @p i places after rtn_ring_prod_slot()'s, or NULL when fewer than
+ * @p i + 1 are free: a chain of messages is filled, then committed at once.
+ */
+static inline struct rtn_msg *rtn_ring_prod_nth(struct rtn_ring *r, struct rtn_msg *msgs,
+						uint32_t depth, uint32_t i)
+{
+	uint32_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+
+	if (head - tail >= depth || i >= depth - (head - tail))
+		return NULL;
+	return &msgs[(head + i) & (depth - 1)];
+}
+
+static inline void rtn_ring_prod_commit_n(struct rtn_ring *r, uint32_t n)
+{
+	__atomic_store_n(&r->head, __atomic_load_n(&r->head, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELEASE);
+}
+
+/**
  * Consumer side: 0 when the ring's indexes are possible, else -1 after
  * dropping everything the producer claims (tail = head).
  */
@@ -88,6 +110,12 @@ static inline void rtn_ring_cons_release(struct rtn_ring *r)
 			 __ATOMIC_RELEASE);
 }
 
+static inline void rtn_ring_cons_release_n(struct rtn_ring *r, uint32_t n)
+{
+	__atomic_store_n(&r->tail, __atomic_load_n(&r->tail, __ATOMIC_RELAXED) + n,
+			 __ATOMIC_RELEASE);
+}
+
 static inline uint32_t rtn_ring_count(const struct rtn_ring *r)
 {
 	return __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) -
@@ -103,6 +131,72 @@ static inline uint32_t rtn_msg_len(const struct rtn_msg *m)
 	uint32_t len = __atomic_load_n(&m->len, __ATOMIC_RELAXED);
 
 	return len <= RTN_CHAN_MSG_MAX ? len : RTN_CHAN_MSG_MAX + 1;
+}
+
+/**
+ * The datagram at the ring's tail: how many messages it takes (1, or a
+ * chain of RTN_MSG_MORE pieces, rtn_chan.h), its whole frame length in
+ * *@p total (for one message rtn_msg_len()'s, which may claim more than
+ * the slot holds).  0 when the ring is empty; -1 for a broken chain (a
+ * piece but the last shorter than a message holds, a longer last one, more
+ * than RTN_CHAN_CHAIN_MAX bytes, or a chain running past what the ring
+ * holds: the station publishes a chain at once), whose first message the
+ * caller drops.
+ */
+static inline int rtn_ring_cons_chain(struct rtn_ring *r, struct rtn_msg *msgs, uint32_t depth,
+				      uint32_t *total)
+{
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	uint32_t avail = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail, sum = 0, i;
+
+	if (avail > depth)
+		avail = depth;
+	for (i = 0; i < avail; i++) {
+		const struct rtn_msg *m = &msgs[(tail + i) & (depth - 1)];
+		uint32_t len = rtn_msg_len(m);
+
+		int more = (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE) != 0;
+
+		if (!more && i == 0) { /* one message: its length as rtn_msg_len() says */
+			*total = len;
+			return 1;
+		}
+		if (len > RTN_CHAN_MSG_MAX || (more && len != RTN_CHAN_MSG_MAX))
+			return -1;
+		sum += len;
+		if (sum > RTN_CHAN_CHAIN_MAX)
+			return -1;
+		if (!more) {
+			*total = sum;
+			return (int)i + 1;
+		}
+	}
+	return avail ? -1 : 0;
+}
+
+/**
+ * Copy @p n bytes from @p off of the chain at the ring's tail (its pieces'
+ * frames end to end, rtn_ring_cons_chain() having said it holds
+ * off + n bytes) to @p dst.  Only ever inside the pieces' message slots,
+ * whatever the other side writes meanwhile.
+ */
+static inline void rtn_ring_chain_copy(const struct rtn_ring *r, struct rtn_msg *msgs,
+				       uint32_t depth, uint32_t off, void *dst, uint32_t n)
+{
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+	uint8_t *out = dst;
+
+	while (n) {
+		uint32_t at = off % RTN_CHAN_MSG_MAX, piece = RTN_CHAN_MSG_MAX - at;
+		const struct rtn_msg *m = &msgs[(tail + off / RTN_CHAN_MSG_MAX) & (depth - 1)];
+
+		if (piece > n)
+			piece = n;
+		memcpy(out, m->frame + at, piece);
+		out += piece;
+		off += piece;
+		n -= piece;
+	}
 }
 
 #endif

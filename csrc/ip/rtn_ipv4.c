@@ -10,8 +10,6 @@
 
 #define ETH_MIN_FRAME 60 /* without FCS: shorter frames are padded to this */
 #define IP_DF	      0x4000
-#define IP_MF	      0x2000
-#define IP_OFFMASK    0x1fff
 
 uint16_t rtn_inet_csum(const uint8_t *p, uint32_t len)
 {
@@ -88,15 +86,15 @@ int rtn_ip_parse(const uint8_t *frame, uint32_t len, struct rtn_ip_pkt *out)
 	/* a shorter datagram is only allowed in a frame padded to the minimum size */
 	if (tot < ihl || (RTN_IP_OFF + tot < len && len > ETH_MIN_FRAME))
 		return -RTN_IPBAD_TOTLEN_SHORT;
-	frag = rtn_get_be16(ip + 6);
-	if (frag & (IP_MF | IP_OFFMASK))
-		return -RTN_IPBAD_FRAGMENT;
 	out->ip_id = rtn_get_be16(ip + 4);
 	out->proto = ip[9];
 	out->src = rtn_get_be32(ip + 12);
 	out->dst = rtn_get_be32(ip + 16);
 	out->l4_off = RTN_IP_OFF + ihl;
 	out->ip_len = tot;
+	frag = rtn_get_be16(ip + 6);
+	if (frag & (RTN_IP_MF | RTN_IP_OFFMASK))
+		return -RTN_IPBAD_FRAGMENT; /* for rtn_ip_defrag(), which reads the rest */
 	switch (ip[9]) {
 	case RTN_IPPROTO_UDP:
 		return parse_udp(frame, ip + ihl, tot - ihl, out);
@@ -107,9 +105,12 @@ int rtn_ip_parse(const uint8_t *frame, uint32_t len, struct rtn_ip_pkt *out)
 	}
 }
 
-/* Ethernet and IPv4 headers (no options, DF, TTL 64) for @p l4_len bytes of @p proto. */
+/*
+ * Ethernet and IPv4 headers (no options, TTL 64) for @p l4_len bytes of
+ * @p proto; @p frag the flags and offset field (DF for a datagram of one frame).
+ */
 static void put_ip(uint8_t *f, const uint8_t dst_mac[6], const uint8_t src_mac[6], uint32_t src_ip,
-		   uint32_t dst_ip, uint8_t proto, uint16_t ip_id, uint32_t l4_len)
+		   uint32_t dst_ip, uint8_t proto, uint16_t ip_id, uint32_t l4_len, uint16_t frag)
 {
 	uint8_t *ip = f + RTN_IP_OFF;
 
@@ -120,7 +121,7 @@ static void put_ip(uint8_t *f, const uint8_t dst_mac[6], const uint8_t src_mac[6
 	ip[1] = 0;
 	rtn_put_be16(ip + 2, (uint16_t)(RTN_IP_HLEN + l4_len));
 	rtn_put_be16(ip + 4, ip_id);
-	rtn_put_be16(ip + 6, IP_DF);
+	rtn_put_be16(ip + 6, frag);
 	ip[8] = RTN_IP_TTL;
 	ip[9] = proto;
 	rtn_put_be16(ip + 10, 0);
@@ -136,7 +137,7 @@ uint32_t rtn_udp_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t 
 	uint8_t *u = frame + RTN_L4_OFF;
 	uint16_t ulen = (uint16_t)(8 + plen), sum;
 
-	put_ip(frame, dst_mac, src_mac, src_ip, dst_ip, RTN_IPPROTO_UDP, ip_id, ulen);
+	put_ip(frame, dst_mac, src_mac, src_ip, dst_ip, RTN_IPPROTO_UDP, ip_id, ulen, IP_DF);
 	rtn_put_be16(u, sport);
 	rtn_put_be16(u + 2, dport);
 	rtn_put_be16(u + 4, ulen);
@@ -146,13 +147,73 @@ uint32_t rtn_udp_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t 
 	return RTN_UDP_HLEN + plen;
 }
 
+/* The data bytes a fragment but the last carries in a frame of @p frame_max: a multiple of 8. */
+static uint32_t frag_step(uint32_t frame_max)
+{
+	return frame_max > RTN_L4_OFF ? (frame_max - RTN_L4_OFF) & ~7u : 0;
+}
+
+uint32_t rtn_udp_frag_count(uint32_t plen, uint32_t frame_max)
+{
+	uint32_t step = frag_step(frame_max), dgram = 8 + plen;
+
+	if (plen > RTN_UDP_MAX_DGRAM)
+		return 0;
+	if (frame_max >= RTN_L4_OFF && dgram <= frame_max - RTN_L4_OFF)
+		return 1;
+	if (step < 8)
+		return 0;
+	return (dgram + step - 1) / step;
+}
+
+void rtn_udp_frag_span(uint32_t plen, uint32_t frame_max, uint32_t i, uint32_t *off, uint32_t *n)
+{
+	uint32_t step = frag_step(frame_max), dgram = 8 + plen;
+
+	if (rtn_udp_frag_count(plen, frame_max) <= 1) {
+		*off = 0;
+		*n = dgram;
+		return;
+	}
+	*off = i * step;
+	*n = *off >= dgram ? 0 : dgram - *off < step ? dgram - *off : step;
+}
+
+uint32_t rtn_ip_fragment_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+				uint32_t src_ip, uint32_t dst_ip, uint16_t ip_id, uint32_t off,
+				uint32_t n, int more)
+{
+	put_ip(frame, dst_mac, src_mac, src_ip, dst_ip, RTN_IPPROTO_UDP, ip_id, n,
+	       (uint16_t)((more ? RTN_IP_MF : 0) | (off / 8 & RTN_IP_OFFMASK)));
+	return RTN_L4_OFF + n;
+}
+
+uint16_t rtn_udp_dgram_csum(uint32_t src_ip, uint32_t dst_ip, uint32_t udp_len,
+			    const uint8_t *const *piece, const uint32_t *piece_len, uint32_t pieces)
+{
+	uint8_t pseudo[12];
+	uint32_t sum = 0, k;
+	uint16_t c;
+
+	rtn_put_be32(pseudo, src_ip);
+	rtn_put_be32(pseudo + 4, dst_ip);
+	pseudo[8] = 0;
+	pseudo[9] = RTN_IPPROTO_UDP;
+	rtn_put_be16(pseudo + 10, (uint16_t)udp_len);
+	sum = rtn_csum_add(sum, pseudo, sizeof(pseudo));
+	for (k = 0; k < pieces; k++)
+		sum = rtn_csum_add(sum, piece[k], piece_len[k]);
+	c = rtn_csum_fold(sum);
+	return c ? c : 0xffff;
+}
+
 uint32_t rtn_icmp_echo_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
 			      uint32_t src_ip, uint32_t dst_ip, uint8_t type, uint16_t id,
 			      uint16_t seq, uint16_t ip_id, uint32_t dlen)
 {
 	uint8_t *c = frame + RTN_L4_OFF;
 
-	put_ip(frame, dst_mac, src_mac, src_ip, dst_ip, RTN_IPPROTO_ICMP, ip_id, 8 + dlen);
+	put_ip(frame, dst_mac, src_mac, src_ip, dst_ip, RTN_IPPROTO_ICMP, ip_id, 8 + dlen, IP_DF);
 	c[0] = type;
 	c[1] = 0;
 	rtn_put_be16(c + 2, 0);

@@ -5,32 +5,37 @@
  *        arrives (every byte hostile, a counter per reason) and the builders
  *        of what leaves (RFC 791, 768, 792; checksums per RFC 1071).
  *
- * What the real-time path takes: IPv4 without options (IHL 5) and without
- * fragmentation (neither MF nor an offset), UDP and ICMP echo request/reply.
- * RTnet fragments a real-time socket's datagram to its slot's MTU and
- * reassembles what arrives; this path does neither: a datagram larger than
- * one frame is refused at send (EMSGSIZE), and a fragment that reaches the
- * parser is counted and dropped (the XDP program leaves a fragment past the
- * first with Linux).  Anything else that reaches the parser is
- * counted by reason and dropped; the XDP program leaves the rest of IPv4
- * with Linux in the first place.  Addresses and ports are host order here.
+ * What the real-time path takes: IPv4 without options (IHL 5), UDP and ICMP
+ * echo request/reply.  A fragment (MF or an offset) is not parsed here:
+ * rtn_ip_parse() says -RTN_IPBAD_FRAGMENT with its addresses, identification
+ * and protocol filled in, and a UDP datagram's fragments are put together
+ * again by rtn_ip_defrag.h, whose whole datagram is then parsed here as any
+ * other.  Anything else that reaches the parser is counted by reason and
+ * dropped; the XDP program leaves the rest of IPv4 with Linux in the first
+ * place.  Addresses and ports are host order here.
  *
  * Frames the builders make: Ethernet, 20-byte IPv4 header (TTL 64 as RTnet's
- * stack, DF set, TOS 0), then UDP or ICMP; a UDP checksum that comes out 0
- * is sent as 0xffff (RFC 768).
+ * stack, DF set on a datagram of one frame, TOS 0), then UDP or ICMP; a UDP
+ * checksum that comes out 0 is sent as 0xffff (RFC 768).  A datagram larger
+ * than its socket's frame leaves in fragments, as RTnet's stack sends it
+ * (rtn_udp_frag_count()).
  */
 #ifndef RTN_IPV4_H
 #define RTN_IPV4_H
 
 #include <stdint.h>
 
-#define RTN_ETH_P_IPV4	    2048 /* 0x0800 */
-#define RTN_IP_HLEN	    20	 /* what we send: no options */
-#define RTN_IP_OFF	    14	 /* frame offset of the IPv4 header */
-#define RTN_L4_OFF	    34	 /* 14 + 20: UDP or ICMP header of what we send */
-#define RTN_UDP_HLEN	    42	 /* 14 + 20 + 8: where a UDP payload starts */
-#define RTN_ICMP_HLEN	    42	 /* 14 + 20 + 8: where ICMP echo data starts */
-#define RTN_UDP_MAX_PAYLOAD 1472 /* 1514 - 42: one Ethernet frame, no fragments */
+#define RTN_ETH_P_IPV4	    2048   /* 0x0800 */
+#define RTN_IP_HLEN	    20	   /* what we send: no options */
+#define RTN_IP_OFF	    14	   /* frame offset of the IPv4 header */
+#define RTN_L4_OFF	    34	   /* 14 + 20: UDP or ICMP header of what we send */
+#define RTN_UDP_HLEN	    42	   /* 14 + 20 + 8: where a UDP payload starts */
+#define RTN_ICMP_HLEN	    42	   /* 14 + 20 + 8: where ICMP echo data starts */
+#define RTN_UDP_MAX_PAYLOAD 1472   /* 1514 - 42: one Ethernet frame, no fragments */
+#define RTN_IP_MAX_LEN	    65535  /* an IPv4 datagram's total length, at most */
+#define RTN_UDP_MAX_DGRAM   65507  /* 65535 - 20 - 8: a UDP datagram's payload, at most */
+#define RTN_IP_MF	    0x2000 /* more fragments */
+#define RTN_IP_OFFMASK	    0x1fff /* the fragment offset, in 8-byte units */
 /*
  * A stamped socket's datagram (both ends opt in) starts its UDP payload with
  * the RTNX header of rtn_app_hdr.h, so the header sits RTN_UDP_APP_SHIFT
@@ -61,9 +66,11 @@
 #define RTN_IPBAD_OPTIONS     4 /* IP options: not on the real-time path */
 #define RTN_IPBAD_TOTLEN_LONG 5 /* total length claims more than the frame holds */
 #define RTN_IPBAD_TOTLEN_SHORT \
-	6			/* total length below the headers, or the frame
+	6 /* total length below the headers, or the frame
 					 * carries more than it (beyond minimum-size padding) */
-#define RTN_IPBAD_FRAGMENT   7	/* MF set or a fragment offset */
+#define RTN_IPBAD_FRAGMENT \
+	7 /* a fragment that fits no datagram being put together: past the first
+	   * with none begun, out of order (RTnet takes them in order), or not UDP */
 #define RTN_IPBAD_CSUM	     8	/* IPv4 header checksum */
 #define RTN_IPBAD_PROTO	     9	/* neither UDP nor ICMP */
 #define RTN_IPBAD_UDP_LEN    10 /* UDP length below 8 or beyond the IP payload */
@@ -74,7 +81,12 @@
 #define RTN_IPBAD_NOT_OURS   15 /* to another address, or from a broadcast/zero one */
 #define RTN_IPBAD_NO_PORT    16 /* UDP to a port no socket is bound to */
 #define RTN_IPBAD_STAMP_HDR  17 /* a stamped socket's datagram without a sound RTNX header */
-#define RTN_IPBAD_N	     18 /* reasons 1..17; index 0 unused */
+#define RTN_IPBAD_FRAG_SIZE \
+	18 /* a fragment but the last whose data is not a multiple of 8 bytes, or a
+	    * datagram growing past 65,535 bytes */
+#define RTN_IPBAD_FRAG_NO_ROOM 19 /* a first fragment while every collector is busy */
+#define RTN_IPBAD_FRAG_TIMEOUT 20 /* a datagram given up: no fragment of it came for a while */
+#define RTN_IPBAD_N	       21 /* reasons 1..20; index 0 unused */
 
 /** A parsed datagram: offsets into the frame, values in host order. */
 struct rtn_ip_pkt {
@@ -97,6 +109,8 @@ struct rtn_ip_stats {
 	uint64_t tx_echo_reply;	   /* queued for the slot */
 	uint64_t echo_reply_drops; /* no room in the slot's queue */
 	uint64_t tx_refused;	   /* a UDP socket's frame that was not its own datagram */
+	uint64_t rx_fragments;	   /* fragments taken into a datagram being put together */
+	uint64_t rx_reassembled;   /* datagrams put together again from their fragments */
 	uint64_t bad[RTN_IPBAD_N]; /* per reason, RTN_IPBAD_* */
 };
 
@@ -105,7 +119,9 @@ struct rtn_ip_stats {
  * EtherType already seen to be IPv4), checking every length against the
  * frame and the IPv4, UDP (unless 0: not computed) and ICMP checksums.
  * @return RTN_IP_UDP, RTN_IP_ECHO_REQUEST or RTN_IP_ECHO_REPLY with *out,
- *         or -RTN_IPBAD_* (*out then partly filled).
+ *         or -RTN_IPBAD_* (*out then partly filled).  -RTN_IPBAD_FRAGMENT
+ *         for a fragment whose header is sound: *out has its addresses,
+ *         identification, protocol, total length and l4_off.
  */
 int rtn_ip_parse(const uint8_t *frame, uint32_t len, struct rtn_ip_pkt *out);
 
@@ -128,6 +144,41 @@ int rtn_udp_stamp(uint8_t *frame, uint32_t len, uint32_t off, uint64_t v);
 uint32_t rtn_udp_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
 			uint32_t src_ip, uint32_t dst_ip, uint16_t sport, uint16_t dport,
 			uint16_t ip_id, uint32_t plen);
+
+/**
+ * The fragments of a UDP datagram whose payload does not fit one frame of
+ * @p frame_max bytes (RFC 791 section 3.2): fragment @p i (from 0) of the
+ * datagram whose @p plen payload bytes follow the 8-byte UDP header.
+ * rtn_udp_frag_count() says how many there are (1: it fits one frame, 0: it
+ * is too large for IPv4 or @p frame_max leaves no room for 8 data bytes); a
+ * fragment but the last carries the largest multiple of 8 bytes that fits.
+ * rtn_udp_frag_span() gives fragment @p i's place in the datagram that
+ * follows the IPv4 header (the UDP header and payload): its offset in
+ * *@p off and length in *@p n.  The fragment's frame is RTN_L4_OFF + n bytes.
+ */
+uint32_t rtn_udp_frag_count(uint32_t plen, uint32_t frame_max);
+void rtn_udp_frag_span(uint32_t plen, uint32_t frame_max, uint32_t i, uint32_t *off, uint32_t *n);
+
+/**
+ * Write Ethernet and IPv4 headers in front of a fragment's @p n bytes
+ * already at @p frame + RTN_L4_OFF, @p off bytes into its datagram (for
+ * fragment 0 the UDP header, which the caller finishes with
+ * rtn_udp_dgram_csum()): MF when @p more, DF clear.
+ * @return the frame's length.
+ */
+uint32_t rtn_ip_fragment_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+				uint32_t src_ip, uint32_t dst_ip, uint16_t ip_id, uint32_t off,
+				uint32_t n, int more);
+
+/**
+ * The UDP checksum field's value for the datagram of @p udp_len bytes (its
+ * UDP header, checksum field 0, and payload) from @p src_ip to @p dst_ip,
+ * whose bytes are @p pieces pieces (@p piece[k] of @p piece_len[k] bytes,
+ * each but the last of even length: a fragment's data).  Never 0 (RFC 768).
+ */
+uint16_t rtn_udp_dgram_csum(uint32_t src_ip, uint32_t dst_ip, uint32_t udp_len,
+			    const uint8_t *const *piece, const uint32_t *piece_len,
+			    uint32_t pieces);
 
 /**
  * The same for an ICMP echo (@p type RTN_ICMP_ECHO_REQUEST or _REPLY) whose

@@ -69,28 +69,67 @@ static int iov_ok(const struct iovec *iov, size_t n, size_t max)
 
 /* ---- receive ------------------------------------------------------------------- */
 
-/* What one ring message holds for the program: where its data is, and who sent it. */
+/*
+ * What the ring's oldest datagram holds for the program: where its data
+ * is, and who sent it.  One message, or the chain of them a datagram put
+ * together from its fragments came in (rtn_chan.h).
+ */
 struct rx_view {
-	const uint8_t *data;
-	uint32_t len; /* the datagram's or frame's full length */
+	const uint8_t *data; /* in the private copy: one message's */
+	uint32_t data_off;   /* where the data starts in the frame (a chain's) */
+	uint32_t len;	     /* the datagram's or frame's full length */
+	uint32_t pieces;     /* the messages it takes */
 	struct sockaddr_in from;
 	uint32_t to; /* the IPv4 destination, network order (IP_PKTINFO) */
 	struct sockaddr_ll ll;
 };
 
-/* -1: not a datagram or frame this socket gives (dropped and counted by the caller) */
-static int view(const struct rsock *rs, const struct rtn_msg *m, uint8_t *copy, struct rx_view *v)
+/*
+ * The oldest datagram: its first message, and how many it takes and its
+ * frame's length in *@p v; NULL when there is none.  A broken chain's first
+ * message is dropped and counted, a ring's worth at most a call.
+ */
+static struct rtn_msg *oldest(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
 {
-	uint32_t len = rtn_msg_len(m);
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, rs->ch->depth);
+	uint32_t i;
+	int k = 0;
+
+	for (i = 0; i < rs->ch->depth; i++) {
+		k = rtn_ring_cons_chain(&shm->rx, msgs, rs->ch->depth, frame_len);
+		if (k >= 0)
+			break;
+		rs->ch->rx_bad_hdr++;
+		rtn_ring_cons_release(&shm->rx);
+	}
+	if (k <= 0)
+		return NULL;
+	v->pieces = (uint32_t)k;
+	return rtn_ring_cons_peek(&shm->rx, msgs, rs->ch->depth);
+}
+
+/*
+ * -1: not a datagram or frame this socket gives (dropped and counted by the
+ * caller).  @p len the frame's length (a chain's whole one, v->pieces set).
+ */
+static int view(const struct rsock *rs, const struct rtn_msg *m, uint32_t len, uint8_t *copy,
+		struct rx_view *v)
+{
 	struct rp_frame_view f;
 
-	if (len > RTN_CHAN_MSG_MAX)
+	if (v->pieces == 1 && len > RTN_CHAN_MSG_MAX)
 		return -1;
-	/* parse a private copy: the station may rewrite the slot's bytes meanwhile */
-	memcpy(copy, m->frame, len);
+	/*
+	 * Parse a private copy: the station may rewrite the slot's bytes
+	 * meanwhile.  A chain's headers are in its first message, and the
+	 * parser reads no further than the headers.
+	 */
+	memcpy(copy, m->frame, len < RTN_CHAN_MSG_MAX ? len : RTN_CHAN_MSG_MAX);
 	if (rp_frame_view(rs->domain, rs->type, copy, len, &f) < 0)
 		return -1;
 	v->data = copy + f.data_off;
+	v->data_off = f.data_off;
 	v->len = f.len;
 	if (rs->domain == AF_PACKET) {
 		rp_packet_name(rs, &v->ll, f.src_mac);
@@ -177,6 +216,25 @@ static size_t scatter(const struct msghdr *mh, const uint8_t *data, size_t len)
 								 len - done;
 
 		memcpy(mh->msg_iov[i].iov_base, data + done, n);
+		done += n;
+	}
+	return done;
+}
+
+/* The same from the chain at the ring's tail, straight out of its messages. */
+static size_t scatter_chain(const struct rsock *rs, const struct msghdr *mh,
+			    const struct rx_view *v)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	size_t i, done = 0;
+
+	for (i = 0; i < mh->msg_iovlen && done < v->len; i++) {
+		size_t n = mh->msg_iov[i].iov_len < v->len - done ? mh->msg_iov[i].iov_len :
+								    v->len - done;
+
+		rtn_ring_chain_copy(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth,
+				    v->data_off + (uint32_t)done, mh->msg_iov[i].iov_base,
+				    (uint32_t)n);
 		done += n;
 	}
 	return done;
@@ -293,29 +351,29 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 	struct rx_view v;
 	struct rtn_msg *m;
 	ssize_t rc = -EAGAIN;
+	uint32_t flen;
 
 	pthread_mutex_lock(&rs->rx_lock);
 	if (rs->backlog && (rc = take_backlog(rs, mh, flags)) != -EAGAIN) {
 		pthread_mutex_unlock(&rs->rx_lock);
 		return rc;
 	}
-	while ((m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth),
-				       rs->ch->depth))) {
+	while ((m = oldest(rs, &v, &flen))) {
 		size_t n;
 
-		if (view(rs, m, copy, &v) < 0) {
+		if (view(rs, m, flen, copy, &v) < 0) {
 			rs->ch->rx_bad_hdr++;
-			rtn_ring_cons_release(&shm->rx);
+			rtn_ring_cons_release_n(&shm->rx, v.pieces);
 			continue;
 		}
 		/* a connected socket takes its peer's datagrams only, as the kernel's */
 		if (rs->connected && rs->domain == AF_INET &&
 		    (ntohl(v.from.sin_addr.s_addr) != rs->raddr ||
 		     ntohs(v.from.sin_port) != rs->rport)) {
-			rtn_ring_cons_release(&shm->rx);
+			rtn_ring_cons_release_n(&shm->rx, v.pieces);
 			continue;
 		}
-		n = scatter(mh, v.data, v.len);
+		n = v.pieces == 1 ? scatter(mh, v.data, v.len) : scatter_chain(rs, mh, &v);
 		mh->msg_flags = n < v.len ? MSG_TRUNC : 0;
 		if (mh->msg_name) { /* the full length told, what fits copied */
 			const void *src = rs->domain == AF_INET ? (const void *)&v.from :
@@ -329,7 +387,7 @@ static ssize_t take_one(struct rsock *rs, struct msghdr *mh, int flags)
 		}
 		stamp_cmsgs(rs, m, &v, mh);
 		if (!(flags & MSG_PEEK)) {
-			rtn_ring_cons_release(&shm->rx);
+			rtn_ring_cons_release_n(&shm->rx, v.pieces);
 			rs->ch->rx_received++;
 			/*
 			 * Drained, and the station wrote the notify fd since it was
@@ -428,17 +486,16 @@ ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags)
 
 int rp_fionread(struct rsock *rs)
 {
-	struct rtn_chan_shm *shm = rs->ch->shm;
 	uint8_t copy[RTN_CHAN_MSG_MAX];
 	struct rx_view v;
 	struct rtn_msg *m;
+	uint32_t flen;
 	int n = 0;
 
 	pthread_mutex_lock(&rs->rx_lock);
-	m = rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
 	if (rs->backlog)
 		n = (int)rs->backlog->len; /* as Linux's UDP: the next datagram's size */
-	else if (m && view(rs, m, copy, &v) == 0)
+	else if ((m = oldest(rs, &v, &flen)) && view(rs, m, flen, copy, &v) == 0)
 		n = (int)v.len;
 	pthread_mutex_unlock(&rs->rx_lock);
 	return n;
@@ -488,7 +545,7 @@ static ssize_t send_udp(struct rsock *rs, const struct msghdr *mh, const void *d
 	}
 	if (!port)
 		return -EINVAL;
-	if (len > RP_FRAME_MAX)
+	if (len > RTN_UDP_MAX_DGRAM) /* as Linux's UDP; the library says what fits its ring */
 		return -EMSGSIZE;
 	/* a broadcast only from a socket that asked for it, as Linux's */
 	if ((ip == INADDR_BROADCAST || (rp_conf.rt_bcast && ip == rp_conf.rt_bcast)) &&
@@ -590,31 +647,18 @@ static int tx_wait(struct rsock *rs, int64_t deadline)
 	}
 }
 
-ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
+/* The datagram's or frame's bytes, sent; a blocking socket waits for room (tx_wait). */
+static ssize_t send_waiting(struct rsock *rs, const struct msghdr *mh, int flags, const void *data,
+			    size_t len)
 {
-	uint8_t buf[RTN_CHAN_MSG_MAX];
 	int64_t deadline = 0;
-	const void *data;
-	ssize_t len, rc;
+	ssize_t rc;
 
-	if (flags & MSG_OOB) /* as Linux's UDP, which ignores the flags it does not know */
-		return -EOPNOTSUPP;
-	if (!mh || rp_bad_ptr(mh, sizeof(*mh)))
-		return -EFAULT;
-	if ((rc = iov_ok(mh->msg_iov, mh->msg_iovlen, RP_FRAME_MAX)))
-		return rc;
-	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
-		return -EFAULT;
-	if (rs->dead)
-		return -ENETDOWN;
-	len = gather(mh, buf, sizeof(buf), &data);
-	if (len < 0)
-		return len;
 	for (;;) {
 		int w;
 
-		rc = rs->domain == AF_INET ? send_udp(rs, mh, data, (size_t)len) :
-					     send_packet(rs, mh, data, (size_t)len);
+		rc = rs->domain == AF_INET ? send_udp(rs, mh, data, len) :
+					     send_packet(rs, mh, data, len);
 		if (rc != -ENOBUFS)
 			break;
 		/* full: a non-blocking socket is told to come back, a blocking one waits */
@@ -635,6 +679,36 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 	/* a killed daemon never says so in the ring: look at its connection now and then */
 	if (++rs->sends % ALIVE_CHECK_EVERY == 0 && !rp_alive(rs))
 		return -ENETDOWN;
+	return rc;
+}
+
+ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
+{
+	uint8_t buf[RTN_CHAN_MSG_MAX], *big = NULL;
+	/* a UDP datagram may leave in fragments, a packet socket's frame may not */
+	size_t max = rs->domain == AF_INET ? RTN_UDP_MAX_DGRAM : RP_FRAME_MAX, total = 0, i;
+	const void *data;
+	ssize_t len, rc;
+
+	(void)fd;
+	if (flags & MSG_OOB) /* as Linux's UDP, which ignores the flags it does not know */
+		return -EOPNOTSUPP;
+	if (!mh || rp_bad_ptr(mh, sizeof(*mh)))
+		return -EFAULT;
+	if ((rc = iov_ok(mh->msg_iov, mh->msg_iovlen, max)))
+		return rc;
+	if (mh->msg_name && mh->msg_namelen && rp_bad_ptr(mh->msg_name, mh->msg_namelen))
+		return -EFAULT;
+	if (rs->dead)
+		return -ENETDOWN;
+	for (i = 0; i < mh->msg_iovlen; i++)
+		total += mh->msg_iov[i].iov_len;
+	/* pieces of a datagram longer than a frame: gathered on the heap, this call only */
+	if (mh->msg_iovlen > 1 && total > sizeof(buf) && !(big = malloc(total)))
+		return -ENOBUFS;
+	len = gather(mh, big ? big : buf, big ? total : sizeof(buf), &data);
+	rc = len < 0 ? len : send_waiting(rs, mh, flags, data, (size_t)len);
+	free(big);
 	return rc;
 }
 

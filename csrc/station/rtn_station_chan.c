@@ -38,11 +38,12 @@ static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t l
 	uint8_t copy[RTN_CHAN_MSG_MAX];
 	struct chan *to[RTN_STATION_MAX_CHANS];
 	struct rtn_app_stamps st;
+	const uint8_t *whole = NULL;
 	uint32_t dst, keep = 0, n, i;
 	int64_t now;
 	int staged = 0;
 
-	if (len < RTN_UDP_HLEN || len > sizeof(copy))
+	if (len < RTN_L4_OFF || len > sizeof(copy)) /* a later fragment: its data alone */
 		return;
 	/*
 	 * A unicast datagram, or one to a group nobody here joined (a publisher
@@ -56,9 +57,9 @@ static void loop_back(struct rtn_station *s, const struct rtn_msg *m, uint32_t l
 		return;
 	memcpy(copy, frame, len);
 	now = rtn_station_local_now(s);
-	n = rtn_ip_rx(s, copy, len, now, now, &st, &keep, &staged, to, 1);
+	n = rtn_ip_rx(s, copy, len, now, now, &st, &whole, &keep, &staged, to, 1);
 	for (i = 0; i < n; i++)
-		rtn_chan_deliver(s, to[i], copy, keep, &st);
+		rtn_chan_deliver(s, to[i], whole, keep, &st);
 }
 
 /*
@@ -101,12 +102,13 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 		     (m = rtn_ring_cons_peek(&c->shm->tx, rtn_chan_tx_msgs(c->shm), c->depth));
 		     n++) {
 			uint32_t len = rtn_msg_len(m);
+			struct chan_tx_undo undo;
 			int rc = -EINVAL;
 
 			/* the slot is ours until released: the stamp goes into the frame itself */
 			if (len <= c->max_size)
 				rtn_chan_stamp_pickup(c, m->frame, len, pickup_global);
-			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len)) {
+			if (len <= c->max_size && rtn_chan_tx_ok(s, c, m->frame, len, &undo)) {
 				/* past its lifetime: dropped here, before any discipline sees it */
 				if (c->lifetime_ns && pickup_global > rtn_chan_expiry(c, m))
 					rc = -ETIME;
@@ -120,8 +122,11 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 			 * buffer does.  Taken and dropped, it was lost after the
 			 * program had been told it was sent.
 			 */
-			if (rc == -ENOBUFS)
+			if (rc == -ENOBUFS) {
+				rtn_chan_tx_undo(c, m->frame,
+						 &undo); /* looked at again next time */
 				break;
+			}
 			if (rc == -ETIME) {
 				c->tx_expired++;
 			} else if (rc < 0) {
@@ -136,30 +141,46 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 	}
 }
 
+/*
+ * Into @p c's RX ring: one message, or for a datagram put together from its
+ * fragments (longer than a message holds) a chain of them, each a
+ * RTN_CHAN_MSG_MAX-byte piece of its frame but the last, all flagged
+ * RTN_MSG_MORE but the last, committed at once (rtn_chan.h).  A ring
+ * without room for all of it takes none of it.
+ */
 static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame,
 			     uint32_t len, const struct rtn_app_stamps *st)
 {
-	struct rtn_msg *m =
-		rtn_ring_prod_slot(&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(c->shm, c->depth);
+	uint32_t pieces, i;
 
-	if (!m) {
+	if (len > RTN_CHAN_CHAIN_MAX)
+		len = RTN_CHAN_CHAIN_MAX;
+	pieces = len > RTN_CHAN_MSG_MAX ? (len + RTN_CHAN_MSG_MAX - 1) / RTN_CHAN_MSG_MAX : 1;
+	if (!rtn_ring_prod_nth(&c->shm->rx, msgs, c->depth, pieces - 1)) {
 		/* the application stopped reading: its loss, nobody else's */
 		c->rx_drops++;
 		c->shm->rx.drops++;
 		return;
 	}
-	if (len > RTN_CHAN_MSG_MAX)
-		len = RTN_CHAN_MSG_MAX;
-	memcpy(m->frame, frame, len);
-	m->len = len;
-	m->seq = st->seq;
-	m->sched_ns = st->t[RTN_STAMP_SCHED];
-	m->handover_ns = st->t[RTN_STAMP_HANDOVER];
-	m->pickup_ns = st->t[RTN_STAMP_PICKUP];
-	m->tx_ns = st->t[RTN_STAMP_TX];
-	m->rx_ns = st->t[RTN_STAMP_RX_XDP];
-	m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
-	rtn_ring_prod_commit(&c->shm->rx);
+	for (i = 0; i < pieces; i++) {
+		struct rtn_msg *m = rtn_ring_prod_nth(&c->shm->rx, msgs, c->depth, i);
+		uint32_t at = i * RTN_CHAN_MSG_MAX, n = len - at;
+
+		if (n > RTN_CHAN_MSG_MAX)
+			n = RTN_CHAN_MSG_MAX;
+		memcpy(m->frame, frame + at, n);
+		m->len = n;
+		m->flags = i + 1 < pieces ? RTN_MSG_MORE : 0;
+		m->seq = st->seq;
+		m->sched_ns = st->t[RTN_STAMP_SCHED];
+		m->handover_ns = st->t[RTN_STAMP_HANDOVER];
+		m->pickup_ns = st->t[RTN_STAMP_PICKUP];
+		m->tx_ns = st->t[RTN_STAMP_TX];
+		m->rx_ns = st->t[RTN_STAMP_RX_XDP];
+		m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
+	}
+	rtn_ring_prod_commit_n(&c->shm->rx, pieces);
 	c->rx_msgs++;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); /* as for cycle_waiting */
 	if (__atomic_load_n(&c->shm->rx.waiting, __ATOMIC_ACQUIRE))
@@ -193,12 +214,14 @@ void rtn_chans_rx(struct rtn_station *s, uint16_t type, const uint8_t *frame, ui
 		return;
 	if (type == RTN_ETH_P_IPV4) {
 		struct chan *to[RTN_STATION_MAX_CHANS];
+		const uint8_t *whole = NULL;
 		uint32_t keep = 0, n;
 		int staged = 0;
 
-		n = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &keep, &staged, to, 0);
+		n = rtn_ip_rx(s, frame, len, rx_local, rt_local, &st, &whole, &keep, &staged, to,
+			      0);
 		for (i = 0; i < n; i++)
-			rtn_chan_deliver(s, to[i], frame, keep, &st);
+			rtn_chan_deliver(s, to[i], whole, keep, &st);
 		if (n && staged)
 			rtn_stages_add(&s->stages, st.seq, st.t);
 		return;

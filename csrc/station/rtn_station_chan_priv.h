@@ -11,6 +11,28 @@
 #include <stdint.h>
 #include "rtn_chan.h"
 
+/*
+ * A UDP socket's datagram leaving in fragments (rtn_station_ip.c): the next
+ * fragment's offset (0: none under way), the identification its application
+ * gave it and the one the station gives it on the wire.  A value, so that
+ * the drain can put it back when a fragment waits in the ring for room.
+ */
+struct chan_frag {
+	uint32_t next;
+	uint16_t app_id, id;
+};
+
+/*
+ * What rtn_chan_tx_ok() changed for a frame: the channel's fragment state
+ * before, and the IPv4 identification and checksum it rewrote (rewrote
+ * set), put back by rtn_chan_tx_undo() when the frame stays in the ring.
+ */
+struct chan_tx_undo {
+	struct chan_frag frag;
+	uint8_t id[2], csum[2];
+	int rewrote;
+};
+
 struct chan {
 	struct rtn_chan_shm *shm;
 	uint64_t size;
@@ -27,8 +49,9 @@ struct chan {
 	uint16_t udp_port, udp_flags; /* a UDP socket's (rtn_station_ip.c); 0: not one */
 	uint32_t udp_owner;	      /* whose sockets may share the port (rtn_chan.h) */
 	uint64_t opened;	      /* the station's count of opens: the newer socket wins */
-	int notify_fd;	      /* eventfd written when a delivery finds shm->rx_notify armed */
-	uint64_t rx_notifies; /* writes to it */
+	int notify_fd;	       /* eventfd written when a delivery finds shm->rx_notify armed */
+	uint64_t rx_notifies;  /* writes to it */
+	struct chan_frag frag; /* a UDP socket's datagram leaving in fragments */
 };
 
 #endif

@@ -17,9 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rtn_core.h"
+#include "rtn_ip_defrag.h"
 #include "rtn_ipv4_inline.h"
 #include "rtn_station_priv.h"
 #include "rtn_xsk_ip.h"
+
+_Static_assert(RTN_CHAN_CHAIN_MAX == RTN_IP_WHOLE_MAX, "a whole datagram is one channel chain");
 
 /* The station's IPv4: set by the control thread, read by the RT thread. */
 struct station_ipv4 {
@@ -32,6 +35,7 @@ struct station_ipv4 {
 	uint32_t group_refs[RTN_IP_GROUPS]; /* their joins (control thread, ctl_lock) */
 	struct rtn_ip_stats st;		    /* RT thread */
 	uint8_t reply[RTN_CHAN_MSG_MAX];    /* an echo reply being built (RT thread) */
+	struct rtn_ip_defrag defrag;	    /* datagrams being put together (RT thread) */
 };
 
 int rtn_ip_create(struct rtn_station *s)
@@ -51,6 +55,7 @@ void rtn_ip_reset(struct rtn_station *s)
 {
 	memset(&s->ip->st, 0, sizeof(s->ip->st));
 	s->ip->next_id = 0;
+	rtn_ip_defrag_clear(&s->ip->defrag);
 }
 
 static int ip_unicast(uint32_t ip)
@@ -257,29 +262,87 @@ void rtn_ip_chan_close(struct rtn_station *s, struct chan *c)
 
 /* ---- what a channel's frame may be, and its stamps (RT thread) --------------------- */
 
-/* An IPv4/UDP frame from a stamped socket with an RTNX header: where the stamps go. */
+/* A fragment's offset in bytes, or 0 for a datagram's first (or only) frame. */
+static uint32_t frag_offset(const uint8_t *frame)
+{
+	return (rtn_get_be16(frame + RTN_IP_OFF + 6) & RTN_IP_OFFMASK) * 8u;
+}
+
+/*
+ * An IPv4/UDP frame from a stamped socket with an RTNX header: where the
+ * stamps go.  Never a fragment past the first: its bytes there are data.
+ */
 static int stamped_udp(const struct chan *c, const uint8_t *frame, uint32_t len)
 {
 	return c->udp_port && (c->udp_flags & RTN_UDP_F_STAMPED) && len >= RTN_UDP_XOVERHEAD &&
-	       rtn_get_be32(frame + RTN_UDP_HLEN) == RTN_APP_MAGIC_X;
+	       !frag_offset(frame) && rtn_get_be32(frame + RTN_UDP_HLEN) == RTN_APP_MAGIC_X;
+}
+
+/*
+ * A fragment of a UDP socket's datagram (rtn_udp_frag_count()): the first
+ * carries the socket's port, and each later one continues the datagram the
+ * first began, in order, with its identification.  The station numbers the
+ * datagrams it sends in fragments itself, so that two of its sockets never
+ * send one identification to one receiver at once (RFC 6864): the IPv4
+ * header gets the station's identification and its checksum again.
+ */
+static int tx_fragment_ok(struct rtn_station *s, struct chan *c, uint8_t *frame, uint32_t len,
+			  struct chan_tx_undo *undo)
+{
+	uint8_t *ip = frame + RTN_IP_OFF;
+	uint32_t off = frag_offset(frame), n = rtn_get_be16(ip + 2);
+	uint16_t app_id = rtn_get_be16(ip + 4);
+
+	if (n < RTN_IP_HLEN || RTN_IP_OFF + n > len)
+		return 0;
+	n -= RTN_IP_HLEN;
+	if (off == 0) {
+		if (len < RTN_UDP_HLEN || rtn_get_be16(frame + RTN_L4_OFF) != c->udp_port)
+			return 0;
+		c->frag.app_id = app_id;
+		c->frag.id = s->ip->next_id++;
+	} else if (!c->frag.next || off != c->frag.next || app_id != c->frag.app_id) {
+		c->frag.next = 0;
+		return 0;
+	}
+	c->frag.next = rtn_get_be16(ip + 6) & RTN_IP_MF ? off + n : 0;
+	memcpy(undo->id, ip + 4, 2);
+	memcpy(undo->csum, ip + 10, 2);
+	undo->rewrote = 1;
+	rtn_put_be16(ip + 4, c->frag.id);
+	rtn_put_be16(ip + 10, 0);
+	rtn_put_be16(ip + 10, rtn_inet_csum(ip, RTN_IP_HLEN));
+	return 1;
 }
 
 /*
  * A UDP socket sends its own datagrams only: IPv4 without options, UDP from
- * its port and the station's address.  The daemon's ping channel (IPv4, no
- * port) sends echo requests it built itself; an EtherType channel anything
- * of its EtherType (as before).  A refused frame is counted.
+ * its port and the station's address, whole or in fragments (above).  The
+ * daemon's ping channel (IPv4, no port) sends echo requests it built
+ * itself; an EtherType channel anything of its EtherType (as before).  A
+ * refused frame is counted.
  */
-int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len)
+int rtn_chan_tx_ok(struct rtn_station *s, struct chan *c, uint8_t *frame, uint32_t len,
+		   struct chan_tx_undo *undo)
 {
+	undo->frag = c->frag;
+	undo->rewrote = 0;
 	if (!c->udp_port)
 		return 1;
-	if (len >= RTN_UDP_HLEN && rtn_get_be16(frame + 12) == RTN_ETH_P_IPV4 &&
+	/* a later fragment may be shorter than a UDP header: its data alone */
+	if (len >= RTN_L4_OFF && rtn_get_be16(frame + 12) == RTN_ETH_P_IPV4 &&
 	    frame[RTN_IP_OFF] == 0x45 && frame[RTN_IP_OFF + 9] == RTN_IPPROTO_UDP &&
-	    rtn_get_be16(frame + RTN_L4_OFF) == c->udp_port &&
 	    rtn_get_be32(frame + RTN_IP_OFF + 12) ==
-		    __atomic_load_n(&s->ip->addr, __ATOMIC_RELAXED))
-		return 1;
+		    __atomic_load_n(&s->ip->addr, __ATOMIC_RELAXED)) {
+		if (rtn_get_be16(frame + RTN_IP_OFF + 6) & (RTN_IP_MF | RTN_IP_OFFMASK)) {
+			if (tx_fragment_ok(s, c, frame, len, undo))
+				return 1;
+		} else if (len >= RTN_UDP_HLEN && rtn_get_be16(frame + RTN_L4_OFF) == c->udp_port) {
+			c->frag.next = 0; /* a datagram of one frame: none is under way */
+			return 1;
+		}
+	}
+	c->frag.next = 0;
 	s->ip->st.tx_refused++;
 	return 0;
 }
@@ -300,6 +363,15 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 			rtn_stamp_put(frame, len, RTN_UDP_PICKUP_OFF, (uint64_t)t);
 	} else if (c->ethertype != RTN_ETH_P_IPV4) {
 		rtn_app_hdr_stamp_pickup(frame, len, t);
+	}
+}
+
+void rtn_chan_tx_undo(struct chan *c, uint8_t *frame, const struct chan_tx_undo *undo)
+{
+	c->frag = undo->frag;
+	if (undo->rewrote) { /* the frame checked again later must read as its application wrote it */
+		memcpy(frame + RTN_IP_OFF + 4, undo->id, 2);
+		memcpy(frame + RTN_IP_OFF + 10, undo->csum, 2);
 	}
 }
 
@@ -390,14 +462,42 @@ static void answer_echo(struct rtn_station *s, const uint8_t *frame, const struc
 		s->ip->st.echo_reply_drops++;
 }
 
+/*
+ * A fragment: kept until its datagram is whole, and then the whole one is
+ * what the rest of rtn_ip_rx() parses and delivers.  The verdict on it.
+ */
+static int take_fragment(struct rtn_station *s, const uint8_t **frame, uint32_t *len,
+			 struct rtn_ip_pkt *p, int64_t now)
+{
+	const uint8_t *whole = NULL;
+	int v = rtn_ip_defrag_take(&s->ip->defrag, *frame, *len, p, now, &whole,
+				   &s->ip->st.bad[RTN_IPBAD_FRAG_TIMEOUT]);
+
+	if (v < 0)
+		return v;
+	s->ip->st.rx_fragments++;
+	if (v == 0)
+		return 0;
+	s->ip->st.rx_reassembled++;
+	*frame = whole;
+	*len = (uint32_t)v;
+	return rtn_ip_parse(whole, (uint32_t)v, p);
+}
+
 uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
-		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
-		   struct chan **to, int looped)
+		   int64_t rt_local, struct rtn_app_stamps *st, const uint8_t **deliver,
+		   uint32_t *deliver_len, int *staged, struct chan **to, int looped)
 {
 	int64_t off = s->tdma ? rtn_tdma_clock_offset(s->tdma) : 0;
 	uint32_t own = __atomic_load_n(&s->ip->addr, __ATOMIC_ACQUIRE), n = 0;
 	struct rtn_ip_pkt p;
 	int v = rtn_ip_parse(frame, len, &p), hdr = 0;
+
+	if (v == -RTN_IPBAD_FRAGMENT) {
+		v = take_fragment(s, &frame, &len, &p, rt_local);
+		if (v == 0)
+			return 0;
+	}
 
 	if (v > 0 && (!own || !ip_unicast(p.src) ||
 		      (p.dst != own && !(v == RTN_IP_UDP && (p.dst == RTN_IP_BROADCAST ||
@@ -441,6 +541,7 @@ uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, in
 	st->t[RTN_STAMP_RX_XDP] = rtn_sat_add(rx_local, off);
 	st->t[RTN_STAMP_RX_RT] = rtn_sat_add(rt_local, off);
 	/* what the ring keeps is the IP datagram: Ethernet padding stays behind */
+	*deliver = frame;
 	*deliver_len = RTN_IP_OFF + (uint32_t)p.ip_len;
 	if (v == RTN_IP_UDP)
 		s->ip->st.rx_udp++;

@@ -56,17 +56,23 @@ void rtn_ip_reset(struct rtn_station *s);
 /*
  * A received IPv4 frame (RT thread): the channels it goes to, in @p to (room
  * for RTN_STATION_MAX_CHANS; several for a broadcast to a shared port), how
- * many; 0 when it was answered or dropped (counted).  *@p st its stamps,
- * *@p deliver_len how much of it the channels keep, *@p staged whether its
- * stages count.  @p looped: one of this station's own datagrams, looped
- * back (a copy); one that finds no socket here is not counted.
+ * many; 0 when it was answered, dropped (counted) or kept as a fragment of
+ * a datagram not yet whole.  *@p st its stamps, *@p deliver the frame the
+ * channels get (@p frame, or the whole datagram its last fragment made, at
+ * most RTN_IP_WHOLE_MAX bytes, until the next call) and *@p deliver_len how
+ * much of it, *@p staged whether its stages count.  @p looped: one of this
+ * station's own datagrams, looped back (a copy); one that finds no socket
+ * here is not counted.
  */
 uint32_t rtn_ip_rx(struct rtn_station *s, const uint8_t *frame, uint32_t len, int64_t rx_local,
-		   int64_t rt_local, struct rtn_app_stamps *st, uint32_t *deliver_len, int *staged,
-		   struct chan **to, int looped);
+		   int64_t rt_local, struct rtn_app_stamps *st, const uint8_t **deliver,
+		   uint32_t *deliver_len, int *staged, struct chan **to, int looped);
 /* whether the station joined multicast group @p group (host order; RT thread) */
 int rtn_ip_group_joined(const struct rtn_station *s, uint32_t group);
-int rtn_chan_tx_ok(struct rtn_station *s, const struct chan *c, const uint8_t *frame, uint32_t len);
+int rtn_chan_tx_ok(struct rtn_station *s, struct chan *c, uint8_t *frame, uint32_t len,
+		   struct chan_tx_undo *undo);
+/* the frame stays in the ring (no room yet): as if rtn_chan_tx_ok() had not looked at it */
+void rtn_chan_tx_undo(struct chan *c, uint8_t *frame, const struct chan_tx_undo *undo);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
 /* at open and close of a UDP channel: the XDP port map and the channel's page */

@@ -91,6 +91,25 @@ struct {
 	__type(value, __u32);
 } rt_ipv4 SEC(".maps");
 
+/*
+ * The UDP datagrams arriving in fragments whose first fragment came to the
+ * real-time path: their later fragments follow it (they have no port to
+ * decide on).  Key: source address and identification, as the header has
+ * them; least recently used ones give way.  The station's collectors
+ * (rtn_ip_defrag.h) keep as few.
+ */
+struct rt_frag_key {
+	__u32 saddr;
+	__u16 id;
+	__u16 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct rt_frag_key);
+	__type(value, __u8);
+} rt_ipv4_frags SEC(".maps");
+
 /* sender IPv4 addresses (host order) the station is soliciting (rtroute solicit) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -125,24 +144,37 @@ static __always_inline int steer_arp(void *data, void *data_end)
  * ICMP echo request to the station's address, or the echo reply of a ping in progress.  Only what a real-time
  * socket asked for is taken from Linux (ARP, TCP, other ICMP and the rest
  * of UDP stay its own).  Headers are read only as far as the decision
- * needs; the station checks the rest (lengths, checksums, options,
- * fragments) and counts what is wrong.  A fragment past the first has no
- * transport header to decide on: Linux's.
+ * needs; the station checks the rest (lengths, checksums, options) and
+ * counts what is wrong.  A fragment past the first has no transport header
+ * to decide on: it follows its datagram's first fragment (rt_ipv4_frags),
+ * else it is Linux's; the fragments of anything but UDP are all Linux's,
+ * which puts them together (a large ping).
  */
 static __always_inline int steer_ipv4(void *data, void *data_end)
 {
 	struct iphdr *ip = data + sizeof(struct ethhdr);
+	struct rt_frag_key fk = {};
 	__u32 key = 0, *own, dst, ihl;
-	__u8 *l4;
-	__u16 port;
+	__u16 port, frag;
+	__u8 *l4, one = 1;
 
 	if ((void *)(ip + 1) > data_end || ip->version != 4)
 		return 0;
 	own = bpf_map_lookup_elem(&rt_ipv4, &key);
 	if (!own || !*own)
 		return 0;
-	if (bpf_ntohs(ip->frag_off) & 0x1fff)
+	frag = bpf_ntohs(ip->frag_off) & 0x3fff; /* MF and the offset */
+	fk.saddr = ip->saddr;
+	fk.id = ip->id;
+	if (frag && ip->protocol != IPPROTO_UDP)
 		return 0;
+	if (frag & 0x1fff) {
+		if (!bpf_map_lookup_elem(&rt_ipv4_frags, &fk))
+			return 0;
+		if (!(frag & 0x2000)) /* the last: its datagram is done */
+			bpf_map_delete_elem(&rt_ipv4_frags, &fk);
+		return 1;
+	}
 	ihl = ip->ihl * 4; /* 0..60: a bounded variable offset the verifier accepts */
 	if (ihl < sizeof(*ip))
 		return 0;
@@ -155,7 +187,11 @@ static __always_inline int steer_ipv4(void *data, void *data_end)
 		    ((dst >> 28) != 0xe || !bpf_map_lookup_elem(&rt_ipv4_groups, &dst)))
 			return 0;
 		port = (__u16)(l4[2] << 8 | l4[3]);
-		return bpf_map_lookup_elem(&rt_udp_ports, &port) != 0;
+		if (!bpf_map_lookup_elem(&rt_udp_ports, &port))
+			return 0;
+		if (frag) /* a first fragment: the rest of its datagram follows it */
+			bpf_map_update_elem(&rt_ipv4_frags, &fk, &one, BPF_ANY);
+		return 1;
 	}
 	if (ip->protocol != IPPROTO_ICMP || dst != *own || l4[1] != 0)
 		return 0;

@@ -12,6 +12,7 @@ import pytest
 from conftest import require_tool, tdma_ipv4_pair, wait_for
 
 from rtnet import cli, netns, rtroute
+from rtnet._lowlevel import lib
 from rtnet.app import UdpSocket
 
 pytestmark = pytest.mark.netns
@@ -70,8 +71,16 @@ def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
         with pytest.raises(OSError) as exc:
             a.sendto(b"x", ("198.18.0.99", PORT))
         assert exc.value.errno == errno.EHOSTUNREACH
+        # larger than a frame: it leaves in fragments and arrives whole, stamped
+        big = bytes(range(256)) * 24
+        seq = a.sendto(big, (s2.ip, PORT))
+        got = recv_all(b, 1)
+        assert [(d.data, d.seq) for d in got] == [(big, seq)]
+        assert got[0].pickup_ns <= got[0].tx_ns and got[0].rx_ns <= got[0].rx_rt_ns
+        ip = status(s2.netns)["ipv4"]
+        assert (ip["rx_fragments"], ip["rx_reassembled"]) == (5, 1)
         with pytest.raises(OSError) as exc:
-            a.sendto(bytes(1500), (s2.ip, PORT))
+            a.sendto(bytes(lib.RTN_UDP_MAX_DGRAM + 1), (s2.ip, PORT))
         assert exc.value.errno == errno.EMSGSIZE
         assert a.stats()["tx_unreachable"] == 1
 
@@ -111,6 +120,45 @@ def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(l
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert status(s2.netns)["ipv4"]["rx_echo_request"] >= 2
+
+
+def test_datagrams_larger_than_a_frame_should_cross_between_linux_and_rt_sockets(lab):
+    """RTnet's stack fragments a datagram to its MTU and puts one together again; so does
+    Linux: each end takes the other's fragments.  A large ping stays Linux's."""
+    s1, s2 = lab.station(1), lab.station(2)
+    subprocess.run(
+        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
+    before = status(s2.netns)["ipv4"]
+    with netns.entered(s1.netns):
+        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with linux, UdpSocket(netns=s2.netns) as rt:
+        linux.bind((s1.ip, LINUX_PORT))
+        linux.settimeout(5)
+        rt.bind(PLAIN_PORT)
+        for size in (1473, 4000, lib.RTN_UDP_MAX_DGRAM):
+            data = bytes(i * 13 & 255 for i in range(size))
+            linux.sendto(data, (s2.ip, PLAIN_PORT))  # Linux cuts it at its 1500-byte MTU
+            d = rt.recvfrom(timeout=5)
+            assert d is not None and d.data == data and d.peer == (s1.ip, LINUX_PORT)
+            rt.sendto(data[::-1], (s1.ip, LINUX_PORT))  # the station cuts it at its slot's
+            got, peer = linux.recvfrom(70000)
+            assert got == data[::-1] and peer == (s2.ip, PLAIN_PORT)
+    after = status(s2.netns)["ipv4"]
+    assert after["rx_reassembled"] - before["rx_reassembled"] == 3
+    assert after["rx_fragments"] - before["rx_fragments"] == 2 + 3 + 45
+    assert sum(after["bad"].values()) == sum(before["bad"].values())
+    # ICMP in fragments is Linux's: the XDP program leaves every fragment of it alone
+    res = subprocess.run(
+        ["ip", "netns", "exec", s1.netns, "ping", "-c", "1", "-s", "3000", "-W", "3", s2.ip],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_rtnetctl_ping_should_be_icmp_with_rtt_per_reply_and_a_summary(lab, capsys):

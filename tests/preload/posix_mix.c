@@ -88,7 +88,7 @@ static int server(const char *ip, int port) {
   struct sockaddr_in me = addr(ip, port);
   int u = socket(AF_INET, SOCK_DGRAM, 0);
   int p = socket(AF_PACKET, SOCK_RAW, htons(ET));
-  char buf[2048];
+  static char buf[65536]; /* a datagram in fragments comes back whole */
 
   if (u < 0 || bind(u, (struct sockaddr *)&me, sizeof(me)) < 0) {
     perror("server udp");
@@ -372,8 +372,23 @@ static int client(const char *ip, const char *peer_ip, int port,
     n = sendto(rt, "x", 1, 0, (struct sockaddr *)&nobody, sizeof(nobody));
     check(n < 0 && errno == EHOSTUNREACH, "missing_neighbour_ehostunreach",
           "n %d", n);
-    n = sendto(rt, buf, 1500, 0, (struct sockaddr *)&peer, sizeof(peer));
-    check(n < 0 && errno == EMSGSIZE, "oversize_emsgsize", "n %d", n);
+    {
+      /* beyond IPv4's 65,507 bytes: refused; below it, in fragments, whole */
+      static char big[65508], back[65536];
+      struct pollfd pf = {.fd = rt, .events = POLLIN};
+
+      n = sendto(rt, big, sizeof(big), 0, (struct sockaddr *)&peer,
+                 sizeof(peer));
+      check(n < 0 && errno == EMSGSIZE, "oversize_emsgsize", "n %d", n);
+      for (n = 0; n < 5000; n++)
+        big[n] = (char)(n * 7);
+      n = sendto(rt, big, 5000, 0, (struct sockaddr *)&peer, sizeof(peer));
+      n = n == 5000 && poll(&pf, 1, 3000) == 1
+              ? (int)recv(rt, back, sizeof(back), 0)
+              : -1;
+      check(n == 5000 && !memcmp(big, back, 5000), "fragmented_echo_whole",
+            "n %d", n);
+    }
     n = bind(again, (struct sockaddr *)&same, sizeof(same));
     check(n < 0 && errno == EADDRINUSE, "bound_port_eaddrinuse", "n %d", n);
     close(again);

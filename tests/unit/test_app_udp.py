@@ -6,7 +6,7 @@ import errno
 
 import pytest
 from fake_channel import FakeChannelMemory
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, UDP, defragment
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
@@ -68,13 +68,68 @@ def test_sendto_without_a_neighbour_should_be_ehostunreach_and_counted(udp):
     assert sock.stats()["tx_unreachable"] == 1 and mem.shm.tx.head == 0
 
 
-def test_sendto_larger_than_a_frame_should_be_emsgsize_without_fragments(udp):
+def sent_fragments(mem, n: int) -> list:
+    frags = [Ether(mem.sent(i)) for i in range(n)]
+    for f in frags:  # each fragment's own IPv4 header is sound
+        ip = f[IP].copy()
+        del ip.chksum
+        assert IP(bytes(ip)).chksum == f[IP].chksum
+    return frags
+
+
+def test_a_datagram_larger_than_a_frame_should_leave_in_fragments_of_one_datagram(udp):
     mem, sock, stamped = udp
-    room = 1514 - (lib.RTN_UDP_XOVERHEAD if stamped else lib.RTN_UDP_HLEN)
-    sock.sendto(bytes(room), (PEER_IP, 6000))
+    data = bytes(range(256)) * 12  # 3,072 bytes: three fragments of a 1514-byte frame
+    sock.sendto(data, (PEER_IP, 6000))
+    assert mem.shm.tx.head == 3  # committed at once
+    frags = sent_fragments(mem, 3)
+    # RFC 791: MF on all but the last, offsets in 8-byte units, each going on where
+    # the one before ended; DF clear; one identification
+    assert [f[IP].flags.MF for f in frags] == [1, 1, 0]
+    assert not any(f[IP].flags.DF for f in frags)
+    assert len({f[IP].id for f in frags}) == 1
+    at = 0
+    for f in frags:
+        assert f[IP].frag * 8 == at and len(f) <= 1514
+        at += f[IP].len - 20
+    assert all((f[IP].len - 20) % 8 == 0 for f in frags[:-1])
+    # put together by scapy, the datagram is whole, with a good UDP checksum
+    (whole,) = defragment([f[IP] for f in frags])
+    got = bytes(whole[UDP].payload)
+    assert (whole[UDP].sport, whole[UDP].dport, whole[UDP].len) == (5000, 6000, 8 + len(got))
+    assert got[lib.RTN_APP_XHDR_LEN :] == data if stamped else got == data
+    sent_sum = whole[UDP].chksum
+    del whole[UDP].chksum
+    assert IP(bytes(whole))[UDP].chksum == sent_sum
+
+
+def test_a_datagram_needing_more_fragments_than_the_ring_holds_should_be_emsgsize(udp):
+    mem, sock, stamped = udp
+    head = lib.RTN_APP_XHDR_LEN if stamped else 0
+    most = 8 * ((1514 - 34) & ~7) - 8 - head  # eight fragments: the ring's depth
+    sock.sendto(bytes(most), (PEER_IP, 6000))
+    assert mem.shm.tx.head == 8
+    mem.shm.tx.tail = 8  # the station took them
     with pytest.raises(OSError) as exc:
-        sock.sendto(bytes(room + 1), (PEER_IP, 6000))
-    assert exc.value.errno == errno.EMSGSIZE and mem.shm.tx.head == 1
+        sock.sendto(bytes(most + 1), (PEER_IP, 6000))
+    assert exc.value.errno == errno.EMSGSIZE and f"at most {most} " in str(exc.value)
+    # IPv4's own limit, in the library as well as in Python
+    assert (
+        lib.rtn_app_sendto(
+            sock.channel._ch, ipv4.ip_int(PEER_IP), 6000, bytes(65508), 65508, 0, ffi.NULL
+        )
+        == -errno.EMSGSIZE
+    )
+    assert mem.shm.tx.head == 8
+
+
+def test_a_datagram_whose_fragments_do_not_all_fit_the_ring_now_should_wait_whole(udp):
+    mem, sock, _ = udp
+    for _ in range(6):
+        sock.sendto(b"x", (PEER_IP, 6000))
+    with pytest.raises(OSError) as exc:  # three fragments, two free slots
+        sock.sendto(bytes(3000), (PEER_IP, 6000))
+    assert exc.value.errno == errno.ENOBUFS and mem.shm.tx.head == 6
 
 
 def test_sendto_to_the_broadcast_should_need_no_neighbour(udp):
@@ -139,4 +194,72 @@ def test_sendto_on_an_ethertype_channel_should_be_einval():
         lib.rtn_app_sendto(ch._ch, ipv4.ip_int(PEER_IP), 1, b"x", 1, 0, ffi.NULL) == -errno.EINVAL
     )
     ch.close()
+    mem.close()
+
+
+def put_chain(mem, frame: bytes, piece: int = lib.RTN_CHAN_MSG_MAX, more_on_last=False) -> None:
+    """``frame`` into the RX ring as the station delivers a datagram put together from its
+    fragments: pieces of one message each, all but the last flagged RTN_MSG_MORE."""
+    pieces = [frame[i : i + piece] for i in range(0, len(frame), piece)]
+    for k, p in enumerate(pieces):
+        m = mem.rx((mem.shm.rx.head + k) % mem.depth)
+        ffi.memmove(m.frame, p, len(p))
+        m.len = len(p)
+        last = k == len(pieces) - 1
+        m.flags = lib.RTN_MSG_MORE if (not last or more_on_last) else 0
+    mem.shm.rx.head += len(pieces)
+
+
+def whole_datagram(payload: bytes, sport: int = 6000) -> bytes:
+    return bytes(
+        Ether(src=PEER_MAC, dst="02:52:54:00:00:01")
+        / IP(src=PEER_IP, dst=OWN_IP)
+        / UDP(sport=sport, dport=5000)
+        / Raw(payload)
+    )
+
+
+def test_a_datagram_put_together_from_fragments_should_be_read_whole_from_its_chain():
+    mem = FakeChannelMemory(depth=8, ethertype=lib.RTN_ETH_P_IPV4)
+    mem.shm.udp.ip, mem.shm.udp.port = ipv4.ip_int(OWN_IP), 5000
+    sock = UdpSocket()
+    sock._chan, sock.port = Channel.attach(*mem.fds()), 5000
+    data = bytes(range(251)) * 16  # 4,016 bytes: a chain of three messages
+    put_chain(mem, whole_datagram(data))
+    put_chain(mem, whole_datagram(b"next", sport=6001))
+    d = sock.recvfrom(timeout=0)
+    assert d.data == data and d.peer == (PEER_IP, 6000)
+    assert mem.shm.rx.tail == 3  # the whole chain taken
+    assert sock.recvfrom(timeout=0).data == b"next"
+    sock.close()
+    mem.close()
+
+
+@pytest.mark.parametrize(
+    "how", ["short piece flagged more", "chain past the ring's head", "last piece flagged more"]
+)
+def test_a_broken_chain_should_be_counted_and_what_follows_still_read(how):
+    mem = FakeChannelMemory(depth=8, ethertype=lib.RTN_ETH_P_IPV4)
+    mem.shm.udp.ip, mem.shm.udp.port = ipv4.ip_int(OWN_IP), 5000
+    sock = UdpSocket()
+    sock._chan, sock.port = Channel.attach(*mem.fds()), 5000
+    frame = whole_datagram(bytes(4000))
+    if how == "short piece flagged more":
+        put_chain(mem, frame, piece=1000)
+    elif how == "last piece flagged more":  # runs into the next datagram's message
+        put_chain(mem, frame, more_on_last=True)
+    if how != "chain past the ring's head":
+        put_chain(mem, whole_datagram(b"after", sport=6001))
+    got = [sock.recvfrom(timeout=0) for _ in range(4)]
+    if how == "chain past the ring's head":
+        put_chain(mem, frame[: lib.RTN_CHAN_MSG_MAX], more_on_last=True)
+        got = [sock.recvfrom(timeout=0)]
+        assert got == [None] and sock.stats()["rx_bad_hdr"] == 1
+    else:
+        datas = [d.data for d in got if d is not None]
+        # a short flagged piece, or a last one flagged, is no datagram's: each broken
+        # chain's first message is counted and dropped, and reading goes on
+        assert datas[-1:] == [b"after"] and sock.stats()["rx_bad_hdr"] >= 1
+    assert mem.shm.rx.tail == mem.shm.rx.head
+    sock.close()
     mem.close()
