@@ -14,8 +14,10 @@
  * offers), reads cycle information, waits for a cycle (never blocking),
  * reads its stats or subscribes.  After attach the memory is moved to a
  * heap buffer of exactly its size, so any read past it is reported.
+ * A delivered message may be flagged as a piece of a chain (rtn_chan.h),
+ * which the library reads as one datagram when it is sound.
  * Checked besides the sanitizers: results are 0, a count or one of the
- * documented errors; a received payload is never longer than a frame can
+ * documented errors; a received payload is never longer than a chain can
  * carry; no descriptor is left open.
  */
 #include <errno.h>
@@ -45,7 +47,8 @@ enum {
 	OP_KINDS
 };
 
-#define MAX_PAYLOAD (RTN_CHAN_MSG_MAX - RTN_APP_ETH_HLEN)
+/* what one message or a chain of them can carry (a datagram put together from fragments) */
+#define MAX_PAYLOAD (RTN_CHAN_CHAIN_MAX - RTN_APP_ETH_HLEN)
 
 static uint8_t *shm_bytes(struct rtn_app_chan *ch)
 {
@@ -70,6 +73,8 @@ static void station_deliver(struct rtn_app_chan *ch, struct fuzz_in *in)
 	m->sched_ns = (int64_t)fuzz_u64(in);
 	m->tx_ns = (int64_t)fuzz_u64(in);
 	m->rx_ns = fuzz_clock_ns;
+	/* a piece of a chain (a datagram put together from fragments) or not, sound or broken */
+	m->flags = fuzz_u8(in) & RTN_MSG_MORE;
 	__atomic_store_n(&shm->rx.head, head + 1, __ATOMIC_RELEASE);
 }
 

@@ -223,6 +223,8 @@ def seeds_station_rx() -> dict[str, bytes]:
         "ipv4": u8(0) + rx(rt_udp()) + rx(rt_udp(stamped=False)) + rx(rt_udp(dport=9))
         + rx(rt_echo()) + rx(rt_echo(0)) + rx(rt_udp(b"z" * 1400)),
         "ipv4_nomac": u8(2) + rx(rt_echo()) + rx(rt_udp()),
+        # a datagram in three fragments, put together for the UDP sockets (a chain each)
+        "ipv4_fragments": u8(2) + b"".join(rx(f) for f in rt_udp_fragments(bytes(3500))),
         # port 0 is no UDP socket's: the EtherType channels have none (a fuzz run found it)
         "udp_port0": u8(2) + rx(rt_udp(dport=0)) + rx(rt_udp(stamped=False, dport=0)),
         # before a deadline: the Sync and an RT frame, not the window's frames behind them
@@ -293,8 +295,9 @@ def seeds_station_chan() -> dict[str, bytes]:
 def seeds_app_chan() -> dict[str, bytes]:
     # size selector (0: exact), header writes before attach, then operations
     def op(kind, args=b""): return u8(kind) + args + u8(1)
-    def deliver(frame):
-        return op(1, u16(len(frame)) + frame + u32(7) + u64(5_000_000) + u64(5_000_100))
+    def deliver(frame, more=False):  # the last byte: a chain's piece (RTN_MSG_MORE) or not
+        return op(1, u16(len(frame)) + frame + u32(7) + u64(5_000_000) + u64(5_000_100)
+                  + u8(2 if more else 0))
     publish = op(2, u32(12) + u64(2_000_000_000) + u64(1_000_000) + u64(1_000) + u64(1_999_999_000))
     send = op(3, u16(100) + u8(1))
     send_at = op(3, u16(10) + u8(0) + u64(123_456_789))
@@ -313,6 +316,10 @@ def seeds_app_chan() -> dict[str, bytes]:
         "bad_depth": u8(0) + u8(1) + u16(8) + u8(3) + u32(3) + recv,
         "large_memory": u8(3) + u8(0) + deliver(a) + recv,
         "send_raw": u8(0) + u8(0) + raw + raw + send + stats,
+        # a chain of two full pieces and a short last one, read whole; then a broken one
+        "chain": u8(0) + u8(0) + deliver(a + bytes(1536 - len(a)), more=True)
+        + deliver(bytes(1536), more=True) + deliver(bytes(100)) + op(4, u16(4096))
+        + deliver(a, more=True) + deliver(a) + recv + recv,
     }
 
 
@@ -452,6 +459,15 @@ def rt_udp(payload=b"hello", dport=5000, stamped=True, bcast=False) -> bytes:
                  UDP(sport=6000, dport=dport) / Raw(payload))
 
 
+def rt_udp_fragments(payload: bytes, size=1480) -> list[bytes]:
+    """rt_udp()'s stamped datagram to port 5000 in fragments of ``size`` data bytes."""
+    from scapy.layers.inet import fragment
+
+    whole = Ether(rt_udp(payload))
+    return [bytes(Ether(dst=whole.dst, src=whole.src) / f)
+            for f in fragment(whole[IP], fragsize=size)]
+
+
 def own_udp(dst="255.255.255.255", payload=b"own") -> bytes:
     """A datagram the harness's UDP sockets (port 5000, stamped) may send: from the station."""
     payload = struct.pack("!IIqqHHqq", APP_MAGIC_X, 9, 0, 0, APP_XHDR_LEN, 0, 0, 0) + payload
@@ -477,6 +493,27 @@ def seeds_ipv4() -> dict[str, bytes]:
         "options": inp(bytes(Ether() / IP(options=b"\x01\x01\x01\x00") / UDP() / Raw(b"o"))),
         "fragment": inp(bytes(Ether() / IP(flags="MF") / UDP() / Raw(b"f" * 16))),
         "unreachable": inp(bytes(Ether() / IP() / ICMP(type=3, code=3) / Raw(b"u" * 28))),
+    }
+
+
+def seeds_ip_defrag() -> dict[str, bytes]:
+    # records: the frame's length, ms since the one before, the frame
+    from scapy.layers.inet import fragment
+
+    def rec(frame: bytes, ms=0) -> bytes:
+        return u16(len(frame)) + u16(ms) + frame
+
+    def frags(payload: bytes, ip_id=1, src=IP1, size=1480) -> list[bytes]:
+        dgram = IP(src=src, dst=IP2, id=ip_id) / UDP(sport=4000, dport=5000) / Raw(payload)
+        return [bytes(Ether(src=MASTER, dst=SLAVE) / f) for f in fragment(dgram, fragsize=size)]
+
+    a, b = frags(b"a" * 4000, 7), frags(b"b" * 3000, 7, src="198.19.0.3")
+    return {
+        "in_order": b"".join(rec(f) for f in a),
+        "interleaved": b"".join(rec(x) + rec(y) for x, y in zip(a, b)),
+        "out_of_order": rec(a[0]) + rec(a[2]) + rec(a[1]),
+        "idle": rec(a[0]) + rec(a[1], ms=300) + rec(a[2]),
+        "small_fragments": b"".join(rec(f) for f in frags(bytes(range(200)), 9, size=64)),
     }
 
 
@@ -512,7 +549,7 @@ TARGETS = {
     "vnic_gro": seeds_vnic_gro, "station_rx": seeds_station_rx,
     "station_chan": seeds_station_chan, "app_chan": seeds_app_chan,
     "app_reply": seeds_app_reply, "tdma_sim": seeds_tdma_sim, "app_hdr": seeds_app_hdr,
-    "frer": seeds_frer, "ipv4": seeds_ipv4,
+    "frer": seeds_frer, "ipv4": seeds_ipv4, "ip_defrag": seeds_ip_defrag,
 }
 
 

@@ -603,10 +603,30 @@ static inline void app_drain(int id, int check)
 	if (check && head - tail > depth)
 		fuzz_fail("channel %d: the station committed %u messages to a ring of %u", id,
 			  head - tail, depth);
-	for (; check && tail != head; tail++) {
+	while (check && tail != head) {
+		static uint8_t whole[RTN_CHAN_CHAIN_MAX];
 		const struct rtn_msg *m = &app_msgs(id, 1)[tail & (depth - 1)];
+		uint32_t len = 0, pieces = 0;
 
-		if (m->len < ETH_HLEN_RTN || m->len > RTN_CHAN_MSG_MAX)
+		/*
+		 * One message, or a chain a datagram put together from its
+		 * fragments came in: full pieces flagged RTN_MSG_MORE, then the
+		 * last, all committed at once (rtn_chan.h).
+		 */
+		for (;;) {
+			const struct rtn_msg *q = &app_msgs(id, 1)[(tail + pieces) & (depth - 1)];
+			int more = q->flags & RTN_MSG_MORE;
+
+			if (q->len > RTN_CHAN_MSG_MAX || (more && q->len != RTN_CHAN_MSG_MAX) ||
+			    len + q->len > sizeof(whole) || tail + pieces == head)
+				fuzz_fail("channel %d: a broken chain from the station", id);
+			memcpy(whole + len, q->frame, q->len);
+			len += q->len;
+			pieces++;
+			if (!more)
+				break;
+		}
+		if (len < ETH_HLEN_RTN || (pieces == 1 && len > RTN_CHAN_MSG_MAX))
 			fuzz_fail("channel %d: received message of %u bytes", id, m->len);
 		if (rtn_get_be16(m->frame + 12) != chan_opts[id].ethertype)
 			fuzz_fail("channel %d: received EtherType 0x%04x", id,
@@ -615,11 +635,14 @@ static inline void app_drain(int id, int check)
 			/* a UDP socket gets sound datagrams to its port, nothing else */
 			struct rtn_ip_pkt p;
 
-			if (rtn_ip_parse(m->frame, m->len, &p) != RTN_IP_UDP ||
+			if (rtn_ip_parse(whole, len, &p) != RTN_IP_UDP ||
 			    p.dport != chan_opts[id].udp_port)
 				fuzz_fail("channel %d: received a datagram that is not its own",
 					  id);
+		} else if (pieces > 1) {
+			fuzz_fail("channel %d: a chain to a channel that is no UDP socket", id);
 		}
+		tail += pieces;
 	}
 	__atomic_store_n(&shm->rx.tail, head, __ATOMIC_RELEASE);
 }

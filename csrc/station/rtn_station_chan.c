@@ -154,8 +154,9 @@ static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_
 	struct rtn_msg *msgs = rtn_chan_rx_msgs(c->shm, c->depth);
 	uint32_t pieces, i;
 
-	if (len > RTN_CHAN_CHAIN_MAX)
-		len = RTN_CHAN_CHAIN_MAX;
+	/* only a UDP socket's datagram is ever longer than a message; a frame is cut short */
+	if (len > (c->udp_port ? RTN_CHAN_CHAIN_MAX : RTN_CHAN_MSG_MAX))
+		len = c->udp_port ? RTN_CHAN_CHAIN_MAX : RTN_CHAN_MSG_MAX;
 	pieces = len > RTN_CHAN_MSG_MAX ? (len + RTN_CHAN_MSG_MAX - 1) / RTN_CHAN_MSG_MAX : 1;
 	if (!rtn_ring_prod_nth(&c->shm->rx, msgs, c->depth, pieces - 1)) {
 		/* the application stopped reading: its loss, nobody else's */
