@@ -195,7 +195,7 @@ struct rtn_msg *rtn_app_tx_slots(struct rtn_app_chan *ch, uint32_t n, int *rc)
 		*rc = rtn_set_error(-ENOTCONN, "the station closed the channel");
 		return NULL;
 	}
-	m = n && rtn_ring_prod_nth(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth, n - 1) ?
+	m = n == 1 || rtn_ring_prod_room(&shm->tx, ch->depth, n) ?
 		    rtn_ring_prod_slot(&shm->tx, rtn_chan_tx_msgs(shm), ch->depth) :
 		    NULL;
 	if (!m) {
@@ -364,30 +364,45 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, uint32_t pieces, uin
 	return n;
 }
 
-/*
- * The oldest datagram in the RX ring: its first message, how many it
- * takes and its length; NULL when there is none.  A broken chain's first
- * message is dropped and counted, and the next looked at, a ring's worth
- * at most a call.
- */
-static struct rtn_msg *oldest(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
+/* oldest()'s chain: a broken one's first message dropped and counted, a ring's worth a call */
+static struct rtn_msg *oldest_chain(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
 {
 	struct rtn_chan_shm *shm = ch->shm;
-	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, ch->depth);
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, ch->depth), *m;
 	uint32_t i;
-	int k = 0;
+	int k;
 
 	for (i = 0; i < ch->depth; i++) {
-		k = rtn_ring_cons_chain(&shm->rx, msgs, ch->depth, len);
-		if (k >= 0)
+		k = rtn_ring_cons_chain(&shm->rx, msgs, ch->depth, &m, len);
+		if (k > 0) {
+			*pieces = (uint32_t)k;
+			return m;
+		}
+		if (k == 0)
 			break;
 		ch->rx_bad_hdr++;
 		rtn_ring_cons_release(&shm->rx);
 	}
-	if (k <= 0)
+	return NULL;
+}
+
+/*
+ * The oldest datagram in the RX ring: its first message, how many it
+ * takes and its length; NULL when there is none.  One message is the hot
+ * path; a chain is looked at by oldest_chain().
+ */
+static inline struct rtn_msg *oldest(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
+{
+	struct rtn_msg *m =
+		rtn_ring_cons_peek(&ch->shm->rx, rtn_chan_rx_msgs(ch->shm, ch->depth), ch->depth);
+
+	if (!m)
 		return NULL;
-	*pieces = (uint32_t)k;
-	return rtn_ring_cons_peek(&shm->rx, msgs, ch->depth);
+	if (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE)
+		return oldest_chain(ch, pieces, len);
+	*pieces = 1;
+	*len = rtn_msg_len(m);
+	return m;
 }
 
 static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,

@@ -131,7 +131,9 @@ int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, 
 	if (max > RTN_CHAN_MSG_MAX)
 		max = RTN_CHAN_MSG_MAX;
 	/* what does not fit one frame of the channel leaves in fragments, as RTnet's */
-	if (len <= RTN_UDP_MAX_DGRAM && max >= head)
+	if (max >= head && len <= max - head)
+		frags = 1;
+	else if (len <= RTN_UDP_MAX_DGRAM && max >= head)
 		frags = rtn_udp_frag_count(head - RTN_UDP_HLEN + len, max);
 	if (!frags || frags > ch->depth)
 		return rtn_set_error(-EMSGSIZE,

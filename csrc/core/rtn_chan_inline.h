@@ -71,6 +71,15 @@ static inline struct rtn_msg *rtn_ring_prod_nth(struct rtn_ring *r, struct rtn_m
 	return &msgs[(head + i) & (depth - 1)];
 }
 
+/** Whether @p n more messages fit (a chain is filled only once it fits whole). */
+static inline int rtn_ring_prod_room(struct rtn_ring *r, uint32_t depth, uint32_t n)
+{
+	uint32_t used = __atomic_load_n(&r->head, __ATOMIC_RELAXED) -
+			__atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+
+	return used <= depth && n <= depth - used;
+}
+
 static inline void rtn_ring_prod_commit_n(struct rtn_ring *r, uint32_t n)
 {
 	__atomic_store_n(&r->head, __atomic_load_n(&r->head, __ATOMIC_RELAXED) + n,
@@ -135,32 +144,36 @@ static inline uint32_t rtn_msg_len(const struct rtn_msg *m)
 
 /**
  * The datagram at the ring's tail: how many messages it takes (1, or a
- * chain of RTN_MSG_MORE pieces, rtn_chan.h), its whole frame length in
- * *@p total (for one message rtn_msg_len()'s, which may claim more than
- * the slot holds).  0 when the ring is empty; -1 for a broken chain (a
+ * chain of RTN_MSG_MORE pieces, rtn_chan.h), its first in *@p first and its
+ * whole frame length in *@p total (for one message rtn_msg_len()'s, which
+ * may claim more than the slot holds).  0 when the ring is empty; -1 for a broken chain (a
  * piece but the last shorter than a message holds, a longer last one, more
  * than RTN_CHAN_CHAIN_MAX bytes, or a chain running past what the ring
  * holds: the station publishes a chain at once), whose first message the
  * caller drops.
  */
 static inline int rtn_ring_cons_chain(struct rtn_ring *r, struct rtn_msg *msgs, uint32_t depth,
-				      uint32_t *total)
+				      struct rtn_msg **first, uint32_t *total)
 {
 	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
-	uint32_t avail = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail, sum = 0, i;
+	uint32_t avail = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - tail, sum, i;
+	struct rtn_msg *m = &msgs[tail & (depth - 1)];
 
+	if (!avail)
+		return 0;
+	*first = m;
+	*total = rtn_msg_len(m); /* one message: its length as rtn_msg_len() says */
+	if (!(__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE))
+		return 1;
 	if (avail > depth)
 		avail = depth;
-	for (i = 0; i < avail; i++) {
-		const struct rtn_msg *m = &msgs[(tail + i) & (depth - 1)];
-		uint32_t len = rtn_msg_len(m);
+	for (i = 0, sum = 0; i < avail; i++) {
+		uint32_t len;
+		int more;
 
-		int more = (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE) != 0;
-
-		if (!more && i == 0) { /* one message: its length as rtn_msg_len() says */
-			*total = len;
-			return 1;
-		}
+		m = &msgs[(tail + i) & (depth - 1)];
+		len = rtn_msg_len(m);
+		more = (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE) != 0;
 		if (len > RTN_CHAN_MSG_MAX || (more && len != RTN_CHAN_MSG_MAX))
 			return -1;
 		sum += len;
@@ -171,7 +184,7 @@ static inline int rtn_ring_cons_chain(struct rtn_ring *r, struct rtn_msg *msgs, 
 			return (int)i + 1;
 		}
 	}
-	return avail ? -1 : 0;
+	return -1;
 }
 
 /**

@@ -84,29 +84,46 @@ struct rx_view {
 	struct sockaddr_ll ll;
 };
 
-/*
- * The oldest datagram: its first message, and how many it takes and its
- * frame's length in *@p v; NULL when there is none.  A broken chain's first
- * message is dropped and counted, a ring's worth at most a call.
- */
-static struct rtn_msg *oldest(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
+/* oldest()'s chain: a broken one's first message dropped and counted, a ring's worth a call */
+static struct rtn_msg *oldest_chain(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
 {
 	struct rtn_chan_shm *shm = rs->ch->shm;
-	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, rs->ch->depth);
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, rs->ch->depth), *m;
 	uint32_t i;
-	int k = 0;
+	int k;
 
 	for (i = 0; i < rs->ch->depth; i++) {
-		k = rtn_ring_cons_chain(&shm->rx, msgs, rs->ch->depth, frame_len);
-		if (k >= 0)
+		k = rtn_ring_cons_chain(&shm->rx, msgs, rs->ch->depth, &m, frame_len);
+		if (k > 0) {
+			v->pieces = (uint32_t)k;
+			return m;
+		}
+		if (k == 0)
 			break;
 		rs->ch->rx_bad_hdr++;
 		rtn_ring_cons_release(&shm->rx);
 	}
-	if (k <= 0)
+	return NULL;
+}
+
+/*
+ * The oldest datagram: its first message, and how many it takes and its
+ * frame's length in *@p v; NULL when there is none.  One message is the
+ * hot path; a chain is looked at by oldest_chain().
+ */
+static inline struct rtn_msg *oldest(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
+{
+	struct rtn_chan_shm *shm = rs->ch->shm;
+	struct rtn_msg *m =
+		rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
+
+	if (!m)
 		return NULL;
-	v->pieces = (uint32_t)k;
-	return rtn_ring_cons_peek(&shm->rx, msgs, rs->ch->depth);
+	if (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE)
+		return oldest_chain(rs, v, frame_len);
+	v->pieces = 1;
+	*frame_len = rtn_msg_len(m);
+	return m;
 }
 
 /*
@@ -701,10 +718,10 @@ ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags)
 		return -EFAULT;
 	if (rs->dead)
 		return -ENETDOWN;
-	for (i = 0; i < mh->msg_iovlen; i++)
-		total += mh->msg_iov[i].iov_len;
 	/* pieces of a datagram longer than a frame: gathered on the heap, this call only */
-	if (mh->msg_iovlen > 1 && total > sizeof(buf) && !(big = malloc(total)))
+	for (i = 0; mh->msg_iovlen > 1 && i < mh->msg_iovlen; i++)
+		total += mh->msg_iov[i].iov_len;
+	if (total > sizeof(buf) && !(big = malloc(total)))
 		return -ENOBUFS;
 	len = gather(mh, big ? big : buf, big ? total : sizeof(buf), &data);
 	rc = len < 0 ? len : send_waiting(rs, mh, flags, data, (size_t)len);

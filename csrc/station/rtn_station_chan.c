@@ -141,45 +141,76 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 	}
 }
 
+static void fill_msg(struct rtn_msg *m, const uint8_t *frame, uint32_t len, uint32_t flags,
+		     const struct rtn_app_stamps *st)
+{
+	memcpy(m->frame, frame, len);
+	m->len = len;
+	m->flags = flags;
+	m->seq = st->seq;
+	m->sched_ns = st->t[RTN_STAMP_SCHED];
+	m->handover_ns = st->t[RTN_STAMP_HANDOVER];
+	m->pickup_ns = st->t[RTN_STAMP_PICKUP];
+	m->tx_ns = st->t[RTN_STAMP_TX];
+	m->rx_ns = st->t[RTN_STAMP_RX_XDP];
+	m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
+}
+
 /*
- * Into @p c's RX ring: one message, or for a datagram put together from its
- * fragments (longer than a message holds) a chain of them, each a
- * RTN_CHAN_MSG_MAX-byte piece of its frame but the last, all flagged
- * RTN_MSG_MORE but the last, committed at once (rtn_chan.h).  A ring
- * without room for all of it takes none of it.
+ * A UDP socket's datagram put together from its fragments, longer than a
+ * message holds: a chain of messages, each a RTN_CHAN_MSG_MAX-byte piece
+ * of its frame but the last, all flagged RTN_MSG_MORE but the last, filled
+ * once the ring has room for all of them (else none is) and committed at
+ * once (rtn_chan.h).  How many, 0 when there was no room.
+ */
+static uint32_t fill_chain(struct chan *c, const uint8_t *frame, uint32_t len,
+			   const struct rtn_app_stamps *st)
+{
+	struct rtn_msg *msgs = rtn_chan_rx_msgs(c->shm, c->depth);
+	uint32_t pieces, head, i;
+
+	if (len > RTN_CHAN_CHAIN_MAX)
+		len = RTN_CHAN_CHAIN_MAX;
+	pieces = (len + RTN_CHAN_MSG_MAX - 1) / RTN_CHAN_MSG_MAX;
+	if (!rtn_ring_prod_room(&c->shm->rx, c->depth, pieces))
+		return 0;
+	head = __atomic_load_n(&c->shm->rx.head, __ATOMIC_RELAXED); /* ours: we produce */
+	for (i = 0; i < pieces; i++) {
+		uint32_t at = i * RTN_CHAN_MSG_MAX, n = len - at;
+
+		fill_msg(&msgs[(head + i) & (c->depth - 1)], frame + at,
+			 n < RTN_CHAN_MSG_MAX ? n : RTN_CHAN_MSG_MAX,
+			 i + 1 < pieces ? RTN_MSG_MORE : 0, st);
+	}
+	return pieces;
+}
+
+/*
+ * Into @p c's RX ring: one message (a frame longer than a message cut
+ * short), or a UDP socket's datagram put together from fragments as a
+ * chain (fill_chain()).
  */
 static void rtn_chan_deliver(struct rtn_station *s, struct chan *c, const uint8_t *frame,
 			     uint32_t len, const struct rtn_app_stamps *st)
 {
-	struct rtn_msg *msgs = rtn_chan_rx_msgs(c->shm, c->depth);
-	uint32_t pieces, i;
+	uint32_t pieces = 1;
 
-	/* only a UDP socket's datagram is ever longer than a message; a frame is cut short */
-	if (len > (c->udp_port ? RTN_CHAN_CHAIN_MAX : RTN_CHAN_MSG_MAX))
-		len = c->udp_port ? RTN_CHAN_CHAIN_MAX : RTN_CHAN_MSG_MAX;
-	pieces = len > RTN_CHAN_MSG_MAX ? (len + RTN_CHAN_MSG_MAX - 1) / RTN_CHAN_MSG_MAX : 1;
-	if (!rtn_ring_prod_nth(&c->shm->rx, msgs, c->depth, pieces - 1)) {
+	if (len > RTN_CHAN_MSG_MAX && c->udp_port) {
+		pieces = fill_chain(c, frame, len, st);
+	} else {
+		struct rtn_msg *m = rtn_ring_prod_slot(
+			&c->shm->rx, rtn_chan_rx_msgs(c->shm, c->depth), c->depth);
+
+		if (m)
+			fill_msg(m, frame, len < RTN_CHAN_MSG_MAX ? len : RTN_CHAN_MSG_MAX, 0, st);
+		else
+			pieces = 0;
+	}
+	if (!pieces) {
 		/* the application stopped reading: its loss, nobody else's */
 		c->rx_drops++;
 		c->shm->rx.drops++;
 		return;
-	}
-	for (i = 0; i < pieces; i++) {
-		struct rtn_msg *m = rtn_ring_prod_nth(&c->shm->rx, msgs, c->depth, i);
-		uint32_t at = i * RTN_CHAN_MSG_MAX, n = len - at;
-
-		if (n > RTN_CHAN_MSG_MAX)
-			n = RTN_CHAN_MSG_MAX;
-		memcpy(m->frame, frame + at, n);
-		m->len = n;
-		m->flags = i + 1 < pieces ? RTN_MSG_MORE : 0;
-		m->seq = st->seq;
-		m->sched_ns = st->t[RTN_STAMP_SCHED];
-		m->handover_ns = st->t[RTN_STAMP_HANDOVER];
-		m->pickup_ns = st->t[RTN_STAMP_PICKUP];
-		m->tx_ns = st->t[RTN_STAMP_TX];
-		m->rx_ns = st->t[RTN_STAMP_RX_XDP];
-		m->rx_rt_ns = st->t[RTN_STAMP_RX_RT];
 	}
 	rtn_ring_prod_commit_n(&c->shm->rx, pieces);
 	c->rx_msgs++;

@@ -256,6 +256,42 @@ def test_sockperf_ping_pong_should_run_over_the_rt_path(lab, tmp_path):
     assert "Malformed" not in dec.stdout and "[Checksum Status: Bad]" not in dec.stdout
 
 
+def test_sockperf_with_messages_larger_than_a_frame_should_ping_pong_in_fragments(lab):
+    """sockperf as it is, 8,000-byte messages: each leaves in six fragments and its
+    station puts the other's together again, as RTnet's UDP does."""
+    sockperf = require_tool("sockperf")
+    s1, s2 = lab.station(1), lab.station(2)
+    before = [udp_stats(s.netns) for s in (s1, s2)]
+    srv, _ = start_server(
+        rtnet_run(s2.netns, ["stdbuf", "-oL", sockperf, "server", "-i", s2.ip, "-p", "11112"]),
+        b"listen on",
+    )
+    try:
+        res = subprocess.run(
+            rtnet_run(
+                s1.netns,
+                [sockperf, "ping-pong", "-i", s2.ip, "-p", "11112", "-t", "2", "-m", "8000"],
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        stop(srv)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
+    assert m, out
+    sent, got = int(m.group(1)), int(m.group(2))
+    assert 0 <= sent - got <= 1 and got > 20 and "# dropped messages = 0" in out, out
+    after = [udp_stats(s.netns) for s in (s1, s2)]
+    for b, a in zip(before, after):
+        # both ways: requests put together at the server's station, replies at the client's
+        assert a["rx_reassembled"] - b["rx_reassembled"] >= got
+        assert a["rx_fragments"] - b["rx_fragments"] >= 6 * got
+        assert sum(a["bad"].values()) == sum(b["bad"].values()), (b["bad"], a["bad"])
+
+
 def test_sockperf_throughput_should_arrive_through_the_station(lab):
     s1, s2 = lab.station(1), lab.station(2)
     before = udp_stats(s2.netns)["rx_udp"]
