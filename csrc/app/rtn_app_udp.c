@@ -63,12 +63,13 @@ static int send_fragments(struct rtn_app_chan *ch, const struct dgram *d, const 
 			  uint32_t flags)
 {
 	struct rtn_chan_shm *shm = ch->shm;
-	struct rtn_msg *msgs = rtn_chan_tx_msgs(shm), *m;
-	const uint8_t *piece[RTN_CHAN_MAX_DEPTH];
-	uint32_t piece_len[RTN_CHAN_MAX_DEPTH], i, off, n;
+	struct rtn_msg *msgs = rtn_chan_tx_msgs(shm), *m, *first;
+	uint32_t i, off, n, sum = 0;
+	uint16_t c;
 	int rc = 0;
 
-	if (!rtn_app_tx_slots(ch, frags, &rc))
+	first = rtn_app_tx_slots(ch, frags, &rc);
+	if (!first)
 		return rc;
 	for (i = 0; i < frags; i++) {
 		m = rtn_ring_prod_nth(&shm->tx, msgs, ch->depth, i);
@@ -81,13 +82,12 @@ static int send_fragments(struct rtn_app_chan *ch, const struct dgram *d, const 
 		m->handover_ns = handover;
 		m->pickup_ns = m->tx_ns = m->rx_ns = m->rx_rt_ns = 0;
 		m->flags = flags;
-		piece[i] = m->frame + RTN_L4_OFF;
-		piece_len[i] = n;
+		/* each fragment's data but the last is a multiple of 8 bytes: the words line up */
+		sum = rtn_csum_add(sum, m->frame + RTN_L4_OFF, n);
 	}
 	/* the checksum over the whole datagram, in the first fragment's UDP header */
-	m = rtn_ring_prod_nth(&shm->tx, msgs, ch->depth, 0);
-	rtn_put_be16(m->frame + RTN_L4_OFF + 6,
-		     rtn_udp_dgram_csum(src_ip, dst_ip, 8 + dlen, piece, piece_len, frags));
+	c = rtn_csum_fold(sum + rtn_udp_pseudo(first->frame + RTN_IP_OFF, (uint16_t)(8 + dlen)));
+	rtn_put_be16(first->frame + RTN_L4_OFF + 6, c ? c : 0xffff); /* 0: "none" (RFC 768) */
 	rtn_app_tx_commit_n(ch, frags);
 	return 0;
 }

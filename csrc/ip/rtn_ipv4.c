@@ -188,25 +188,6 @@ uint32_t rtn_ip_fragment_finish(uint8_t *frame, const uint8_t dst_mac[6], const 
 	return RTN_L4_OFF + n;
 }
 
-uint16_t rtn_udp_dgram_csum(uint32_t src_ip, uint32_t dst_ip, uint32_t udp_len,
-			    const uint8_t *const *piece, const uint32_t *piece_len, uint32_t pieces)
-{
-	uint8_t pseudo[12];
-	uint32_t sum = 0, k;
-	uint16_t c;
-
-	rtn_put_be32(pseudo, src_ip);
-	rtn_put_be32(pseudo + 4, dst_ip);
-	pseudo[8] = 0;
-	pseudo[9] = RTN_IPPROTO_UDP;
-	rtn_put_be16(pseudo + 10, (uint16_t)udp_len);
-	sum = rtn_csum_add(sum, pseudo, sizeof(pseudo));
-	for (k = 0; k < pieces; k++)
-		sum = rtn_csum_add(sum, piece[k], piece_len[k]);
-	c = rtn_csum_fold(sum);
-	return c ? c : 0xffff;
-}
-
 uint32_t rtn_icmp_echo_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
 			      uint32_t src_ip, uint32_t dst_ip, uint8_t type, uint16_t id,
 			      uint16_t seq, uint16_t ip_id, uint32_t dlen)

@@ -162,23 +162,13 @@ void rtn_udp_frag_span(uint32_t plen, uint32_t frame_max, uint32_t i, uint32_t *
 /**
  * Write Ethernet and IPv4 headers in front of a fragment's @p n bytes
  * already at @p frame + RTN_L4_OFF, @p off bytes into its datagram (for
- * fragment 0 the UDP header, which the caller finishes with
- * rtn_udp_dgram_csum()): MF when @p more, DF clear.
+ * fragment 0 the UDP header, whose checksum over all the fragments' data
+ * the caller writes): MF when @p more, DF clear.
  * @return the frame's length.
  */
 uint32_t rtn_ip_fragment_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t src_mac[6],
 				uint32_t src_ip, uint32_t dst_ip, uint16_t ip_id, uint32_t off,
 				uint32_t n, int more);
-
-/**
- * The UDP checksum field's value for the datagram of @p udp_len bytes (its
- * UDP header, checksum field 0, and payload) from @p src_ip to @p dst_ip,
- * whose bytes are @p pieces pieces (@p piece[k] of @p piece_len[k] bytes,
- * each but the last of even length: a fragment's data).  Never 0 (RFC 768).
- */
-uint16_t rtn_udp_dgram_csum(uint32_t src_ip, uint32_t dst_ip, uint32_t udp_len,
-			    const uint8_t *const *piece, const uint32_t *piece_len,
-			    uint32_t pieces);
 
 /**
  * The same for an ICMP echo (@p type RTN_ICMP_ECHO_REQUEST or _REPLY) whose
