@@ -94,6 +94,8 @@ void rtn_chans_drain(struct rtn_station *s, rtn_chan_take_fn take, void *arg, in
 
 		if (!c)
 			continue;
+		if (c->udp_port)
+			rtn_ip_chan_frame_limit(s, c);
 		if (rtn_ring_cons_check(&c->shm->tx, c->depth))
 			c->ring_errors++;
 		/* at most one ring's worth per call, whatever the indexes say */
@@ -335,6 +337,8 @@ void rtn_chans_refresh(struct rtn_station *s)
 static void chan_add(struct rtn_station *s, uintptr_t id)
 {
 	s->live[id] = &s->chans[id];
+	if (s->chans[id].udp_port)
+		rtn_ip_chan_frame_limit(s, &s->chans[id]);
 	rtn_chans_refresh(s);
 }
 

@@ -366,6 +366,17 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 	}
 }
 
+void rtn_ip_chan_frame_limit(struct rtn_station *s, struct chan *c)
+{
+	uint32_t limit = c->max_size, size;
+
+	if (s->ops == &rtn_disc_tdma_ops && s->tdma &&
+	    (size = rtn_tdma_slot_size(s->tdma, c->slot)) && size + RTN_IP_OFF < limit)
+		limit = size + RTN_IP_OFF;
+	if (__atomic_load_n(&c->shm->max_size, __ATOMIC_RELAXED) != limit)
+		__atomic_store_n(&c->shm->max_size, limit, __ATOMIC_RELAXED);
+}
+
 void rtn_chan_tx_undo(struct chan *c, uint8_t *frame, const struct chan_tx_undo *undo)
 {
 	c->frag = undo->frag;

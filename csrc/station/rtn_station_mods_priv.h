@@ -75,6 +75,14 @@ int rtn_chan_tx_ok(struct rtn_station *s, struct chan *c, uint8_t *frame, uint32
 void rtn_chan_tx_undo(struct chan *c, uint8_t *frame, const struct chan_tx_undo *undo);
 int32_t rtn_chan_tx_off(const struct chan *c, const uint8_t *frame, uint32_t len);
 void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, int64_t t);
+/*
+ * A UDP socket's frames, and so its fragments, follow its slot's size, as
+ * RTnet's follow the slot's MTU (tdma_get_mtu): the limit the library reads
+ * from the page at each send, its max_size or the slot's frame if smaller
+ * (under TDMA).  On the RT thread, when the channel goes live and as its
+ * TX ring is drained, so a slot reconfigured is followed.
+ */
+void rtn_ip_chan_frame_limit(struct rtn_station *s, struct chan *c);
 /* at open and close of a UDP channel: the XDP port map and the channel's page */
 int rtn_ip_chan_open(struct rtn_station *s, struct chan *c, uint32_t share);
 void rtn_ip_chan_close(struct rtn_station *s, struct chan *c);

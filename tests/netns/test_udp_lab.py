@@ -161,6 +161,49 @@ def test_datagrams_larger_than_a_frame_should_cross_between_linux_and_rt_sockets
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+def test_fragments_should_follow_their_slots_size_as_rtnets_follow_its_mtu(lab, capsys):
+    """A socket in a slot of 600 bytes sends 600-byte IPv4 packets: its 4,000-byte datagram
+    leaves in seven fragments the slot carries (a 1,514-byte frame would be refused by the
+    slot) and Linux puts them together; the slot made larger again, the socket follows."""
+    from rtmac import cli as rtmac_cli
+
+    s1, s2 = lab.station(1), lab.station(2)
+    subprocess.run(
+        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
+    with netns.entered(s2.netns):
+        assert rtmac_cli.main(["tdma", "rteth0", "slot", "2", "700", "-s", "600"]) == 0
+    capsys.readouterr()
+    with netns.entered(s1.netns):
+        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        with linux, UdpSocket(netns=s2.netns, slot=2) as rt:
+            linux.bind((s1.ip, LINUX_PORT + 2))
+            linux.settimeout(5)
+            rt.bind(PLAIN_PORT + 2)
+            data = bytes(i * 7 & 255 for i in range(4000))
+            before = rt.stats()["tx_sent"]
+            rt.sendto(data, (s1.ip, LINUX_PORT + 2))
+            assert linux.recvfrom(70000) == (data, (s2.ip, PLAIN_PORT + 2))
+            assert rt.stats()["tx_sent"] - before == 7  # 4,008 bytes of UDP, 576 a fragment
+            with netns.entered(s2.netns):
+                assert rtmac_cli.main(["tdma", "rteth0", "slot", "2", "700", "-s", "1500"]) == 0
+            wait_for(
+                lambda: rt.channel.stats()["max_size"] == 1514, 5, "the slot's size to be followed"
+            )
+            before = rt.stats()["tx_sent"]
+            rt.sendto(data, (s1.ip, LINUX_PORT + 2))
+            assert linux.recvfrom(70000) == (data, (s2.ip, PLAIN_PORT + 2))
+            assert rt.stats()["tx_sent"] - before == 3
+    finally:
+        with netns.entered(s2.netns):
+            rtmac_cli.main(["tdma", "rteth0", "slot", "2"])  # removed again
+        capsys.readouterr()
+
+
 def test_rtnetctl_ping_should_be_icmp_with_rtt_per_reply_and_a_summary(lab, capsys):
     s1, s2 = lab.station(1), lab.station(2)
     before = status(s2.netns)["ipv4"]["tx_echo_reply"]
