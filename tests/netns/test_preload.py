@@ -150,6 +150,18 @@ def sockperf(server, client, port: int, mode: str, *args: str) -> str:
     return out
 
 
+def ping_pong_answered(res: subprocess.CompletedProcess, at_least: int) -> int:
+    """How many of sockperf ping-pong's requests were answered, none dropped (the last may
+    still be on its way when sockperf stops counting)."""
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
+    assert m, out
+    sent, got = int(m.group(1)), int(m.group(2))
+    assert 0 <= sent - got <= 1 and got > at_least and "# dropped messages = 0" in out, out
+    return got
+
+
 def sent_by_throughput(out: str) -> int:
     return int(re.search(r"Total of (\d+) messages sent", out).group(1))
 
@@ -220,13 +232,7 @@ def test_sockperf_ping_pong_should_run_over_the_rt_path(lab, tmp_path):
         t.join(30)
     finally:
         stop(srv)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out
-    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
-    assert m, out
-    sent, got = int(m.group(1)), int(m.group(2))
-    # the last request may still be on its way when sockperf stops counting
-    assert 0 <= sent - got <= 1 and got > 100 and "# dropped messages = 0" in out, out
+    got = ping_pong_answered(res, at_least=100)
     # sockperf's datagrams (its warm-up included) went through the server's station
     assert udp_stats(s2.netns)["rx_udp"] - before >= got
     path = tmp_path / "sockperf.pcapng"
@@ -278,12 +284,7 @@ def test_sockperf_with_messages_larger_than_a_frame_should_ping_pong_in_fragment
         )
     finally:
         stop(srv)
-    out = res.stdout + res.stderr
-    assert res.returncode == 0, out
-    m = re.search(r"SentMessages=(\d+); ReceivedMessages=(\d+)", out)
-    assert m, out
-    sent, got = int(m.group(1)), int(m.group(2))
-    assert 0 <= sent - got <= 1 and got > 20 and "# dropped messages = 0" in out, out
+    got = ping_pong_answered(res, at_least=20)
     after = [udp_stats(s.netns) for s in (s1, s2)]
     for b, a in zip(before, after):
         # both ways: requests put together at the server's station, replies at the client's

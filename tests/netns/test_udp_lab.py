@@ -85,19 +85,35 @@ def test_stamped_udp_should_go_app_to_app_both_ways_in_order_with_stamps(lab):
         assert a.stats()["tx_unreachable"] == 1
 
 
-def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(lab):
-    s1, s2 = lab.station(1), lab.station(2)
-    # a veth hands the peer Linux's datagrams with the UDP checksum left to "the NIC"
-    # (CHECKSUM_PARTIAL): the real-time path would count them as bad.  A real NIC fills it
-    # in on the way out; here Linux computes it itself.
+def linux_socket_on(st) -> socket.socket:
+    """A UDP socket of Linux's own in station ``st``'s namespace.  A veth hands the peer
+    Linux's datagrams with the UDP checksum left to "the NIC" (CHECKSUM_PARTIAL): the
+    real-time path would count them as bad.  A real NIC fills it in on the way out; here
+    Linux is made to compute it itself."""
     subprocess.run(
-        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
+        ["ip", "netns", "exec", st.netns, "ethtool", "-K", "rteth0", "tx", "off"],
         check=True,
         capture_output=True,
         timeout=10,
     )
-    with netns.entered(s1.netns):
-        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with netns.entered(st.netns):
+        return socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+
+def kernel_ping(st, ip: str, *args: str) -> None:
+    """Linux's ping from station ``st``'s namespace to ``ip``, every request answered."""
+    res = subprocess.run(
+        ["ip", "netns", "exec", st.netns, "ping", *args, ip],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(lab):
+    s1, s2 = lab.station(1), lab.station(2)
+    linux = linux_socket_on(s1)
     with linux, UdpSocket(netns=s2.netns) as rt:
         linux.bind((s1.ip, LINUX_PORT))
         linux.settimeout(5)
@@ -112,13 +128,7 @@ def test_plain_udp_should_talk_to_linux_sockets_and_linux_ip_should_stay_linux(l
         data, peer = linux.recvfrom(100)
         assert data == b"to linux" and peer == (s2.ip, PLAIN_PORT)
     # kernel ping: answered by the peer's RT thread, the reply back to Linux
-    res = subprocess.run(
-        ["ip", "netns", "exec", s1.netns, "ping", "-c", "2", "-i", "0.2", "-W", "2", s2.ip],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
+    kernel_ping(s1, s2.ip, "-c", "2", "-i", "0.2", "-W", "2")
     assert status(s2.netns)["ipv4"]["rx_echo_request"] >= 2
 
 
@@ -126,15 +136,8 @@ def test_datagrams_larger_than_a_frame_should_cross_between_linux_and_rt_sockets
     """RTnet's stack fragments a datagram to its MTU and puts one together again; so does
     Linux: each end takes the other's fragments.  A large ping stays Linux's."""
     s1, s2 = lab.station(1), lab.station(2)
-    subprocess.run(
-        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
-        check=True,
-        capture_output=True,
-        timeout=10,
-    )
     before = status(s2.netns)["ipv4"]
-    with netns.entered(s1.netns):
-        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    linux = linux_socket_on(s1)
     with linux, UdpSocket(netns=s2.netns) as rt:
         linux.bind((s1.ip, LINUX_PORT))
         linux.settimeout(5)
@@ -152,13 +155,7 @@ def test_datagrams_larger_than_a_frame_should_cross_between_linux_and_rt_sockets
     assert after["rx_fragments"] - before["rx_fragments"] == 2 + 3 + 45
     assert sum(after["bad"].values()) == sum(before["bad"].values())
     # ICMP in fragments is Linux's: the XDP program leaves every fragment of it alone
-    res = subprocess.run(
-        ["ip", "netns", "exec", s1.netns, "ping", "-c", "1", "-s", "3000", "-W", "3", s2.ip],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert res.returncode == 0, res.stdout + res.stderr
+    kernel_ping(s1, s2.ip, "-c", "1", "-s", "3000", "-W", "3")
 
 
 def test_fragments_should_follow_their_slots_size_as_rtnets_follow_its_mtu(lab, capsys):
@@ -168,17 +165,10 @@ def test_fragments_should_follow_their_slots_size_as_rtnets_follow_its_mtu(lab, 
     from rtmac import cli as rtmac_cli
 
     s1, s2 = lab.station(1), lab.station(2)
-    subprocess.run(
-        ["ip", "netns", "exec", s1.netns, "ethtool", "-K", "rteth0", "tx", "off"],
-        check=True,
-        capture_output=True,
-        timeout=10,
-    )
     with netns.entered(s2.netns):
         assert rtmac_cli.main(["tdma", "rteth0", "slot", "2", "700", "-s", "600"]) == 0
     capsys.readouterr()
-    with netns.entered(s1.netns):
-        linux = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    linux = linux_socket_on(s1)
     try:
         with linux, UdpSocket(netns=s2.netns, slot=2) as rt:
             linux.bind((s1.ip, LINUX_PORT + 2))
