@@ -37,6 +37,8 @@ struct rtn_disc_ops {
 	int (*rx_rtmac)(void *priv, const uint8_t *frame, uint32_t len, int64_t rx);
 	/* whether a frame offered between wake-ups is taken at once (NoMAC's FIFO has room) */
 	int (*has_room)(const void *priv);
+	/* the largest frame @p slot carries (TDMA: the slot's size); NULL or 0: no limit of its own */
+	uint32_t (*slot_frame)(const void *priv, uint32_t slot);
 	int kick_senders;   /* senders kick the RT thread: no slot picks their messages up */
 	int paced_rx;	    /* received frames may wait for the next scheduled wake-up */
 	int rate_generator; /* the rate generator's frames have a way out (rtn_probe.c) */

@@ -368,11 +368,12 @@ void rtn_chan_stamp_pickup(const struct chan *c, uint8_t *frame, uint32_t len, i
 
 void rtn_ip_chan_frame_limit(struct rtn_station *s, struct chan *c)
 {
-	uint32_t limit = c->max_size, size;
+	const struct rtn_disc_ops *ops = disc_ops(s);
+	uint32_t limit = c->max_size,
+		 slot = ops->slot_frame ? ops->slot_frame(s->disc_priv, c->slot) : 0;
 
-	if (s->ops == &rtn_disc_tdma_ops && s->tdma &&
-	    (size = rtn_tdma_slot_size(s->tdma, c->slot)) && size + RTN_IP_OFF < limit)
-		limit = size + RTN_IP_OFF;
+	if (slot && slot < limit)
+		limit = slot;
 	if (__atomic_load_n(&c->shm->max_size, __ATOMIC_RELAXED) != limit)
 		__atomic_store_n(&c->shm->max_size, limit, __ATOMIC_RELAXED);
 }

@@ -160,6 +160,15 @@ static int tdma_has_room(const void *priv)
 	return 0;
 }
 
+/* A slot's size is its frames' after the Ethernet header, as RTnet's slot MTU. */
+static uint32_t tdma_slot_frame(const void *priv, uint32_t slot)
+{
+	const struct rtn_station *s = priv;
+	uint32_t size = s->tdma ? rtn_tdma_slot_size(s->tdma, slot) : 0;
+
+	return size ? size + ETH_HLEN_RTN : 0;
+}
+
 /* The control thread prepared s->tdma and s->tdma_cfg: (re)start the engine. */
 static void tdma_attach(void *priv)
 {
@@ -182,6 +191,7 @@ const struct rtn_disc_ops rtn_disc_tdma_ops = {
 	.queue = tdma_queue,
 	.rx_rtmac = tdma_rx_rtmac,
 	.has_room = tdma_has_room,
+	.slot_frame = tdma_slot_frame,
 	.kick_senders = 0, /* under TDMA the slot picks their messages up */
 	/*
 	 * Receive stamps come from the XDP program, so received frames can
