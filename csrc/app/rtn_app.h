@@ -129,11 +129,16 @@ int rtn_app_open(const char *dev, const char *netns, const struct rtn_chan_opts 
  * rtn_app_sendto() builds Ethernet, IPv4 and UDP headers and both checksums
  * in the TX ring slot; the destination MAC comes from the station's
  * neighbour table (rtroute) in the channel's page, without a system call.
+ * A datagram larger than one frame (the channel's max_size, or its TDMA
+ * slot's size if smaller) leaves in IPv4 fragments, as RTnet's stack sends
+ * it, committed at once; rtn_app_recvfrom() takes one put together again
+ * whole (the station's collectors, rtn_ip_defrag.h).
  * @return 0 and the sequence number in *seq_out (may be NULL);
  *         -EHOSTUNREACH without a neighbour entry for @p dst_ip (counted),
- *         -EMSGSIZE for more than the channel's max_size allows (no
- *         fragmentation), -EINVAL on a channel that is not a UDP socket or
- *         for port 0, -ENOBUFS (TX ring full), -ENOTCONN.
+ *         -EMSGSIZE beyond IPv4's 65,507 bytes or for more fragments than
+ *         the TX ring holds, -EINVAL on a channel that is not a UDP socket
+ *         or for port 0, -ENOBUFS (fewer free TX ring slots than it
+ *         takes), -ENOTCONN.
  */
 int rtn_app_sendto(struct rtn_app_chan *ch, uint32_t dst_ip, uint16_t dst_port, const void *payload,
 		   uint32_t len, int64_t sched_ns, uint32_t *seq_out);
