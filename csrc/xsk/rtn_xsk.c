@@ -232,6 +232,9 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 	}
 	if (err)
 		goto fail;
+	err = rtn_xsk_prog_steer(x, o);
+	if (err)
+		goto fail;
 	x->st.mode = x->mode;
 	x->st.zerocopy = !x->copy_mode;
 	*out = x;

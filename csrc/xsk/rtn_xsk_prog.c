@@ -49,12 +49,9 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 {
 	struct bpf_program *prog;
-	struct bpf_map *types, *pinned;
+	struct bpf_map *types;
 	struct statfs sfs;
-	uint16_t key;
-	uint8_t one = 1;
-	uint32_t i;
-	int err, fd;
+	int err;
 
 	if (!o->bpf_obj_path || access(o->bpf_obj_path, R_OK))
 		return rtn_set_error(-ENOENT,
@@ -90,6 +87,16 @@ int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 	x->prog_fd = bpf_program__fd(prog);
 	x->counters_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_counters");
 	x->unbound_fd = bpf_object__find_map_fd_by_name(x->obj, "rt_unbound");
+	return 0;
+}
+
+int rtn_xsk_prog_steer(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
+{
+	struct bpf_map *types = bpf_object__find_map_by_name(x->obj, "rt_ethertypes"), *pinned;
+	uint16_t key;
+	uint8_t one = 1;
+	uint32_t i;
+	int err, fd;
 
 	fd = bpf_map__fd(types);
 	key = ETHERTYPE_RTMAC;
