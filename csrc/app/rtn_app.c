@@ -364,45 +364,11 @@ static int take(struct rtn_app_chan *ch, struct rtn_msg *m, uint32_t pieces, uin
 	return n;
 }
 
-/* oldest()'s chain: a broken one's first message dropped and counted, a ring's worth a call */
-static struct rtn_msg *oldest_chain(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
-{
-	struct rtn_chan_shm *shm = ch->shm;
-	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, ch->depth), *m;
-	uint32_t i;
-	int k;
-
-	for (i = 0; i < ch->depth; i++) {
-		k = rtn_ring_cons_chain(&shm->rx, msgs, ch->depth, &m, len);
-		if (k > 0) {
-			*pieces = (uint32_t)k;
-			return m;
-		}
-		if (k == 0)
-			break;
-		ch->rx_bad_hdr++;
-		rtn_ring_cons_release(&shm->rx);
-	}
-	return NULL;
-}
-
-/*
- * The oldest datagram in the RX ring: its first message, how many it
- * takes and its length; NULL when there is none.  One message is the hot
- * path; a chain is looked at by oldest_chain().
- */
+/* The oldest datagram in the RX ring (rtn_ring_cons_oldest()); a broken chain counted. */
 static inline struct rtn_msg *oldest(struct rtn_app_chan *ch, uint32_t *pieces, uint32_t *len)
 {
-	struct rtn_msg *m =
-		rtn_ring_cons_peek(&ch->shm->rx, rtn_chan_rx_msgs(ch->shm, ch->depth), ch->depth);
-
-	if (!m)
-		return NULL;
-	if (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE)
-		return oldest_chain(ch, pieces, len);
-	*pieces = 1;
-	*len = rtn_msg_len(m);
-	return m;
+	return rtn_ring_cons_oldest(&ch->shm->rx, rtn_chan_rx_msgs(ch->shm, ch->depth), ch->depth,
+				    pieces, len, &ch->rx_bad_hdr);
 }
 
 static int recv_msg(struct rtn_app_chan *ch, void *buf, uint32_t cap, struct rtn_app_msg_info *info,

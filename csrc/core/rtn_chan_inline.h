@@ -187,6 +187,53 @@ static inline int rtn_ring_cons_chain(struct rtn_ring *r, struct rtn_msg *msgs, 
 	return -1;
 }
 
+/*
+ * rtn_ring_cons_oldest()'s chain: a broken one's first message dropped and
+ * counted in *@p bad, a ring's worth at most a call.
+ */
+static inline struct rtn_msg *rtn_ring_cons_oldest_chain(struct rtn_ring *r, struct rtn_msg *msgs,
+							 uint32_t depth, uint32_t *pieces,
+							 uint32_t *len, uint64_t *bad)
+{
+	struct rtn_msg *m;
+	uint32_t i;
+	int k;
+
+	for (i = 0; i < depth; i++) {
+		k = rtn_ring_cons_chain(r, msgs, depth, &m, len);
+		if (k > 0) {
+			*pieces = (uint32_t)k;
+			return m;
+		}
+		if (k == 0)
+			break;
+		(*bad)++;
+		rtn_ring_cons_release(r);
+	}
+	return NULL;
+}
+
+/**
+ * The oldest datagram in an RX ring: its first message, how many messages
+ * it takes in *@p pieces and its frame's length in *@p len; NULL when there
+ * is none.  One message is the hot path; a chain is looked at by
+ * rtn_ring_cons_oldest_chain(), which drops and counts a broken one.
+ */
+static inline struct rtn_msg *rtn_ring_cons_oldest(struct rtn_ring *r, struct rtn_msg *msgs,
+						   uint32_t depth, uint32_t *pieces, uint32_t *len,
+						   uint64_t *bad)
+{
+	struct rtn_msg *m = rtn_ring_cons_peek(r, msgs, depth);
+
+	if (!m)
+		return NULL;
+	if (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE)
+		return rtn_ring_cons_oldest_chain(r, msgs, depth, pieces, len, bad);
+	*pieces = 1;
+	*len = rtn_msg_len(m);
+	return m;
+}
+
 /**
  * Copy @p n bytes from @p off of the chain at the ring's tail (its pieces'
  * frames end to end, rtn_ring_cons_chain() having said it holds

@@ -84,46 +84,13 @@ struct rx_view {
 	struct sockaddr_ll ll;
 };
 
-/* oldest()'s chain: a broken one's first message dropped and counted, a ring's worth a call */
-static struct rtn_msg *oldest_chain(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
-{
-	struct rtn_chan_shm *shm = rs->ch->shm;
-	struct rtn_msg *msgs = rtn_chan_rx_msgs(shm, rs->ch->depth), *m;
-	uint32_t i;
-	int k;
-
-	for (i = 0; i < rs->ch->depth; i++) {
-		k = rtn_ring_cons_chain(&shm->rx, msgs, rs->ch->depth, &m, frame_len);
-		if (k > 0) {
-			v->pieces = (uint32_t)k;
-			return m;
-		}
-		if (k == 0)
-			break;
-		rs->ch->rx_bad_hdr++;
-		rtn_ring_cons_release(&shm->rx);
-	}
-	return NULL;
-}
-
-/*
- * The oldest datagram: its first message, and how many it takes and its
- * frame's length in *@p v; NULL when there is none.  One message is the
- * hot path; a chain is looked at by oldest_chain().
- */
+/* The oldest datagram in the RX ring (rtn_ring_cons_oldest()); a broken chain counted. */
 static inline struct rtn_msg *oldest(struct rsock *rs, struct rx_view *v, uint32_t *frame_len)
 {
 	struct rtn_chan_shm *shm = rs->ch->shm;
-	struct rtn_msg *m =
-		rtn_ring_cons_peek(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth);
 
-	if (!m)
-		return NULL;
-	if (__atomic_load_n(&m->flags, __ATOMIC_RELAXED) & RTN_MSG_MORE)
-		return oldest_chain(rs, v, frame_len);
-	v->pieces = 1;
-	*frame_len = rtn_msg_len(m);
-	return m;
+	return rtn_ring_cons_oldest(&shm->rx, rtn_chan_rx_msgs(shm, rs->ch->depth), rs->ch->depth,
+				    &v->pieces, frame_len, &rs->ch->rx_bad_hdr);
 }
 
 /*
