@@ -625,4 +625,5 @@ class Station(Closeable):
             str(q): n for q, n in enumerate(xs.xdp_unbound_queue) if n
         }
         out["xsk"]["zerocopy"] = bool(xs.zerocopy)
+        out["xsk"]["xdp_stamps"] = bool(xs.xdp_stamps)
         return out

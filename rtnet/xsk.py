@@ -232,6 +232,7 @@ class RawSocket(Closeable):
         out["xdp_unbound_queue"] = {q: n for q, n in enumerate(st.xdp_unbound_queue) if n}
         out["mode"] = MODE_NAMES.get(st.mode, "none")
         out["zerocopy"] = bool(st.zerocopy)
+        out["xdp_stamps"] = bool(st.xdp_stamps)
         return out
 
     @property

@@ -80,6 +80,12 @@ def print_rt(rt: dict | None):
         print("  minimal AF_XDP loop: not run (--no-netns), no ratio")
 
 
+def stamp_note(x: dict) -> str:
+    """Said when the program was loaded without its receive stamp (the kernel refused
+    bpf_xdp_adjust_meta()): it is then shorter and faster than where it stamps."""
+    return "" if x.get("stamps", 1) else "; loaded without the receive stamp (kernel refused it)"
+
+
 def print_xdp(x: dict | None):
     if not x:
         return
@@ -87,6 +93,7 @@ def print_xdp(x: dict | None):
     print(
         f"  verifier's translated program: {x['xlated_insns']} BPF instructions "
         f"(static size, not instructions run per frame); JIT image {x['jited_bytes']} bytes"
+        f"{stamp_note(x)}"
     )
     print(
         f"  BPF_PROG_TEST_RUN, {x['rounds']} runs, kernel's mean run time (a timing): "
@@ -341,7 +348,7 @@ def markdown_section(res: dict) -> str:
             "not the instructions one frame executes; the JIT image is "
             f"{x['jited_bytes']} bytes), and BPF_PROG_TEST_RUN with repeat {x['rounds']:,} "
             f"gives the kernel's mean run time: **{x['rt_frame_ns']:.0f} ns** for a real-time "
-            f"frame (EtherType 0x88B5: lookup, counter, receive stamp, redirect; retval "
+            f"frame (EtherType 0x88B5: lookup, counter, receive stamp, redirect{stamp_note(x)}; retval "
             f"{x['rt_frame_retval']}: XDP_PASS, as no socket is in the map during a test run) "
             f"and **{x['ipv4_frame_ns']:.0f} ns** for an IPv4 frame it leaves to Linux. These "
             "are timings on a shared VM and move from run to run; they are not part of the "

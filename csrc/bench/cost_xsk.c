@@ -202,16 +202,17 @@ static int run_xdp_prog(uint32_t n, const char *obj_path)
 {
 	struct bpf_prog_info info = { 0 };
 	uint32_t info_len = sizeof(info), rt_ret, ip_ret;
-	struct bpf_object *obj = bpf_object__open_file(obj_path, NULL);
+	struct bpf_object *obj;
 	struct bpf_program *prog;
 	struct bpf_map *types;
 	uint8_t ip[FRAME_LEN];
 	double rt_ns, ip_ns;
 	uint8_t one = 1;
 	uint16_t key;
-	int fd;
+	int fd, stamps, err;
 
-	if (!obj || bpf_object__load(obj))
+	obj = rtn_xdp_obj_load(obj_path, &stamps, &err);
+	if (!obj || err)
 		die("cannot load the XDP program", obj_path);
 	prog = bpf_object__find_program_by_name(obj, "xdp_rtnet");
 	types = bpf_object__find_map_by_name(obj, "rt_ethertypes");
@@ -233,8 +234,9 @@ static int run_xdp_prog(uint32_t n, const char *obj_path)
 	ip_ns = test_run(fd, ip, FRAME_LEN, n, &ip_ret);
 	printf("{\"stage\": \"xdp_prog\", \"rounds\": %u, \"xlated_insns\": %u, "
 	       "\"jited_bytes\": %u, \"rt_frame_ns\": %.1f, \"rt_frame_retval\": %u, "
-	       "\"ipv4_frame_ns\": %.1f, \"ipv4_frame_retval\": %u}\n",
-	       n, info.xlated_prog_len / 8, info.jited_prog_len, rt_ns, rt_ret, ip_ns, ip_ret);
+	       "\"ipv4_frame_ns\": %.1f, \"ipv4_frame_retval\": %u, \"stamps\": %d}\n",
+	       n, info.xlated_prog_len / 8, info.jited_prog_len, rt_ns, rt_ret, ip_ns, ip_ret,
+	       stamps);
 	bpf_object__close(obj);
 	return 0;
 }

@@ -166,6 +166,17 @@ uint32_t rtn_udp_frag_count(uint32_t plen, uint32_t frame_max)
 	return (dgram + step - 1) / step;
 }
 
+uint32_t rtn_udp_frag_max_payload(uint32_t frame_max, uint32_t frags)
+{
+	uint64_t udp = (uint64_t)frag_step(frame_max) * frags; /* UDP bytes in that many */
+
+	if (frame_max > RTN_L4_OFF && udp < frame_max - RTN_L4_OFF)
+		udp = frame_max - RTN_L4_OFF; /* one frame: no multiple of 8 to keep to */
+	if (udp > 8 + RTN_UDP_MAX_DGRAM)
+		udp = 8 + RTN_UDP_MAX_DGRAM;
+	return udp >= 8 ? (uint32_t)(udp - 8) : 0;
+}
+
 void rtn_udp_frag_span(uint32_t plen, uint32_t frame_max, uint32_t i, uint32_t *off, uint32_t *n)
 {
 	uint32_t step = frag_step(frame_max), dgram = 8 + plen;

@@ -157,6 +157,12 @@ uint32_t rtn_udp_finish(uint8_t *frame, const uint8_t dst_mac[6], const uint8_t 
  * *@p off and length in *@p n.  The fragment's frame is RTN_L4_OFF + n bytes.
  */
 uint32_t rtn_udp_frag_count(uint32_t plen, uint32_t frame_max);
+/**
+ * The largest UDP payload that leaves in at most @p frags frames of
+ * @p frame_max bytes (and within IPv4's limit): rtn_udp_frag_count() of it
+ * is 1 to @p frags, of one byte more it is 0 or more than @p frags.
+ */
+uint32_t rtn_udp_frag_max_payload(uint32_t frame_max, uint32_t frags);
 void rtn_udp_frag_span(uint32_t plen, uint32_t frame_max, uint32_t i, uint32_t *off, uint32_t *n);
 
 /**

@@ -237,6 +237,7 @@ int rtn_xsk_open(const struct rtn_xsk_opts *o, struct rtn_xsk **out)
 		goto fail;
 	x->st.mode = x->mode;
 	x->st.zerocopy = !x->copy_mode;
+	x->st.xdp_stamps = x->xdp_stamps;
 	*out = x;
 	return 0;
 fail:

@@ -71,6 +71,9 @@ struct rtn_xsk_stats {
 	uint64_t tx_in_place; /* frames sent from the lent area, without a copy */
 	int mode;	      /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
 	int zerocopy;	      /* 1 when the socket is bound zero-copy */
+	/* 1 when the XDP program stamps frames in the metadata area; 0 when the
+	 * kernel refused it bpf_xdp_adjust_meta(): every stamp is the poll time */
+	int xdp_stamps;
 };
 
 /** A received frame still in the UMEM (see rtn_xsk_rx_peek()). */

@@ -33,6 +33,7 @@ struct rtn_xsk {
 	int attached;
 	int mode;
 	char fallback_reason[160];
+	int xdp_stamps; /* the program stamps frames in the metadata area (rtn_stamp_rx) */
 	int counters_fd;
 	int unbound_fd;	    /* rt_unbound: per queue, frames with no socket */
 	char pin_path[256]; /* pinned rt_ethertypes, removed on close */
@@ -75,6 +76,14 @@ struct rtn_xsk {
 
 /** Open and load the XDP object. */
 int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o);
+/**
+ * Open and load the XDP object at @p path, its program stamping received
+ * frames in the metadata area (*@p stamps 1) or, on a kernel that refuses
+ * an XDP program bpf_xdp_adjust_meta(), not (0: user space stamps at poll
+ * time).  The object, or NULL when it could not be opened; *@p err is 0 or
+ * the load's negative errno (the object is then still to be closed).
+ */
+struct bpf_object *rtn_xdp_obj_load(const char *path, int *stamps, int *err);
 /*
  * Fill rt_ethertypes (and pin it if asked): the program steers the real-time
  * EtherTypes from then on.  Only once the socket is in xsks_map: a frame

@@ -22,6 +22,7 @@
 #include <linux/if_link.h>
 #include <linux/sockios.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "rtn_core.h"
@@ -46,6 +47,69 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/*
+ * Set the 32-bit constant @p name in the object's read-only data before it
+ * is loaded (where BTF says it lies), so the verifier sees its value.
+ */
+static int set_rodata_u32(struct bpf_object *obj, const char *name, uint32_t value)
+{
+	struct bpf_map *map = bpf_object__find_map_by_name(obj, ".rodata");
+	const struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *v;
+	const struct btf_type *sec;
+	const void *now;
+	uint8_t buf[256];
+	size_t size = 0;
+	int id, i;
+
+	id = map && btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+	now = id > 0 ? bpf_map__initial_value(map, &size) : NULL;
+	if (!now || size > sizeof(buf))
+		return -EINVAL;
+	sec = btf__type_by_id(btf, id);
+	for (i = 0, v = btf_var_secinfos(sec); i < btf_vlen(sec); i++, v++) {
+		const struct btf_type *var = btf__type_by_id(btf, v->type);
+
+		if (strcmp(btf__name_by_offset(btf, var->name_off), name) ||
+		    v->size != sizeof(value) || v->offset + sizeof(value) > size)
+			continue;
+		memcpy(buf, now, size);
+		memcpy(buf + v->offset, &value, sizeof(value));
+		return bpf_map__set_initial_value(map, buf, size);
+	}
+	return -EINVAL;
+}
+
+/* Open the XDP object and load it, its program's rtn_stamp_rx set to @p stamp. */
+static struct bpf_object *open_and_load(const char *path, uint32_t stamp, int *err)
+{
+	struct bpf_object *obj;
+
+	libbpf_last[0] = '\0';
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		*err = -errno;
+		return NULL;
+	}
+	*err = set_rodata_u32(obj, "rtn_stamp_rx", stamp);
+	if (!*err)
+		*err = bpf_object__load(obj);
+	return obj;
+}
+
+struct bpf_object *rtn_xdp_obj_load(const char *path, int *stamps, int *err)
+{
+	struct bpf_object *obj = open_and_load(path, 1, err);
+
+	*stamps = !*err;
+	if (*err && *err != -EPERM && obj) {
+		/* a kernel that refuses the stamp's helper: load it without, stamp at poll time */
+		bpf_object__close(obj);
+		obj = open_and_load(path, 0, err);
+	}
+	return obj;
+}
+
 int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 {
 	struct bpf_program *prog;
@@ -64,15 +128,10 @@ int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 				     o->pin_dir);
 
 	libbpf_set_print(libbpf_quiet);
-	libbpf_last[0] = '\0';
-	x->obj = bpf_object__open_file(o->bpf_obj_path, NULL);
-	if (!x->obj) {
-		err = -errno;
-		x->obj = NULL;
+	x->obj = rtn_xdp_obj_load(o->bpf_obj_path, &x->xdp_stamps, &err);
+	if (!x->obj)
 		return rtn_set_error(err, "cannot open XDP object %s: %s", o->bpf_obj_path,
 				     strerror(-err));
-	}
-	err = bpf_object__load(x->obj);
 	if (err) {
 		if (err == -EPERM)
 			return rtn_set_error(err, "loading the XDP program needs CAP_BPF and "

@@ -222,11 +222,20 @@ struct rtn_rx_meta {
 };
 #define RTN_RX_META_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
 
+/*
+ * Whether to stamp at all: the loader clears it when the kernel refuses
+ * bpf_xdp_adjust_meta() to an XDP program (6.18.44 does: "program of this
+ * type cannot use helper"), and the verifier then never sees the call.
+ */
+const volatile __u32 rtn_stamp_rx = 1;
+
 static __always_inline void stamp(struct xdp_md *ctx)
 {
 	struct rtn_rx_meta *meta;
 	void *data;
 
+	if (!rtn_stamp_rx)
+		return;
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
 		return; /* driver without metadata: user space stamps at poll time */
 	meta = (void *)(long)ctx->data_meta;

@@ -218,3 +218,25 @@ def test_an_arp_reply_should_give_its_sender_and_anything_else_none():
     multicast = bytes(Ether() / ARP(op=2, hwsrc="01:00:5e:00:00:01", psrc=B_IP, pdst=A_IP))
     for bad in (request, multicast, reply[:41], udp_frame(), b""):
         assert ipv4.arp_reply_sender(bad) is None
+
+
+@pytest.mark.parametrize("frame_max", [42, 50, 60, 200, 214, 576, 1514, 9018])
+@pytest.mark.parametrize("frags", [1, 2, 3, 8, 45, 64, 1024])
+def test_the_largest_payload_in_n_fragments_should_be_the_edge_of_the_fragment_count(
+    frame_max, frags
+):
+    most = lib.rtn_udp_frag_max_payload(frame_max, frags)
+    count = lib.rtn_udp_frag_count
+    if most:
+        assert 1 <= count(most, frame_max) <= frags
+    # one byte more takes more fragments than that, or more than IPv4 carries
+    assert count(most + 1, frame_max) == 0 or count(most + 1, frame_max) > frags
+    # and the spans of ``most`` cover the datagram: 8-byte multiples but the last
+    n_frags = count(most, frame_max)
+    off, n, at = ffi.new("uint32_t *"), ffi.new("uint32_t *"), 0
+    for i in range(n_frags):
+        lib.rtn_udp_frag_span(most, frame_max, i, off, n)
+        assert off[0] == at and lib.RTN_L4_OFF + n[0] <= frame_max
+        assert n_frags == 1 or i == n_frags - 1 or n[0] % 8 == 0
+        at += n[0]
+    assert n_frags == 0 or at == 8 + most
