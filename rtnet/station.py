@@ -28,7 +28,7 @@ from .names import interface_name_problem
 from .options import OPTIONS
 from .rtthread import fill_rt_opts
 from .tdma_stats import SlotMiss, stats_from_c
-from .xsk import MODE_NAMES, fill_xsk_opts, validate_ethertypes
+from .xsk import MODE_NAMES, STAMP_PLACES, fill_xsk_opts, validate_ethertypes
 
 log = logging.getLogger("rtnet.station")
 
@@ -625,5 +625,5 @@ class Station(Closeable):
             str(q): n for q, n in enumerate(xs.xdp_unbound_queue) if n
         }
         out["xsk"]["zerocopy"] = bool(xs.zerocopy)
-        out["xsk"]["xdp_stamps"] = bool(xs.xdp_stamps)
+        out["xsk"]["xdp_stamps"] = STAMP_PLACES.get(xs.xdp_stamps)
         return out

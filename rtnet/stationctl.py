@@ -344,6 +344,8 @@ def format_status(s: dict) -> str:
     ]
     zc = (s.get("xsk") or {}).get("zerocopy")
     copy = "" if zc is None else (", AF_XDP zero-copy" if zc else ", AF_XDP copy mode")
+    if s.get("xsk") and not s["xsk"].get("xdp_stamps"):
+        copy += ", receive stamps at poll time (the kernel refuses the XDP program's helpers)"
     out.append(
         f"  xdp {s['xdp_mode']}{copy}, rt {s['rt']['policy']} prio {s['rt']['priority']} "
         f"cpu {s['rt']['cpu']}{' (fallback)' if s['rt']['fallback'] else ''}, "

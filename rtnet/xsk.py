@@ -32,6 +32,9 @@ MODES = {
     "skb": lib.RTN_XDP_MODE_SKB,
 }
 MODE_NAMES = {lib.RTN_XDP_MODE_NATIVE: "native", lib.RTN_XDP_MODE_SKB: "skb"}
+# where the XDP program puts the receive stamp (csrc/xsk/rtn_xsk_stamp_priv.h); None: nowhere,
+# every stamp is the poll time (the kernel refused the program both helpers)
+STAMP_PLACES = {1: "metadata", 2: "headroom"}
 XSKMAP_ENTRIES = 64
 _IFNAME = re.compile(r"^[^/\s:]{1,15}$")
 _MAX_TIMEOUT_US = 2**31 - 1
@@ -232,7 +235,7 @@ class RawSocket(Closeable):
         out["xdp_unbound_queue"] = {q: n for q, n in enumerate(st.xdp_unbound_queue) if n}
         out["mode"] = MODE_NAMES.get(st.mode, "none")
         out["zerocopy"] = bool(st.zerocopy)
-        out["xdp_stamps"] = bool(st.xdp_stamps)
+        out["xdp_stamps"] = STAMP_PLACES.get(st.xdp_stamps)
         return out
 
     @property

@@ -11,7 +11,8 @@
  * sockets it stands for.  Above it: rtn_preload_judge.c decides and opens
  * (a socket's rules, its channel, its take-over), rtn_preload_sock.c has
  * the calls that create, configure and close sockets, rtn_preload_sockopt.c
- * their options, rtn_preload_io.c the data path, rtn_preload_wait.c poll
+ * their options, rtn_preload_io.c the data calls (sending in
+ * rtn_preload_tx.c, receiving in rtn_preload_rx.c), rtn_preload_wait.c poll
  * and select, rtn_preload_epoll.c epoll.  A UDP socket is the kernel's
  * until the rules judge it (at bind, connect or its first send); if they
  * pick the real-time path the library opens a channel for its port and puts
@@ -302,6 +303,26 @@ int rp_user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_
 		*have = want;
 	if (*have && (!buf || rp_bad_ptr(buf, *have)))
 		return -EFAULT;
+	return 0;
+}
+
+/* rtn_preload_priv.h says what it gives */
+int rp_iov_ok(const struct iovec *iov, size_t n, size_t max)
+{
+	size_t i, total = 0;
+
+	if (n > 1024)
+		return -EMSGSIZE;
+	if (n && (!iov || rp_bad_ptr(iov, n * sizeof(*iov))))
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		if (iov[i].iov_len > max - total)
+			return -EMSGSIZE;
+		total += iov[i].iov_len;
+		if (iov[i].iov_len &&
+		    (!iov[i].iov_base || rp_bad_ptr(iov[i].iov_base, iov[i].iov_len)))
+			return -EFAULT;
+	}
 	return 0;
 }
 

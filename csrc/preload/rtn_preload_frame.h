@@ -3,7 +3,7 @@
  * @file rtn_preload_frame.h
  * @brief What a frame in a channel's RX ring holds for a program's socket:
  *        where its data is and who sent it.  A parser of shared memory, so
- *        of hostile bytes: rtn_preload_io.c hands it a private copy, and
+ *        of hostile bytes: rtn_preload_rx.c hands it a private copy, and
  *        fuzz/fuzz_preload_frame.c any bytes at all.  Inline: it runs for
  *        every datagram a program takes.
  */

@@ -215,6 +215,12 @@ int rp_bad_addr(uintptr_t a, size_t len);
  * bytes at @p buf (at most @p want) in *have; -errno for a bad length or pointer.
  */
 int rp_user_room(const void *buf, const socklen_t *len, socklen_t want, socklen_t *have);
+/**
+ * The program's iovec: at most UIO_MAXIOV pieces, together at most @p max
+ * bytes (-EMSGSIZE, as the kernel says before it looks at the memory), each
+ * where a program's memory may be (-EFAULT); 0 when it is all of that.
+ */
+int rp_iov_ok(const struct iovec *iov, size_t n, size_t max);
 /* by address, never read: a pointer the compiler thinks unwritten is no warning then */
 #define rp_bad_ptr(p, len) rp_bad_addr((uintptr_t)(p), (len))
 int rp_alive(struct rsock *rs);
@@ -263,7 +269,7 @@ int rp_judge_remote(int fd, struct rsock *rs, const struct sockaddr_in *dst);
 /** The same for a send to @p to (anything but AF_INET: left pending). */
 int rp_judge_send(int fd, struct rsock *rs, const struct sockaddr *to, socklen_t tolen);
 
-/* rtn_preload_io.c: the data path; -errno on failure */
+/* rtn_preload_rx.c and rtn_preload_tx.c: the data path; -errno on failure */
 ssize_t rp_recvmsg(int fd, struct rsock *rs, struct msghdr *mh, int flags);
 ssize_t rp_sendmsg(int fd, struct rsock *rs, const struct msghdr *mh, int flags);
 int rp_fionread(struct rsock *rs);

@@ -26,6 +26,7 @@
 #include "rtn_time_inline.h"
 #include "rtn_ipv4_inline.h"
 #include "rtn_xsk_priv.h"
+#include "rtn_xsk_stamp_priv.h"
 
 #ifndef SO_PREFER_BUSY_POLL
 #define SO_PREFER_BUSY_POLL 69
@@ -559,51 +560,49 @@ static inline void wake_rx(struct rtn_xsk *x)
 		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 }
 
-/* What xdp_rtnet.bpf.c puts in the metadata area in front of a frame. */
-struct rx_meta {
+/* What xdp_rtnet.bpf.c puts in front of a frame (rtn_xsk_stamp_priv.h). */
+struct rx_stamp {
 	uint64_t magic;
 	uint64_t rx_ns;
 };
-#define RX_META_MAGIC 0x52544e5852584d31ULL
-
-/* The metadata lies in the same UMEM chunk, in front of the frame. */
-static int rx_meta_ok(const struct rtn_xsk *x, const struct xdp_desc *d)
-{
-	/* aligned chunks: the offset of the frame inside its chunk */
-	uint64_t in_chunk = d->addr & (x->frame_size - 1);
-
-	return in_chunk >= sizeof(struct rx_meta);
-}
 
 /*
- * Whether the XDP program's stamp is in the metadata in front of @p data
- * (the driver may keep none); if so, it is in *stamp.
+ * The frame RX descriptor @p d (desc_ok()) holds, its length in *len, and
+ * in *stamped whether the XDP program's stamp came with it (then in
+ * *stamp).  In the metadata area it lies in the same UMEM chunk in front of
+ * the frame, where the driver kept one; in front of the frame's bytes it is
+ * in every frame the program steered, and is cut off here.
  */
-static int meta_stamp(const struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data,
-		      int64_t *stamp)
+static uint8_t *desc_frame(const struct rtn_xsk *x, const struct xdp_desc *d, uint32_t *len,
+			   int64_t *stamp, int *stamped)
 {
-	const struct rx_meta *m = (const void *)(data - sizeof(*m));
+	uint8_t *data = xsk_umem__get_data(x->area, d->addr), *at;
+	struct rx_stamp st;
 
-	if (!rx_meta_ok(x, d) || m->magic != RX_META_MAGIC)
-		return 0;
-	*stamp = (int64_t)m->rx_ns;
-	return 1;
-}
-
-/*
- * The frame's receive stamp: the XDP program's where the driver kept it
- * (counted), else @p polled.
- */
-static int64_t rx_stamp_of(struct rtn_xsk *x, const struct xdp_desc *d, const uint8_t *data,
-			   int64_t polled, int *kernel)
-{
-	int64_t stamp;
-
-	*kernel = meta_stamp(x, d, data, &stamp);
-	if (!*kernel)
-		return polled;
-	x->st.rx_kernel_ts++;
-	return stamp;
+	*len = d->len;
+	*stamped = 0;
+	if (x->xdp_stamps == RTN_XSK_STAMP_META) {
+		/* aligned chunks: the offset of the frame inside its chunk */
+		if ((d->addr & (x->frame_size - 1)) < sizeof(st))
+			return data;
+		at = data - sizeof(st);
+	} else if (x->xdp_stamps == RTN_XSK_STAMP_HEAD) {
+		if (d->len < sizeof(st))
+			return data;
+		at = data;
+	} else {
+		return data;
+	}
+	memcpy(&st, at, sizeof(st));
+	if (st.magic != RTN_RX_STAMP_MAGIC)
+		return data;
+	if (at == data) {
+		data += sizeof(st);
+		*len -= sizeof(st);
+	}
+	*stamp = (int64_t)st.rx_ns;
+	*stamped = 1;
+	return data;
 }
 
 int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us)
@@ -656,20 +655,22 @@ int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int
 		rtn_set_error(ret, "invalid RX descriptor addr %llu len %u",
 			      (unsigned long long)d->addr, d->len);
 	} else {
-		const uint8_t *data = xsk_umem__get_data(x->area, d->addr);
-		int kernel;
+		/* the XDP stamp is counted; the caller gets the time the frame was
+		 * taken (the ping-pong benchmarks time the whole path) */
+		int64_t stamp;
+		uint32_t len;
+		int stamped;
+		const uint8_t *data = desc_frame(x, d, &len, &stamp, &stamped);
 
-		n = d->len;
+		n = len;
 		if (n > cap) {
 			x->st.truncated++;
 			n = cap;
 		}
 		memcpy(buf, data, n);
-		/* counted where the driver kept the XDP stamp; the caller gets the time
-		 * the frame was taken (the ping-pong benchmarks time the whole path) */
-		(void)rx_stamp_of(x, d, data, now, &kernel);
+		x->st.rx_kernel_ts += (uint64_t)stamped;
 		x->st.rx_frames++;
-		x->st.rx_bytes += d->len;
+		x->st.rx_bytes += len;
 		ret = n;
 	}
 	refill(x, d->addr);
@@ -706,13 +707,13 @@ int rtn_xsk_rx_peek(struct rtn_xsk *x, struct rtn_xsk_frame *frames, uint32_t ma
 			frames[i].len = 0;
 			continue;
 		}
-		frames[i].data = xsk_umem__get_data(x->area, d->addr);
-		frames[i].len = d->len;
+		frames[i].rx_ts = rx_ts ? *rx_ts : 0; /* the poll time, unless stamped */
+		frames[i].data =
+			desc_frame(x, d, &frames[i].len, &frames[i].rx_ts, &frames[i].kernel_ts);
+		x->st.rx_kernel_ts += (uint64_t)frames[i].kernel_ts;
 		frames[i].index = i;
-		frames[i].rx_ts =
-			rx_stamp_of(x, d, frames[i].data, rx_ts ? *rx_ts : 0, &frames[i].kernel_ts);
 		x->st.rx_frames++;
-		x->st.rx_bytes += d->len;
+		x->st.rx_bytes += frames[i].len;
 	}
 	x->peek_idx = idx;
 	x->peek_n = n;
@@ -732,6 +733,8 @@ void rtn_xsk_rx_release(struct rtn_xsk *x)
 const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 {
 	struct xdp_desc d;
+	int64_t stamp = 0;
+	int stamped;
 	uint8_t *data;
 	uint32_t idx;
 
@@ -741,10 +744,10 @@ const uint8_t *rtn_xsk_rx_next(struct rtn_xsk *x, uint32_t *len, int64_t *rx_ts)
 	xsk_ring_cons__cancel(&x->rx, 1);
 	if (!desc_ok(x, &d))
 		return NULL;
-	data = xsk_umem__get_data(x->area, d.addr);
-	*len = d.len;
-	if (rx_ts && !meta_stamp(x, &d, data, rx_ts))
-		*rx_ts = 0;
+	/* a look, not a take: the stamp is counted when the frame is taken */
+	data = desc_frame(x, &d, len, &stamp, &stamped);
+	if (rx_ts)
+		*rx_ts = stamped ? stamp : 0;
 	return data;
 }
 

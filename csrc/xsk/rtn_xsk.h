@@ -71,8 +71,9 @@ struct rtn_xsk_stats {
 	uint64_t tx_in_place; /* frames sent from the lent area, without a copy */
 	int mode;	      /* RTN_XDP_MODE_NATIVE or _SKB actually attached */
 	int zerocopy;	      /* 1 when the socket is bound zero-copy */
-	/* 1 when the XDP program stamps frames in the metadata area; 0 when the
-	 * kernel refused it bpf_xdp_adjust_meta(): every stamp is the poll time */
+	/* where the XDP program puts the receive stamp: 1 the metadata area, 2
+	 * in front of the frame (the kernel refused the program
+	 * bpf_xdp_adjust_meta()), 0 nowhere (every stamp is the poll time) */
 	int xdp_stamps;
 };
 

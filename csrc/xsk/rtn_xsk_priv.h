@@ -33,7 +33,7 @@ struct rtn_xsk {
 	int attached;
 	int mode;
 	char fallback_reason[160];
-	int xdp_stamps; /* the program stamps frames in the metadata area (rtn_stamp_rx) */
+	int xdp_stamps; /* where the program puts the receive stamp: RTN_XSK_STAMP_* */
 	int counters_fd;
 	int unbound_fd;	    /* rt_unbound: per queue, frames with no socket */
 	char pin_path[256]; /* pinned rt_ethertypes, removed on close */
@@ -78,10 +78,10 @@ struct rtn_xsk {
 int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o);
 /**
  * Open and load the XDP object at @p path, its program stamping received
- * frames in the metadata area (*@p stamps 1) or, on a kernel that refuses
- * an XDP program bpf_xdp_adjust_meta(), not (0: user space stamps at poll
- * time).  The object, or NULL when it could not be opened; *@p err is 0 or
- * the load's negative errno (the object is then still to be closed).
+ * frames where the kernel lets it (*@p stamps: RTN_XSK_STAMP_META, else
+ * _HEAD, else _NONE; rtn_xsk_stamp_priv.h).  The object, or NULL when it
+ * could not be opened; *@p err is 0 or the last load's negative errno (the
+ * object is then still to be closed).
  */
 struct bpf_object *rtn_xdp_obj_load(const char *path, int *stamps, int *err);
 /*

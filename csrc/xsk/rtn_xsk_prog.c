@@ -27,6 +27,7 @@
 
 #include "rtn_core.h"
 #include "rtn_xsk_priv.h"
+#include "rtn_xsk_stamp_priv.h"
 
 #ifndef BPF_FS_MAGIC
 #define BPF_FS_MAGIC 0xcafe4a11
@@ -50,6 +51,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 /*
  * Set the 32-bit constant @p name in the object's read-only data before it
  * is loaded (where BTF says it lies), so the verifier sees its value.
+ * -ENOEXEC: the object has no such constant (not ours, or built before it).
  */
 static int set_rodata_u32(struct bpf_object *obj, const char *name, uint32_t value)
 {
@@ -65,7 +67,7 @@ static int set_rodata_u32(struct bpf_object *obj, const char *name, uint32_t val
 	id = map && btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
 	now = id > 0 ? bpf_map__initial_value(map, &size) : NULL;
 	if (!now || size > sizeof(buf))
-		return -EINVAL;
+		return -ENOEXEC;
 	sec = btf__type_by_id(btf, id);
 	for (i = 0, v = btf_var_secinfos(sec); i < btf_vlen(sec); i++, v++) {
 		const struct btf_type *var = btf__type_by_id(btf, v->type);
@@ -77,7 +79,7 @@ static int set_rodata_u32(struct bpf_object *obj, const char *name, uint32_t val
 		memcpy(buf + v->offset, &value, sizeof(value));
 		return bpf_map__set_initial_value(map, buf, size);
 	}
-	return -EINVAL;
+	return -ENOEXEC;
 }
 
 /* Open the XDP object and load it, its program's rtn_stamp_rx set to @p stamp. */
@@ -99,13 +101,18 @@ static struct bpf_object *open_and_load(const char *path, uint32_t stamp, int *e
 
 struct bpf_object *rtn_xdp_obj_load(const char *path, int *stamps, int *err)
 {
-	struct bpf_object *obj = open_and_load(path, 1, err);
+	static const int modes[] = { RTN_XSK_STAMP_META, RTN_XSK_STAMP_HEAD, RTN_XSK_STAMP_NONE };
+	struct bpf_object *obj = NULL;
+	size_t i;
 
-	*stamps = !*err;
-	if (*err && *err != -EPERM && obj) {
-		/* a kernel that refuses the stamp's helper: load it without, stamp at poll time */
-		bpf_object__close(obj);
-		obj = open_and_load(path, 0, err);
+	/* the verifier's refusal is EINVAL: try the next place for the stamp */
+	for (i = 0, *err = -EINVAL; i < sizeof(modes) / sizeof(modes[0]) && *err == -EINVAL; i++) {
+		if (obj)
+			bpf_object__close(obj);
+		*stamps = modes[i];
+		obj = open_and_load(path, (uint32_t)modes[i], err);
+		if (!obj)
+			break;
 	}
 	return obj;
 }
@@ -136,6 +143,9 @@ int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)
 		if (err == -EPERM)
 			return rtn_set_error(err, "loading the XDP program needs CAP_BPF and "
 						  "CAP_NET_ADMIN (run as root)");
+		if (err == -ENOEXEC)
+			return rtn_set_error(err, "%s is not an rtnet XDP object (no rtn_stamp_rx)",
+					     o->bpf_obj_path);
 		return rtn_set_error(err, "loading XDP object %s failed: %s%s%s", o->bpf_obj_path,
 				     strerror(-err), libbpf_last[0] ? "; " : "", libbpf_last);
 	}

@@ -21,6 +21,7 @@
 #include <linux/ip.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "rtn_xsk_stamp_priv.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -211,39 +212,55 @@ static __always_inline void count_in(void *map, __u32 idx)
 
 /*
  * The receive timestamp, taken here, in the driver's receive path: the
- * closest AF_XDP gets to RTnet's stamp at interrupt entry.  It travels in the
- * XDP metadata area in front of the frame (copied to the UMEM in copy mode
- * too); the magic tells user space it is there.  bpf_ktime_get_ns() is
- * CLOCK_MONOTONIC, the stations' clock.
+ * closest AF_XDP gets to RTnet's stamp at interrupt entry.  bpf_ktime_get_ns()
+ * is CLOCK_MONOTONIC, the stations' clock.  Where it travels is the
+ * loader's choice (rtn_stamp_rx, rtn_xsk_stamp_priv.h): in the XDP metadata
+ * area in front of the frame (copied to the UMEM in copy mode too), where a
+ * driver without one leaves it out and the magic tells user space it is
+ * there; or, on a kernel that refuses a program bpf_xdp_adjust_meta()
+ * (6.18.44 does: "program of this type cannot use helper"), in front of the
+ * frame's own bytes, which every steered frame then carries: one that
+ * cannot have it goes to Linux instead (returns 0).  The verifier sees only
+ * the chosen branch, so the refused helper is never in the program.
  */
-struct rtn_rx_meta {
+struct rtn_rx_stamp {
 	__u64 magic;
 	__u64 rx_ns;
 };
-#define RTN_RX_META_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
 
-/*
- * Whether to stamp at all: the loader clears it when the kernel refuses
- * bpf_xdp_adjust_meta() to an XDP program (6.18.44 does: "program of this
- * type cannot use helper"), and the verifier then never sees the call.
- */
-const volatile __u32 rtn_stamp_rx = 1;
+const volatile __u32 rtn_stamp_rx = RTN_XSK_STAMP_META;
 
-static __always_inline void stamp(struct xdp_md *ctx)
+/* @p st, up to @p end, gets the stamp; 0 when it does not fit (the verifier's bound too). */
+static __always_inline int put_stamp(struct rtn_rx_stamp *st, void *end)
 {
-	struct rtn_rx_meta *meta;
-	void *data;
+	if ((void *)(st + 1) > end)
+		return 0;
+	st->magic = RTN_RX_STAMP_MAGIC;
+	st->rx_ns = bpf_ktime_get_ns();
+	return 1;
+}
 
-	if (!rtn_stamp_rx)
-		return;
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
-		return; /* driver without metadata: user space stamps at poll time */
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(meta + 1) > data)
-		return;
-	meta->magic = RTN_RX_META_MAGIC;
-	meta->rx_ns = bpf_ktime_get_ns();
+static __always_inline int stamp(struct xdp_md *ctx)
+{
+	if (rtn_stamp_rx == RTN_XSK_STAMP_META) {
+		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct rtn_rx_stamp)))
+			return 1; /* driver without metadata: user space stamps at poll time */
+		/* the compiler must not reuse a pointer into ctx across the helper */
+		asm volatile("" : "+r"(ctx));
+		put_stamp((void *)(long)ctx->data_meta, (void *)(long)ctx->data);
+		return 1;
+	}
+	if (rtn_stamp_rx == RTN_XSK_STAMP_HEAD) {
+		if (bpf_xdp_adjust_head(ctx, -(int)sizeof(struct rtn_rx_stamp)))
+			return 0;
+		asm volatile("" : "+r"(ctx));
+		if (put_stamp((void *)(long)ctx->data, (void *)(long)ctx->data_end))
+			return 1;
+		/* cannot happen for a frame of 14 bytes or more: Linux gets it as it came */
+		bpf_xdp_adjust_head(ctx, (int)sizeof(struct rtn_rx_stamp));
+		return 0;
+	}
+	return 1;
 }
 
 /*
@@ -300,9 +317,12 @@ int xdp_rtnet(struct xdp_md *ctx)
 		count_in(&rt_unbound, queue < RTN_QUEUES ? queue : RTN_QUEUES - 1);
 		goto pass;
 	}
+	if (!stamp(ctx))
+		goto pass;
 	count_in(&rt_counters, 0);
-	stamp(ctx);
-	return bpf_redirect_map(&xsks_map, queue, XDP_PASS);
+	/* a socket gone since the lookup: Linux, unless the frame now carries the stamp */
+	return bpf_redirect_map(&xsks_map, queue,
+				rtn_stamp_rx == RTN_XSK_STAMP_HEAD ? XDP_DROP : XDP_PASS);
 pass:
 	count_in(&rt_counters, 1);
 	return XDP_PASS;

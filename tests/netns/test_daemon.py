@@ -112,6 +112,8 @@ def test_up_status_down(capsys, stations, conf):
     assert st["wakeup"]["summary_us"]["count"] > 0
     rc, out, _ = ctl(capsys, "status", "-n", ns)
     assert rc == 0 and "TDMA master" in out and "wake-up latency" in out
+    # where the kernel refused the XDP program its metadata, the text says where stamps come from
+    assert ("receive stamps at poll time" in out) == (not st["xsk"]["xdp_stamps"])
     assert "sync error: - (no samples: the master's own clock" in out
     rc, out, err = ctl(capsys, "down", "-n", ns)
     assert rc == 0 and "stopped" in out, err

@@ -4,6 +4,7 @@ import errno
 import os
 import socket
 import struct
+import subprocess
 import threading
 
 import pytest
@@ -278,3 +279,28 @@ def test_missing_queue_fails_after_attach_and_releases_the_program(lab):
     assert xdp_attached(s1.netns, s1.ifname) == 0
     with RawSocket(s1.ifname, netns=s1.netns) as sock:  # nothing left behind to collide with
         assert sock.mode in ("native", "skb")
+
+
+def test_an_xdp_object_that_is_not_ours_is_refused_in_one_line(lab, tmp_path, monkeypatch):
+    # a well-formed XDP program without the stack's constant and maps, then no BPF at all
+    src = tmp_path / "other.bpf.c"
+    src.write_text(
+        "#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n"
+        'SEC("xdp") int other(struct xdp_md *ctx) { return XDP_PASS; }\n'
+        'char _license[] SEC("license") = "GPL";\n'
+    )
+    obj = tmp_path / "other.bpf.o"
+    arch = f"/usr/include/{os.uname().machine}-linux-gnu"
+    subprocess.run(
+        ["clang", "-O2", "-g", "-target", "bpf", "-I", arch, "-c", str(src), "-o", str(obj)],
+        check=True,
+    )
+    junk = tmp_path / "junk.bpf.o"
+    junk.write_bytes(b"\x7fELF" + bytes(60))
+    s1 = lab.station(1)
+    for path, words in ((obj, "is not an rtnet XDP object"), (junk, "cannot open XDP object")):
+        monkeypatch.setattr("rtnet.xsk.bpf_object_path", lambda p=path: str(p))
+        with pytest.raises(XskError) as exc:
+            RawSocket(s1.ifname, netns=s1.netns, ethertypes=[EXTRA_RT])
+        assert words in str(exc.value) and "\n" not in str(exc.value)
+        assert xdp_attached(s1.netns, s1.ifname) == 0  # nothing left on the port

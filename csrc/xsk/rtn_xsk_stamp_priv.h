@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/**
+ * @file rtn_xsk_stamp_priv.h
+ * @brief Where xdp_rtnet.bpf.c puts a received frame's stamp, shared by the
+ *        program and the socket that cuts it off again (rtn_xsk.c).  Plain
+ *        C, no user-space headers: the BPF build includes it too.
+ *
+ * The loader sets the program's rtn_stamp_rx to the first mode the kernel
+ * takes: the metadata area in front of the frame (bpf_xdp_adjust_meta), the
+ * frame's own headroom (bpf_xdp_adjust_head: the stamp becomes the first 16
+ * bytes of every frame the program steers, so none arrives without one and a
+ * frame's own bytes can never pass for it), or none (the poll time).
+ */
+#ifndef RTN_XSK_STAMP_PRIV_H
+#define RTN_XSK_STAMP_PRIV_H
+
+#define RTN_XSK_STAMP_NONE 0
+#define RTN_XSK_STAMP_META 1
+#define RTN_XSK_STAMP_HEAD 2
+
+/* in front of the frame, 16 bytes: this magic, then the CLOCK_MONOTONIC stamp */
+#define RTN_RX_STAMP_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
+#define RTN_RX_STAMP_LEN   16
+
+#endif
