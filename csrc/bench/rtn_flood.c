@@ -11,6 +11,7 @@
 #include "rtn_tdma_proto_inline.h" /* rtn_get_be16 */
 #include "rtn_time_inline.h"
 #include "rtn_xsk_priv.h"
+#include "rtn_xsk_stamp_priv.h"
 
 /*
  * The socket's rings and UMEM, driven here instead of by rtn_xsk.c.  Its
@@ -23,6 +24,7 @@ struct rings {
 	uint8_t *area;
 	uint64_t area_size;
 	uint32_t frame_size, frames;
+	uint32_t rx_skip; /* the XDP program's stamp in front of each received frame */
 	int fd, copy_mode;
 };
 
@@ -38,6 +40,9 @@ static int take_rings(struct rtn_xsk *x, struct rings *r)
 			     .area_size = x->area_size,
 			     .frame_size = x->frame_size,
 			     .frames = x->frames,
+			     .rx_skip = x->xdp_stamps == RTN_XSK_STAMP_HEAD ?
+						(uint32_t)sizeof(struct rtn_rx_stamp) :
+						0,
 			     .fd = x->fd,
 			     .copy_mode = x->copy_mode };
 	return 0;
@@ -140,8 +145,9 @@ int rtn_flood_rx(struct rtn_xsk *x, uint16_t ethertype, int64_t idle_ns, int64_t
 			uint64_t a = xsk_umem__add_offset_to_addr(d->addr);
 
 			/* the kernel's descriptor, checked like any input */
-			if (a < r.area_size && d->len >= 14 && a + d->len <= r.area_size &&
-			    rtn_get_be16(r.area + a + 12) == ethertype)
+			if (a < r.area_size && d->len >= 14 + r.rx_skip &&
+			    a + d->len <= r.area_size &&
+			    rtn_get_be16(r.area + a + r.rx_skip + 12) == ethertype)
 				out->frames++;
 			else
 				out->other++;

@@ -560,12 +560,6 @@ static inline void wake_rx(struct rtn_xsk *x)
 		recvfrom(x->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 }
 
-/* What xdp_rtnet.bpf.c puts in front of a frame (rtn_xsk_stamp_priv.h). */
-struct rx_stamp {
-	uint64_t magic;
-	uint64_t rx_ns;
-};
-
 /*
  * The frame RX descriptor @p d (desc_ok()) holds, its length in *len, and
  * in *stamped whether the XDP program's stamp came with it (then in
@@ -577,7 +571,7 @@ static uint8_t *desc_frame(const struct rtn_xsk *x, const struct xdp_desc *d, ui
 			   int64_t *stamp, int *stamped)
 {
 	uint8_t *data = xsk_umem__get_data(x->area, d->addr), *at;
-	struct rx_stamp st;
+	struct rtn_rx_stamp st;
 
 	*len = d->len;
 	*stamped = 0;

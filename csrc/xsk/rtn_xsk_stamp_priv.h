@@ -18,8 +18,11 @@
 #define RTN_XSK_STAMP_META 1
 #define RTN_XSK_STAMP_HEAD 2
 
-/* in front of the frame, 16 bytes: this magic, then the CLOCK_MONOTONIC stamp */
+/* in front of the frame: this magic, then the CLOCK_MONOTONIC stamp (ns) */
+struct rtn_rx_stamp {
+	unsigned long long magic;
+	unsigned long long rx_ns;
+};
 #define RTN_RX_STAMP_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
-#define RTN_RX_STAMP_LEN   16
 
 #endif

@@ -223,11 +223,6 @@ static __always_inline void count_in(void *map, __u32 idx)
  * cannot have it goes to Linux instead (returns 0).  The verifier sees only
  * the chosen branch, so the refused helper is never in the program.
  */
-struct rtn_rx_stamp {
-	__u64 magic;
-	__u64 rx_ns;
-};
-
 const volatile __u32 rtn_stamp_rx = RTN_XSK_STAMP_META;
 
 /* @p st, up to @p end, gets the stamp; 0 when it does not fit (the verifier's bound too). */

@@ -6,12 +6,14 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 
 import pytest
 from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
 
 from rtnet import netns
+from rtnet._lowlevel import ffi, lib
 from rtnet.errors import XskError
 from rtnet.lab import Lab
 from rtnet.mac import parse_mac
@@ -304,3 +306,30 @@ def test_an_xdp_object_that_is_not_ours_is_refused_in_one_line(lab, tmp_path, mo
             RawSocket(s1.ifname, netns=s1.netns, ethertypes=[EXTRA_RT])
         assert words in str(exc.value) and "\n" not in str(exc.value)
         assert xdp_attached(s1.netns, s1.ifname) == 0  # nothing left on the port
+
+
+def test_a_frame_that_starts_like_a_stamp_arrives_whole_with_the_programs_own(lab):
+    # the first 16 bytes are what the XDP program writes in front of a frame: its magic
+    # (little-endian, as it stores it) and a stamp far in the past; the EtherType at bytes
+    # 12-13 is the socket's, so the program steers the frame
+    forged = bytearray(struct.pack("<QQ", 0x52544E5852584D31, 12345).ljust(80, b"\xab"))
+    forged[12:14] = struct.pack("!H", EXTRA_RT)
+    a, b = open_pair(lab)
+    with a, b:
+        frames, poll_ts = ffi.new("struct rtn_xsk_frame[4]"), ffi.new("int64_t *")
+        before = time.monotonic_ns()  # CLOCK_MONOTONIC, the stamps' clock
+        a.send(bytes(forged))
+        deadline = before + 2_000_000_000
+        while (n := lib.rtn_xsk_rx_peek(b._live(), frames, 4, poll_ts)) == 0:
+            assert time.monotonic_ns() < deadline, "the frame never arrived"
+        try:
+            assert n == 1
+            f = frames[0]
+            assert ffi.buffer(f.data, f.len)[:] == bytes(forged)  # nothing cut off it
+            if b.stats()["xdp_stamps"]:
+                # the stamp is the program's, taken on arrival, not the frame's bytes
+                assert f.kernel_ts == 1 and before <= f.rx_ts <= poll_ts[0]
+            else:
+                assert f.kernel_ts == 0 and f.rx_ts == poll_ts[0]
+        finally:
+            lib.rtn_xsk_rx_release(b._live())
