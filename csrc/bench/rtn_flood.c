@@ -40,9 +40,7 @@ static int take_rings(struct rtn_xsk *x, struct rings *r)
 			     .area_size = x->area_size,
 			     .frame_size = x->frame_size,
 			     .frames = x->frames,
-			     .rx_skip = x->xdp_stamps == RTN_XSK_STAMP_HEAD ?
-						(uint32_t)sizeof(struct rtn_rx_stamp) :
-						0,
+			     .rx_skip = rtn_rx_stamp_in_frame(x->xdp_stamps),
 			     .fd = x->fd,
 			     .copy_mode = x->copy_mode };
 	return 0;

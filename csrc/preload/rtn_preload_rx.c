@@ -31,14 +31,6 @@
 #include "rtn_preload_priv.h"
 #include "rtn_time_inline.h"
 
-static int64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
  * What the ring's oldest datagram holds for the program: where its data
  * is, and who sent it.  One message, or the chain of them a datagram put
@@ -103,10 +95,10 @@ static struct timespec rx_realtime(const struct rsock *rs, const struct rtn_msg 
 {
 	int64_t off = __atomic_load_n(&rs->ch->shm->clock_offset, __ATOMIC_RELAXED);
 	int64_t stamp = m->rx_ns ? m->rx_ns : m->rx_rt_ns;
-	int64_t real = stamp - off + (now_ns(CLOCK_REALTIME) - rtn_now());
-	struct timespec ts = { .tv_sec = real / 1000000000LL, .tv_nsec = real % 1000000000LL };
+	struct timespec wall;
 
-	return ts;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	return rtn_ns_to_ts(stamp - off + (rtn_ts_to_ns(&wall) - rtn_now()));
 }
 
 static void put_cmsg(struct msghdr *mh, size_t *used, int level, int type, const void *data,

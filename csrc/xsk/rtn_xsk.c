@@ -570,33 +570,24 @@ static inline void wake_rx(struct rtn_xsk *x)
 static uint8_t *desc_frame(const struct rtn_xsk *x, const struct xdp_desc *d, uint32_t *len,
 			   int64_t *stamp, int *stamped)
 {
-	uint8_t *data = xsk_umem__get_data(x->area, d->addr), *at;
+	uint8_t *data = xsk_umem__get_data(x->area, d->addr);
+	uint32_t in_frame = rtn_rx_stamp_in_frame(x->xdp_stamps);
 	struct rtn_rx_stamp st;
 
 	*len = d->len;
 	*stamped = 0;
-	if (x->xdp_stamps == RTN_XSK_STAMP_META) {
-		/* aligned chunks: the offset of the frame inside its chunk */
-		if ((d->addr & (x->frame_size - 1)) < sizeof(st))
-			return data;
-		at = data - sizeof(st);
-	} else if (x->xdp_stamps == RTN_XSK_STAMP_HEAD) {
-		if (d->len < sizeof(st))
-			return data;
-		at = data;
-	} else {
+	if (x->xdp_stamps == RTN_XSK_STAMP_NONE)
 		return data;
-	}
-	memcpy(&st, at, sizeof(st));
+	/* in the metadata area: the frame's offset inside its (aligned) chunk leaves room */
+	if (in_frame ? d->len < in_frame : (d->addr & (x->frame_size - 1)) < sizeof(st))
+		return data;
+	memcpy(&st, in_frame ? data : data - sizeof(st), sizeof(st));
 	if (st.magic != RTN_RX_STAMP_MAGIC)
 		return data;
-	if (at == data) {
-		data += sizeof(st);
-		*len -= sizeof(st);
-	}
 	*stamp = (int64_t)st.rx_ns;
 	*stamped = 1;
-	return data;
+	*len -= in_frame;
+	return data + in_frame;
 }
 
 int rtn_xsk_recv(struct rtn_xsk *x, void *buf, uint32_t cap, int64_t *rx_ts, int timeout_us)

@@ -102,19 +102,18 @@ static struct bpf_object *open_and_load(const char *path, uint32_t stamp, int *e
 struct bpf_object *rtn_xdp_obj_load(const char *path, int *stamps, int *err)
 {
 	static const int modes[] = { RTN_XSK_STAMP_META, RTN_XSK_STAMP_HEAD, RTN_XSK_STAMP_NONE };
-	struct bpf_object *obj = NULL;
+	const size_t n = sizeof(modes) / sizeof(modes[0]);
+	struct bpf_object *obj;
 	size_t i;
 
-	/* the verifier's refusal is EINVAL: try the next place for the stamp */
-	for (i = 0, *err = -EINVAL; i < sizeof(modes) / sizeof(modes[0]) && *err == -EINVAL; i++) {
-		if (obj)
-			bpf_object__close(obj);
+	for (i = 0;; i++) {
 		*stamps = modes[i];
 		obj = open_and_load(path, (uint32_t)modes[i], err);
-		if (!obj)
-			break;
+		/* the verifier's refusal is EINVAL: try the next place for the stamp */
+		if (!obj || *err != -EINVAL || i + 1 == n)
+			return obj;
+		bpf_object__close(obj);
 	}
-	return obj;
 }
 
 int rtn_xsk_prog_load(struct rtn_xsk *x, const struct rtn_xsk_opts *o)

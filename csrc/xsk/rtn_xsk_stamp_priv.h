@@ -25,4 +25,10 @@ struct rtn_rx_stamp {
 };
 #define RTN_RX_STAMP_MAGIC 0x52544e5852584d31ULL /* "RTNXRXM1" */
 
+/* The bytes a received descriptor holds in front of its frame in stamp mode @p mode. */
+static inline unsigned int rtn_rx_stamp_in_frame(int mode)
+{
+	return mode == RTN_XSK_STAMP_HEAD ? sizeof(struct rtn_rx_stamp) : 0;
+}
+
 #endif
